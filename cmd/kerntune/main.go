@@ -1,0 +1,83 @@
+// Command kerntune tunes GPU and CPU kernels by measurement and writes
+// hardware_params.json, which applications load through the params package.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit codes: 1 for a failure while working, 2 for bad input (flags, names,
+// shapes, files) and for a backend that is not available.
+const (
+	exitFailure = 1
+	exitUsage   = 2
+)
+
+// usageError marks errors caused by what the user asked for; they exit with code 2.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usageErrorf(format string, args ...any) error {
+	return usageError{fmt.Errorf(format, args...)}
+}
+
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "kerntune",
+		Short: "Autotune GPU kernels by measurement and write hardware_params.json",
+		Long: `kerntune enumerates the valid parameter candidates of each kernel family and
+shape class, verifies every candidate against a float64 reference, times it on
+the device, prunes the losers and records the winners per device in
+hardware_params.json. Applications load that file with the params package;
+environment variables override any value.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	for _, add := range commands {
+		root.AddCommand(add())
+	}
+	return root
+}
+
+// commands holds the constructors of the subcommands; each command's file adds its own.
+var commands []func() *cobra.Command
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	root := newRootCmd()
+	root.SetArgs(args)
+	err := root.Execute()
+	if err == nil {
+		return 0
+	}
+	fmt.Fprintln(os.Stderr, "kerntune:", err)
+	var ue usageError
+	if errors.As(err, &ue) || isCobraUsage(err) {
+		return exitUsage
+	}
+	return exitFailure
+}
+
+// isCobraUsage recognises cobra's own argument errors (unknown command, wrong arg count).
+func isCobraUsage(err error) bool {
+	msg := err.Error()
+	for _, p := range []string{"unknown command", "accepts ", "requires at least", "requires at most", "unknown flag", "unknown shorthand", "invalid argument"} {
+		if contains(msg, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }

@@ -1,0 +1,598 @@
+package params
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+)
+
+// SchemaVersion is the version of hardware_params.json this package reads and writes.
+const SchemaVersion = 1
+
+// DefaultFileName is the file name the tuner writes and the loader looks for.
+const DefaultFileName = "hardware_params.json"
+
+// File is a parsed hardware_params.json.
+type File struct {
+	SchemaVersion int                `json:"schema_version"`
+	Generator     string             `json:"generator,omitempty"`
+	Devices       map[string]*Device `json:"devices"`
+}
+
+// Device holds everything tuned on one device.
+type Device struct {
+	Backend      string                       `json:"backend"`
+	Name         string                       `json:"name"`
+	Family       string                       `json:"family"`
+	ComputeUnits int                          `json:"compute_units"`
+	TunedAt      string                       `json:"tuned_at,omitempty"`
+	Facts        map[string]float64           `json:"facts,omitempty"`
+	Kernels      map[string]map[string]*Entry `json:"kernels"`
+}
+
+// Entry is the tuned result for one family on one shape class or exact shape.
+// Its key in Device.Kernels[family] is "<dtype>/<class>" or "<dtype>/<dims joined by x>".
+type Entry struct {
+	Params   map[string]int `json:"params"`
+	MedianUS float64        `json:"median_us"`
+	IQRUS    float64        `json:"iqr_us"`
+	MinUS    float64        `json:"min_us,omitempty"`
+	Samples  int            `json:"samples"`
+	// ShapeMedianUS holds the median per shape of Shapes; MedianUS is their sum.
+	ShapeMedianUS []float64        `json:"shape_median_us,omitempty"`
+	Default       *Reference       `json:"default,omitempty"`
+	Baseline      *Baseline        `json:"baseline,omitempty"`
+	Shapes        [][]int          `json:"shapes"`
+	Candidates    CandidateCounts  `json:"candidates"`
+	Strategy      string           `json:"strategy,omitempty"`
+	Roofline      *RooflineSummary `json:"roofline,omitempty"`
+}
+
+// Reference is the un-tuned default configuration and its time.
+type Reference struct {
+	Params   map[string]int `json:"params"`
+	MedianUS float64        `json:"median_us"`
+}
+
+// Baseline is a vendor or library implementation timed in the same harness.
+type Baseline struct {
+	Name     string  `json:"name"`
+	MedianUS float64 `json:"median_us"`
+}
+
+// CandidateCounts says how much of the space the tuner saw.
+type CandidateCounts struct {
+	Valid    int `json:"valid"`
+	Measured int `json:"measured"`
+	Failed   int `json:"failed"`
+}
+
+// RooflineSummary relates the tuned time to the device's floors.
+type RooflineSummary struct {
+	Flops       float64 `json:"flops"`
+	Bytes       float64 `json:"bytes"`
+	GFLOPS      float64 `json:"gflops"`
+	GBPS        float64 `json:"gbps"`
+	PctOfFloor  float64 `json:"pct_of_floor"`
+	BoundByData bool    `json:"memory_bound"`
+}
+
+// EntryKey builds the key of an entry: dtype and a class name or shape.
+func EntryKey(dtype, classOrShape string) string { return dtype + "/" + classOrShape }
+
+// ShapeString joins dims with "x", as in entry keys and on the command line.
+func ShapeString(shape []int) string {
+	parts := make([]string, len(shape))
+	for i, d := range shape {
+		parts[i] = fmt.Sprint(d)
+	}
+	return strings.Join(parts, "x")
+}
+
+var (
+	paramNameRE = regexp.MustCompile(`^[A-Z][A-Z0-9_]*$`)
+	identRE     = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
+
+// ValidParamName reports whether s is an upper-case identifier, as parameter names must be.
+func ValidParamName(s string) bool { return paramNameRE.MatchString(s) }
+
+// PathError is a problem at a JSON path of a params file.
+type PathError struct {
+	File string // file name, or "" when parsed from bytes
+	Path string // e.g. devices["cpu:x"].kernels.gemv_nt["f32/tiny"].params.BN
+	Msg  string
+}
+
+func (e *PathError) Error() string {
+	src := e.File
+	if src == "" {
+		src = "params data"
+	}
+	if e.Path == "" {
+		return fmt.Sprintf("%s: %s", src, e.Msg)
+	}
+	return fmt.Sprintf("%s: %s: %s", src, e.Path, e.Msg)
+}
+
+// ReadFile reads and parses a params file. A missing file returns an error
+// satisfying errors.Is(err, os.ErrNotExist).
+func ReadFile(path string) (*File, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	f, err := parse(data, path)
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// Parse parses params file bytes, checking the schema version and every
+// field's type; errors are *PathError naming the JSON path.
+func Parse(data []byte) (*File, error) { return parse(data, "") }
+
+func parse(data []byte, name string) (*File, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var root any
+	if err := dec.Decode(&root); err != nil {
+		return nil, &PathError{File: name, Msg: "not valid JSON: " + err.Error()}
+	}
+	if dec.More() {
+		return nil, &PathError{File: name, Msg: "not valid JSON: trailing data after the top-level object"}
+	}
+	w := walker{file: name}
+	f := w.file1(root)
+	if w.err != nil {
+		return nil, w.err
+	}
+	return f, nil
+}
+
+// walker converts a decoded JSON tree into a File, recording the first error with its path.
+type walker struct {
+	file string
+	err  error
+}
+
+func (w *walker) fail(path, format string, args ...any) {
+	if w.err == nil {
+		w.err = &PathError{File: w.file, Path: path, Msg: fmt.Sprintf(format, args...)}
+	}
+}
+
+func quoteKey(k string) string {
+	b, _ := json.Marshal(k)
+	return "[" + string(b) + "]"
+}
+
+// child joins a path and a key, using .key for identifiers and ["key"] otherwise.
+func child(path, key string) string {
+	if identRE.MatchString(key) {
+		if path == "" {
+			return key
+		}
+		return path + "." + key
+	}
+	return path + quoteKey(key)
+}
+
+func typeName(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "a boolean"
+	case json.Number:
+		return "a number"
+	case string:
+		return "a string"
+	case []any:
+		return "an array"
+	case map[string]any:
+		return "an object"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+func (w *walker) object(path string, v any) map[string]any {
+	m, ok := v.(map[string]any)
+	if !ok {
+		w.fail(path, "must be an object, got %s", typeName(v))
+		return nil
+	}
+	return m
+}
+
+func (w *walker) str(path string, v any) string {
+	s, ok := v.(string)
+	if !ok {
+		w.fail(path, "must be a string, got %s", typeName(v))
+	}
+	return s
+}
+
+func (w *walker) num(path string, v any) float64 {
+	n, ok := v.(json.Number)
+	if !ok {
+		w.fail(path, "must be a number, got %s", typeName(v))
+		return 0
+	}
+	x, err := n.Float64()
+	if err != nil || math.IsInf(x, 0) || math.IsNaN(x) {
+		w.fail(path, "must be a finite number, got %s", n)
+		return 0
+	}
+	return x
+}
+
+func (w *walker) integer(path string, v any) int {
+	n, ok := v.(json.Number)
+	if !ok {
+		w.fail(path, "must be an integer, got %s", typeName(v))
+		return 0
+	}
+	x, err := n.Int64()
+	if err != nil || x > math.MaxInt32 || x < math.MinInt32 {
+		w.fail(path, "must be an integer between %d and %d, got %s", math.MinInt32, math.MaxInt32, n)
+		return 0
+	}
+	return int(x)
+}
+
+func (w *walker) file1(v any) *File {
+	m := w.object("", v)
+	if m == nil {
+		return nil
+	}
+	f := &File{Devices: map[string]*Device{}}
+	sv, ok := m["schema_version"]
+	if !ok {
+		w.fail("schema_version", "missing (this reader understands schema_version %d)", SchemaVersion)
+		return nil
+	}
+	f.SchemaVersion = w.integer("schema_version", sv)
+	if w.err == nil && f.SchemaVersion != SchemaVersion {
+		w.fail("schema_version", "is %d; this reader understands only %d", f.SchemaVersion, SchemaVersion)
+		return nil
+	}
+	if g, ok := m["generator"]; ok {
+		f.Generator = w.str("generator", g)
+	}
+	devs, ok := m["devices"]
+	if !ok {
+		w.fail("devices", "missing")
+		return nil
+	}
+	dm := w.object("devices", devs)
+	for _, key := range sortedKeys(dm) {
+		p := child("devices", key)
+		if key == "" {
+			w.fail(p, "device key must not be empty")
+		}
+		f.Devices[key] = w.device(p, dm[key])
+	}
+	return f
+}
+
+func (w *walker) device(path string, v any) *Device {
+	m := w.object(path, v)
+	if m == nil {
+		return nil
+	}
+	d := &Device{Kernels: map[string]map[string]*Entry{}}
+	for _, req := range []string{"backend", "name", "family", "kernels"} {
+		if _, ok := m[req]; !ok {
+			w.fail(child(path, req), "missing")
+		}
+	}
+	if v, ok := m["backend"]; ok {
+		d.Backend = w.str(child(path, "backend"), v)
+	}
+	if v, ok := m["name"]; ok {
+		d.Name = w.str(child(path, "name"), v)
+	}
+	if v, ok := m["family"]; ok {
+		d.Family = w.str(child(path, "family"), v)
+	}
+	if v, ok := m["compute_units"]; ok {
+		d.ComputeUnits = w.integer(child(path, "compute_units"), v)
+	}
+	if v, ok := m["tuned_at"]; ok {
+		d.TunedAt = w.str(child(path, "tuned_at"), v)
+	}
+	if v, ok := m["facts"]; ok {
+		fp := child(path, "facts")
+		fm := w.object(fp, v)
+		d.Facts = map[string]float64{}
+		for _, k := range sortedKeys(fm) {
+			// Facts may hold strings (e.g. a driver version); only numbers are kept here.
+			if n, ok := fm[k].(json.Number); ok {
+				d.Facts[k] = w.num(child(fp, k), n)
+			}
+		}
+	}
+	if v, ok := m["kernels"]; ok {
+		kp := child(path, "kernels")
+		km := w.object(kp, v)
+		for _, fam := range sortedKeys(km) {
+			fp := child(kp, fam)
+			em := w.object(fp, km[fam])
+			entries := map[string]*Entry{}
+			for _, ek := range sortedKeys(em) {
+				ep := child(fp, ek)
+				if !strings.Contains(ek, "/") {
+					w.fail(ep, "entry key must be <dtype>/<class> or <dtype>/<shape>")
+				}
+				entries[ek] = w.entry(ep, em[ek])
+			}
+			d.Kernels[fam] = entries
+		}
+	}
+	return d
+}
+
+func (w *walker) paramMap(path string, v any) map[string]int {
+	m := w.object(path, v)
+	out := make(map[string]int, len(m))
+	for _, k := range sortedKeys(m) {
+		p := child(path, k)
+		if !ValidParamName(k) {
+			w.fail(p, "parameter name must be an upper-case identifier like BN or TG")
+		}
+		out[k] = w.integer(p, m[k])
+	}
+	return out
+}
+
+func (w *walker) entry(path string, v any) *Entry {
+	m := w.object(path, v)
+	if m == nil {
+		return nil
+	}
+	e := &Entry{}
+	pv, ok := m["params"]
+	if !ok {
+		w.fail(child(path, "params"), "missing")
+		return e
+	}
+	e.Params = w.paramMap(child(path, "params"), pv)
+	if v, ok := m["median_us"]; ok {
+		e.MedianUS = w.num(child(path, "median_us"), v)
+	}
+	if v, ok := m["iqr_us"]; ok {
+		e.IQRUS = w.num(child(path, "iqr_us"), v)
+	}
+	if v, ok := m["min_us"]; ok {
+		e.MinUS = w.num(child(path, "min_us"), v)
+	}
+	if v, ok := m["samples"]; ok {
+		e.Samples = w.integer(child(path, "samples"), v)
+	}
+	if v, ok := m["strategy"]; ok {
+		e.Strategy = w.str(child(path, "strategy"), v)
+	}
+	if v, ok := m["default"]; ok && v != nil {
+		dp := child(path, "default")
+		dm := w.object(dp, v)
+		e.Default = &Reference{}
+		if pv, ok := dm["params"]; ok {
+			e.Default.Params = w.paramMap(child(dp, "params"), pv)
+		}
+		if mv, ok := dm["median_us"]; ok {
+			e.Default.MedianUS = w.num(child(dp, "median_us"), mv)
+		}
+	}
+	if v, ok := m["baseline"]; ok && v != nil {
+		bp := child(path, "baseline")
+		bm := w.object(bp, v)
+		e.Baseline = &Baseline{}
+		if nv, ok := bm["name"]; ok {
+			e.Baseline.Name = w.str(child(bp, "name"), nv)
+		}
+		if mv, ok := bm["median_us"]; ok {
+			e.Baseline.MedianUS = w.num(child(bp, "median_us"), mv)
+		}
+	}
+	if v, ok := m["shapes"]; ok {
+		sp := child(path, "shapes")
+		arr, isArr := v.([]any)
+		if !isArr {
+			w.fail(sp, "must be an array of shapes, got %s", typeName(v))
+		}
+		for i, s := range arr {
+			ip := fmt.Sprintf("%s[%d]", sp, i)
+			dims, isArr := s.([]any)
+			if !isArr {
+				w.fail(ip, "must be an array of integers, got %s", typeName(s))
+				continue
+			}
+			shape := make([]int, len(dims))
+			for j, d := range dims {
+				shape[j] = w.integer(fmt.Sprintf("%s[%d]", ip, j), d)
+			}
+			e.Shapes = append(e.Shapes, shape)
+		}
+	}
+	if v, ok := m["candidates"]; ok {
+		cp := child(path, "candidates")
+		cm := w.object(cp, v)
+		for k, dst := range map[string]*int{"valid": &e.Candidates.Valid, "measured": &e.Candidates.Measured, "failed": &e.Candidates.Failed} {
+			if x, ok := cm[k]; ok {
+				*dst = w.integer(child(cp, k), x)
+			}
+		}
+	}
+	return e
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// Merge returns existing (the bytes of a params file, or nil for none) with
+// update's devices merged in: for every device in update its scalar fields
+// and facts are set and its entries replace entries of the same family and
+// key; every other device, family, entry and unknown field of existing is
+// kept as it was. existing must parse as schema version 1.
+func Merge(existing []byte, update *File) ([]byte, error) {
+	root := map[string]any{}
+	if len(bytes.TrimSpace(existing)) > 0 {
+		if _, err := Parse(existing); err != nil {
+			return nil, err
+		}
+		dec := json.NewDecoder(bytes.NewReader(existing))
+		dec.UseNumber()
+		if err := dec.Decode(&root); err != nil {
+			return nil, err
+		}
+	}
+	upd, err := toTree(update)
+	if err != nil {
+		return nil, err
+	}
+	root["schema_version"] = SchemaVersion
+	if g, ok := upd["generator"]; ok {
+		root["generator"] = g
+	}
+	devs, _ := root["devices"].(map[string]any)
+	if devs == nil {
+		devs = map[string]any{}
+	}
+	newDevs, _ := upd["devices"].(map[string]any)
+	for key, nd := range newDevs {
+		nm := nd.(map[string]any)
+		od, _ := devs[key].(map[string]any)
+		if od == nil {
+			devs[key] = nm
+			continue
+		}
+		for field, val := range nm {
+			switch field {
+			case "facts":
+				of, _ := od["facts"].(map[string]any)
+				if of == nil {
+					of = map[string]any{}
+				}
+				for k, x := range val.(map[string]any) {
+					of[k] = x
+				}
+				od["facts"] = of
+			case "kernels":
+				ok, _ := od["kernels"].(map[string]any)
+				if ok == nil {
+					ok = map[string]any{}
+				}
+				for fam, entries := range val.(map[string]any) {
+					oe, _ := ok[fam].(map[string]any)
+					if oe == nil {
+						oe = map[string]any{}
+					}
+					for ek, e := range entries.(map[string]any) {
+						oe[ek] = e
+					}
+					ok[fam] = oe
+				}
+				od["kernels"] = ok
+			default:
+				od[field] = val
+			}
+		}
+	}
+	root["devices"] = devs
+	out, err := json.MarshalIndent(root, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(out, '\n'), nil
+}
+
+func toTree(f *File) (map[string]any, error) {
+	b, err := json.Marshal(f)
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// ErrUnparsable marks an existing file that could not be parsed and so was not overwritten.
+var ErrUnparsable = errors.New("existing file is not a valid params file; refusing to overwrite it (use --force to replace it)")
+
+// MergeIntoFile merges update into the params file at path (created if
+// missing) and writes it atomically: a temporary file in the same directory,
+// synced, then renamed over path. An existing file that does not parse is
+// left untouched and an error wrapping ErrUnparsable is returned, unless
+// force is set, in which case it is replaced.
+func MergeIntoFile(path string, update *File, force bool) error {
+	existing, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("reading %s: %w", path, err)
+	}
+	if existing != nil {
+		if _, perr := Parse(existing); perr != nil {
+			if !force {
+				return fmt.Errorf("%s: %w: %v", path, ErrUnparsable, perr)
+			}
+			existing = nil
+		}
+	}
+	out, err := Merge(existing, update)
+	if err != nil {
+		return fmt.Errorf("merging into %s: %w", path, err)
+	}
+	return WriteFileAtomic(path, out)
+}
+
+// WriteFileAtomic writes data to path through a synced temporary file and a rename,
+// so readers see either the old or the new file, never a partial one.
+func WriteFileAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	name := tmp.Name()
+	fail := func(err error) error {
+		tmp.Close()
+		os.Remove(name)
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if _, err := tmp.Write(data); err != nil {
+		return fail(err)
+	}
+	if err := tmp.Sync(); err != nil {
+		return fail(err)
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		return fail(err)
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(name)
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err := os.Rename(name, path); err != nil {
+		os.Remove(name)
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
+}
