@@ -1,6 +1,6 @@
 module github.com/kerntune/kerntune
 
-go 1.24
+go 1.26.0
 
 require (
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect

@@ -1,0 +1,232 @@
+// Package kernels is the catalog of kernel families kerntune tunes: their
+// shapes and shape classes (from the params package, which applications
+// share), default workloads, operand layouts, flop and byte counts for
+// rooflines, and float64 reference implementations used to verify every
+// candidate.
+package kernels
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/kerntune/kerntune/params"
+)
+
+// DType is an element type of kernel inputs and outputs.
+type DType string
+
+// Supported element types. f16 kernels read and write half precision and accumulate in f32.
+const (
+	F32 DType = "f32"
+	F16 DType = "f16"
+)
+
+// DTypes lists the element types kerntune tunes.
+var DTypes = []DType{F32, F16}
+
+// ParseDType checks a dtype name.
+func ParseDType(s string) (DType, error) {
+	for _, d := range DTypes {
+		if string(d) == s {
+			return d, nil
+		}
+	}
+	return "", fmt.Errorf("unknown dtype %q (allowed: f32, f16)", s)
+}
+
+// Size is the number of bytes of one element.
+func (d DType) Size() int {
+	if d == F16 {
+		return 2
+	}
+	return 4
+}
+
+// Tolerance is the largest relative-norm error ‖y−ref‖/‖ref‖ a candidate may have.
+func (d DType) Tolerance() float64 {
+	if d == F16 {
+		return 1e-3
+	}
+	return 1e-5
+}
+
+// Case is one problem of a workload: a shape and, for gemv_nt, whether a bias is added.
+type Case struct {
+	Shape []int
+	Bias  bool
+}
+
+// String renders a case like 1x1152x896+bias.
+func (c Case) String() string {
+	s := params.ShapeString(c.Shape)
+	if c.Bias {
+		s += "+bias"
+	}
+	return s
+}
+
+// Operand describes one input or output buffer of a family.
+type Operand struct {
+	Name string
+	Len  int
+}
+
+// Kernel is one family in the catalog.
+type Kernel struct {
+	*params.Family
+	// Workload is the default set of cases tuned by `kerntune tune`; every class has at least one.
+	Workload []Case
+	// Odd are small shapes not multiple of any tile, used to verify candidates' edge handling.
+	Odd []Case
+	// MemoryBound families stream their inputs, so timing rotates input copies past the cache.
+	MemoryBound bool
+	// Inputs lists the input operands of a case in argument order.
+	Inputs func(c Case) []Operand
+	// OutLen is the number of output elements.
+	OutLen func(shape []int) int
+	// Reference computes the output in float64 from the inputs.
+	Reference func(c Case, in [][]float32) []float64
+	// Flops counts floating-point operations of one run.
+	Flops func(c Case) float64
+}
+
+// Bytes counts the bytes one run must move at least: every input read once, the output written once.
+func (k *Kernel) Bytes(c Case, dt DType) float64 {
+	n := k.OutLen(c.Shape)
+	for _, op := range k.Inputs(c) {
+		n += op.Len
+	}
+	return float64(n) * float64(dt.Size())
+}
+
+// ClassOf returns the class of a shape, validating it.
+func (k *Kernel) ClassOf(shape []int) (string, error) { return k.Classify(shape) }
+
+// RMSNormEps is the epsilon of rmsnorm problems.
+const RMSNormEps = 1e-6
+
+var catalog = build()
+
+// Get returns the kernel family called name.
+func Get(name string) (*Kernel, error) {
+	k, ok := catalog[name]
+	if !ok {
+		return nil, fmt.Errorf("unknown kernel %q (known: %s)", name, strings.Join(Names(), ", "))
+	}
+	return k, nil
+}
+
+// Names lists the families in a stable order.
+func Names() []string {
+	names := make([]string, 0, len(catalog))
+	for n := range catalog {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// All returns every family, sorted by name.
+func All() []*Kernel {
+	var ks []*Kernel
+	for _, n := range Names() {
+		ks = append(ks, catalog[n])
+	}
+	return ks
+}
+
+func shapes(ss ...[]int) []Case {
+	cs := make([]Case, len(ss))
+	for i, s := range ss {
+		cs[i] = Case{Shape: s}
+	}
+	return cs
+}
+
+func build() map[string]*Kernel {
+	fams := params.Builtin()
+	m := map[string]*Kernel{}
+	gemmFlops := func(c Case) float64 { return 2 * float64(c.Shape[0]) * float64(c.Shape[1]) * float64(c.Shape[2]) }
+	m[params.GemmAV] = &Kernel{
+		Family: fams[params.GemmAV],
+		Workload: shapes(
+			[]int{64, 64, 64}, []int{96, 128, 160}, // small
+			[]int{16, 4864, 896}, // skinny: a short prefill
+			[]int{256, 256, 256}, []int{512, 512, 512}, // medium
+			[]int{1024, 1024, 1024}, []int{512, 4864, 896}, // large: prefill-like
+		),
+		Odd: shapes([]int{37, 53, 29}, []int{1, 19, 300}, []int{130, 7, 65}),
+		Inputs: func(c Case) []Operand {
+			m, n, k := c.Shape[0], c.Shape[1], c.Shape[2]
+			return []Operand{{"A", m * k}, {"V", k * n}}
+		},
+		OutLen:    func(s []int) int { return s[0] * s[1] },
+		Reference: refGemmAV,
+		Flops:     gemmFlops,
+	}
+	m[params.GemmAtB] = &Kernel{
+		Family: fams[params.GemmAtB],
+		Workload: shapes(
+			[]int{64, 64, 64}, // small
+			[]int{4096, 16, 896}, // skinny: a LoRA-style gradient
+			[]int{256, 256, 256}, []int{512, 512, 512}, // medium
+			[]int{1024, 1024, 1024}, []int{512, 896, 4864}, // large: weight gradient of a prefill
+		),
+		Odd: shapes([]int{37, 53, 29}, []int{300, 1, 19}, []int{7, 130, 65}),
+		Inputs: func(c Case) []Operand {
+			m, n, k := c.Shape[0], c.Shape[1], c.Shape[2]
+			return []Operand{{"A", m * n}, {"B", m * k}}
+		},
+		OutLen:    func(s []int) int { return s[1] * s[2] },
+		Reference: refGemmAtB,
+		Flops:     gemmFlops,
+	}
+	m[params.GemvNT] = &Kernel{
+		Family: fams[params.GemvNT],
+		// The Qwen2.5-0.5B decode projections, plus one shape for the mid class.
+		Workload: []Case{
+			{Shape: []int{1, 896, 896}}, {Shape: []int{1, 1152, 896}, Bias: true}, // tiny: q/o and fused qkv
+			{Shape: []int{1, 896, 4864}},                                          // largeK_smallN: down projection
+			{Shape: []int{1, 3584, 896}},                                          // mid
+			{Shape: []int{1, 9728, 896}}, {Shape: []int{1, 4864, 896}}, {Shape: []int{1, 151936, 896}}, // largeN: gate/up, lm head
+		},
+		Odd:         []Case{{Shape: []int{1, 37, 29}}, {Shape: []int{1, 131, 257}, Bias: true}, {Shape: []int{1, 1, 1}}},
+		MemoryBound: true,
+		Inputs: func(c Case) []Operand {
+			n, k := c.Shape[1], c.Shape[2]
+			ops := []Operand{{"x", k}, {"W", n * k}}
+			if c.Bias {
+				ops = append(ops, Operand{"bias", n})
+			}
+			return ops
+		},
+		OutLen:    func(s []int) int { return s[1] },
+		Reference: refGemvNT,
+		Flops:     func(c Case) float64 { return 2 * float64(c.Shape[1]) * float64(c.Shape[2]) },
+	}
+	rowWorkload := shapes(
+		[]int{4096, 128},                      // short: attention over a short context
+		[]int{32768, 1024}, []int{512, 896},   // medium
+		[]int{4096, 4096},                     // long
+		[]int{16, 151936},                     // xlong: vocabulary
+	)
+	rowOdd := shapes([]int{3, 37}, []int{5, 300}, []int{2, 2049}, []int{1, 1})
+	m[params.Softmax] = &Kernel{
+		Family: fams[params.Softmax], Workload: rowWorkload, Odd: rowOdd, MemoryBound: true,
+		Inputs:    func(c Case) []Operand { return []Operand{{"x", c.Shape[0] * c.Shape[1]}} },
+		OutLen:    func(s []int) int { return s[0] * s[1] },
+		Reference: refSoftmax,
+		Flops:     func(c Case) float64 { return 4 * float64(c.Shape[0]) * float64(c.Shape[1]) },
+	}
+	m[params.RMSNorm] = &Kernel{
+		Family: fams[params.RMSNorm], Workload: rowWorkload, Odd: rowOdd, MemoryBound: true,
+		Inputs: func(c Case) []Operand {
+			return []Operand{{"x", c.Shape[0] * c.Shape[1]}, {"w", c.Shape[1]}}
+		},
+		OutLen:    func(s []int) int { return s[0] * s[1] },
+		Reference: refRMSNorm,
+		Flops:     func(c Case) float64 { return 4 * float64(c.Shape[0]) * float64(c.Shape[1]) },
+	}
+	return m
+}

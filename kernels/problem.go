@@ -1,0 +1,78 @@
+package kernels
+
+import (
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/kerntune/kerntune/internal/half"
+)
+
+// Problem is one case of a family with concrete random inputs. Inputs are
+// held as float32 values exactly representable in DType, so the reference and
+// every backend see the same numbers.
+type Problem struct {
+	Kernel *Kernel
+	DType  DType
+	Case   Case
+	Inputs [][]float32
+	Eps    float32 // rmsnorm only
+
+	ref []float64
+}
+
+// NewProblem draws fresh random inputs (uniform in [-1,1), never all zero;
+// softmax rows get a few large values to exercise the max subtraction).
+func NewProblem(k *Kernel, dt DType, c Case, rng *rand.Rand) (*Problem, error) {
+	if _, err := k.Classify(c.Shape); err != nil {
+		return nil, err
+	}
+	if c.Bias && k.Name != "gemv_nt" {
+		return nil, fmt.Errorf("%s has no bias operand", k.Name)
+	}
+	p := &Problem{Kernel: k, DType: dt, Case: c, Eps: RMSNormEps}
+	for _, op := range k.Inputs(c) {
+		buf := make([]float32, op.Len)
+		for i := range buf {
+			buf[i] = float32(rng.Float64()*2 - 1)
+		}
+		if k.Name == "softmax" {
+			// Large logits overflow a naive exp: a stable softmax must subtract the row max.
+			for i := 0; i < len(buf); i += 97 {
+				buf[i] = float32(40 + 20*rng.Float64())
+			}
+		}
+		if dt == F16 {
+			for i, v := range buf {
+				buf[i] = half.Round(v)
+			}
+		}
+		p.Inputs = append(p.Inputs, buf)
+	}
+	return p, nil
+}
+
+// Reference returns the float64 reference output, computed once.
+func (p *Problem) Reference() []float64 {
+	if p.ref == nil {
+		p.ref = p.Kernel.Reference(p.Case, p.Inputs)
+	}
+	return p.ref
+}
+
+// Verify compares an output against the reference with the dtype's tolerance.
+func (p *Problem) Verify(out []float32) error {
+	rel, bad := RelError(out, p.Reference())
+	if bad >= 0 {
+		return fmt.Errorf("output element %d of %d is not finite (unwritten or overflowed) on %s", bad, len(out), p.Case)
+	}
+	if rel > p.DType.Tolerance() || rel != rel {
+		return fmt.Errorf("relative error %.3g exceeds the %s tolerance %.0e on %s", rel, p.DType, p.DType.Tolerance(), p.Case)
+	}
+	return nil
+}
+
+// Bytes is the minimum traffic of one run, for rooflines and the physical floor.
+func (p *Problem) Bytes() float64 { return p.Kernel.Bytes(p.Case, p.DType) }
+
+// Flops is the arithmetic of one run.
+func (p *Problem) Flops() float64 { return p.Kernel.Flops(p.Case) }

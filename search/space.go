@@ -1,0 +1,152 @@
+// Package search holds tuning search spaces (named integer parameters with
+// allowed values and constraints) and the strategies that decide which
+// candidates to measure and how often.
+package search
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Param is a named parameter and its allowed values.
+type Param struct {
+	Name   string
+	Values []int
+}
+
+// Constraint rejects candidates: Check returns nil for a valid candidate,
+// or an error saying why it is not.
+type Constraint struct {
+	Name  string
+	Check func(c Candidate) error
+}
+
+// Space is a cartesian product of parameters filtered by constraints.
+type Space struct {
+	Params      []Param
+	Constraints []Constraint
+}
+
+// Candidate assigns a value to every parameter of a space.
+type Candidate map[string]int
+
+// Clone returns a copy of c.
+func (c Candidate) Clone() Candidate {
+	d := make(Candidate, len(c))
+	for k, v := range c {
+		d[k] = v
+	}
+	return d
+}
+
+// Key is the canonical string of a candidate: NAME=value pairs sorted by name,
+// joined by commas, e.g. "BN=8,TG=128".
+func (c Candidate) Key() string {
+	names := make([]string, 0, len(c))
+	for n := range c {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	for i, n := range names {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(n)
+		b.WriteByte('=')
+		b.WriteString(strconv.Itoa(c[n]))
+	}
+	return b.String()
+}
+
+// ParseKey inverts Key.
+func ParseKey(key string) (Candidate, error) {
+	c := Candidate{}
+	if key == "" {
+		return c, nil
+	}
+	for _, part := range strings.Split(key, ",") {
+		name, val, ok := strings.Cut(part, "=")
+		if !ok {
+			return nil, fmt.Errorf("candidate key %q: %q is not NAME=value", key, part)
+		}
+		v, err := strconv.Atoi(val)
+		if err != nil {
+			return nil, fmt.Errorf("candidate key %q: %s: %w", key, name, err)
+		}
+		c[name] = v
+	}
+	return c, nil
+}
+
+// Size is the number of points of the cartesian product, before constraints.
+func (s *Space) Size() int {
+	n := 1
+	for _, p := range s.Params {
+		n *= len(p.Values)
+	}
+	return n
+}
+
+// Check reports why c is not a valid candidate of s, or nil.
+func (s *Space) Check(c Candidate) error {
+	if len(c) != len(s.Params) {
+		return fmt.Errorf("candidate %s has %d parameters, the space has %d", c.Key(), len(c), len(s.Params))
+	}
+	for _, p := range s.Params {
+		v, ok := c[p.Name]
+		if !ok {
+			return fmt.Errorf("candidate %s lacks parameter %s", c.Key(), p.Name)
+		}
+		found := false
+		for _, x := range p.Values {
+			if x == v {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return fmt.Errorf("%s=%d is not an allowed value (allowed: %v)", p.Name, v, p.Values)
+		}
+	}
+	for _, con := range s.Constraints {
+		if err := con.Check(c); err != nil {
+			return fmt.Errorf("%s: %w", con.Name, err)
+		}
+	}
+	return nil
+}
+
+// Enumerate returns every valid candidate in a deterministic order (the
+// cartesian product in parameter order, last parameter fastest).
+func (s *Space) Enumerate() []Candidate {
+	var out []Candidate
+	for _, p := range s.Params {
+		if len(p.Values) == 0 {
+			return nil
+		}
+	}
+	idx := make([]int, len(s.Params))
+	for {
+		c := make(Candidate, len(s.Params))
+		for i, p := range s.Params {
+			c[p.Name] = p.Values[idx[i]]
+		}
+		if s.Check(c) == nil {
+			out = append(out, c)
+		}
+		i := len(idx) - 1
+		for ; i >= 0; i-- {
+			idx[i]++
+			if idx[i] < len(s.Params[i].Values) {
+				break
+			}
+			idx[i] = 0
+		}
+		if i < 0 {
+			return out
+		}
+	}
+}

@@ -1,0 +1,282 @@
+package search
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sort"
+	"strings"
+
+	"github.com/kerntune/kerntune/internal/stats"
+)
+
+// Request asks the tuner for Samples more timing samples of a candidate.
+type Request struct {
+	Candidate Candidate
+	Samples   int
+}
+
+// Result answers a Request: the new samples (seconds per run), or the
+// reason the candidate failed (build, verification or measurement); a failed
+// candidate is never requested again.
+type Result struct {
+	Candidate Candidate
+	Samples   []float64
+	Err       error
+}
+
+// Strategy decides what to measure next. The tuner calls Next, performs
+// the requests in order, calling Tell after each, and stops when Next returns
+// no request or its budget is spent; Best then names the winner.
+type Strategy interface {
+	Name() string
+	Next() []Request
+	Tell(Result)
+	// Best returns the best candidate measured so far and its samples.
+	Best() (Candidate, []float64, bool)
+}
+
+// Options configure the strategies.
+type Options struct {
+	Seed uint64
+	// Samples per candidate for exhaustive and random.
+	Samples int
+	// MaxCandidates caps how many candidates are tried (0: all).
+	MaxCandidates int
+	// Eta is the halving factor: each round keeps 1/Eta of the candidates.
+	Eta int
+	// MinSamples is the first halving round's samples per candidate.
+	MinSamples int
+	// MaxSamples caps any candidate's total samples in halving.
+	MaxSamples int
+}
+
+func (o Options) withDefaults() Options {
+	if o.Samples <= 0 {
+		o.Samples = 10
+	}
+	if o.Eta < 2 {
+		o.Eta = 3
+	}
+	if o.MinSamples <= 0 {
+		o.MinSamples = 3
+	}
+	if o.MaxSamples <= 0 {
+		o.MaxSamples = 60
+	}
+	return o
+}
+
+// Names lists the strategies New knows.
+var Names = []string{"exhaustive", "random", "halving"}
+
+// New creates a strategy over the given (valid) candidates.
+func New(name string, cands []Candidate, opts Options) (Strategy, error) {
+	opts = opts.withDefaults()
+	if len(cands) == 0 {
+		return nil, fmt.Errorf("no valid candidates to search")
+	}
+	b := newBook()
+	switch name {
+	case "exhaustive":
+		return &fixed{name: name, book: b, order: limit(cands, opts.MaxCandidates), samples: opts.Samples}, nil
+	case "random":
+		return &fixed{name: name, book: b, order: limit(shuffled(cands, opts.Seed), opts.MaxCandidates), samples: opts.Samples}, nil
+	case "halving":
+		return &halving{book: b, survivors: limit(shuffled(cands, opts.Seed), opts.MaxCandidates), opts: opts}, nil
+	}
+	return nil, fmt.Errorf("unknown strategy %q (known: %s)", name, strings.Join(Names, ", "))
+}
+
+func limit(cs []Candidate, n int) []Candidate {
+	if n > 0 && n < len(cs) {
+		return cs[:n]
+	}
+	return cs
+}
+
+func shuffled(cs []Candidate, seed uint64) []Candidate {
+	out := append([]Candidate(nil), cs...)
+	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	rng.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
+	return out
+}
+
+// book accumulates samples and failures per candidate key.
+type book struct {
+	samples map[string][]float64
+	failed  map[string]bool
+	cands   map[string]Candidate
+}
+
+func newBook() *book {
+	return &book{samples: map[string][]float64{}, failed: map[string]bool{}, cands: map[string]Candidate{}}
+}
+
+func (b *book) tell(r Result) {
+	k := r.Candidate.Key()
+	b.cands[k] = r.Candidate
+	if r.Err != nil {
+		b.failed[k] = true
+		delete(b.samples, k)
+		return
+	}
+	b.samples[k] = append(b.samples[k], r.Samples...)
+}
+
+func (b *book) median(k string) float64 {
+	s := b.samples[k]
+	if len(s) == 0 {
+		return math.Inf(1)
+	}
+	return stats.Median(s)
+}
+
+// best returns the lowest median among candidates with the most samples,
+// so a candidate lucky in one short round cannot beat survivors of longer ones.
+func (b *book) best(minSamples int) (Candidate, []float64, bool) {
+	bestKey, bestMed := "", math.Inf(1)
+	keys := make([]string, 0, len(b.samples))
+	for k := range b.samples {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if len(b.samples[k]) < minSamples {
+			continue
+		}
+		if m := b.median(k); m < bestMed {
+			bestKey, bestMed = k, m
+		}
+	}
+	if bestKey == "" {
+		return nil, nil, false
+	}
+	return b.cands[bestKey], b.samples[bestKey], true
+}
+
+func (b *book) maxSamples() int {
+	n := 0
+	for _, s := range b.samples {
+		n = max(n, len(s))
+	}
+	return n
+}
+
+// fixed measures each candidate of a fixed order once with the same number of samples.
+type fixed struct {
+	name    string
+	book    *book
+	order   []Candidate
+	samples int
+	issued  bool
+}
+
+func (f *fixed) Name() string { return f.name }
+
+func (f *fixed) Next() []Request {
+	if f.issued {
+		return nil
+	}
+	f.issued = true
+	reqs := make([]Request, len(f.order))
+	for i, c := range f.order {
+		reqs[i] = Request{Candidate: c, Samples: f.samples}
+	}
+	return reqs
+}
+
+func (f *fixed) Tell(r Result) { f.book.tell(r) }
+
+func (f *fixed) Best() (Candidate, []float64, bool) { return f.book.best(1) }
+
+// halving is successive halving: every survivor is measured up to the
+// round's sample count, the best 1/Eta by median survive, and the sample
+// count grows by Eta each round until one candidate is left.
+type halving struct {
+	book      *book
+	survivors []Candidate
+	opts      Options
+	round     int
+	done      bool
+	asked     bool
+}
+
+func (h *halving) Name() string { return "halving" }
+
+// roundSamples is the total samples each survivor has after round r.
+func (h *halving) roundSamples(r int) int {
+	s := float64(h.opts.MinSamples) * math.Pow(float64(h.opts.Eta), float64(r))
+	return int(math.Min(s, float64(h.opts.MaxSamples)))
+}
+
+func (h *halving) Next() []Request {
+	if h.done {
+		return nil
+	}
+	if h.asked {
+		// The previous round is complete: keep the best 1/Eta of those still valid.
+		var alive []Candidate
+		for _, c := range h.survivors {
+			if !h.book.failed[c.Key()] {
+				alive = append(alive, c)
+			}
+		}
+		sort.SliceStable(alive, func(i, j int) bool {
+			return h.book.median(alive[i].Key()) < h.book.median(alive[j].Key())
+		})
+		if len(alive) <= 1 {
+			h.survivors, h.done = alive, true
+			return nil
+		}
+		keep := (len(alive) + h.opts.Eta - 1) / h.opts.Eta
+		h.survivors = alive[:keep]
+		h.round++
+	}
+	target := h.roundSamples(h.round)
+	var reqs []Request
+	for _, c := range h.survivors {
+		if more := target - len(h.book.samples[c.Key()]); more > 0 {
+			reqs = append(reqs, Request{Candidate: c, Samples: more})
+		}
+	}
+	h.asked = true
+	if len(reqs) == 0 {
+		// Sample cap reached and nothing left to learn at this size: one more cut.
+		if len(h.survivors) <= 1 {
+			h.done = true
+			return nil
+		}
+		return h.Next()
+	}
+	return reqs
+}
+
+func (h *halving) Tell(r Result) { h.book.tell(r) }
+
+func (h *halving) Best() (Candidate, []float64, bool) {
+	if len(h.survivors) == 1 && h.done {
+		c := h.survivors[0]
+		return c, h.book.samples[c.Key()], true
+	}
+	// Stopped early (budget) or every candidate failed: the best of the most-measured.
+	return h.book.best(h.book.maxSamples())
+}
+
+// HalvingSamples estimates the total samples successive halving spends on n
+// candidates with opts, so a tuner can size n to a time budget.
+func HalvingSamples(n int, opts Options) int {
+	opts = opts.withDefaults()
+	total, have, r := 0, 0, 0
+	for n >= 1 {
+		target := int(math.Min(float64(opts.MinSamples)*math.Pow(float64(opts.Eta), float64(r)), float64(opts.MaxSamples)))
+		total += n * (target - have)
+		have = target
+		if n == 1 {
+			break
+		}
+		n = (n + opts.Eta - 1) / opts.Eta
+		r++
+	}
+	return total
+}
