@@ -152,7 +152,7 @@ func build() map[string]*Kernel {
 		Family: fams[params.GemmAV],
 		Workload: shapes(
 			[]int{64, 64, 64}, []int{96, 128, 160}, // small
-			[]int{16, 4864, 896}, // skinny: a short prefill
+			[]int{16, 4864, 896},                       // skinny: a short prefill
 			[]int{256, 256, 256}, []int{512, 512, 512}, // medium
 			[]int{1024, 1024, 1024}, []int{512, 4864, 896}, // large: prefill-like
 		),
@@ -168,8 +168,8 @@ func build() map[string]*Kernel {
 	m[params.GemmAtB] = &Kernel{
 		Family: fams[params.GemmAtB],
 		Workload: shapes(
-			[]int{64, 64, 64}, // small
-			[]int{4096, 16, 896}, // skinny: a LoRA-style gradient
+			[]int{64, 64, 64},                          // small
+			[]int{4096, 16, 896},                       // skinny: a LoRA-style gradient
 			[]int{256, 256, 256}, []int{512, 512, 512}, // medium
 			[]int{1024, 1024, 1024}, []int{512, 896, 4864}, // large: weight gradient of a prefill
 		),
@@ -187,8 +187,8 @@ func build() map[string]*Kernel {
 		// The Qwen2.5-0.5B decode projections, plus one shape for the mid class.
 		Workload: []Case{
 			{Shape: []int{1, 896, 896}}, {Shape: []int{1, 1152, 896}, Bias: true}, // tiny: q/o and fused qkv
-			{Shape: []int{1, 896, 4864}},                                          // largeK_smallN: down projection
-			{Shape: []int{1, 3584, 896}},                                          // mid
+			{Shape: []int{1, 896, 4864}},                                                               // largeK_smallN: down projection
+			{Shape: []int{1, 3584, 896}},                                                               // mid
 			{Shape: []int{1, 9728, 896}}, {Shape: []int{1, 4864, 896}}, {Shape: []int{1, 151936, 896}}, // largeN: gate/up, lm head
 		},
 		Odd:         []Case{{Shape: []int{1, 37, 29}}, {Shape: []int{1, 131, 257}, Bias: true}, {Shape: []int{1, 1, 1}}},
@@ -206,10 +206,10 @@ func build() map[string]*Kernel {
 		Flops:     func(c Case) float64 { return 2 * float64(c.Shape[1]) * float64(c.Shape[2]) },
 	}
 	rowWorkload := shapes(
-		[]int{4096, 128},                      // short: attention over a short context
-		[]int{32768, 1024}, []int{512, 896},   // medium
-		[]int{4096, 4096},                     // long
-		[]int{16, 151936},                     // xlong: vocabulary
+		[]int{4096, 128},                    // short: attention over a short context
+		[]int{32768, 1024}, []int{512, 896}, // medium
+		[]int{4096, 4096}, // long
+		[]int{16, 151936}, // xlong: vocabulary
 	)
 	rowOdd := shapes([]int{3, 37}, []int{5, 300}, []int{2, 2049}, []int{1, 1})
 	m[params.Softmax] = &Kernel{

@@ -35,7 +35,7 @@ func TestFromFloat32(t *testing.T) {
 		{1e9, 0x7c00},
 		{float32(math.Inf(-1)), 0xfc00},
 		{5.960464477539063e-08, 0x0001}, // smallest subnormal
-		{2.98e-08, 0x0000},             // just under half of it rounds to zero
+		{2.98e-08, 0x0000},              // just under half of it rounds to zero
 		{1 + 1.0/2048, 0x3c00},          // tie between 1 and 1+2^-10 goes to even (1)
 		{1 + 3.0/2048, 0x3c02},          // tie between odd and even goes to even
 		{6.097555e-05, 0x03ff},          // largest subnormal
