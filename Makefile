@@ -1,0 +1,48 @@
+# kerntune — build, tune, test, check.
+GO      ?= go
+BIN     ?= bin/kerntune
+BUDGET  ?= 3m
+PKGS    := ./...
+
+.PHONY: build tune test test-short check fuzz bench release clean
+
+build:
+	CGO_ENABLED=0 $(GO) build -o $(BIN) ./cmd/kerntune
+
+# Tune every family and shape class of the default workload on the
+# auto-picked device and merge the results into hardware_params.json.
+tune: build
+	./$(BIN) tune --budget $(BUDGET)
+	./$(BIN) show
+
+# The test suite, with the race detector.
+test:
+	$(GO) test -race -count=1 $(PKGS)
+
+test-short:
+	$(GO) test -short -count=1 $(PKGS)
+
+# Formatting, vet, and cross-builds for the other platforms.
+check:
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
+	$(GO) vet $(PKGS)
+	GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 $(GO) vet $(PKGS)
+	GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 $(GO) build -o /dev/null ./cmd/kerntune
+	GOOS=darwin GOARCH=amd64 CGO_ENABLED=0 $(GO) build -o /dev/null ./cmd/kerntune
+
+fuzz:
+	$(GO) test ./params -run '^$$' -fuzz FuzzLoad -fuzztime 60s
+
+bench:
+	$(GO) test ./tuner/cpu -run '^$$' -bench . -benchtime 5x
+
+release:
+	@for p in linux/amd64 linux/arm64 darwin/arm64 darwin/amd64; do \
+		os=$${p%/*}; arch=$${p#*/}; \
+		echo "building dist/kerntune-$$os-$$arch"; \
+		GOOS=$$os GOARCH=$$arch CGO_ENABLED=0 $(GO) build -trimpath -o dist/kerntune-$$os-$$arch ./cmd/kerntune || exit 1; \
+	done
+
+clean:
+	rm -rf bin dist

@@ -1,0 +1,110 @@
+// Package tuner runs the tuning pipeline on a Backend: for each kernel
+// family and shape class it enumerates the valid candidates, builds each,
+// verifies it against the float64 reference on fresh random inputs with the
+// output poisoned, times it (warmup, many samples, median), lets a search
+// strategy prune the losers, and records the winner with the un-tuned
+// default and the backend's baseline as a params.Entry.
+package tuner
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/kerntune/kerntune/kernels"
+	"github.com/kerntune/kerntune/search"
+)
+
+// DeviceInfo describes a device and the limits the tuner checks against.
+type DeviceInfo struct {
+	Key          string // stable key in hardware_params.json, e.g. "cpu:Intel Xeon:2"
+	Name         string
+	Backend      string // cpu, cuda, metal
+	Family       string // fallback key shared by similar devices: amd64, sm_90, apple9
+	ComputeUnits int
+	// LLCBytes is the last-level cache size: memory-bound families rotate
+	// input copies so the working set is at least twice this.
+	LLCBytes int64
+	// PeakFlops and PeakBandwidth (bytes/s) are generous physical ceilings:
+	// a measurement implying more is rejected as a measurement error.
+	PeakFlops     float64
+	PeakBandwidth float64
+	// Facts are measured or queried numbers recorded in the file (bandwidth_gbps, ...).
+	Facts map[string]float64
+}
+
+// Backend runs kernels on one device.
+type Backend interface {
+	Info() DeviceInfo
+	// Constraints are the device's limits on a family's candidates (threads,
+	// memory), added to the family's own parameter space.
+	Constraints(k *kernels.Kernel, dt kernels.DType) []search.Constraint
+	// Load copies a problem's inputs to the device, in copies distinct
+	// buffers that Run rotates through, and allocates the output.
+	Load(p *kernels.Problem, copies int) (Instance, error)
+	// Build compiles or instantiates one candidate.
+	Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate) (Program, error)
+	// Baseline returns the vendor or library implementation timed for
+	// comparison, with its name; nil when the backend has none for k and dt.
+	Baseline(k *kernels.Kernel, dt kernels.DType) (Program, string, error)
+	Close() error
+}
+
+// Instance is a problem loaded on the device.
+type Instance interface {
+	Close() error
+}
+
+// Program is a runnable kernel.
+type Program interface {
+	// Run launches the kernel n times on inst, rotating input copies, and
+	// returns the duration of each run in seconds.
+	Run(inst Instance, n int) ([]float64, error)
+	// Output fills the output with NaN, runs the kernel once on the first
+	// input copy and returns the output, for verification.
+	Output(inst Instance) ([]float32, error)
+	Close() error
+}
+
+// Opener creates a backend; it returns an error wrapping ErrUnavailable when
+// the device or its driver is missing.
+type Opener func() (Backend, error)
+
+// ErrUnavailable reports that a backend cannot run on this machine.
+var ErrUnavailable = fmt.Errorf("backend not available on this machine")
+
+var (
+	registryMu sync.Mutex
+	registry   = map[string]Opener{}
+)
+
+// Register makes a backend available by name; backends call it from init.
+func Register(name string, open Opener) {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	registry[name] = open
+}
+
+// Open opens the named backend.
+func Open(name string) (Backend, error) {
+	registryMu.Lock()
+	open, ok := registry[name]
+	registryMu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("unknown backend %q (built in: %s)", name, strings.Join(Backends(), ", "))
+	}
+	return open()
+}
+
+// Backends lists the registered backend names.
+func Backends() []string {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	var names []string
+	for n := range registry {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}

@@ -1,0 +1,573 @@
+package tuner
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/kerntune/kerntune/internal/stats"
+	"github.com/kerntune/kerntune/kernels"
+	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/search"
+)
+
+// Task is one entry to tune: a family, a dtype and the cases that stand for
+// a shape class (Class set) or one exact shape (Class empty).
+type Task struct {
+	Kernel *kernels.Kernel
+	DType  kernels.DType
+	Cases  []kernels.Case
+	Class  string
+}
+
+// Key is the task's entry key in the file: dtype/class or dtype/shape.
+func (t Task) Key() string {
+	if t.Class != "" {
+		return params.EntryKey(string(t.DType), t.Class)
+	}
+	return params.EntryKey(string(t.DType), params.ShapeString(t.Cases[0].Shape))
+}
+
+// ClassTasks groups a family's workload by shape class, in class order.
+func ClassTasks(k *kernels.Kernel, dt kernels.DType) ([]Task, error) {
+	byClass := map[string][]kernels.Case{}
+	for _, c := range k.Workload {
+		cl, err := k.Classify(c.Shape)
+		if err != nil {
+			return nil, fmt.Errorf("%s workload: %w", k.Name, err)
+		}
+		byClass[cl] = append(byClass[cl], c)
+	}
+	var tasks []Task
+	for _, cl := range k.Classes {
+		if cs := byClass[cl.Name]; len(cs) > 0 {
+			tasks = append(tasks, Task{Kernel: k, DType: dt, Cases: cs, Class: cl.Name})
+		}
+	}
+	return tasks, nil
+}
+
+// Config controls a tuning run.
+type Config struct {
+	Strategy string
+	Seed     uint64
+	// Samples per candidate for fixed-sample strategies (exhaustive, random).
+	Samples int
+	// FinalSamples is how often the winner, the default and the baseline are
+	// timed, interleaved, for the recorded numbers.
+	FinalSamples int
+	// Warmup is the minimum time each candidate runs before it is timed.
+	Warmup time.Duration
+	// MaxBufferBytes caps the memory of one problem's rotated input copies.
+	MaxBufferBytes int64
+	Log            io.Writer
+	Verbose        bool
+}
+
+func (c Config) withDefaults() Config {
+	if c.Strategy == "" {
+		c.Strategy = "halving"
+	}
+	if c.Samples <= 0 {
+		c.Samples = 10
+	}
+	if c.FinalSamples <= 0 {
+		c.FinalSamples = 30
+	}
+	if c.Warmup <= 0 {
+		c.Warmup = 10 * time.Millisecond
+	}
+	if c.MaxBufferBytes <= 0 {
+		c.MaxBufferBytes = 1 << 30
+	}
+	if c.Log == nil {
+		c.Log = io.Discard
+	}
+	return c
+}
+
+// Measurement is what the tuner learned about one candidate.
+type Measurement struct {
+	Key      string
+	MedianUS float64 // median of the per-sample totals over the task's cases
+	Samples  int
+	Err      string // why the candidate failed, or ""
+}
+
+// Result is a tuned entry and the trace of every candidate tried.
+type Result struct {
+	Task    Task
+	Entry   *params.Entry
+	Trace   []Measurement
+	Stopped string // why tuning stopped before the strategy finished, or ""
+}
+
+// Tuner runs tasks on a backend.
+type Tuner struct {
+	b   Backend
+	cfg Config
+}
+
+// New creates a tuner.
+func New(b Backend, cfg Config) *Tuner { return &Tuner{b: b, cfg: cfg.withDefaults()} }
+
+// loaded is a problem on the device with its physical floor.
+type loaded struct {
+	p     *kernels.Problem
+	inst  Instance
+	floor float64 // seconds
+}
+
+// candidate is the tuner's state for one candidate.
+type candidate struct {
+	prog    Program
+	err     error
+	samples []float64
+	warm    bool
+}
+
+// run is the state of one task.
+type run struct {
+	t        *Tuner
+	task     Task
+	problems []*loaded // timed
+	odd      []*loaded // verified only
+	cands    map[string]*candidate
+	deadline time.Time
+	ctx      context.Context
+}
+
+// Run tunes one task within budget. It returns an error only when nothing
+// could be recorded (no valid candidate, setup failure); candidate failures
+// are recorded in the trace.
+func (t *Tuner) Run(ctx context.Context, task Task, budget time.Duration) (*Result, error) {
+	start := time.Now()
+	r := &run{t: t, task: task, cands: map[string]*candidate{}, deadline: start.Add(budget), ctx: ctx}
+	defer r.close()
+
+	space, err := t.Space(task)
+	if err != nil {
+		return nil, err
+	}
+	valid := space.Enumerate()
+	if len(valid) == 0 {
+		return nil, fmt.Errorf("%s %s: no valid candidate in a space of %d on %s", task.Kernel.Name, task.Key(), space.Size(), t.b.Info().Key)
+	}
+	if err := r.load(); err != nil {
+		return nil, err
+	}
+
+	ps, _ := task.Kernel.Space(t.b.Info().Backend)
+	def := search.Candidate(ps.Defaults())
+	defErr := space.Check(def)
+
+	// The default is measured first: it calibrates the budget and is the
+	// reference point of the entry.
+	perSample := 0.0
+	if defErr == nil {
+		if s, err := r.measure(def, 3); err == nil {
+			perSample = stats.Median(s)
+		}
+	}
+	if perSample == 0 {
+		// Default invalid here: calibrate on the first valid candidate.
+		for _, c := range valid[:min(len(valid), 5)] {
+			if s, err := r.measure(c, 3); err == nil {
+				perSample = stats.Median(s)
+				break
+			}
+		}
+	}
+
+	opts := search.Options{Seed: t.cfg.Seed, Samples: t.cfg.Samples}
+	if t.cfg.Strategy == "halving" && perSample > 0 {
+		// Size the first round so the whole halving fits the budget left after
+		// the final comparison (winner, default, baseline × FinalSamples).
+		left := time.Until(r.deadline).Seconds() - 3*float64(t.cfg.FinalSamples)*perSample
+		n := len(valid)
+		for n > 2 && float64(search.HalvingSamples(n, opts)+n)*perSample > left {
+			n = n * 4 / 5
+		}
+		opts.MaxCandidates = n
+	}
+	strat, err := search.New(t.cfg.Strategy, valid, opts)
+	if err != nil {
+		return nil, err
+	}
+	// Samples already taken (default, calibration) count for the strategy too.
+	stopped := ""
+search:
+	for reqs := strat.Next(); reqs != nil; reqs = strat.Next() {
+		for _, req := range reqs {
+			if reason := r.stopReason(perSample * float64(req.Samples+3*t.cfg.FinalSamples)); reason != "" {
+				stopped = reason
+				break search
+			}
+			s, err := r.measure(req.Candidate, req.Samples)
+			strat.Tell(search.Result{Candidate: req.Candidate, Samples: s, Err: err})
+		}
+	}
+
+	best, _, ok := strat.Best()
+	if !ok {
+		// The strategy measured nothing (stopped at once): fall back to the
+		// best candidate the calibration measured.
+		best, ok = r.bestMeasured()
+	}
+	if !ok {
+		return &Result{Task: task, Trace: r.trace(), Stopped: stopped},
+			fmt.Errorf("%s %s: every measured candidate failed (%s)", task.Kernel.Name, task.Key(), r.firstError())
+	}
+
+	// Final numbers: winner, default and baseline timed interleaved, same sample count.
+	entry := &params.Entry{Params: best, Strategy: t.cfg.Strategy}
+	var baseProg Program
+	baseName := ""
+	if bp, name, err := t.b.Baseline(task.Kernel, task.DType); err == nil && bp != nil {
+		if verr := r.verify(bp, nil); verr == nil {
+			baseProg, baseName = bp, name
+		} else {
+			fmt.Fprintf(t.cfg.Log, "  baseline %s failed verification: %v\n", name, verr)
+		}
+		defer bp.Close()
+	}
+	var bestTot, defTot, baseTot []float64
+	var bestPer [][]float64
+	for i := 0; i < t.cfg.FinalSamples; i += 5 {
+		n := min(5, t.cfg.FinalSamples-i)
+		tot, per, err := r.sample(r.cands[best.Key()].prog, n)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: timing the winner %s: %w", task.Kernel.Name, task.Key(), best.Key(), err)
+		}
+		bestTot = append(bestTot, tot...)
+		bestPer = append(bestPer, per...)
+		if defErr == nil && r.cands[def.Key()] != nil && r.cands[def.Key()].err == nil {
+			if tot, _, err := r.sample(r.cands[def.Key()].prog, n); err == nil {
+				defTot = append(defTot, tot...)
+			}
+		}
+		if baseProg != nil {
+			if tot, _, err := r.sample(baseProg, n); err == nil {
+				baseTot = append(baseTot, tot...)
+			}
+		}
+	}
+	sum := stats.Summarize(bestTot)
+	entry.MedianUS = round3(sum.Median * 1e6)
+	entry.IQRUS = round3(sum.IQR * 1e6)
+	entry.MinUS = round3(sum.Min * 1e6)
+	entry.Samples = sum.Count
+	for i := range r.problems {
+		col := make([]float64, len(bestPer))
+		for j := range bestPer {
+			col[j] = bestPer[j][i]
+		}
+		entry.ShapeMedianUS = append(entry.ShapeMedianUS, round3(stats.Median(col)*1e6))
+	}
+	entry.Default = &params.Reference{Params: ps.Defaults()}
+	if len(defTot) > 0 {
+		entry.Default.MedianUS = round3(stats.Median(defTot) * 1e6)
+	}
+	if len(baseTot) > 0 {
+		entry.Baseline = &params.Baseline{Name: baseName, MedianUS: round3(stats.Median(baseTot) * 1e6)}
+	}
+	for _, c := range task.Cases {
+		entry.Shapes = append(entry.Shapes, append([]int(nil), c.Shape...))
+	}
+	entry.Candidates.Valid = len(valid)
+	for _, c := range r.cands {
+		switch {
+		case c.err != nil:
+			entry.Candidates.Failed++
+		case len(c.samples) > 0:
+			entry.Candidates.Measured++
+		}
+	}
+	entry.Roofline = r.roofline(sum.Median)
+	return &Result{Task: task, Entry: entry, Trace: r.trace(), Stopped: stopped}, nil
+}
+
+// Space is the task's search space: the family's parameters on this
+// backend, its own constraints checked on every case, and the device's limits.
+func (t *Tuner) Space(task Task) (*search.Space, error) {
+	info := t.b.Info()
+	ps, ok := task.Kernel.Space(info.Backend)
+	if !ok {
+		return nil, fmt.Errorf("%s has no parameter space for the %s backend", task.Kernel.Name, info.Backend)
+	}
+	sp := &search.Space{}
+	for _, p := range ps.Params {
+		sp.Params = append(sp.Params, search.Param{Name: p.Name, Values: p.Values})
+	}
+	if ps.Check != nil {
+		for _, c := range task.Cases {
+			shape := c.Shape
+			sp.Constraints = append(sp.Constraints, search.Constraint{
+				Name:  "valid for " + params.ShapeString(shape),
+				Check: func(cand search.Candidate) error { return ps.Check(shape, cand) },
+			})
+		}
+	}
+	sp.Constraints = append(sp.Constraints, t.b.Constraints(task.Kernel, task.DType)...)
+	return sp, nil
+}
+
+func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
+
+func (r *run) stopReason(nextCost float64) string {
+	if err := r.ctx.Err(); err != nil {
+		return "interrupted"
+	}
+	if time.Now().Add(time.Duration(nextCost * float64(time.Second))).After(r.deadline) {
+		return "budget spent"
+	}
+	return ""
+}
+
+func (r *run) load() error {
+	info := r.t.b.Info()
+	rng := rand.New(rand.NewPCG(r.t.cfg.Seed, uint64(time.Now().UnixNano())))
+	add := func(c kernels.Case, timed bool) error {
+		p, err := kernels.NewProblem(r.task.Kernel, r.task.DType, c, rng)
+		if err != nil {
+			return err
+		}
+		copies := 1
+		if timed && r.task.Kernel.MemoryBound && info.LLCBytes > 0 {
+			in := int64(p.Bytes()) - int64(r.task.Kernel.OutLen(c.Shape)*r.task.DType.Size())
+			if in > 0 {
+				copies = int(min(64, max(1, (2*info.LLCBytes+in-1)/in), max(1, r.t.cfg.MaxBufferBytes/in)))
+			}
+		}
+		inst, err := r.t.b.Load(p, copies)
+		if err != nil {
+			return fmt.Errorf("loading %s %s on %s: %w", r.task.Kernel.Name, c, info.Key, err)
+		}
+		floor := math.Max(p.Flops()/info.PeakFlops, p.Bytes()/info.PeakBandwidth)
+		l := &loaded{p: p, inst: inst, floor: floor}
+		if timed {
+			r.problems = append(r.problems, l)
+		} else {
+			r.odd = append(r.odd, l)
+		}
+		return nil
+	}
+	for _, c := range r.task.Kernel.Odd {
+		if err := add(c, false); err != nil {
+			return err
+		}
+	}
+	for _, c := range r.task.Cases {
+		if err := add(c, true); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *run) close() {
+	for _, c := range r.cands {
+		if c.prog != nil {
+			c.prog.Close()
+		}
+	}
+	for _, l := range append(r.odd, r.problems...) {
+		l.inst.Close()
+	}
+}
+
+// verify runs prog on every problem (odd shapes first) and compares with
+// the reference. Odd shapes for which the family's constraints reject cand
+// are skipped (cand is nil for a baseline, which takes every shape).
+func (r *run) verify(prog Program, cand search.Candidate) error {
+	ps, _ := r.task.Kernel.Space(r.t.b.Info().Backend)
+	for i, l := range append(append([]*loaded{}, r.odd...), r.problems...) {
+		if i < len(r.odd) && cand != nil && ps != nil && ps.Check != nil && ps.Check(l.p.Case.Shape, cand) != nil {
+			continue
+		}
+		out, err := prog.Output(l.inst)
+		if err != nil {
+			return fmt.Errorf("running on %s: %w", l.p.Case, err)
+		}
+		if err := l.p.Verify(out); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// measure builds and verifies c on first use, then takes n more samples; it
+// returns the new per-sample totals over the task's cases.
+func (r *run) measure(c search.Candidate, n int) ([]float64, error) {
+	key := c.Key()
+	cd := r.cands[key]
+	if cd == nil {
+		cd = &candidate{}
+		r.cands[key] = cd
+		prog, err := r.t.b.Build(r.task.Kernel, r.task.DType, c)
+		if err != nil {
+			cd.err = fmt.Errorf("build: %w", err)
+		} else {
+			cd.prog = prog
+			if err := r.verify(prog, c); err != nil {
+				cd.err = fmt.Errorf("verification: %w", err)
+			}
+		}
+		if cd.err != nil && r.t.cfg.Verbose {
+			fmt.Fprintf(r.t.cfg.Log, "  %s failed: %v\n", key, cd.err)
+		}
+	}
+	if cd.err != nil {
+		return nil, cd.err
+	}
+	if !cd.warm {
+		if err := r.warmup(cd.prog); err != nil {
+			cd.err = fmt.Errorf("warmup: %w", err)
+			return nil, cd.err
+		}
+		cd.warm = true
+	}
+	tot, _, err := r.sample(cd.prog, n)
+	if err != nil {
+		cd.err = err
+		return nil, err
+	}
+	cd.samples = append(cd.samples, tot...)
+	if r.t.cfg.Verbose {
+		fmt.Fprintf(r.t.cfg.Log, "  %-40s %10.2f µs (n=%d)\n", key, stats.Median(cd.samples)*1e6, len(cd.samples))
+	}
+	return tot, nil
+}
+
+func (r *run) warmup(prog Program) error {
+	start := time.Now()
+	for time.Since(start) < r.t.cfg.Warmup {
+		for _, l := range r.problems {
+			if _, err := prog.Run(l.inst, 1); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// sample times n runs on every problem; totals[j] sums run j over problems.
+// A median below a problem's physical floor, or a non-positive one, is a
+// measurement error.
+func (r *run) sample(prog Program, n int) (totals []float64, perProblem [][]float64, err error) {
+	totals = make([]float64, n)
+	perProblem = make([][]float64, n)
+	for j := range perProblem {
+		perProblem[j] = make([]float64, len(r.problems))
+	}
+	for i, l := range r.problems {
+		ts, err := prog.Run(l.inst, n)
+		if err != nil {
+			return nil, nil, fmt.Errorf("timing %s: %w", l.p.Case, err)
+		}
+		if len(ts) != n {
+			return nil, nil, fmt.Errorf("timing %s: backend returned %d samples, want %d", l.p.Case, len(ts), n)
+		}
+		med := stats.Median(ts)
+		if !(med > 0) {
+			return nil, nil, fmt.Errorf("measurement error on %s: median %g s is not positive", l.p.Case, med)
+		}
+		if med < l.floor {
+			return nil, nil, fmt.Errorf("measurement error on %s: median %.3g µs is below the physical floor %.3g µs", l.p.Case, med*1e6, l.floor*1e6)
+		}
+		for j, t := range ts {
+			totals[j] += t
+			perProblem[j][i] = t
+		}
+	}
+	return totals, perProblem, nil
+}
+
+func (r *run) roofline(median float64) *params.RooflineSummary {
+	info := r.t.b.Info()
+	var flops, bytes float64
+	for _, l := range r.problems {
+		flops += l.p.Flops()
+		bytes += l.p.Bytes()
+	}
+	rs := &params.RooflineSummary{Flops: flops, Bytes: bytes}
+	if median <= 0 {
+		return rs
+	}
+	rs.GFLOPS = round3(flops / median / 1e9)
+	rs.GBPS = round3(bytes / median / 1e9)
+	// The floor uses the measured bandwidth where there is one.
+	bw := info.Facts["bandwidth_gbps"] * 1e9
+	peak := info.Facts["peak_gflops"] * 1e9
+	var floor float64
+	if bw > 0 {
+		floor = bytes / bw
+		rs.BoundByData = true
+	}
+	if peak > 0 && flops/peak > floor {
+		floor = flops / peak
+		rs.BoundByData = false
+	}
+	if floor > 0 {
+		rs.PctOfFloor = round3(100 * floor / median)
+	}
+	return rs
+}
+
+func (r *run) trace() []Measurement {
+	var out []Measurement
+	for key, c := range r.cands {
+		m := Measurement{Key: key, Samples: len(c.samples)}
+		if c.err != nil {
+			m.Err = c.err.Error()
+		} else if len(c.samples) > 0 {
+			m.MedianUS = stats.Median(c.samples) * 1e6
+		}
+		out = append(out, m)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out
+}
+
+// firstError summarises the failures: each distinct reason with its count.
+func (r *run) firstError() string {
+	counts := map[string]int{}
+	for _, c := range r.cands {
+		if c.err != nil {
+			counts[c.err.Error()]++
+		}
+	}
+	if len(counts) == 0 {
+		return "no candidate was measured"
+	}
+	var parts []string
+	for msg, n := range counts {
+		parts = append(parts, fmt.Sprintf("%d× %s", n, msg))
+	}
+	sort.Strings(parts)
+	if len(parts) > 4 {
+		parts = append(parts[:4], fmt.Sprintf("and %d more reasons", len(parts)-4))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func (r *run) bestMeasured() (search.Candidate, bool) {
+	bestKey, bestMed := "", math.Inf(1)
+	for key, c := range r.cands {
+		if c.err == nil && len(c.samples) > 0 {
+			if m := stats.Median(c.samples); m < bestMed || (m == bestMed && key < bestKey) {
+				bestKey, bestMed = key, m
+			}
+		}
+	}
+	if bestKey == "" {
+		return nil, false
+	}
+	c, err := search.ParseKey(bestKey)
+	return c, err == nil
+}

@@ -1,0 +1,210 @@
+package tuner
+
+import (
+	"context"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kerntune/kerntune/kernels"
+	"github.com/kerntune/kerntune/search"
+)
+
+// fakeBackend computes outputs with the float64 reference and reports
+// synthetic run times with a known optimum, so the pipeline can be tested
+// quickly and deterministically. Candidates with UNROLL=8 skip the last
+// output element (it stays poisoned) and with UNROLL=4 compute a wrong value.
+type fakeBackend struct {
+	rng        *rand.Rand
+	builds     int
+	failBuild  bool
+	tooFast    bool
+	baseline   bool
+	threadsCap int
+}
+
+func (f *fakeBackend) Info() DeviceInfo {
+	return DeviceInfo{Key: "fake:1", Name: "fake", Backend: "cpu", Family: "fake", ComputeUnits: 2,
+		LLCBytes: 1 << 20, PeakFlops: 1e15, PeakBandwidth: 1e13, Facts: map[string]float64{"bandwidth_gbps": 10}}
+}
+
+func (f *fakeBackend) Constraints(*kernels.Kernel, kernels.DType) []search.Constraint {
+	return []search.Constraint{{Name: "threads", Check: func(c search.Candidate) error {
+		if c["THREADS"] > f.threadsCap {
+			return errors.New("too many threads")
+		}
+		return nil
+	}}}
+}
+
+type fakeInst struct {
+	p      *kernels.Problem
+	copies int
+}
+
+func (*fakeInst) Close() error { return nil }
+
+func (f *fakeBackend) Load(p *kernels.Problem, copies int) (Instance, error) {
+	return &fakeInst{p: p, copies: copies}, nil
+}
+
+type fakeProg struct {
+	f    *fakeBackend
+	c    search.Candidate
+	cost float64
+}
+
+func (f *fakeBackend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate) (Program, error) {
+	f.builds++
+	if f.failBuild && c["BN"] == 8 {
+		return nil, errors.New("compiler says no")
+	}
+	// Optimum at BN=64, ROWS=2, UNROLL=2, THREADS=2.
+	d := math.Abs(math.Log2(float64(c["BN"])/64)) + math.Abs(float64(c["ROWS"]-2)) +
+		math.Abs(math.Log2(float64(c["UNROLL"])/2)) + math.Abs(math.Log2(float64(c["THREADS"])/2))
+	return &fakeProg{f: f, c: c, cost: 100e-6 * (1 + 0.2*d)}, nil
+}
+
+func (f *fakeBackend) Baseline(*kernels.Kernel, kernels.DType) (Program, string, error) {
+	if !f.baseline {
+		return nil, "", nil
+	}
+	return &fakeProg{f: f, cost: 150e-6}, "vendor", nil
+}
+
+func (*fakeBackend) Close() error { return nil }
+
+func (p *fakeProg) Run(ti Instance, n int) ([]float64, error) {
+	ts := make([]float64, n)
+	for i := range ts {
+		ts[i] = p.cost * (1 + 0.01*p.f.rng.NormFloat64())
+		if p.f.tooFast {
+			ts[i] = 1e-15
+		}
+	}
+	return ts, nil
+}
+
+func (p *fakeProg) Output(ti Instance) ([]float32, error) {
+	inst := ti.(*fakeInst)
+	ref := inst.p.Reference()
+	out := make([]float32, len(ref))
+	for i, v := range ref {
+		out[i] = float32(v)
+	}
+	switch p.c["UNROLL"] {
+	case 8:
+		out[len(out)-1] = float32(math.NaN())
+	case 4:
+		out[0] += 1
+	}
+	return out, nil
+}
+
+func (*fakeProg) Close() error { return nil }
+
+func gemvTask(t *testing.T) Task {
+	t.Helper()
+	k, err := kernels.Get("gemv_nt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Task{Kernel: k, DType: kernels.F32, Cases: []kernels.Case{{Shape: []int{1, 300, 200}}, {Shape: []int{1, 129, 77}, Bias: true}}, Class: "tiny"}
+}
+
+func TestRunFindsOptimumAndRecordsFailures(t *testing.T) {
+	for _, strategy := range search.Names {
+		t.Run(strategy, func(t *testing.T) {
+			fb := &fakeBackend{rng: rand.New(rand.NewPCG(1, 2)), baseline: true, threadsCap: 4, failBuild: true}
+			tu := New(fb, Config{Strategy: strategy, Seed: 3, FinalSamples: 20, Warmup: time.Microsecond})
+			res, err := tu.Run(context.Background(), gemvTask(t), time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := res.Entry
+			want := search.Candidate{"BN": 64, "ROWS": 2, "UNROLL": 2, "THREADS": 2}
+			if search.Candidate(e.Params).Key() != want.Key() {
+				t.Errorf("winner %v, want %v", e.Params, want)
+			}
+			if e.Samples != 20 || e.MedianUS < 190 || e.MedianUS > 210 {
+				t.Errorf("winner timing %v µs over %d samples, want ≈200 (two cases) over 20", e.MedianUS, e.Samples)
+			}
+			if len(e.ShapeMedianUS) != 2 || e.Default == nil || e.Default.MedianUS <= e.MedianUS {
+				t.Errorf("per-shape or default timing missing or wrong: %+v %+v", e.ShapeMedianUS, e.Default)
+			}
+			if e.Baseline == nil || e.Baseline.Name != "vendor" || math.Abs(e.Baseline.MedianUS-300) > 15 {
+				t.Errorf("baseline %+v", e.Baseline)
+			}
+			// 4 BN... × ... with THREADS ≤ 4: the space is BN(7)·ROWS(3)·UNROLL(4)·THREADS(3).
+			if e.Candidates.Valid != 7*3*4*3 {
+				t.Errorf("valid = %d", e.Candidates.Valid)
+			}
+			if e.Candidates.Failed == 0 || e.Candidates.Measured == 0 {
+				t.Errorf("candidates %+v: failing ones must be recorded", e.Candidates)
+			}
+			for _, m := range res.Trace {
+				c, _ := search.ParseKey(m.Key)
+				bad := c["UNROLL"] >= 4 || c["BN"] == 8
+				if bad != (m.Err != "") {
+					t.Errorf("%s: error %q, expected failure %v", m.Key, m.Err, bad)
+				}
+				if c["UNROLL"] == 8 && c["BN"] != 8 && !strings.Contains(m.Err, "not finite") {
+					t.Errorf("%s: unwritten output not reported as such: %q", m.Key, m.Err)
+				}
+				if c["THREADS"] > 4 {
+					t.Errorf("%s violates the device constraint", m.Key)
+				}
+			}
+			if e.Roofline == nil || e.Roofline.Bytes <= 0 || e.Roofline.Flops <= 0 {
+				t.Errorf("roofline %+v", e.Roofline)
+			}
+		})
+	}
+}
+
+func TestRunRejectsImpossiblyFastTimes(t *testing.T) {
+	fb := &fakeBackend{rng: rand.New(rand.NewPCG(1, 2)), threadsCap: 2, tooFast: true}
+	_, err := New(fb, Config{Strategy: "random", Warmup: time.Microsecond}).Run(context.Background(), gemvTask(t), time.Minute)
+	if err == nil || !strings.Contains(err.Error(), "physical floor") {
+		t.Fatalf("times below the physical floor were accepted: %v", err)
+	}
+}
+
+func TestRunStopsAtBudgetAndOnCancel(t *testing.T) {
+	fb := &fakeBackend{rng: rand.New(rand.NewPCG(1, 2)), threadsCap: 4}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	res, err := New(fb, Config{Strategy: "exhaustive", Warmup: time.Microsecond}).Run(ctx, gemvTask(t), time.Minute)
+	// The default was measured before the strategy began, so a winner exists.
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Stopped != "interrupted" || res.Entry.Candidates.Measured != 1 {
+		t.Errorf("stopped %q with %d measured", res.Stopped, res.Entry.Candidates.Measured)
+	}
+}
+
+func TestClassTasksCoverWorkload(t *testing.T) {
+	for _, k := range kernels.All() {
+		tasks, err := ClassTasks(k, kernels.F32)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(tasks) != len(k.Classes) {
+			t.Errorf("%s: %d class tasks for %d classes: every class needs a workload shape", k.Name, len(tasks), len(k.Classes))
+		}
+		n := 0
+		for _, task := range tasks {
+			n += len(task.Cases)
+			if !strings.HasPrefix(task.Key(), "f32/") {
+				t.Errorf("key %q", task.Key())
+			}
+		}
+		if n != len(k.Workload) {
+			t.Errorf("%s: tasks hold %d cases, workload has %d", k.Name, n, len(k.Workload))
+		}
+	}
+}
