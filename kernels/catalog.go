@@ -154,7 +154,7 @@ func build() map[string]*Kernel {
 			[]int{64, 64, 64}, []int{96, 128, 160}, // small
 			[]int{16, 4864, 896},                       // skinny: a short prefill
 			[]int{256, 256, 256}, []int{512, 512, 512}, // medium
-			[]int{1024, 1024, 1024}, []int{512, 4864, 896}, // large: prefill-like
+			[]int{512, 4864, 896}, // large: a prefill projection (512 tokens)
 		),
 		Odd: shapes([]int{37, 53, 29}, []int{1, 19, 300}, []int{130, 7, 65}),
 		Inputs: func(c Case) []Operand {
@@ -171,7 +171,7 @@ func build() map[string]*Kernel {
 			[]int{64, 64, 64},                          // small
 			[]int{4096, 16, 896},                       // skinny: a LoRA-style gradient
 			[]int{256, 256, 256}, []int{512, 512, 512}, // medium
-			[]int{1024, 1024, 1024}, []int{512, 896, 4864}, // large: weight gradient of a prefill
+			[]int{1024, 1024, 1024}, // large
 		),
 		Odd: shapes([]int{37, 53, 29}, []int{300, 1, 19}, []int{7, 130, 65}),
 		Inputs: func(c Case) []Operand {

@@ -118,7 +118,7 @@ const (
 // checkDims validates the number and range of dims and the element count of each operand.
 func checkDims(family string, names []string, shape []int, operands [][2]int) error {
 	if len(shape) != len(names) {
-		return fmt.Errorf("%s takes a shape of %d dims (%s), got %d", family, len(names), strings.Join(names, "x"), len(shape))
+		return fmt.Errorf("%s takes a shape of %d dims (%s), got %d", family, len(names), strings.Join(names, "×"), len(shape))
 	}
 	for i, d := range shape {
 		if d < 1 || d > MaxDim {
@@ -217,6 +217,10 @@ func cpuGemmSpace() *Space {
 			threadsParam,
 		},
 		Check: func(_ []int, p map[string]int) error {
+			// Guard the divisors: Check may see a partial or hand-made map.
+			if p["MR"] <= 0 || p["NR"] <= 0 {
+				return fmt.Errorf("MR=%d and NR=%d must be positive", p["MR"], p["NR"])
+			}
 			if p["MC"]%p["MR"] != 0 {
 				return fmt.Errorf("MC=%d must be a multiple of MR=%d", p["MC"], p["MR"])
 			}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -147,8 +148,9 @@ func parse(data []byte, name string) (*File, error) {
 	if err := dec.Decode(&root); err != nil {
 		return nil, &PathError{File: name, Msg: "not valid JSON: " + err.Error()}
 	}
-	if dec.More() {
-		return nil, &PathError{File: name, Msg: "not valid JSON: trailing data after the top-level object"}
+	// dec.More reports false for a stray ']' or '}', so ask for the next token instead.
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, &PathError{File: name, Msg: "not valid JSON: trailing data after the top-level value"}
 	}
 	w := walker{file: name}
 	f := w.file1(root)
@@ -330,7 +332,7 @@ func (w *walker) device(path string, v any) *Device {
 			entries := map[string]*Entry{}
 			for _, ek := range sortedKeys(em) {
 				ep := child(fp, ek)
-				if !strings.Contains(ek, "/") {
+				if i := strings.IndexByte(ek, '/'); i <= 0 || i == len(ek)-1 {
 					w.fail(ep, "entry key must be <dtype>/<class> or <dtype>/<shape>")
 				}
 				entries[ek] = w.entry(ep, em[ek])
@@ -381,6 +383,39 @@ func (w *walker) entry(path string, v any) *Entry {
 	if v, ok := m["strategy"]; ok {
 		e.Strategy = w.str(child(path, "strategy"), v)
 	}
+	if v, ok := m["shape_median_us"]; ok {
+		sp := child(path, "shape_median_us")
+		arr, isArr := v.([]any)
+		if !isArr {
+			w.fail(sp, "must be an array of numbers, got %s", typeName(v))
+		}
+		for i, x := range arr {
+			e.ShapeMedianUS = append(e.ShapeMedianUS, w.num(fmt.Sprintf("%s[%d]", sp, i), x))
+		}
+	}
+	if v, ok := m["roofline"]; ok && v != nil {
+		rp := child(path, "roofline")
+		rm := w.object(rp, v)
+		e.Roofline = &RooflineSummary{}
+		for _, f := range []struct {
+			key string
+			dst *float64
+		}{
+			{"flops", &e.Roofline.Flops}, {"bytes", &e.Roofline.Bytes}, {"gflops", &e.Roofline.GFLOPS},
+			{"gbps", &e.Roofline.GBPS}, {"pct_of_floor", &e.Roofline.PctOfFloor},
+		} {
+			if x, ok := rm[f.key]; ok {
+				*f.dst = w.num(child(rp, f.key), x)
+			}
+		}
+		if x, ok := rm["memory_bound"]; ok {
+			b, isBool := x.(bool)
+			if !isBool {
+				w.fail(child(rp, "memory_bound"), "must be a boolean, got %s", typeName(x))
+			}
+			e.Roofline.BoundByData = b
+		}
+	}
 	if v, ok := m["default"]; ok && v != nil {
 		dp := child(path, "default")
 		dm := w.object(dp, v)
@@ -426,9 +461,13 @@ func (w *walker) entry(path string, v any) *Entry {
 	if v, ok := m["candidates"]; ok {
 		cp := child(path, "candidates")
 		cm := w.object(cp, v)
-		for k, dst := range map[string]*int{"valid": &e.Candidates.Valid, "measured": &e.Candidates.Measured, "failed": &e.Candidates.Failed} {
-			if x, ok := cm[k]; ok {
-				*dst = w.integer(child(cp, k), x)
+		// A slice, not a map, so that the first error reported does not depend on map order.
+		for _, c := range []struct {
+			key string
+			dst *int
+		}{{"valid", &e.Candidates.Valid}, {"measured", &e.Candidates.Measured}, {"failed", &e.Candidates.Failed}} {
+			if x, ok := cm[c.key]; ok {
+				*c.dst = w.integer(child(cp, c.key), x)
 			}
 		}
 	}
@@ -448,7 +487,9 @@ func sortedKeys[V any](m map[string]V) []string {
 // update's devices merged in: for every device in update its scalar fields
 // and facts are set and its entries replace entries of the same family and
 // key; every other device, family, entry and unknown field of existing is
-// kept as it was. existing must parse as schema version 1.
+// kept as it was. existing must parse as schema version 1. nil maps and
+// slices of update are written as empty ones, and the result is parsed
+// before it is returned, so Merge never yields a file that Parse rejects.
 func Merge(existing []byte, update *File) ([]byte, error) {
 	root := map[string]any{}
 	if len(bytes.TrimSpace(existing)) > 0 {
@@ -463,6 +504,9 @@ func Merge(existing []byte, update *File) ([]byte, error) {
 	}
 	upd, err := toTree(update)
 	if err != nil {
+		return nil, err
+	}
+	if err := normalizeUpdate(upd); err != nil {
 		return nil, err
 	}
 	root["schema_version"] = SchemaVersion
@@ -518,7 +562,54 @@ func Merge(existing []byte, update *File) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if _, err := Parse(out); err != nil {
+		return nil, fmt.Errorf("merged file would not be valid: %w", err)
+	}
 	return append(out, '\n'), nil
+}
+
+// normalizeUpdate turns the nulls that nil maps and slices of a File marshal
+// to into empty objects and arrays where the format requires them, and
+// rejects nil devices and entries, so that Merge's type assertions hold.
+func normalizeUpdate(upd map[string]any) error {
+	devs, _ := upd["devices"].(map[string]any)
+	for key, d := range devs {
+		dm, ok := d.(map[string]any)
+		if !ok {
+			return fmt.Errorf("merging: %s is nil", child("devices", key))
+		}
+		if f, ok := dm["facts"]; ok && f == nil {
+			delete(dm, "facts")
+		}
+		kernels, _ := dm["kernels"].(map[string]any)
+		if kernels == nil {
+			kernels = map[string]any{}
+			dm["kernels"] = kernels
+		}
+		for fam, entries := range kernels {
+			em, _ := entries.(map[string]any)
+			if em == nil {
+				em = map[string]any{}
+				kernels[fam] = em
+			}
+			for ek, e := range em {
+				m, ok := e.(map[string]any)
+				if !ok {
+					return fmt.Errorf("merging: %s is nil", child(child(child(child("devices", key), "kernels"), fam), ek))
+				}
+				if m["params"] == nil {
+					m["params"] = map[string]any{}
+				}
+				if m["shapes"] == nil {
+					m["shapes"] = []any{}
+				}
+				if def, ok := m["default"].(map[string]any); ok && def["params"] == nil {
+					def["params"] = map[string]any{}
+				}
+			}
+		}
+	}
+	return nil
 }
 
 func toTree(f *File) (map[string]any, error) {

@@ -212,6 +212,14 @@ func TestMaxCandidatesAndSeed(t *testing.T) {
 			t.Fatal("same seed gave different orders")
 		}
 	}
+	head := cands[len(cands)-1]
+	withHead := append([]Candidate{head}, cands[:len(cands)-1]...)
+	for _, name := range Names {
+		st, _ := New(name, withHead, Options{Seed: 9, Keep: 1, MaxCandidates: 3})
+		if r := st.Next(); len(r) == 0 || r[0].Candidate.Key() != head.Key() {
+			t.Errorf("%s: the kept candidate is not tried first", name)
+		}
+	}
 	if _, err := New("nope", cands, Options{}); err == nil {
 		t.Error("unknown strategy accepted")
 	}

@@ -43,6 +43,9 @@ type Options struct {
 	Samples int
 	// MaxCandidates caps how many candidates are tried (0: all).
 	MaxCandidates int
+	// Keep is how many candidates at the head of the list are always tried
+	// (e.g. the un-tuned default); the rest are shuffled by random and halving.
+	Keep int
 	// Eta is the halving factor: each round keeps 1/Eta of the candidates.
 	Eta int
 	// MinSamples is the first halving round's samples per candidate.
@@ -81,9 +84,9 @@ func New(name string, cands []Candidate, opts Options) (Strategy, error) {
 	case "exhaustive":
 		return &fixed{name: name, book: b, order: limit(cands, opts.MaxCandidates), samples: opts.Samples}, nil
 	case "random":
-		return &fixed{name: name, book: b, order: limit(shuffled(cands, opts.Seed), opts.MaxCandidates), samples: opts.Samples}, nil
+		return &fixed{name: name, book: b, order: limit(keepShuffled(cands, opts), opts.MaxCandidates), samples: opts.Samples}, nil
 	case "halving":
-		return &halving{book: b, survivors: limit(shuffled(cands, opts.Seed), opts.MaxCandidates), opts: opts}, nil
+		return &halving{book: b, survivors: limit(keepShuffled(cands, opts), opts.MaxCandidates), opts: opts}, nil
 	}
 	return nil, fmt.Errorf("unknown strategy %q (known: %s)", name, strings.Join(Names, ", "))
 }
@@ -93,6 +96,12 @@ func limit(cs []Candidate, n int) []Candidate {
 		return cs[:n]
 	}
 	return cs
+}
+
+// keepShuffled keeps the first opts.Keep candidates in front and shuffles the rest.
+func keepShuffled(cs []Candidate, opts Options) []Candidate {
+	k := min(max(opts.Keep, 0), len(cs))
+	return append(append([]Candidate(nil), cs[:k]...), shuffled(cs[k:], opts.Seed)...)
 }
 
 func shuffled(cs []Candidate, seed uint64) []Candidate {

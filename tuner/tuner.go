@@ -52,6 +52,16 @@ func ClassTasks(k *kernels.Kernel, dt kernels.DType) ([]Task, error) {
 	return tasks, nil
 }
 
+// Cost estimates a task's work (flops plus bytes), to order tasks cheapest
+// first so that time they leave unused flows to the expensive ones.
+func (t Task) Cost() float64 {
+	var c float64
+	for _, cs := range t.Cases {
+		c += t.Kernel.Flops(cs) + t.Kernel.Bytes(cs, t.DType)
+	}
+	return c
+}
+
 // Config controls a tuning run.
 type Config struct {
 	Strategy string
@@ -59,8 +69,10 @@ type Config struct {
 	// Samples per candidate for fixed-sample strategies (exhaustive, random).
 	Samples int
 	// FinalSamples is how often the winner, the default and the baseline are
-	// timed, interleaved, for the recorded numbers.
-	FinalSamples int
+	// timed, interleaved, for the recorded numbers; fewer (at least
+	// MinFinalSamples) when that would take more than a fifth of the budget.
+	FinalSamples    int
+	MinFinalSamples int
 	// Warmup is the minimum time each candidate runs before it is timed.
 	Warmup time.Duration
 	// MaxBufferBytes caps the memory of one problem's rotated input copies.
@@ -78,6 +90,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.FinalSamples <= 0 {
 		c.FinalSamples = 30
+	}
+	if c.MinFinalSamples <= 0 || c.MinFinalSamples > c.FinalSamples {
+		c.MinFinalSamples = min(5, c.FinalSamples)
 	}
 	if c.Warmup <= 0 {
 		c.Warmup = 10 * time.Millisecond
@@ -184,18 +199,29 @@ func (t *Tuner) Run(ctx context.Context, task Task, budget time.Duration) (*Resu
 		}
 	}
 
+	finalSamples := t.cfg.FinalSamples
+	if perSample > 0 {
+		fit := int(budget.Seconds() / 5 / (3 * perSample))
+		finalSamples = max(t.cfg.MinFinalSamples, min(finalSamples, fit))
+	}
 	opts := search.Options{Seed: t.cfg.Seed, Samples: t.cfg.Samples}
 	if t.cfg.Strategy == "halving" && perSample > 0 {
 		// Size the first round so the whole halving fits the budget left after
-		// the final comparison (winner, default, baseline × FinalSamples).
-		left := time.Until(r.deadline).Seconds() - 3*float64(t.cfg.FinalSamples)*perSample
+		// the final comparison (winner, default, baseline × finalSamples).
+		left := time.Until(r.deadline).Seconds() - 3*float64(finalSamples)*perSample
 		n := len(valid)
 		for n > 2 && float64(search.HalvingSamples(n, opts)+n)*perSample > left {
 			n = n * 4 / 5
 		}
 		opts.MaxCandidates = n
 	}
-	strat, err := search.New(t.cfg.Strategy, valid, opts)
+	// The default always competes: a tuned entry is never slower than no tuning.
+	pool := valid
+	if defErr == nil {
+		pool = append([]search.Candidate{def}, withoutKey(valid, def.Key())...)
+		opts.Keep = 1
+	}
+	strat, err := search.New(t.cfg.Strategy, pool, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -204,7 +230,7 @@ func (t *Tuner) Run(ctx context.Context, task Task, budget time.Duration) (*Resu
 search:
 	for reqs := strat.Next(); reqs != nil; reqs = strat.Next() {
 		for _, req := range reqs {
-			if reason := r.stopReason(perSample * float64(req.Samples+3*t.cfg.FinalSamples)); reason != "" {
+			if reason := r.stopReason(perSample * float64(req.Samples+3*finalSamples)); reason != "" {
 				stopped = reason
 				break search
 			}
@@ -237,9 +263,9 @@ search:
 		defer bp.Close()
 	}
 	var bestTot, defTot, baseTot []float64
-	var bestPer [][]float64
-	for i := 0; i < t.cfg.FinalSamples; i += 5 {
-		n := min(5, t.cfg.FinalSamples-i)
+	var bestPer, defPer [][]float64
+	for i := 0; i < finalSamples; i += 5 {
+		n := min(5, finalSamples-i)
 		tot, per, err := r.sample(r.cands[best.Key()].prog, n)
 		if err != nil {
 			return nil, fmt.Errorf("%s %s: timing the winner %s: %w", task.Kernel.Name, task.Key(), best.Key(), err)
@@ -247,8 +273,9 @@ search:
 		bestTot = append(bestTot, tot...)
 		bestPer = append(bestPer, per...)
 		if defErr == nil && r.cands[def.Key()] != nil && r.cands[def.Key()].err == nil {
-			if tot, _, err := r.sample(r.cands[def.Key()].prog, n); err == nil {
+			if tot, per, err := r.sample(r.cands[def.Key()].prog, n); err == nil {
 				defTot = append(defTot, tot...)
+				defPer = append(defPer, per...)
 			}
 		}
 		if baseProg != nil {
@@ -256,6 +283,12 @@ search:
 				baseTot = append(baseTot, tot...)
 			}
 		}
+	}
+	if len(defTot) == len(bestTot) && stats.Median(defTot) < stats.Median(bestTot) {
+		// On the final, longer comparison the default won: record it.
+		fmt.Fprintf(t.cfg.Log, "  %s %s: the default beat %s in the final timing; keeping the default\n", task.Kernel.Name, task.Key(), best.Key())
+		best, bestTot, bestPer = def, defTot, defPer
+		entry.Params = best
 	}
 	sum := stats.Summarize(bestTot)
 	entry.MedianUS = round3(sum.Median * 1e6)
@@ -315,6 +348,16 @@ func (t *Tuner) Space(task Task) (*search.Space, error) {
 	}
 	sp.Constraints = append(sp.Constraints, t.b.Constraints(task.Kernel, task.DType)...)
 	return sp, nil
+}
+
+func withoutKey(cs []search.Candidate, key string) []search.Candidate {
+	out := make([]search.Candidate, 0, len(cs))
+	for _, c := range cs {
+		if c.Key() != key {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
@@ -501,17 +544,13 @@ func (r *run) roofline(median float64) *params.RooflineSummary {
 	}
 	rs.GFLOPS = round3(flops / median / 1e9)
 	rs.GBPS = round3(bytes / median / 1e9)
-	// The floor uses the measured bandwidth where there is one.
-	bw := info.Facts["bandwidth_gbps"] * 1e9
-	peak := info.Facts["peak_gflops"] * 1e9
+	// Memory-bound families are held to the measured copy bandwidth, the
+	// others to the device's arithmetic peak where the backend knows one.
 	var floor float64
-	if bw > 0 {
-		floor = bytes / bw
-		rs.BoundByData = true
-	}
-	if peak > 0 && flops/peak > floor {
+	if bw := info.Facts["bandwidth_gbps"] * 1e9; r.task.Kernel.MemoryBound && bw > 0 {
+		floor, rs.BoundByData = bytes/bw, true
+	} else if peak := info.Facts["peak_gflops"] * 1e9; peak > 0 {
 		floor = flops / peak
-		rs.BoundByData = false
 	}
 	if floor > 0 {
 		rs.PctOfFloor = round3(100 * floor / median)

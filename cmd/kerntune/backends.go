@@ -1,0 +1,6 @@
+package main
+
+// The backends register themselves with the tuner when imported.
+import (
+	_ "github.com/kerntune/kerntune/tuner/cpu"
+)

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kerntune/kerntune/tuner"
+)
+
+func init() { commands = append(commands, newDevicesCmd) }
+
+type deviceJSON struct {
+	Backend      string             `json:"backend"`
+	Available    bool               `json:"available"`
+	Error        string             `json:"error,omitempty"`
+	Key          string             `json:"key,omitempty"`
+	Name         string             `json:"name,omitempty"`
+	Family       string             `json:"family,omitempty"`
+	ComputeUnits int                `json:"compute_units,omitempty"`
+	Facts        map[string]float64 `json:"facts,omitempty"`
+}
+
+func newDevicesCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "devices",
+		Short: "List the devices every backend can use here, with their keys and facts",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var devs []deviceJSON
+			for _, name := range tuner.Backends() {
+				d := deviceJSON{Backend: name}
+				b, err := tuner.Open(name)
+				if err != nil {
+					d.Error = err.Error()
+				} else {
+					info := b.Info()
+					d.Available, d.Key, d.Name, d.Family, d.ComputeUnits, d.Facts = true, info.Key, info.Name, info.Family, info.ComputeUnits, info.Facts
+					b.Close()
+				}
+				devs = append(devs, d)
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(map[string]any{"devices": devs})
+			}
+			for _, d := range devs {
+				if !d.Available {
+					fmt.Fprintf(out, "%-7s unavailable: %s\n", d.Backend, d.Error)
+					continue
+				}
+				fmt.Fprintf(out, "%-7s %s\n        name %s, family %s, %d compute units\n", d.Backend, d.Key, d.Name, d.Family, d.ComputeUnits)
+				keys := make([]string, 0, len(d.Facts))
+				for k := range d.Facts {
+					keys = append(keys, k)
+				}
+				sort.Strings(keys)
+				var parts []string
+				for _, k := range keys {
+					parts = append(parts, fmt.Sprintf("%s=%g", k, d.Facts[k]))
+				}
+				fmt.Fprintf(out, "        %s\n", strings.Join(parts, ", "))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}

@@ -1,0 +1,136 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kerntune/kerntune/params"
+)
+
+func init() { commands = append(commands, newGetCmd) }
+
+// getOutput is what `kerntune get --json` prints.
+type getOutput struct {
+	Device  string                  `json:"device"`
+	Backend string                  `json:"backend"`
+	Kernel  string                  `json:"kernel"`
+	DType   string                  `json:"dtype"`
+	Shape   []int                   `json:"shape"`
+	Class   string                  `json:"class"`
+	File    string                  `json:"file"`
+	Found   bool                    `json:"file_found"`
+	Params  map[string]params.Value `json:"params"`
+}
+
+func newGetCmd() *cobra.Command {
+	var (
+		kernel, shapeText, dtype, file, device, backend, deviceFamily string
+		asJSON                                                        bool
+	)
+	cmd := &cobra.Command{
+		Use:   "get --kernel FAMILY --shape DIMS [--dtype f32] [--params FILE] [--device KEY] [--json]",
+		Short: "Print the parameters an application would launch a kernel with, and where each comes from",
+		Long: `get resolves the parameters of one kernel launch exactly as applications do
+through the params package: per parameter, the first of
+  1. the variable KERNTUNE_<FAMILY>_<PARAM> (e.g. KERNTUNE_GEMV_NT_BN=8)
+  2. the device's exact-shape entry (<dtype>/<dims>) in the params file
+  3. the device's shape-class entry (<dtype>/<class>)
+  4. the same entries of a fallback device of the same device family
+  5. the built-in default
+and prints each value with its source. The params file is --params, else
+$KERNTUNE_PARAMS, else ./hardware_params.json; a missing file is not an error
+(defaults apply). The device is --device, else $KERNTUNE_DEVICE, else the
+file's only device.`,
+		Example: `  kerntune get --kernel gemv_nt --shape 1x896x4864
+  KERNTUNE_GEMV_NT_BN=8 kerntune get --kernel gemv_nt --shape 1x896x896 --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if kernel == "" || shapeText == "" {
+				return usageErrorf("get: --kernel and --shape are required (e.g. --kernel gemv_nt --shape 1x896x4864)")
+			}
+			shape, err := params.ParseShape(shapeText)
+			if err != nil {
+				return usageErrorf("get: --shape: %v", err)
+			}
+			l, err := params.Open(params.Options{Path: file, Device: device, Backend: backend, DeviceFamily: deviceFamily})
+			if err != nil {
+				return usageErrorf("get: %v", err)
+			}
+			stderr := cmd.ErrOrStderr()
+			for _, w := range l.Warnings() {
+				fmt.Fprintln(stderr, "kerntune: warning:", w)
+			}
+			for _, v := range l.UnusedEnv(os.Environ()) {
+				fmt.Fprintf(stderr, "kerntune: warning: %s is not a variable kerntune reads; ignored\n", v)
+			}
+			r, err := l.Resolve(kernel, dtype, shape)
+			if err != nil {
+				return usageErrorf("get: %v", err)
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(getOutput{
+					Device: r.Device, Backend: r.Backend, Kernel: r.Family, DType: r.DType, Shape: r.Shape,
+					Class: r.Class, File: l.Path(), Found: l.FileFound(), Params: r.Params,
+				})
+			}
+			return printResolved(out, l, r)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&kernel, "kernel", "", "kernel family: "+strings.Join(params.BuiltinNames(), ", "))
+	f.StringVar(&shapeText, "shape", "", "shape, dims joined by x (e.g. 1x896x4864 for m x n x k, 64x896 for rows x cols)")
+	f.StringVar(&dtype, "dtype", "f32", "element type: "+strings.Join(params.DTypes(), ", "))
+	f.StringVar(&file, "params", "", "params file (default $KERNTUNE_PARAMS, else ./"+params.DefaultFileName+")")
+	f.StringVar(&device, "device", "", "device key (default $KERNTUNE_DEVICE, else the file's only device)")
+	f.StringVar(&backend, "backend", "", "backend of a device not in the file (cpu, cuda, metal; default cpu)")
+	f.StringVar(&deviceFamily, "device-family", "", "device family of a device not in the file, to find fallback devices (e.g. amd64, sm_90)")
+	f.BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func printResolved(w io.Writer, l *params.Loader, r *params.Resolved) error {
+	d := l.Device()
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	dev, how := r.Device, d.How
+	if how == "Options.Device" {
+		how = "--device"
+	}
+	switch {
+	case dev == "":
+		dev = "(none)"
+	case !d.InFile:
+		dev += "  (" + how + "; not in the file)"
+	default:
+		dev += "  (" + how + ")"
+	}
+	file := l.Path()
+	if !l.FileFound() {
+		file += "  (not found; defaults apply)"
+	}
+	fmt.Fprintf(tw, "file\t%s\n", file)
+	fmt.Fprintf(tw, "device\t%s\n", dev)
+	if len(d.Fallbacks) > 0 {
+		fmt.Fprintf(tw, "fallbacks\t%s\n", strings.Join(d.Fallbacks, ", "))
+	}
+	fmt.Fprintf(tw, "backend\t%s\n", r.Backend)
+	fmt.Fprintf(tw, "kernel\t%s\n", r.Family)
+	fmt.Fprintf(tw, "dtype\t%s\n", r.DType)
+	fmt.Fprintf(tw, "shape\t%s\n", params.ShapeString(r.Shape))
+	fmt.Fprintf(tw, "class\t%s\n", r.Class)
+	fmt.Fprintln(tw)
+	fmt.Fprintln(tw, "PARAM\tVALUE\tSOURCE")
+	for _, name := range r.Names() {
+		v := r.Params[name]
+		fmt.Fprintf(tw, "%s\t%d\t%s\n", name, v.Value, v.Source)
+	}
+	return tw.Flush()
+}

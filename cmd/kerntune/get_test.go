@@ -1,0 +1,327 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/kerntune/kerntune/params"
+)
+
+// getFile is a params file with two amd64 CPUs.
+const getFile = `{
+  "schema_version": 1,
+  "generator": "kerntune test",
+  "devices": {
+    "cpu:a": {"backend": "cpu", "name": "A", "family": "amd64", "compute_units": 2, "kernels": {
+      "gemv_nt": {
+        "f32/tiny":      {"params": {"BN": 64, "ROWS": 2, "UNROLL": 4, "THREADS": 2}, "median_us": 40.0, "iqr_us": 1.0, "samples": 30, "shapes": [[1, 896, 896]], "candidates": {"valid": 588, "measured": 100, "failed": 0}},
+        "f32/1x896x896": {"params": {"BN": 16, "ROWS": 4, "UNROLL": 8, "THREADS": 1}, "median_us": 38.0, "iqr_us": 1.0, "samples": 30, "shapes": [[1, 896, 896]], "candidates": {"valid": 588, "measured": 588, "failed": 0}}
+      }}},
+    "cpu:b": {"backend": "cpu", "name": "B", "family": "amd64", "compute_units": 4, "kernels": {
+      "gemv_nt": {"f32/mid": {"params": {"BN": 128, "ROWS": 1, "UNROLL": 2, "THREADS": 4}, "median_us": 900.0, "iqr_us": 9.0, "samples": 20, "shapes": [[1, 4096, 4096]], "candidates": {"valid": 588, "measured": 50, "failed": 0}}}}}
+  }
+}`
+
+// runGet runs the command line with stdout and stderr captured.
+func runGet(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	dir := t.TempDir()
+	outF, err := os.Create(filepath.Join(dir, "stdout"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	errF, err := os.Create(filepath.Join(dir, "stderr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldOut, oldErr := os.Stdout, os.Stderr
+	os.Stdout, os.Stderr = outF, errF
+	code = run(args)
+	os.Stdout, os.Stderr = oldOut, oldErr
+	outF.Close()
+	errF.Close()
+	o, _ := os.ReadFile(outF.Name())
+	e, _ := os.ReadFile(errF.Name())
+	return code, string(o), string(e)
+}
+
+// getEnv clears the variables get reads and writes the params file.
+func getEnv(t *testing.T) string {
+	t.Helper()
+	for _, kv := range os.Environ() {
+		if name, _, _ := strings.Cut(kv, "="); strings.HasPrefix(name, "KERNTUNE_") {
+			t.Setenv(name, "")
+			os.Unsetenv(name)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "hp.json")
+	if err := os.WriteFile(path, []byte(getFile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// row finds "NAME VALUE SOURCE" in get's table.
+func row(out, name string) []string {
+	m := regexp.MustCompile(`(?m)^` + name + `\s+(\S+)\s+(\S+)$`).FindStringSubmatch(out)
+	if m == nil {
+		return nil
+	}
+	return m[1:]
+}
+
+func TestGetText(t *testing.T) {
+	path := getEnv(t)
+	t.Setenv("KERNTUNE_GEMV_NT_BN", "8")
+	code, out, errOut := runGet(t, "get", "--kernel", "gemv_nt", "--shape", "1x896x896", "--params", path, "--device", "cpu:a")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if errOut != "" {
+		t.Errorf("stderr: %s", errOut)
+	}
+	for name, want := range map[string][]string{
+		"BN":      {"8", "env:KERNTUNE_GEMV_NT_BN"},
+		"ROWS":    {"4", "file:cpu:a/gemv_nt/f32/1x896x896"},
+		"UNROLL":  {"8", "file:cpu:a/gemv_nt/f32/1x896x896"},
+		"THREADS": {"1", "file:cpu:a/gemv_nt/f32/1x896x896"},
+		"class":   nil,
+	} {
+		if want == nil {
+			continue
+		}
+		if got := row(out, name); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: got %v, want %v\n%s", name, got, want, out)
+		}
+	}
+	for _, want := range []string{"class      tiny", "device     cpu:a  (--device)", "fallbacks  cpu:b", "PARAM    VALUE  SOURCE"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestGetAgreesWithLibrary is the issue's acceptance check: get --json and
+// the Go API resolve the same values and sources, for every precedence level.
+func TestGetAgreesWithLibrary(t *testing.T) {
+	path := getEnv(t)
+	tests := []struct {
+		name        string
+		env         []string
+		args        []string
+		kernel      string
+		shape       string
+		opts        params.Options
+		wantSources map[string]string
+	}{
+		{name: "env", env: []string{"KERNTUNE_GEMV_NT_UNROLL", "2"}, args: []string{"--device", "cpu:a"}, opts: params.Options{Device: "cpu:a"},
+			kernel: "gemv_nt", shape: "1x896x896",
+			wantSources: map[string]string{"BN": "file:cpu:a/gemv_nt/f32/1x896x896", "UNROLL": "env:KERNTUNE_GEMV_NT_UNROLL"}},
+		{name: "exact", args: []string{"--device", "cpu:a"}, opts: params.Options{Device: "cpu:a"}, kernel: "gemv_nt", shape: "1x896x896",
+			wantSources: map[string]string{"BN": "file:cpu:a/gemv_nt/f32/1x896x896"}},
+		{name: "class", env: []string{"KERNTUNE_DEVICE", "cpu:a"}, kernel: "gemv_nt", shape: "1x512x1024",
+			wantSources: map[string]string{"BN": "file:cpu:a/gemv_nt/f32/tiny"}},
+		{name: "fallback", args: []string{"--device", "cpu:a"}, opts: params.Options{Device: "cpu:a"}, kernel: "gemv_nt", shape: "1x4096x2048",
+			wantSources: map[string]string{"BN": "fallback:cpu:b/gemv_nt/f32/mid"}},
+		{name: "fallback for a device not in the file", args: []string{"--device", "cpu:new", "--device-family", "amd64"},
+			opts: params.Options{Device: "cpu:new", DeviceFamily: "amd64"}, kernel: "gemv_nt", shape: "1x896x896",
+			wantSources: map[string]string{"BN": "fallback:cpu:a/gemv_nt/f32/1x896x896"}},
+		{name: "default", args: []string{"--device", "cpu:b"}, opts: params.Options{Device: "cpu:b"}, kernel: "softmax", shape: "64x896",
+			wantSources: map[string]string{"ROWS": "default", "THREADS": "default"}},
+		{name: "gemm f16", args: []string{"--device", "cpu:b", "--dtype", "f16"}, opts: params.Options{Device: "cpu:b"}, kernel: "gemm_av", shape: "512x4864x896",
+			wantSources: map[string]string{"MC": "default"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for i := 0; i+1 < len(tt.env); i += 2 {
+				t.Setenv(tt.env[i], tt.env[i+1])
+			}
+			args := append([]string{"get", "--kernel", tt.kernel, "--shape", tt.shape, "--params", path, "--json"}, tt.args...)
+			code, out, errOut := runGet(t, args...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			var got struct {
+				Device, Kernel, DType, Class string
+				Params                       map[string]params.Value
+			}
+			if err := json.Unmarshal([]byte(out), &got); err != nil {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			tt.opts.Path = path
+			l, err := params.Open(tt.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			shape, _ := params.ParseShape(tt.shape)
+			dtype := "f32"
+			if len(tt.args) > 2 && tt.args[2] == "--dtype" {
+				dtype = tt.args[3]
+			}
+			r, err := l.Resolve(tt.kernel, dtype, shape)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Device != r.Device || got.Kernel != r.Family || got.DType != r.DType || got.Class != r.Class || !reflect.DeepEqual(got.Params, r.Params) {
+				t.Errorf("get:     %+v\nlibrary: %+v", got, r)
+			}
+			for name, src := range tt.wantSources {
+				if got.Params[name].Source != src {
+					t.Errorf("%s source %q, want %q", name, got.Params[name].Source, src)
+				}
+			}
+		})
+	}
+}
+
+func TestGetJSONShape(t *testing.T) {
+	path := getEnv(t)
+	t.Setenv("KERNTUNE_GEMV_NT_BN", "8")
+	code, out, errOut := runGet(t, "get", "--kernel", "gemv_nt", "--shape", "1x896x896", "--params", path, "--device", "cpu:a", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(out), &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"device", "kernel", "dtype", "class", "params"} {
+		if _, ok := m[k]; !ok {
+			t.Errorf("no %q in %s", k, out)
+		}
+	}
+	bn := m["params"].(map[string]any)["BN"]
+	if !reflect.DeepEqual(bn, map[string]any{"value": 8.0, "source": "env:KERNTUNE_GEMV_NT_BN"}) {
+		t.Errorf("BN = %v", bn)
+	}
+}
+
+func TestGetFileLookup(t *testing.T) {
+	path := getEnv(t)
+	t.Run("KERNTUNE_PARAMS", func(t *testing.T) {
+		t.Setenv("KERNTUNE_PARAMS", path)
+		t.Setenv("KERNTUNE_DEVICE", "cpu:a")
+		code, out, errOut := runGet(t, "get", "--kernel", "gemv_nt", "--shape", "1x100x100")
+		if code != 0 || !reflect.DeepEqual(row(out, "BN"), []string{"64", "file:cpu:a/gemv_nt/f32/tiny"}) {
+			t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+		}
+		if !strings.Contains(out, "device     cpu:a  (env:KERNTUNE_DEVICE)") {
+			t.Errorf("device line:\n%s", out)
+		}
+	})
+	t.Run("working directory", func(t *testing.T) {
+		dir := t.TempDir()
+		t.Chdir(dir)
+		data, _ := os.ReadFile(path)
+		if err := os.WriteFile(params.DefaultFileName, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		code, out, errOut := runGet(t, "get", "--kernel", "gemv_nt", "--shape", "1x100x100", "--device", "cpu:a")
+		if code != 0 || !reflect.DeepEqual(row(out, "BN"), []string{"64", "file:cpu:a/gemv_nt/f32/tiny"}) {
+			t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+		}
+	})
+	t.Run("no file: defaults", func(t *testing.T) {
+		t.Chdir(t.TempDir())
+		code, out, errOut := runGet(t, "get", "--kernel", "rmsnorm", "--shape", "64x896")
+		if code != 0 || errOut != "" {
+			t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+		}
+		for _, p := range []string{"ROWS", "UNROLL", "THREADS"} {
+			if r := row(out, p); r == nil || r[1] != "default" {
+				t.Errorf("%s: %v\n%s", p, r, out)
+			}
+		}
+		if !strings.Contains(out, "hardware_params.json  (not found; defaults apply)") {
+			t.Errorf("file line:\n%s", out)
+		}
+	})
+	t.Run("named file missing: defaults and a warning", func(t *testing.T) {
+		missing := filepath.Join(t.TempDir(), "nope.json")
+		code, out, errOut := runGet(t, "get", "--kernel", "softmax", "--shape", "1x151936", "--params", missing, "--json")
+		if code != 0 || !strings.Contains(errOut, "kerntune: warning: params file "+missing+" does not exist; built-in defaults apply") {
+			t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+		}
+		if !strings.Contains(out, `"source": "default"`) {
+			t.Errorf("%s", out)
+		}
+	})
+	t.Run("several devices, none chosen: warning", func(t *testing.T) {
+		code, _, errOut := runGet(t, "get", "--kernel", "gemv_nt", "--shape", "1x896x896", "--params", path)
+		if code != 0 || !strings.Contains(errOut, "holds 2 devices and none was chosen (set KERNTUNE_DEVICE or choose a device key)") {
+			t.Fatalf("exit %d\n%s", code, errOut)
+		}
+	})
+	t.Run("unknown parameter variable: warning", func(t *testing.T) {
+		t.Setenv("KERNTUNE_GEMV_NT_XX", "1")
+		code, _, errOut := runGet(t, "get", "--kernel", "gemv_nt", "--shape", "1x896x896", "--params", path, "--device", "cpu:a")
+		if code != 0 || !strings.Contains(errOut, "kerntune: warning: KERNTUNE_GEMV_NT_XX is not a variable kerntune reads; ignored") {
+			t.Fatalf("exit %d\n%s", code, errOut)
+		}
+	})
+}
+
+func TestGetErrors(t *testing.T) {
+	path := getEnv(t)
+	broken := filepath.Join(t.TempDir(), "broken.json")
+	if err := os.WriteFile(broken, []byte(strings.Replace(getFile, `"BN": 64`, `"BN": 7`, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	notJSON := filepath.Join(t.TempDir(), "notjson.json")
+	if err := os.WriteFile(notJSON, []byte(`{"schema_version": 1,`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	base := []string{"get", "--params", path, "--device", "cpu:a"}
+	tests := []struct {
+		name string
+		env  []string
+		args []string
+		want string
+	}{
+		{"no kernel", nil, []string{"--shape", "1x896x896"}, "--kernel and --shape are required"},
+		{"no shape", nil, []string{"--kernel", "gemv_nt"}, "--kernel and --shape are required"},
+		{"too few dims", nil, []string{"--kernel", "gemv_nt", "--shape", "1x896"}, "gemv_nt takes a shape of 3 dims (m×n×k), got 2"},
+		{"zero dim", nil, []string{"--kernel", "gemv_nt", "--shape", "0x1x1"}, `--shape: shape "0x1x1": dim 1 is 0`},
+		{"letters", nil, []string{"--kernel", "gemv_nt", "--shape", "ax2x3"}, `dim 1 ("a") is not a positive decimal integer`},
+		{"overflow", nil, []string{"--kernel", "gemv_nt", "--shape", "1x99999999999x896"}, "exceeds the limit of 2147483647"},
+		{"sign", nil, []string{"--kernel", "gemv_nt", "--shape", "1x-896x896"}, "not a positive decimal integer"},
+		{"empty part", nil, []string{"--kernel", "gemv_nt", "--shape", "1xx896"}, "dim 2 is empty"},
+		{"gemv with m > 1", nil, []string{"--kernel", "gemv_nt", "--shape", "4x896x896"}, "m must be 1"},
+		{"unknown kernel", nil, []string{"--kernel", "gemv", "--shape", "1x896x896"}, `unknown kernel family "gemv" (known: gemm_at_b, gemm_av, gemv_nt, rmsnorm, softmax)`},
+		{"unknown dtype", nil, []string{"--kernel", "gemv_nt", "--shape", "1x896x896", "--dtype", "f64"}, `unknown dtype "f64"`},
+		{"env not an integer", []string{"KERNTUNE_GEMV_NT_BN", "big"}, []string{"--kernel", "gemv_nt", "--shape", "1x896x896"},
+			`KERNTUNE_GEMV_NT_BN="big": not a base-10 integer; gemv_nt BN on cpu backends allows 4, 8, 16, 32, 64, 128, 256`},
+		{"env not allowed", []string{"KERNTUNE_GEMV_NT_ROWS", "3"}, []string{"--kernel", "gemv_nt", "--shape", "1x896x896"},
+			`KERNTUNE_GEMV_NT_ROWS="3": not an allowed value of gemv_nt ROWS on cpu backends; allowed: 1, 2, 4`},
+		{"param outside allowed values in the file", nil, []string{"--kernel", "gemv_nt", "--shape", "1x896x896", "--params", broken},
+			broken + `: devices["cpu:a"].kernels.gemv_nt["f32/tiny"].params.BN: 7 is not an allowed value`},
+		{"not JSON", nil, []string{"--kernel", "gemv_nt", "--shape", "1x896x896", "--params", notJSON}, notJSON + ": not valid JSON"},
+		{"backend of another kind", nil, []string{"--kernel", "gemv_nt", "--shape", "1x896x896", "--backend", "cuda"}, `Options.Backend is "cuda" but device "cpu:a"`},
+		{"no space for the backend", nil, []string{"--kernel", "gemv_nt", "--shape", "1x896x896", "--device", "cuda:x", "--backend", "cuda"},
+			"gemv_nt has no parameters for gpu backends"},
+		{"unknown flag", nil, []string{"--kernel", "gemv_nt", "--shape", "1x896x896", "--bogus"}, "unknown flag: --bogus"},
+		{"extra argument", nil, []string{"gemv_nt"}, `unknown command "gemv_nt" for "kerntune get"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for i := 0; i+1 < len(tt.env); i += 2 {
+				t.Setenv(tt.env[i], tt.env[i+1])
+			}
+			code, out, errOut := runGet(t, append(append([]string{}, base...), tt.args...)...)
+			if code != exitUsage {
+				t.Errorf("exit %d, want %d", code, exitUsage)
+			}
+			if out != "" {
+				t.Errorf("stdout: %s", out)
+			}
+			if !strings.HasPrefix(errOut, "kerntune: ") || !strings.Contains(errOut, tt.want) {
+				t.Errorf("stderr %q lacks %q", errOut, tt.want)
+			}
+		})
+	}
+}

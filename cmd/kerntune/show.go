@@ -1,0 +1,104 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/search"
+)
+
+func init() { commands = append(commands, newShowCmd) }
+
+func newShowCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "show [FILE]",
+		Short: "Print a params file as a table per device, kernel and entry",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			path := params.DefaultFileName
+			if len(args) == 1 {
+				path = args[0]
+			}
+			f, err := params.ReadFile(path)
+			if errors.Is(err, os.ErrNotExist) {
+				return usageErrorf("%s: no such file (run kerntune tune first, or name the file)", path)
+			}
+			if err != nil {
+				return usageError{err}
+			}
+			if asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(f)
+			}
+			printFile(cmd.OutOrStdout(), f)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the parsed file as JSON")
+	return cmd
+}
+
+func speedup(ref, t float64) string {
+	if ref <= 0 || t <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2fx", ref/t)
+}
+
+func printFile(out io.Writer, f *params.File) {
+	devKeys := make([]string, 0, len(f.Devices))
+	for k := range f.Devices {
+		devKeys = append(devKeys, k)
+	}
+	sort.Strings(devKeys)
+	for _, dk := range devKeys {
+		d := f.Devices[dk]
+		fmt.Fprintf(out, "%s  (%s, family %s, %d compute units, tuned %s)\n", dk, d.Backend, d.Family, d.ComputeUnits, d.TunedAt)
+		if bw := d.Facts["bandwidth_gbps"]; bw > 0 {
+			fmt.Fprintf(out, "  copy bandwidth %.1f GB/s\n", bw)
+		}
+		tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "  KERNEL\tENTRY\tPARAMS\tMEDIAN µs\tIQR µs\tDEFAULT µs\tvs DEFAULT\tBASELINE\tvs BASELINE\tCANDIDATES")
+		fams := make([]string, 0, len(d.Kernels))
+		for k := range d.Kernels {
+			fams = append(fams, k)
+		}
+		sort.Strings(fams)
+		for _, fam := range fams {
+			keys := make([]string, 0, len(d.Kernels[fam]))
+			for k := range d.Kernels[fam] {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, ek := range keys {
+				e := d.Kernels[fam][ek]
+				def, defT := "-", 0.0
+				if e.Default != nil && e.Default.MedianUS > 0 {
+					defT = e.Default.MedianUS
+					def = fmt.Sprintf("%.2f", defT)
+				}
+				base, baseT := "-", 0.0
+				if e.Baseline != nil && e.Baseline.MedianUS > 0 {
+					baseT = e.Baseline.MedianUS
+					base = fmt.Sprintf("%s %.2f", e.Baseline.Name, baseT)
+				}
+				fmt.Fprintf(tw, "  %s\t%s\t%s\t%.2f\t%.2f\t%s\t%s\t%s\t%s\t%d/%d/%d\n", fam, ek, search.Candidate(e.Params).Key(),
+					e.MedianUS, e.IQRUS, def, speedup(defT, e.MedianUS), base, speedup(baseT, e.MedianUS),
+					e.Candidates.Measured, e.Candidates.Valid, e.Candidates.Failed)
+			}
+		}
+		tw.Flush()
+		fmt.Fprintln(out, "  (speedups > 1 mean the tuned kernel is faster; CANDIDATES = measured/valid/failed)")
+		fmt.Fprintln(out)
+	}
+}

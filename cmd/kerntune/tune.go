@@ -1,0 +1,252 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kerntune/kerntune/kernels"
+	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/search"
+	"github.com/kerntune/kerntune/tuner"
+)
+
+func init() { commands = append(commands, newTuneCmd) }
+
+type tuneFlags struct {
+	backend  string
+	kernels  []string
+	dtype    string
+	shapes   []string
+	strategy string
+	budget   time.Duration
+	seed     uint64
+	out      string
+	force    bool
+	verbose  bool
+	quiet    bool
+}
+
+func newTuneCmd() *cobra.Command {
+	var f tuneFlags
+	cmd := &cobra.Command{
+		Use:   "tune",
+		Short: "Tune kernels on a device and merge the winners into hardware_params.json",
+		Long: `tune measures every family (or those named by --kernel) on the default
+workload, one entry per shape class, or on the exact shapes given by --shape,
+one entry per shape. Every candidate is verified against a float64 reference
+before it is timed. The budget is shared by all entries; each finished entry is
+merged into --out at once, so an interrupted run keeps what it measured.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runTune(cmd, f) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.backend, "backend", "auto", "backend: auto, "+strings.Join(tuner.Backends(), ", ")+" (auto: metal on macOS, else cuda if a GPU is found, else cpu)")
+	fl.StringArrayVar(&f.kernels, "kernel", nil, "kernel family to tune (repeatable; default all): "+strings.Join(kernels.Names(), ", "))
+	fl.StringVar(&f.dtype, "dtype", "f32", "element type: f32 or f16")
+	fl.StringArrayVar(&f.shapes, "shape", nil, "exact shape to tune, e.g. 1x896x4864 (repeatable; needs exactly one --kernel)")
+	fl.StringVar(&f.strategy, "strategy", "halving", "search strategy: "+strings.Join(search.Names, ", "))
+	fl.DurationVar(&f.budget, "budget", 3*time.Minute, "wall-time budget for the whole run")
+	fl.Uint64Var(&f.seed, "seed", 1, "seed of the search strategy")
+	fl.StringVar(&f.out, "out", params.DefaultFileName, "params file to merge the results into")
+	fl.BoolVar(&f.force, "force", false, "replace an existing --out file that cannot be parsed")
+	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log every candidate")
+	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only errors")
+	return cmd
+}
+
+// pickBackend resolves "auto": metal on macOS, else cuda where it opens, else cpu.
+func pickBackend(name string, log io.Writer) (tuner.Backend, error) {
+	if name != "auto" {
+		b, err := tuner.Open(name)
+		if err != nil {
+			return nil, usageError{fmt.Errorf("--backend %s: %w", name, err)}
+		}
+		return b, nil
+	}
+	var order []string
+	if runtime.GOOS == "darwin" {
+		order = append(order, "metal")
+	}
+	order = append(order, "cuda", "cpu")
+	for _, n := range order {
+		b, err := tuner.Open(n)
+		if err == nil {
+			return b, nil
+		}
+		if !strings.Contains(err.Error(), "unknown backend") {
+			fmt.Fprintf(log, "backend %s not used: %v\n", n, err)
+		}
+	}
+	return nil, usageErrorf("no backend could be opened")
+}
+
+func runTune(cmd *cobra.Command, f tuneFlags) error {
+	dt, err := kernels.ParseDType(f.dtype)
+	if err != nil {
+		return usageErrorf("--dtype: %v", err)
+	}
+	if f.budget <= 0 {
+		return usageErrorf("--budget must be positive, got %s", f.budget)
+	}
+	if _, err := search.New(f.strategy, []search.Candidate{{}}, search.Options{}); err != nil {
+		return usageErrorf("--strategy: %v", err)
+	}
+	ks := kernels.All()
+	if len(f.kernels) > 0 {
+		ks = nil
+		for _, name := range f.kernels {
+			k, err := kernels.Get(name)
+			if err != nil {
+				return usageErrorf("--kernel: %v", err)
+			}
+			ks = append(ks, k)
+		}
+	}
+	if len(f.shapes) > 0 && len(ks) != 1 {
+		return usageErrorf("--shape needs exactly one --kernel (shapes differ between families)")
+	}
+	if err := checkOutFile(f.out, f.force); err != nil {
+		return err
+	}
+
+	log := cmd.ErrOrStderr()
+	if f.quiet {
+		log = io.Discard
+	}
+	var tasks []tuner.Task
+	for _, s := range f.shapes {
+		shape, err := params.ParseShape(s)
+		if err != nil {
+			return usageErrorf("--shape: %v", err)
+		}
+		if _, err := ks[0].Classify(shape); err != nil {
+			return usageErrorf("--shape %s: %v", s, err)
+		}
+		tasks = append(tasks, tuner.Task{Kernel: ks[0], DType: dt, Cases: []kernels.Case{{Shape: shape}}})
+	}
+	if len(f.shapes) == 0 {
+		for _, k := range ks {
+			ts, err := tuner.ClassTasks(k, dt)
+			if err != nil {
+				return err
+			}
+			tasks = append(tasks, ts...)
+		}
+	}
+
+	sort.SliceStable(tasks, func(i, j int) bool { return tasks[i].Cost() < tasks[j].Cost() })
+	b, err := pickBackend(f.backend, log)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	info := b.Info()
+	fmt.Fprintf(log, "device %s (%s, %d compute units); %d entries to tune in %s with %s\n",
+		info.Key, info.Backend, info.ComputeUnits, len(tasks), f.budget, f.strategy)
+
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
+	defer stop()
+	tu := tuner.New(b, tuner.Config{Strategy: f.strategy, Seed: f.seed, Log: log, Verbose: f.verbose})
+	deadline := time.Now().Add(f.budget)
+	var results []*tuner.Result
+	failed := 0
+	for i, task := range tasks {
+		if ctx.Err() != nil {
+			fmt.Fprintln(log, "interrupted: stopping; finished entries are saved")
+			break
+		}
+		// Each task gets an equal share of what is left; time a task does not use goes to the next.
+		share := time.Until(deadline) / time.Duration(len(tasks)-i)
+		start := time.Now()
+		res, err := tu.Run(ctx, task, share)
+		if err != nil {
+			failed++
+			fmt.Fprintf(log, "%-10s %-22s FAILED: %v\n", task.Kernel.Name, task.Key(), err)
+			continue
+		}
+		results = append(results, res)
+		fmt.Fprintf(log, "%-10s %-22s %s (%.1fs%s)\n", task.Kernel.Name, task.Key(), describe(res.Entry), time.Since(start).Seconds(), stoppedNote(res.Stopped))
+		if err := writeResults(f.out, f.force, info, []*tuner.Result{res}); err != nil {
+			return err
+		}
+	}
+	if len(results) > 0 && !f.quiet {
+		fmt.Fprintf(cmd.OutOrStdout(), "wrote %d entries for %s to %s\n", len(results), info.Key, f.out)
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d of %d entries could not be tuned", failed, len(tasks))
+	}
+	if len(results) == 0 {
+		return errors.New("nothing was tuned")
+	}
+	return nil
+}
+
+func stoppedNote(s string) string {
+	if s == "" {
+		return ""
+	}
+	return ", " + s
+}
+
+// describe is the one-line summary of an entry.
+func describe(e *params.Entry) string {
+	s := fmt.Sprintf("%s  %.2f µs", search.Candidate(e.Params).Key(), e.MedianUS)
+	if e.Default != nil && e.Default.MedianUS > 0 {
+		s += fmt.Sprintf("  default %.2f µs (%.2fx)", e.Default.MedianUS, e.Default.MedianUS/e.MedianUS)
+	}
+	if e.Baseline != nil && e.Baseline.MedianUS > 0 {
+		s += fmt.Sprintf("  %s %.2f µs (%.2fx)", e.Baseline.Name, e.Baseline.MedianUS, e.Baseline.MedianUS/e.MedianUS)
+	}
+	s += fmt.Sprintf("  [%d valid, %d measured, %d failed]", e.Candidates.Valid, e.Candidates.Measured, e.Candidates.Failed)
+	return s
+}
+
+// checkOutFile refuses, before any work, an output file that exists but is
+// not a valid params file (unless --force), or a directory that cannot be written.
+func checkOutFile(path string, force bool) error {
+	data, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+	case err != nil:
+		return usageErrorf("--out %s: %v", path, err)
+	default:
+		if _, perr := params.Parse(data); perr != nil && !force {
+			return usageErrorf("--out %s: %v; %v", path, params.ErrUnparsable, perr)
+		}
+	}
+	return nil
+}
+
+// writeResults merges results into the params file.
+func writeResults(path string, force bool, info tuner.DeviceInfo, results []*tuner.Result) error {
+	dev := &params.Device{
+		Backend: info.Backend, Name: info.Name, Family: info.Family,
+		ComputeUnits: info.ComputeUnits, TunedAt: time.Now().UTC().Format(time.RFC3339),
+		Facts: info.Facts, Kernels: map[string]map[string]*params.Entry{},
+	}
+	for _, r := range results {
+		fam := r.Task.Kernel.Name
+		if dev.Kernels[fam] == nil {
+			dev.Kernels[fam] = map[string]*params.Entry{}
+		}
+		dev.Kernels[fam][r.Task.Key()] = r.Entry
+	}
+	upd := &params.File{SchemaVersion: params.SchemaVersion, Generator: "kerntune " + version(), Devices: map[string]*params.Device{info.Key: dev}}
+	if err := params.MergeIntoFile(path, upd, force); err != nil {
+		if errors.Is(err, params.ErrUnparsable) {
+			return usageError{err}
+		}
+		return err
+	}
+	return nil
+}

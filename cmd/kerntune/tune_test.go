@@ -1,0 +1,136 @@
+package main
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kerntune/kerntune/params"
+)
+
+// runCLI runs the command in-process and returns the exit code and output.
+func runCLI(t *testing.T, args ...string) (int, string) {
+	t.Helper()
+	oldOut, oldErr := os.Stdout, os.Stderr
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Stdout, os.Stderr = w, w
+	done := make(chan string)
+	go func() {
+		var b bytes.Buffer
+		io.Copy(&b, r)
+		done <- b.String()
+	}()
+	code := run(args)
+	w.Close()
+	os.Stdout, os.Stderr = oldOut, oldErr
+	return code, <-done
+}
+
+func TestTuneEndToEndCPU(t *testing.T) {
+	if testing.Short() {
+		t.Skip("tunes on the CPU for a few seconds")
+	}
+	out := filepath.Join(t.TempDir(), "hardware_params.json")
+	// One small class-sized exact shape per run keeps this quick.
+	code, log := runCLI(t, "tune", "--backend", "cpu", "--kernel", "rmsnorm", "--shape", "64x300", "--budget", "3s", "--out", out)
+	if code != 0 {
+		t.Fatalf("tune exited %d:\n%s", code, log)
+	}
+	code, log = runCLI(t, "tune", "--backend", "cpu", "--kernel", "gemv_nt", "--shape", "1x96x200", "--dtype", "f16", "--budget", "3s", "--out", out)
+	if code != 0 {
+		t.Fatalf("second tune exited %d:\n%s", code, log)
+	}
+	f, err := params.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Devices) != 1 {
+		t.Fatalf("want one device, got %d", len(f.Devices))
+	}
+	for key, d := range f.Devices {
+		if !strings.HasPrefix(key, "cpu:") || d.Backend != "cpu" || d.ComputeUnits < 1 || d.Facts["bandwidth_gbps"] <= 0 {
+			t.Errorf("device %q: %+v", key, d)
+		}
+		e := d.Kernels["rmsnorm"]["f32/64x300"]
+		if e == nil {
+			t.Fatalf("rmsnorm entry missing after the second run merged: %v", d.Kernels)
+		}
+		g := d.Kernels["gemv_nt"]["f16/1x96x200"]
+		if g == nil {
+			t.Fatalf("gemv_nt f16 entry missing: %v", d.Kernels)
+		}
+		for _, e := range []*params.Entry{e, g} {
+			if e.MedianUS <= 0 || e.Samples < 10 || e.Candidates.Valid == 0 || e.Candidates.Measured == 0 || len(e.Params) == 0 {
+				t.Errorf("entry incomplete: %+v", e)
+			}
+			if e.Default == nil || e.Default.MedianUS <= 0 {
+				t.Errorf("default not measured: %+v", e.Default)
+			}
+		}
+	}
+	code, log = runCLI(t, "show", out)
+	if code != 0 || !strings.Contains(log, "rmsnorm") || !strings.Contains(log, "f16/1x96x200") {
+		t.Errorf("show exited %d:\n%s", code, log)
+	}
+}
+
+func TestTuneBadInput(t *testing.T) {
+	dir := t.TempDir()
+	broken := filepath.Join(dir, "broken.json")
+	if err := os.WriteFile(broken, []byte("{not json"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unknown kernel", []string{"tune", "--kernel", "conv"}, "unknown kernel"},
+		{"unknown backend", []string{"tune", "--backend", "vulkan"}, "unknown backend"},
+		{"unknown dtype", []string{"tune", "--dtype", "f64"}, "unknown dtype"},
+		{"unknown strategy", []string{"tune", "--strategy", "magic"}, "unknown strategy"},
+		{"two dims for gemv", []string{"tune", "--kernel", "gemv_nt", "--shape", "1x896"}, "3 dims"},
+		{"zero dim", []string{"tune", "--kernel", "gemv_nt", "--shape", "0x1x1"}, "at least 1"},
+		{"letters", []string{"tune", "--kernel", "gemv_nt", "--shape", "ax2x3"}, "not a positive decimal"},
+		{"overflow", []string{"tune", "--kernel", "gemv_nt", "--shape", "1x99999999999999999999x3"}, "exceeds"},
+		{"gemv with m>1", []string{"tune", "--kernel", "gemv_nt", "--shape", "2x8x8"}, "m must be 1"},
+		{"shape without kernel", []string{"tune", "--shape", "1x8x8"}, "exactly one --kernel"},
+		{"negative budget", []string{"tune", "--budget", "-1s"}, "--budget"},
+		{"unparsable out file", []string{"tune", "--backend", "cpu", "--kernel", "softmax", "--shape", "2x3", "--out", broken}, "refusing to overwrite"},
+		{"unknown flag", []string{"tune", "--frobnicate"}, "unknown flag"},
+		{"unknown command", []string{"tuen"}, "unknown command"},
+		{"show missing file", []string{"show", filepath.Join(dir, "none.json")}, "no such file"},
+		{"show broken file", []string{"show", broken}, "not valid JSON"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, log := runCLI(t, tt.args...)
+			if code != exitUsage {
+				t.Errorf("exit code %d, want %d; output:\n%s", code, exitUsage, log)
+			}
+			if !strings.Contains(log, tt.want) {
+				t.Errorf("output %q does not mention %q", log, tt.want)
+			}
+		})
+	}
+	if b, _ := os.ReadFile(broken); string(b) != "{not json" {
+		t.Error("the unparsable file was modified")
+	}
+}
+
+func TestKernelsAndVersion(t *testing.T) {
+	code, log := runCLI(t, "kernels", "--json")
+	if code != 0 || !strings.Contains(log, `"gemv_nt"`) || !strings.Contains(log, `"largeK_smallN"`) {
+		t.Errorf("kernels --json exited %d: %s", code, log)
+	}
+	code, log = runCLI(t, "version")
+	if code != 0 || !strings.HasPrefix(log, "kerntune ") {
+		t.Errorf("version exited %d: %q", code, log)
+	}
+}

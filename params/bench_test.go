@@ -1,0 +1,64 @@
+package params
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// BenchmarkResolve measures Resolve as an application calls it before a
+// launch, with the real environment lookup (os.LookupEnv).
+func BenchmarkResolve(b *testing.B) {
+	data, err := os.ReadFile(filepath.Join("testdata", "hardware_params.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	cases := []struct {
+		name   string
+		env    map[string]string
+		family string
+		shape  []int
+	}{
+		{"exact", nil, GemvNT, []int{1, 896, 4864}},
+		{"class", nil, GemvNT, []int{1, 896, 896}},
+		{"fallback", nil, GemvNT, []int{1, 4096, 4096}},
+		{"default", nil, GemvNT, []int{1, 151936, 896}},
+		{"env", map[string]string{"KERNTUNE_GEMV_NT_BN": "8"}, GemvNT, []int{1, 896, 896}},
+		{"gemm_check", nil, GemmAV, []int{512, 4864, 896}},
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			for k, v := range c.env {
+				b.Setenv(k, v)
+			}
+			l, err := LoadBytes(data, Options{Device: "cpu:amd-epyc-7b13-2c"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := l.Resolve(c.family, "f32", c.shape); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkResolveParallel is Resolve from all CPUs at once.
+func BenchmarkResolveParallel(b *testing.B) {
+	l, err := Load(filepath.Join("testdata", "hardware_params.json"), Options{Device: "cpu:amd-epyc-7b13-2c"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		shape := []int{1, 896, 4864}
+		for pb.Next() {
+			if _, err := l.Resolve(GemvNT, "f32", shape); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}

@@ -1,0 +1,102 @@
+// Package params reads, writes and resolves hardware_params.json, the file in
+// which kerntune records the tuned kernel parameters of each device.
+// Applications import it to answer, at run time, one question: which
+// parameters do I launch this kernel with, for this shape, on this device?
+// It imports only the standard library.
+//
+// # Loading from Go
+//
+//	l, err := params.Open(params.Options{}) // $KERNTUNE_PARAMS, else ./hardware_params.json
+//	if err != nil {
+//		return err // a damaged file: the error names the file and the JSON path
+//	}
+//	r, err := l.Resolve(params.GemvNT, "f32", []int{1, 896, 4864})
+//	if err != nil {
+//		return err // unknown family or dtype, bad shape, bad environment variable
+//	}
+//	bn := r.Int("BN")           // e.g. 64
+//	src := r.Params["BN"].Source // e.g. "file:cpu:…/gemv_nt/f32/largeK_smallN"
+//
+// A missing file is not an error for Open (defaults and variables apply);
+// Load(path, opts) insists on the file and LoadBytes parses bytes. A Loader
+// is immutable and safe for concurrent use; Resolve reads the parameter
+// variables at every call (through Options.Lookup, os.LookupEnv by default)
+// and is cheap enough for hot paths (see BenchmarkResolve).
+//
+// # Precedence
+//
+// Every parameter is resolved on its own; the first source that sets it wins:
+//
+//  1. the environment variable <PREFIX>_<FAMILY>_<PARAM>, e.g.
+//     KERNTUNE_GEMV_NT_BN=8 (source "env:KERNTUNE_GEMV_NT_BN");
+//  2. the device's exact-shape entry, "<dtype>/<m>x<n>x<k>" (e.g. f32/1x896x4864;
+//     source "file:<device key>/<family>/<entry key>");
+//  3. the device's shape-class entry, "<dtype>/<class>" (e.g. f32/largeK_smallN);
+//  4. the same two entries on each fallback device in turn (source
+//     "fallback:<device key>/<family>/<entry key>");
+//  5. the built-in default: Options.Defaults, else the family's (source "default").
+//
+// An entry normally sets every parameter of the family; one that sets only
+// some leaves the others to the levels below it. A variable overrides only
+// its own parameter. If the resolved set breaks the family's constraints
+// (Space.Check) for the shape (say a class entry that does not suit a small
+// member of its class), Resolve keeps the largest set of matching entries
+// that passes, preferring higher ones, down to the defaults alone, always
+// keeping the variables' values; if even the defaults cannot satisfy the
+// constraints together with the variables, Resolve returns an *EnvError.
+//
+// # Environment variables
+//
+// The prefix is KERNTUNE unless Options.EnvPrefix names another (e.g. XLSTM).
+//
+//	<PREFIX>_PARAMS           path of the params file (read by Open)
+//	<PREFIX>_DEVICE           key of the device whose entries apply (read when loading)
+//	<PREFIX>_<FAMILY>_<PARAM> one parameter (read at every Resolve), e.g.
+//	                          KERNTUNE_GEMM_AV_MC=128, KERNTUNE_SOFTMAX_THREADS=2
+//
+// The family is upper-cased, with characters other than letters, digits and _
+// turned into _. A parameter variable must hold a base-10 integer (spaces
+// around it are ignored; an empty value counts as unset) that is among the
+// parameter's allowed values; otherwise Resolve returns an *EnvError naming
+// the variable, the value and the allowed values. A variable naming no
+// parameter of the family (KERNTUNE_GEMV_NT_XX) is ignored, since a lookup
+// function cannot enumerate the environment; Loader.UnusedEnv lists such
+// variables and `kerntune get` warns about them.
+//
+// # Devices
+//
+// The device key is Options.Device, else $<PREFIX>_DEVICE, else the file's
+// only device when it holds exactly one. Its entries are levels 2 and 3.
+// Its fallback devices (level 4) are the file's other devices whose "family"
+// field equals the device's (e.g. another amd64 CPU, another sm_90 GPU) and
+// whose backend has the same kind of parameter space: first those with the
+// same backend, then the others, each group sorted by key. When the device
+// is not in the file (or no key was chosen and the file holds several
+// devices), Options.DeviceFamily stands for its family and Options.Backend
+// for its backend; without a family hint there are no fallbacks and the
+// defaults apply. Loader.Device tells what was chosen and Loader.Warnings why
+// entries may not apply.
+//
+// Which parameter space applies (cpu or gpu, see SpaceKind) follows the
+// device's "backend" field; for a device not in the file, Options.Backend,
+// else the first fallback device's backend, else "cpu". An Options.Backend
+// of another kind than the file's device is an error.
+//
+// # Validation
+//
+// Loading rejects, with a *PathError naming the file and the JSON path
+// (e.g. devices["cpu:x"].kernels.gemv_nt["f32/tiny"].params.BN): bytes that are
+// not JSON, a schema_version other than 1, a field of the wrong type, and, for
+// every entry of a family the loader knows on a device whose backend has a
+// space for it, an unknown parameter name, a value outside the parameter's
+// allowed values, a malformed or non-canonical exact-shape key, and a complete
+// entry that breaks the family's Check. Entries of unknown families, and
+// entries of known families on backends without a space for them, are kept
+// as they are; entries with an unknown dtype or shape class are ignored with a
+// warning. Unknown extra fields are accepted. No input makes the package
+// panic (see FuzzLoad).
+//
+// params/schema.json is a JSON Schema (draft 2020-12) of the file. The
+// loader is stricter in one respect: integers must be written without a
+// fraction or exponent (8, not 8.0).
+package params

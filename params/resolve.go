@@ -1,0 +1,757 @@
+package params
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"slices"
+	"strings"
+)
+
+// Errors that Resolve wraps, for errors.Is.
+var (
+	ErrUnknownFamily = errors.New("unknown kernel family")
+	ErrUnknownDType  = errors.New("unknown dtype")
+	ErrInvalidShape  = errors.New("invalid shape")
+	// ErrNoSpace: the family has no parameters for the device's kind of backend.
+	ErrNoSpace = errors.New("no parameters for this backend")
+)
+
+// SourceDefault is the Source of a value that came from the built-in
+// defaults (the family's, or Options.Defaults).
+const SourceDefault = "default"
+
+// Prefixes of the Source of a value.
+const (
+	SourceEnvPrefix      = "env:"      // env:KERNTUNE_GEMV_NT_BN
+	SourceFilePrefix     = "file:"     // file:<device key>/<family>/<entry key>
+	SourceFallbackPrefix = "fallback:" // fallback:<device key>/<family>/<entry key>
+)
+
+// DTypes returns the element types the loader accepts, in a fresh slice.
+func DTypes() []string { return []string{"f32", "f16", "bf16"} }
+
+// ValidDType reports whether s is one of DTypes.
+func ValidDType(s string) bool {
+	switch s {
+	case "f32", "f16", "bf16":
+		return true
+	}
+	return false
+}
+
+// Options configure Open, Load and LoadBytes. The zero value is ready to use.
+type Options struct {
+	// Path is the params file Open reads. Empty: the value of
+	// <EnvPrefix>_PARAMS, else DefaultFileName in the working directory.
+	// Load and LoadBytes ignore it.
+	Path string
+
+	// EnvPrefix is the prefix of every variable the loader reads (an
+	// application may choose its own, such as XLSTM). Empty: DefaultEnvPrefix.
+	// It must be an identifier ([A-Za-z_][A-Za-z0-9_]*).
+	EnvPrefix string
+
+	// Device is the key of the device whose entries apply. Empty: the value
+	// of <EnvPrefix>_DEVICE, else the file's only device if it holds exactly
+	// one.
+	Device string
+
+	// Backend (cpu, cuda, metal, ...) and DeviceFamily (amd64, sm_90, ...)
+	// describe the device when it is not in the file: Backend picks the
+	// parameter space (through SpaceKind) and DeviceFamily the fallback
+	// devices. When the device is in the file its own fields are used; a
+	// Backend of another kind than the file's device is an error.
+	Backend      string
+	DeviceFamily string
+
+	// Lookup reads an environment variable; nil means os.LookupEnv. It is
+	// called from Resolve, so it must be safe for concurrent use.
+	Lookup func(name string) (string, bool)
+
+	// Families adds families (an application's own kernels) or replaces
+	// built-in ones, by name. They must not be changed after loading.
+	Families map[string]*Family
+
+	// Defaults overrides built-in defaults per family and parameter, e.g.
+	// {"gemv_nt": {"BN": 64}}: the values an application would use without
+	// a file. Each must be an allowed value of every space that has the
+	// parameter.
+	Defaults map[string]map[string]int
+}
+
+// Value is a resolved parameter value and where it came from: "default",
+// "env:<VARIABLE>", "file:<device>/<family>/<entry key>" or
+// "fallback:<device>/<family>/<entry key>".
+type Value struct {
+	Value  int    `json:"value"`
+	Source string `json:"source"`
+}
+
+// Resolved is the parameter set for one kernel launch.
+type Resolved struct {
+	// Device is the device key whose entries were looked up ("" if none was
+	// chosen); values from a fallback device name that device in Source.
+	Device string `json:"device"`
+	// Backend is the backend whose parameter space applies.
+	Backend string `json:"backend"`
+	Family  string `json:"kernel"`
+	DType   string `json:"dtype"`
+	Shape   []int  `json:"shape"`
+	Class   string `json:"class"`
+	// Params holds every parameter of the family's space.
+	Params map[string]Value `json:"params"`
+
+	names []string // the space's order; shared, never modified
+}
+
+// Int returns the value of the named parameter, or 0 if the family has no
+// such parameter.
+func (r *Resolved) Int(name string) int { return r.Params[name].Value }
+
+// Ints returns the parameters as a plain map.
+func (r *Resolved) Ints() map[string]int {
+	m := make(map[string]int, len(r.Params))
+	for k, v := range r.Params {
+		m[k] = v.Value
+	}
+	return m
+}
+
+// Names returns the parameter names in the order the family's space lists them.
+func (r *Resolved) Names() []string { return slices.Clone(r.names) }
+
+// DeviceChoice says which device a Loader resolves for and why.
+type DeviceChoice struct {
+	// Key is the device key ("" when none was given and the file does not
+	// hold exactly one device).
+	Key string
+	// How is how Key was chosen: "Options.Device", "env:<PREFIX>_DEVICE",
+	// "only device in file", or "" when no key was chosen.
+	How string
+	// InFile reports whether the file holds Key.
+	InFile bool
+	// Backend is the device's backend: from the file, else Options.Backend,
+	// else the first fallback device's, else "cpu". Kind is SpaceKind(Backend).
+	Backend, Kind string
+	// Family is the device family used to find fallback devices ("" for none).
+	Family string
+	// Fallbacks are the fallback devices in the order they are consulted.
+	Fallbacks []string
+}
+
+// Loader resolves kernel parameters from one params file, the environment
+// and the built-in defaults. It is immutable once made, so it is safe for
+// concurrent use; environment variables that override parameters are read
+// at every Resolve.
+type Loader struct {
+	path     string // file read, "" for bytes
+	found    bool   // whether a file was read
+	prefix   string
+	lookup   func(string) (string, bool)
+	device   DeviceChoice
+	fams     map[string]*famState
+	famNames []string
+	chain    []*devState // the device itself (if in the file), then fallbacks
+	knownEnv map[string]bool
+	warnings []string
+}
+
+type famState struct {
+	fam    *Family
+	kind   string
+	space  *Space // nil when the family has none for the device's kind
+	params []paramState
+	names  []string
+}
+
+type paramState struct {
+	Param
+	env       string // KERNTUNE_GEMV_NT_BN
+	envSource string // env:KERNTUNE_GEMV_NT_BN
+	def       int
+}
+
+type devState struct {
+	kernels map[string]map[string]*entryState // family → entry key → entry
+}
+
+type entryState struct {
+	params map[string]int
+	source string // file:<device>/<family>/<entry key> or fallback:...
+}
+
+// Open loads the params file named by opts.Path, else by the variable
+// <PREFIX>_PARAMS, else DefaultFileName in the working directory. A file
+// that does not exist is not an error: built-in defaults and environment
+// variables apply (Loader.FileFound reports false). A file that exists but
+// cannot be read or is invalid is an error naming the file and JSON path.
+func Open(opts Options) (*Loader, error) {
+	o, err := opts.normalize()
+	if err != nil {
+		return nil, err
+	}
+	path, explicit := o.Path, o.Path != ""
+	if path == "" {
+		if v, ok := o.Lookup(o.EnvPrefix + "_PARAMS"); ok && v != "" {
+			path, explicit = v, true
+		} else {
+			path = DefaultFileName
+		}
+	}
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		l, err := newLoader(nil, path, o)
+		if err == nil && explicit {
+			l.warnings = append([]string{fmt.Sprintf("params file %s does not exist; built-in defaults apply", path)}, l.warnings...)
+		}
+		return l, err
+	}
+	if err != nil {
+		return nil, fmt.Errorf("params: %w", err)
+	}
+	return loadData(data, path, o)
+}
+
+// Load loads the params file at path; unlike Open, a missing file is an
+// error (satisfying errors.Is(err, fs.ErrNotExist)). opts.Path is ignored.
+func Load(path string, opts Options) (*Loader, error) {
+	o, err := opts.normalize()
+	if err != nil {
+		return nil, err
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("params: %w", err)
+	}
+	return loadData(data, path, o)
+}
+
+// LoadBytes loads params file contents; errors name "params data" instead of
+// a file. opts.Path is ignored.
+func LoadBytes(data []byte, opts Options) (*Loader, error) {
+	o, err := opts.normalize()
+	if err != nil {
+		return nil, err
+	}
+	return loadData(data, "", o)
+}
+
+func loadData(data []byte, name string, o Options) (*Loader, error) {
+	f, err := parse(data, name)
+	if err != nil {
+		return nil, err // a *PathError, naming the file (or "params data") and the JSON path
+	}
+	l, err := newLoader(f, name, o)
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+func (o Options) normalize() (Options, error) {
+	if o.EnvPrefix == "" {
+		o.EnvPrefix = DefaultEnvPrefix
+	}
+	if !identRE.MatchString(o.EnvPrefix) {
+		return o, fmt.Errorf("params: Options.EnvPrefix %q is not an identifier", o.EnvPrefix)
+	}
+	if o.Lookup == nil {
+		o.Lookup = os.LookupEnv
+	}
+	return o, nil
+}
+
+// Path returns the file the loader read or looked for ("" for LoadBytes).
+func (l *Loader) Path() string { return l.path }
+
+// FileFound reports whether a params file was read; false when Open found
+// none and only environment variables and defaults apply.
+func (l *Loader) FileFound() bool { return l.found }
+
+// EnvPrefix returns the prefix of the variables the loader reads.
+func (l *Loader) EnvPrefix() string { return l.prefix }
+
+// Device says which device the loader resolves for.
+func (l *Loader) Device() DeviceChoice {
+	d := l.device
+	d.Fallbacks = slices.Clone(d.Fallbacks)
+	return d
+}
+
+// Families returns the names of the families the loader knows, sorted.
+func (l *Loader) Families() []string { return slices.Clone(l.famNames) }
+
+// Warnings returns what the loader noticed but did not treat as an error:
+// a device key missing from the file, a file with several devices and none
+// chosen, entries ignored for an unknown dtype or shape class, an explicitly
+// named file that does not exist.
+func (l *Loader) Warnings() []string { return slices.Clone(l.warnings) }
+
+func newLoader(f *File, name string, o Options) (*Loader, error) {
+	l := &Loader{path: name, found: f != nil, prefix: o.EnvPrefix, lookup: o.Lookup, knownEnv: map[string]bool{}}
+	fams := Builtin()
+	for _, key := range sortedKeys(o.Families) {
+		fam := o.Families[key]
+		if key == "" || fam == nil {
+			return nil, fmt.Errorf("params: Options.Families[%q] is empty or nil", key)
+		}
+		if fam.Name != key {
+			return nil, fmt.Errorf("params: Options.Families[%q] has Name %q", key, fam.Name)
+		}
+		fams[key] = fam
+	}
+	byEnv := map[string]string{}
+	for _, key := range sortedKeys(fams) {
+		if err := validateFamily(fams[key]); err != nil {
+			return nil, fmt.Errorf("params: family %s: %w", key, err)
+		}
+		e := envFamily(key)
+		if other, ok := byEnv[e]; ok {
+			return nil, fmt.Errorf("params: families %s and %s share the variable names %s_%s_*", other, key, o.EnvPrefix, e)
+		}
+		byEnv[e] = key
+		for _, s := range fams[key].Spaces {
+			for _, p := range s.Params {
+				l.knownEnv[EnvVarName(o.EnvPrefix, key, p.Name)] = true
+			}
+		}
+	}
+	l.knownEnv[o.EnvPrefix+"_PARAMS"] = true
+	l.knownEnv[o.EnvPrefix+"_DEVICE"] = true
+	l.famNames = sortedKeys(fams)
+	if err := validateDefaults(fams, o.Defaults); err != nil {
+		return nil, err
+	}
+	if f != nil {
+		if err := l.validateFile(f, name, fams); err != nil {
+			return nil, err
+		}
+	}
+	if err := l.chooseDevice(f, name, o); err != nil {
+		return nil, err
+	}
+	if f != nil {
+		if l.device.InFile {
+			l.chain = append(l.chain, newDevState(f, l.device.Key, SourceFilePrefix))
+		}
+		for _, k := range l.device.Fallbacks {
+			l.chain = append(l.chain, newDevState(f, k, SourceFallbackPrefix))
+		}
+	}
+	l.fams = make(map[string]*famState, len(fams))
+	for key, fam := range fams {
+		fs := &famState{fam: fam, kind: l.device.Kind}
+		if sp, ok := fam.Spaces[l.device.Kind]; ok && sp != nil {
+			fs.space = sp
+			over := o.Defaults[key]
+			for _, p := range sp.Params {
+				ps := paramState{Param: p, env: EnvVarName(o.EnvPrefix, key, p.Name), def: p.Default}
+				ps.envSource = SourceEnvPrefix + ps.env
+				if v, ok := over[p.Name]; ok {
+					ps.def = v
+				}
+				fs.params = append(fs.params, ps)
+				fs.names = append(fs.names, p.Name)
+			}
+		}
+		l.fams[key] = fs
+	}
+	return l, nil
+}
+
+func newDevState(f *File, key, prefix string) *devState {
+	d := &devState{kernels: map[string]map[string]*entryState{}}
+	for fam, entries := range f.Devices[key].Kernels {
+		m := make(map[string]*entryState, len(entries))
+		for ek, e := range entries {
+			if e == nil {
+				continue
+			}
+			m[ek] = &entryState{params: e.Params, source: prefix + key + "/" + fam + "/" + ek}
+		}
+		d.kernels[fam] = m
+	}
+	return d
+}
+
+// validateFamily checks a family descriptor, so that Resolve can rely on it.
+func validateFamily(f *Family) error {
+	if f.Classify == nil {
+		return errors.New("Classify is nil")
+	}
+	for _, kind := range sortedKeys(f.Spaces) {
+		s := f.Spaces[kind]
+		if s == nil {
+			return fmt.Errorf("space %q is nil", kind)
+		}
+		seen := map[string]bool{}
+		for _, p := range s.Params {
+			switch {
+			case !ValidParamName(p.Name):
+				return fmt.Errorf("space %s: parameter name %q is not an upper-case identifier", kind, p.Name)
+			case seen[p.Name]:
+				return fmt.Errorf("space %s: parameter %s is listed twice", kind, p.Name)
+			case len(p.Values) == 0:
+				return fmt.Errorf("space %s: parameter %s has no allowed values", kind, p.Name)
+			case !p.Allowed(p.Default):
+				return fmt.Errorf("space %s: default %s=%d is not among its allowed values (%s)", kind, p.Name, p.Default, p.ValuesString())
+			}
+			seen[p.Name] = true
+		}
+	}
+	return nil
+}
+
+func validateDefaults(fams map[string]*Family, defaults map[string]map[string]int) error {
+	for _, key := range sortedKeys(defaults) {
+		fam, ok := fams[key]
+		if !ok {
+			return fmt.Errorf("params: Options.Defaults: %w %q", ErrUnknownFamily, key)
+		}
+		for _, name := range sortedKeys(defaults[key]) {
+			v := defaults[key][name]
+			found := false
+			for _, kind := range sortedKeys(fam.Spaces) {
+				p, ok := fam.Spaces[kind].Param(name)
+				if !ok {
+					continue
+				}
+				found = true
+				if !p.Allowed(v) {
+					return fmt.Errorf("params: Options.Defaults[%q][%q] = %d is not allowed on %s backends (allowed: %s)", key, name, v, kind, p.ValuesString())
+				}
+			}
+			if !found {
+				return fmt.Errorf("params: Options.Defaults[%q]: family %s has no parameter %s", key, key, name)
+			}
+		}
+	}
+	return nil
+}
+
+// validateFile checks every entry of every family the loader knows on every
+// device whose kind of backend has a space for that family: the entry key,
+// the parameter names and values, and, for an entry that sets every
+// parameter, the family's Check (with the shape of an exact-shape entry).
+// Unknown families and families without a space for the device's backend
+// are accepted as they are.
+func (l *Loader) validateFile(f *File, name string, fams map[string]*Family) error {
+	fail := func(path, format string, args ...any) error {
+		return &PathError{File: name, Path: path, Msg: fmt.Sprintf(format, args...)}
+	}
+	for _, dk := range sortedKeys(f.Devices) {
+		dev := f.Devices[dk]
+		kind := SpaceKind(dev.Backend)
+		for _, fk := range sortedKeys(dev.Kernels) {
+			fam, ok := fams[fk]
+			if !ok {
+				continue
+			}
+			space, ok := fam.Spaces[kind]
+			if !ok {
+				continue
+			}
+			fp := child(child(child("devices", dk), "kernels"), fk)
+			for _, ek := range sortedKeys(dev.Kernels[fk]) {
+				e := dev.Kernels[fk][ek]
+				ep := child(fp, ek)
+				dtype, suffix, _ := strings.Cut(ek, "/")
+				var shape []int
+				if looksLikeShape(suffix) {
+					s, err := ParseShape(suffix)
+					if err != nil {
+						return fail(ep, "bad exact-shape entry key: %v", err)
+					}
+					if _, err := classify(fam, s); err != nil {
+						return fail(ep, "bad exact-shape entry key: %v", err)
+					}
+					if c := ShapeString(s); c != suffix {
+						return fail(ep, "exact-shape entry key is not canonical; write %s", EntryKey(dtype, c))
+					}
+					shape = s
+				} else if len(fam.Classes) > 0 && !hasClass(fam, suffix) {
+					l.warnings = append(l.warnings, fmt.Sprintf("%s: %s has no shape class %q; entry ignored", describe(name, ep), fk, suffix))
+				}
+				if !ValidDType(dtype) {
+					l.warnings = append(l.warnings, fmt.Sprintf("%s: unknown dtype %q (known: %s); entry ignored", describe(name, ep), dtype, strings.Join(DTypes(), ", ")))
+				}
+				pp := child(ep, "params")
+				for _, pn := range sortedKeys(e.Params) {
+					p, ok := space.Param(pn)
+					if !ok {
+						return fail(child(pp, pn), "%s has no parameter %s on %s backends (it has %s)", fk, pn, kind, strings.Join(paramNames(space), ", "))
+					}
+					if v := e.Params[pn]; !p.Allowed(v) {
+						return fail(child(pp, pn), "%d is not an allowed value of %s %s on %s backends (allowed: %s)", v, fk, pn, kind, p.ValuesString())
+					}
+				}
+				if space.Check != nil && len(e.Params) == len(space.Params) {
+					if err := check(space, shape, e.Params); err != nil {
+						return fail(pp, "breaks the constraints of %s: %v", fk, err)
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// fileLabel names the file in messages: its path, or "params data" for bytes.
+func fileLabel(file string) string {
+	if file == "" {
+		return "params data"
+	}
+	return file
+}
+
+func describe(file, path string) string { return fileLabel(file) + ": " + path }
+
+func hasClass(f *Family, name string) bool {
+	for _, c := range f.Classes {
+		if c.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func paramNames(s *Space) []string {
+	names := make([]string, len(s.Params))
+	for i, p := range s.Params {
+		names[i] = p.Name
+	}
+	return names
+}
+
+// chooseDevice picks the device key, its backend and its fallback devices.
+func (l *Loader) chooseDevice(f *File, name string, o Options) error {
+	d := &l.device
+	switch {
+	case o.Device != "":
+		d.Key, d.How = o.Device, "Options.Device"
+	default:
+		v := ""
+		if x, ok := o.Lookup(o.EnvPrefix + "_DEVICE"); ok {
+			v = strings.TrimSpace(x)
+		}
+		if v != "" {
+			d.Key, d.How = v, SourceEnvPrefix+o.EnvPrefix+"_DEVICE"
+		} else if f != nil && len(f.Devices) == 1 {
+			for k := range f.Devices {
+				d.Key, d.How = k, "only device in file"
+			}
+		}
+	}
+	var dev *Device
+	if f != nil && d.Key != "" {
+		dev = f.Devices[d.Key]
+	}
+	if dev != nil {
+		d.InFile = true
+		d.Backend, d.Family = dev.Backend, dev.Family
+		if o.Backend != "" && SpaceKind(o.Backend) != SpaceKind(dev.Backend) {
+			return fmt.Errorf("params: Options.Backend is %q but device %q in %s has backend %q", o.Backend, d.Key, fileLabel(name), dev.Backend)
+		}
+	} else {
+		d.Backend, d.Family = o.Backend, o.DeviceFamily
+	}
+	d.Fallbacks = siblings(f, d.Key, d.Family, d.Backend)
+	if d.Backend == "" {
+		d.Backend = "cpu"
+		if len(d.Fallbacks) > 0 {
+			d.Backend = f.Devices[d.Fallbacks[0]].Backend
+			d.Fallbacks = siblings(f, d.Key, d.Family, d.Backend)
+		}
+	}
+	d.Kind = SpaceKind(d.Backend)
+	if f == nil || dev != nil {
+		return nil
+	}
+	then := "built-in defaults apply"
+	if len(d.Fallbacks) > 0 {
+		then = "using fallback devices " + strings.Join(d.Fallbacks, ", ")
+	}
+	switch {
+	case d.Key != "":
+		l.warnings = append(l.warnings, fmt.Sprintf("device %q (%s) is not in %s; %s", d.Key, d.How, fileLabel(name), then))
+	case len(f.Devices) > 1:
+		l.warnings = append(l.warnings, fmt.Sprintf("%s holds %d devices and none was chosen (set %s_DEVICE or choose a device key); %s",
+			fileLabel(name), len(f.Devices), o.EnvPrefix, then))
+	}
+	return nil
+}
+
+// siblings lists the fallback devices for a device of the given family and
+// backend: the other devices of the same family whose backend has the same
+// kind of space (every kind when backend is empty), those with the same
+// backend first, each group sorted by key.
+func siblings(f *File, self, family, backend string) []string {
+	if f == nil || family == "" {
+		return nil
+	}
+	var same, other []string
+	for _, k := range sortedKeys(f.Devices) {
+		dv := f.Devices[k]
+		if k == self || dv == nil || dv.Family != family {
+			continue
+		}
+		if backend != "" && SpaceKind(dv.Backend) != SpaceKind(backend) {
+			continue
+		}
+		if dv.Backend == backend {
+			same = append(same, k)
+		} else {
+			other = append(other, k)
+		}
+	}
+	return append(same, other...)
+}
+
+// classify runs a family's Classify, turning a panic into an error.
+func classify(f *Family, shape []int) (class string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%s: Classify panicked: %v", f.Name, r)
+		}
+	}()
+	return f.Classify(shape)
+}
+
+// check runs a space's Check, turning a panic into an error.
+func check(s *Space, shape []int, p map[string]int) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("Check panicked: %v", r)
+		}
+	}()
+	return s.Check(shape, p)
+}
+
+// Resolve returns the parameters to launch family with, for dtype and shape,
+// each with its source. Per parameter, the first of these that sets it wins:
+//
+//  1. the variable <PREFIX>_<FAMILY>_<PARAM>;
+//  2. the device's exact-shape entry, <dtype>/<dims joined by x>;
+//  3. the device's shape-class entry, <dtype>/<class>;
+//  4. the same two entries on each fallback device in turn;
+//  5. the built-in default (Options.Defaults, else the family's).
+//
+// A variable that is not a base-10 integer or not an allowed value is an
+// *EnvError, and so is a set of variables that breaks the family's Check
+// for this shape even with the defaults for the other parameters. When
+// values taken from the file break it, Resolve keeps the largest set of
+// matching entries that passes, preferring higher ones (see degrade), down to
+// the defaults alone. An unknown family or dtype, an invalid shape
+// or a family with no space for the device's backend are errors wrapping
+// ErrUnknownFamily, ErrUnknownDType, ErrInvalidShape or ErrNoSpace.
+func (l *Loader) Resolve(family, dtype string, shape []int) (*Resolved, error) {
+	fs := l.fams[family]
+	if fs == nil {
+		return nil, fmt.Errorf("params: %w %q (known: %s)", ErrUnknownFamily, family, strings.Join(l.famNames, ", "))
+	}
+	if !ValidDType(dtype) {
+		return nil, fmt.Errorf("params: %w %q (known: %s)", ErrUnknownDType, dtype, strings.Join(DTypes(), ", "))
+	}
+	class, err := classify(fs.fam, shape)
+	if err != nil {
+		return nil, fmt.Errorf("params: %w: %w", ErrInvalidShape, err)
+	}
+	if fs.space == nil {
+		return nil, fmt.Errorf("params: %w: %s has no parameters for %s backends (device %q, backend %q)", ErrNoSpace, family, fs.kind, l.device.Key, l.device.Backend)
+	}
+
+	// Entry keys are built in stack buffers; map lookups with string(b) do not allocate.
+	var eb, cb [64]byte
+	exact := appendShape(append(append(eb[:0], dtype...), '/'), shape)
+	cls := append(append(append(cb[:0], dtype...), '/'), class...)
+	var lb [8]*entryState
+	layers := lb[:0]
+	for _, d := range l.chain {
+		em := d.kernels[family]
+		if em == nil {
+			continue
+		}
+		if e := em[string(exact)]; e != nil {
+			layers = append(layers, e)
+		}
+		if e := em[string(cls)]; e != nil {
+			layers = append(layers, e)
+		}
+	}
+
+	r := &Resolved{
+		Device: l.device.Key, Backend: l.device.Backend, Family: family, DType: dtype,
+		Shape: slices.Clone(shape), Class: class, Params: make(map[string]Value, len(fs.params)), names: fs.names,
+	}
+	var env []EnvVar
+	for i := range fs.params {
+		p := &fs.params[i]
+		if raw, ok := l.lookup(p.env); ok && strings.TrimSpace(raw) != "" {
+			v, err := p.parseEnv(family, fs.kind, raw)
+			if err != nil {
+				return nil, err
+			}
+			r.Params[p.Name] = Value{v, p.envSource}
+			env = append(env, EnvVar{p.env, raw})
+			continue
+		}
+		r.Params[p.Name] = fromLayers(p, layers)
+	}
+	if fs.space.Check == nil {
+		return r, nil
+	}
+	err = check(fs.space, shape, r.Ints())
+	if err != nil {
+		err = r.degrade(fs, shape, layers, err)
+	}
+	switch {
+	case err == nil:
+		return r, nil
+	case len(env) > 0:
+		return nil, &EnvError{Vars: env, Msg: fmt.Sprintf("breaks the constraints of %s for shape %s (class %s), even with the defaults for the other parameters: %v",
+			family, ShapeString(shape), class, err)}
+	}
+	return nil, fmt.Errorf("params: the built-in defaults of %s break its constraints for shape %s: %w", family, ShapeString(shape), err)
+}
+
+// degrade handles a set that breaks the family's constraints, say because a
+// class entry does not suit this shape: it tries the subsets of the matching
+// entries (up to the first maxDegrade), those that keep higher entries first
+// (the entries ordered as bits of a number, highest first, counting down),
+// down to the defaults alone, keeping the variables' values. It returns the
+// last Check error (err when there is no subset to try), nil when a subset
+// passed and r holds it.
+func (r *Resolved) degrade(fs *famState, shape []int, layers []*entryState, err error) error {
+	const maxDegrade = 8
+	n := min(len(layers), maxDegrade)
+	var sb [maxDegrade]*entryState
+	for mask := 1<<n - 2; mask >= 0; mask-- {
+		sub := sb[:0]
+		for i := 0; i < n; i++ {
+			if mask&(1<<(n-1-i)) != 0 {
+				sub = append(sub, layers[i])
+			}
+		}
+		for i := range fs.params {
+			p := &fs.params[i]
+			if r.Params[p.Name].Source != p.envSource {
+				r.Params[p.Name] = fromLayers(p, sub)
+			}
+		}
+		if err = check(fs.space, shape, r.Ints()); err == nil {
+			return nil
+		}
+	}
+	return err
+}
+
+func fromLayers(p *paramState, layers []*entryState) Value {
+	for _, e := range layers {
+		if v, ok := e.params[p.Name]; ok {
+			return Value{v, e.source}
+		}
+	}
+	return Value{p.def, SourceDefault}
+}

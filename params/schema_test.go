@@ -1,0 +1,152 @@
+package params
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+func compileSchema(t *testing.T) *jsonschema.Schema {
+	t.Helper()
+	raw, err := os.ReadFile("schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatalf("schema.json is not JSON: %v", err)
+	}
+	id, _ := doc.(map[string]any)["$id"].(string)
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	if err := c.AddResource(id, doc); err != nil {
+		t.Fatal(err)
+	}
+	sch, err := c.Compile(id)
+	if err != nil {
+		t.Fatalf("schema.json does not compile: %v", err)
+	}
+	return sch
+}
+
+func validate(sch *jsonschema.Schema, data []byte) error {
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+	if err != nil {
+		return err
+	}
+	return sch.Validate(inst)
+}
+
+// TestSchemaAccepts checks that schema.json accepts what Merge writes (the
+// tuner's only way of writing the file) and the hand-written testdata file.
+func TestSchemaAccepts(t *testing.T) {
+	sch := compileSchema(t)
+	testdata, err := os.ReadFile(filepath.Join("testdata", "hardware_params.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh, err := Merge(nil, typicalUpdate())
+	if err != nil {
+		t.Fatal(err)
+	}
+	onto, err := Merge(testdata, typicalUpdate())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sparse, err := Merge(fresh, &File{Devices: map[string]*Device{
+		"cuda:nvidia-h100": {Backend: "cuda", Name: "NVIDIA H100", Family: "sm_90", ComputeUnits: 132,
+			Kernels: map[string]map[string]*Entry{GemvNT: {"f16/largeN": {Params: map[string]int{"TG": 256}}}, Softmax: nil}},
+		"cpu:empty": {Backend: "cpu", Name: "Empty", Family: "arm64"},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), DefaultFileName)
+	if err := MergeIntoFile(path, typicalUpdate(), false); err != nil {
+		t.Fatal(err)
+	}
+	written, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string][]byte{
+		"testdata/hardware_params.json": testdata, "Merge(nil, typical)": fresh, "Merge(testdata, typical)": onto,
+		"Merge of sparse devices": sparse, "MergeIntoFile": written, "precedence test file": []byte(precedenceFile),
+		"empty devices": []byte(`{"schema_version":1,"devices":{}}`),
+	} {
+		t.Run(name, func(t *testing.T) {
+			if err := validate(sch, data); err != nil {
+				t.Errorf("schema rejects it: %v", err)
+			}
+			if _, err := Parse(data); err != nil {
+				t.Errorf("Parse rejects it: %v", err)
+			}
+		})
+	}
+}
+
+// TestSchemaRejects checks that schema.json and Parse both reject broken files.
+func TestSchemaRejects(t *testing.T) {
+	sch := compileSchema(t)
+	valid := func() map[string]any {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(fileWith("cpu", "gemv_nt", "f32/tiny", `{"params":{"BN":8},"median_us":1.5,"shapes":[[1,896,896]]}`)), &m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	entry := func(m map[string]any) map[string]any {
+		return m["devices"].(map[string]any)["cpu:x"].(map[string]any)["kernels"].(map[string]any)["gemv_nt"].(map[string]any)["f32/tiny"].(map[string]any)
+	}
+	device := func(m map[string]any) map[string]any { return m["devices"].(map[string]any)["cpu:x"].(map[string]any) }
+	tests := []struct {
+		name   string
+		mutate func(m map[string]any)
+	}{
+		{"wrong schema_version", func(m map[string]any) { m["schema_version"] = 2 }},
+		{"string schema_version", func(m map[string]any) { m["schema_version"] = "1" }},
+		{"missing schema_version", func(m map[string]any) { delete(m, "schema_version") }},
+		{"missing devices", func(m map[string]any) { delete(m, "devices") }},
+		{"devices an array", func(m map[string]any) { m["devices"] = []any{} }},
+		{"string median", func(m map[string]any) { entry(m)["median_us"] = "1.5" }},
+		{"lower-case param name", func(m map[string]any) { entry(m)["params"] = map[string]any{"bn": 8} }},
+		{"float param value", func(m map[string]any) { entry(m)["params"] = map[string]any{"BN": 8.5} }},
+		{"string param value", func(m map[string]any) { entry(m)["params"] = map[string]any{"BN": "8"} }},
+		{"param beyond int32", func(m map[string]any) { entry(m)["params"] = map[string]any{"BN": 1 << 40} }},
+		{"missing params", func(m map[string]any) { delete(entry(m), "params") }},
+		{"shapes not nested", func(m map[string]any) { entry(m)["shapes"] = []any{1, 896, 896} }},
+		{"missing backend", func(m map[string]any) { delete(device(m), "backend") }},
+		{"missing kernels", func(m map[string]any) { delete(device(m), "kernels") }},
+		{"numeric name", func(m map[string]any) { device(m)["name"] = 5 }},
+		{"entry key without dtype", func(m map[string]any) {
+			device(m)["kernels"] = map[string]any{"gemv_nt": map[string]any{"tiny": entry(valid())}}
+		}},
+		{"empty device key", func(m map[string]any) { m["devices"].(map[string]any)[""] = device(m) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := valid()
+			tt.mutate(m)
+			data, err := json.Marshal(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := validate(sch, data); err == nil {
+				t.Errorf("schema accepts %s", data)
+			}
+			if _, err := Parse(data); err == nil {
+				t.Errorf("Parse accepts %s", data)
+			}
+		})
+	}
+	t.Run("not broken", func(t *testing.T) {
+		data, _ := json.Marshal(valid())
+		if err := validate(sch, data); err != nil {
+			t.Error(err)
+		}
+	})
+}
