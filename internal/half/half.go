@@ -83,3 +83,30 @@ func FromFloat32(f float32) uint16 {
 
 // Round returns f rounded to the nearest half value, as a float32.
 func Round(f float32) float32 { return table[FromFloat32(f)] }
+
+// ToFloat32Slice converts src to float32 into dst (len(dst) values).
+func ToFloat32Slice(dst []float32, src []uint16) {
+	t := table
+	src = src[:len(dst)]
+	for i, h := range src {
+		dst[i] = t[h]
+	}
+}
+
+// FromFloat32Slice converts src to halves into dst (len(dst) values), as
+// FromFloat32 does; the common normal-range case is written out in the loop
+// because FromFloat32 is over the compiler's inlining budget.
+func FromFloat32Slice(dst []uint16, src []float32) {
+	src = src[:len(dst)]
+	for i, f := range src {
+		b := math.Float32bits(f)
+		a := b & 0x7fffffff
+		var h uint32
+		if a-0x38800000 < 0x47800000-0x38800000 { // normal half
+			h = (a + 0xc8000fff + a>>13&1) >> 13
+		} else {
+			h = uint32(FromFloat32(math.Float32frombits(a)))
+		}
+		dst[i] = uint16(b>>16&0x8000 | h)
+	}
+}

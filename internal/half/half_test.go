@@ -2,6 +2,7 @@ package half
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -57,6 +58,29 @@ func TestRoundIsNearest(t *testing.T) {
 			if math.Abs(float64(v-f)) < math.Abs(float64(r-f)) {
 				t.Errorf("Round(%g) = %g but %g is closer", f, r, v)
 			}
+		}
+	}
+}
+
+func TestSlicesMatchScalar(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	src := make([]float32, 1<<16)
+	for i := range src {
+		src[i] = math.Float32frombits(rng.Uint32())
+	}
+	src[0], src[1], src[2] = 65519.99, 65520, 6.1035156e-05
+	dst := make([]uint16, len(src))
+	FromFloat32Slice(dst, src)
+	for i, f := range src {
+		if want := FromFloat32(f); dst[i] != want {
+			t.Fatalf("FromFloat32Slice(%g) = %#04x, FromFloat32 gives %#04x", f, dst[i], want)
+		}
+	}
+	back := make([]float32, len(dst))
+	ToFloat32Slice(back, dst)
+	for i, h := range dst {
+		if b, w := back[i], ToFloat32(h); b != w && !(b != b && w != w) {
+			t.Fatalf("ToFloat32Slice(%#04x) = %g, want %g", h, b, w)
 		}
 	}
 }

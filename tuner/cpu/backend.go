@@ -1,0 +1,271 @@
+// Package cpu is kerntune's pure-Go backend: blocked, multi-threaded
+// implementations of every family whose speed depends on their parameters,
+// timed with the monotonic clock, with gonum's native BLAS as the baseline.
+// It runs everywhere and is the default on a machine with no GPU.
+package cpu
+
+import (
+	"fmt"
+	"math"
+	"runtime"
+	"time"
+
+	"github.com/kerntune/kerntune/internal/half"
+	"github.com/kerntune/kerntune/kernels"
+	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/search"
+	"github.com/kerntune/kerntune/tuner"
+)
+
+func init() {
+	tuner.Register("cpu", func() (tuner.Backend, error) { return Open() })
+}
+
+// Backend runs the pure-Go kernels on this machine's CPU.
+type Backend struct {
+	info tuner.DeviceInfo
+}
+
+// Open detects the CPU and measures its copy bandwidth. No arithmetic peak
+// is recorded: the SIMD width and clock a pure-Go program could use are not
+// known, so GEMM rooflines give GFLOP/s without a percentage.
+func Open() (*Backend, error) {
+	cores := runtime.NumCPU()
+	model := cpuModel()
+	llc := lastLevelCache()
+	b := &Backend{info: tuner.DeviceInfo{
+		Key:          DeviceKey(model, cores),
+		Name:         model,
+		Backend:      "cpu",
+		Family:       runtime.GOARCH,
+		ComputeUnits: cores,
+		LLCBytes:     llc,
+		// Ceilings far above any CPU: 64 flop/cycle at 6 GHz, 400 GB/s per core.
+		PeakFlops:     float64(cores) * 6e9 * 64,
+		PeakBandwidth: float64(cores) * 400e9,
+		Facts: map[string]float64{
+			"llc_bytes":      float64(llc),
+			"bandwidth_gbps": copyBandwidth(llc),
+		},
+	}}
+	return b, nil
+}
+
+// DeviceKey is the CPU's key in the params file: the model name and core count.
+func DeviceKey(model string, cores int) string {
+	return fmt.Sprintf("cpu:%s:%d", model, cores)
+}
+
+// Info describes the CPU.
+func (b *Backend) Info() tuner.DeviceInfo { return b.info }
+
+// Close releases nothing: the CPU backend holds no device resources.
+func (b *Backend) Close() error { return nil }
+
+// Constraints limits goroutines to twice the cores: more only adds scheduling.
+func (b *Backend) Constraints(k *kernels.Kernel, _ kernels.DType) []search.Constraint {
+	maxThreads := 2 * b.info.ComputeUnits
+	return []search.Constraint{{
+		Name: fmt.Sprintf("THREADS ≤ %d (2 × cores)", maxThreads),
+		Check: func(c search.Candidate) error {
+			if c["THREADS"] > maxThreads {
+				return fmt.Errorf("THREADS=%d exceeds %d", c["THREADS"], maxThreads)
+			}
+			return nil
+		},
+	}}
+}
+
+// instance holds a problem's input copies in the kernel's storage type.
+type instance struct {
+	p      *kernels.Problem
+	in32   [][][]float32 // [copy][operand]
+	in16   [][][]uint16
+	out32  []float32
+	out16  []uint16
+	copies int
+	next   int
+}
+
+func (in *instance) Close() error { return nil }
+
+// Load converts the inputs to the dtype's storage and replicates them.
+func (b *Backend) Load(p *kernels.Problem, copies int) (tuner.Instance, error) {
+	if copies < 1 {
+		copies = 1
+	}
+	inst := &instance{p: p, copies: copies}
+	outLen := p.Kernel.OutLen(p.Case.Shape)
+	for c := 0; c < copies; c++ {
+		switch p.DType {
+		case kernels.F32:
+			ops := make([][]float32, len(p.Inputs))
+			for i, x := range p.Inputs {
+				ops[i] = append([]float32(nil), x...)
+			}
+			inst.in32 = append(inst.in32, ops)
+		case kernels.F16:
+			ops := make([][]uint16, len(p.Inputs))
+			for i, x := range p.Inputs {
+				h := make([]uint16, len(x))
+				for j, v := range x {
+					h[j] = half.FromFloat32(v)
+				}
+				ops[i] = h
+			}
+			inst.in16 = append(inst.in16, ops)
+		default:
+			return nil, fmt.Errorf("cpu backend: dtype %q not supported", p.DType)
+		}
+	}
+	if p.DType == kernels.F32 {
+		inst.out32 = make([]float32, outLen)
+	} else {
+		inst.out16 = make([]uint16, outLen)
+	}
+	return inst, nil
+}
+
+// program runs one kernel function on an instance's copy.
+type program struct {
+	f32 func(p *kernels.Problem, in [][]float32, out []float32)
+	f16 func(p *kernels.Problem, in [][]uint16, out []uint16)
+}
+
+func (pr *program) Close() error { return nil }
+
+func (pr *program) runOnce(inst *instance, copy int) error {
+	if inst.in32 != nil {
+		if pr.f32 == nil {
+			return fmt.Errorf("no f32 implementation")
+		}
+		pr.f32(inst.p, inst.in32[copy], inst.out32)
+		return nil
+	}
+	if pr.f16 == nil {
+		return fmt.Errorf("no f16 implementation")
+	}
+	pr.f16(inst.p, inst.in16[copy], inst.out16)
+	return nil
+}
+
+// Run times n runs with the monotonic clock, rotating input copies.
+func (pr *program) Run(ti tuner.Instance, n int) ([]float64, error) {
+	inst, ok := ti.(*instance)
+	if !ok {
+		return nil, fmt.Errorf("cpu backend: foreign instance %T", ti)
+	}
+	ts := make([]float64, n)
+	for i := range ts {
+		c := inst.next % inst.copies
+		inst.next++
+		start := time.Now()
+		if err := pr.runOnce(inst, c); err != nil {
+			return nil, err
+		}
+		ts[i] = time.Since(start).Seconds()
+	}
+	return ts, nil
+}
+
+// Output poisons the output with NaN, runs once on copy 0 and returns the output.
+func (pr *program) Output(ti tuner.Instance) ([]float32, error) {
+	inst, ok := ti.(*instance)
+	if !ok {
+		return nil, fmt.Errorf("cpu backend: foreign instance %T", ti)
+	}
+	nan := float32(math.NaN())
+	for i := range inst.out32 {
+		inst.out32[i] = nan
+	}
+	for i := range inst.out16 {
+		inst.out16[i] = 0x7e00
+	}
+	if err := pr.runOnce(inst, 0); err != nil {
+		return nil, err
+	}
+	if inst.out32 != nil {
+		return append([]float32(nil), inst.out32...), nil
+	}
+	out := make([]float32, len(inst.out16))
+	for i, h := range inst.out16 {
+		out[i] = half.ToFloat32(h)
+	}
+	return out, nil
+}
+
+func shape3(p *kernels.Problem) (int, int, int) {
+	return p.Case.Shape[0], p.Case.Shape[1], p.Case.Shape[2]
+}
+
+// Build binds a candidate's parameters to the family's kernel function.
+func (b *Backend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate) (tuner.Program, error) {
+	switch k.Name {
+	case params.GemmAV, params.GemmAtB:
+		gp := GemmParams{MC: c["MC"], NC: c["NC"], KC: c["KC"], MR: c["MR"], NR: c["NR"], Threads: c["THREADS"]}
+		if gp.MC%gp.MR != 0 || gp.NC%gp.NR != 0 || gp.KC < 1 || gp.Threads < 1 {
+			return nil, fmt.Errorf("invalid GEMM parameters %s", c.Key())
+		}
+		if k.Name == params.GemmAV {
+			return &program{
+				f32: func(p *kernels.Problem, in [][]float32, out []float32) {
+					m, n, kk := shape3(p)
+					GemmAV(gp, m, n, kk, in[0], in[1], out)
+				},
+				f16: func(p *kernels.Problem, in [][]uint16, out []uint16) {
+					m, n, kk := shape3(p)
+					GemmAVHalf(gp, m, n, kk, in[0], in[1], out)
+				},
+			}, nil
+		}
+		return &program{
+			f32: func(p *kernels.Problem, in [][]float32, out []float32) {
+				m, n, kk := shape3(p)
+				GemmAtB(gp, m, n, kk, in[0], in[1], out)
+			},
+			f16: func(p *kernels.Problem, in [][]uint16, out []uint16) {
+				m, n, kk := shape3(p)
+				GemmAtBHalf(gp, m, n, kk, in[0], in[1], out)
+			},
+		}, nil
+	case params.GemvNT:
+		gp := GemvParams{BN: c["BN"], Rows: c["ROWS"], Unroll: c["UNROLL"], Threads: c["THREADS"]}
+		return &program{
+			f32: func(p *kernels.Problem, in [][]float32, out []float32) {
+				var bias []float32
+				if p.Case.Bias {
+					bias = in[2]
+				}
+				GemvNT(gp, p.Case.Shape[1], p.Case.Shape[2], in[0], in[1], bias, out)
+			},
+			f16: func(p *kernels.Problem, in [][]uint16, out []uint16) {
+				var bias []uint16
+				if p.Case.Bias {
+					bias = in[2]
+				}
+				GemvNTHalf(gp, p.Case.Shape[1], p.Case.Shape[2], in[0], in[1], bias, out)
+			},
+		}, nil
+	case params.Softmax:
+		rp := RowParams{RowsPerTask: c["ROWS"], Unroll: c["UNROLL"], Threads: c["THREADS"]}
+		return &program{
+			f32: func(p *kernels.Problem, in [][]float32, out []float32) {
+				Softmax(rp, p.Case.Shape[0], p.Case.Shape[1], in[0], out)
+			},
+			f16: func(p *kernels.Problem, in [][]uint16, out []uint16) {
+				SoftmaxHalf(rp, p.Case.Shape[0], p.Case.Shape[1], in[0], out)
+			},
+		}, nil
+	case params.RMSNorm:
+		rp := RowParams{RowsPerTask: c["ROWS"], Unroll: c["UNROLL"], Threads: c["THREADS"]}
+		return &program{
+			f32: func(p *kernels.Problem, in [][]float32, out []float32) {
+				RMSNorm(rp, p.Case.Shape[0], p.Case.Shape[1], p.Eps, in[0], in[1], out)
+			},
+			f16: func(p *kernels.Problem, in [][]uint16, out []uint16) {
+				RMSNormHalf(rp, p.Case.Shape[0], p.Case.Shape[1], p.Eps, in[0], in[1], out)
+			},
+		}, nil
+	}
+	return nil, fmt.Errorf("cpu backend has no implementation of %s", k.Name)
+}

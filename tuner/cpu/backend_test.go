@@ -1,0 +1,88 @@
+package cpu
+
+import (
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/kerntune/kerntune/kernels"
+	"github.com/kerntune/kerntune/search"
+)
+
+// Every family's default candidate and gonum baseline pass verification on
+// the odd shapes through the backend's Load/Build/Output path, for both dtypes.
+func TestBackendVerifiesEveryFamily(t *testing.T) {
+	b, err := Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := b.Info()
+	if !strings.HasPrefix(info.Key, "cpu:") || info.ComputeUnits < 1 || info.Facts["bandwidth_gbps"] <= 0 || info.LLCBytes <= 0 {
+		t.Fatalf("device info %+v", info)
+	}
+	rng := rand.New(rand.NewPCG(4, 5))
+	for _, k := range kernels.All() {
+		sp, ok := k.Space("cpu")
+		if !ok {
+			t.Fatalf("%s has no cpu space", k.Name)
+		}
+		for _, dt := range kernels.DTypes {
+			prog, err := b.Build(k, dt, search.Candidate(sp.Defaults()))
+			if err != nil {
+				t.Fatalf("%s %s: %v", k.Name, dt, err)
+			}
+			base, name, err := b.Baseline(k, dt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range k.Odd {
+				p, err := kernels.NewProblem(k, dt, c, rng)
+				if err != nil {
+					t.Fatal(err)
+				}
+				inst, err := b.Load(p, 3)
+				if err != nil {
+					t.Fatal(err)
+				}
+				out, err := prog.Output(inst)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := p.Verify(out); err != nil {
+					t.Errorf("%s %s %s: %v", k.Name, dt, c, err)
+				}
+				if base != nil {
+					out, err := base.Output(inst)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if err := p.Verify(out); err != nil {
+						t.Errorf("baseline %s for %s %s %s: %v", name, k.Name, dt, c, err)
+					}
+				}
+				ts, err := prog.Run(inst, 4)
+				if err != nil || len(ts) != 4 {
+					t.Fatalf("Run: %v %v", ts, err)
+				}
+				for _, x := range ts {
+					if x <= 0 {
+						t.Errorf("non-positive duration %v", x)
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestConstraintsLimitThreads(t *testing.T) {
+	b := &Backend{}
+	b.info.ComputeUnits = 2
+	k, _ := kernels.Get("softmax")
+	cons := b.Constraints(k, kernels.F32)
+	if len(cons) != 1 {
+		t.Fatalf("%d constraints", len(cons))
+	}
+	if cons[0].Check(search.Candidate{"THREADS": 4}) != nil || cons[0].Check(search.Candidate{"THREADS": 8}) == nil {
+		t.Error("THREADS must be limited to 2 × cores")
+	}
+}

@@ -1,0 +1,118 @@
+package cpu
+
+import "github.com/kerntune/kerntune/internal/half"
+
+// GemvParams are the tuning knobs of GemvNT: BN rows of W per work chunk
+// handed to a goroutine, Rows output rows computed together so that each
+// load of x serves Rows rows (1, 2 or 4), Unroll independent accumulators per
+// row along k (1, 2, 4 or 8) and Threads goroutines.
+type GemvParams struct{ BN, Rows, Unroll, Threads int }
+
+type (
+	kernGemvF32Func func(k int, x, w, y []float32)
+	kernGemvF16Func func(k int, x []float32, w []uint16, y []float32)
+)
+
+// kernGemvIndex maps (Rows, Unroll) to a table index, rounding unsupported
+// values down to the nearest implemented one.
+func kernGemvIndex(rows, unroll int) int {
+	r := 0
+	switch {
+	case rows >= 4:
+		r = 2
+	case rows >= 2:
+		r = 1
+	}
+	u := 0
+	switch {
+	case unroll >= 8:
+		u = 3
+	case unroll >= 4:
+		u = 2
+	case unroll >= 2:
+		u = 1
+	}
+	return r*4 + u
+}
+
+var kernGemvF32Table = [12]kernGemvF32Func{
+	kernGemvF32R1U1, kernGemvF32R1U2, kernGemvF32R1U4, kernGemvF32R1U8,
+	kernGemvF32R2U1, kernGemvF32R2U2, kernGemvF32R2U4, kernGemvF32R2U8,
+	kernGemvF32R4U1, kernGemvF32R4U2, kernGemvF32R4U4, kernGemvF32R4U8,
+}
+
+var kernGemvF16Table = [12]kernGemvF16Func{
+	kernGemvF16R1U1, kernGemvF16R1U2, kernGemvF16R1U4, kernGemvF16R1U8,
+	kernGemvF16R2U1, kernGemvF16R2U2, kernGemvF16R2U4, kernGemvF16R2U8,
+	kernGemvF16R4U1, kernGemvF16R4U2, kernGemvF16R4U4, kernGemvF16R4U8,
+}
+
+// GemvNT computes y[1×n] = x[1×k] · Wᵀ (+ bias when bias != nil) with W n×k
+// row-major, i.e. y[j] = Σ_p x[p]·W[j,p] + bias[j]. Every output is one
+// contiguous dot product, so the kernel streams W once.
+func GemvNT(p GemvParams, n, k int, x, w, bias, y []float32) {
+	kernCheckDims("GemvNT", n, k)
+	kernCheckLen("GemvNT", "x", len(x), k)
+	kernCheckLen("GemvNT", "w", len(w), n*k)
+	kernCheckLen("GemvNT", "y", len(y), n)
+	if bias != nil {
+		kernCheckLen("GemvNT", "bias", len(bias), n)
+	}
+	kern := kernGemvF32Table[kernGemvIndex(p.Rows, p.Unroll)]
+	bn := max(p.BN, 1)
+	kernParallel(p.Threads, (n+bn-1)/bn, func(_, t int) {
+		lo, hi := t*bn, min((t+1)*bn, n)
+		yc := y[lo:hi]
+		kern(k, x, w[lo*k:hi*k], yc)
+		if bias != nil {
+			for i, b := range bias[lo:hi] {
+				yc[i] += b
+			}
+		}
+	})
+}
+
+// kernGemvChunk bounds the f32 scratch a half GEMV chunk is computed into
+// before rounding, so that any BN works with fixed per-goroutine scratch.
+const kernGemvChunk = 256
+
+// GemvNTHalf is GemvNT with binary16 x, W, bias and y and f32 accumulation.
+// x is widened once per call; W is widened through the lookup table as it is
+// streamed, so the kernel reads half the bytes of the f32 one.
+func GemvNTHalf(p GemvParams, n, k int, x, w, bias, y []uint16) {
+	kernCheckDims("GemvNTHalf", n, k)
+	kernCheckLen("GemvNTHalf", "x", len(x), k)
+	kernCheckLen("GemvNTHalf", "w", len(w), n*k)
+	kernCheckLen("GemvNTHalf", "y", len(y), n)
+	if bias != nil {
+		kernCheckLen("GemvNTHalf", "bias", len(bias), n)
+	}
+	kern := kernGemvF16Table[kernGemvIndex(p.Rows, p.Unroll)]
+	bn := max(p.BN, 1)
+	tasks := (n + bn - 1) / bn
+	workers := kernWorkers(p.Threads, tasks)
+	sp := kernGetF32(k + workers*kernGemvChunk)
+	defer kernPutF32(sp)
+	xs, scratch := (*sp)[:k], (*sp)[k:]
+	kernHalfToF32(xs, x[:k])
+	lut := kernHalfLUT
+	kernParallel(p.Threads, tasks, func(wk, t int) {
+		tmp := scratch[wk*kernGemvChunk : (wk+1)*kernGemvChunk]
+		lo, hi := t*bn, min((t+1)*bn, n)
+		for s := lo; s < hi; s += kernGemvChunk {
+			e := min(s+kernGemvChunk, hi)
+			yc := tmp[:e-s]
+			kern(k, xs, w[s*k:e*k], yc)
+			out := y[s:e]
+			if bias != nil {
+				for i, b := range bias[s:e] {
+					out[i] = half.FromFloat32(yc[i] + lut[b])
+				}
+			} else {
+				for i, v := range yc {
+					out[i] = half.FromFloat32(v)
+				}
+			}
+		}
+	})
+}

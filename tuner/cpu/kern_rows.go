@@ -1,0 +1,206 @@
+package cpu
+
+import (
+	"github.com/kerntune/kerntune/internal/half"
+
+	"math"
+)
+
+// RowParams are the tuning knobs of the row-wise kernels: RowsPerTask rows
+// per work chunk handed to a goroutine, Unroll independent accumulators along
+// a row (1, 2, 4 or 8) and Threads goroutines.
+type RowParams struct{ RowsPerTask, Unroll, Threads int }
+
+type kernRowFuncs struct {
+	max    func(x []float32) float32
+	expSum func(x, y []float32, m float32) float32
+	sumSq  func(x []float32) float32
+}
+
+// kernRowTable holds the row reductions for Unroll 1, 2, 4, 8.
+var kernRowTable = [4]kernRowFuncs{
+	{kernRowMaxU1, kernExpSumU1, kernSumSqU1},
+	{kernRowMaxU2, kernExpSumU2, kernSumSqU2},
+	{kernRowMaxU4, kernExpSumU4, kernSumSqU4},
+	{kernRowMaxU8, kernExpSumU8, kernSumSqU8},
+}
+
+// kernRowKernels rounds Unroll down to an implemented value.
+func kernRowKernels(unroll int) *kernRowFuncs {
+	switch {
+	case unroll >= 8:
+		return &kernRowTable[3]
+	case unroll >= 4:
+		return &kernRowTable[2]
+	case unroll >= 2:
+		return &kernRowTable[1]
+	}
+	return &kernRowTable[0]
+}
+
+// kernExpf is a float32 exp with about 1 ulp error: float64 math.Exp costs
+// two conversions and a slower evaluation per element. Results below the
+// float32 normal range flush to 0.
+func kernExpf(x float32) float32 {
+	switch {
+	case x != x:
+		return x
+	case x <= kernExpLo:
+		return 0
+	case x > 88.72283:
+		return float32(math.Inf(1))
+	case x > 88:
+		e := kernExpCore(x * 0.5) // x/2 is exact; 2ⁿ for n = 128 is not a float32
+		return e * e
+	}
+	return kernExpCore(x)
+}
+
+// kernExpLo is the smallest argument whose exp is still a normal float32.
+const kernExpLo = -87.33654
+
+// kernExpTab holds the bits of 2^(j/64), j = 0..63.
+var kernExpTab = func() (t [64]uint32) {
+	for j := range t {
+		t[j] = math.Float32bits(float32(math.Exp2(float64(j) / 64)))
+	}
+	return t
+}()
+
+// kernExpCore is exp(x) for kernExpLo < x ≤ 88, small enough to be inlined
+// into the softmax loops (the callers do the range checks). With
+// N = round(x·64/ln2) = 64e + j, exp(x) = 2^e · 2^(j/64) · exp(r) where
+// |r| ≤ ln2/128, so a cubic is accurate to ~4e-11 and the error (≤ 2e-7
+// relative) comes from the float32 table and the final roundings. That is
+// about half the arithmetic of a degree-6 polynomial on |r| ≤ ln2/2.
+func kernExpCore(x float32) float32 {
+	// Round to nearest with the 1.5·2²³ trick: the low mantissa bits of the
+	// sum are N, and no float→int→float round trip is needed.
+	const magic = 12582912
+	n := x*(64*1.44269504088896341) + magic
+	ni := math.Float32bits(n) - 0x4b400000
+	n -= magic
+	// Cody–Waite: ln2/64 split so that n·(0.693359375/64) is exact.
+	r := x - n*(0.693359375/64) + n*(2.12194440e-4/64)
+	p := ((0.16666667*r+0.5)*r+1)*r + 1
+	// Adding e to the exponent field of 2^(j/64) ∈ [1, 2) scales it by 2^e.
+	return p * math.Float32frombits(kernExpTab[ni&63]+(ni>>6)<<23)
+}
+
+// Softmax computes the numerically stable row-wise softmax of x[rows×cols]
+// into y: y[r,c] = exp(x[r,c]-max_r) / Σ_c exp(x[r,c]-max_r).
+func Softmax(p RowParams, rows, cols int, x, y []float32) {
+	kernCheckDims("Softmax", rows, cols)
+	kernCheckLen("Softmax", "x", len(x), rows*cols)
+	kernCheckLen("Softmax", "y", len(y), rows*cols)
+	if cols == 0 {
+		return
+	}
+	kf := kernRowKernels(p.Unroll)
+	rpt := max(p.RowsPerTask, 1)
+	kernParallel(p.Threads, (rows+rpt-1)/rpt, func(_, t int) {
+		for r := t * rpt; r < min((t+1)*rpt, rows); r++ {
+			xr := x[r*cols : r*cols+cols]
+			yr := y[r*cols : r*cols+cols]
+			m := kf.max(xr)
+			inv := 1 / kf.expSum(xr, yr, m)
+			for i := range yr {
+				yr[i] *= inv
+			}
+		}
+	})
+}
+
+// SoftmaxHalf is Softmax with binary16 input and output; each row is widened
+// into per-goroutine f32 scratch so the reductions run at f32 speed and the
+// exponentials are rounded only once.
+func SoftmaxHalf(p RowParams, rows, cols int, x, y []uint16) {
+	kernCheckDims("SoftmaxHalf", rows, cols)
+	kernCheckLen("SoftmaxHalf", "x", len(x), rows*cols)
+	kernCheckLen("SoftmaxHalf", "y", len(y), rows*cols)
+	if cols == 0 {
+		return
+	}
+	kf := kernRowKernels(p.Unroll)
+	rpt := max(p.RowsPerTask, 1)
+	tasks := (rows + rpt - 1) / rpt
+	sp := kernGetF32(kernWorkers(p.Threads, tasks) * cols)
+	defer kernPutF32(sp)
+	scratch := *sp
+	kernParallel(p.Threads, tasks, func(w, t int) {
+		buf := scratch[w*cols : w*cols+cols]
+		for r := t * rpt; r < min((t+1)*rpt, rows); r++ {
+			kernHalfToF32(buf, x[r*cols:r*cols+cols])
+			m := kf.max(buf)
+			inv := 1 / kf.expSum(buf, buf, m)
+			yr := y[r*cols : r*cols+cols]
+			yr = yr[:len(buf)]
+			for i, v := range buf {
+				yr[i] = half.FromFloat32(v * inv)
+			}
+		}
+	})
+}
+
+// kernRMSScale returns 1/sqrt(ss/cols + eps).
+func kernRMSScale(ss float32, cols int, eps float32) float32 {
+	return 1 / float32(math.Sqrt(float64(ss/float32(cols)+eps)))
+}
+
+// RMSNorm computes y[r,c] = x[r,c] / sqrt(mean_c(x[r,:]²) + eps) · w[c].
+func RMSNorm(p RowParams, rows, cols int, eps float32, x, w, y []float32) {
+	kernCheckDims("RMSNorm", rows, cols)
+	kernCheckLen("RMSNorm", "x", len(x), rows*cols)
+	kernCheckLen("RMSNorm", "w", len(w), cols)
+	kernCheckLen("RMSNorm", "y", len(y), rows*cols)
+	if cols == 0 {
+		return
+	}
+	kf := kernRowKernels(p.Unroll)
+	rpt := max(p.RowsPerTask, 1)
+	w = w[:cols]
+	kernParallel(p.Threads, (rows+rpt-1)/rpt, func(_, t int) {
+		for r := t * rpt; r < min((t+1)*rpt, rows); r++ {
+			xr := x[r*cols : r*cols+cols]
+			yr := y[r*cols : r*cols+cols]
+			s := kernRMSScale(kf.sumSq(xr), cols, eps)
+			yr = yr[:len(xr)]
+			wr := w[:len(xr)]
+			for i, v := range xr {
+				yr[i] = v * s * wr[i]
+			}
+		}
+	})
+}
+
+// RMSNormHalf is RMSNorm with binary16 x, w and y; w is widened once per
+// call and each row once into per-goroutine scratch.
+func RMSNormHalf(p RowParams, rows, cols int, eps float32, x, w, y []uint16) {
+	kernCheckDims("RMSNormHalf", rows, cols)
+	kernCheckLen("RMSNormHalf", "x", len(x), rows*cols)
+	kernCheckLen("RMSNormHalf", "w", len(w), cols)
+	kernCheckLen("RMSNormHalf", "y", len(y), rows*cols)
+	if cols == 0 {
+		return
+	}
+	kf := kernRowKernels(p.Unroll)
+	rpt := max(p.RowsPerTask, 1)
+	tasks := (rows + rpt - 1) / rpt
+	sp := kernGetF32((kernWorkers(p.Threads, tasks) + 1) * cols)
+	defer kernPutF32(sp)
+	wf, scratch := (*sp)[:cols], (*sp)[cols:]
+	kernHalfToF32(wf, w)
+	kernParallel(p.Threads, tasks, func(wk, t int) {
+		buf := scratch[wk*cols : wk*cols+cols]
+		for r := t * rpt; r < min((t+1)*rpt, rows); r++ {
+			kernHalfToF32(buf, x[r*cols:r*cols+cols])
+			s := kernRMSScale(kf.sumSq(buf), cols, eps)
+			wr := wf[:len(buf)]
+			yr := y[r*cols : r*cols+cols]
+			yr = yr[:len(buf)]
+			for i, v := range buf {
+				yr[i] = half.FromFloat32(v * s * wr[i])
+			}
+		}
+	})
+}

@@ -1,0 +1,5 @@
+//go:build !darwin
+
+package cpu
+
+func sysctlModel() string { return "" }
