@@ -284,7 +284,7 @@ search:
 			}
 		}
 	}
-	if len(defTot) == len(bestTot) && stats.Median(defTot) < stats.Median(bestTot) {
+	if best.Key() != def.Key() && len(defTot) == len(bestTot) && stats.Median(defTot) < stats.Median(bestTot) {
 		// On the final, longer comparison the default won: record it.
 		fmt.Fprintf(t.cfg.Log, "  %s %s: the default beat %s in the final timing; keeping the default\n", task.Kernel.Name, task.Key(), best.Key())
 		best, bestTot, bestPer = def, defTot, defPer

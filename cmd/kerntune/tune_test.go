@@ -2,14 +2,43 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
 	"github.com/kerntune/kerntune/params"
 )
+
+func validateSchema(t *testing.T, data []byte) error {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("..", "..", "params", "schema.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	if err := c.AddResource("schema.json", doc); err != nil {
+		t.Fatal(err)
+	}
+	sch, err := c.Compile("schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+	if err != nil {
+		return err
+	}
+	return sch.Validate(inst)
+}
 
 // runCLI runs the command in-process and returns the exit code and output.
 func runCLI(t *testing.T, args ...string) (int, string) {
@@ -72,6 +101,41 @@ func TestTuneEndToEndCPU(t *testing.T) {
 			if e.Default == nil || e.Default.MedianUS <= 0 {
 				t.Errorf("default not measured: %+v", e.Default)
 			}
+		}
+	}
+	// The written file validates against the published schema.
+	raw, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := validateSchema(t, raw); err != nil {
+		t.Errorf("the tuner wrote a file that params/schema.json rejects: %v", err)
+	}
+	// kerntune get and the Go API resolve the tuned entry identically.
+	code, log = runCLI(t, "get", "--kernel", "gemv_nt", "--shape", "1x96x200", "--dtype", "f16", "--params", out, "--json")
+	if code != 0 {
+		t.Fatalf("get exited %d: %s", code, log)
+	}
+	var got struct {
+		Params map[string]params.Value `json:"params"`
+	}
+	if err := json.Unmarshal([]byte(log), &got); err != nil {
+		t.Fatalf("get --json: %v\n%s", err, log)
+	}
+	l, err := params.Load(out, params.Options{Lookup: func(string) (string, bool) { return "", false }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := l.Resolve("gemv_nt", "f16", []int{1, 96, 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Params) != len(r.Params) || len(r.Params) == 0 {
+		t.Fatalf("get gave %v, library %v", got.Params, r.Params)
+	}
+	for name, v := range r.Params {
+		if got.Params[name] != v || !strings.HasPrefix(v.Source, "file:cpu:") {
+			t.Errorf("%s: get %+v, library %+v", name, got.Params[name], v)
 		}
 	}
 	code, log = runCLI(t, "show", out)

@@ -86,3 +86,25 @@ func TestConstraintsLimitThreads(t *testing.T) {
 		t.Error("THREADS must be limited to 2 × cores")
 	}
 }
+
+// A single float32 accumulator over a 151936-word row misses the f32
+// tolerance; the blocked sum keeps every UNROLL within it.
+func TestRMSNormLongRowAccuracy(t *testing.T) {
+	b, _ := Open()
+	k, _ := kernels.Get("rmsnorm")
+	p, err := kernels.NewProblem(k, kernels.F32, kernels.Case{Shape: []int{2, 151936}}, rand.New(rand.NewPCG(1, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst, _ := b.Load(p, 1)
+	for _, u := range []int{1, 2, 4, 8} {
+		prog, _ := b.Build(k, kernels.F32, search.Candidate{"ROWS": 1, "UNROLL": u, "THREADS": 2})
+		out, err := prog.Output(inst)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Verify(out); err != nil {
+			t.Errorf("UNROLL=%d: %v", u, err)
+		}
+	}
+}

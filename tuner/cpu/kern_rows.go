@@ -142,6 +142,18 @@ func SoftmaxHalf(p RowParams, rows, cols int, x, y []uint16) {
 	})
 }
 
+// kernSumSqBlocked adds float32 sums of squares of 1024-element blocks in
+// float64, so a long row (a 151936-word vocabulary) keeps the accuracy of a
+// 1024-term sum; one float32 accumulator over the row misses the f32 tolerance.
+func kernSumSqBlocked(sumSq func([]float32) float32, x []float32) float32 {
+	var t float64
+	for len(x) > 1024 {
+		t += float64(sumSq(x[:1024]))
+		x = x[1024:]
+	}
+	return float32(t + float64(sumSq(x)))
+}
+
 // kernRMSScale returns 1/sqrt(ss/cols + eps).
 func kernRMSScale(ss float32, cols int, eps float32) float32 {
 	return 1 / float32(math.Sqrt(float64(ss/float32(cols)+eps)))
@@ -163,7 +175,7 @@ func RMSNorm(p RowParams, rows, cols int, eps float32, x, w, y []float32) {
 		for r := t * rpt; r < min((t+1)*rpt, rows); r++ {
 			xr := x[r*cols : r*cols+cols]
 			yr := y[r*cols : r*cols+cols]
-			s := kernRMSScale(kf.sumSq(xr), cols, eps)
+			s := kernRMSScale(kernSumSqBlocked(kf.sumSq, xr), cols, eps)
 			yr = yr[:len(xr)]
 			wr := w[:len(xr)]
 			for i, v := range xr {
@@ -194,7 +206,7 @@ func RMSNormHalf(p RowParams, rows, cols int, eps float32, x, w, y []uint16) {
 		buf := scratch[wk*cols : wk*cols+cols]
 		for r := t * rpt; r < min((t+1)*rpt, rows); r++ {
 			kernHalfToF32(buf, x[r*cols:r*cols+cols])
-			s := kernRMSScale(kf.sumSq(buf), cols, eps)
+			s := kernRMSScale(kernSumSqBlocked(kf.sumSq, buf), cols, eps)
 			wr := wf[:len(buf)]
 			yr := y[r*cols : r*cols+cols]
 			yr = yr[:len(buf)]
