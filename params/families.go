@@ -240,6 +240,67 @@ func cpuRowSpace() *Space {
 	}}
 }
 
+// GPU spaces are shared by every GPU backend (CUDA, Metal, OpenCL): one
+// kernel body per family is compiled for each, with these as #defines.
+
+func gpuGemmSpace() *Space {
+	return &Space{
+		Params: []Param{
+			{Name: "BM", Values: []int{16, 32, 64, 128}, Default: 16, Doc: "output rows per threadgroup tile"},
+			{Name: "BN", Values: []int{16, 32, 64, 128}, Default: 16, Doc: "output columns per threadgroup tile"},
+			{Name: "BK", Values: []int{8, 16, 32}, Default: 16, Doc: "depth of a tile staged in threadgroup memory"},
+			{Name: "TM", Values: []int{1, 2, 4, 8}, Default: 1, Doc: "output rows per thread"},
+			{Name: "TN", Values: []int{1, 2, 4, 8}, Default: 1, Doc: "output columns per thread"},
+			{Name: "PAD", Values: []int{0, 1, 4}, Default: 0, Doc: "padding of threadgroup tiles against bank conflicts"},
+		},
+		Check: func(_ []int, p map[string]int) error {
+			if p["TM"] <= 0 || p["TN"] <= 0 || p["BM"]%p["TM"] != 0 || p["BN"]%p["TN"] != 0 {
+				return fmt.Errorf("BM=%d and BN=%d must be multiples of TM=%d and TN=%d", p["BM"], p["BN"], p["TM"], p["TN"])
+			}
+			if t := (p["BM"] / p["TM"]) * (p["BN"] / p["TN"]); t < 32 || t > 1024 {
+				return fmt.Errorf("(BM/TM)·(BN/TN) = %d threads; must be 32..1024", t)
+			}
+			return nil
+		},
+	}
+}
+
+func gpuGemvSpace() *Space {
+	return &Space{
+		Params: []Param{
+			{Name: "TG", Values: []int{64, 128, 256, 512}, Default: 256, Doc: "threads per threadgroup"},
+			{Name: "TPR", Values: []int{4, 8, 16, 32, 64, 128, 256}, Default: 32, Doc: "threads per output row (a K-split)"},
+			{Name: "UNROLL", Values: []int{1, 2, 4, 8}, Default: 1, Doc: "independent accumulators per thread"},
+			{Name: "VEC", Values: []int{1, 2, 4, 8}, Default: 1, Doc: "elements per vector load"},
+		},
+		Check: func(shape []int, p map[string]int) error {
+			if p["TPR"] > p["TG"] {
+				return fmt.Errorf("TPR=%d exceeds TG=%d", p["TPR"], p["TG"])
+			}
+			if shape != nil && len(shape) == 3 && p["VEC"] > 0 && shape[2]%p["VEC"] != 0 {
+				return fmt.Errorf("VEC=%d must divide k=%d (rows are read with aligned vector loads)", p["VEC"], shape[2])
+			}
+			return nil
+		},
+	}
+}
+
+func gpuRowSpace() *Space {
+	return &Space{
+		Params: []Param{
+			{Name: "TPR", Values: []int{8, 16, 32, 64, 128, 256, 512, 1024}, Default: 256, Doc: "threads per row"},
+			{Name: "RPB", Values: []int{1, 2, 4, 8}, Default: 1, Doc: "rows per threadgroup"},
+			{Name: "UNROLL", Values: []int{1, 2, 4, 8}, Default: 1, Doc: "elements in flight per thread"},
+		},
+		Check: func(_ []int, p map[string]int) error {
+			if t := p["TPR"] * p["RPB"]; t < 32 || t > 1024 {
+				return fmt.Errorf("TPR·RPB = %d threads; must be 32..1024", t)
+			}
+			return nil
+		},
+	}
+}
+
 // Builtin returns the built-in families by name. Each call returns fresh
 // values, so a caller may change them without affecting others.
 func Builtin() map[string]*Family {
@@ -249,12 +310,12 @@ func Builtin() map[string]*Family {
 		{
 			Name: GemmAV, Doc: "C = A·V; A m×k, V k×n, C m×n, row-major",
 			Dims: []string{"m", "n", "k"}, Classes: avClasses, Classify: avClassify,
-			Spaces: map[string]*Space{"cpu": cpuGemmSpace()},
+			Spaces: map[string]*Space{"cpu": cpuGemmSpace(), "gpu": gpuGemmSpace()},
 		},
 		{
 			Name: GemmAtB, Doc: "Z = Aᵀ·B; A m×n, B m×k, Z n×k, row-major",
 			Dims: []string{"m", "n", "k"}, Classes: atbClasses, Classify: atbClassify,
-			Spaces: map[string]*Space{"cpu": cpuGemmSpace()},
+			Spaces: map[string]*Space{"cpu": cpuGemmSpace(), "gpu": gpuGemmSpace()},
 		},
 		{
 			Name: GemvNT, Doc: "y = x·Wᵀ (+ bias); x 1×k, W n×k row-major, y 1×n (LLM decode)",
@@ -266,7 +327,7 @@ func Builtin() map[string]*Family {
 				{"mid", "otherwise (2048 ≤ n ≤ 4096)"},
 			},
 			Classify: gemvClassify,
-			Spaces: map[string]*Space{"cpu": {Params: []Param{
+			Spaces: map[string]*Space{"gpu": gpuGemvSpace(), "cpu": {Params: []Param{
 				{Name: "BN", Values: []int{4, 8, 16, 32, 64, 128, 256}, Default: 32, Doc: "rows of W per work chunk"},
 				{Name: "ROWS", Values: []int{1, 2, 4}, Default: 1, Doc: "rows of W sharing each load of x"},
 				{Name: "UNROLL", Values: []int{1, 2, 4, 8}, Default: 1, Doc: "independent accumulators along k"},
@@ -276,12 +337,12 @@ func Builtin() map[string]*Family {
 		{
 			Name: Softmax, Doc: "row-wise, numerically stable softmax of rows×cols",
 			Dims: []string{"rows", "cols"}, Classes: rowClasses, Classify: rowClassifier(Softmax),
-			Spaces: map[string]*Space{"cpu": cpuRowSpace()},
+			Spaces: map[string]*Space{"cpu": cpuRowSpace(), "gpu": gpuRowSpace()},
 		},
 		{
 			Name: RMSNorm, Doc: "row-wise y = x / sqrt(mean(x²) + eps) · w over rows×cols",
 			Dims: []string{"rows", "cols"}, Classes: rowClasses, Classify: rowClassifier(RMSNorm),
-			Spaces: map[string]*Space{"cpu": cpuRowSpace()},
+			Spaces: map[string]*Space{"cpu": cpuRowSpace(), "gpu": gpuRowSpace()},
 		},
 	}
 	m := make(map[string]*Family, len(fams))

@@ -302,8 +302,8 @@ func TestGetErrors(t *testing.T) {
 			broken + `: devices["cpu:a"].kernels.gemv_nt["f32/tiny"].params.BN: 7 is not an allowed value`},
 		{"not JSON", nil, []string{"--kernel", "gemv_nt", "--shape", "1x896x896", "--params", notJSON}, notJSON + ": not valid JSON"},
 		{"backend of another kind", nil, []string{"--kernel", "gemv_nt", "--shape", "1x896x896", "--backend", "cuda"}, `Options.Backend is "cuda" but device "cpu:a"`},
-		{"no space for the backend", nil, []string{"--kernel", "gemv_nt", "--shape", "1x896x896", "--device", "cuda:x", "--backend", "cuda"},
-			"gemv_nt has no parameters for gpu backends"},
+		{"no space for the backend", nil, []string{"--kernel", "gemv_nt", "--shape", "1x896x896", "--device", "tpu:x", "--backend", "tpu"},
+			"gemv_nt has no parameters for tpu backends"},
 		{"unknown flag", nil, []string{"--kernel", "gemv_nt", "--shape", "1x896x896", "--bogus"}, "unknown flag: --bogus"},
 		{"extra argument", nil, []string{"gemv_nt"}, `unknown command "gemv_nt" for "kerntune get"`},
 	}
