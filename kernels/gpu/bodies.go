@@ -1,0 +1,276 @@
+package gpu
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/kerntune/kerntune/kernels"
+)
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+// gemmSource is shared by gemm_av and gemm_at_b: C[M×N] = A'·B[K×N] where
+// A' is A[M×K] (A_TRANS 0) or the transpose of A[K×M] (A_TRANS 1). Each
+// threadgroup computes a BM×BN tile, staging BK-deep slices of both operands
+// in threadgroup memory (zero-padded at the edges); each thread accumulates a
+// TM×TN block in registers.
+const gemmSource = `
+  const int tr = LID / (BN / TN), tc = LID % (BN / TN);
+  const int row0 = GROUP_Y * BM, col0 = GROUP_X * BN;
+  SHARED(float, As, BK * (BM + PAD));
+  SHARED(float, Bs, BK * (BN + PAD));
+  float acc[TM][TN];
+  UNROLL_LOOP
+  for (int i = 0; i < TM; ++i) {
+    UNROLL_LOOP
+    for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;
+  }
+  for (int p0 = 0; p0 < K; p0 += BK) {
+    for (int e = LID; e < BM * BK; e += NTHREADS) {
+#if A_TRANS
+      const int p = e / BM, i = e % BM;
+      const int gi = row0 + i, gp = p0 + p;
+      As[p * (BM + PAD) + i] = (gi < M && gp < K) ? LOAD(A, gp * M + gi) : 0.0f;
+#else
+      const int i = e / BK, p = e % BK;
+      const int gi = row0 + i, gp = p0 + p;
+      As[p * (BM + PAD) + i] = (gi < M && gp < K) ? LOAD(A, gi * K + gp) : 0.0f;
+#endif
+    }
+    for (int e = LID; e < BK * BN; e += NTHREADS) {
+      const int p = e / BN, j = e % BN;
+      const int gp = p0 + p, gj = col0 + j;
+      Bs[p * (BN + PAD) + j] = (gp < K && gj < N) ? LOAD(B, gp * N + gj) : 0.0f;
+    }
+    BARRIER();
+    UNROLL_LOOP
+    for (int p = 0; p < BK; ++p) {
+      float a[TM], b[TN];
+      UNROLL_LOOP
+      for (int i = 0; i < TM; ++i) a[i] = As[p * (BM + PAD) + tr * TM + i];
+      UNROLL_LOOP
+      for (int j = 0; j < TN; ++j) b[j] = Bs[p * (BN + PAD) + tc * TN + j];
+      UNROLL_LOOP
+      for (int i = 0; i < TM; ++i) {
+        UNROLL_LOOP
+        for (int j = 0; j < TN; ++j) acc[i][j] = FMA(a[i], b[j], acc[i][j]);
+      }
+    }
+    BARRIER();
+  }
+  UNROLL_LOOP
+  for (int i = 0; i < TM; ++i) {
+    const int gi = row0 + tr * TM + i;
+    UNROLL_LOOP
+    for (int j = 0; j < TN; ++j) {
+      const int gj = col0 + tc * TN + j;
+      if (gi < M && gj < N) STORE(C, gi * N + gj, acc[i][j]);
+    }
+  }`
+
+// gemvSource: y = x·Wᵀ (+ bias). Segments of TPR threads each own one row
+// of W and split k between them (VEC-wide aligned loads, UNROLL independent
+// accumulators), then reduce across the segment.
+const gemvSource = `
+  const int seg = LID / TPR, sl = LID % TPR;
+  const int row = GROUP_X * (NTHREADS / TPR) + seg;
+  SHARED(float, red, NTHREADS);
+  float acc[UNROLL];
+  UNROLL_LOOP
+  for (int u = 0; u < UNROLL; ++u) acc[u] = 0.0f;
+  if (row < n) {
+    const int base = row * k;
+    const int step = TPR * VEC;
+    int c = sl * VEC;
+    for (; c + (UNROLL - 1) * step + VEC <= k; c += UNROLL * step) {
+      UNROLL_LOOP
+      for (int u = 0; u < UNROLL; ++u) {
+        float w[VEC], xv[VEC];
+        LOADV(W, base + c + u * step, w);
+        LOADV(x, c + u * step, xv);
+        UNROLL_LOOP
+        for (int v = 0; v < VEC; ++v) acc[u] = FMA(w[v], xv[v], acc[u]);
+      }
+    }
+    for (; c < k; c += step) {
+      float w[VEC], xv[VEC];
+      LOADV(W, base + c, w);
+      LOADV(x, c, xv);
+      UNROLL_LOOP
+      for (int v = 0; v < VEC; ++v) acc[0] = FMA(w[v], xv[v], acc[0]);
+    }
+  }
+  float s = 0.0f;
+  UNROLL_LOOP
+  for (int u = 0; u < UNROLL; ++u) s += acc[u];
+  s = SEG_SUM(s, TPR, red);
+  if (row < n && sl == 0) {
+    if (has_bias != 0) s += LOAD(bias, row);
+    STORE(y, row, s);
+  }`
+
+// softmaxSource: one segment of TPR threads per row, RPB rows per
+// threadgroup; an online max/sum pass (UNROLL loads in flight), a reduction of
+// (max, sum) across the segment, then a pass that writes exp(x − max) / sum.
+const softmaxSource = `
+  const int seg = LID / TPR, sl = LID % TPR;
+  const int row = GROUP_X * RPB + seg;
+  const bool live = row < rows;
+  const int base = live ? row * cols : 0;
+  SHARED(float, red, NTHREADS);
+  float m = NEG_BIG, s = 0.0f;
+  if (live) {
+    int c = sl;
+    for (; c + (UNROLL - 1) * TPR < cols; c += UNROLL * TPR) {
+      float v[UNROLL];
+      UNROLL_LOOP
+      for (int u = 0; u < UNROLL; ++u) v[u] = LOAD(x, base + c + u * TPR);
+      float lm = v[0];
+      UNROLL_LOOP
+      for (int u = 1; u < UNROLL; ++u) lm = FMAX(lm, v[u]);
+      const float nm = FMAX(m, lm);
+      s *= EXP(m - nm);
+      UNROLL_LOOP
+      for (int u = 0; u < UNROLL; ++u) s += EXP(v[u] - nm);
+      m = nm;
+    }
+    for (; c < cols; c += TPR) {
+      const float v = LOAD(x, base + c);
+      const float nm = FMAX(m, v);
+      s = s * EXP(m - nm) + EXP(v - nm);
+      m = nm;
+    }
+  }
+  const float mx = SEG_MAX(m, TPR, red);
+  s *= EXP(m - mx);
+  const float sum = SEG_SUM(s, TPR, red);
+  if (live) {
+    const float inv = 1.0f / sum;
+    for (int c = sl; c < cols; c += TPR) STORE(y, base + c, EXP(LOAD(x, base + c) - mx) * inv);
+  }`
+
+// rmsnormSource: one segment of TPR threads per row; sum of squares with
+// UNROLL accumulators, a segment reduction, then the scaled write.
+const rmsnormSource = `
+  const int seg = LID / TPR, sl = LID % TPR;
+  const int row = GROUP_X * RPB + seg;
+  const bool live = row < rows;
+  const int base = live ? row * cols : 0;
+  SHARED(float, red, NTHREADS);
+  float acc[UNROLL];
+  UNROLL_LOOP
+  for (int u = 0; u < UNROLL; ++u) acc[u] = 0.0f;
+  if (live) {
+    int c = sl;
+    for (; c + (UNROLL - 1) * TPR < cols; c += UNROLL * TPR) {
+      UNROLL_LOOP
+      for (int u = 0; u < UNROLL; ++u) {
+        const float v = LOAD(x, base + c + u * TPR);
+        acc[u] = FMA(v, v, acc[u]);
+      }
+    }
+    for (; c < cols; c += TPR) {
+      const float v = LOAD(x, base + c);
+      acc[0] = FMA(v, v, acc[0]);
+    }
+  }
+  float ss = 0.0f;
+  UNROLL_LOOP
+  for (int u = 0; u < UNROLL; ++u) ss += acc[u];
+  ss = SEG_SUM(ss, TPR, red);
+  if (live) {
+    const float inv = RSQRT(ss / (float)cols + eps);
+    for (int c = sl; c < cols; c += TPR) STORE(y, base + c, LOAD(x, base + c) * inv * LOAD(w, c));
+  }`
+
+func gemmBody(family, fn string, trans int) *Body {
+	return &Body{
+		Family: family, Func: fn,
+		Args:   []Arg{{"A", In}, {"B", In}, {"C", Out}, {"M", Int}, {"N", Int}, {"K", Int}},
+		Source: gemmSource,
+		Defines: func(p map[string]int) map[string]int {
+			return map[string]int{"NTHREADS": (p["BM"] / p["TM"]) * (p["BN"] / p["TN"]), "A_TRANS": trans}
+		},
+		SharedBytes: func(p map[string]int) int { return 4 * p["BK"] * (p["BM"] + p["BN"] + 2*p["PAD"]) },
+		Geometry: func(shape []int, p map[string]int) Launch {
+			m, n := gemmMN(shape, trans)
+			return Launch{Grid: [2]int{ceilDiv(n, p["BN"]), ceilDiv(m, p["BM"])}, Threads: (p["BM"] / p["TM"]) * (p["BN"] / p["TN"])}
+		},
+		Scalars: func(c kernels.Case, _ float32) []any {
+			m, n := gemmMN(c.Shape, trans)
+			k := c.Shape[2]
+			if trans == 1 {
+				k = c.Shape[0]
+			}
+			return []any{int32(m), int32(n), int32(k)}
+		},
+	}
+}
+
+// gemmMN maps a family shape to the output's rows and columns: gemm_av's C
+// is m×n; gemm_at_b's Z is n×k (reduction over m).
+func gemmMN(shape []int, trans int) (int, int) {
+	if trans == 1 {
+		return shape[1], shape[2]
+	}
+	return shape[0], shape[1]
+}
+
+func rowBody(family, fn, src string, args []Arg, scalars func(c kernels.Case, eps float32) []any) *Body {
+	return &Body{
+		Family: family, Func: fn, Args: args, Source: src,
+		Defines:     func(p map[string]int) map[string]int { return map[string]int{"NTHREADS": p["TPR"] * p["RPB"]} },
+		SharedBytes: func(p map[string]int) int { return 4 * p["TPR"] * p["RPB"] },
+		Geometry: func(shape []int, p map[string]int) Launch {
+			return Launch{Grid: [2]int{ceilDiv(shape[0], p["RPB"]), 1}, Threads: p["TPR"] * p["RPB"]}
+		},
+		Scalars: scalars,
+	}
+}
+
+var bodies = map[string]*Body{
+	"gemm_av":   gemmBody("gemm_av", "kt_gemm_av", 0),
+	"gemm_at_b": gemmBody("gemm_at_b", "kt_gemm_at_b", 1),
+	"gemv_nt": {
+		Family: "gemv_nt", Func: "kt_gemv_nt",
+		Args:        []Arg{{"x", In}, {"W", In}, {"bias", In}, {"y", Out}, {"n", Int}, {"k", Int}, {"has_bias", Int}},
+		Source:      gemvSource,
+		Defines:     func(p map[string]int) map[string]int { return map[string]int{"NTHREADS": p["TG"]} },
+		SharedBytes: func(p map[string]int) int { return 4 * p["TG"] },
+		Geometry: func(shape []int, p map[string]int) Launch {
+			return Launch{Grid: [2]int{ceilDiv(shape[1], p["TG"]/p["TPR"]), 1}, Threads: p["TG"]}
+		},
+		Scalars: func(c kernels.Case, _ float32) []any {
+			hb := int32(0)
+			if c.Bias {
+				hb = 1
+			}
+			return []any{int32(c.Shape[1]), int32(c.Shape[2]), hb}
+		},
+	},
+	"softmax": rowBody("softmax", "kt_softmax", softmaxSource,
+		[]Arg{{"x", In}, {"y", Out}, {"rows", Int}, {"cols", Int}},
+		func(c kernels.Case, _ float32) []any { return []any{int32(c.Shape[0]), int32(c.Shape[1])} }),
+	"rmsnorm": rowBody("rmsnorm", "kt_rmsnorm", rmsnormSource,
+		[]Arg{{"x", In}, {"w", In}, {"y", Out}, {"rows", Int}, {"cols", Int}, {"eps", Float}},
+		func(c kernels.Case, eps float32) []any { return []any{int32(c.Shape[0]), int32(c.Shape[1]), eps} }),
+}
+
+// Get returns the body of a family.
+func Get(family string) (*Body, error) {
+	b, ok := bodies[family]
+	if !ok {
+		return nil, fmt.Errorf("no GPU kernel body for %q", family)
+	}
+	return b, nil
+}
+
+// Families lists the families that have a body.
+func Families() []string {
+	var names []string
+	for n := range bodies {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}

@@ -1,0 +1,179 @@
+// Package gpu holds the GPU kernel bodies of every family, written once in a
+// small dialect, and generates from each body the CUDA C++, Metal Shading
+// Language and OpenCL C source of one candidate: a per-API prelude, the
+// tuning parameters as #defines, and a signature generated from the body's
+// argument list, as MLX's fast.metal_kernel does for a body-only source.
+//
+// # The dialect
+//
+// A body is the statements of a kernel function. It names its arguments as
+// declared in Body.Args and may use, besides C:
+//
+//	T                       the element type of the T buffers (float or half storage)
+//	LOAD(p, i)              element i of a T buffer as a float
+//	STORE(p, i, v)          store float v into element i of a T buffer
+//	LOADV(p, i, dst)        VEC consecutive elements from i (aligned) into float dst[VEC]
+//	LID                     the thread's index in its threadgroup (1-D threadgroups)
+//	GROUP_X, GROUP_Y        the threadgroup's position in the grid
+//	NTHREADS                threads per threadgroup (a compile-time constant)
+//	SHARED(type, name, n)   declare threadgroup memory
+//	BARRIER()               threadgroup barrier for threadgroup memory
+//	SEG_SUM(v, W, scratch)  sum of v over aligned segments of W threads (W a power of
+//	SEG_MAX(v, W, scratch)  two ≤ NTHREADS); every thread of the group must call it;
+//	                        scratch is a SHARED float array of NTHREADS elements
+//	EXP, RSQRT, FMAX, FMA   float math
+//	NEG_BIG                 a float below any input (−3e38)
+//	UNROLL_LOOP             ask the compiler to unroll the next loop
+//
+// Every tuning parameter NAME of the candidate is #defined to its value.
+package gpu
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/kerntune/kerntune/kernels"
+)
+
+// API is a GPU programming interface a source is generated for.
+type API string
+
+// The APIs kerntune generates kernels for.
+const (
+	CUDA   API = "cuda"
+	Metal  API = "metal"
+	OpenCL API = "opencl"
+)
+
+// APIs lists every API.
+var APIs = []API{CUDA, Metal, OpenCL}
+
+// ArgKind is the kind of a kernel argument.
+type ArgKind int
+
+// Argument kinds: T buffers read or written, and scalars.
+const (
+	In ArgKind = iota
+	Out
+	Int
+	Float
+)
+
+// Arg is one kernel argument.
+type Arg struct {
+	Name string
+	Kind ArgKind
+}
+
+// Launch is the geometry of one dispatch.
+type Launch struct {
+	Grid    [2]int // threadgroups in x and y
+	Threads int    // threads per threadgroup (x only)
+}
+
+// Body is one family's kernel.
+type Body struct {
+	Family string
+	// Func is the generated kernel function's name.
+	Func string
+	Args []Arg
+	// Source is the body in the dialect.
+	Source string
+	// Defines adds derived constants (e.g. NTHREADS) from the candidate's parameters.
+	Defines func(p map[string]int) map[string]int
+	// SharedBytes is the threadgroup memory the body declares for a candidate.
+	SharedBytes func(p map[string]int) int
+	// Geometry computes the launch for a shape.
+	Geometry func(shape []int, p map[string]int) Launch
+	// Scalars computes the scalar arguments (Int and Float args, in order) for a case.
+	Scalars func(c kernels.Case, eps float32) []any
+}
+
+// Threads is the threadgroup size of a candidate.
+func (b *Body) Threads(p map[string]int) int { return b.Defines(p)["NTHREADS"] }
+
+// Source generates the complete source of one candidate for an API and dtype.
+func (b *Body) SourceFor(api API, dt kernels.DType, p map[string]int) (string, error) {
+	defs := map[string]int{}
+	for k, v := range p {
+		defs[k] = v
+	}
+	for k, v := range b.Defines(p) {
+		defs[k] = v
+	}
+	if _, ok := defs["VEC"]; !ok {
+		defs["VEC"] = 1
+	}
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "// kerntune %s kernel %s (%s, %s)\n", api, b.Func, b.Family, dt)
+	names := make([]string, 0, len(defs))
+	for k := range defs {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		fmt.Fprintf(&sb, "#define %s %d\n", k, defs[k])
+	}
+	pre, err := prelude(api, dt, defs["VEC"])
+	if err != nil {
+		return "", err
+	}
+	sb.WriteString(pre)
+	sb.WriteString(b.signature(api))
+	sb.WriteString(" {\n")
+	sb.WriteString(b.Source)
+	sb.WriteString("\n}\n")
+	return sb.String(), nil
+}
+
+func (b *Body) signature(api API) string {
+	var args []string
+	buf := 0
+	for _, a := range b.Args {
+		switch api {
+		case CUDA:
+			switch a.Kind {
+			case In:
+				args = append(args, "const T* __restrict__ "+a.Name)
+			case Out:
+				args = append(args, "T* __restrict__ "+a.Name)
+			case Int:
+				args = append(args, "const int "+a.Name)
+			case Float:
+				args = append(args, "const float "+a.Name)
+			}
+		case Metal:
+			switch a.Kind {
+			case In:
+				args = append(args, fmt.Sprintf("device const T* %s [[buffer(%d)]]", a.Name, buf))
+			case Out:
+				args = append(args, fmt.Sprintf("device T* %s [[buffer(%d)]]", a.Name, buf))
+			case Int:
+				args = append(args, fmt.Sprintf("constant int& %s [[buffer(%d)]]", a.Name, buf))
+			case Float:
+				args = append(args, fmt.Sprintf("constant float& %s [[buffer(%d)]]", a.Name, buf))
+			}
+			buf++
+		case OpenCL:
+			switch a.Kind {
+			case In:
+				args = append(args, "__global const T* restrict "+a.Name)
+			case Out:
+				args = append(args, "__global T* restrict "+a.Name)
+			case Int:
+				args = append(args, "const int "+a.Name)
+			case Float:
+				args = append(args, "const float "+a.Name)
+			}
+		}
+	}
+	switch api {
+	case CUDA:
+		return fmt.Sprintf("extern \"C\" __global__ void __launch_bounds__(NTHREADS) %s(%s)", b.Func, strings.Join(args, ", "))
+	case Metal:
+		args = append(args, "uint3 kt_tid [[thread_position_in_threadgroup]]", "uint3 kt_gid [[threadgroup_position_in_grid]]")
+		return fmt.Sprintf("[[max_total_threads_per_threadgroup(NTHREADS)]] kernel void %s(%s)", b.Func, strings.Join(args, ", "))
+	}
+	return fmt.Sprintf("__kernel __attribute__((reqd_work_group_size(NTHREADS, 1, 1))) void %s(%s)", b.Func, strings.Join(args, ", "))
+}

@@ -1,0 +1,97 @@
+package gpu
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/kerntune/kerntune/kernels"
+	"github.com/kerntune/kerntune/search"
+)
+
+// spaceOf enumerates a family's GPU candidates without shape constraints.
+func spaceOf(t *testing.T, k *kernels.Kernel) []search.Candidate {
+	t.Helper()
+	ps, ok := k.Space("cuda")
+	if !ok {
+		t.Fatalf("%s has no gpu space", k.Name)
+	}
+	sp := &search.Space{}
+	for _, p := range ps.Params {
+		sp.Params = append(sp.Params, search.Param{Name: p.Name, Values: p.Values})
+	}
+	if ps.Check != nil {
+		sp.Constraints = append(sp.Constraints, search.Constraint{Name: "family", Check: func(c search.Candidate) error { return ps.Check(nil, c) }})
+	}
+	return sp.Enumerate()
+}
+
+// Every candidate of every family generates CUDA, MSL and OpenCL source from
+// the same body text, with every parameter defined and the signature complete.
+func TestEveryCandidateGeneratesFromOneBody(t *testing.T) {
+	total := 0
+	for _, k := range kernels.All() {
+		b, err := Get(k.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cands := spaceOf(t, k)
+		if len(cands) == 0 {
+			t.Fatalf("%s: empty GPU space", k.Name)
+		}
+		for _, c := range cands {
+			for _, dt := range kernels.DTypes {
+				for _, api := range APIs {
+					src, err := b.SourceFor(api, dt, c)
+					if err != nil {
+						t.Fatalf("%s %s %s %s: %v", k.Name, api, dt, c.Key(), err)
+					}
+					if !strings.Contains(src, b.Source) {
+						t.Fatalf("%s %s: generated source does not contain the body verbatim", k.Name, api)
+					}
+					for name, v := range c {
+						if !strings.Contains(src, "#define "+name+" ") {
+							t.Fatalf("%s %s: parameter %s=%d not defined", k.Name, api, name, v)
+						}
+					}
+					for _, a := range b.Args {
+						if !strings.Contains(src, " "+a.Name) {
+							t.Fatalf("%s %s: argument %s missing from the signature", k.Name, api, a.Name)
+						}
+					}
+					total++
+				}
+			}
+			if n := b.Threads(c); n < 32 || n > 1024 {
+				t.Errorf("%s %s: %d threads", k.Name, c.Key(), n)
+			}
+			if sh := b.SharedBytes(c); sh <= 0 || sh > 48*1024 {
+				t.Errorf("%s %s: %d bytes of threadgroup memory", k.Name, c.Key(), sh)
+			}
+		}
+	}
+	t.Logf("%d sources generated", total)
+}
+
+func TestGeometryCoversOutput(t *testing.T) {
+	tests := []struct {
+		family string
+		shape  []int
+		p      map[string]int
+		want   Launch
+	}{
+		{"gemm_av", []int{37, 53, 29}, map[string]int{"BM": 16, "BN": 32, "TM": 1, "TN": 2}, Launch{Grid: [2]int{2, 3}, Threads: 256}},
+		{"gemm_at_b", []int{29, 37, 53}, map[string]int{"BM": 16, "BN": 32, "TM": 1, "TN": 2}, Launch{Grid: [2]int{2, 3}, Threads: 256}},
+		{"gemv_nt", []int{1, 1000, 64}, map[string]int{"TG": 256, "TPR": 32}, Launch{Grid: [2]int{125, 1}, Threads: 256}},
+		{"softmax", []int{5, 300}, map[string]int{"TPR": 64, "RPB": 2}, Launch{Grid: [2]int{3, 1}, Threads: 128}},
+	}
+	for _, tt := range tests {
+		b, _ := Get(tt.family)
+		if got := b.Geometry(tt.shape, tt.p); got != tt.want {
+			t.Errorf("%s %v: %+v, want %+v", tt.family, tt.shape, got, tt.want)
+		}
+	}
+	b, _ := Get("gemm_at_b")
+	if got := b.Scalars(kernels.Case{Shape: []int{29, 37, 53}}, 0); got[0] != int32(37) || got[1] != int32(53) || got[2] != int32(29) {
+		t.Errorf("gemm_at_b scalars %v: want M=n, N=k, K=m", got)
+	}
+}
