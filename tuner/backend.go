@@ -51,6 +51,13 @@ type Backend interface {
 	Close() error
 }
 
+// Prefetcher is implemented by backends that compile candidates ahead of
+// use (GPU backends compile on a pool of goroutines while the device times
+// others); the tuner announces each batch of candidates it will build.
+type Prefetcher interface {
+	Prefetch(k *kernels.Kernel, dt kernels.DType, cands []search.Candidate)
+}
+
 // Instance is a problem loaded on the device.
 type Instance interface {
 	Close() error

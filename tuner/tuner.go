@@ -229,6 +229,15 @@ func (t *Tuner) Run(ctx context.Context, task Task, budget time.Duration) (*Resu
 	stopped := ""
 search:
 	for reqs := strat.Next(); reqs != nil; reqs = strat.Next() {
+		if pf, ok := t.b.(Prefetcher); ok {
+			var fresh []search.Candidate
+			for _, req := range reqs {
+				if r.cands[req.Candidate.Key()] == nil {
+					fresh = append(fresh, req.Candidate)
+				}
+			}
+			pf.Prefetch(task.Kernel, task.DType, fresh)
+		}
 		for _, req := range reqs {
 			if reason := r.stopReason(perSample * float64(req.Samples+3*finalSamples)); reason != "" {
 				stopped = reason
