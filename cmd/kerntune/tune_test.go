@@ -198,3 +198,23 @@ func TestKernelsAndVersion(t *testing.T) {
 		t.Errorf("version exited %d: %q", code, log)
 	}
 }
+
+func TestBenchCPU(t *testing.T) {
+	code, log := runCLI(t, "bench", "--backend", "cpu", "--kernel", "gemv_nt", "--shape", "1x96x200", "--samples", "5", "--json", "-q",
+		"--params", filepath.Join(t.TempDir(), "none.json"))
+	if code != 0 {
+		t.Fatalf("bench exited %d: %s", code, log)
+	}
+	var got struct {
+		Rows []benchRow `json:"rows"`
+	}
+	if err := json.Unmarshal([]byte(log), &got); err != nil {
+		t.Fatalf("%v: %s", err, log)
+	}
+	if len(got.Rows) != 1 || got.Rows[0].TunedUS <= 0 || got.Rows[0].BaseUS <= 0 || got.Rows[0].Baseline != "gonum" || got.Rows[0].Source != "default" {
+		t.Errorf("bench rows %+v", got.Rows)
+	}
+	if code, _ := runCLI(t, "bench", "--samples", "0"); code != exitUsage {
+		t.Errorf("--samples 0 exited %d", code)
+	}
+}

@@ -1,0 +1,199 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kerntune/kerntune/kernels"
+	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/search"
+	"github.com/kerntune/kerntune/tuner"
+)
+
+func init() { commands = append(commands, newBenchCmd) }
+
+type benchRow struct {
+	Kernel     string         `json:"kernel"`
+	DType      string         `json:"dtype"`
+	Shape      string         `json:"shape"`
+	Params     map[string]int `json:"params"`
+	Source     string         `json:"source"`
+	TunedUS    float64        `json:"tuned_us"`
+	IQRUS      float64        `json:"iqr_us"`
+	Baseline   string         `json:"baseline,omitempty"`
+	BaseUS     float64        `json:"baseline_us,omitempty"`
+	Ratio      float64        `json:"ratio,omitempty"` // tuned / baseline: below 1 is faster
+	PctOfFloor float64        `json:"pct_of_floor,omitempty"`
+	GBPS       float64        `json:"gbps"`
+	GFLOPS     float64        `json:"gflops"`
+	Error      string         `json:"error,omitempty"`
+}
+
+func newBenchCmd() *cobra.Command {
+	var (
+		backend, dtype, file string
+		kernelNames, shapes  []string
+		samples              int
+		asJSON, quiet        bool
+	)
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Time the tuned parameters (from the params file) against the backend's baseline",
+		Long: `bench resolves each kernel's parameters for this device from the params file
+exactly as an application would (env > exact shape > class > fallback > default),
+verifies them, and times them and the baseline (cuBLAS, gonum) interleaved on
+the default workload or the --shape list. The ratio is tuned/baseline time.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			dt, err := kernels.ParseDType(dtype)
+			if err != nil {
+				return usageErrorf("--dtype: %v", err)
+			}
+			if samples < 1 {
+				return usageErrorf("--samples must be at least 1")
+			}
+			ks := kernels.All()
+			if len(kernelNames) > 0 {
+				ks = nil
+				for _, n := range kernelNames {
+					k, err := kernels.Get(n)
+					if err != nil {
+						return usageErrorf("--kernel: %v", err)
+					}
+					ks = append(ks, k)
+				}
+			}
+			if len(shapes) > 0 && len(ks) != 1 {
+				return usageErrorf("--shape needs exactly one --kernel")
+			}
+			var custom []kernels.Case
+			for _, s := range shapes {
+				shape, err := params.ParseShape(s)
+				if err != nil {
+					return usageErrorf("--shape: %v", err)
+				}
+				if _, err := ks[0].Classify(shape); err != nil {
+					return usageErrorf("--shape %s: %v", s, err)
+				}
+				custom = append(custom, kernels.Case{Shape: shape})
+			}
+			log := cmd.ErrOrStderr()
+			if quiet {
+				log = io.Discard
+			}
+			b, err := pickBackend(backend, log)
+			if err != nil {
+				return err
+			}
+			defer b.Close()
+			info := b.Info()
+			l, err := params.Open(params.Options{Path: file, Device: info.Key, Backend: info.Backend, DeviceFamily: info.Family})
+			if err != nil {
+				return usageError{err}
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
+			defer stop()
+			tu := tuner.New(b, tuner.Config{Log: log})
+			var rows []benchRow
+			for _, k := range ks {
+				cases := custom
+				if cases == nil {
+					cases = k.Workload
+				}
+				for _, c := range cases {
+					if ctx.Err() != nil {
+						break
+					}
+					row := benchRow{Kernel: k.Name, DType: string(dt), Shape: c.String()}
+					r, err := l.Resolve(k.Name, string(dt), c.Shape)
+					if err != nil {
+						return usageError{err}
+					}
+					row.Params = r.Ints()
+					row.Source = sourceSummary(r)
+					res, err := tu.Bench(ctx, k, dt, c, search.Candidate(row.Params), samples)
+					if err != nil {
+						row.Error = err.Error()
+					} else {
+						row.TunedUS, row.IQRUS, row.Baseline, row.BaseUS = res.MedianUS, res.IQRUS, res.Baseline, res.BaseUS
+						if res.BaseUS > 0 {
+							row.Ratio = float64(int(res.MedianUS/res.BaseUS*1000)) / 1000
+						}
+						row.PctOfFloor, row.GBPS, row.GFLOPS = res.Roofline.PctOfFloor, res.Roofline.GBPS, res.Roofline.GFLOPS
+					}
+					fmt.Fprintf(log, "%s %s %s: %s\n", k.Name, dt, c, benchLine(row))
+					rows = append(rows, row)
+				}
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(map[string]any{"device": info.Key, "backend": info.Backend, "facts": info.Facts, "rows": rows})
+			}
+			fmt.Fprintf(out, "device %s (%s)\n", info.Key, info.Backend)
+			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "FAMILY\tDTYPE\tSHAPE\tPARAMS\tTUNED µs\tBASELINE µs\tRATIO\t% OF FLOOR\tGB/s\tGFLOP/s")
+			for _, r := range rows {
+				if r.Error != "" {
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\tFAILED: %s\n", r.Kernel, r.DType, r.Shape, search.Candidate(r.Params).Key(), r.Error)
+					continue
+				}
+				base, ratio := "-", "-"
+				if r.BaseUS > 0 {
+					base, ratio = fmt.Sprintf("%s %.2f", r.Baseline, r.BaseUS), fmt.Sprintf("%.2f", r.Ratio)
+				}
+				floor := "-"
+				if r.PctOfFloor > 0 {
+					floor = fmt.Sprintf("%.0f%%", r.PctOfFloor)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.2f\t%s\t%s\t%s\t%.0f\t%.0f\n", r.Kernel, r.DType, r.Shape,
+					search.Candidate(r.Params).Key(), r.TunedUS, base, ratio, floor, r.GBPS, r.GFLOPS)
+			}
+			tw.Flush()
+			fmt.Fprintln(out, "RATIO = tuned / baseline time (below 1: the tuned kernel is faster); % OF FLOOR = bandwidth or compute floor / tuned time")
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&backend, "backend", "auto", "backend: auto, "+strings.Join(tuner.Backends(), ", "))
+	fl.StringArrayVar(&kernelNames, "kernel", nil, "kernel family (repeatable; default all)")
+	fl.StringVar(&dtype, "dtype", "f32", "element type: f32 or f16")
+	fl.StringArrayVar(&shapes, "shape", nil, "shape to time (repeatable; needs one --kernel); default the workload")
+	fl.StringVar(&file, "params", "", "params file (default $KERNTUNE_PARAMS, then ./hardware_params.json)")
+	fl.IntVar(&samples, "samples", 50, "timed samples of each kernel")
+	fl.BoolVar(&asJSON, "json", false, "print JSON")
+	fl.BoolVarP(&quiet, "quiet", "q", false, "no progress lines")
+	return cmd
+}
+
+// sourceSummary names where the parameters came from, e.g. "file:…/f32/tiny".
+func sourceSummary(r *params.Resolved) string {
+	seen := map[string]bool{}
+	var out []string
+	for _, n := range r.Names() {
+		if s := r.Params[n].Source; !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return strings.Join(out, "; ")
+}
+
+func benchLine(r benchRow) string {
+	if r.Error != "" {
+		return "FAILED: " + r.Error
+	}
+	s := fmt.Sprintf("%.2f µs", r.TunedUS)
+	if r.BaseUS > 0 {
+		s += fmt.Sprintf(", %s %.2f µs (ratio %.2f)", r.Baseline, r.BaseUS, r.Ratio)
+	}
+	return s
+}
