@@ -4,7 +4,7 @@ BIN     ?= bin/kerntune
 BUDGET  ?= 3m
 PKGS    := ./...
 
-.PHONY: build tune test test-short check fuzz bench release clean
+.PHONY: build tune test test-short check fuzz bench release clean gpu-binaries
 
 build:
 	CGO_ENABLED=0 $(GO) build -o $(BIN) ./cmd/kerntune
@@ -46,3 +46,8 @@ release:
 
 clean:
 	rm -rf bin dist
+
+# Binaries for a GPU machine without Go: the CLI and the driver smoke test.
+gpu-binaries:
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -o bin/kerntune ./cmd/kerntune
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) test -c -o bin/cudadrv.test ./internal/cudadrv

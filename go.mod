@@ -3,6 +3,7 @@ module github.com/kerntune/kerntune
 go 1.26.0
 
 require (
+	github.com/ebitengine/purego v0.11.3
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	github.com/spf13/cobra v1.10.2
 	golang.org/x/sys v0.49.0

@@ -155,6 +155,7 @@ type run struct {
 	cands    map[string]*candidate
 	deadline time.Time
 	ctx      context.Context
+	rng      *rand.Rand
 }
 
 // Run tunes one task within budget. It returns an error only when nothing
@@ -382,42 +383,47 @@ func (r *run) stopReason(nextCost float64) string {
 }
 
 func (r *run) load() error {
-	info := r.t.b.Info()
-	rng := rand.New(rand.NewPCG(r.t.cfg.Seed, uint64(time.Now().UnixNano())))
-	add := func(c kernels.Case, timed bool) error {
-		p, err := kernels.NewProblem(r.task.Kernel, r.task.DType, c, rng)
-		if err != nil {
-			return err
-		}
-		copies := 1
-		if timed && r.task.Kernel.MemoryBound && info.LLCBytes > 0 {
-			in := int64(p.Bytes()) - int64(r.task.Kernel.OutLen(c.Shape)*r.task.DType.Size())
-			if in > 0 {
-				copies = int(min(64, max(1, (2*info.LLCBytes+in-1)/in), max(1, r.t.cfg.MaxBufferBytes/in)))
-			}
-		}
-		inst, err := r.t.b.Load(p, copies)
-		if err != nil {
-			return fmt.Errorf("loading %s %s on %s: %w", r.task.Kernel.Name, c, info.Key, err)
-		}
-		floor := math.Max(p.Flops()/info.PeakFlops, p.Bytes()/info.PeakBandwidth)
-		l := &loaded{p: p, inst: inst, floor: floor}
-		if timed {
-			r.problems = append(r.problems, l)
-		} else {
-			r.odd = append(r.odd, l)
-		}
-		return nil
-	}
 	for _, c := range r.task.Kernel.Odd {
-		if err := add(c, false); err != nil {
+		if err := r.loadOne(c, false); err != nil {
 			return err
 		}
 	}
 	for _, c := range r.task.Cases {
-		if err := add(c, true); err != nil {
+		if err := r.loadOne(c, true); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// loadOne draws a case's inputs and loads them; timed cases of memory-bound
+// families get enough input copies to stream past the last-level cache.
+func (r *run) loadOne(c kernels.Case, timed bool) error {
+	info := r.t.b.Info()
+	if r.rng == nil {
+		r.rng = rand.New(rand.NewPCG(r.t.cfg.Seed, uint64(time.Now().UnixNano())))
+	}
+	p, err := kernels.NewProblem(r.task.Kernel, r.task.DType, c, r.rng)
+	if err != nil {
+		return err
+	}
+	copies := 1
+	if timed && r.task.Kernel.MemoryBound && info.LLCBytes > 0 {
+		in := int64(p.Bytes()) - int64(r.task.Kernel.OutLen(c.Shape)*r.task.DType.Size())
+		if in > 0 {
+			copies = int(min(64, max(1, (2*info.LLCBytes+in-1)/in), max(1, r.t.cfg.MaxBufferBytes/in)))
+		}
+	}
+	inst, err := r.t.b.Load(p, copies)
+	if err != nil {
+		return fmt.Errorf("loading %s %s on %s: %w", r.task.Kernel.Name, c, info.Key, err)
+	}
+	floor := math.Max(p.Flops()/info.PeakFlops, p.Bytes()/info.PeakBandwidth)
+	l := &loaded{p: p, inst: inst, floor: floor}
+	if timed {
+		r.problems = append(r.problems, l)
+	} else {
+		r.odd = append(r.odd, l)
 	}
 	return nil
 }

@@ -3,4 +3,5 @@ package main
 // The backends register themselves with the tuner when imported.
 import (
 	_ "github.com/kerntune/kerntune/tuner/cpu"
+	_ "github.com/kerntune/kerntune/tuner/cuda"
 )

@@ -42,6 +42,7 @@ func newBenchCmd() *cobra.Command {
 		kernelNames, shapes  []string
 		samples              int
 		asJSON, quiet        bool
+		jsonOut              string
 	)
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -133,10 +134,20 @@ the default workload or the --shape list. The ratio is tuned/baseline time.`,
 				}
 			}
 			out := cmd.OutOrStdout()
+			doc := map[string]any{"device": info.Key, "backend": info.Backend, "facts": info.Facts, "rows": rows}
+			if jsonOut != "" {
+				data, err := json.MarshalIndent(doc, "", "  ")
+				if err != nil {
+					return err
+				}
+				if err := params.WriteFileAtomic(jsonOut, append(data, '\n')); err != nil {
+					return err
+				}
+			}
 			if asJSON {
 				enc := json.NewEncoder(out)
 				enc.SetIndent("", "  ")
-				return enc.Encode(map[string]any{"device": info.Key, "backend": info.Backend, "facts": info.Facts, "rows": rows})
+				return enc.Encode(doc)
 			}
 			fmt.Fprintf(out, "device %s (%s)\n", info.Key, info.Backend)
 			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
@@ -170,6 +181,7 @@ the default workload or the --shape list. The ratio is tuned/baseline time.`,
 	fl.StringVar(&file, "params", "", "params file (default $KERNTUNE_PARAMS, then ./hardware_params.json)")
 	fl.IntVar(&samples, "samples", 50, "timed samples of each kernel")
 	fl.BoolVar(&asJSON, "json", false, "print JSON")
+	fl.StringVar(&jsonOut, "json-out", "", "also write the results as JSON to this file")
 	fl.BoolVarP(&quiet, "quiet", "q", false, "no progress lines")
 	return cmd
 }

@@ -38,4 +38,26 @@
 // goroutines at once. With --gpu-architecture=sm_XX it returns a CUBIN,
 // with compute_XX (or no architecture) a NUL-terminated PTX image; both load
 // with Context.LoadModule.
+//
+// # Libraries
+//
+// libcuda.so.1 is required; NVRTC (libnvrtc.so.13, .12, unversioned) and
+// cuBLAS (libcublas.so.13, .12, unversioned) are optional. Each name is
+// tried bare first (LD_LIBRARY_PATH, the ld.so cache), then in $CUDA_HOME,
+// $CUDA_PATH, $CUDA_ROOT, the $LD_LIBRARY_PATH entries, /usr/local/cuda
+// (lib64 and targets/<triple>/lib), /usr/local/cuda-X.Y (newest first),
+// /usr/local/nvidia/lib64 and the system library directories. LoadWith
+// takes explicit paths.
+//
+// # Testing
+//
+// The unit tests run anywhere. The TestFake* tests compile
+// testdata/fakecuda.c with the system C compiler into a shared library
+// exporting the driver, NVRTC and cuBLAS symbols with their C signatures,
+// and exercise every binding through purego without a GPU (they skip when
+// no compiler is found). TestSmoke and TestSmokeSticky need a GPU and skip
+// when Load returns ErrNoDriver; on a GPU machine:
+//
+//	CGO_ENABLED=0 go test -c -o cudadrv.test ./internal/cudadrv
+//	CUDADRV_REQUIRE_GPU=1 ./cudadrv.test -test.v -test.run Smoke
 package cudadrv

@@ -1,0 +1,119 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kerntune/kerntune/kernels"
+	"github.com/kerntune/kerntune/tuner"
+)
+
+func init() { commands = append(commands, newVerifyCmd) }
+
+type verifyJSON struct {
+	Kernel  string            `json:"kernel"`
+	DType   string            `json:"dtype"`
+	Valid   int               `json:"valid"`
+	Checked int               `json:"checked"`
+	Passed  int               `json:"passed"`
+	Failed  map[string]int    `json:"failed,omitempty"`
+	Example map[string]string `json:"example,omitempty"`
+	Seconds float64           `json:"seconds"`
+}
+
+func newVerifyCmd() *cobra.Command {
+	var (
+		backend       string
+		kernelNames   []string
+		dtypes        []string
+		sample        int
+		asJSON, quiet bool
+	)
+	cmd := &cobra.Command{
+		Use:   "verify",
+		Short: "Build and verify every candidate of every family on small odd shapes",
+		Long: `verify builds every valid candidate of each family on the device (or every
+--sample-th one) and checks it against the float64 reference on shapes that are
+not multiples of any tile, with the output poisoned first. Failures are counted
+by reason; the command fails if any candidate fails.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ks := kernels.All()
+			if len(kernelNames) > 0 {
+				ks = nil
+				for _, n := range kernelNames {
+					k, err := kernels.Get(n)
+					if err != nil {
+						return usageErrorf("--kernel: %v", err)
+					}
+					ks = append(ks, k)
+				}
+			}
+			var dts []kernels.DType
+			for _, d := range dtypes {
+				dt, err := kernels.ParseDType(d)
+				if err != nil {
+					return usageErrorf("--dtype: %v", err)
+				}
+				dts = append(dts, dt)
+			}
+			if sample < 1 {
+				return usageErrorf("--sample must be at least 1")
+			}
+			log := cmd.ErrOrStderr()
+			b, err := pickBackend(backend, log)
+			if err != nil {
+				return err
+			}
+			defer b.Close()
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
+			defer stop()
+			tu := tuner.New(b, tuner.Config{})
+			var reps []verifyJSON
+			failed, total := 0, 0
+			for _, k := range ks {
+				for _, dt := range dts {
+					rep, err := tu.VerifyAll(ctx, k, dt, sample)
+					if err != nil {
+						return err
+					}
+					v := verifyJSON{k.Name, string(dt), rep.Valid, rep.Checked, rep.Passed, rep.Failed, rep.Example, rep.Elapsed.Seconds()}
+					reps = append(reps, v)
+					failed += rep.Checked - rep.Passed
+					total += rep.Checked
+					if !quiet {
+						fmt.Fprintf(log, "%-10s %s  %d/%d candidates passed (%d valid) in %.1fs\n", k.Name, dt, rep.Passed, rep.Checked, rep.Valid, rep.Elapsed.Seconds())
+						for _, r := range rep.Reasons() {
+							fmt.Fprintf(log, "    %5d × %s  (e.g. %s)\n", rep.Failed[r], r, rep.Example[r])
+						}
+					}
+				}
+			}
+			if asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(map[string]any{"device": b.Info().Key, "reports": reps}); err != nil {
+					return err
+				}
+			}
+			fmt.Fprintf(log, "verified %d candidates on %s: %d passed, %d failed\n", total, b.Info().Key, total-failed, failed)
+			if failed > 0 {
+				return fmt.Errorf("%d of %d candidates failed verification", failed, total)
+			}
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&backend, "backend", "auto", "backend: auto, "+strings.Join(tuner.Backends(), ", "))
+	fl.StringArrayVar(&kernelNames, "kernel", nil, "kernel family (repeatable; default all)")
+	fl.StringArrayVar(&dtypes, "dtype", []string{"f32", "f16"}, "element types (repeatable)")
+	fl.IntVar(&sample, "sample", 1, "verify every N-th candidate only")
+	fl.BoolVar(&asJSON, "json", false, "print JSON")
+	fl.BoolVarP(&quiet, "quiet", "q", false, "print only the total")
+	return cmd
+}

@@ -1,0 +1,297 @@
+// Package cuda is kerntune's NVIDIA backend: the shared kernel bodies of
+// package kernels/gpu compiled with NVRTC for the device's own architecture,
+// launched and timed with CUDA events through the driver API (purego, no
+// cgo), and cuBLAS timed in the same harness as the baseline.
+package cuda
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kerntune/kerntune/internal/cudadrv"
+	"github.com/kerntune/kerntune/internal/half"
+	"github.com/kerntune/kerntune/internal/stats"
+	"github.com/kerntune/kerntune/kernels"
+	"github.com/kerntune/kerntune/kernels/gpu"
+	"github.com/kerntune/kerntune/search"
+	"github.com/kerntune/kerntune/tuner"
+)
+
+func init() {
+	tuner.Register("cuda", func() (tuner.Backend, error) { return Open(0) })
+}
+
+// Backend runs kernels on one NVIDIA GPU.
+type Backend struct {
+	lib   *cudadrv.Lib
+	ctx   *cudadrv.Context
+	props cudadrv.DeviceProps
+	info  tuner.DeviceInfo
+
+	mu       sync.Mutex
+	compiles map[string]*compileJob // by family|dtype|candidate key
+	slots    chan struct{}          // bounds concurrent NVRTC compiles
+
+	empty, spinFn *cudadrv.Function
+	hostLaunchUS  float64
+}
+
+// compileJob is an NVRTC compile in flight or done.
+type compileJob struct {
+	done  chan struct{}
+	image []byte
+	err   error
+}
+
+// Open initialises the driver and a context on the GPU with the given ordinal.
+// Without a driver or a GPU it returns an error wrapping tuner.ErrUnavailable.
+func Open(ordinal int) (*Backend, error) {
+	lib, err := cudadrv.Load()
+	if err != nil {
+		if errors.Is(err, cudadrv.ErrNoDriver) {
+			return nil, fmt.Errorf("%w: %v", tuner.ErrUnavailable, err)
+		}
+		return nil, err
+	}
+	n, err := lib.DeviceCount()
+	if err != nil {
+		return nil, err
+	}
+	if n <= ordinal {
+		return nil, fmt.Errorf("%w: %d CUDA devices, wanted ordinal %d", tuner.ErrUnavailable, n, ordinal)
+	}
+	ctx, err := lib.NewContext(ordinal)
+	if err != nil {
+		return nil, err
+	}
+	b := &Backend{lib: lib, ctx: ctx, props: ctx.Props(), compiles: map[string]*compileJob{},
+		slots: make(chan struct{}, max(1, runtime.NumCPU()))}
+	if err := b.describe(); err != nil {
+		ctx.Close()
+		return nil, err
+	}
+	return b, nil
+}
+
+// describe fills DeviceInfo and measures the copy bandwidth and launch overhead.
+func (b *Backend) describe() error {
+	p := b.props
+	drv, _ := b.lib.DriverVersion()
+	clock := float64(p.ClockKHz) * 1e3
+	b.info = tuner.DeviceInfo{
+		Key:          "cuda:" + strings.ReplaceAll(p.Name, "/", "-"),
+		Name:         p.Name,
+		Backend:      "cuda",
+		Family:       p.Arch(),
+		ComputeUnits: p.SMs,
+		LLCBytes:     int64(p.L2Bytes),
+		// Ceilings: 8192 flops per SM per clock is twice Hopper's dense f16
+		// tensor rate; 4× the DRAM bandwidth covers L2-resident data.
+		PeakFlops:     float64(p.SMs) * 8192 * clock,
+		PeakBandwidth: 4 * p.PeakBandwidth(),
+		Facts: map[string]float64{
+			"sms":                     float64(p.SMs),
+			"l2_bytes":                float64(p.L2Bytes),
+			"max_shared_per_block":    float64(p.MaxSharedPerBlock),
+			"max_shared_optin":        float64(p.MaxSharedPerBlockOptin),
+			"max_threads_per_block":   float64(p.MaxThreadsPerBlock),
+			"compute_capability":      float64(p.Major*10 + p.Minor),
+			"driver_version":          float64(drv),
+			"peak_dram_gbps":          math.Round(p.PeakBandwidth() / 1e9),
+			"peak_gflops":             math.Round(float64(p.SMs) * 128 * 2 * clock / 1e9), // FP32 SIMT
+			"total_mem_bytes":         float64(p.TotalMem),
+			"clock_mhz":               float64(p.ClockKHz) / 1e3,
+			"memory_bus_width_bits":   float64(p.MemBusWidth),
+			"memory_clock_mhz":        float64(p.MemClockKHz) / 1e3,
+			"registers_per_block":     float64(p.RegsPerBlock),
+			"max_shared_per_sm_bytes": float64(p.MaxSharedPerSM),
+		},
+	}
+	bw, err := b.copyBandwidth()
+	if err != nil {
+		return fmt.Errorf("measuring copy bandwidth: %w", err)
+	}
+	b.info.Facts["bandwidth_gbps"] = math.Round(bw*10) / 10
+	lo, err := b.launchOverhead()
+	if err != nil {
+		return fmt.Errorf("measuring launch overhead: %w", err)
+	}
+	b.info.Facts["launch_overhead_us"] = math.Round(lo*1000) / 1000
+	b.info.Facts["host_launch_us"] = math.Round(b.hostLaunchUS*1000) / 1000
+	return nil
+}
+
+// copyBandwidth times device-to-device copies of 512 MiB (far past L2) and
+// returns read+write GB/s, the median of 10 copies after a warmup.
+func (b *Backend) copyBandwidth() (float64, error) {
+	const size = 512 << 20
+	var gbps float64
+	err := b.ctx.Do(func(t *cudadrv.Thread) error {
+		src, err := t.Alloc(size)
+		if err != nil {
+			return err
+		}
+		defer t.Free(src)
+		dst, err := t.Alloc(size)
+		if err != nil {
+			return err
+		}
+		defer t.Free(dst)
+		if err := t.MemsetD32(src, 0x3f800000, size/4); err != nil {
+			return err
+		}
+		ms, err := t.TimeLaunches(11, func(t *cudadrv.Thread, _ int) error { return t.CopyDtoD(dst, src, size) })
+		if err != nil {
+			return err
+		}
+		gbps = 2 * size / (stats.Median(ms[1:]) / 1e3) / 1e9
+		return nil
+	})
+	return gbps, err
+}
+
+// helperKernels: an empty kernel for the launch overhead, and a spin kernel
+// that holds the GPU while the host queues the timed launches behind it, so
+// that per-launch events measure GPU time rather than the host's pace.
+const helperKernels = `
+extern "C" __global__ void kt_empty(int x) {}
+extern "C" __global__ void kt_spin(long long ns) {
+  unsigned long long t0, t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  do { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); } while ((long long)(t - t0) < ns);
+}`
+
+// loadHelpers compiles and loads the helper kernels.
+func (b *Backend) loadHelpers() error {
+	img, log, err := b.lib.Compile(helperKernels, "kt_helpers.cu", b.nvrtcOptions())
+	if err != nil {
+		return fmt.Errorf("%w\n%s", err, log)
+	}
+	return b.ctx.Do(func(t *cudadrv.Thread) error {
+		m, err := t.LoadModule(img)
+		if err != nil {
+			return err
+		}
+		if b.empty, err = t.Function(m, "kt_empty"); err != nil {
+			return err
+		}
+		b.spinFn, err = t.Function(m, "kt_spin")
+		return err
+	})
+}
+
+// spin queues the spin kernel for long enough that n launches can be
+// enqueued behind it (the host's measured cost per launch, doubled, plus a margin).
+func (b *Backend) spin(t *cudadrv.Thread, n int) error {
+	per := max(b.hostLaunchUS, 5.0)
+	ns := int64(min(float64(n)*per*2000+20000, 50e6))
+	return t.Launch(b.spinFn, [3]uint32{1, 1, 1}, [3]uint32{1, 1, 1}, 0, ns)
+}
+
+// launchOverhead measures the host's cost of one launch (wall time per
+// cuLaunchKernel) and returns the GPU time of an empty kernel launched behind
+// a spin, in µs.
+func (b *Backend) launchOverhead() (gpuUS float64, err error) {
+	if err := b.loadHelpers(); err != nil {
+		return 0, err
+	}
+	err = b.ctx.Do(func(t *cudadrv.Thread) error {
+		launch := func(t *cudadrv.Thread, _ int) error {
+			return t.Launch(b.empty, [3]uint32{1, 1, 1}, [3]uint32{32, 1, 1}, 0, int32(0))
+		}
+		const n = 500
+		start := time.Now()
+		for i := 0; i < n; i++ {
+			if err := launch(t, i); err != nil {
+				return err
+			}
+		}
+		b.hostLaunchUS = float64(time.Since(start).Nanoseconds()) / 1e3 / n
+		if err := t.Sync(); err != nil {
+			return err
+		}
+		if err := b.spin(t, 200); err != nil {
+			return err
+		}
+		ms, err := t.TimeLaunches(200, launch)
+		if err != nil {
+			return err
+		}
+		gpuUS = stats.Median(ms[20:]) * 1e3
+		return nil
+	})
+	return gpuUS, err
+}
+
+func (b *Backend) nvrtcOptions() []string {
+	return []string{"--gpu-architecture=" + b.props.Arch(), "--std=c++17", "-default-device"}
+}
+
+// Info describes the GPU.
+func (b *Backend) Info() tuner.DeviceInfo { return b.info }
+
+// Close releases the context.
+func (b *Backend) Close() error { return b.ctx.Close() }
+
+// Constraints: threads per block, static shared memory, and 32-bit indexing.
+func (b *Backend) Constraints(k *kernels.Kernel, _ kernels.DType) []search.Constraint {
+	body, err := gpu.Get(k.Name)
+	if err != nil {
+		return []search.Constraint{{Name: "has a GPU body", Check: func(search.Candidate) error { return err }}}
+	}
+	maxThreads, maxShared := b.props.MaxThreadsPerBlock, b.props.MaxSharedPerBlock
+	return []search.Constraint{
+		{Name: fmt.Sprintf("threads ≤ %d", maxThreads), Check: func(c search.Candidate) error {
+			if n := body.Threads(c); n > maxThreads {
+				return fmt.Errorf("%d threads per block", n)
+			}
+			return nil
+		}},
+		{Name: fmt.Sprintf("static shared memory ≤ %d bytes", maxShared), Check: func(c search.Candidate) error {
+			if s := body.SharedBytes(c); s > maxShared {
+				return fmt.Errorf("%d bytes of shared memory", s)
+			}
+			return nil
+		}},
+	}
+}
+
+// toDevice converts float32 values to the dtype's bytes.
+func toDevice(dt kernels.DType, xs []float32) []byte {
+	if dt == kernels.F16 {
+		h := make([]uint16, len(xs))
+		half.FromFloat32Slice(h, xs)
+		out := make([]byte, 2*len(h))
+		for i, v := range h {
+			out[2*i], out[2*i+1] = byte(v), byte(v>>8)
+		}
+		return out
+	}
+	out := make([]byte, 4*len(xs))
+	for i, v := range xs {
+		u := math.Float32bits(v)
+		out[4*i], out[4*i+1], out[4*i+2], out[4*i+3] = byte(u), byte(u>>8), byte(u>>16), byte(u>>24)
+	}
+	return out
+}
+
+// fromDevice converts the dtype's bytes to float32.
+func fromDevice(dt kernels.DType, b []byte) []float32 {
+	if dt == kernels.F16 {
+		out := make([]float32, len(b)/2)
+		for i := range out {
+			out[i] = half.ToFloat32(uint16(b[2*i]) | uint16(b[2*i+1])<<8)
+		}
+		return out
+	}
+	out := make([]float32, len(b)/4)
+	for i := range out {
+		out[i] = math.Float32frombits(uint32(b[4*i]) | uint32(b[4*i+1])<<8 | uint32(b[4*i+2])<<16 | uint32(b[4*i+3])<<24)
+	}
+	return out
+}

@@ -1,0 +1,102 @@
+package tuner
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/kerntune/kerntune/kernels"
+	"github.com/kerntune/kerntune/search"
+)
+
+// VerifyReport counts the candidates of one family and dtype that passed.
+type VerifyReport struct {
+	Kernel  string
+	DType   kernels.DType
+	Valid   int            // candidates in the space on this device
+	Checked int            // built and verified (all of Valid unless stopped or sampled)
+	Passed  int            // passed verification on every odd shape
+	Failed  map[string]int // failure reason (first line) → count
+	Example map[string]string
+	Elapsed time.Duration
+}
+
+// VerifyAll builds every valid candidate of a family (or every
+// sample-th when sample > 1) and verifies it on the family's odd shapes,
+// which are not multiples of any tile; it never stops at a failure.
+func (t *Tuner) VerifyAll(ctx context.Context, k *kernels.Kernel, dt kernels.DType, sample int) (*VerifyReport, error) {
+	start := time.Now()
+	task := Task{Kernel: k, DType: dt, Cases: k.Odd}
+	r := &run{t: t, task: task, cands: map[string]*candidate{}, deadline: start.Add(24 * time.Hour), ctx: ctx}
+	defer r.close()
+	// Shape constraints are checked per odd shape in verify, so the space
+	// here holds only the family's shape-free constraints and device limits.
+	space, err := t.Space(Task{Kernel: k, DType: dt})
+	if err != nil {
+		return nil, err
+	}
+	cands := space.Enumerate()
+	rep := &VerifyReport{Kernel: k.Name, DType: dt, Valid: len(cands), Failed: map[string]int{}, Example: map[string]string{}}
+	if sample > 1 {
+		var s []search.Candidate
+		for i := 0; i < len(cands); i += sample {
+			s = append(s, cands[i])
+		}
+		cands = s
+	}
+	// Odd shapes are loaded as timed problems of nothing: verify walks r.odd.
+	for _, c := range k.Odd {
+		if err := r.loadOne(c, false); err != nil {
+			return nil, err
+		}
+	}
+	if pf, ok := t.b.(Prefetcher); ok {
+		pf.Prefetch(k, dt, cands)
+	}
+	for _, c := range cands {
+		if ctx.Err() != nil {
+			break
+		}
+		rep.Checked++
+		prog, err := t.b.Build(k, dt, c)
+		if err == nil {
+			err = r.verify(prog, c)
+			prog.Close()
+		} else {
+			err = fmt.Errorf("build: %w", err)
+		}
+		if err != nil {
+			reason := firstLine(err.Error())
+			rep.Failed[reason]++
+			if _, ok := rep.Example[reason]; !ok {
+				rep.Example[reason] = c.Key()
+			}
+			continue
+		}
+		rep.Passed++
+	}
+	rep.Elapsed = time.Since(start)
+	return rep, nil
+}
+
+// Reasons lists failure reasons by count, most frequent first.
+func (v *VerifyReport) Reasons() []string {
+	var rs []string
+	for r := range v.Failed {
+		rs = append(rs, r)
+	}
+	sort.Slice(rs, func(i, j int) bool {
+		return v.Failed[rs[i]] > v.Failed[rs[j]] || (v.Failed[rs[i]] == v.Failed[rs[j]] && rs[i] < rs[j])
+	})
+	return rs
+}
+
+func firstLine(s string) string {
+	for i, c := range s {
+		if c == '\n' {
+			return s[:i]
+		}
+	}
+	return s
+}
