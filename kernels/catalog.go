@@ -191,7 +191,8 @@ func build() map[string]*Kernel {
 			{Shape: []int{1, 3584, 896}},                                                               // mid
 			{Shape: []int{1, 9728, 896}}, {Shape: []int{1, 4864, 896}}, {Shape: []int{1, 151936, 896}}, // largeN: gate/up, lm head
 		},
-		Odd:         []Case{{Shape: []int{1, 37, 29}}, {Shape: []int{1, 131, 257}, Bias: true}, {Shape: []int{1, 1, 1}}},
+		// 1×131×264: an odd number of rows with k a multiple of 8, for vector loads.
+		Odd:         []Case{{Shape: []int{1, 37, 29}}, {Shape: []int{1, 131, 257}, Bias: true}, {Shape: []int{1, 1, 1}}, {Shape: []int{1, 131, 264}, Bias: true}},
 		MemoryBound: true,
 		Inputs: func(c Case) []Operand {
 			n, k := c.Shape[1], c.Shape[2]
@@ -211,7 +212,8 @@ func build() map[string]*Kernel {
 		[]int{4096, 4096}, // long
 		[]int{16, 151936}, // xlong: vocabulary
 	)
-	rowOdd := shapes([]int{3, 37}, []int{5, 300}, []int{2, 2049}, []int{1, 1})
+	// 3×904: rows of a multiple of 8 that no thread count divides, for vector loads.
+	rowOdd := shapes([]int{3, 37}, []int{5, 300}, []int{2, 2049}, []int{1, 1}, []int{3, 904})
 	m[params.Softmax] = &Kernel{
 		Family: fams[params.Softmax], Workload: rowWorkload, Odd: rowOdd, MemoryBound: true,
 		Inputs:    func(c Case) []Operand { return []Operand{{"x", c.Shape[0] * c.Shape[1]}} },

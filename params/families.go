@@ -290,11 +290,15 @@ func gpuRowSpace() *Space {
 		Params: []Param{
 			{Name: "TPR", Values: []int{8, 16, 32, 64, 128, 256, 512, 1024}, Default: 256, Doc: "threads per row"},
 			{Name: "RPB", Values: []int{1, 2, 4, 8}, Default: 1, Doc: "rows per threadgroup"},
-			{Name: "UNROLL", Values: []int{1, 2, 4, 8}, Default: 1, Doc: "elements in flight per thread"},
+			{Name: "UNROLL", Values: []int{1, 2, 4, 8}, Default: 1, Doc: "vector loads in flight per thread"},
+			{Name: "VEC", Values: []int{1, 2, 4, 8}, Default: 1, Doc: "elements per vector load and store"},
 		},
-		Check: func(_ []int, p map[string]int) error {
+		Check: func(shape []int, p map[string]int) error {
 			if t := p["TPR"] * p["RPB"]; t < 32 || t > 1024 {
 				return fmt.Errorf("TPR·RPB = %d threads; must be 32..1024", t)
+			}
+			if len(shape) == 2 && p["VEC"] > 0 && shape[1]%p["VEC"] != 0 {
+				return fmt.Errorf("VEC=%d must divide cols=%d (rows are read with aligned vector loads)", p["VEC"], shape[1])
 			}
 			return nil
 		},

@@ -444,6 +444,7 @@ func (r *run) close() {
 // are skipped (cand is nil for a baseline, which takes every shape).
 func (r *run) verify(prog Program, cand search.Candidate) error {
 	ps, _ := r.task.Kernel.Space(r.t.b.Info().Backend)
+	checked := 0
 	for i, l := range append(append([]*loaded{}, r.odd...), r.problems...) {
 		if i < len(r.odd) && cand != nil && ps != nil && ps.Check != nil && ps.Check(l.p.Case.Shape, cand) != nil {
 			continue
@@ -455,6 +456,11 @@ func (r *run) verify(prog Program, cand search.Candidate) error {
 		if err := l.p.Verify(out); err != nil {
 			return err
 		}
+		checked++
+	}
+	if checked == 0 {
+		// A candidate no verification shape accepts must not pass unverified.
+		return fmt.Errorf("no verification shape satisfies its constraints, so it was not verified")
 	}
 	return nil
 }

@@ -12,8 +12,10 @@ func ceilDiv(a, b int) int { return (a + b - 1) / b }
 // gemmSource is shared by gemm_av and gemm_at_b: C[M×N] = A'·B[K×N] where
 // A' is A[M×K] (A_TRANS 0) or the transpose of A[K×M] (A_TRANS 1). Each
 // threadgroup computes a BM×BN tile, staging BK-deep slices of both operands
-// in threadgroup memory (zero-padded at the edges); each thread accumulates a
-// TM×TN block in registers.
+// in threadgroup memory (zero-padded at the edges); each thread accumulates
+// TM×TN outputs in registers: TM adjacent rows, and TN columns strided by
+// BN/TN so that neighbouring threads read neighbouring words of the B tile
+// (no bank conflicts) and write neighbouring outputs (coalesced).
 const gemmSource = `
   const int tr = LID / (BN / TN), tc = LID % (BN / TN);
   const int row0 = GROUP_Y * BM, col0 = GROUP_X * BN;
@@ -49,7 +51,7 @@ const gemmSource = `
       UNROLL_LOOP
       for (int i = 0; i < TM; ++i) a[i] = As[p * (BM + PAD) + tr * TM + i];
       UNROLL_LOOP
-      for (int j = 0; j < TN; ++j) b[j] = Bs[p * (BN + PAD) + tc * TN + j];
+      for (int j = 0; j < TN; ++j) b[j] = Bs[p * (BN + PAD) + tc + j * (BN / TN)];
       UNROLL_LOOP
       for (int i = 0; i < TM; ++i) {
         UNROLL_LOOP
@@ -63,7 +65,7 @@ const gemmSource = `
     const int gi = row0 + tr * TM + i;
     UNROLL_LOOP
     for (int j = 0; j < TN; ++j) {
-      const int gj = col0 + tc * TN + j;
+      const int gj = col0 + tc + j * (BN / TN);
       if (gi < M && gj < N) STORE(C, gi * N + gj, acc[i][j]);
     }
   }`
@@ -110,35 +112,47 @@ const gemvSource = `
   }`
 
 // softmaxSource: one segment of TPR threads per row, RPB rows per
-// threadgroup; an online max/sum pass (UNROLL loads in flight), a reduction of
-// (max, sum) across the segment, then a pass that writes exp(x − max) / sum.
+// threadgroup; an online max/sum pass (VEC-wide aligned loads, UNROLL of them
+// in flight), a reduction of (max, sum) across the segment, then a pass that
+// writes exp(x − max) / sum with VEC-wide stores.
 const softmaxSource = `
   const int seg = LID / TPR, sl = LID % TPR;
   const int row = GROUP_X * RPB + seg;
   const bool live = row < rows;
   const int base = live ? row * cols : 0;
+  const int step = TPR * VEC;
   SHARED(float, red, NTHREADS);
   float m = NEG_BIG, s = 0.0f;
   if (live) {
-    int c = sl;
-    for (; c + (UNROLL - 1) * TPR < cols; c += UNROLL * TPR) {
-      float v[UNROLL];
+    int c = sl * VEC;
+    for (; c + (UNROLL - 1) * step < cols; c += UNROLL * step) {
+      float v[UNROLL][VEC];
       UNROLL_LOOP
-      for (int u = 0; u < UNROLL; ++u) v[u] = LOAD(x, base + c + u * TPR);
-      float lm = v[0];
+      for (int u = 0; u < UNROLL; ++u) LOADV(x, base + c + u * step, v[u]);
+      float lm = v[0][0];
       UNROLL_LOOP
-      for (int u = 1; u < UNROLL; ++u) lm = FMAX(lm, v[u]);
+      for (int u = 0; u < UNROLL; ++u) {
+        UNROLL_LOOP
+        for (int j = 0; j < VEC; ++j) lm = FMAX(lm, v[u][j]);
+      }
       const float nm = FMAX(m, lm);
       s *= EXP(m - nm);
       UNROLL_LOOP
-      for (int u = 0; u < UNROLL; ++u) s += EXP(v[u] - nm);
+      for (int u = 0; u < UNROLL; ++u) {
+        UNROLL_LOOP
+        for (int j = 0; j < VEC; ++j) s += EXP(v[u][j] - nm);
+      }
       m = nm;
     }
-    for (; c < cols; c += TPR) {
-      const float v = LOAD(x, base + c);
-      const float nm = FMAX(m, v);
-      s = s * EXP(m - nm) + EXP(v - nm);
-      m = nm;
+    for (; c < cols; c += step) {
+      float v[VEC];
+      LOADV(x, base + c, v);
+      UNROLL_LOOP
+      for (int j = 0; j < VEC; ++j) {
+        const float nm = FMAX(m, v[j]);
+        s = s * EXP(m - nm) + EXP(v[j] - nm);
+        m = nm;
+      }
     }
   }
   const float mx = SEG_MAX(m, TPR, red);
@@ -146,32 +160,44 @@ const softmaxSource = `
   const float sum = SEG_SUM(s, TPR, red);
   if (live) {
     const float inv = 1.0f / sum;
-    for (int c = sl; c < cols; c += TPR) STORE(y, base + c, EXP(LOAD(x, base + c) - mx) * inv);
+    for (int c = sl * VEC; c < cols; c += step) {
+      float v[VEC];
+      LOADV(x, base + c, v);
+      UNROLL_LOOP
+      for (int j = 0; j < VEC; ++j) v[j] = EXP(v[j] - mx) * inv;
+      STOREV(y, base + c, v);
+    }
   }`
 
 // rmsnormSource: one segment of TPR threads per row; sum of squares with
-// UNROLL accumulators, a segment reduction, then the scaled write.
+// VEC-wide loads and UNROLL accumulators, a segment reduction, then the
+// scaled write with VEC-wide stores.
 const rmsnormSource = `
   const int seg = LID / TPR, sl = LID % TPR;
   const int row = GROUP_X * RPB + seg;
   const bool live = row < rows;
   const int base = live ? row * cols : 0;
+  const int step = TPR * VEC;
   SHARED(float, red, NTHREADS);
   float acc[UNROLL];
   UNROLL_LOOP
   for (int u = 0; u < UNROLL; ++u) acc[u] = 0.0f;
   if (live) {
-    int c = sl;
-    for (; c + (UNROLL - 1) * TPR < cols; c += UNROLL * TPR) {
+    int c = sl * VEC;
+    for (; c + (UNROLL - 1) * step < cols; c += UNROLL * step) {
       UNROLL_LOOP
       for (int u = 0; u < UNROLL; ++u) {
-        const float v = LOAD(x, base + c + u * TPR);
-        acc[u] = FMA(v, v, acc[u]);
+        float v[VEC];
+        LOADV(x, base + c + u * step, v);
+        UNROLL_LOOP
+        for (int j = 0; j < VEC; ++j) acc[u] = FMA(v[j], v[j], acc[u]);
       }
     }
-    for (; c < cols; c += TPR) {
-      const float v = LOAD(x, base + c);
-      acc[0] = FMA(v, v, acc[0]);
+    for (; c < cols; c += step) {
+      float v[VEC];
+      LOADV(x, base + c, v);
+      UNROLL_LOOP
+      for (int j = 0; j < VEC; ++j) acc[0] = FMA(v[j], v[j], acc[0]);
     }
   }
   float ss = 0.0f;
@@ -180,7 +206,14 @@ const rmsnormSource = `
   ss = SEG_SUM(ss, TPR, red);
   if (live) {
     const float inv = RSQRT(ss / (float)cols + eps);
-    for (int c = sl; c < cols; c += TPR) STORE(y, base + c, LOAD(x, base + c) * inv * LOAD(w, c));
+    for (int c = sl * VEC; c < cols; c += step) {
+      float v[VEC], g[VEC];
+      LOADV(x, base + c, v);
+      LOADV(w, c, g);
+      UNROLL_LOOP
+      for (int j = 0; j < VEC; ++j) v[j] = v[j] * inv * g[j];
+      STOREV(y, base + c, v);
+    }
   }`
 
 func gemmBody(family, fn string, trans int) *Body {

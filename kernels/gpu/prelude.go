@@ -63,6 +63,17 @@ KT_INLINE void kt_loadv(const T* __restrict__ p, int i, float* d) {
 #endif
 }
 #define LOADV(p, i, d) kt_loadv((p), (i), (d))
+KT_INLINE void kt_storev(T* __restrict__ p, int i, const float* d) {
+#if VEC == 1
+  p[i] = d[0];
+#elif VEC == 2
+  *reinterpret_cast<float2*>(p + i) = make_float2(d[0], d[1]);
+#else
+  UNROLL_LOOP
+  for (int j = 0; j < VEC; j += 4) *reinterpret_cast<float4*>(p + i + j) = make_float4(d[j], d[j + 1], d[j + 2], d[j + 3]);
+#endif
+}
+#define STOREV(p, i, d) kt_storev((p), (i), (d))
 `
 
 // f16 is stored as unsigned short and converted with PTX, so NVRTC needs no
@@ -90,6 +101,19 @@ KT_INLINE void kt_loadv(const T* __restrict__ p, int i, float* d) {
 #endif
 }
 #define LOADV(p, i, d) kt_loadv((p), (i), (d))
+KT_INLINE unsigned int kt_pack2(float a, float b) { return (unsigned int)kt_f2h(a) | ((unsigned int)kt_f2h(b) << 16); }
+KT_INLINE void kt_storev(T* __restrict__ p, int i, const float* d) {
+#if VEC == 1
+  p[i] = kt_f2h(d[0]);
+#elif VEC == 2
+  *reinterpret_cast<unsigned int*>(p + i) = kt_pack2(d[0], d[1]);
+#elif VEC == 4
+  *reinterpret_cast<uint2*>(p + i) = make_uint2(kt_pack2(d[0], d[1]), kt_pack2(d[2], d[3]));
+#else
+  *reinterpret_cast<uint4*>(p + i) = make_uint4(kt_pack2(d[0], d[1]), kt_pack2(d[2], d[3]), kt_pack2(d[4], d[5]), kt_pack2(d[6], d[7]));
+#endif
+}
+#define STOREV(p, i, d) kt_storev((p), (i), (d))
 `
 
 const metalCommon = `#include <metal_stdlib>
@@ -143,6 +167,16 @@ inline void kt_loadv(device const T* p, int i, thread float* d) {
 #endif
 }
 #define LOADV(p, i, d) kt_loadv((p), (i), (d))
+inline void kt_storev(device T* p, int i, thread const float* d) {
+#if VEC == 1
+  p[i] = (T)d[0];
+#elif VEC == 2
+  *((device KT_VEC2*)(p + i)) = KT_VEC2((T)d[0], (T)d[1]);
+#else
+  for (int j = 0; j < VEC; j += 4) *((device KT_VEC4*)(p + i + j)) = KT_VEC4((T)d[j], (T)d[j + 1], (T)d[j + 2], (T)d[j + 3]);
+#endif
+}
+#define STOREV(p, i, d) kt_storev((p), (i), (d))
 `
 
 const openclCommon = `#define LID ((int)get_local_id(0))
@@ -184,6 +218,10 @@ void kt_loadv(__global const T* restrict p, int i, float* d) {
   for (int j = 0; j < VEC; ++j) d[j] = p[i + j];
 }
 #define LOADV(p, i, d) kt_loadv((p), (i), (d))
+void kt_storev(__global T* restrict p, int i, const float* d) {
+  for (int j = 0; j < VEC; ++j) p[i + j] = d[j];
+}
+#define STOREV(p, i, d) kt_storev((p), (i), (d))
 `
 
 // OpenCL C 1.2 without cl_khr_fp16 may only move half data with vload_half /
@@ -195,6 +233,10 @@ void kt_loadv(__global const T* restrict p, int i, float* d) {
   for (int j = 0; j < VEC; ++j) d[j] = vload_half(i + j, p);
 }
 #define LOADV(p, i, d) kt_loadv((p), (i), (d))
+void kt_storev(__global T* restrict p, int i, const float* d) {
+  for (int j = 0; j < VEC; ++j) vstore_half(d[j], i + j, p);
+}
+#define STOREV(p, i, d) kt_storev((p), (i), (d))
 `
 
 func prelude(api API, dt kernels.DType, vec int) (string, error) {
