@@ -348,6 +348,11 @@ func (t *Tuner) Space(task Task) (*search.Space, error) {
 		sp.Params = append(sp.Params, search.Param{Name: p.Name, Values: p.Values})
 	}
 	if ps.Check != nil {
+		// Constraints that hold for every shape apply even with no case.
+		sp.Constraints = append(sp.Constraints, search.Constraint{
+			Name:  task.Kernel.Name + " parameters",
+			Check: func(cand search.Candidate) error { return ps.Check(nil, cand) },
+		})
 		for _, c := range task.Cases {
 			shape := c.Shape
 			sp.Constraints = append(sp.Constraints, search.Constraint{
