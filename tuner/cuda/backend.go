@@ -33,16 +33,22 @@ type Backend struct {
 	props cudadrv.DeviceProps
 	info  tuner.DeviceInfo
 
-	mu       sync.Mutex
-	compiles map[string]*compileJob // by family|dtype|candidate key
-	slots    chan struct{}          // bounds concurrent NVRTC compiles
+	mu        sync.Mutex
+	compiles  map[string]*compileJob // by family|dtype|candidate key
+	workers   int                    // NVRTC compile goroutines
+	queue     chan *compileJob       // candidates announced by Prefetch, in order
+	startPool sync.Once
 
 	empty, spinFn *cudadrv.Function
 	hostLaunchUS  float64
 }
 
-// compileJob is an NVRTC compile in flight or done.
+// compileJob is an NVRTC compile, queued, in flight or done.
 type compileJob struct {
+	body  *gpu.Body
+	dt    kernels.DType
+	cand  search.Candidate
+	once  sync.Once
 	done  chan struct{}
 	image []byte
 	err   error
@@ -70,7 +76,7 @@ func Open(ordinal int) (*Backend, error) {
 		return nil, err
 	}
 	b := &Backend{lib: lib, ctx: ctx, props: ctx.Props(), compiles: map[string]*compileJob{},
-		slots: make(chan struct{}, max(1, runtime.NumCPU()))}
+		workers: max(1, runtime.NumCPU())}
 	if err := b.describe(); err != nil {
 		ctx.Close()
 		return nil, err
@@ -235,8 +241,16 @@ func (b *Backend) nvrtcOptions() []string {
 // Info describes the GPU.
 func (b *Backend) Info() tuner.DeviceInfo { return b.info }
 
-// Close releases the context.
-func (b *Backend) Close() error { return b.ctx.Close() }
+// Close stops the compile pool and releases the context.
+func (b *Backend) Close() error {
+	b.mu.Lock()
+	if b.queue != nil {
+		close(b.queue)
+		b.queue = nil
+	}
+	b.mu.Unlock()
+	return b.ctx.Close()
+}
 
 // Constraints: threads per block, static shared memory, and 32-bit indexing.
 func (b *Backend) Constraints(k *kernels.Kernel, _ kernels.DType) []search.Constraint {

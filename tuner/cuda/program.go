@@ -174,9 +174,7 @@ func jobKey(k *kernels.Kernel, dt kernels.DType, c search.Candidate) string {
 	return k.Name + "|" + string(dt) + "|" + c.Key()
 }
 
-// compile starts (or finds) the NVRTC compile of a candidate. Compiles run
-// on a pool of goroutines, so the GPU times one candidate while the CPUs
-// compile the next ones.
+// compile finds or creates the compile job of a candidate.
 func (b *Backend) compile(body *gpu.Body, k *kernels.Kernel, dt kernels.DType, c search.Candidate) *compileJob {
 	key := jobKey(k, dt, c)
 	b.mu.Lock()
@@ -184,35 +182,61 @@ func (b *Backend) compile(body *gpu.Body, k *kernels.Kernel, dt kernels.DType, c
 	if j, ok := b.compiles[key]; ok {
 		return j
 	}
-	j := &compileJob{done: make(chan struct{})}
+	j := &compileJob{done: make(chan struct{}), body: body, dt: dt, cand: c}
 	b.compiles[key] = j
-	go func() {
+	return j
+}
+
+// run compiles the job once, on whichever goroutine gets to it first: a
+// pool worker, or Build when it needs the candidate before the pool reached it.
+func (j *compileJob) run(b *Backend) {
+	j.once.Do(func() {
 		defer close(j.done)
-		b.slots <- struct{}{}
-		defer func() { <-b.slots }()
-		src, err := body.SourceFor(gpu.CUDA, dt, c)
+		src, err := j.body.SourceFor(gpu.CUDA, j.dt, j.cand)
 		if err != nil {
 			j.err = err
 			return
 		}
-		img, log, err := b.lib.Compile(src, body.Func+".cu", b.nvrtcOptions())
+		img, log, err := b.lib.Compile(src, j.body.Func+".cu", b.nvrtcOptions())
 		if err != nil {
 			j.err = fmt.Errorf("NVRTC: %w\n%s", err, log)
 			return
 		}
 		j.image = img
-	}()
-	return j
+	})
 }
 
-// Prefetch starts compiling candidates the tuner will ask for soon.
+// Prefetch queues candidates the tuner will ask for soon. A pool of
+// goroutines (one per CPU) compiles them in order while the GPU times
+// others; Build compiles a candidate itself if the pool has not reached it.
 func (b *Backend) Prefetch(k *kernels.Kernel, dt kernels.DType, cands []search.Candidate) {
 	body, err := gpu.Get(k.Name)
 	if err != nil {
 		return
 	}
+	b.startPool.Do(func() {
+		q := make(chan *compileJob, 1<<16)
+		for i := 0; i < b.workers; i++ {
+			go func() {
+				for j := range q {
+					j.run(b)
+				}
+			}()
+		}
+		b.mu.Lock()
+		b.queue = q
+		b.mu.Unlock()
+	})
 	for _, c := range cands {
-		b.compile(body, k, dt, c)
+		j := b.compile(body, k, dt, c)
+		b.mu.Lock()
+		if b.queue != nil {
+			select {
+			case b.queue <- j:
+			default: // queue full: Build compiles it when asked
+			}
+		}
+		b.mu.Unlock()
 	}
 }
 
@@ -224,6 +248,7 @@ func (b *Backend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate)
 		return nil, err
 	}
 	j := b.compile(body, k, dt, c)
+	j.run(b)
 	<-j.done
 	if j.err != nil {
 		return nil, j.err

@@ -1,0 +1,72 @@
+package metal
+
+import (
+	"structs"
+	"unsafe"
+)
+
+// mtlSize is Metal's MTLSize: three NSUIntegers (unsigned long, 64 bits on
+// both darwin/arm64 and darwin/amd64), 24 bytes with no padding.
+//
+// Passing it by value is the crux of calling
+// dispatchThreadgroups:threadsPerThreadgroup: without cgo. A 24-byte
+// aggregate of integers is neither an HFA nor an HVA and is larger than 16
+// bytes, so:
+//
+//   - arm64 (AAPCS64 B.4, unchanged by Apple's variant): the caller copies it
+//     to memory and passes a pointer to the copy in the next integer register;
+//   - amd64 (System V, class MEMORY): it is copied onto the stack.
+//
+// purego (v0.11.3, struct_arm64.go placeStack / struct_amd64.go postMerger)
+// implements exactly these rules for struct arguments of functions
+// registered with purego.RegisterFunc, and returns such a struct through
+// x8 (arm64) or a hidden first argument (amd64; objc_msgSend_stret). The
+// signatures below are registered against objc_msgSend on darwin; on every
+// platform abi_test.go registers them against C functions with the same C
+// prototypes and checks that every field arrives.
+type mtlSize struct {
+	_      structs.HostLayout
+	Width  uint64
+	Height uint64
+	Depth  uint64
+}
+
+// Typed objc_msgSend signatures for the calls that purego's generic
+// objc.ID.Send cannot express safely or cheaply: struct arguments and
+// returns, double returns, pointer returns, and initialisers mixing BOOL,
+// NSUInteger and double arguments. The receiver and selector are uintptr so
+// that the same types build (and are tested) on every platform.
+type (
+	// -[MTLComputeCommandEncoder dispatchThreadgroups:threadsPerThreadgroup:]
+	sendDispatchFn func(self, sel uintptr, groups, threads mtlSize)
+	// -[MTLDevice maxThreadsPerThreadgroup] (objc_msgSend_stret on amd64)
+	sendSizeFn func(self, sel uintptr) mtlSize
+	// -[MTLCommandBuffer GPUStartTime] and GPUEndTime (CFTimeInterval)
+	sendDoubleFn func(self, sel uintptr) float64
+	// -[MTLBuffer contents], -[NSString UTF8String]
+	sendPtrFn func(self, sel uintptr) unsafe.Pointer
+	// -[MPSMatrixMultiplication initWithDevice:transposeLeft:transposeRight:
+	//   resultRows:resultColumns:interiorColumns:alpha:beta:]
+	sendMatMulInitFn func(self, sel, device uintptr, transLeft, transRight bool, rows, cols, inner uint64, alpha, beta float64) uintptr
+	// -[MPSMatrixVectorMultiplication initWithDevice:transpose:rows:columns:alpha:beta:]
+	sendMatVecInitFn func(self, sel, device uintptr, trans bool, rows, cols uint64, alpha, beta float64) uintptr
+)
+
+// grid converts a kernel launch to the two MTLSizes of a dispatch:
+// threadgroups in x and y, threads per threadgroup in x.
+func grid(groupsX, groupsY, threads int) (groups, perGroup mtlSize) {
+	return mtlSize{Width: uint64(groupsX), Height: uint64(groupsY), Depth: 1},
+		mtlSize{Width: uint64(threads), Height: 1, Depth: 1}
+}
+
+// cString copies a NUL-terminated C string.
+func cString(p unsafe.Pointer) string {
+	if p == nil {
+		return ""
+	}
+	n := 0
+	for *(*byte)(unsafe.Add(p, n)) != 0 {
+		n++
+	}
+	return string(unsafe.Slice((*byte)(p), n))
+}

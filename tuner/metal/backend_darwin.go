@@ -1,0 +1,523 @@
+//go:build darwin
+
+package metal
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"runtime"
+	"sync"
+	"time"
+	"unsafe"
+
+	"github.com/ebitengine/purego/objc"
+
+	"github.com/kerntune/kerntune/internal/stats"
+	"github.com/kerntune/kerntune/kernels"
+	"github.com/kerntune/kerntune/search"
+	"github.com/kerntune/kerntune/tuner"
+)
+
+// Warmup: Apple GPUs raise their clocks only under sustained load, so the
+// backend keeps the GPU busy for a second before measuring anything, and
+// again briefly whenever it has been idle (compiles, host-side
+// verification) before timing.
+const (
+	initialWarmup  = time.Second
+	idleBeforeWarm = 200 * time.Millisecond
+	rewarm         = 100 * time.Millisecond
+)
+
+// Backend runs kernels on one Metal device.
+type Backend struct {
+	rt     *runtimeLib
+	gpu    *gpuThread
+	device objc.ID // id<MTLDevice>, owned
+	queue  objc.ID // id<MTLCommandQueue>, owned
+	info   tuner.DeviceInfo
+
+	maxThreads, maxShared int
+	mpsOK                 bool
+
+	mu       sync.Mutex
+	closed   bool
+	compiles map[string]*compileJob // by family|dtype|candidate key
+	built    []string               // keys of compiled jobs Build has used, oldest first
+	slots    chan struct{}          // bounds concurrent compiles
+
+	// Used on the GPU thread only.
+	empty, copyKernel, burnKernel pipeline
+	warmSrc, warmDst              buffer
+	lastGPU                       time.Time
+}
+
+// buffer is a shared-storage MTLBuffer and its CPU mapping.
+type buffer struct {
+	id   objc.ID
+	ptr  unsafe.Pointer // -[MTLBuffer contents]
+	size int
+}
+
+func (bf buffer) bytes() []byte { return unsafe.Slice((*byte)(bf.ptr), bf.size) }
+
+// pipeline is a compute pipeline state (owned) and the limits it reports.
+type pipeline struct {
+	id           objc.ID
+	maxThreads   int // maxTotalThreadsPerThreadgroup
+	staticShared int // staticThreadgroupMemoryLength
+	simdWidth    int // threadExecutionWidth
+}
+
+func open() (tuner.Backend, error) {
+	r, err := loadRuntime()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", tuner.ErrUnavailable, err)
+	}
+	registerSelectors()
+	b := &Backend{rt: r, compiles: map[string]*compileJob{}, slots: make(chan struct{}, max(2, runtime.NumCPU()))}
+	b.gpu = startGPUThread(r)
+	if err := b.gpu.do(b.setup); err != nil {
+		b.gpu.do(func() error { b.teardown(); return nil })
+		b.gpu.stop()
+		return nil, err
+	}
+	return b, nil
+}
+
+// setup opens the device and queue, queries the device, compiles the
+// helper kernels, warms the GPU up and measures the facts. GPU thread.
+func (b *Backend) setup() error {
+	dev := objc.ID(b.rt.createSystemDefaultDevice())
+	if dev == 0 {
+		// No default device (e.g. CoreGraphics missing): take the first of all devices.
+		if all := objc.ID(b.rt.copyAllDevices()); all != 0 {
+			if all.Send(sel.count) > 0 {
+				dev = retain(all.Send(sel.objectAtIndex, uint64(0)))
+			}
+			release(all)
+		}
+	}
+	if dev == 0 {
+		return fmt.Errorf("%w: no Metal device (MTLCreateSystemDefaultDevice and MTLCopyAllDevices returned none)", tuner.ErrUnavailable)
+	}
+	b.device = dev
+	if b.queue = dev.Send(sel.newCommandQueue); b.queue == 0 {
+		return errors.New("metal: newCommandQueue returned nil")
+	}
+	b.describe()
+	if err := b.loadHelpers(); err != nil {
+		return fmt.Errorf("metal: helper kernels: %w", err)
+	}
+	if err := b.measure(); err != nil {
+		return fmt.Errorf("metal: measuring %s: %w", b.info.Key, err)
+	}
+	return nil
+}
+
+// describe queries the device. GPU thread.
+func (b *Backend) describe() {
+	d := b.device
+	name := b.rt.goString(d.Send(sel.name))
+	apple := 0
+	for f := gpuFamilyApple10; f >= gpuFamilyApple1; f-- {
+		if objc.Send[bool](d, sel.supportsFamily, int64(f)) {
+			apple = f - gpuFamilyApple1 + 1
+			break
+		}
+	}
+	mac2 := apple == 0 && objc.Send[bool](d, sel.supportsFamily, int64(gpuFamilyMac2))
+	tgMem := int(d.Send(sel.maxThreadgroupMemoryLength))
+	workingSet := uint64(d.Send(sel.recommendedMaxWorkingSetSize))
+	maxBuf := uint64(d.Send(sel.maxBufferLength))
+	maxTPT := b.rt.sendSize(uintptr(d), uintptr(sel.maxThreadsPerThreadgroup))
+	unified := objc.Send[bool](d, sel.hasUnifiedMemory)
+	cores, coreErr := b.rt.gpuCoreCount()
+
+	b.maxThreads = maxThreadsPerGroup
+	if w := int(maxTPT.Width); w > 0 {
+		b.maxThreads = min(b.maxThreads, w)
+	}
+	b.maxShared = maxSharedPerGroup
+	if tgMem > 0 {
+		b.maxShared = min(b.maxShared, tgMem)
+	}
+	b.mpsOK = b.rt.mpsSupportsDevice != nil && b.rt.mpsSupportsDevice(uintptr(d)) && os.Getenv("KERNTUNE_METAL_MPS") != "0"
+
+	facts := map[string]float64{
+		"gpu_cores":                         float64(cores),
+		"gpu_cores_known":                   boolFact(coreErr == nil),
+		"apple_gpu_family":                  float64(apple),
+		"max_threadgroup_memory_bytes":      float64(tgMem),
+		"max_threads_per_threadgroup":       float64(maxTPT.Width),
+		"recommended_max_working_set_bytes": float64(workingSet),
+		"max_buffer_bytes":                  float64(maxBuf),
+		"unified_memory":                    boolFact(unified),
+		"slc_bytes_estimate":                float64(slcBytes(name)),
+		"mps_baseline":                      boolFact(b.mpsOK),
+	}
+	osInfo := objc.ID(objc.GetClass("NSProcessInfo")).Send(sel.processInfo)
+	if maj, minor, patch, ok := parseOSVersion(b.rt.goString(osInfo.Send(sel.operatingSystemVersionString))); ok {
+		facts["macos_major"], facts["macos_minor"], facts["macos_patch"] = float64(maj), float64(minor), float64(patch)
+	}
+	b.info = tuner.DeviceInfo{
+		Key:          deviceKey(name, cores),
+		Name:         name,
+		Backend:      "metal",
+		Family:       familyKey(apple, mac2),
+		ComputeUnits: cores,
+		LLCBytes:     slcBytes(name), // an estimate: see slcBytes
+		Facts:        facts,
+	}
+	for _, n := range b.rt.notes {
+		fmt.Fprintf(os.Stderr, "metal: %s\n", n)
+	}
+	if coreErr != nil {
+		fmt.Fprintf(os.Stderr, "metal: GPU core count unknown (%v): device key %s has no core count, gpu_cores_known=0\n", coreErr, b.info.Key)
+	}
+}
+
+func boolFact(v bool) float64 {
+	if v {
+		return 1
+	}
+	return 0
+}
+
+func (b *Backend) loadHelpers() error {
+	var err error
+	for _, h := range []struct {
+		p    *pipeline
+		name string
+	}{{&b.empty, "kt_empty"}, {&b.copyKernel, "kt_copy"}, {&b.burnKernel, "kt_burn"}} {
+		if *h.p, err = b.newPipeline(helperSource, h.name); err != nil {
+			return err
+		}
+	}
+	if b.warmSrc, err = b.newBuffer(warmBytes); err != nil {
+		return err
+	}
+	b.warmDst, err = b.newBuffer(warmBytes)
+	return err
+}
+
+// newBuffer allocates a zero-filled shared-storage buffer. Any thread.
+func (b *Backend) newBuffer(size int) (buffer, error) {
+	id := b.device.Send(sel.newBufferWithLength, uint64(size), uint64(mtlResourceStorageModeShared))
+	if id == 0 {
+		return buffer{}, fmt.Errorf("newBufferWithLength:%d failed (out of memory?)", size)
+	}
+	p := b.rt.sendPtr(uintptr(id), uintptr(sel.contents))
+	if p == nil {
+		release(id)
+		return buffer{}, errors.New("-[MTLBuffer contents] returned NULL for a shared buffer")
+	}
+	return buffer{id: id, ptr: p, size: size}, nil
+}
+
+func freeBuffer(bf *buffer) {
+	release(bf.id)
+	*bf = buffer{}
+}
+
+// newPipeline compiles MSL source and makes the compute pipeline of one of
+// its functions. Metal's device methods are thread-safe, so compiles run on
+// many goroutines; each locks its thread for the autorelease pool.
+func (b *Backend) newPipeline(src, fn string) (pipeline, error) {
+	var p pipeline
+	var err error
+	b.rt.withPool(func() {
+		nsSrc := nsString(src)
+		defer release(nsSrc)
+		var nsErr objc.ID
+		// options nil: the defaults (latest MSL, fast math on).
+		lib := b.device.Send(sel.newLibraryWithSource, nsSrc, objc.ID(0), unsafe.Pointer(&nsErr))
+		if lib == 0 {
+			err = fmt.Errorf("metal compiler: %s", b.rt.errorText(nsErr))
+			return
+		}
+		defer release(lib)
+		nsName := nsString(fn)
+		defer release(nsName)
+		f := lib.Send(sel.newFunctionWithName, nsName)
+		if f == 0 {
+			err = fmt.Errorf("metal: no function %s in the compiled library", fn)
+			return
+		}
+		defer release(f)
+		nsErr = 0
+		pso := b.device.Send(sel.newPipeline, f, unsafe.Pointer(&nsErr))
+		if pso == 0 {
+			err = fmt.Errorf("metal: newComputePipelineStateWithFunction %s: %s", fn, b.rt.errorText(nsErr))
+			return
+		}
+		p = pipeline{
+			id:           pso,
+			maxThreads:   int(pso.Send(sel.maxTotalThreadsPerThreadgroup)),
+			staticShared: int(pso.Send(sel.staticThreadgroupMemory)),
+			simdWidth:    int(pso.Send(sel.threadExecutionWidth)),
+		}
+	})
+	return p, err
+}
+
+// runCommandBuffer encodes into a new command buffer, commits it, waits
+// for it and returns its GPU time (GPUEndTime − GPUStartTime) in seconds.
+// The command buffer lives in its own autorelease pool. GPU thread. enc
+// must end every encoder it begins, also when it returns an error.
+func (b *Backend) runCommandBuffer(enc func(cb objc.ID) error) (float64, error) {
+	var secs float64
+	var err error
+	b.rt.withPool(func() {
+		cb := b.queue.Send(sel.commandBuffer)
+		if cb == 0 {
+			err = errors.New("metal: commandBuffer returned nil")
+			return
+		}
+		if err = enc(cb); err != nil {
+			return // never committed: released with the pool
+		}
+		cb.Send(sel.commit)
+		cb.Send(sel.waitUntilCompleted)
+		if cb.Send(sel.status) == mtlCommandBufferStatusError {
+			err = fmt.Errorf("metal: command buffer failed: %s", b.rt.errorText(cb.Send(sel.err)))
+			return
+		}
+		start := b.rt.sendDouble(uintptr(cb), uintptr(sel.gpuStartTime))
+		end := b.rt.sendDouble(uintptr(cb), uintptr(sel.gpuEndTime))
+		secs = end - start
+	})
+	b.lastGPU = time.Now()
+	return secs, err
+}
+
+// computeEncoder begins a compute encoder with a pipeline set.
+func computeEncoder(cb objc.ID, p objc.ID) (objc.ID, error) {
+	enc := cb.Send(sel.computeCommandEncoder)
+	if enc == 0 {
+		return 0, errors.New("metal: computeCommandEncoder returned nil")
+	}
+	enc.Send(sel.setComputePipelineState, p)
+	return enc, nil
+}
+
+func (b *Backend) dispatch(enc objc.ID, groups, threads mtlSize) {
+	b.rt.sendDispatch(uintptr(enc), uintptr(sel.dispatch), groups, threads)
+}
+
+// encodeEmpty adds n dispatches of the empty kernel (one threadgroup of 32).
+func (b *Backend) encodeEmpty(cb objc.ID, n int) error {
+	enc, err := computeEncoder(cb, b.empty.id)
+	if err != nil {
+		return err
+	}
+	g, t := grid(1, 1, 32)
+	for range n {
+		b.dispatch(enc, g, t)
+	}
+	enc.Send(sel.endEncoding)
+	return nil
+}
+
+// encodeCopy adds n copies of src to dst (float4 per thread).
+func (b *Backend) encodeCopy(cb objc.ID, src, dst buffer, n int) error {
+	enc, err := computeEncoder(cb, b.copyKernel.id)
+	if err != nil {
+		return err
+	}
+	vecs := uint32(min(src.size, dst.size) / 16)
+	enc.Send(sel.setBuffer, src.id, uint64(0), uint64(0))
+	enc.Send(sel.setBuffer, dst.id, uint64(0), uint64(1))
+	enc.Send(sel.setBytes, unsafe.Pointer(&vecs), uint64(4), uint64(2))
+	g, t := grid((int(vecs)+255)/256, 1, 256)
+	for range n {
+		b.dispatch(enc, g, t)
+	}
+	enc.Send(sel.endEncoding)
+	return nil
+}
+
+// encodeBurn adds n dispatches of the FMA loop, writing into dst.
+func (b *Backend) encodeBurn(cb objc.ID, dst buffer, n int) error {
+	enc, err := computeEncoder(cb, b.burnKernel.id)
+	if err != nil {
+		return err
+	}
+	iters := uint32(burnIters)
+	enc.Send(sel.setBuffer, dst.id, uint64(0), uint64(0))
+	enc.Send(sel.setBytes, unsafe.Pointer(&iters), uint64(4), uint64(1))
+	g, t := grid(burnGroups, 1, burnThreads)
+	for range n {
+		b.dispatch(enc, g, t)
+	}
+	enc.Send(sel.endEncoding)
+	return nil
+}
+
+// warm keeps the GPU busy with copies and FMA loops for at least d.
+func (b *Backend) warm(d time.Duration) error {
+	start := time.Now()
+	for time.Since(start) < d {
+		_, err := b.runCommandBuffer(func(cb objc.ID) error {
+			if err := b.encodeCopy(cb, b.warmSrc, b.warmDst, 2); err != nil {
+				return err
+			}
+			return b.encodeBurn(cb, b.warmDst, 2)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// rewarmIfIdle warms the GPU again when it has been idle long enough for
+// its clocks to drop. GPU thread.
+func (b *Backend) rewarmIfIdle() error {
+	if time.Since(b.lastGPU) > idleBeforeWarm {
+		return b.warm(rewarm)
+	}
+	return nil
+}
+
+// measure warms the GPU up and measures copy bandwidth, FMA rate and the
+// dispatch overheads. GPU thread.
+func (b *Backend) measure() error {
+	f := b.info.Facts
+	if err := b.warm(initialWarmup); err != nil {
+		return fmt.Errorf("warmup: %w", err)
+	}
+	f["warmup_s"] = initialWarmup.Seconds()
+
+	// Copy bandwidth, read + write, far past the SLC.
+	src, err := b.newBuffer(bwBytes)
+	if err != nil {
+		return err
+	}
+	defer freeBuffer(&src)
+	dst, err := b.newBuffer(bwBytes)
+	if err != nil {
+		return err
+	}
+	defer freeBuffer(&dst)
+	var ts []float64
+	for range 11 {
+		t, err := b.runCommandBuffer(func(cb objc.ID) error { return b.encodeCopy(cb, src, dst, 1) })
+		if err != nil {
+			return fmt.Errorf("copy bandwidth: %w", err)
+		}
+		ts = append(ts, t)
+	}
+	if t := stats.Median(ts[1:]); t > 0 {
+		f["bandwidth_gbps"] = math.Round(2*bwBytes/t/1e8) / 10
+	}
+
+	// FMA rate of the burn kernel: a measured arithmetic peak for the roofline.
+	ts = ts[:0]
+	for range 5 {
+		t, err := b.runCommandBuffer(func(cb objc.ID) error { return b.encodeBurn(cb, b.warmDst, 1) })
+		if err != nil {
+			return fmt.Errorf("FMA rate: %w", err)
+		}
+		ts = append(ts, t)
+	}
+	if t := stats.Median(ts); t > 0 {
+		f["peak_gflops"] = math.Round(burnFlops / t / 1e9)
+	}
+
+	// Dispatch overhead: the GPU time of an empty dispatch among 1000 in one
+	// command buffer, and the host's cost of encoding one.
+	const perBuffer = 1000
+	var gpuPer, hostPer []float64
+	for range 5 {
+		var enc time.Duration
+		t, err := b.runCommandBuffer(func(cb objc.ID) error {
+			start := time.Now()
+			err := b.encodeEmpty(cb, perBuffer)
+			enc = time.Since(start)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("dispatch overhead: %w", err)
+		}
+		gpuPer = append(gpuPer, t/perBuffer)
+		hostPer = append(hostPer, enc.Seconds()/perBuffer)
+	}
+	f["launch_overhead_us"] = round3(stats.Median(gpuPer) * 1e6)
+	f["host_launch_us"] = round3(stats.Median(hostPer) * 1e6)
+
+	// A command buffer of one empty dispatch: its GPU time and the host's
+	// round trip (create, encode, commit, wait).
+	var cbGPU, cbWall []float64
+	for range 30 {
+		start := time.Now()
+		t, err := b.runCommandBuffer(func(cb objc.ID) error { return b.encodeEmpty(cb, 1) })
+		if err != nil {
+			return fmt.Errorf("command buffer overhead: %w", err)
+		}
+		cbWall = append(cbWall, time.Since(start).Seconds())
+		cbGPU = append(cbGPU, t)
+	}
+	f["cmdbuf_gpu_us"] = round3(stats.Median(cbGPU) * 1e6)
+	f["host_roundtrip_us"] = round3(stats.Median(cbWall) * 1e6)
+	f["dispatch_target_ms"] = targetBufferSeconds * 1e3
+
+	b.info.PeakFlops = peakFlopsCeiling(b.info.ComputeUnits, f["peak_gflops"])
+	b.info.PeakBandwidth = peakBandwidthCeiling(f["bandwidth_gbps"])
+	return nil
+}
+
+func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
+
+// Info describes the GPU.
+func (b *Backend) Info() tuner.DeviceInfo { return b.info }
+
+// Constraints: threads per threadgroup and static threadgroup memory.
+func (b *Backend) Constraints(k *kernels.Kernel, _ kernels.DType) []search.Constraint {
+	return constraints(k, b.maxThreads, b.maxShared)
+}
+
+// Close waits for compiles in flight, releases the cached pipelines, the
+// helpers, the queue and the device, and ends the GPU thread. Programs and
+// instances should be closed first.
+func (b *Backend) Close() error {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil
+	}
+	b.closed = true
+	jobs := make([]*compileJob, 0, len(b.compiles))
+	for _, j := range b.compiles {
+		jobs = append(jobs, j)
+	}
+	b.compiles = nil
+	b.mu.Unlock()
+	for _, j := range jobs {
+		<-j.done // a compile in flight uses the device
+	}
+	b.mu.Lock()
+	for _, j := range jobs {
+		j.evicted = true // a Build waiting on it compiles again and gets errClosed
+		release(j.p.id)
+		j.p = pipeline{}
+	}
+	b.mu.Unlock()
+	err := b.gpu.do(func() error { b.teardown(); return nil })
+	b.gpu.stop()
+	return err
+}
+
+// teardown releases what setup made. GPU thread.
+func (b *Backend) teardown() {
+	freeBuffer(&b.warmSrc)
+	freeBuffer(&b.warmDst)
+	for _, p := range []*pipeline{&b.empty, &b.copyKernel, &b.burnKernel} {
+		release(p.id)
+		*p = pipeline{}
+	}
+	release(b.queue)
+	release(b.device)
+	b.queue, b.device = 0, 0
+}

@@ -1,0 +1,254 @@
+package metal
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/kerntune/kerntune/internal/half"
+	"github.com/kerntune/kerntune/kernels"
+	"github.com/kerntune/kerntune/kernels/gpu"
+	"github.com/kerntune/kerntune/search"
+)
+
+// Limits every Metal candidate is held to, whatever the device reports:
+// Apple GPUs allow 1024 threads and 32 KB of threadgroup memory per
+// threadgroup (Apple7–Apple9), and Intel Macs' GPUs no more.
+const (
+	maxThreadsPerGroup = 1024
+	maxSharedPerGroup  = 32 << 10
+)
+
+// deviceKey is the device's key in hardware_params.json:
+// metal:<name>:<cores>c. Binned chips share a name but not a core count
+// (an M3 Max has 30 or 40 GPU cores), and tuned parameters follow the core
+// count, so it is part of the key; when IOKit does not report it the key is
+// metal:<name>.
+func deviceKey(name string, cores int) string {
+	n := strings.NewReplacer("/", "-", ":", "-").Replace(strings.TrimSpace(name))
+	if n == "" {
+		n = "unknown"
+	}
+	if cores <= 0 {
+		return "metal:" + n
+	}
+	return fmt.Sprintf("metal:%s:%dc", n, cores)
+}
+
+// familyKey is the fallback key shared by similar devices: the highest
+// MTLGPUFamilyApple<N> the device supports ("apple9"), else "mac2" for a
+// Mac2-family GPU (Intel Macs' AMD and Intel GPUs), else "metal".
+func familyKey(apple int, mac2 bool) string {
+	switch {
+	case apple > 0:
+		return fmt.Sprintf("apple%d", apple)
+	case mac2:
+		return "mac2"
+	}
+	return "metal"
+}
+
+// MTLGPUFamily values (MTLDevice.h): Apple1 = 1001 … Apple10 = 1010, Mac2 = 2002.
+const (
+	gpuFamilyApple1  = 1001
+	gpuFamilyApple10 = 1010
+	gpuFamilyMac2    = 2002
+)
+
+var chipRE = regexp.MustCompile(`(?i)\bapple m(\d+)(?:\s+(pro|max|ultra))?\b`)
+
+// slcBytes estimates the system-level cache (SLC) of an Apple chip from its
+// name, for the rotation of input copies. It is an estimate: Apple does not
+// publish the SLC size and Metal cannot query it. M1 and M2 are from public
+// die analyses (8, 24, 48, 96 MB for the base, Pro, Max and Ultra chips);
+// later generations are not well documented and get generous values. An
+// overestimate only costs memory (more rotated copies, capped by the tuner);
+// an underestimate would let "streamed" inputs hit in the cache. Unknown
+// chips (and the GPUs of Intel Macs) get 48 MB.
+func slcBytes(name string) int64 {
+	const mb = 1 << 20
+	m := chipRE.FindStringSubmatch(name)
+	if m == nil {
+		return 48 * mb
+	}
+	gen, _ := strconv.Atoi(m[1])
+	tier := strings.ToLower(m[2])
+	known := map[string]int64{"": 8, "pro": 24, "max": 48, "ultra": 96}
+	generous := map[string]int64{"": 16, "pro": 32, "max": 64, "ultra": 128}
+	if gen <= 2 {
+		return known[tier] * mb
+	}
+	return generous[tier] * mb
+}
+
+var osVersionRE = regexp.MustCompile(`(\d+)\.(\d+)(?:\.(\d+))?`)
+
+// parseOSVersion reads -[NSProcessInfo operatingSystemVersionString], e.g.
+// "Version 14.5 (Build 23F79)".
+func parseOSVersion(s string) (major, minor, patch int, ok bool) {
+	m := osVersionRE.FindStringSubmatch(s)
+	if m == nil {
+		return 0, 0, 0, false
+	}
+	major, _ = strconv.Atoi(m[1])
+	minor, _ = strconv.Atoi(m[2])
+	if m[3] != "" {
+		patch, _ = strconv.Atoi(m[3])
+	}
+	return major, minor, patch, true
+}
+
+// peakFlopsCeiling is a generous physical ceiling for measurement checks:
+// 1024 flops per GPU core per clock (four times an Apple GPU core's FP32 FMA
+// rate) at 3.2 GHz, or four times the measured FMA rate, whichever is
+// higher; 10 PFLOP/s when neither is known.
+func peakFlopsCeiling(cores int, measuredGFLOPS float64) float64 {
+	c := 0.0
+	if cores > 0 {
+		c = float64(cores) * 1024 * 1.6e9 * 2
+	}
+	c = math.Max(c, 4*measuredGFLOPS*1e9)
+	if c <= 0 {
+		return 1e16
+	}
+	return c
+}
+
+// peakBandwidthCeiling: 1.2 TB/s (above any Apple chip's DRAM bandwidth) or
+// four times the measured copy bandwidth, whichever is higher, so that data
+// resident in the SLC is not rejected either.
+func peakBandwidthCeiling(measuredGBPS float64) float64 {
+	return math.Max(1.2e12, 4*measuredGBPS*1e9)
+}
+
+// Timing: each sample is one command buffer of several dispatches of the
+// same kernel, long enough that the command buffer's own start-up is noise.
+const (
+	targetBufferSeconds = 1e-3 // a timed command buffer lasts at least this long on the GPU
+	maxDispatches       = 256  // … but holds no more dispatches than this
+	calibrationDispatch = 3    // dispatches in the command buffer that estimates a kernel's time
+)
+
+// dispatchesPerBuffer is how many dispatches a timed command buffer holds
+// for a kernel taking perDispatch seconds: enough to last target seconds,
+// at least one and at most limit.
+func dispatchesPerBuffer(perDispatch, target float64, limit int) int {
+	if !(perDispatch > 0) || math.IsInf(perDispatch, 0) {
+		return 1
+	}
+	d := math.Ceil(target / perDispatch)
+	if d < 1 {
+		return 1
+	}
+	if d > float64(limit) {
+		return limit
+	}
+	return int(d)
+}
+
+// constraints are the device limits on a family's candidates: threads per
+// threadgroup and static threadgroup memory.
+func constraints(k *kernels.Kernel, maxThreads, maxShared int) []search.Constraint {
+	body, err := gpu.Get(k.Name)
+	if err != nil {
+		return []search.Constraint{{Name: "has a GPU body", Check: func(search.Candidate) error { return err }}}
+	}
+	return []search.Constraint{
+		{Name: fmt.Sprintf("threads ≤ %d", maxThreads), Check: func(c search.Candidate) error {
+			if n := body.Threads(c); n > maxThreads {
+				return fmt.Errorf("%d threads per threadgroup", n)
+			}
+			return nil
+		}},
+		{Name: fmt.Sprintf("threadgroup memory ≤ %d bytes", maxShared), Check: func(c search.Candidate) error {
+			if s := body.SharedBytes(c); s > maxShared {
+				return fmt.Errorf("%d bytes of threadgroup memory", s)
+			}
+			return nil
+		}},
+	}
+}
+
+// checkPipeline rejects a compiled candidate the device cannot run as
+// asked: more threads per threadgroup than its pipeline allows (the
+// compiler lowers maxTotalThreadsPerThreadgroup when a kernel needs many
+// registers), or more static threadgroup memory than the limit.
+func checkPipeline(threads, pipelineMaxThreads, staticShared, maxShared int) error {
+	if threads > pipelineMaxThreads {
+		return fmt.Errorf("needs %d threads per threadgroup but its pipeline allows %d (register pressure)", threads, pipelineMaxThreads)
+	}
+	if staticShared > maxShared {
+		return fmt.Errorf("uses %d bytes of threadgroup memory, more than %d", staticShared, maxShared)
+	}
+	return nil
+}
+
+// roundUp rounds n up to a multiple of m.
+func roundUp(n, m int) int { return (n + m - 1) / m * m }
+
+// bufferBytes is the allocation for n elements of dt: at least 16 bytes and
+// a multiple of 16, so every buffer can be poisoned word-wise and copied by
+// a blit (macOS wants blit sizes and offsets in multiples of 4).
+func bufferBytes(dt kernels.DType, n int) int { return max(16, roundUp(n*dt.Size(), 16)) }
+
+// encode writes xs as dt elements (little-endian) into dst.
+func encode(dst []byte, dt kernels.DType, xs []float32) {
+	if dt == kernels.F16 {
+		for i, v := range xs {
+			h := half.FromFloat32(v)
+			dst[2*i], dst[2*i+1] = byte(h), byte(h>>8)
+		}
+		return
+	}
+	for i, v := range xs {
+		u := math.Float32bits(v)
+		dst[4*i], dst[4*i+1], dst[4*i+2], dst[4*i+3] = byte(u), byte(u>>8), byte(u>>16), byte(u>>24)
+	}
+}
+
+// decode reads n dt elements from src.
+func decode(src []byte, dt kernels.DType, n int) []float32 {
+	out := make([]float32, n)
+	if dt == kernels.F16 {
+		for i := range out {
+			out[i] = half.ToFloat32(uint16(src[2*i]) | uint16(src[2*i+1])<<8)
+		}
+		return out
+	}
+	for i := range out {
+		out[i] = math.Float32frombits(uint32(src[4*i]) | uint32(src[4*i+1])<<8 | uint32(src[4*i+2])<<16 | uint32(src[4*i+3])<<24)
+	}
+	return out
+}
+
+// poison fills dst with NaN of dt, so that elements a kernel does not write
+// fail verification.
+func poison(dst []byte, dt kernels.DType) {
+	word := uint32(0x7fc00000)
+	if dt == kernels.F16 {
+		word = 0x7e007e00
+	}
+	for i := 0; i+4 <= len(dst); i += 4 {
+		dst[i], dst[i+1], dst[i+2], dst[i+3] = byte(word), byte(word>>8), byte(word>>16), byte(word>>24)
+	}
+}
+
+// scalarWords converts a body's scalar arguments (int32 and float32, in
+// order) to the 4-byte words bound with setBytes:length:atIndex: as
+// `constant int&` / `constant float&`.
+func scalarWords(scalars []any) ([]uint32, error) {
+	out := make([]uint32, len(scalars))
+	for i, s := range scalars {
+		switch v := s.(type) {
+		case int32:
+			out[i] = uint32(v)
+		case float32:
+			out[i] = math.Float32bits(v)
+		default:
+			return nil, fmt.Errorf("scalar argument %d has type %T; the Metal backend binds only int32 and float32", i, s)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,320 @@
+package metal
+
+import (
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"unsafe"
+
+	"github.com/kerntune/kerntune/internal/half"
+	"github.com/kerntune/kerntune/kernels"
+	"github.com/kerntune/kerntune/kernels/gpu"
+	"github.com/kerntune/kerntune/search"
+	"github.com/kerntune/kerntune/tuner"
+)
+
+func TestRegistered(t *testing.T) {
+	if !slices.Contains(tuner.Backends(), "metal") {
+		t.Fatalf("metal is not registered: %v", tuner.Backends())
+	}
+}
+
+func TestDeviceKey(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		cores int
+		want  string
+	}{
+		{"Apple M2 Pro", 19, "metal:Apple M2 Pro:19c"},
+		{"Apple M3 Max", 30, "metal:Apple M3 Max:30c"},
+		{"Apple M3 Max", 40, "metal:Apple M3 Max:40c"}, // binned chips differ in cores
+		{"Apple M1", 0, "metal:Apple M1"},              // core count unknown
+		{" AMD Radeon Pro 5500M ", 0, "metal:AMD Radeon Pro 5500M"},
+		{"a/b:c", 8, "metal:a-b-c:8c"},
+		{"", 0, "metal:unknown"},
+	} {
+		if got := deviceKey(c.name, c.cores); got != c.want {
+			t.Errorf("deviceKey(%q, %d) = %q, want %q", c.name, c.cores, got, c.want)
+		}
+	}
+}
+
+func TestFamilyKey(t *testing.T) {
+	if got := familyKey(9, false); got != "apple9" {
+		t.Errorf("familyKey(9) = %q", got)
+	}
+	if got := familyKey(7, true); got != "apple7" {
+		t.Errorf("familyKey(7, mac2) = %q", got)
+	}
+	if got := familyKey(0, true); got != "mac2" {
+		t.Errorf("familyKey(0, mac2) = %q", got)
+	}
+	if got := familyKey(0, false); got != "metal" {
+		t.Errorf("familyKey(0) = %q", got)
+	}
+	if gpuFamilyApple10-gpuFamilyApple1+1 != 10 || gpuFamilyApple1 != 1001 || gpuFamilyMac2 != 2002 {
+		t.Error("MTLGPUFamily constants do not match MTLDevice.h")
+	}
+}
+
+func TestSLCBytes(t *testing.T) {
+	const mb = 1 << 20
+	for _, c := range []struct {
+		name string
+		want int64
+	}{
+		{"Apple M1", 8 * mb},
+		{"Apple M1 Pro", 24 * mb},
+		{"Apple M1 Max", 48 * mb},
+		{"Apple M1 Ultra", 96 * mb},
+		{"Apple M2", 8 * mb},
+		{"Apple M2 Max", 48 * mb},
+		{"Apple M3", 16 * mb},
+		{"Apple M3 Pro", 32 * mb},
+		{"Apple M4 Max", 64 * mb},
+		{"Apple M10 Ultra", 128 * mb},
+		{"AMD Radeon Pro 5500M", 48 * mb},
+		{"Intel(R) UHD Graphics 630", 48 * mb},
+		{"Apple A17 Pro", 48 * mb},
+	} {
+		if got := slcBytes(c.name); got != c.want {
+			t.Errorf("slcBytes(%q) = %d MB, want %d MB", c.name, got/mb, c.want/mb)
+		}
+	}
+}
+
+func TestParseOSVersion(t *testing.T) {
+	for _, c := range []struct {
+		s                   string
+		major, minor, patch int
+		ok                  bool
+	}{
+		{"Version 14.5 (Build 23F79)", 14, 5, 0, true},
+		{"Version 15.0.1 (Build 24A348)", 15, 0, 1, true},
+		{"Version 26.1 (Build 25B78)", 26, 1, 0, true},
+		{"", 0, 0, 0, false},
+	} {
+		ma, mi, pa, ok := parseOSVersion(c.s)
+		if ma != c.major || mi != c.minor || pa != c.patch || ok != c.ok {
+			t.Errorf("parseOSVersion(%q) = %d %d %d %v", c.s, ma, mi, pa, ok)
+		}
+	}
+}
+
+func TestDispatchesPerBuffer(t *testing.T) {
+	for _, c := range []struct {
+		per  float64
+		want int
+	}{
+		{10e-6, 100}, // 100 dispatches of 10 µs make a 1 ms command buffer
+		{3e-6, 256},  // capped
+		{2e-3, 1},    // one long kernel is enough
+		{1e-3, 1},    // exactly the target
+		{0.4e-3, 3},  // rounded up
+		{0, 1},       // no estimate
+		{-1, 1},      // a bad estimate
+		{math.NaN(), 1},
+		{math.Inf(1), 1},
+	} {
+		if got := dispatchesPerBuffer(c.per, targetBufferSeconds, maxDispatches); got != c.want {
+			t.Errorf("dispatchesPerBuffer(%g) = %d, want %d", c.per, got, c.want)
+		}
+	}
+}
+
+func TestCeilings(t *testing.T) {
+	if got := peakFlopsCeiling(10, 0); got != 10*1024*1.6e9*2 {
+		t.Errorf("peakFlopsCeiling(10, 0) = %g", got)
+	}
+	if got := peakFlopsCeiling(10, 1e5); got != 4e14 {
+		t.Errorf("peakFlopsCeiling(10, 100 TFLOPS measured) = %g, want 4× the measurement", got)
+	}
+	if got := peakFlopsCeiling(0, 0); !(got >= 1e15) {
+		t.Errorf("peakFlopsCeiling with nothing known = %g, want a huge ceiling", got)
+	}
+	if got := peakBandwidthCeiling(100); got != 1.2e12 {
+		t.Errorf("peakBandwidthCeiling(100 GB/s) = %g", got)
+	}
+	if got := peakBandwidthCeiling(800); got != 3.2e12 {
+		t.Errorf("peakBandwidthCeiling(800 GB/s) = %g", got)
+	}
+}
+
+func TestConstraints(t *testing.T) {
+	k, err := kernels.Get("gemm_av")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := constraints(k, maxThreadsPerGroup, maxSharedPerGroup)
+	check := func(c search.Candidate) error {
+		for _, con := range cs {
+			if err := con.Check(c); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	ok := search.Candidate{"BM": 64, "BN": 64, "BK": 16, "TM": 4, "TN": 4, "PAD": 0} // 256 threads, 8 KB
+	if err := check(ok); err != nil {
+		t.Errorf("%s rejected: %v", ok.Key(), err)
+	}
+	many := search.Candidate{"BM": 128, "BN": 128, "BK": 8, "TM": 1, "TN": 8} // 2048 threads
+	if err := check(many); err == nil || !strings.Contains(err.Error(), "threads") {
+		t.Errorf("%s: got %v, want a thread-count rejection", many.Key(), err)
+	}
+	big := search.Candidate{"BM": 128, "BN": 128, "BK": 32, "TM": 8, "TN": 8, "PAD": 4} // 34 KB
+	if err := check(big); err == nil || !strings.Contains(err.Error(), "threadgroup memory") {
+		t.Errorf("%s: got %v, want a threadgroup-memory rejection", big.Key(), err)
+	}
+	// A family without a GPU body is rejected by its one constraint.
+	fake := *k
+	famCopy := *k.Family
+	famCopy.Name = "no_such_family"
+	fake.Family = &famCopy
+	if err := constraints(&fake, 1024, 32768)[0].Check(ok); err == nil {
+		t.Error("a family without a GPU body was accepted")
+	}
+}
+
+func TestCheckPipeline(t *testing.T) {
+	if err := checkPipeline(256, 1024, 8192, maxSharedPerGroup); err != nil {
+		t.Error(err)
+	}
+	if err := checkPipeline(1024, 768, 0, maxSharedPerGroup); err == nil || !strings.Contains(err.Error(), "768") {
+		t.Errorf("threads above the pipeline's maximum: %v", err)
+	}
+	if err := checkPipeline(256, 1024, 40000, maxSharedPerGroup); err == nil || !strings.Contains(err.Error(), "40000") {
+		t.Errorf("threadgroup memory above 32 KB: %v", err)
+	}
+}
+
+func TestEncodeDecode(t *testing.T) {
+	xs := []float32{0, 1, -2.5, 3.14159, -0, 65504, 1e-3}
+	for _, dt := range kernels.DTypes {
+		buf := make([]byte, bufferBytes(dt, len(xs)))
+		encode(buf, dt, xs)
+		got := decode(buf, dt, len(xs))
+		for i, x := range xs {
+			want := x
+			if dt == kernels.F16 {
+				want = half.Round(x)
+			}
+			if got[i] != want {
+				t.Errorf("%s element %d: got %g, want %g", dt, i, got[i], want)
+			}
+		}
+		if dt == kernels.F32 && (buf[4] != 0x00 || buf[7] != 0x3f) { // 1.0 = 0x3f800000, little-endian
+			t.Errorf("f32 encoding is not little-endian IEEE: % x", buf[4:8])
+		}
+	}
+}
+
+func TestPoison(t *testing.T) {
+	for _, dt := range kernels.DTypes {
+		for _, n := range []int{1, 3, 131} {
+			buf := make([]byte, bufferBytes(dt, n))
+			poison(buf, dt)
+			for i, v := range decode(buf, dt, n) {
+				if !math.IsNaN(float64(v)) {
+					t.Fatalf("%s n=%d: element %d = %g after poisoning", dt, n, i, v)
+				}
+			}
+		}
+	}
+}
+
+func TestBufferBytes(t *testing.T) {
+	for _, c := range []struct {
+		dt   kernels.DType
+		n    int
+		want int
+	}{
+		{kernels.F32, 0, 16}, {kernels.F32, 1, 16}, {kernels.F32, 5, 32},
+		{kernels.F16, 131, 272}, {kernels.F16, 8, 16}, {kernels.F16, 9, 32},
+	} {
+		got := bufferBytes(c.dt, c.n)
+		if got != c.want || got%16 != 0 || got < c.n*c.dt.Size() {
+			t.Errorf("bufferBytes(%s, %d) = %d, want %d", c.dt, c.n, got, c.want)
+		}
+	}
+	// The MPS bias blit copies roundUp(n·size, 4) bytes: inside the buffer.
+	for n := 1; n < 300; n++ {
+		for _, dt := range kernels.DTypes {
+			if roundUp(n*dt.Size(), 4) > bufferBytes(dt, n) {
+				t.Fatalf("%s n=%d: blit of %d bytes overruns a %d-byte buffer", dt, n, roundUp(n*dt.Size(), 4), bufferBytes(dt, n))
+			}
+		}
+	}
+}
+
+func TestScalarWords(t *testing.T) {
+	w, err := scalarWords([]any{int32(-3), float32(1.5), int32(7)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w[0] != 0xfffffffd || w[1] != math.Float32bits(1.5) || w[2] != 7 {
+		t.Errorf("scalarWords = %#x", w)
+	}
+	if _, err := scalarWords([]any{int64(1)}); err == nil {
+		t.Error("an int64 scalar was accepted")
+	}
+	// Every body's scalars are int32 or float32.
+	for _, name := range gpu.Families() {
+		k, _ := kernels.Get(name)
+		b, _ := gpu.Get(name)
+		for _, c := range append(append([]kernels.Case{}, k.Workload...), k.Odd...) {
+			if _, err := scalarWords(b.Scalars(c, kernels.RMSNormEps)); err != nil {
+				t.Errorf("%s %s: %v", name, c, err)
+			}
+		}
+	}
+}
+
+// MTLSize is three 64-bit NSUIntegers with no padding: 24 bytes, so it is
+// passed by reference on arm64 and in memory on amd64 (see abi.go).
+func TestMTLSizeLayout(t *testing.T) {
+	var s mtlSize
+	if unsafe.Sizeof(s) != 24 || unsafe.Offsetof(s.Width) != 0 || unsafe.Offsetof(s.Height) != 8 || unsafe.Offsetof(s.Depth) != 16 {
+		t.Fatalf("mtlSize layout: size %d, offsets %d %d %d", unsafe.Sizeof(s), unsafe.Offsetof(s.Width), unsafe.Offsetof(s.Height), unsafe.Offsetof(s.Depth))
+	}
+	g, th := grid(37, 5, 256)
+	if g != (mtlSize{Width: 37, Height: 5, Depth: 1}) || th != (mtlSize{Width: 256, Height: 1, Depth: 1}) {
+		t.Errorf("grid(37, 5, 256) = %+v, %+v", g, th)
+	}
+}
+
+// Body.Args order is the Metal buffer index the backend binds: check it
+// against the [[buffer(i)]] attributes of the generated MSL.
+func TestBufferIndicesMatchMSL(t *testing.T) {
+	for _, name := range gpu.Families() {
+		k, _ := kernels.Get(name)
+		b, _ := gpu.Get(name)
+		ps, ok := k.Space("metal")
+		if !ok {
+			t.Fatalf("%s has no metal space", name)
+		}
+		src, err := b.SourceFor(gpu.Metal, kernels.F16, ps.Defaults())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, a := range b.Args {
+			var decl string
+			switch a.Kind {
+			case gpu.In:
+				decl = "device const T* " + a.Name
+			case gpu.Out:
+				decl = "device T* " + a.Name
+			case gpu.Int:
+				decl = "constant int& " + a.Name
+			case gpu.Float:
+				decl = "constant float& " + a.Name
+			}
+			want := decl + " [[buffer(" + strconv.Itoa(i) + ")]]"
+			if !strings.Contains(src, want) {
+				t.Errorf("%s: argument %d: %q not in the generated MSL", name, i, want)
+			}
+		}
+	}
+}

@@ -1,0 +1,230 @@
+//go:build darwin
+
+package metal
+
+import (
+	"fmt"
+
+	"github.com/ebitengine/purego/objc"
+
+	"github.com/kerntune/kerntune/kernels"
+	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/tuner"
+)
+
+// Baseline is Metal Performance Shaders in the same harness (D encodes per
+// command buffer, rotating copies): MPSMatrixMultiplication for the GEMMs
+// and MPSMatrixVectorMultiplication for gemv_nt (the bias is blitted into y
+// first and accumulated with beta = 1). MPS matrices are row-major, like
+// kerntune's operands, so they map directly; gemm_at_b uses transposeLeft.
+// Softmax and rmsnorm have no MPS routine of this form: their entries are
+// held to the copy bandwidth instead. KERNTUNE_METAL_MPS=0 turns it off.
+func (b *Backend) Baseline(k *kernels.Kernel, dt kernels.DType) (tuner.Program, string, error) {
+	if !b.mpsOK {
+		return nil, "", nil
+	}
+	m := &mps{b: b, size: dt.Size(), ty: mpsDataTypeFloat32, kernels: map[string]objc.ID{}, wrappers: map[mpsKey]objc.ID{}}
+	if dt == kernels.F16 {
+		m.ty = mpsDataTypeFloat16
+	}
+	var enc encodeFn
+	switch k.Name {
+	case params.GemmAV:
+		enc = m.gemmAV
+	case params.GemmAtB:
+		enc = m.gemmAtB
+	case params.GemvNT:
+		enc = m.gemvNT
+	default:
+		return nil, "", nil
+	}
+	return newProgram(b, enc, m.free), "mps", nil
+}
+
+// mps holds one baseline program's MPS objects, made on the GPU thread on
+// first use: kernels by size, and MPSMatrix/MPSVector wrappers of the
+// instances' buffers (a wrapper retains its buffer).
+type mps struct {
+	b        *Backend
+	size     int    // bytes per element
+	ty       uint32 // MPSDataType
+	kernels  map[string]objc.ID
+	wrappers map[mpsKey]objc.ID
+}
+
+type mpsKey struct {
+	buf        objc.ID
+	rows, cols int // cols 0: a vector of rows elements
+}
+
+func (m *mps) free() {
+	for k, id := range m.wrappers {
+		release(id)
+		delete(m.wrappers, k)
+	}
+	for k, id := range m.kernels {
+		release(id)
+		delete(m.kernels, k)
+	}
+}
+
+// matrix wraps a row-major rows×cols matrix at the start of buf.
+func (m *mps) matrix(buf objc.ID, rows, cols int) (objc.ID, error) {
+	key := mpsKey{buf, rows, cols}
+	if id, ok := m.wrappers[key]; ok {
+		return id, nil
+	}
+	desc := objc.ID(objc.GetClass("MPSMatrixDescriptor")).Send(sel.matrixDescriptor,
+		uint64(rows), uint64(cols), uint64(cols*m.size), m.ty) // autoreleased
+	if desc == 0 {
+		return 0, fmt.Errorf("mps: matrixDescriptorWithRows:%d columns:%d failed", rows, cols)
+	}
+	id := objc.ID(objc.GetClass("MPSMatrix")).Send(sel.alloc).Send(sel.initWithBuffer, buf, desc)
+	if id == 0 {
+		return 0, fmt.Errorf("mps: MPSMatrix initWithBuffer for %d×%d failed", rows, cols)
+	}
+	m.wrappers[key] = id
+	return id, nil
+}
+
+// vector wraps n elements at the start of buf.
+func (m *mps) vector(buf objc.ID, n int) (objc.ID, error) {
+	key := mpsKey{buf, n, 0}
+	if id, ok := m.wrappers[key]; ok {
+		return id, nil
+	}
+	desc := objc.ID(objc.GetClass("MPSVectorDescriptor")).Send(sel.vectorDescriptor, uint64(n), m.ty)
+	if desc == 0 {
+		return 0, fmt.Errorf("mps: vectorDescriptorWithLength:%d failed", n)
+	}
+	id := objc.ID(objc.GetClass("MPSVector")).Send(sel.alloc).Send(sel.initWithBuffer, buf, desc)
+	if id == 0 {
+		return 0, fmt.Errorf("mps: MPSVector initWithBuffer for %d elements failed", n)
+	}
+	m.wrappers[key] = id
+	return id, nil
+}
+
+// matMul returns C = op(A)·B (alpha 1, beta 0) for rows×cols results with
+// an interior dimension inner.
+func (m *mps) matMul(transLeft bool, rows, cols, inner int) (objc.ID, error) {
+	key := fmt.Sprintf("mm/%t/%d/%d/%d", transLeft, rows, cols, inner)
+	if id, ok := m.kernels[key]; ok {
+		return id, nil
+	}
+	obj := objc.ID(objc.GetClass("MPSMatrixMultiplication")).Send(sel.alloc)
+	id := objc.ID(m.b.rt.sendMatMulInit(uintptr(obj), uintptr(sel.initMatMul), uintptr(m.b.device),
+		transLeft, false, uint64(rows), uint64(cols), uint64(inner), 1, 0))
+	if id == 0 {
+		return 0, fmt.Errorf("mps: MPSMatrixMultiplication init for %d×%d×%d failed", rows, cols, inner)
+	}
+	m.kernels[key] = id
+	return id, nil
+}
+
+// matVec returns y = A·x + beta·y for a rows×cols A.
+func (m *mps) matVec(rows, cols int, beta float64) (objc.ID, error) {
+	key := fmt.Sprintf("mv/%d/%d/%g", rows, cols, beta)
+	if id, ok := m.kernels[key]; ok {
+		return id, nil
+	}
+	obj := objc.ID(objc.GetClass("MPSMatrixVectorMultiplication")).Send(sel.alloc)
+	id := objc.ID(m.b.rt.sendMatVecInit(uintptr(obj), uintptr(sel.initMatVec), uintptr(m.b.device),
+		false, uint64(rows), uint64(cols), 1, beta))
+	if id == 0 {
+		return 0, fmt.Errorf("mps: MPSMatrixVectorMultiplication init for %d×%d failed", rows, cols)
+	}
+	m.kernels[key] = id
+	return id, nil
+}
+
+// gemmAV: C[m×n] = A[m×k]·V[k×n].
+func (m *mps) gemmAV(cb objc.ID, in *instance, copies []int) error {
+	mm, n, k := in.p.Case.Shape[0], in.p.Case.Shape[1], in.p.Case.Shape[2]
+	kern, err := m.matMul(false, mm, n, k)
+	if err != nil {
+		return err
+	}
+	c, err := m.matrix(in.out.id, mm, n)
+	if err != nil {
+		return err
+	}
+	for _, cp := range copies {
+		a, err := m.matrix(in.inputs[cp][0].id, mm, k)
+		if err != nil {
+			return err
+		}
+		v, err := m.matrix(in.inputs[cp][1].id, k, n)
+		if err != nil {
+			return err
+		}
+		kern.Send(sel.encodeMatMul, cb, a, v, c)
+	}
+	return nil
+}
+
+// gemmAtB: Z[n×k] = Aᵀ·B with A m×n and B m×k (transposeLeft).
+func (m *mps) gemmAtB(cb objc.ID, in *instance, copies []int) error {
+	mm, n, k := in.p.Case.Shape[0], in.p.Case.Shape[1], in.p.Case.Shape[2]
+	kern, err := m.matMul(true, n, k, mm)
+	if err != nil {
+		return err
+	}
+	z, err := m.matrix(in.out.id, n, k)
+	if err != nil {
+		return err
+	}
+	for _, cp := range copies {
+		a, err := m.matrix(in.inputs[cp][0].id, mm, n)
+		if err != nil {
+			return err
+		}
+		bb, err := m.matrix(in.inputs[cp][1].id, mm, k)
+		if err != nil {
+			return err
+		}
+		kern.Send(sel.encodeMatMul, cb, a, bb, z)
+	}
+	return nil
+}
+
+// gemvNT: y[n] = W[n×k]·x[k] (+ bias, blitted into y and kept with beta = 1).
+func (m *mps) gemvNT(cb objc.ID, in *instance, copies []int) error {
+	n, k := in.p.Case.Shape[1], in.p.Case.Shape[2]
+	beta := 0.0
+	if in.p.Case.Bias {
+		beta = 1
+	}
+	kern, err := m.matVec(n, k, beta)
+	if err != nil {
+		return err
+	}
+	y, err := m.vector(in.out.id, n)
+	if err != nil {
+		return err
+	}
+	// macOS wants blit sizes in multiples of 4 bytes; buffers are allocated
+	// in multiples of 16 (bufferBytes), so the rounded copy stays inside both.
+	biasBytes := uint64(roundUp(n*m.size, 4))
+	for _, cp := range copies {
+		ops := in.inputs[cp]
+		x, err := m.vector(ops[0].id, k)
+		if err != nil {
+			return err
+		}
+		w, err := m.matrix(ops[1].id, n, k)
+		if err != nil {
+			return err
+		}
+		if in.p.Case.Bias {
+			blit := cb.Send(sel.blitCommandEncoder)
+			if blit == 0 {
+				return fmt.Errorf("metal: blitCommandEncoder returned nil")
+			}
+			blit.Send(sel.copyBuffer, ops[2].id, uint64(0), in.out.id, uint64(0), biasBytes)
+			blit.Send(sel.endEncoding)
+		}
+		kern.Send(sel.encodeMatVec, cb, w, x, y)
+	}
+	return nil
+}

@@ -1,0 +1,347 @@
+//go:build darwin
+
+package metal
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"unsafe"
+
+	"github.com/ebitengine/purego/objc"
+
+	"github.com/kerntune/kerntune/kernels"
+	"github.com/kerntune/kerntune/kernels/gpu"
+	"github.com/kerntune/kerntune/search"
+	"github.com/kerntune/kerntune/tuner"
+)
+
+// instance is a problem resident in shared-storage buffers: input copies
+// and the output.
+type instance struct {
+	b      *Backend
+	p      *kernels.Problem
+	inputs [][]buffer // [copy][operand]
+	out    buffer
+	outLen int
+	next   int // next input copy, rotating (GPU thread)
+}
+
+// Load writes copies of the inputs and allocates the output. Buffers are
+// shared storage: the CPU writes them through -[MTLBuffer contents].
+func (b *Backend) Load(p *kernels.Problem, copies int) (tuner.Instance, error) {
+	copies = max(copies, 1)
+	in := &instance{b: b, p: p, outLen: p.Kernel.OutLen(p.Case.Shape)}
+	host := make([][]byte, len(p.Inputs))
+	for i, x := range p.Inputs {
+		host[i] = make([]byte, bufferBytes(p.DType, len(x)))
+		encode(host[i], p.DType, x)
+	}
+	err := b.gpu.do(func() error {
+		for range copies {
+			var ops []buffer
+			for _, h := range host {
+				bf, err := b.newBuffer(len(h))
+				if err != nil {
+					in.inputs = append(in.inputs, ops) // freed by Close
+					return err
+				}
+				copy(bf.bytes(), h)
+				ops = append(ops, bf)
+			}
+			in.inputs = append(in.inputs, ops)
+		}
+		var err error
+		in.out, err = b.newBuffer(bufferBytes(p.DType, in.outLen))
+		return err
+	})
+	if err != nil {
+		in.Close()
+		return nil, fmt.Errorf("loading %s on %s: %w", p.Case, b.info.Key, err)
+	}
+	return in, nil
+}
+
+// Close releases the buffers.
+func (in *instance) Close() error {
+	return in.b.gpu.do(func() error {
+		for _, ops := range in.inputs {
+			for i := range ops {
+				freeBuffer(&ops[i])
+			}
+		}
+		in.inputs = nil
+		freeBuffer(&in.out)
+		return nil
+	})
+}
+
+// take returns the next n input copies, rotating.
+func (in *instance) take(n int) []int {
+	cs := make([]int, n)
+	for i := range cs {
+		cs[i] = in.next % len(in.inputs)
+		in.next++
+	}
+	return cs
+}
+
+// encodeFn adds one run per listed input copy to a command buffer; it must
+// end every encoder it begins.
+type encodeFn func(cb objc.ID, in *instance, copies []int) error
+
+// program is a runnable kernel: a compiled candidate or an MPS call.
+type program struct {
+	b         *Backend
+	encode    encodeFn
+	free      func()            // releases the program's objects; GPU thread
+	perBuffer map[*instance]int // dispatches per timed command buffer (GPU thread)
+}
+
+func newProgram(b *Backend, enc encodeFn, free func()) *program {
+	return &program{b: b, encode: enc, free: free, perBuffer: map[*instance]int{}}
+}
+
+func (pr *program) Close() error {
+	if pr.free == nil {
+		return nil
+	}
+	free := pr.free
+	pr.free = nil
+	err := pr.b.gpu.do(func() error { free(); return nil })
+	if errors.Is(err, errClosed) {
+		free() // the backend is gone: nothing else uses these objects
+		return nil
+	}
+	return err
+}
+
+func (pr *program) instance(ti tuner.Instance) (*instance, error) {
+	in, ok := ti.(*instance)
+	if !ok || in.b != pr.b {
+		return nil, fmt.Errorf("metal backend: foreign instance %T", ti)
+	}
+	if len(in.inputs) == 0 {
+		return nil, errors.New("metal backend: instance is closed")
+	}
+	return in, nil
+}
+
+// Run times n samples. Each sample is one command buffer holding D
+// dispatches of the kernel on rotating input copies, D chosen once per
+// instance so that the command buffer lasts about a millisecond on the GPU;
+// the sample is the command buffer's GPU time divided by D.
+func (pr *program) Run(ti tuner.Instance, n int) ([]float64, error) {
+	in, err := pr.instance(ti)
+	if err != nil {
+		return nil, err
+	}
+	var secs []float64
+	err = pr.b.gpu.do(func() error {
+		if err := pr.b.rewarmIfIdle(); err != nil {
+			return err
+		}
+		d, ok := pr.perBuffer[in]
+		if !ok {
+			t, err := pr.b.runCommandBuffer(func(cb objc.ID) error { return pr.encode(cb, in, in.take(calibrationDispatch)) })
+			if err != nil {
+				return err
+			}
+			d = dispatchesPerBuffer(t/calibrationDispatch, targetBufferSeconds, maxDispatches)
+			pr.perBuffer[in] = d
+		}
+		secs = make([]float64, n)
+		for i := range secs {
+			t, err := pr.b.runCommandBuffer(func(cb objc.ID) error { return pr.encode(cb, in, in.take(d)) })
+			if err != nil {
+				return err
+			}
+			if !(t > 0) {
+				return fmt.Errorf("metal: command buffer GPU time %g s is not positive (GPUStartTime/GPUEndTime not available?)", t)
+			}
+			secs[i] = t / float64(d)
+		}
+		return nil
+	})
+	return secs, err
+}
+
+// Output poisons the output with NaN, runs once on the first input copy and
+// reads the output back.
+func (pr *program) Output(ti tuner.Instance) ([]float32, error) {
+	in, err := pr.instance(ti)
+	if err != nil {
+		return nil, err
+	}
+	var out []float32
+	err = pr.b.gpu.do(func() error {
+		poison(in.out.bytes(), in.p.DType)
+		if _, err := pr.b.runCommandBuffer(func(cb objc.ID) error { return pr.encode(cb, in, []int{0}) }); err != nil {
+			return err
+		}
+		out = decode(in.out.bytes(), in.p.DType, in.outLen)
+		return nil
+	})
+	return out, err
+}
+
+// compileJob is a compile in flight or done.
+type compileJob struct {
+	done    chan struct{}
+	p       pipeline // owned by the cache until evicted
+	err     error
+	evicted bool // guarded by Backend.mu
+}
+
+// maxCachedBuilt bounds the compiled pipelines kept after a Build used them.
+const maxCachedBuilt = 256
+
+func jobKey(k *kernels.Kernel, dt kernels.DType, c search.Candidate) string {
+	return k.Name + "|" + string(dt) + "|" + c.Key()
+}
+
+// compile starts (or finds) the compile of a candidate: MSL generated from
+// the family's body, newLibraryWithSource, newFunctionWithName and
+// newComputePipelineStateWithFunction on a pool of goroutines, so the GPU
+// times one candidate while the CPUs compile the next ones.
+func (b *Backend) compile(body *gpu.Body, k *kernels.Kernel, dt kernels.DType, c search.Candidate) *compileJob {
+	key := jobKey(k, dt, c)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if j, ok := b.compiles[key]; ok {
+		return j
+	}
+	j := &compileJob{done: make(chan struct{})}
+	if b.closed {
+		j.err = errClosed
+		close(j.done)
+		return j
+	}
+	b.compiles[key] = j
+	c = c.Clone()
+	go func() {
+		defer close(j.done)
+		b.slots <- struct{}{}
+		defer func() { <-b.slots }()
+		b.mu.Lock()
+		closed := b.closed
+		b.mu.Unlock()
+		if closed {
+			j.err = errClosed
+			return
+		}
+		src, err := body.SourceFor(gpu.Metal, dt, c)
+		if err != nil {
+			j.err = err
+			return
+		}
+		j.p, j.err = b.newPipeline(src, body.Func)
+	}()
+	return j
+}
+
+// Prefetch starts compiling candidates the tuner will ask for soon.
+func (b *Backend) Prefetch(k *kernels.Kernel, dt kernels.DType, cands []search.Candidate) {
+	body, err := gpu.Get(k.Name)
+	if err != nil {
+		return
+	}
+	for _, c := range cands {
+		b.compile(body, k, dt, c)
+	}
+}
+
+// Build waits for a candidate's compile and checks that its pipeline can
+// run the candidate's threadgroup: at most the pipeline's own
+// maxTotalThreadsPerThreadgroup threads, at most 32 KB of threadgroup memory.
+func (b *Backend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate) (tuner.Program, error) {
+	body, err := gpu.Get(k.Name)
+	if err != nil {
+		return nil, err
+	}
+	var pso objc.ID
+	for pso == 0 {
+		j := b.compile(body, k, dt, c)
+		<-j.done
+		if j.err != nil {
+			return nil, j.err
+		}
+		if err := checkPipeline(body.Threads(c), j.p.maxThreads, j.p.staticShared, b.maxShared); err != nil {
+			return nil, err
+		}
+		b.mu.Lock()
+		if !j.evicted { // else it was evicted meanwhile: compile again
+			pso = retain(j.p.id)
+			b.noteBuilt(jobKey(k, dt, c))
+		}
+		b.mu.Unlock()
+	}
+	words := func(in *instance) ([]uint32, error) { return scalarWords(body.Scalars(in.p.Case, in.p.Eps)) }
+	c = c.Clone()
+	enc := func(cb objc.ID, in *instance, copies []int) error {
+		g := body.Geometry(in.p.Case.Shape, c)
+		if g.Grid[0] <= 0 || g.Grid[1] <= 0 || g.Threads <= 0 {
+			return fmt.Errorf("metal: empty launch %v for %s", g, in.p.Case)
+		}
+		scal, err := words(in)
+		if err != nil {
+			return err
+		}
+		e, err := computeEncoder(cb, pso)
+		if err != nil {
+			return err
+		}
+		// Scalars are bound once: an encoder's argument table keeps them
+		// across its dispatches. Body.Args order is the buffer index.
+		s := 0
+		for i, a := range body.Args {
+			if a.Kind == gpu.Int || a.Kind == gpu.Float {
+				e.Send(sel.setBytes, unsafe.Pointer(&scal[s]), uint64(4), uint64(i))
+				s++
+			}
+		}
+		groups, threads := grid(g.Grid[0], g.Grid[1], g.Threads)
+		for _, cp := range copies {
+			ops, nIn := in.inputs[cp], 0
+			for i, a := range body.Args {
+				switch a.Kind {
+				case gpu.In:
+					bf := ops[0] // an absent optional input (gemv's bias): bound, never read
+					if nIn < len(ops) {
+						bf = ops[nIn]
+					}
+					nIn++
+					e.Send(sel.setBuffer, bf.id, uint64(0), uint64(i))
+				case gpu.Out:
+					e.Send(sel.setBuffer, in.out.id, uint64(0), uint64(i))
+				}
+			}
+			b.dispatch(e, groups, threads)
+		}
+		e.Send(sel.endEncoding)
+		runtime.KeepAlive(scal)
+		return nil
+	}
+	return newProgram(b, enc, func() { release(pso) }), nil
+}
+
+// noteBuilt records that Build used a job and evicts the oldest used jobs
+// beyond maxCachedBuilt (their programs hold their own references). b.mu held.
+func (b *Backend) noteBuilt(key string) {
+	for _, k := range b.built {
+		if k == key {
+			return
+		}
+	}
+	b.built = append(b.built, key)
+	for len(b.built) > maxCachedBuilt {
+		old := b.built[0]
+		b.built = b.built[1:]
+		if j, ok := b.compiles[old]; ok {
+			delete(b.compiles, old)
+			j.evicted = true
+			release(j.p.id)
+			j.p = pipeline{}
+		}
+	}
+}

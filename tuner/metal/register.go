@@ -1,0 +1,26 @@
+// Package metal is kerntune's Apple GPU backend: the shared kernel bodies of
+// package kernels/gpu generated as Metal Shading Language, compiled with
+// newLibraryWithSource on a pool of goroutines, dispatched many times per
+// command buffer and timed with the command buffers' GPU timestamps, and
+// Metal Performance Shaders (MPSMatrixMultiplication,
+// MPSMatrixVectorMultiplication) timed in the same harness as the baseline.
+//
+// It talks to Metal through the Objective-C runtime with
+// github.com/ebitengine/purego and its objc package: no cgo, so the darwin
+// binaries cross-compile from any platform with CGO_ENABLED=0. Files that
+// need darwin APIs carry a darwin build tag; elsewhere Open reports
+// tuner.ErrUnavailable, and the platform-independent helpers (device key,
+// cache estimate, argument layouts) are unit-tested on every platform.
+//
+// See docs/metal.md for running it on a Mac.
+package metal
+
+import "github.com/kerntune/kerntune/tuner"
+
+func init() { tuner.Register("metal", Open) }
+
+// Open opens the system's default Metal device, measures its facts (after
+// at least a second of GPU warmup) and returns the backend. On a platform
+// other than macOS, or without a Metal device, it returns an error wrapping
+// tuner.ErrUnavailable.
+func Open() (tuner.Backend, error) { return open() }
