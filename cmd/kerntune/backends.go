@@ -4,4 +4,5 @@ package main
 import (
 	_ "github.com/kerntune/kerntune/tuner/cpu"
 	_ "github.com/kerntune/kerntune/tuner/cuda"
+	_ "github.com/kerntune/kerntune/tuner/metal"
 )

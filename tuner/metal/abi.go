@@ -21,9 +21,13 @@ import (
 // implements exactly these rules for struct arguments of functions
 // registered with purego.RegisterFunc, and returns such a struct through
 // x8 (arm64) or a hidden first argument (amd64; objc_msgSend_stret). The
-// signatures below are registered against objc_msgSend on darwin; on every
-// platform abi_test.go registers them against C functions with the same C
-// prototypes and checks that every field arrives.
+// signatures below are registered against objc_msgSend on darwin;
+// abi_test.go registers them against C functions with the same C prototypes
+// (on linux and darwin, amd64 and arm64, wherever a C compiler is found) and
+// checks that every field arrives. The linux and darwin C ABIs agree for
+// these calls: Apple's arm64 variant departs from AAPCS64 mainly for
+// variadic functions and in packing arguments passed on the stack, and none
+// of these has more than eight integer and eight floating-point arguments.
 type mtlSize struct {
 	_      structs.HostLayout
 	Width  uint64

@@ -41,11 +41,13 @@ type Backend struct {
 	maxThreads, maxShared int
 	mpsOK                 bool
 
-	mu       sync.Mutex
-	closed   bool
-	compiles map[string]*compileJob // by family|dtype|candidate key
-	built    []string               // keys of compiled jobs Build has used, oldest first
-	slots    chan struct{}          // bounds concurrent compiles
+	mu        sync.Mutex
+	closed    bool
+	compiles  map[string]*compileJob // by family|dtype|candidate key
+	built     []string               // keys of compiled jobs Build has used, oldest first
+	workers   int                    // compile goroutines
+	pending   chan *compileJob       // candidates announced by Prefetch, in order
+	startPool sync.Once
 
 	// Used on the GPU thread only.
 	empty, copyKernel, burnKernel pipeline
@@ -76,7 +78,7 @@ func open() (tuner.Backend, error) {
 		return nil, fmt.Errorf("%w: %v", tuner.ErrUnavailable, err)
 	}
 	registerSelectors()
-	b := &Backend{rt: r, compiles: map[string]*compileJob{}, slots: make(chan struct{}, max(2, runtime.NumCPU()))}
+	b := &Backend{rt: r, compiles: map[string]*compileJob{}, workers: max(2, runtime.NumCPU())}
 	b.gpu = startGPUThread(r)
 	if err := b.gpu.do(b.setup); err != nil {
 		b.gpu.do(func() error { b.teardown(); return nil })
@@ -120,8 +122,11 @@ func (b *Backend) setup() error {
 func (b *Backend) describe() {
 	d := b.device
 	name := b.rt.goString(d.Send(sel.name))
+	osInfo := objc.ID(objc.GetClass("NSProcessInfo")).Send(sel.processInfo)
+	osMajor, osMinor, osPatch, osOK := parseOSVersion(b.rt.goString(osInfo.Send(sel.operatingSystemVersionString)))
+	// Probe only the families this macOS defines (as @available would).
 	apple := 0
-	for f := gpuFamilyApple10; f >= gpuFamilyApple1; f-- {
+	for f := gpuFamilyApple1 + maxAppleFamily(osMajor) - 1; f >= gpuFamilyApple1; f-- {
 		if objc.Send[bool](d, sel.supportsFamily, int64(f)) {
 			apple = f - gpuFamilyApple1 + 1
 			break
@@ -157,9 +162,8 @@ func (b *Backend) describe() {
 		"slc_bytes_estimate":                float64(slcBytes(name)),
 		"mps_baseline":                      boolFact(b.mpsOK),
 	}
-	osInfo := objc.ID(objc.GetClass("NSProcessInfo")).Send(sel.processInfo)
-	if maj, minor, patch, ok := parseOSVersion(b.rt.goString(osInfo.Send(sel.operatingSystemVersionString))); ok {
-		facts["macos_major"], facts["macos_minor"], facts["macos_patch"] = float64(maj), float64(minor), float64(patch)
+	if osOK {
+		facts["macos_major"], facts["macos_minor"], facts["macos_patch"] = float64(osMajor), float64(osMinor), float64(osPatch)
 	}
 	b.info = tuner.DeviceInfo{
 		Key:          deviceKey(name, cores),
@@ -186,15 +190,11 @@ func boolFact(v bool) float64 {
 }
 
 func (b *Backend) loadHelpers() error {
-	var err error
-	for _, h := range []struct {
-		p    *pipeline
-		name string
-	}{{&b.empty, "kt_empty"}, {&b.copyKernel, "kt_copy"}, {&b.burnKernel, "kt_burn"}} {
-		if *h.p, err = b.newPipeline(helperSource, h.name); err != nil {
-			return err
-		}
+	ps, err := b.newPipelines(helperSource, "kt_empty", "kt_copy", "kt_burn")
+	if err != nil {
+		return err
 	}
+	b.empty, b.copyKernel, b.burnKernel = ps[0], ps[1], ps[2]
 	if b.warmSrc, err = b.newBuffer(warmBytes); err != nil {
 		return err
 	}
@@ -225,41 +225,64 @@ func freeBuffer(bf *buffer) {
 // its functions. Metal's device methods are thread-safe, so compiles run on
 // many goroutines; each locks its thread for the autorelease pool.
 func (b *Backend) newPipeline(src, fn string) (pipeline, error) {
-	var p pipeline
+	ps, err := b.newPipelines(src, fn)
+	if err != nil {
+		return pipeline{}, err
+	}
+	return ps[0], nil
+}
+
+// newPipelines compiles src once and makes a pipeline for each function.
+func (b *Backend) newPipelines(src string, fns ...string) ([]pipeline, error) {
+	var ps []pipeline
 	var err error
 	b.rt.withPool(func() {
 		nsSrc := nsString(src)
 		defer release(nsSrc)
 		var nsErr objc.ID
-		// options nil: the defaults (latest MSL, fast math on).
+		// options nil: the defaults (the latest MSL, fast math on).
 		lib := b.device.Send(sel.newLibraryWithSource, nsSrc, objc.ID(0), unsafe.Pointer(&nsErr))
 		if lib == 0 {
-			err = fmt.Errorf("metal compiler: %s", b.rt.errorText(nsErr))
+			err = compileError(b.rt.errorText(nsErr))
 			return
 		}
 		defer release(lib)
-		nsName := nsString(fn)
-		defer release(nsName)
-		f := lib.Send(sel.newFunctionWithName, nsName)
-		if f == 0 {
-			err = fmt.Errorf("metal: no function %s in the compiled library", fn)
-			return
-		}
-		defer release(f)
-		nsErr = 0
-		pso := b.device.Send(sel.newPipeline, f, unsafe.Pointer(&nsErr))
-		if pso == 0 {
-			err = fmt.Errorf("metal: newComputePipelineStateWithFunction %s: %s", fn, b.rt.errorText(nsErr))
-			return
-		}
-		p = pipeline{
-			id:           pso,
-			maxThreads:   int(pso.Send(sel.maxTotalThreadsPerThreadgroup)),
-			staticShared: int(pso.Send(sel.staticThreadgroupMemory)),
-			simdWidth:    int(pso.Send(sel.threadExecutionWidth)),
+		for _, fn := range fns {
+			var p pipeline
+			if p, err = b.pipelineOf(lib, fn); err != nil {
+				for _, q := range ps {
+					release(q.id)
+				}
+				ps = nil
+				return
+			}
+			ps = append(ps, p)
 		}
 	})
-	return p, err
+	return ps, err
+}
+
+// pipelineOf makes the compute pipeline of a library's function. Inside an
+// autorelease pool.
+func (b *Backend) pipelineOf(lib objc.ID, fn string) (pipeline, error) {
+	nsName := nsString(fn)
+	defer release(nsName)
+	f := lib.Send(sel.newFunctionWithName, nsName)
+	if f == 0 {
+		return pipeline{}, fmt.Errorf("metal: no function %s in the compiled library", fn)
+	}
+	defer release(f)
+	var nsErr objc.ID
+	pso := b.device.Send(sel.newPipeline, f, unsafe.Pointer(&nsErr))
+	if pso == 0 {
+		return pipeline{}, fmt.Errorf("metal: newComputePipelineStateWithFunction %s: %s", fn, b.rt.errorText(nsErr))
+	}
+	return pipeline{
+		id:           pso,
+		maxThreads:   int(pso.Send(sel.maxTotalThreadsPerThreadgroup)),
+		staticShared: int(pso.Send(sel.staticThreadgroupMemory)),
+		simdWidth:    int(pso.Send(sel.threadExecutionWidth)),
+	}, nil
 }
 
 // runCommandBuffer encodes into a new command buffer, commits it, waits
@@ -488,6 +511,10 @@ func (b *Backend) Close() error {
 		return nil
 	}
 	b.closed = true
+	if b.pending != nil {
+		close(b.pending) // the workers drain it: queued jobs end with errClosed
+		b.pending = nil
+	}
 	jobs := make([]*compileJob, 0, len(b.compiles))
 	for _, j := range b.compiles {
 		jobs = append(jobs, j)
@@ -495,7 +522,8 @@ func (b *Backend) Close() error {
 	b.compiles = nil
 	b.mu.Unlock()
 	for _, j := range jobs {
-		<-j.done // a compile in flight uses the device
+		j.run(b) // ends a job not started (errClosed); waits for one in flight, which uses the device
+		<-j.done
 	}
 	b.mu.Lock()
 	for _, j := range jobs {

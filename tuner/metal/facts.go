@@ -57,6 +57,22 @@ const (
 	gpuFamilyMac2    = 2002
 )
 
+// maxAppleFamily is the highest MTLGPUFamilyApple<N> a macOS release
+// defines (the SDK's availability: Apple7 macOS 11, Apple8 macOS 13, Apple9
+// macOS 14, Apple10 macOS 26); only those are probed with supportsFamily:.
+// An unknown version (0) probes up to Apple7.
+func maxAppleFamily(macosMajor int) int {
+	switch {
+	case macosMajor >= 26:
+		return 10
+	case macosMajor >= 14:
+		return 9
+	case macosMajor >= 13:
+		return 8
+	}
+	return 7
+}
+
 var chipRE = regexp.MustCompile(`(?i)\bapple m(\d+)(?:\s+(pro|max|ultra))?\b`)
 
 // slcBytes estimates the system-level cache (SLC) of an Apple chip from its
@@ -251,4 +267,26 @@ func scalarWords(scalars []any) ([]uint32, error) {
 		}
 	}
 	return out, nil
+}
+
+// compileError makes an error of a Metal compiler log (the NSError's
+// localizedDescription): its first "error:" line first, since verify groups
+// failures by an error's first line, then the whole log.
+func compileError(log string) error {
+	log = strings.TrimSpace(log)
+	first := ""
+	for _, line := range strings.Split(log, "\n") {
+		line = strings.TrimSpace(line)
+		if strings.Contains(line, "error:") {
+			first = line
+			break
+		}
+		if first == "" && line != "" {
+			first = line
+		}
+	}
+	if first == log {
+		return fmt.Errorf("metal compiler: %s", first)
+	}
+	return fmt.Errorf("metal compiler: %s\n%s", first, log)
 }

@@ -59,6 +59,14 @@ func TestFamilyKey(t *testing.T) {
 	}
 }
 
+func TestMaxAppleFamily(t *testing.T) {
+	for os, want := range map[int]int{0: 7, 12: 7, 13: 8, 14: 9, 15: 9, 26: 10, 27: 10} {
+		if got := maxAppleFamily(os); got != want {
+			t.Errorf("maxAppleFamily(macOS %d) = %d, want %d", os, got, want)
+		}
+	}
+}
+
 func TestSLCBytes(t *testing.T) {
 	const mb = 1 << 20
 	for _, c := range []struct {
@@ -316,5 +324,20 @@ func TestBufferIndicesMatchMSL(t *testing.T) {
 				t.Errorf("%s: argument %d: %q not in the generated MSL", name, i, want)
 			}
 		}
+	}
+}
+
+func TestCompileError(t *testing.T) {
+	log := "Compilation failed: \n\nprogram_source:42:7: error: use of undeclared identifier '__expf'\n  s *= __expf(m - nm);\n      ^\n"
+	err := compileError(log)
+	first, rest, _ := strings.Cut(err.Error(), "\n")
+	if first != "metal compiler: program_source:42:7: error: use of undeclared identifier '__expf'" {
+		t.Errorf("first line %q", first)
+	}
+	if !strings.Contains(rest, "Compilation failed") || !strings.Contains(rest, "__expf(m - nm)") {
+		t.Errorf("the full log is not kept: %q", rest)
+	}
+	if got := compileError("  out of memory ").Error(); got != "metal compiler: out of memory" {
+		t.Errorf("one-line log: %q", got)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"sync"
 	"unsafe"
 
 	"github.com/ebitengine/purego/objc"
@@ -185,8 +186,12 @@ func (pr *program) Output(ti tuner.Instance) ([]float32, error) {
 	return out, err
 }
 
-// compileJob is a compile in flight or done.
+// compileJob is a compile, queued, in flight or done.
 type compileJob struct {
+	body    *gpu.Body
+	dt      kernels.DType
+	cand    search.Candidate
+	once    sync.Once
 	done    chan struct{}
 	p       pipeline // owned by the cache until evicted
 	err     error
@@ -200,10 +205,7 @@ func jobKey(k *kernels.Kernel, dt kernels.DType, c search.Candidate) string {
 	return k.Name + "|" + string(dt) + "|" + c.Key()
 }
 
-// compile starts (or finds) the compile of a candidate: MSL generated from
-// the family's body, newLibraryWithSource, newFunctionWithName and
-// newComputePipelineStateWithFunction on a pool of goroutines, so the GPU
-// times one candidate while the CPUs compile the next ones.
+// compile finds or creates the compile job of a candidate.
 func (b *Backend) compile(body *gpu.Body, k *kernels.Kernel, dt kernels.DType, c search.Candidate) *compileJob {
 	key := jobKey(k, dt, c)
 	b.mu.Lock()
@@ -211,18 +213,20 @@ func (b *Backend) compile(body *gpu.Body, k *kernels.Kernel, dt kernels.DType, c
 	if j, ok := b.compiles[key]; ok {
 		return j
 	}
-	j := &compileJob{done: make(chan struct{})}
-	if b.closed {
-		j.err = errClosed
-		close(j.done)
-		return j
+	j := &compileJob{body: body, dt: dt, cand: c.Clone(), done: make(chan struct{})}
+	if !b.closed {
+		b.compiles[key] = j
 	}
-	b.compiles[key] = j
-	c = c.Clone()
-	go func() {
+	return j
+}
+
+// run compiles the job once, on whichever goroutine gets to it first (a
+// pool worker, or Build when it needs the candidate before the pool reached
+// it): MSL generated from the family's body, newLibraryWithSource,
+// newFunctionWithName, newComputePipelineStateWithFunction.
+func (j *compileJob) run(b *Backend) {
+	j.once.Do(func() {
 		defer close(j.done)
-		b.slots <- struct{}{}
-		defer func() { <-b.slots }()
 		b.mu.Lock()
 		closed := b.closed
 		b.mu.Unlock()
@@ -230,24 +234,50 @@ func (b *Backend) compile(body *gpu.Body, k *kernels.Kernel, dt kernels.DType, c
 			j.err = errClosed
 			return
 		}
-		src, err := body.SourceFor(gpu.Metal, dt, c)
+		src, err := j.body.SourceFor(gpu.Metal, j.dt, j.cand)
 		if err != nil {
 			j.err = err
 			return
 		}
-		j.p, j.err = b.newPipeline(src, body.Func)
-	}()
-	return j
+		j.p, j.err = b.newPipeline(src, j.body.Func)
+	})
 }
 
-// Prefetch starts compiling candidates the tuner will ask for soon.
+// Prefetch queues candidates the tuner will ask for soon. A pool of
+// goroutines (one per CPU) compiles them in order while the GPU times
+// others; Build compiles a candidate itself if the pool has not reached it.
 func (b *Backend) Prefetch(k *kernels.Kernel, dt kernels.DType, cands []search.Candidate) {
 	body, err := gpu.Get(k.Name)
 	if err != nil {
 		return
 	}
+	b.startPool.Do(func() {
+		q := make(chan *compileJob, 1<<16)
+		for range b.workers {
+			go func() {
+				for j := range q {
+					j.run(b)
+				}
+			}()
+		}
+		b.mu.Lock()
+		if !b.closed {
+			b.pending = q
+		} else {
+			close(q)
+		}
+		b.mu.Unlock()
+	})
 	for _, c := range cands {
-		b.compile(body, k, dt, c)
+		j := b.compile(body, k, dt, c)
+		b.mu.Lock()
+		if b.pending != nil {
+			select {
+			case b.pending <- j:
+			default: // queue full: Build compiles it when asked
+			}
+		}
+		b.mu.Unlock()
 	}
 }
 
@@ -262,19 +292,25 @@ func (b *Backend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate)
 	var pso objc.ID
 	for pso == 0 {
 		j := b.compile(body, k, dt, c)
+		j.run(b)
 		<-j.done
 		if j.err != nil {
 			return nil, j.err
 		}
-		if err := checkPipeline(body.Threads(c), j.p.maxThreads, j.p.staticShared, b.maxShared); err != nil {
+		b.mu.Lock()
+		if j.evicted { // evicted meanwhile: compile again
+			b.mu.Unlock()
+			continue
+		}
+		err := checkPipeline(body.Threads(c), j.p.maxThreads, j.p.staticShared, b.maxShared)
+		if err == nil {
+			pso = retain(j.p.id)
+		}
+		b.noteBuilt(jobKey(k, dt, c))
+		b.mu.Unlock()
+		if err != nil {
 			return nil, err
 		}
-		b.mu.Lock()
-		if !j.evicted { // else it was evicted meanwhile: compile again
-			pso = retain(j.p.id)
-			b.noteBuilt(jobKey(k, dt, c))
-		}
-		b.mu.Unlock()
 	}
 	words := func(in *instance) ([]uint32, error) { return scalarWords(body.Scalars(in.p.Case, in.p.Eps)) }
 	c = c.Clone()
