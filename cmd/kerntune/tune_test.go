@@ -112,15 +112,16 @@ func TestTuneEndToEndCPU(t *testing.T) {
 		t.Errorf("the tuner wrote a file that params/schema.json rejects: %v", err)
 	}
 	// kerntune get and the Go API resolve the tuned entry identically.
-	code, log = runCLI(t, "get", "--kernel", "gemv_nt", "--shape", "1x96x200", "--dtype", "f16", "--params", out, "--json")
+	// Stdout alone must be JSON whatever warnings go to stderr.
+	code, stdout, stderr := runGet(t, "get", "--kernel", "gemv_nt", "--shape", "1x96x200", "--dtype", "f16", "--params", out, "--json")
 	if code != 0 {
-		t.Fatalf("get exited %d: %s", code, log)
+		t.Fatalf("get exited %d: %s%s", code, stdout, stderr)
 	}
 	var got struct {
 		Params map[string]params.Value `json:"params"`
 	}
-	if err := json.Unmarshal([]byte(log), &got); err != nil {
-		t.Fatalf("get --json: %v\n%s", err, log)
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatalf("get --json: %v\n%s", err, stdout)
 	}
 	l, err := params.Load(out, params.Options{Lookup: func(string) (string, bool) { return "", false }})
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 )
 
 // clang finds a clang for the syntax checks: $KERNTUNE_CLANG, clang-14, clang.
-// CI installs clang-14, and there the check is required (KERNTUNE_REQUIRE_CLANG=1).
+// CI installs clang-14, and there the check is required (KTDEV_REQUIRE_CLANG=1).
 func clang(t *testing.T) string {
 	t.Helper()
 	for _, name := range []string{os.Getenv("KERNTUNE_CLANG"), "clang-14", "clang"} {
@@ -24,8 +24,8 @@ func clang(t *testing.T) string {
 			return p
 		}
 	}
-	if os.Getenv("KERNTUNE_REQUIRE_CLANG") != "" {
-		t.Fatal("clang not found but KERNTUNE_REQUIRE_CLANG is set")
+	if os.Getenv("KTDEV_REQUIRE_CLANG") != "" {
+		t.Fatal("clang not found but KTDEV_REQUIRE_CLANG is set")
 	}
 	t.Skip("clang not found; the MSL syntax check needs clang (apt-get install clang-14)")
 	return ""

@@ -134,8 +134,8 @@ func buildABILib(t *testing.T) uintptr {
 		}
 	}
 	if cc == "" {
-		if os.Getenv("KERNTUNE_REQUIRE_CC") != "" {
-			t.Fatal("no C compiler found but KERNTUNE_REQUIRE_CC is set")
+		if os.Getenv("KTDEV_REQUIRE_CC") != "" {
+			t.Fatal("no C compiler found but KTDEV_REQUIRE_CC is set")
 		}
 		t.Skip("no C compiler (cc, gcc, clang): the purego ABI check needs one")
 	}

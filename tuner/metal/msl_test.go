@@ -11,7 +11,7 @@ import (
 // The helper kernels (empty, copy, FMA loop) pass the same clang syntax
 // check against the MSL shim header as every generated candidate
 // (kernels/gpu/msl_test.go). Skipped without clang unless
-// KERNTUNE_REQUIRE_CLANG is set, as there.
+// KTDEV_REQUIRE_CLANG is set, as there.
 func TestHelperMSLSyntax(t *testing.T) {
 	cc := ""
 	for _, name := range []string{os.Getenv("KERNTUNE_CLANG"), "clang-14", "clang"} {
@@ -24,8 +24,8 @@ func TestHelperMSLSyntax(t *testing.T) {
 		}
 	}
 	if cc == "" {
-		if os.Getenv("KERNTUNE_REQUIRE_CLANG") != "" {
-			t.Fatal("clang not found but KERNTUNE_REQUIRE_CLANG is set")
+		if os.Getenv("KTDEV_REQUIRE_CLANG") != "" {
+			t.Fatal("clang not found but KTDEV_REQUIRE_CLANG is set")
 		}
 		t.Skip("clang not found; the MSL syntax check needs clang")
 	}
