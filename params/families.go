@@ -252,9 +252,26 @@ func gpuGemmSpace() *Space {
 			{Name: "TM", Values: []int{1, 2, 4, 8}, Default: 1, Doc: "output rows per thread"},
 			{Name: "TN", Values: []int{1, 2, 4, 8}, Default: 1, Doc: "output columns per thread"},
 			{Name: "PAD", Values: []int{0, 1, 4}, Default: 0, Doc: "padding of threadgroup tiles against bank conflicts"},
+			{Name: "MMA", Values: []int{0, 1}, Default: 0, Doc: "1: SIMD-group 8×8 matrix multiply (Metal simdgroup_matrix); TM×TN are then 8×8 fragments per SIMD-group of 32 threads"},
 		},
 		Check: func(_ []int, p map[string]int) error {
-			if p["TM"] <= 0 || p["TN"] <= 0 || p["BM"]%p["TM"] != 0 || p["BN"]%p["TN"] != 0 {
+			if p["TM"] <= 0 || p["TN"] <= 0 {
+				return fmt.Errorf("TM=%d and TN=%d must be positive", p["TM"], p["TN"])
+			}
+			if p["MMA"] == 1 {
+				fm, fn := 8*p["TM"], 8*p["TN"]
+				if p["BM"]%fm != 0 || p["BN"]%fn != 0 || p["BK"]%8 != 0 {
+					return fmt.Errorf("MMA=1: BM=%d, BN=%d must be multiples of 8·TM=%d, 8·TN=%d and BK=%d of 8", p["BM"], p["BN"], fm, fn, p["BK"])
+				}
+				if t := 32 * (p["BM"] / fm) * (p["BN"] / fn); t > 1024 {
+					return fmt.Errorf("MMA=1: 32·(BM/8TM)·(BN/8TN) = %d threads; must be at most 1024", t)
+				}
+				return nil
+			}
+			if p["MMA"] != 0 {
+				return fmt.Errorf("MMA=%d; must be 0 or 1", p["MMA"])
+			}
+			if p["BM"]%p["TM"] != 0 || p["BN"]%p["TN"] != 0 {
 				return fmt.Errorf("BM=%d and BN=%d must be multiples of TM=%d and TN=%d", p["BM"], p["BN"], p["TM"], p["TN"])
 			}
 			if t := (p["BM"] / p["TM"]) * (p["BN"] / p["TN"]); t < 32 || t > 1024 {

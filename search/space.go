@@ -21,6 +21,9 @@ type Param struct {
 type Constraint struct {
 	Name  string
 	Check func(c Candidate) error
+	// TuneOnly constraints exclude candidates from tuning that are still
+	// correct to run, e.g. an emulated variant; verification lifts them.
+	TuneOnly bool
 }
 
 // Space is a cartesian product of parameters filtered by constraints.

@@ -25,7 +25,8 @@ type VerifyReport struct {
 // VerifyAll builds every valid candidate of a family (or every
 // sample-th when sample > 1) and verifies it on the family's odd shapes,
 // which are not multiples of any tile; it never stops at a failure.
-func (t *Tuner) VerifyAll(ctx context.Context, k *kernels.Kernel, dt kernels.DType, sample int) (*VerifyReport, error) {
+// Candidates failing any of the where filters are left out before sampling.
+func (t *Tuner) VerifyAll(ctx context.Context, k *kernels.Kernel, dt kernels.DType, sample int, where ...func(search.Candidate) bool) (*VerifyReport, error) {
 	start := time.Now()
 	task := Task{Kernel: k, DType: dt, Cases: k.Odd}
 	r := &run{t: t, task: task, cands: map[string]*candidate{}, deadline: start.Add(24 * time.Hour), ctx: ctx}
@@ -36,7 +37,28 @@ func (t *Tuner) VerifyAll(ctx context.Context, k *kernels.Kernel, dt kernels.DTy
 	if err != nil {
 		return nil, err
 	}
+	// Variants excluded from tuning only (emulated ones) are still verified.
+	kept := space.Constraints[:0:0]
+	for _, c := range space.Constraints {
+		if !c.TuneOnly {
+			kept = append(kept, c)
+		}
+	}
+	space.Constraints = kept
 	cands := space.Enumerate()
+	if len(where) > 0 {
+		var keep []search.Candidate
+	next:
+		for _, c := range cands {
+			for _, w := range where {
+				if !w(c) {
+					continue next
+				}
+			}
+			keep = append(keep, c)
+		}
+		cands = keep
+	}
 	rep := &VerifyReport{Kernel: k.Name, DType: dt, Valid: len(cands), Failed: map[string]int{}, Example: map[string]string{}}
 	if sample > 1 {
 		var s []search.Candidate

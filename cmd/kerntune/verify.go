@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kerntune/kerntune/kernels"
+	"github.com/kerntune/kerntune/search"
 	"github.com/kerntune/kerntune/tuner"
 )
 
@@ -32,6 +34,7 @@ func newVerifyCmd() *cobra.Command {
 		kernelNames   []string
 		dtypes        []string
 		sample        int
+		where         []string
 		asJSON, quiet bool
 	)
 	cmd := &cobra.Command{
@@ -65,6 +68,10 @@ by reason; the command fails if any candidate fails.`,
 			if sample < 1 {
 				return usageErrorf("--sample must be at least 1")
 			}
+			filters, err := parseWhere(where)
+			if err != nil {
+				return err
+			}
 			log := cmd.ErrOrStderr()
 			b, err := pickBackend(backend, log)
 			if err != nil {
@@ -78,7 +85,7 @@ by reason; the command fails if any candidate fails.`,
 			failed, total := 0, 0
 			for _, k := range ks {
 				for _, dt := range dts {
-					rep, err := tu.VerifyAll(ctx, k, dt, sample)
+					rep, err := tu.VerifyAll(ctx, k, dt, sample, filters...)
 					if err != nil {
 						return err
 					}
@@ -101,6 +108,9 @@ by reason; the command fails if any candidate fails.`,
 					return err
 				}
 			}
+			if total == 0 && len(where) > 0 {
+				return usageErrorf("--where %s: no candidate of the selected families has these parameter values", strings.Join(where, " "))
+			}
 			fmt.Fprintf(log, "verified %d candidates on %s: %d passed, %d failed\n", total, b.Info().Key, total-failed, failed)
 			if failed > 0 {
 				return fmt.Errorf("%d of %d candidates failed verification", failed, total)
@@ -113,7 +123,25 @@ by reason; the command fails if any candidate fails.`,
 	fl.StringArrayVar(&kernelNames, "kernel", nil, "kernel family (repeatable; default all)")
 	fl.StringArrayVar(&dtypes, "dtype", []string{"f32", "f16"}, "element types (repeatable)")
 	fl.IntVar(&sample, "sample", 1, "verify every N-th candidate only")
+	fl.StringArrayVar(&where, "where", nil, "verify only candidates with this parameter value, e.g. MMA=1 (repeatable; all must hold)")
 	fl.BoolVar(&asJSON, "json", false, "print JSON")
 	fl.BoolVarP(&quiet, "quiet", "q", false, "print only the total")
 	return cmd
+}
+
+// parseWhere turns --where NAME=VALUE flags into candidate filters.
+func parseWhere(ws []string) ([]func(search.Candidate) bool, error) {
+	var fs []func(search.Candidate) bool
+	for _, w := range ws {
+		name, val, ok := strings.Cut(w, "=")
+		v, err := strconv.Atoi(val)
+		if !ok || name == "" || err != nil {
+			return nil, usageErrorf("--where %q: want NAME=INTEGER, e.g. MMA=1", w)
+		}
+		fs = append(fs, func(c search.Candidate) bool {
+			got, has := c[name]
+			return has && got == v
+		})
+	}
+	return fs, nil
 }

@@ -216,18 +216,100 @@ const rmsnormSource = `
     }
   }`
 
+// gemmMMASource is the MMA=1 variant: each SIMD-group of 32 threads owns a
+// (8·TM)×(8·TN) block of the tile as TM×TN 8×8 matrix fragments (Metal's
+// simdgroup_float8x8; the CUDA prelude emulates the same semantics with warp
+// shuffles so that the body's indexing is verified off a Mac). A is staged
+// row-major so that fragments load with a plain stride; results leave
+// through a per-SIMD-group 8×8 scratch so edges are bounds-checked.
+const gemmMMASource = `
+  const int sg = LID / 32, lane = LID % 32;
+  const int sr = (sg / (BN / (8 * TN))) * (8 * TM), sc = (sg % (BN / (8 * TN))) * (8 * TN);
+  const int row0 = GROUP_Y * BM, col0 = GROUP_X * BN;
+  SHARED(float, As, BM * (BK + PAD));
+  SHARED(float, Bs, BK * (BN + PAD));
+  SHARED(float, Cs, (NTHREADS / 32) * 64);
+  MMA_T acc[TM][TN];
+  UNROLL_LOOP
+  for (int i = 0; i < TM; ++i) {
+    UNROLL_LOOP
+    for (int j = 0; j < TN; ++j) MMA_ZERO(acc[i][j]);
+  }
+  for (int p0 = 0; p0 < K; p0 += BK) {
+    for (int e = LID; e < BM * BK; e += NTHREADS) {
+#if A_TRANS
+      const int p = e / BM, i = e % BM;
+      const int gi = row0 + i, gp = p0 + p;
+      As[i * (BK + PAD) + p] = (gi < M && gp < K) ? LOAD(A, gp * M + gi) : 0.0f;
+#else
+      const int i = e / BK, p = e % BK;
+      const int gi = row0 + i, gp = p0 + p;
+      As[i * (BK + PAD) + p] = (gi < M && gp < K) ? LOAD(A, gi * K + gp) : 0.0f;
+#endif
+    }
+    for (int e = LID; e < BK * BN; e += NTHREADS) {
+      const int p = e / BN, j = e % BN;
+      const int gp = p0 + p, gj = col0 + j;
+      Bs[p * (BN + PAD) + j] = (gp < K && gj < N) ? LOAD(B, gp * N + gj) : 0.0f;
+    }
+    BARRIER();
+    for (int kk = 0; kk < BK; kk += 8) {
+      MMA_T a[TM], b[TN];
+      UNROLL_LOOP
+      for (int i = 0; i < TM; ++i) MMA_LOAD(a[i], As + (sr + 8 * i) * (BK + PAD) + kk, BK + PAD);
+      UNROLL_LOOP
+      for (int j = 0; j < TN; ++j) MMA_LOAD(b[j], Bs + kk * (BN + PAD) + sc + 8 * j, BN + PAD);
+      UNROLL_LOOP
+      for (int i = 0; i < TM; ++i) {
+        UNROLL_LOOP
+        for (int j = 0; j < TN; ++j) MMA_MAC(acc[i][j], a[i], b[j]);
+      }
+    }
+    BARRIER();
+  }
+  const int r = lane / 4, c = (lane % 4) * 2;
+  for (int i = 0; i < TM; ++i) {
+    for (int j = 0; j < TN; ++j) {
+      MMA_STORE(acc[i][j], Cs + sg * 64, 8);
+      SIMD_BARRIER();
+      const int gi = row0 + sr + 8 * i + r, gj = col0 + sc + 8 * j + c;
+      if (gi < M && gj < N) STORE(C, gi * N + gj, Cs[sg * 64 + r * 8 + c]);
+      if (gi < M && gj + 1 < N) STORE(C, gi * N + gj + 1, Cs[sg * 64 + r * 8 + c + 1]);
+      SIMD_BARRIER();
+    }
+  }`
+
+// gemmThreads is the threadgroup size of a GEMM candidate.
+func gemmThreads(p map[string]int) int {
+	if p["MMA"] == 1 {
+		return 32 * (p["BM"] / (8 * p["TM"])) * (p["BN"] / (8 * p["TN"]))
+	}
+	return (p["BM"] / p["TM"]) * (p["BN"] / p["TN"])
+}
+
 func gemmBody(family, fn string, trans int) *Body {
 	return &Body{
 		Family: family, Func: fn,
 		Args:   []Arg{{"A", In}, {"B", In}, {"C", Out}, {"M", Int}, {"N", Int}, {"K", Int}},
-		Source: gemmSource,
+		Source: "#if MMA\n" + gemmMMASource + "\n#else\n" + gemmSource + "\n#endif",
 		Defines: func(p map[string]int) map[string]int {
-			return map[string]int{"NTHREADS": (p["BM"] / p["TM"]) * (p["BN"] / p["TN"]), "A_TRANS": trans}
+			return map[string]int{"NTHREADS": gemmThreads(p), "A_TRANS": trans, "MMA": p["MMA"]}
 		},
-		SharedBytes: func(p map[string]int) int { return 4 * p["BK"] * (p["BM"] + p["BN"] + 2*p["PAD"]) },
+		SharedBytes: func(p map[string]int) int {
+			if p["MMA"] == 1 {
+				return 4 * (p["BM"]*(p["BK"]+p["PAD"]) + p["BK"]*(p["BN"]+p["PAD"]) + gemmThreads(p)/32*64)
+			}
+			return 4 * p["BK"] * (p["BM"] + p["BN"] + 2*p["PAD"])
+		},
+		Needs: func(p map[string]int) []Feature {
+			if p["MMA"] == 1 {
+				return []Feature{SIMDMatrix}
+			}
+			return nil
+		},
 		Geometry: func(shape []int, p map[string]int) Launch {
 			m, n := gemmMN(shape, trans)
-			return Launch{Grid: [2]int{ceilDiv(n, p["BN"]), ceilDiv(m, p["BM"])}, Threads: (p["BM"] / p["TM"]) * (p["BN"] / p["TN"])}
+			return Launch{Grid: [2]int{ceilDiv(n, p["BN"]), ceilDiv(m, p["BM"])}, Threads: gemmThreads(p)}
 		},
 		Scalars: func(c kernels.Case, _ float32) []any {
 			m, n := gemmMN(c.Shape, trans)

@@ -88,6 +88,41 @@ type Body struct {
 	Geometry func(shape []int, p map[string]int) Launch
 	// Scalars computes the scalar arguments (Int and Float args, in order) for a case.
 	Scalars func(c kernels.Case, eps float32) []any
+	// Needs lists the optional features a candidate uses (nil: none).
+	Needs func(p map[string]int) []Feature
+}
+
+// Feature is an optional capability a candidate may need from an API.
+type Feature string
+
+// SIMDMatrix is the 8×8 SIMD-group matrix multiply of the MMA dialect
+// operations: native in Metal (simdgroup_matrix, Apple7 and later), emulated
+// with warp shuffles in CUDA for verification, absent from OpenCL C 1.2.
+const SIMDMatrix Feature = "simdgroup_matrix"
+
+// features says which features each API's prelude provides, and whether
+// natively (false: emulated, correct but not worth tuning).
+var features = map[API]map[Feature]bool{
+	CUDA:  {SIMDMatrix: false},
+	Metal: {SIMDMatrix: true},
+}
+
+// Supported reports whether api can run candidate p: nil, or an error
+// naming the missing feature. native is false when the API only emulates a
+// feature the candidate needs.
+func (b *Body) Supported(api API, p map[string]int) (native bool, err error) {
+	native = true
+	if b.Needs == nil {
+		return true, nil
+	}
+	for _, f := range b.Needs(p) {
+		nat, ok := features[api][f]
+		if !ok {
+			return false, fmt.Errorf("needs %s, which %s lacks", f, api)
+		}
+		native = native && nat
+	}
+	return native, nil
 }
 
 // Threads is the threadgroup size of a candidate.
@@ -95,6 +130,9 @@ func (b *Body) Threads(p map[string]int) int { return b.Defines(p)["NTHREADS"] }
 
 // Source generates the complete source of one candidate for an API and dtype.
 func (b *Body) SourceFor(api API, dt kernels.DType, p map[string]int) (string, error) {
+	if _, err := b.Supported(api, p); err != nil {
+		return "", fmt.Errorf("%s candidate %v: %w", b.Family, p, err)
+	}
 	defs := map[string]int{}
 	for k, v := range p {
 		defs[k] = v

@@ -28,7 +28,7 @@ func spaceOf(t *testing.T, k *kernels.Kernel) []search.Candidate {
 // Every candidate of every family generates CUDA, MSL and OpenCL source from
 // the same body text, with every parameter defined and the signature complete.
 func TestEveryCandidateGeneratesFromOneBody(t *testing.T) {
-	total := 0
+	total, unsupported := 0, 0
 	for _, k := range kernels.All() {
 		b, err := Get(k.Name)
 		if err != nil {
@@ -42,6 +42,14 @@ func TestEveryCandidateGeneratesFromOneBody(t *testing.T) {
 			for _, dt := range kernels.DTypes {
 				for _, api := range APIs {
 					src, err := b.SourceFor(api, dt, c)
+					if _, serr := b.Supported(api, c); serr != nil {
+						// An API without a feature the candidate needs must refuse it, by name.
+						if err == nil || !strings.Contains(err.Error(), "simdgroup_matrix") {
+							t.Fatalf("%s %s %s: unsupported candidate generated (err %v)", k.Name, api, c.Key(), err)
+						}
+						unsupported++
+						continue
+					}
 					if err != nil {
 						t.Fatalf("%s %s %s %s: %v", k.Name, api, dt, c.Key(), err)
 					}
@@ -69,7 +77,10 @@ func TestEveryCandidateGeneratesFromOneBody(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d sources generated", total)
+	if unsupported == 0 {
+		t.Error("no candidate needed a feature some API lacks: the MMA variant is missing from the space")
+	}
+	t.Logf("%d sources generated, %d refused for a missing feature", total, unsupported)
 }
 
 func TestGeometryCoversOutput(t *testing.T) {
@@ -81,6 +92,8 @@ func TestGeometryCoversOutput(t *testing.T) {
 	}{
 		{"gemm_av", []int{37, 53, 29}, map[string]int{"BM": 16, "BN": 32, "TM": 1, "TN": 2}, Launch{Grid: [2]int{2, 3}, Threads: 256}},
 		{"gemm_at_b", []int{29, 37, 53}, map[string]int{"BM": 16, "BN": 32, "TM": 1, "TN": 2}, Launch{Grid: [2]int{2, 3}, Threads: 256}},
+		// MMA: one SIMD-group of 32 per (8·TM)×(8·TN) block.
+		{"gemm_av", []int{37, 53, 29}, map[string]int{"BM": 32, "BN": 64, "TM": 2, "TN": 4, "MMA": 1}, Launch{Grid: [2]int{1, 2}, Threads: 128}},
 		{"gemv_nt", []int{1, 1000, 64}, map[string]int{"TG": 256, "TPR": 32}, Launch{Grid: [2]int{125, 1}, Threads: 256}},
 		{"softmax", []int{5, 300}, map[string]int{"TPR": 64, "RPB": 2}, Launch{Grid: [2]int{3, 1}, Threads: 128}},
 	}

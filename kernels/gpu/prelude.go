@@ -43,6 +43,44 @@ KT_SEG_REDUCE(kt_seg_sum, KT_ADD)
 KT_SEG_REDUCE(kt_seg_max, fmaxf)
 #define SEG_SUM(v, W, s) kt_seg_sum((v), (W), (s))
 #define SEG_MAX(v, W, s) kt_seg_max((v), (W), (s))
+#if MMA
+// Metal's 8×8 SIMD-group matrix operations, emulated with the same
+// semantics: lane l holds elements 2l and 2l+1 of the row-major 8×8 matrix
+// (row l/4, columns 2(l%4) and 2(l%4)+1). Correct, not fast: CUDA runs this
+// variant to verify the body's indexing, not to tune it.
+struct kt_frag8 { float v[2]; };
+#define MMA_T kt_frag8
+#define MMA_ZERO(f) ((f).v[0] = 0.0f, (f).v[1] = 0.0f)
+#define SIMD_BARRIER() __syncwarp()
+KT_INLINE void kt_mma_load(kt_frag8& f, const float* p, int stride) {
+  const int l = LID & 31;
+  f.v[0] = p[(l >> 2) * stride + 2 * (l & 3)];
+  f.v[1] = p[(l >> 2) * stride + 2 * (l & 3) + 1];
+}
+KT_INLINE void kt_mma_store(const kt_frag8& f, float* p, int stride) {
+  const int l = LID & 31;
+  p[(l >> 2) * stride + 2 * (l & 3)] = f.v[0];
+  p[(l >> 2) * stride + 2 * (l & 3) + 1] = f.v[1];
+}
+// d += a·b: element (r, c) needs row r of a (lanes 4r..4r+3) and column c of
+// b (lane 4k + c/2 for each k).
+KT_INLINE void kt_mma_mac(kt_frag8& d, const kt_frag8& a, const kt_frag8& b) {
+  const int l = LID & 31;
+  float s0 = d.v[0], s1 = d.v[1];
+  UNROLL_LOOP
+  for (int k = 0; k < 8; ++k) {
+    const float ak = __shfl_sync(0xffffffffu, a.v[k & 1], (l & ~3) | (k >> 1));
+    const float b0 = __shfl_sync(0xffffffffu, b.v[0], 4 * k + (l & 3));
+    const float b1 = __shfl_sync(0xffffffffu, b.v[1], 4 * k + (l & 3));
+    s0 = fmaf(ak, b0, s0);
+    s1 = fmaf(ak, b1, s1);
+  }
+  d.v[0] = s0; d.v[1] = s1;
+}
+#define MMA_LOAD(f, p, stride) kt_mma_load((f), (p), (stride))
+#define MMA_STORE(f, p, stride) kt_mma_store((f), (p), (stride))
+#define MMA_MAC(d, a, b) kt_mma_mac((d), (a), (b))
+#endif
 `
 
 const cudaF32 = `typedef float T;
@@ -151,6 +189,14 @@ KT_SEG_REDUCE(kt_seg_sum, KT_ADD)
 KT_SEG_REDUCE(kt_seg_max, fmax)
 #define SEG_SUM(v, W, s) kt_seg_sum((v), (W), (s), kt_tid.x)
 #define SEG_MAX(v, W, s) kt_seg_max((v), (W), (s), kt_tid.x)
+#if MMA
+#define MMA_T simdgroup_float8x8
+#define MMA_ZERO(f) ((f) = make_filled_simdgroup_matrix<float, 8, 8>(0.0f))
+#define MMA_LOAD(f, p, stride) simdgroup_load((f), (p), (stride))
+#define MMA_STORE(f, p, stride) simdgroup_store((f), (p), (stride))
+#define MMA_MAC(d, a, b) simdgroup_multiply_accumulate((d), (a), (b), (d))
+#define SIMD_BARRIER() simdgroup_barrier(mem_flags::mem_threadgroup)
+#endif
 #define LOAD(p, i) ((float)(p)[i])
 #define STORE(p, i, v) ((p)[i] = (T)(v))
 inline void kt_loadv(device const T* p, int i, thread float* d) {

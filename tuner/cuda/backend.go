@@ -272,6 +272,18 @@ func (b *Backend) Constraints(k *kernels.Kernel, _ kernels.DType) []search.Const
 			}
 			return nil
 		}},
+		{Name: "features CUDA has", Check: func(c search.Candidate) error {
+			_, err := body.Supported(gpu.CUDA, c)
+			return err
+		}},
+		// Emulated variants (Metal's simdgroup_matrix) run only to verify the
+		// shared body; they are never worth timing here.
+		{Name: "native features only", TuneOnly: true, Check: func(c search.Candidate) error {
+			if native, err := body.Supported(gpu.CUDA, c); err == nil && !native {
+				return fmt.Errorf("emulated on CUDA")
+			}
+			return nil
+		}},
 	}
 }
 

@@ -40,6 +40,7 @@ type Backend struct {
 
 	maxThreads, maxShared int
 	mpsOK                 bool
+	simdMatrix            bool // simdgroup_matrix: Apple7 and later, Mac2
 
 	mu        sync.Mutex
 	closed    bool
@@ -140,6 +141,7 @@ func (b *Backend) describe() {
 	unified := objc.Send[bool](d, sel.hasUnifiedMemory)
 	cores, coreErr := b.rt.gpuCoreCount()
 
+	b.simdMatrix = apple >= 7 || mac2
 	b.maxThreads = maxThreadsPerGroup
 	if w := int(maxTPT.Width); w > 0 {
 		b.maxThreads = min(b.maxThreads, w)
@@ -498,7 +500,7 @@ func (b *Backend) Info() tuner.DeviceInfo { return b.info }
 
 // Constraints: threads per threadgroup and static threadgroup memory.
 func (b *Backend) Constraints(k *kernels.Kernel, _ kernels.DType) []search.Constraint {
-	return constraints(k, b.maxThreads, b.maxShared)
+	return constraints(k, b.maxThreads, b.maxShared, b.simdMatrix)
 }
 
 // Close waits for compiles in flight, releases the cached pipelines, the

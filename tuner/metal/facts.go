@@ -166,7 +166,7 @@ func dispatchesPerBuffer(perDispatch, target float64, limit int) int {
 
 // constraints are the device limits on a family's candidates: threads per
 // threadgroup and static threadgroup memory.
-func constraints(k *kernels.Kernel, maxThreads, maxShared int) []search.Constraint {
+func constraints(k *kernels.Kernel, maxThreads, maxShared int, simdMatrix bool) []search.Constraint {
 	body, err := gpu.Get(k.Name)
 	if err != nil {
 		return []search.Constraint{{Name: "has a GPU body", Check: func(search.Candidate) error { return err }}}
@@ -181,6 +181,17 @@ func constraints(k *kernels.Kernel, maxThreads, maxShared int) []search.Constrai
 		{Name: fmt.Sprintf("threadgroup memory ≤ %d bytes", maxShared), Check: func(c search.Candidate) error {
 			if s := body.SharedBytes(c); s > maxShared {
 				return fmt.Errorf("%d bytes of threadgroup memory", s)
+			}
+			return nil
+		}},
+		{Name: "GPU family features", Check: func(c search.Candidate) error {
+			if body.Needs == nil {
+				return nil
+			}
+			for _, f := range body.Needs(c) {
+				if f == gpu.SIMDMatrix && !simdMatrix {
+					return fmt.Errorf("needs simdgroup_matrix (Apple7 or later, or Mac2)")
+				}
 			}
 			return nil
 		}},

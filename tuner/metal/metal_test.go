@@ -155,7 +155,7 @@ func TestConstraints(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs := constraints(k, maxThreadsPerGroup, maxSharedPerGroup)
+	cs := constraints(k, maxThreadsPerGroup, maxSharedPerGroup, true)
 	check := func(c search.Candidate) error {
 		for _, con := range cs {
 			if err := con.Check(c); err != nil {
@@ -181,7 +181,7 @@ func TestConstraints(t *testing.T) {
 	famCopy := *k.Family
 	famCopy.Name = "no_such_family"
 	fake.Family = &famCopy
-	if err := constraints(&fake, 1024, 32768)[0].Check(ok); err == nil {
+	if err := constraints(&fake, 1024, 32768, true)[0].Check(ok); err == nil {
 		t.Error("a family without a GPU body was accepted")
 	}
 }
