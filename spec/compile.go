@@ -258,9 +258,6 @@ func compile(s *Spec, file, dir string) (*Compiled, error) {
 				if firstOptional < 0 {
 					firstOptional = i
 				}
-				if !s.Bias {
-					c.fail(f+".optional", "", "optional buffers carry gemv_nt's bias; set \"bias\": true to use one")
-				}
 			} else {
 				lastRequired = i
 			}
