@@ -2,10 +2,10 @@
 // VEC), NTHREADS and KT_F16 before this text. The signature lists the
 // spec's buffers, then its scalars, in order.
 #if KT_F16
-#include <cuda_fp16.h>
-typedef __half elem;
-__device__ __forceinline__ float ld(const elem* p, int i) { return __half2float(p[i]); }
-__device__ __forceinline__ void st(elem* p, int i, float v) { p[i] = __float2half(v); }
+// Half values as unsigned short, converted with PTX: no cuda_fp16.h include path needed.
+typedef unsigned short elem;
+__device__ __forceinline__ float ld(const elem* p, int i) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(p[i])); return f; }
+__device__ __forceinline__ void st(elem* p, int i, float v) { unsigned short h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(v)); p[i] = h; }
 #else
 typedef float elem;
 __device__ __forceinline__ float ld(const elem* p, int i) { return p[i]; }
