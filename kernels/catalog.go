@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/kerntune/kerntune/params"
 )
@@ -89,6 +90,29 @@ type Kernel struct {
 	Reference func(c Case, in [][]float32) []float64
 	// Flops counts floating-point operations of one run.
 	Flops func(c Case) float64
+	// Implements names the built-in family whose operands, input
+	// distribution and reference a user-defined kernel reuses ("" for the
+	// built-in families themselves and for kernels with their own reference).
+	Implements string
+	// Tolerances overrides DType.Tolerance per dtype (user-defined kernels).
+	Tolerances map[DType]float64
+}
+
+// Base is the family whose conventions the kernel follows: Implements when
+// set, else its own name.
+func (k *Kernel) Base() string {
+	if k.Implements != "" {
+		return k.Implements
+	}
+	return k.Name
+}
+
+// Tolerance is the largest relative-norm error a candidate of k may have in dt.
+func (k *Kernel) Tolerance(dt DType) float64 {
+	if t, ok := k.Tolerances[dt]; ok {
+		return t
+	}
+	return dt.Tolerance()
 }
 
 // Bytes counts the bytes one run must move at least: every input read once, the output written once.
@@ -108,30 +132,68 @@ const RMSNormEps = 1e-6
 
 var catalog = build()
 
-// Get returns the kernel family called name.
+// registered holds user-defined kernels (kernel spec files), added at run
+// time by Register so that backends find them by name like built-in ones.
+var (
+	registeredMu sync.RWMutex
+	registered   = map[string]*Kernel{}
+)
+
+// Register adds a user-defined kernel to the catalog. Its name must not be
+// a built-in family's; registering the same name again replaces it.
+func Register(k *Kernel) error {
+	if k == nil || k.Family == nil || k.Name == "" {
+		return fmt.Errorf("kernels.Register: kernel without a family name")
+	}
+	if _, ok := catalog[k.Name]; ok {
+		return fmt.Errorf("kernel name %q is a built-in family; choose another name", k.Name)
+	}
+	registeredMu.Lock()
+	defer registeredMu.Unlock()
+	registered[k.Name] = k
+	return nil
+}
+
+func lookup(name string) (*Kernel, bool) {
+	if k, ok := catalog[name]; ok {
+		return k, true
+	}
+	registeredMu.RLock()
+	defer registeredMu.RUnlock()
+	k, ok := registered[name]
+	return k, ok
+}
+
+// Get returns the kernel family called name: built in or registered.
 func Get(name string) (*Kernel, error) {
-	k, ok := catalog[name]
+	k, ok := lookup(name)
 	if !ok {
 		return nil, fmt.Errorf("unknown kernel %q (known: %s)", name, strings.Join(Names(), ", "))
 	}
 	return k, nil
 }
 
-// Names lists the families in a stable order.
+// Names lists the families, built in and registered, in a stable order.
 func Names() []string {
 	names := make([]string, 0, len(catalog))
 	for n := range catalog {
 		names = append(names, n)
 	}
+	registeredMu.RLock()
+	for n := range registered {
+		names = append(names, n)
+	}
+	registeredMu.RUnlock()
 	sort.Strings(names)
 	return names
 }
 
-// All returns every family, sorted by name.
+// All returns every family, built in and registered, sorted by name.
 func All() []*Kernel {
 	var ks []*Kernel
 	for _, n := range Names() {
-		ks = append(ks, catalog[n])
+		k, _ := lookup(n)
+		ks = append(ks, k)
 	}
 	return ks
 }

@@ -32,6 +32,7 @@ func newGetCmd() *cobra.Command {
 	var (
 		kernel, shapeText, dtype, file, device, backend, deviceFamily string
 		asJSON                                                        bool
+		specs                                                         []string
 	)
 	cmd := &cobra.Command{
 		Use:   "get --kernel FAMILY --shape DIMS [--dtype f32] [--params FILE] [--device KEY] [--json]",
@@ -58,7 +59,11 @@ file's only device.`,
 			if err != nil {
 				return usageErrorf("get: --shape: %v", err)
 			}
-			l, err := params.Open(params.Options{Path: file, Device: device, Backend: backend, DeviceFamily: deviceFamily})
+			cs, err := loadSpecs(specs)
+			if err != nil {
+				return err
+			}
+			l, err := params.Open(params.Options{Path: file, Device: device, Backend: backend, DeviceFamily: deviceFamily, Families: specFamilies(cs)})
 			if err != nil {
 				return usageErrorf("get: %v", err)
 			}
@@ -94,6 +99,7 @@ file's only device.`,
 	f.StringVar(&backend, "backend", "", "backend of a device not in the file (cpu, cuda, metal; default cpu)")
 	f.StringVar(&deviceFamily, "device-family", "", "device family of a device not in the file, to find fallback devices (e.g. amd64, sm_90)")
 	f.BoolVar(&asJSON, "json", false, "print JSON")
+	f.StringArrayVar(&specs, "spec", nil, "kernel spec file whose kernel --kernel may name (repeatable)")
 	return cmd
 }
 

@@ -33,6 +33,7 @@ type tuneFlags struct {
 	force    bool
 	verbose  bool
 	quiet    bool
+	specs    []string
 }
 
 func newTuneCmd() *cobra.Command {
@@ -60,6 +61,7 @@ merged into --out at once, so an interrupted run keeps what it measured.`,
 	fl.BoolVar(&f.force, "force", false, "replace an existing --out file that cannot be parsed")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log every candidate")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only errors")
+	fl.StringArrayVar(&f.specs, "spec", nil, "kernel spec file of a user kernel to tune (repeatable; without --kernel, only the specs' kernels are tuned)")
 	return cmd
 }
 
@@ -99,6 +101,15 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 	}
 	if _, err := search.New(f.strategy, []search.Candidate{{}}, search.Options{}); err != nil {
 		return usageErrorf("--strategy: %v", err)
+	}
+	specs, err := loadSpecs(f.specs)
+	if err != nil {
+		return err
+	}
+	if len(specs) > 0 && len(f.kernels) == 0 {
+		for _, c := range specs {
+			f.kernels = append(f.kernels, c.Kernel.Name)
+		}
 	}
 	ks := kernels.All()
 	if len(f.kernels) > 0 {
@@ -150,6 +161,9 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 	}
 	defer b.Close()
 	info := b.Info()
+	if len(specs) > 0 && params.SpaceKind(info.Backend) != "gpu" {
+		return usageErrorf("--spec: spec kernels are GPU code and the %s backend cannot run them; use --backend cuda or metal", info.Backend)
+	}
 	fmt.Fprintf(log, "device %s (%s, %d compute units); %d entries to tune in %s with %s\n",
 		info.Key, info.Backend, info.ComputeUnits, len(tasks), f.budget, f.strategy)
 

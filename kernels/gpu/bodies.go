@@ -3,6 +3,7 @@ package gpu
 import (
 	"fmt"
 	"sort"
+	"sync"
 
 	"github.com/kerntune/kerntune/kernels"
 )
@@ -371,16 +372,43 @@ var bodies = map[string]*Body{
 		func(c kernels.Case, eps float32) []any { return []any{int32(c.Shape[0]), int32(c.Shape[1]), eps} }),
 }
 
-// Get returns the body of a family.
+// registered holds the bodies of user-defined kernels (kernel spec files),
+// added by Register so that every GPU backend finds them by name.
+var (
+	registeredMu sync.RWMutex
+	registered   = map[string]*Body{}
+)
+
+// Register adds the body of a user-defined kernel, named by b.Family; a
+// built-in family's name is refused, the same name again replaces it.
+func Register(b *Body) error {
+	if b == nil || b.Family == "" {
+		return fmt.Errorf("gpu.Register: body without a family name")
+	}
+	if _, ok := bodies[b.Family]; ok {
+		return fmt.Errorf("kernel name %q is a built-in family; choose another name", b.Family)
+	}
+	registeredMu.Lock()
+	defer registeredMu.Unlock()
+	registered[b.Family] = b
+	return nil
+}
+
+// Get returns the body of a family: built in or registered.
 func Get(family string) (*Body, error) {
 	b, ok := bodies[family]
+	if !ok {
+		registeredMu.RLock()
+		b, ok = registered[family]
+		registeredMu.RUnlock()
+	}
 	if !ok {
 		return nil, fmt.Errorf("no GPU kernel body for %q", family)
 	}
 	return b, nil
 }
 
-// Families lists the families that have a body.
+// Families lists the built-in families that have a body.
 func Families() []string {
 	var names []string
 	for n := range bodies {

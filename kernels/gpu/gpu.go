@@ -90,6 +90,12 @@ type Body struct {
 	Scalars func(c kernels.Case, eps float32) []any
 	// Needs lists the optional features a candidate uses (nil: none).
 	Needs func(p map[string]int) []Feature
+	// Raw holds complete kernel sources written for one API each (a
+	// user's .cu or .metal file): they take the parameters as macros and
+	// declare their own signature, whose arguments must be Args in order.
+	// A body with Raw sources has no dialect Source; an API missing from
+	// Raw cannot build it.
+	Raw map[API]string
 }
 
 // Feature is an optional capability a candidate may need from an API.
@@ -153,6 +159,21 @@ func (b *Body) SourceFor(api API, dt kernels.DType, p map[string]int) (string, e
 	for _, k := range names {
 		fmt.Fprintf(&sb, "#define %s %d\n", k, defs[k])
 	}
+	if b.Raw != nil {
+		raw, ok := b.Raw[api]
+		if !ok {
+			return "", fmt.Errorf("kernel %s has raw sources for %s only; the %s backend cannot build it", b.Family, rawAPIs(b.Raw), api)
+		}
+		// The raw source chooses its own types; KT_F16 tells it the dtype.
+		f16 := 0
+		if dt == kernels.F16 {
+			f16 = 1
+		}
+		fmt.Fprintf(&sb, "#define KT_F16 %d\n", f16)
+		sb.WriteString(raw)
+		sb.WriteString("\n")
+		return sb.String(), nil
+	}
 	pre, err := prelude(api, dt, defs["VEC"])
 	if err != nil {
 		return "", err
@@ -214,4 +235,14 @@ func (b *Body) signature(api API) string {
 		return fmt.Sprintf("[[max_total_threads_per_threadgroup(NTHREADS)]] kernel void %s(%s)", b.Func, strings.Join(args, ", "))
 	}
 	return fmt.Sprintf("__kernel __attribute__((reqd_work_group_size(NTHREADS, 1, 1))) void %s(%s)", b.Func, strings.Join(args, ", "))
+}
+
+func rawAPIs(raw map[API]string) string {
+	var names []string
+	for _, a := range APIs {
+		if _, ok := raw[a]; ok {
+			names = append(names, string(a))
+		}
+	}
+	return strings.Join(names, ", ")
 }

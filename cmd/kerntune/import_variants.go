@@ -1,0 +1,116 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kerntune/kerntune/spec"
+)
+
+func init() { commands = append(commands, newImportVariantsCmd) }
+
+func newImportVariantsCmd() *cobra.Command {
+	var (
+		name, template, body, out string
+		onlyListed                bool
+	)
+	cmd := &cobra.Command{
+		Use:   "import-variants FILE --name NAME [--into SPEC] [--only-listed] [--out FILE]",
+		Short: "Turn a variants manifest (named variants with bnXX/bkYY/tgZZ tokens and supports flags) into a kernel spec",
+		Long: `import-variants reads a manifest in the style of variants_enhanced.json: an
+array of variants (or an object with "variants"), each {name, enabled,
+supports}. Geometry tokens in the names (bn64, bk128, tg128, unroll8: a prefix
+and digits forming a whole "_"-separated part, so "tgread" is not "tg") become
+parameters with the values the enabled variants use; several styles (the name
+without its tokens) become a STYLE parameter the body branches on; supports.bias,
+when true on every enabled variant, becomes "bias": true. Disabled variants are
+left out and other supports flags are reported.
+
+With --into SPEC the source, buffers, scalars and launch of an existing spec are
+kept and its parameters replaced; otherwise a gemv_nt spec is generated whose
+body_file you write. The space is the cartesian product of the values, or with
+--only-listed just the listed combinations. The spec is written to --out or
+printed; check it with kerntune check --spec.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			data, err := os.ReadFile(args[0])
+			if err != nil {
+				return usageErrorf("import-variants: %v", err)
+			}
+			vs, err := spec.ParseManifest(data, args[0])
+			if err != nil {
+				return usageErrorf("import-variants: %v", err)
+			}
+			if name == "" {
+				return usageErrorf("import-variants: --name is required (a lower-case identifier naming the kernel)")
+			}
+			o := spec.ImportOptions{Name: name, BodyFile: body, OnlyListed: onlyListed}
+			if template != "" {
+				c, err := spec.Load(template)
+				if err != nil {
+					return usageErrorf("--into: %v", err)
+				}
+				o.Template = c.Spec
+				if out != "" {
+					// Source files are relative to the spec: keep them reachable from --out.
+					rebase(&o.Template.Source, filepath.Dir(template), filepath.Dir(out))
+				}
+			}
+			s, notes, err := spec.ImportVariants(vs, args[0], o)
+			if err != nil {
+				return usageErrorf("%v", err)
+			}
+			for _, n := range notes {
+				fmt.Fprintln(cmd.ErrOrStderr(), "kerntune: note:", n)
+			}
+			var buf bytes.Buffer
+			je := json.NewEncoder(&buf)
+			je.SetEscapeHTML(false) // expressions keep their < and &&
+			je.SetIndent("", "  ")
+			if err := je.Encode(s); err != nil {
+				return err
+			}
+			enc := buf.Bytes()
+			if out == "" {
+				_, err = cmd.OutOrStdout().Write(enc)
+				return err
+			}
+			if err := os.WriteFile(out, enc, 0o644); err != nil {
+				return fmt.Errorf("import-variants: %w", err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s (%d parameters); check it with: kerntune check --spec %s\n", out, len(s.Params), out)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&name, "name", "", "kernel name of the generated spec (required)")
+	f.StringVar(&template, "into", "", "spec whose source, buffers, scalars and launch are kept")
+	f.StringVar(&body, "body", "", "body_file of a generated skeleton (default NAME.body)")
+	f.StringVar(&out, "out", "", "write the spec here instead of stdout")
+	f.BoolVar(&onlyListed, "only-listed", false, "restrict the space to the listed combinations")
+	return cmd
+}
+
+// rebase rewrites relative source file names from one directory to another.
+func rebase(s *spec.Source, from, to string) {
+	for _, p := range []*string{&s.BodyFile, &s.CUDAFile, &s.MetalFile, &s.OpenCLFile} {
+		if *p == "" || filepath.IsAbs(*p) {
+			continue
+		}
+		src, err1 := filepath.Abs(filepath.Join(from, *p))
+		dir, err2 := filepath.Abs(to)
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		if rel, err := filepath.Rel(dir, src); err == nil {
+			*p = filepath.ToSlash(rel)
+		} else {
+			*p = src
+		}
+	}
+}

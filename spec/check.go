@@ -1,0 +1,306 @@
+package spec
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+
+	"github.com/expr-lang/expr/vm"
+
+	"github.com/kerntune/kerntune/kernels"
+	"github.com/kerntune/kerntune/kernels/gpu"
+	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/search"
+)
+
+// maxChecks bounds the candidate × shape evaluations made when a spec is
+// loaded; beyond it candidates are sampled evenly.
+const maxChecks = 200_000
+
+// Space is the kernel's search space: its parameters and the constraints
+// that hold for every shape (shape nil) or for the given shapes. Device
+// limits are not included; backends add them.
+func (cp *Compiled) Space(shapes ...[]int) *search.Space {
+	ps, _ := cp.Kernel.Space("gpu")
+	sp := &search.Space{}
+	for _, p := range ps.Params {
+		sp.Params = append(sp.Params, search.Param{Name: p.Name, Values: p.Values})
+	}
+	sp.Constraints = append(sp.Constraints, search.Constraint{Name: cp.Spec.Name + " constraints",
+		Check: func(c search.Candidate) error { return ps.Check(nil, c) }})
+	for _, s := range shapes {
+		sp.Constraints = append(sp.Constraints, search.Constraint{Name: "valid for " + params.ShapeString(s),
+			Check: func(c search.Candidate) error { return ps.Check(s, c) }})
+	}
+	return sp
+}
+
+// DTypes are the element types the kernel supports.
+func (cp *Compiled) DTypes() []kernels.DType {
+	var out []kernels.DType
+	for _, d := range cp.Spec.DTypes {
+		out = append(out, kernels.DType(d))
+	}
+	return out
+}
+
+// Register adds the kernel and its body to the catalogs, so that the tuner
+// and the GPU backends find them by name. Registries are the one global
+// state the project allows: backends look bodies up by family name, and a
+// spec kernel must be found the same way without changing their interfaces.
+func (cp *Compiled) Register() error {
+	if err := kernels.Register(cp.Kernel); err != nil {
+		return fmt.Errorf("%s: %w", cp.File, err)
+	}
+	if err := gpu.Register(cp.Body); err != nil {
+		return fmt.Errorf("%s: %w", cp.File, err)
+	}
+	return nil
+}
+
+type namedCase struct {
+	field string
+	c     kernels.Case
+}
+
+// checkCases evaluates every expression on every shape the spec tunes or
+// verifies, and on every candidate (sampled beyond maxChecks), so that
+// errors surface when the spec is loaded, naming the field and expression.
+func (c *compiler) checkCases(out *Compiled) error {
+	k := out.Kernel
+	var cases []namedCase
+	for i, cs := range k.Workload {
+		f := fmt.Sprintf("shapes[%d]", i)
+		if len(c.s.Shapes) == 0 {
+			f = fmt.Sprintf("shapes (from %s, %s)", c.s.Implements, cs)
+		}
+		cases = append(cases, namedCase{f, cs})
+	}
+	for i, cs := range k.Odd {
+		f := fmt.Sprintf("odd[%d]", i)
+		if len(c.s.Odd) == 0 {
+			f = fmt.Sprintf("odd (from %s, %s)", c.s.Implements, cs)
+		}
+		cases = append(cases, namedCase{f, cs})
+	}
+	for _, nc := range cases {
+		if _, err := k.Classify(nc.c.Shape); err != nil {
+			c.fail(nc.field, "", "%v", err)
+			continue
+		}
+		if _, err := c.scalarValues(nc.c, kernels.RMSNormEps); err != nil {
+			c.errs = append(c.errs, err)
+		}
+		if out.Base != nil {
+			c.matchBase(out, nc)
+		}
+	}
+	if len(c.errs) > 0 {
+		return joinErrors(c.errs)
+	}
+
+	cands := out.Space().Enumerate()
+	if len(cands) == 0 {
+		c.fail("constraints", "", "no candidate of the %d in the parameter space satisfies the constraints", out.Space().Size())
+		return joinErrors(c.errs)
+	}
+	if n := len(cands) * (len(cases) + 1); n > maxChecks {
+		step := (n + maxChecks - 1) / maxChecks
+		var s []search.Candidate
+		for i := 0; i < len(cands); i += step {
+			s = append(s, cands[i])
+		}
+		cands = s
+	}
+	failed := map[string]bool{} // one error per field
+	report := func(err error) {
+		if e, ok := err.(*Error); ok {
+			if failed[e.Field] {
+				return
+			}
+			failed[e.Field] = true
+		}
+		c.errs = append(c.errs, err)
+	}
+	ps, _ := k.Space("gpu")
+	for _, cand := range cands {
+		env := c.env(nil, cand)
+		if _, err := c.threads.evalInt(env); err != nil {
+			report(err)
+		}
+		if c.shared != nil {
+			if n, err := c.shared.evalInt(env); err != nil {
+				report(err)
+			} else if n < 0 {
+				report(c.shared.errorf("is %d bytes with %s; must not be negative", n, describeEnv(env)))
+			}
+		}
+		for _, name := range c.defineNames {
+			if _, err := c.defines[name].evalInt(env); err != nil {
+				report(err)
+			}
+		}
+		for _, nc := range cases {
+			if ps.Check(nc.c.Shape, cand) != nil {
+				continue
+			}
+			if _, err := c.launch(nc.c.Shape, cand); err != nil {
+				report(err)
+			}
+		}
+	}
+	if c.reference != nil && len(c.errs) == 0 {
+		c.checkReference(k, cases)
+	}
+	return joinErrors(c.errs)
+}
+
+// matchBase checks that the buffers line up with the implemented family's
+// operands: the backends bind input buffers to its operands in order.
+func (c *compiler) matchBase(out *Compiled, nc namedCase) {
+	want := out.Base.Inputs(nc.c)
+	got := out.Kernel.Inputs(nc.c)
+	if len(got) != len(want) {
+		names := make([]string, len(want))
+		for i, op := range want {
+			names[i] = op.Name
+		}
+		c.fail("buffers", "", "%d input buffers on %s, but %s takes %d (%v), in that order", len(got), nc.c, out.Base.Name, len(want), names)
+		return
+	}
+	bi := 0
+	for i, b := range c.s.Buffers {
+		if b.IO != "in" || b.Optional && !nc.c.Bias {
+			continue
+		}
+		if got[bi].Len != want[bi].Len {
+			c.fail(fmt.Sprintf("buffers[%d].length", i), b.Length, "is %d on %s, but %s's operand %s has %d elements", got[bi].Len, nc.c, out.Base.Name, want[bi].Name, want[bi].Len)
+		}
+		bi++
+	}
+	if g, w := out.Kernel.OutLen(nc.c.Shape), out.Base.OutLen(nc.c.Shape); g != w {
+		c.fail(fmt.Sprintf("buffers[%d].length", c.outIndex), c.s.Buffers[c.outIndex].Length, "is %d on %s, but %s's output has %d elements", g, nc.c, out.Base.Name, w)
+	}
+}
+
+// checkReference runs the reference expression once on the smallest
+// shape, so that index errors show when the spec is loaded.
+func (c *compiler) checkReference(k *kernels.Kernel, cases []namedCase) {
+	best, bestN := -1, 0
+	for i, nc := range cases {
+		n := k.OutLen(nc.c.Shape)
+		for _, op := range k.Inputs(nc.c) {
+			n += op.Len
+		}
+		if best < 0 || n < bestN {
+			best, bestN = i, n
+		}
+	}
+	if best < 0 {
+		return
+	}
+	p, err := kernels.NewProblem(k, kernels.F32, cases[best].c, rand.New(rand.NewPCG(1, 2)))
+	if err != nil {
+		c.errs = append(c.errs, err)
+		return
+	}
+	if _, err := c.evalReference(cases[best].c, p.Inputs, 1); err != nil {
+		c.errs = append(c.errs, err)
+	}
+}
+
+// referenceFunc is the kernel's float64 reference: the expression per
+// output element, on GOMAXPROCS goroutines. An element whose evaluation
+// fails is NaN, which fails verification; checkReference has already run
+// the expression once when the spec was loaded.
+func (c *compiler) referenceFunc(k *kernels.Kernel) func(kernels.Case, [][]float32) []float64 {
+	return func(cs kernels.Case, in [][]float32) []float64 {
+		out, _ := c.evalReference(cs, in, runtime.GOMAXPROCS(0))
+		return out
+	}
+}
+
+func (c *compiler) evalReference(cs kernels.Case, in [][]float32, workers int) ([]float64, error) {
+	n, err := c.lengths[c.outIndex].evalInt(c.env(cs.Shape, nil))
+	if err != nil {
+		return nil, err
+	}
+	bufs := map[string][]float64{}
+	bi := 0
+	for _, b := range c.s.Buffers {
+		if b.IO != "in" {
+			continue
+		}
+		if b.Optional && !cs.Bias {
+			bufs[b.Name] = nil
+			continue
+		}
+		f := make([]float64, len(in[bi]))
+		for j, v := range in[bi] {
+			f[j] = float64(v)
+		}
+		bufs[b.Name] = f
+		bi++
+	}
+	out := make([]float64, n)
+	workers = max(1, min(workers, n/256))
+	var wg sync.WaitGroup
+	errs := make([]error, workers)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			env := c.env(cs.Shape, nil)
+			env["bias"] = b2i(cs.Bias)
+			env["eps"] = float64(float32(kernels.RMSNormEps))
+			for name, b := range bufs {
+				env[name] = b
+			}
+			var m vm.VM
+			for i := w; i < n; i += workers {
+				env["i"] = i
+				v, err := m.Run(c.reference.prog, env)
+				f, ok := toFloat(v)
+				if err != nil || !ok {
+					out[i] = math.NaN()
+					if errs[w] == nil {
+						if err == nil {
+							err = fmt.Errorf("is %v (%T), not a number", v, v)
+						}
+						errs[w] = c.reference.errorf("output element %d on %s: %v", i, cs, firstLine(err.Error()))
+					}
+					continue
+				}
+				out[i] = f
+			}
+		}()
+	}
+	wg.Wait()
+	for _, e := range errs {
+		if e != nil {
+			return out, e
+		}
+	}
+	return out, nil
+}
+
+func toFloat(v any) (float64, bool) {
+	switch x := v.(type) {
+	case float64:
+		return x, true
+	case int:
+		return float64(x), true
+	}
+	return 0, false
+}
+
+func firstLine(s string) string {
+	for i, r := range s {
+		if r == '\n' {
+			return s[:i]
+		}
+	}
+	return s
+}

@@ -1,0 +1,717 @@
+package spec
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/kerntune/kerntune/kernels"
+	"github.com/kerntune/kerntune/kernels/gpu"
+	"github.com/kerntune/kerntune/params"
+)
+
+// Compiled is a parsed, checked spec: the kernel and its GPU body, ready
+// to Register.
+type Compiled struct {
+	Spec *Spec
+	File string
+	// Kernel is the catalog entry: family, space, workload, reference.
+	Kernel *kernels.Kernel
+	// Body is what the GPU backends compile.
+	Body *gpu.Body
+	// APIs are those the source can be built for: all three for a body,
+	// the given ones for raw files.
+	APIs []gpu.API
+	// Base is the implemented built-in family, or nil.
+	Base *kernels.Kernel
+
+	c *compiler
+}
+
+// compiler holds the compiled expressions of one spec.
+type compiler struct {
+	file, dir  string
+	s          *Spec
+	dims       []string
+	paramNames []string
+	errs       []error
+
+	constraints []*program
+	threads     *program
+	grid        []*program
+	shared      *program
+	defines     map[string]*program
+	defineNames []string
+	lengths     []*program // per buffer
+	scalars     []*program
+	classes     []*program // nil for a catch-all class
+	flops       *program
+	reference   *program
+	outIndex    int // index of the output buffer
+}
+
+func (c *compiler) fail(field, exprText, format string, args ...any) {
+	c.errs = append(c.errs, &Error{File: c.file, Field: field, Expr: exprText, Msg: fmt.Sprintf(format, args...)})
+}
+
+func (c *compiler) compile(field, src string, env map[string]any, k kind) *program {
+	p, err := compileExpr(c.file, field, src, env, k)
+	if err != nil {
+		c.errs = append(c.errs, err)
+		return nil
+	}
+	return p
+}
+
+// dialectNames are the macros and types of the kernels/gpu dialect.
+var dialectNames = map[string]bool{
+	"T": true, "NTHREADS": true, "LID": true, "GROUP_X": true, "GROUP_Y": true, "LOAD": true, "STORE": true,
+	"LOADV": true, "STOREV": true, "SHARED": true, "BARRIER": true, "SEG_SUM": true, "SEG_MAX": true,
+	"EXP": true, "RSQRT": true, "FMAX": true, "FMA": true, "NEG_BIG": true, "UNROLL_LOOP": true,
+}
+
+// envOf builds a type environment: every name an int, plus extras.
+func envOf(extra map[string]any, names ...[]string) map[string]any {
+	env := map[string]any{}
+	for _, ns := range names {
+		for _, n := range ns {
+			env[n] = 0
+		}
+	}
+	for k, v := range extra {
+		env[k] = v
+	}
+	return env
+}
+
+func compile(s *Spec, file, dir string) (*Compiled, error) {
+	c := &compiler{file: file, dir: dir, s: s}
+	out := &Compiled{Spec: s, File: file, c: c}
+
+	builtin := params.Builtin()
+	switch {
+	case !nameRE.MatchString(s.Name):
+		c.fail("name", "", "%q is not a lower-case identifier ([a-z][a-z0-9_]*); it names the kernel in hardware_params.json and KERNTUNE_<NAME>_<PARAM>", s.Name)
+	case builtin[s.Name] != nil:
+		c.fail("name", "", "%q is a built-in family; choose another name (implements: %q reuses its reference)", s.Name, s.Name)
+	}
+	if s.Implements != "" {
+		if builtin[s.Implements] == nil {
+			c.fail("implements", "", "%q is not a built-in family (allowed: %s)", s.Implements, strings.Join(params.BuiltinNames(), ", "))
+		} else {
+			out.Base, _ = kernels.Get(s.Implements)
+		}
+	}
+
+	// Dims.
+	c.dims = s.Dims
+	if out.Base != nil {
+		if len(s.Dims) == 0 {
+			c.dims = out.Base.Dims
+		} else if !slices.Equal(s.Dims, out.Base.Dims) {
+			c.fail("dims", "", "%s takes dims %s, not %s", s.Implements, strings.Join(out.Base.Dims, ", "), strings.Join(s.Dims, ", "))
+			c.dims = out.Base.Dims
+		}
+	} else if len(s.Dims) == 0 && s.Implements == "" {
+		c.fail("dims", "", "required: the names of the shape's dimensions (or implements: a built-in family)")
+	}
+	seen := map[string]string{}
+	claim := func(field, name string) bool {
+		if !identRE.MatchString(name) {
+			c.fail(field, "", "%q is not an identifier", name)
+			return false
+		}
+		if reserved[name] {
+			c.fail(field, "", "%q is a reserved name in expressions", name)
+			return false
+		}
+		if prev, ok := seen[name]; ok {
+			c.fail(field, "", "%q is already used by %s", name, prev)
+			return false
+		}
+		seen[name] = field
+		return true
+	}
+	for i, d := range c.dims {
+		claim(fmt.Sprintf("dims[%d]", i), d)
+	}
+	// Parameters, defines, buffers and scalars share the kernel source's
+	// namespace (parameters and defines are macros there).
+	cNames := map[string]string{}
+	claimC := func(field, name string) bool {
+		if !identRE.MatchString(name) {
+			c.fail(field, "", "%q is not an identifier", name)
+			return false
+		}
+		if dialectNames[name] || strings.HasPrefix(name, "KT_") || strings.HasPrefix(name, "kt_") {
+			c.fail(field, "", "%q is a name the kernel dialect defines (reserved: T, NTHREADS, LID, LOAD, ... and the KT_ prefix)", name)
+			return false
+		}
+		if prev, ok := cNames[name]; ok {
+			c.fail(field, "", "%q is already used by %s (parameters, defines, buffers and scalars share the kernel's namespace)", name, prev)
+			return false
+		}
+		cNames[name] = field
+		return true
+	}
+
+	// DTypes.
+	if len(s.DTypes) == 0 {
+		s.DTypes = []string{"f32", "f16"}
+	}
+	for i, d := range s.DTypes {
+		if _, err := kernels.ParseDType(d); err != nil {
+			c.fail(fmt.Sprintf("dtypes[%d]", i), "", "%v", err)
+		}
+	}
+
+	// Params.
+	var space params.Space
+	for i, p := range s.Params {
+		f := fmt.Sprintf("params[%d]", i)
+		if !params.ValidParamName(p.Name) {
+			c.fail(f+".name", "", "%q is not an upper-case identifier ([A-Z][A-Z0-9_]*)", p.Name)
+			continue
+		}
+		if !claim(f+".name", p.Name) || !claimC(f+".name", p.Name) {
+			continue
+		}
+		if len(p.Values) == 0 {
+			c.fail(f+".values", "", "%s has no values", p.Name)
+			continue
+		}
+		vs := map[int]bool{}
+		for j, v := range p.Values {
+			if vs[v] {
+				c.fail(fmt.Sprintf("%s.values[%d]", f, j), "", "%s lists %d twice", p.Name, v)
+			}
+			vs[v] = true
+		}
+		def := p.Values[0]
+		if p.Default != nil {
+			def = *p.Default
+			if !vs[def] {
+				c.fail(f+".default", "", "%d is not among %s's values", def, p.Name)
+			}
+		}
+		c.paramNames = append(c.paramNames, p.Name)
+		space.Params = append(space.Params, params.Param{Name: p.Name, Values: slices.Clone(p.Values), Default: def, Doc: p.Doc})
+	}
+
+	pEnv := envOf(nil, c.paramNames)
+	dpEnv := envOf(nil, c.dims, c.paramNames)
+	dEnv := envOf(nil, c.dims)
+	for i, src := range s.Constraints {
+		c.constraints = append(c.constraints, c.compile(fmt.Sprintf("constraints[%d]", i), src, dpEnv, boolKind))
+	}
+
+	// Launch.
+	if s.Launch.Threads == "" {
+		c.fail("launch.threads", "", "required: threads per threadgroup, an expression over the params")
+	} else {
+		c.threads = c.compile("launch.threads", s.Launch.Threads, pEnv, intKind)
+	}
+	if n := len(s.Launch.Grid); n < 1 || n > 2 {
+		c.fail("launch.grid", "", "has %d expressions; give threadgroups in x, or in x and y", n)
+	}
+	for i, src := range s.Launch.Grid {
+		c.grid = append(c.grid, c.compile(fmt.Sprintf("launch.grid[%d]", i), src, dpEnv, intKind))
+	}
+	if s.Launch.SharedBytes != "" {
+		c.shared = c.compile("launch.shared_bytes", s.Launch.SharedBytes, pEnv, intKind)
+	}
+	c.defines = map[string]*program{}
+	c.defineNames = sortedKeys(s.Launch.Defines)
+	for _, name := range c.defineNames {
+		f := "launch.defines." + name
+		if !params.ValidParamName(name) {
+			c.fail(f, "", "%q is not an upper-case identifier", name)
+			continue
+		}
+		if name == "NTHREADS" {
+			c.fail(f, "", "NTHREADS is launch.threads; set that instead")
+			continue
+		}
+		if !claimC(f, name) {
+			continue
+		}
+		c.defines[name] = c.compile(f, s.Launch.Defines[name], pEnv, intKind)
+	}
+
+	// Buffers and scalars.
+	nOut, lastRequired, firstOptional := 0, -1, -1
+	var inNames []string
+	for i, b := range s.Buffers {
+		f := fmt.Sprintf("buffers[%d]", i)
+		claimC(f+".name", b.Name)
+		if s.Reference != nil && b.IO == "in" {
+			// The reference expression names input buffers next to the dims.
+			claim(f+".name", b.Name)
+		}
+		switch b.IO {
+		case "in":
+			inNames = append(inNames, b.Name)
+			if b.Optional {
+				if firstOptional < 0 {
+					firstOptional = i
+				}
+			} else {
+				lastRequired = i
+			}
+		case "out":
+			nOut++
+			c.outIndex = i
+			if b.Optional {
+				c.fail(f+".optional", "", "an output buffer cannot be optional")
+			}
+		default:
+			c.fail(f+".io", "", "%q is neither \"in\" nor \"out\"", b.IO)
+		}
+		c.lengths = append(c.lengths, c.compile(f+".length", b.Length, dEnv, intKind))
+	}
+	if nOut != 1 {
+		c.fail("buffers", "", "has %d output buffers; a kernel has exactly one (io: \"out\")", nOut)
+	}
+	if firstOptional >= 0 && lastRequired > firstOptional {
+		c.fail(fmt.Sprintf("buffers[%d].optional", firstOptional), "", "optional input buffers must come after every required one")
+	}
+	sEnv := envOf(map[string]any{"bias": 0, "eps": 0.0}, c.dims)
+	for i, sc := range s.Scalars {
+		f := fmt.Sprintf("scalars[%d]", i)
+		claimC(f+".name", sc.Name)
+		switch sc.Type {
+		case "int":
+			c.scalars = append(c.scalars, c.compile(f+".value", sc.Value, sEnv, intKind))
+		case "float":
+			c.scalars = append(c.scalars, c.compile(f+".value", sc.Value, sEnv, floatKind))
+		default:
+			c.fail(f+".type", "", "%q is neither \"int\" nor \"float\"", sc.Type)
+			c.scalars = append(c.scalars, nil)
+		}
+	}
+
+	// Classes.
+	classNames := map[string]bool{}
+	for i, cl := range s.Classes {
+		f := fmt.Sprintf("classes[%d]", i)
+		if !identRE.MatchString(cl.Name) {
+			c.fail(f+".name", "", "%q is not an identifier (it is part of entry keys such as f32/<class>)", cl.Name)
+		}
+		if classNames[cl.Name] {
+			c.fail(f+".name", "", "class %q is listed twice", cl.Name)
+		}
+		classNames[cl.Name] = true
+		if cl.When == "" {
+			if i != len(s.Classes)-1 {
+				c.fail(f+".when", "", "only the last class may omit when (it takes every shape the others do not)")
+			}
+			c.classes = append(c.classes, nil)
+			continue
+		}
+		c.classes = append(c.classes, c.compile(f+".when", cl.When, dEnv, boolKind))
+	}
+
+	if s.Flops != "" {
+		c.flops = c.compile("flops", s.Flops, envOf(map[string]any{"bias": 0}, c.dims), floatKind)
+	}
+
+	// Correctness.
+	switch {
+	case s.Implements != "" && s.Reference != nil:
+		c.fail("reference", "", "a spec that implements %s is checked against its reference; remove one", s.Implements)
+	case s.Implements == "" && s.Reference == nil:
+		c.fail("reference", "", "required: a reference expression for output element i, or implements: a built-in family")
+	case s.Reference != nil:
+		env := envOf(map[string]any{"bias": 0, "eps": 0.0}, c.dims, []string{"i"})
+		for _, n := range inNames {
+			env[n] = []float64{}
+		}
+		c.reference = c.compile("reference.expr", s.Reference.Expr, env, floatKind)
+	}
+	if s.Bias && s.Implements != params.GemvNT {
+		c.fail("bias", "", "only a kernel that implements gemv_nt has a bias operand")
+	}
+	for _, d := range sortedKeys(s.Tolerance) {
+		if _, err := kernels.ParseDType(d); err != nil {
+			c.fail("tolerance."+d, "", "%v", err)
+		} else if t := s.Tolerance[d]; !(t > 0 && t < 1) {
+			c.fail("tolerance."+d, "", "%g is not in (0, 1)", t)
+		}
+	}
+
+	// Source.
+	out.Body = &gpu.Body{Family: s.Name, Func: s.Source.Function}
+	if out.Body.Func == "" {
+		out.Body.Func = "kt_" + s.Name
+	} else if !identRE.MatchString(out.Body.Func) {
+		c.fail("source.function", "", "%q is not an identifier", out.Body.Func)
+	}
+	c.source(out)
+
+	if len(c.errs) > 0 {
+		return nil, joinErrors(c.errs)
+	}
+	c.build(out, space)
+	if len(c.errs) > 0 {
+		return nil, joinErrors(c.errs)
+	}
+	if err := c.checkCases(out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// source reads the body or the raw files.
+func (c *compiler) source(out *Compiled) {
+	src := c.s.Source
+	read := func(field, name string) string {
+		path := name
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(c.dir, name)
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			c.fail(field, "", "%v", err)
+			return ""
+		}
+		return string(data)
+	}
+	raw := map[gpu.API]string{}
+	for api, name := range map[gpu.API]string{gpu.CUDA: src.CUDAFile, gpu.Metal: src.MetalFile, gpu.OpenCL: src.OpenCLFile} {
+		if name != "" {
+			raw[api] = read("source."+string(api)+"_file", name)
+		}
+	}
+	n := 0
+	if src.Body != "" {
+		n++
+		out.Body.Source = string(src.Body)
+	}
+	if src.BodyFile != "" {
+		n++
+		out.Body.Source = read("source.body_file", src.BodyFile)
+	}
+	switch {
+	case n == 0 && len(raw) == 0:
+		c.fail("source", "", "give body, body_file, or raw cuda_file / metal_file / opencl_file")
+	case n > 1 || n == 1 && len(raw) > 0:
+		c.fail("source", "", "give either a body (body or body_file) or raw files, not both")
+	case n == 1:
+		out.APIs = slices.Clone(gpu.APIs)
+	default:
+		out.Body.Raw = raw
+		for _, api := range gpu.APIs {
+			if _, ok := raw[api]; ok {
+				out.APIs = append(out.APIs, api)
+			}
+		}
+	}
+}
+
+// env returns a fresh environment of dims and params values.
+func (c *compiler) env(shape []int, p map[string]int) map[string]any {
+	env := make(map[string]any, len(c.dims)+len(c.paramNames)+2)
+	for i, d := range c.dims {
+		if i < len(shape) {
+			env[d] = shape[i]
+		}
+	}
+	for _, n := range c.paramNames {
+		env[n] = p[n] // a missing parameter reads 0: Check may see a partial map
+	}
+	return env
+}
+
+// build makes the catalog kernel and the GPU body from the compiled expressions.
+func (c *compiler) build(out *Compiled, space params.Space) {
+	s := c.s
+	base := out.Base
+	fam := &params.Family{Name: s.Name, Doc: s.Doc, Dims: slices.Clone(c.dims), Spaces: map[string]*params.Space{"gpu": &space}}
+	if fam.Doc == "" {
+		fam.Doc = "user-defined kernel from " + filepath.Base(c.file)
+	}
+	switch {
+	case len(s.Classes) > 0:
+		for i, cl := range s.Classes {
+			rule := cl.When
+			if rule == "" {
+				rule = "otherwise"
+			}
+			_ = i
+			fam.Classes = append(fam.Classes, params.Class{Name: cl.Name, Rule: rule})
+		}
+	case base != nil:
+		fam.Classes = slices.Clone(base.Classes)
+	default:
+		fam.Classes = []params.Class{{Name: "all", Rule: "every shape"}}
+	}
+	fam.Classify = c.classify(base)
+	dimNames := c.dims
+	space.Check = func(shape []int, p map[string]int) error {
+		env := c.env(shape, p)
+		for _, con := range c.constraints {
+			if shape == nil && con.uses(dimNames) {
+				continue
+			}
+			ok, err := con.evalBool(env)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return fmt.Errorf("constraint %q is false (%s)", con.src, describeEnv(env))
+			}
+		}
+		return nil
+	}
+
+	k := &kernels.Kernel{Family: fam, Implements: s.Implements}
+	if len(s.Tolerance) > 0 {
+		k.Tolerances = map[kernels.DType]float64{}
+		for d, t := range s.Tolerance {
+			k.Tolerances[kernels.DType(d)] = t
+		}
+	}
+	keep := func(cs []kernels.Case) []kernels.Case {
+		var out []kernels.Case
+		for _, cs := range cs {
+			if !cs.Bias || s.Bias {
+				out = append(out, cs)
+			}
+		}
+		return out
+	}
+	switch {
+	case len(s.Shapes) > 0:
+		k.Workload = shapesToCases(s.Shapes)
+	case base != nil:
+		k.Workload = keep(base.Workload)
+	default:
+		c.fail("shapes", "", "required: the shapes to tune (no built-in family to take them from)")
+	}
+	switch {
+	case len(s.Odd) > 0:
+		k.Odd = shapesToCases(s.Odd)
+	case base != nil:
+		k.Odd = keep(base.Odd)
+	}
+	switch {
+	case s.MemoryBound != nil:
+		k.MemoryBound = *s.MemoryBound
+	case base != nil:
+		k.MemoryBound = base.MemoryBound
+	}
+	k.Inputs = func(cs kernels.Case) []kernels.Operand {
+		env := c.env(cs.Shape, nil)
+		var ops []kernels.Operand
+		for i, b := range s.Buffers {
+			if b.IO != "in" || b.Optional && !cs.Bias {
+				continue
+			}
+			n, _ := c.lengths[i].evalInt(env) // checked by Classify
+			ops = append(ops, kernels.Operand{Name: b.Name, Len: n})
+		}
+		return ops
+	}
+	k.OutLen = func(shape []int) int {
+		n, _ := c.lengths[c.outIndex].evalInt(c.env(shape, nil))
+		return n
+	}
+	switch {
+	case c.flops != nil:
+		k.Flops = func(cs kernels.Case) float64 {
+			env := c.env(cs.Shape, nil)
+			env["bias"] = b2i(cs.Bias)
+			f, _ := c.flops.evalFloat(env)
+			return f
+		}
+	case base != nil:
+		k.Flops = base.Flops
+	default:
+		k.Flops = func(kernels.Case) float64 { return 0 }
+	}
+	if base != nil {
+		k.Reference = base.Reference
+	} else {
+		k.Reference = c.referenceFunc(k)
+	}
+	out.Kernel = k
+
+	b := out.Body
+	for _, buf := range s.Buffers {
+		kind := gpu.In
+		if buf.IO == "out" {
+			kind = gpu.Out
+		}
+		b.Args = append(b.Args, gpu.Arg{Name: buf.Name, Kind: kind})
+	}
+	for _, sc := range s.Scalars {
+		kind := gpu.Int
+		if sc.Type == "float" {
+			kind = gpu.Float
+		}
+		b.Args = append(b.Args, gpu.Arg{Name: sc.Name, Kind: kind})
+	}
+	b.Defines = func(p map[string]int) map[string]int {
+		env := c.env(nil, p)
+		d := map[string]int{}
+		d["NTHREADS"], _ = c.threads.evalInt(env)
+		for _, name := range c.defineNames {
+			d[name], _ = c.defines[name].evalInt(env)
+		}
+		return d
+	}
+	b.SharedBytes = func(p map[string]int) int {
+		if c.shared == nil {
+			return 0
+		}
+		n, _ := c.shared.evalInt(c.env(nil, p))
+		return n
+	}
+	// Geometry and Scalars cannot return errors: every expression was
+	// evaluated on every verification and workload shape when the spec was
+	// loaded, and Classify evaluates the buffer lengths of any other shape.
+	b.Geometry = func(shape []int, p map[string]int) gpu.Launch {
+		l, _ := c.launch(shape, p)
+		return l
+	}
+	b.Scalars = func(cs kernels.Case, eps float32) []any {
+		vals, _ := c.scalarValues(cs, eps)
+		return vals
+	}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func shapesToCases(ss [][]int) []kernels.Case {
+	cs := make([]kernels.Case, len(ss))
+	for i, s := range ss {
+		cs[i] = kernels.Case{Shape: slices.Clone(s)}
+	}
+	return cs
+}
+
+// launch evaluates the geometry of one candidate on one shape.
+func (c *compiler) launch(shape []int, p map[string]int) (gpu.Launch, error) {
+	env := c.env(shape, p)
+	l := gpu.Launch{Grid: [2]int{1, 1}}
+	var err error
+	if l.Threads, err = c.threads.evalInt(env); err != nil {
+		return gpu.Launch{}, err
+	}
+	if l.Threads < 1 {
+		return gpu.Launch{}, c.threads.errorf("is %d threads with %s; must be at least 1", l.Threads, describeEnv(env))
+	}
+	for i, g := range c.grid {
+		if l.Grid[i], err = g.evalInt(env); err != nil {
+			return gpu.Launch{}, err
+		}
+		if l.Grid[i] < 1 || l.Grid[i] > 1<<31-1 {
+			return gpu.Launch{}, g.errorf("is %d threadgroups with %s; must be 1..2^31-1", l.Grid[i], describeEnv(env))
+		}
+	}
+	return l, nil
+}
+
+func (c *compiler) scalarValues(cs kernels.Case, eps float32) ([]any, error) {
+	env := c.env(cs.Shape, nil)
+	env["bias"] = b2i(cs.Bias)
+	env["eps"] = float64(eps)
+	vals := make([]any, 0, len(c.scalars))
+	for i, p := range c.scalars {
+		if c.s.Scalars[i].Type == "float" {
+			f, err := p.evalFloat(env)
+			if err != nil {
+				return nil, err
+			}
+			vals = append(vals, float32(f))
+			continue
+		}
+		n, err := p.evalInt(env)
+		if err != nil {
+			return nil, err
+		}
+		if n < -1<<31 || n > 1<<31-1 {
+			return nil, p.errorf("is %d, which does not fit a 32-bit int argument", n)
+		}
+		vals = append(vals, int32(n))
+	}
+	return vals, nil
+}
+
+// classify validates a shape (the implemented family's rules, the dims,
+// the buffer lengths) and returns its class.
+func (c *compiler) classify(base *kernels.Kernel) func([]int) (string, error) {
+	name := c.s.Name
+	return func(shape []int) (string, error) {
+		var baseClass string
+		if base != nil {
+			cl, err := base.Classify(shape)
+			if err != nil {
+				return "", fmt.Errorf("%s (implements %s): %w", name, base.Name, err)
+			}
+			baseClass = cl
+		}
+		if len(shape) != len(c.dims) {
+			return "", fmt.Errorf("%s takes a shape of %d dims (%s), got %d", name, len(c.dims), strings.Join(c.dims, "×"), len(shape))
+		}
+		for i, d := range shape {
+			if d < 1 || d > params.MaxDim {
+				return "", fmt.Errorf("%s: %s=%d out of range (1..%d)", name, c.dims[i], d, params.MaxDim)
+			}
+		}
+		env := c.env(shape, nil)
+		for i, l := range c.lengths {
+			n, err := l.evalInt(env)
+			if err != nil {
+				return "", err
+			}
+			if n < 1 || n > params.MaxElements {
+				return "", fmt.Errorf("%s: buffer %s has %d elements for shape %s (allowed 1..2^40)", name, c.s.Buffers[i].Name, n, params.ShapeString(shape))
+			}
+		}
+		if len(c.s.Classes) == 0 {
+			if base != nil {
+				return baseClass, nil
+			}
+			return "all", nil
+		}
+		for i, w := range c.classes {
+			if w == nil {
+				return c.s.Classes[i].Name, nil
+			}
+			ok, err := w.evalBool(env)
+			if err != nil {
+				return "", err
+			}
+			if ok {
+				return c.s.Classes[i].Name, nil
+			}
+		}
+		return "", fmt.Errorf("%s: shape %s matches no class (%s)", name, params.ShapeString(shape), classRules(c.s.Classes))
+	}
+}
+
+func classRules(cs []Class) string {
+	parts := make([]string, len(cs))
+	for i, c := range cs {
+		parts[i] = c.Name + ": " + c.When
+	}
+	return strings.Join(parts, "; ")
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
