@@ -102,6 +102,16 @@ func (p *Pool[V]) Evict(key string) (*Job[V], bool) {
 	return j, ok
 }
 
+// Forget removes j from the cache if it is still the job of its key, so
+// that an owner that takes j's value out of the cache is its only user.
+func (p *Pool[V]) Forget(j *Job[V]) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.jobs[j.Key] == j {
+		delete(p.jobs, j.Key)
+	}
+}
+
 // Close stops the workers and returns every cached job once it has ended:
 // jobs not started end with the closed error; jobs in flight are waited for,
 // so the owner may then free their values. It returns nil when called again.
