@@ -27,9 +27,6 @@ type VerifyReport struct {
 // which are not multiples of any tile; it never stops at a failure.
 func (t *Tuner) VerifyAll(ctx context.Context, k *kernels.Kernel, dt kernels.DType, sample int) (*VerifyReport, error) {
 	start := time.Now()
-	task := Task{Kernel: k, DType: dt, Cases: k.Odd}
-	r := &run{t: t, task: task, cands: map[string]*candidate{}, deadline: start.Add(24 * time.Hour), ctx: ctx}
-	defer r.close()
 	// Shape constraints are checked per odd shape in verify, so the space
 	// here holds only the family's shape-free constraints and device limits.
 	space, err := t.Space(Task{Kernel: k, DType: dt})
@@ -37,7 +34,7 @@ func (t *Tuner) VerifyAll(ctx context.Context, k *kernels.Kernel, dt kernels.DTy
 		return nil, err
 	}
 	cands := space.Enumerate()
-	rep := &VerifyReport{Kernel: k.Name, DType: dt, Valid: len(cands), Failed: map[string]int{}, Example: map[string]string{}}
+	valid := len(cands)
 	if sample > 1 {
 		var s []search.Candidate
 		for i := 0; i < len(cands); i += sample {
@@ -45,6 +42,23 @@ func (t *Tuner) VerifyAll(ctx context.Context, k *kernels.Kernel, dt kernels.DTy
 		}
 		cands = s
 	}
+	rep, err := t.VerifyCandidates(ctx, k, dt, cands)
+	if err != nil {
+		return nil, err
+	}
+	rep.Valid = valid
+	rep.Elapsed = time.Since(start)
+	return rep, nil
+}
+
+// VerifyCandidates builds the given candidates of a family and verifies
+// each on the family's odd shapes, as VerifyAll does; Valid is len(cands).
+func (t *Tuner) VerifyCandidates(ctx context.Context, k *kernels.Kernel, dt kernels.DType, cands []search.Candidate) (*VerifyReport, error) {
+	start := time.Now()
+	task := Task{Kernel: k, DType: dt, Cases: k.Odd}
+	r := &run{t: t, task: task, cands: map[string]*candidate{}, deadline: start.Add(24 * time.Hour), ctx: ctx}
+	defer r.close()
+	rep := &VerifyReport{Kernel: k.Name, DType: dt, Valid: len(cands), Failed: map[string]int{}, Example: map[string]string{}}
 	// Odd shapes are loaded as timed problems of nothing: verify walks r.odd.
 	for _, c := range k.Odd {
 		if err := r.loadOne(c, false); err != nil {

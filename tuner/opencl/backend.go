@@ -43,6 +43,9 @@ type Backend struct {
 	// compiles holds built programs by family|dtype|candidate key, built
 	// on one goroutine per CPU; Build takes a program out of the cache.
 	compiles *compilepool.Pool[*built]
+	// body looks up a family's kernel body: gpu.Get, replaced in tests
+	// that check verification catches a broken body.
+	body func(family string) (*gpu.Body, error)
 	// queueMu serialises sequences of commands on the one queue (poison,
 	// launch, read back).
 	queueMu sync.Mutex
@@ -61,7 +64,7 @@ func Open() (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Backend{lib: lib, compiles: compilepool.New[*built](runtime.NumCPU(), errClosed)}
+	b := &Backend{lib: lib, body: gpu.Get, compiles: compilepool.New[*built](runtime.NumCPU(), errClosed)}
 	if b.platform, err = lib.PlatformInfo(plat); err != nil {
 		return nil, err
 	}
@@ -222,7 +225,7 @@ func (b *Backend) Close() error {
 
 // Constraints: work-group size and local memory of the device.
 func (b *Backend) Constraints(k *kernels.Kernel, _ kernels.DType) []search.Constraint {
-	body, err := gpu.Get(k.Name)
+	body, err := b.body(k.Name)
 	if err != nil {
 		return []search.Constraint{{Name: "has a GPU body", Check: func(search.Candidate) error { return err }}}
 	}

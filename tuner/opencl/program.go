@@ -148,7 +148,7 @@ func (b *Backend) buildSource(body *gpu.Body, dt kernels.DType, c search.Candida
 // goroutines (one per CPU) builds them in order while the device times
 // others; Build builds a candidate itself if the pool has not reached it.
 func (b *Backend) Prefetch(k *kernels.Kernel, dt kernels.DType, cands []search.Candidate) {
-	body, err := gpu.Get(k.Name)
+	body, err := b.body(k.Name)
 	if err != nil {
 		return
 	}
@@ -163,7 +163,7 @@ func (b *Backend) Prefetch(k *kernels.Kernel, dt kernels.DType, cands []search.C
 // if needed; again if another Build took it) and checks that the kernel
 // can run the candidate's work-group in the device's local memory.
 func (b *Backend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate) (tuner.Program, error) {
-	body, err := gpu.Get(k.Name)
+	body, err := b.body(k.Name)
 	if err != nil {
 		return nil, err
 	}
