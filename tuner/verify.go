@@ -28,9 +28,6 @@ type VerifyReport struct {
 // Candidates failing any of the where filters are left out before sampling.
 func (t *Tuner) VerifyAll(ctx context.Context, k *kernels.Kernel, dt kernels.DType, sample int, where ...func(search.Candidate) bool) (*VerifyReport, error) {
 	start := time.Now()
-	task := Task{Kernel: k, DType: dt, Cases: k.Odd}
-	r := &run{t: t, task: task, cands: map[string]*candidate{}, deadline: start.Add(24 * time.Hour), ctx: ctx}
-	defer r.close()
 	// Shape constraints are checked per odd shape in verify, so the space
 	// here holds only the family's shape-free constraints and device limits.
 	space, err := t.Space(Task{Kernel: k, DType: dt})
@@ -59,7 +56,7 @@ func (t *Tuner) VerifyAll(ctx context.Context, k *kernels.Kernel, dt kernels.DTy
 		}
 		cands = keep
 	}
-	rep := &VerifyReport{Kernel: k.Name, DType: dt, Valid: len(cands), Failed: map[string]int{}, Example: map[string]string{}}
+	valid := len(cands)
 	if sample > 1 {
 		var s []search.Candidate
 		for i := 0; i < len(cands); i += sample {
@@ -67,6 +64,23 @@ func (t *Tuner) VerifyAll(ctx context.Context, k *kernels.Kernel, dt kernels.DTy
 		}
 		cands = s
 	}
+	rep, err := t.VerifyCandidates(ctx, k, dt, cands)
+	if err != nil {
+		return nil, err
+	}
+	rep.Valid = valid
+	rep.Elapsed = time.Since(start)
+	return rep, nil
+}
+
+// VerifyCandidates builds the given candidates of a family and verifies
+// each on the family's odd shapes, as VerifyAll does; Valid is len(cands).
+func (t *Tuner) VerifyCandidates(ctx context.Context, k *kernels.Kernel, dt kernels.DType, cands []search.Candidate) (*VerifyReport, error) {
+	start := time.Now()
+	task := Task{Kernel: k, DType: dt, Cases: k.Odd}
+	r := &run{t: t, task: task, cands: map[string]*candidate{}, deadline: start.Add(24 * time.Hour), ctx: ctx}
+	defer r.close()
+	rep := &VerifyReport{Kernel: k.Name, DType: dt, Valid: len(cands), Failed: map[string]int{}, Example: map[string]string{}}
 	// Odd shapes are loaded as timed problems of nothing: verify walks r.odd.
 	for _, c := range k.Odd {
 		if err := r.loadOne(c, false); err != nil {

@@ -5,4 +5,5 @@ import (
 	_ "github.com/kerntune/kerntune/tuner/cpu"
 	_ "github.com/kerntune/kerntune/tuner/cuda"
 	_ "github.com/kerntune/kerntune/tuner/metal"
+	_ "github.com/kerntune/kerntune/tuner/opencl"
 )

@@ -10,7 +10,6 @@ import (
 	"math"
 	"runtime"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/kerntune/kerntune/internal/cudadrv"
@@ -20,7 +19,11 @@ import (
 	"github.com/kerntune/kerntune/kernels/gpu"
 	"github.com/kerntune/kerntune/search"
 	"github.com/kerntune/kerntune/tuner"
+	"github.com/kerntune/kerntune/tuner/internal/compilepool"
 )
+
+// errClosed ends compiles that had not started when the backend closed.
+var errClosed = errors.New("cuda backend: closed")
 
 func init() {
 	tuner.Register("cuda", func() (tuner.Backend, error) { return Open(0) })
@@ -33,25 +36,12 @@ type Backend struct {
 	props cudadrv.DeviceProps
 	info  tuner.DeviceInfo
 
-	mu        sync.Mutex
-	compiles  map[string]*compileJob // by family|dtype|candidate key
-	workers   int                    // NVRTC compile goroutines
-	queue     chan *compileJob       // candidates announced by Prefetch, in order
-	startPool sync.Once
+	// compiles holds NVRTC images by family|dtype|candidate key, compiled
+	// on one goroutine per CPU.
+	compiles *compilepool.Pool[[]byte]
 
 	empty, spinFn *cudadrv.Function
 	hostLaunchUS  float64
-}
-
-// compileJob is an NVRTC compile, queued, in flight or done.
-type compileJob struct {
-	body  *gpu.Body
-	dt    kernels.DType
-	cand  search.Candidate
-	once  sync.Once
-	done  chan struct{}
-	image []byte
-	err   error
 }
 
 // Open initialises the driver and a context on the GPU with the given ordinal.
@@ -75,8 +65,7 @@ func Open(ordinal int) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Backend{lib: lib, ctx: ctx, props: ctx.Props(), compiles: map[string]*compileJob{},
-		workers: max(1, runtime.NumCPU())}
+	b := &Backend{lib: lib, ctx: ctx, props: ctx.Props(), compiles: compilepool.New[[]byte](runtime.NumCPU(), errClosed)}
 	if err := b.describe(); err != nil {
 		ctx.Close()
 		return nil, err
@@ -243,12 +232,7 @@ func (b *Backend) Info() tuner.DeviceInfo { return b.info }
 
 // Close stops the compile pool and releases the context.
 func (b *Backend) Close() error {
-	b.mu.Lock()
-	if b.queue != nil {
-		close(b.queue)
-		b.queue = nil
-	}
-	b.mu.Unlock()
+	b.compiles.Close()
 	return b.ctx.Close()
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/kerntune/kerntune/kernels/gpu"
 	"github.com/kerntune/kerntune/search"
 	"github.com/kerntune/kerntune/tuner"
+	"github.com/kerntune/kerntune/tuner/internal/compilepool"
 )
 
 // instance is a problem resident on the GPU: input copies and the output.
@@ -174,35 +175,20 @@ func jobKey(k *kernels.Kernel, dt kernels.DType, c search.Candidate) string {
 	return k.Name + "|" + string(dt) + "|" + c.Key()
 }
 
-// compile finds or creates the compile job of a candidate.
-func (b *Backend) compile(body *gpu.Body, k *kernels.Kernel, dt kernels.DType, c search.Candidate) *compileJob {
-	key := jobKey(k, dt, c)
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if j, ok := b.compiles[key]; ok {
-		return j
-	}
-	j := &compileJob{done: make(chan struct{}), body: body, dt: dt, cand: c}
-	b.compiles[key] = j
-	return j
-}
-
-// run compiles the job once, on whichever goroutine gets to it first: a
-// pool worker, or Build when it needs the candidate before the pool reached it.
-func (j *compileJob) run(b *Backend) {
-	j.once.Do(func() {
-		defer close(j.done)
-		src, err := j.body.SourceFor(gpu.CUDA, j.dt, j.cand)
+// compile finds or creates the compile job of a candidate: NVRTC on the
+// CUDA source generated from the family's body.
+func (b *Backend) compile(body *gpu.Body, k *kernels.Kernel, dt kernels.DType, c search.Candidate) *compilepool.Job[[]byte] {
+	c = c.Clone()
+	return b.compiles.Job(jobKey(k, dt, c), func() ([]byte, error) {
+		src, err := body.SourceFor(gpu.CUDA, dt, c)
 		if err != nil {
-			j.err = err
-			return
+			return nil, err
 		}
-		img, log, err := b.lib.Compile(src, j.body.Func+".cu", b.nvrtcOptions())
+		img, log, err := b.lib.Compile(src, body.Func+".cu", b.nvrtcOptions())
 		if err != nil {
-			j.err = fmt.Errorf("NVRTC: %w\n%s", err, log)
-			return
+			return nil, fmt.Errorf("NVRTC: %w\n%s", err, log)
 		}
-		j.image = img
+		return img, nil
 	})
 }
 
@@ -214,30 +200,11 @@ func (b *Backend) Prefetch(k *kernels.Kernel, dt kernels.DType, cands []search.C
 	if err != nil {
 		return
 	}
-	b.startPool.Do(func() {
-		q := make(chan *compileJob, 1<<16)
-		for i := 0; i < b.workers; i++ {
-			go func() {
-				for j := range q {
-					j.run(b)
-				}
-			}()
-		}
-		b.mu.Lock()
-		b.queue = q
-		b.mu.Unlock()
-	})
-	for _, c := range cands {
-		j := b.compile(body, k, dt, c)
-		b.mu.Lock()
-		if b.queue != nil {
-			select {
-			case b.queue <- j:
-			default: // queue full: Build compiles it when asked
-			}
-		}
-		b.mu.Unlock()
+	jobs := make([]*compilepool.Job[[]byte], len(cands))
+	for i, c := range cands {
+		jobs[i] = b.compile(body, k, dt, c)
 	}
+	b.compiles.Enqueue(jobs...)
 }
 
 // Build waits for a candidate's compile, loads the module and checks that
@@ -247,17 +214,15 @@ func (b *Backend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate)
 	if err != nil {
 		return nil, err
 	}
-	j := b.compile(body, k, dt, c)
-	j.run(b)
-	<-j.done
-	if j.err != nil {
-		return nil, j.err
+	image, err := b.compile(body, k, dt, c).Wait()
+	if err != nil {
+		return nil, err
 	}
 	threads := body.Threads(c)
 	var mod *cudadrv.Module
 	var fn *cudadrv.Function
 	err = b.ctx.Do(func(t *cudadrv.Thread) error {
-		m, err := t.LoadModule(j.image)
+		m, err := t.LoadModule(image)
 		if err != nil {
 			return err
 		}

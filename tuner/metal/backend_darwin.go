@@ -18,6 +18,7 @@ import (
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/search"
 	"github.com/kerntune/kerntune/tuner"
+	"github.com/kerntune/kerntune/tuner/internal/compilepool"
 )
 
 // Warmup: Apple GPUs raise their clocks only under sustained load, so the
@@ -42,13 +43,13 @@ type Backend struct {
 	mpsOK                 bool
 	simdMatrix            bool // simdgroup_matrix: Apple7 and later, Mac2
 
-	mu        sync.Mutex
-	closed    bool
-	compiles  map[string]*compileJob // by family|dtype|candidate key
-	built     []string               // keys of compiled jobs Build has used, oldest first
-	workers   int                    // compile goroutines
-	pending   chan *compileJob       // candidates announced by Prefetch, in order
-	startPool sync.Once
+	// compiles holds pipelines by family|dtype|candidate key, compiled on
+	// a pool of goroutines (Metal's device methods are thread-safe).
+	compiles *compilepool.Pool[*compiled]
+
+	mu     sync.Mutex
+	closed bool
+	built  []string // keys of compiled jobs Build has used, oldest first
 
 	// Used on the GPU thread only.
 	empty, copyKernel, burnKernel pipeline
@@ -79,7 +80,7 @@ func open() (tuner.Backend, error) {
 		return nil, fmt.Errorf("%w: %v", tuner.ErrUnavailable, err)
 	}
 	registerSelectors()
-	b := &Backend{rt: r, compiles: map[string]*compileJob{}, workers: max(2, runtime.NumCPU())}
+	b := &Backend{rt: r, compiles: compilepool.New[*compiled](max(2, runtime.NumCPU()), errClosed)}
 	b.gpu = startGPUThread(r)
 	if err := b.gpu.do(b.setup); err != nil {
 		b.gpu.do(func() error { b.teardown(); return nil })
@@ -513,25 +514,16 @@ func (b *Backend) Close() error {
 		return nil
 	}
 	b.closed = true
-	if b.pending != nil {
-		close(b.pending) // the workers drain it: queued jobs end with errClosed
-		b.pending = nil
-	}
-	jobs := make([]*compileJob, 0, len(b.compiles))
-	for _, j := range b.compiles {
-		jobs = append(jobs, j)
-	}
-	b.compiles = nil
 	b.mu.Unlock()
-	for _, j := range jobs {
-		j.run(b) // ends a job not started (errClosed); waits for one in flight, which uses the device
-		<-j.done
-	}
+	// Close waits for compiles in flight, which use the device.
+	jobs := b.compiles.Close()
 	b.mu.Lock()
 	for _, j := range jobs {
-		j.evicted = true // a Build waiting on it compiles again and gets errClosed
-		release(j.p.id)
-		j.p = pipeline{}
+		if cp, err := j.Result(); err == nil {
+			cp.evicted = true // a Build waiting on it compiles again and gets errClosed
+			release(cp.p.id)
+			cp.p = pipeline{}
+		}
 	}
 	b.mu.Unlock()
 	err := b.gpu.do(func() error { b.teardown(); return nil })

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
-	"sync"
 	"unsafe"
 
 	"github.com/ebitengine/purego/objc"
@@ -15,6 +14,7 @@ import (
 	"github.com/kerntune/kerntune/kernels/gpu"
 	"github.com/kerntune/kerntune/search"
 	"github.com/kerntune/kerntune/tuner"
+	"github.com/kerntune/kerntune/tuner/internal/compilepool"
 )
 
 // instance is a problem resident in shared-storage buffers: input copies
@@ -186,15 +186,10 @@ func (pr *program) Output(ti tuner.Instance) ([]float32, error) {
 	return out, err
 }
 
-// compileJob is a compile, queued, in flight or done.
-type compileJob struct {
-	body    *gpu.Body
-	dt      kernels.DType
-	cand    search.Candidate
-	once    sync.Once
-	done    chan struct{}
-	p       pipeline // owned by the cache until evicted
-	err     error
+// compiled is a candidate's pipeline, owned by the compile cache until
+// evicted.
+type compiled struct {
+	p       pipeline
 	evicted bool // guarded by Backend.mu
 }
 
@@ -205,41 +200,21 @@ func jobKey(k *kernels.Kernel, dt kernels.DType, c search.Candidate) string {
 	return k.Name + "|" + string(dt) + "|" + c.Key()
 }
 
-// compile finds or creates the compile job of a candidate.
-func (b *Backend) compile(body *gpu.Body, k *kernels.Kernel, dt kernels.DType, c search.Candidate) *compileJob {
-	key := jobKey(k, dt, c)
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if j, ok := b.compiles[key]; ok {
-		return j
-	}
-	j := &compileJob{body: body, dt: dt, cand: c.Clone(), done: make(chan struct{})}
-	if !b.closed {
-		b.compiles[key] = j
-	}
-	return j
-}
-
-// run compiles the job once, on whichever goroutine gets to it first (a
-// pool worker, or Build when it needs the candidate before the pool reached
-// it): MSL generated from the family's body, newLibraryWithSource,
-// newFunctionWithName, newComputePipelineStateWithFunction.
-func (j *compileJob) run(b *Backend) {
-	j.once.Do(func() {
-		defer close(j.done)
-		b.mu.Lock()
-		closed := b.closed
-		b.mu.Unlock()
-		if closed {
-			j.err = errClosed
-			return
-		}
-		src, err := j.body.SourceFor(gpu.Metal, j.dt, j.cand)
+// compile finds or creates the compile job of a candidate: MSL generated
+// from the family's body, newLibraryWithSource, newFunctionWithName,
+// newComputePipelineStateWithFunction.
+func (b *Backend) compile(body *gpu.Body, k *kernels.Kernel, dt kernels.DType, c search.Candidate) *compilepool.Job[*compiled] {
+	c = c.Clone()
+	return b.compiles.Job(jobKey(k, dt, c), func() (*compiled, error) {
+		src, err := body.SourceFor(gpu.Metal, dt, c)
 		if err != nil {
-			j.err = err
-			return
+			return nil, err
 		}
-		j.p, j.err = b.newPipeline(src, j.body.Func)
+		p, err := b.newPipeline(src, body.Func)
+		if err != nil {
+			return nil, err
+		}
+		return &compiled{p: p}, nil
 	})
 }
 
@@ -251,34 +226,11 @@ func (b *Backend) Prefetch(k *kernels.Kernel, dt kernels.DType, cands []search.C
 	if err != nil {
 		return
 	}
-	b.startPool.Do(func() {
-		q := make(chan *compileJob, 1<<16)
-		for range b.workers {
-			go func() {
-				for j := range q {
-					j.run(b)
-				}
-			}()
-		}
-		b.mu.Lock()
-		if !b.closed {
-			b.pending = q
-		} else {
-			close(q)
-		}
-		b.mu.Unlock()
-	})
-	for _, c := range cands {
-		j := b.compile(body, k, dt, c)
-		b.mu.Lock()
-		if b.pending != nil {
-			select {
-			case b.pending <- j:
-			default: // queue full: Build compiles it when asked
-			}
-		}
-		b.mu.Unlock()
+	jobs := make([]*compilepool.Job[*compiled], len(cands))
+	for i, c := range cands {
+		jobs[i] = b.compile(body, k, dt, c)
 	}
+	b.compiles.Enqueue(jobs...)
 }
 
 // Build waits for a candidate's compile and checks that its pipeline can
@@ -291,20 +243,18 @@ func (b *Backend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate)
 	}
 	var pso objc.ID
 	for pso == 0 {
-		j := b.compile(body, k, dt, c)
-		j.run(b)
-		<-j.done
-		if j.err != nil {
-			return nil, j.err
+		cp, err := b.compile(body, k, dt, c).Wait()
+		if err != nil {
+			return nil, err
 		}
 		b.mu.Lock()
-		if j.evicted { // evicted meanwhile: compile again
+		if cp.evicted { // evicted meanwhile: compile again
 			b.mu.Unlock()
 			continue
 		}
-		err := checkPipeline(body.Threads(c), j.p.maxThreads, j.p.staticShared, b.maxShared)
+		err = checkPipeline(body.Threads(c), cp.p.maxThreads, cp.p.staticShared, b.maxShared)
 		if err == nil {
-			pso = retain(j.p.id)
+			pso = retain(cp.p.id)
 		}
 		b.noteBuilt(jobKey(k, dt, c))
 		b.mu.Unlock()
@@ -373,11 +323,12 @@ func (b *Backend) noteBuilt(key string) {
 	for len(b.built) > maxCachedBuilt {
 		old := b.built[0]
 		b.built = b.built[1:]
-		if j, ok := b.compiles[old]; ok {
-			delete(b.compiles, old)
-			j.evicted = true
-			release(j.p.id)
-			j.p = pipeline{}
+		if j, ok := b.compiles.Evict(old); ok {
+			if cp, err := j.Result(); err == nil {
+				cp.evicted = true
+				release(cp.p.id)
+				cp.p = pipeline{}
+			}
 		}
 	}
 }

@@ -1,0 +1,135 @@
+package compilepool
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+var errClosed = errors.New("closed")
+
+// Every key compiles exactly once however many goroutines ask for it.
+func TestCompilesOncePerKey(t *testing.T) {
+	p := New[int](4, errClosed)
+	defer p.Close()
+	var calls [8]atomic.Int32
+	job := func(i int) *Job[int] {
+		return p.Job(fmt.Sprint(i), func() (int, error) { calls[i].Add(1); return i * i, nil })
+	}
+	var all []*Job[int]
+	for i := range calls {
+		all = append(all, job(i))
+	}
+	p.Enqueue(all...)
+	var wg sync.WaitGroup
+	for g := 0; g < 16; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range calls {
+				v, err := job(i).Wait()
+				if err != nil || v != i*i {
+					t.Errorf("key %d: got %d, %v; want %d", i, v, err, i*i)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for i := range calls {
+		if n := calls[i].Load(); n != 1 {
+			t.Errorf("key %d compiled %d times, want 1", i, n)
+		}
+	}
+}
+
+// One worker compiles announced jobs in the order they were announced.
+func TestFIFOOrder(t *testing.T) {
+	p := New[int](1, errClosed)
+	defer p.Close()
+	var mu sync.Mutex
+	var order []int
+	var jobs []*Job[int]
+	for i := 0; i < 20; i++ {
+		jobs = append(jobs, p.Job(fmt.Sprint(i), func() (int, error) {
+			mu.Lock()
+			order = append(order, i)
+			mu.Unlock()
+			return i, nil
+		}))
+	}
+	p.Enqueue(jobs...)
+	if _, err := jobs[len(jobs)-1].Result(); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for i, v := range order {
+		if v != i {
+			t.Fatalf("compile order %v, want 0..19", order)
+		}
+	}
+}
+
+func TestCloseAndEvict(t *testing.T) {
+	tests := []struct {
+		name string
+		do   func(t *testing.T, p *Pool[int], calls *atomic.Int32)
+	}{
+		{"evicted key compiles again", func(t *testing.T, p *Pool[int], calls *atomic.Int32) {
+			f := func() (int, error) { return int(calls.Add(1)), nil }
+			if v, _ := p.Job("a", f).Wait(); v != 1 {
+				t.Fatalf("first compile gave %d", v)
+			}
+			if v, _ := p.Job("a", f).Wait(); v != 1 {
+				t.Fatalf("cached job gave %d, want the first result 1", v)
+			}
+			if _, ok := p.Evict("a"); !ok {
+				t.Fatal("Evict found no job for a")
+			}
+			if v, _ := p.Job("a", f).Wait(); v != 2 {
+				t.Fatalf("after Evict got %d, want a second compile (2)", v)
+			}
+		}},
+		{"close ends jobs not started with the closed error", func(t *testing.T, p *Pool[int], calls *atomic.Int32) {
+			j := p.Job("x", func() (int, error) { calls.Add(1); return 1, nil })
+			jobs := p.Close()
+			if len(jobs) != 1 {
+				t.Fatalf("Close returned %d jobs, want 1", len(jobs))
+			}
+			if _, err := j.Result(); !errors.Is(err, errClosed) {
+				t.Fatalf("job not started: err %v, want the closed error", err)
+			}
+			if calls.Load() != 0 {
+				t.Fatal("a job compiled after Close")
+			}
+			if _, err := p.Job("y", func() (int, error) { return 1, nil }).Wait(); !errors.Is(err, errClosed) {
+				t.Fatalf("job made after Close: err %v, want the closed error", err)
+			}
+			p.Enqueue(p.Job("z", func() (int, error) { return 1, nil })) // must not panic on the closed queue
+			if p.Close() != nil {
+				t.Fatal("second Close returned jobs")
+			}
+		}},
+		{"close waits for a compile in flight", func(t *testing.T, p *Pool[int], calls *atomic.Int32) {
+			started, release := make(chan struct{}), make(chan struct{})
+			j := p.Job("slow", func() (int, error) { close(started); <-release; calls.Add(1); return 7, nil })
+			p.Enqueue(j)
+			<-started
+			go close(release)
+			p.Close()
+			if v, err := j.Result(); v != 7 || err != nil || calls.Load() != 1 {
+				t.Fatalf("in-flight job: %d, %v after Close; want 7, nil", v, err)
+			}
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := New[int](2, errClosed)
+			defer p.Close()
+			var calls atomic.Int32
+			tc.do(t, p, &calls)
+		})
+	}
+}
