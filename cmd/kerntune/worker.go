@@ -1,0 +1,52 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kerntune/kerntune/tuner"
+	"github.com/kerntune/kerntune/tuner/worker"
+)
+
+func init() { commands = append(commands, newWorkerCmd) }
+
+// workerWrap, when set, wraps the worker's backend. Only test binaries and
+// builds with the ktfault tag set it, to inject deliberately faulting
+// candidates; the product leaves it nil.
+var workerWrap func(tuner.Backend) (tuner.Backend, error)
+
+// newWorkerCmd is the hidden command kerntune re-executes itself with to
+// run a backend in a separate process (see package tuner/worker).
+func newWorkerCmd() *cobra.Command {
+	var backend string
+	cmd := &cobra.Command{
+		Use:    "__worker",
+		Short:  "Serve a backend to a parent kerntune over stdin and stdout",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			// Ctrl-C reaches the whole process group: the parent stops the
+			// run cleanly and closes our input, so we ignore it here.
+			signal.Ignore(os.Interrupt)
+			// The protocol owns stdout; anything a backend prints goes to stderr.
+			proto := os.Stdout
+			os.Stdout = os.Stderr
+			b, err := tuner.Open(backend)
+			if err != nil {
+				return usageError{fmt.Errorf("--backend %s: %w", backend, err)}
+			}
+			defer b.Close()
+			if workerWrap != nil {
+				if b, err = workerWrap(b); err != nil {
+					return usageError{err}
+				}
+			}
+			return worker.Serve(b, os.Stdin, proto)
+		},
+	}
+	cmd.Flags().StringVar(&backend, "backend", "cpu", "backend to serve")
+	return cmd
+}
