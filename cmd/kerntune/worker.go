@@ -38,13 +38,18 @@ func newWorkerCmd() *cobra.Command {
 			if err != nil {
 				return usageError{fmt.Errorf("--backend %s: %w", backend, err)}
 			}
-			defer b.Close()
 			if workerWrap != nil {
 				if b, err = workerWrap(b); err != nil {
 					return usageError{err}
 				}
 			}
-			return worker.Serve(b, os.Stdin, proto)
+			if err := worker.Serve(b, os.Stdin, proto); err != nil {
+				// The device may be unusable (a sticky CUDA error): exit
+				// without touching it; the parent starts a fresh worker.
+				fmt.Fprintln(os.Stderr, "kerntune worker:", err)
+				os.Exit(3)
+			}
+			return b.Close()
 		},
 	}
 	cmd.Flags().StringVar(&backend, "backend", "cpu", "backend to serve")

@@ -253,11 +253,17 @@ func (b *Backend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate)
 	if j.err != nil {
 		return nil, j.err
 	}
+	return b.program(body, c, j.image)
+}
+
+// program loads a compiled candidate and checks that the kernel can run
+// with the candidate's threads (registers permitting).
+func (b *Backend) program(body *gpu.Body, c search.Candidate, image []byte) (tuner.Program, error) {
 	threads := body.Threads(c)
 	var mod *cudadrv.Module
 	var fn *cudadrv.Function
-	err = b.ctx.Do(func(t *cudadrv.Thread) error {
-		m, err := t.LoadModule(j.image)
+	err := b.ctx.Do(func(t *cudadrv.Thread) error {
+		m, err := t.LoadModule(image)
 		if err != nil {
 			return err
 		}

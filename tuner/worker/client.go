@@ -140,9 +140,11 @@ func (b *Backend) callLocked(req *request, limit time.Duration) (*response, erro
 			return nil, b.lost(p, req.Op)
 		}
 		if r.Fatal {
-			// The worker exits after a fatal answer: wait for it.
+			// The worker exits after a fatal answer: wait for it, a while.
 			p.stdin.Close()
+			kill := time.AfterFunc(10*time.Second, func() { p.cmd.Process.Kill() })
 			b.reap(p)
+			kill.Stop()
 			fmt.Fprintf(b.opts.Log, "worker: device lost in %s (%s); starting a fresh worker\n", req.Op, r.Err)
 			return nil, fmt.Errorf("%w: %s left the device unusable: %s", tuner.ErrCrashed, req.Op, r.Err)
 		}

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -30,11 +31,88 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	if err := Serve(WithFaults(b, faults), os.Stdin, os.Stdout); err != nil {
+	var served tuner.Backend = WithFaults(b, faults)
+	if key := os.Getenv("KTDEV_LOSE"); key != "" {
+		served = &losingBackend{Backend: served, key: key}
+	}
+	if err := Serve(served, os.Stdin, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(3)
 	}
 	os.Exit(0)
+}
+
+// losingBackend models a device that a candidate leaves unusable (a sticky
+// CUDA error): its output call fails with errLost, which DeviceLost flags.
+type losingBackend struct {
+	tuner.Backend
+	key string
+}
+
+var errLost = errors.New("context corrupted")
+
+type losingProg struct{ tuner.Program }
+
+func (l *losingBackend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate) (tuner.Program, error) {
+	p, err := l.Backend.Build(k, dt, c)
+	if err != nil || c.Key() != l.key {
+		return p, err
+	}
+	return losingProg{p}, nil
+}
+
+func (losingProg) Output(tuner.Instance) ([]float32, error) { return nil, errLost }
+
+func (l *losingBackend) DeviceLost(err error) bool { return err.Error() == errLost.Error() }
+
+// A call whose error leaves the device unusable is a crash: the worker
+// exits, the next call gets a fresh one with the problem loaded again.
+func TestDeviceLostRestartsWorker(t *testing.T) {
+	k, err := kernels.Get("rmsnorm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, _ := k.Space("cpu")
+	good := search.Candidate(ps.Defaults())
+	bad := search.Candidate{}
+	for n, v := range good {
+		bad[n] = v
+	}
+	bad["UNROLL"] = 2
+	if bad.Key() == good.Key() {
+		bad["UNROLL"] = 4
+	}
+	t.Setenv("KTDEV_LOSE", bad.Key())
+	b := openTestWorker(t, "", time.Minute, &strings.Builder{})
+	p, err := kernels.NewSeededProblem(k, kernels.F32, kernels.Case{Shape: []int{5, 77}}, 9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst, err := b.Load(p, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gp, err := b.Build(k, kernels.F32, good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bp, err := b.Build(k, kernels.F32, bad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bp.Output(inst); !errors.Is(err, tuner.ErrCrashed) || !strings.Contains(err.Error(), "context corrupted") {
+		t.Fatalf("output on a lost device: %v, want ErrCrashed with the reason", err)
+	}
+	out, err := gp.Output(inst)
+	if err != nil {
+		t.Fatalf("the next call in a fresh worker: %v", err)
+	}
+	if err := p.Verify(out); err != nil {
+		t.Errorf("output in the fresh worker: %v", err)
+	}
+	if b.Restarts() != 1 {
+		t.Errorf("%d workers lost, want 1", b.Restarts())
+	}
 }
 
 func openTestWorker(t *testing.T, faults string, timeout time.Duration, log *strings.Builder) *Backend {
