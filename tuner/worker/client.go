@@ -24,7 +24,8 @@ type Options struct {
 	// Env is the worker's environment; nil means this process's.
 	Env []string
 	// Timeout limits one call that runs a candidate (build, verification
-	// output, timing); default 2 minutes. Setup calls get five times as long.
+	// output, timing); default 2 minutes. Setup calls (starting the device,
+	// loading problems) get five times as long, and at least 2 minutes.
 	Timeout time.Duration
 	// Log receives a line for each worker that was killed or lost.
 	Log io.Writer
@@ -63,7 +64,7 @@ func Open(opts Options) (*Backend, error) {
 		opts.Log = io.Discard
 	}
 	b := &Backend{opts: opts}
-	resp, err := b.call(&request{Op: opInfo}, 5*opts.Timeout)
+	resp, err := b.call(&request{Op: opInfo}, b.setupLimit())
 	if err != nil {
 		b.Close()
 		return nil, fmt.Errorf("starting the worker %s: %w", strings.Join(opts.Command, " "), err)
@@ -71,6 +72,9 @@ func Open(opts Options) (*Backend, error) {
 	b.info = resp.Info
 	return b, nil
 }
+
+// setupLimit bounds calls that do not run a candidate.
+func (b *Backend) setupLimit() time.Duration { return max(5*b.opts.Timeout, 2*time.Minute) }
 
 // Restarts is how many workers were lost (crashed, killed) so far.
 func (b *Backend) Restarts() int {
@@ -125,6 +129,11 @@ func (b *Backend) call(req *request, limit time.Duration) (*response, error) {
 func (b *Backend) callLocked(req *request, limit time.Duration) (*response, error) {
 	if b.p == nil {
 		if err := b.start(); err != nil {
+			return nil, fmt.Errorf("starting the worker: %w", err)
+		}
+		// Opening the device can take a while: wait for it under the setup
+		// limit, not the candidate's.
+		if _, err := b.callLocked(&request{Op: opInfo}, b.setupLimit()); err != nil {
 			return nil, fmt.Errorf("starting the worker: %w", err)
 		}
 	}
@@ -212,7 +221,7 @@ func (b *Backend) Close() error {
 
 // Constraints asks the worker for the device's constraints; each check is a call.
 func (b *Backend) Constraints(k *kernels.Kernel, dt kernels.DType) []search.Constraint {
-	resp, err := b.call(&request{Op: opConstraints, Kernel: k.Name, DType: string(dt)}, 5*b.opts.Timeout)
+	resp, err := b.call(&request{Op: opConstraints, Kernel: k.Name, DType: string(dt)}, b.setupLimit())
 	if err != nil {
 		// No answer: every candidate is refused with the reason.
 		return []search.Constraint{{Name: "worker", Check: func(search.Candidate) error { return err }}}
@@ -220,7 +229,7 @@ func (b *Backend) Constraints(k *kernels.Kernel, dt kernels.DType) []search.Cons
 	var cs []search.Constraint
 	for i, name := range resp.Names {
 		cs = append(cs, search.Constraint{Name: name, Check: func(c search.Candidate) error {
-			_, err := b.call(&request{Op: opCheck, Kernel: k.Name, DType: string(dt), Cand: c, Constraint: i}, 5*b.opts.Timeout)
+			_, err := b.call(&request{Op: opCheck, Kernel: k.Name, DType: string(dt), Cand: c, Constraint: i}, b.setupLimit())
 			return err
 		}})
 	}
@@ -253,7 +262,7 @@ func (in *instance) ensure() error {
 	if in.gen == b.gen && b.p != nil {
 		return nil
 	}
-	resp, err := b.callLocked(&request{Op: opLoad, Problem: in.spec, Copies: in.copies}, 5*b.opts.Timeout)
+	resp, err := b.callLocked(&request{Op: opLoad, Problem: in.spec, Copies: in.copies}, b.setupLimit())
 	if err != nil {
 		return err
 	}
@@ -268,7 +277,7 @@ func (in *instance) Close() error {
 	if in.gen != b.gen || b.p == nil {
 		return nil
 	}
-	_, err := b.callLocked(&request{Op: opCloseInst, ID: in.id}, 5*b.opts.Timeout)
+	_, err := b.callLocked(&request{Op: opCloseInst, ID: in.id}, b.setupLimit())
 	in.gen = -1
 	return err
 }
@@ -366,7 +375,7 @@ func (pr *program) Close() error {
 	if pr.gen != b.gen || b.p == nil {
 		return nil
 	}
-	_, err := b.callLocked(&request{Op: opCloseProg, ID: pr.id}, 5*b.opts.Timeout)
+	_, err := b.callLocked(&request{Op: opCloseProg, ID: pr.id}, b.setupLimit())
 	pr.gen = -1
 	return err
 }
@@ -377,7 +386,7 @@ func (b *Backend) Prefetch(k *kernels.Kernel, dt kernels.DType, cands []search.C
 	for _, c := range cands {
 		req.Cands = append(req.Cands, c)
 	}
-	b.call(req, 5*b.opts.Timeout)
+	b.call(req, b.setupLimit())
 }
 
 // tail keeps the last max bytes written to it: the worker's stderr, where
