@@ -16,6 +16,10 @@ type Problem struct {
 	Case   Case
 	Inputs [][]float32
 	Eps    float32 // rmsnorm only
+	// Seed, when Seeded, regenerates Inputs exactly with NewSeededProblem,
+	// so a worker process can rebuild a problem from a few numbers.
+	Seed   uint64
+	Seeded bool
 
 	ref []float64
 }
@@ -48,6 +52,17 @@ func NewProblem(k *Kernel, dt DType, c Case, rng *rand.Rand) (*Problem, error) {
 		}
 		p.Inputs = append(p.Inputs, buf)
 	}
+	return p, nil
+}
+
+// NewSeededProblem draws the inputs from a generator seeded with seed
+// alone: the same seed gives the same inputs in every process.
+func NewSeededProblem(k *Kernel, dt DType, c Case, seed uint64) (*Problem, error) {
+	p, err := NewProblem(k, dt, c, rand.New(rand.NewPCG(seed, 0x6b65726e74756e65)))
+	if err != nil {
+		return nil, err
+	}
+	p.Seed, p.Seeded = seed, true
 	return p, nil
 }
 

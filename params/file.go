@@ -626,6 +626,9 @@ func toTree(f *File) (map[string]any, error) {
 	return m, nil
 }
 
+// LockSuffix names the sibling file MergeIntoFile locks: hardware_params.json.lock.
+const LockSuffix = ".lock"
+
 // ErrUnparsable marks an existing file that could not be parsed and so was not overwritten.
 var ErrUnparsable = errors.New("existing file is not a valid params file; refusing to overwrite it (use --force to replace it)")
 
@@ -634,7 +637,16 @@ var ErrUnparsable = errors.New("existing file is not a valid params file; refusi
 // synced, then renamed over path. An existing file that does not parse is
 // left untouched and an error wrapping ErrUnparsable is returned, unless
 // force is set, in which case it is replaced.
+//
+// Concurrent writers (several tuning runs, different devices or kernels)
+// are serialised by an exclusive lock on path+".lock"; each reads and merges
+// under the lock, so no writer's entries are lost.
 func MergeIntoFile(path string, update *File, force bool) error {
+	unlock, err := lockFile(path + LockSuffix)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	existing, err := os.ReadFile(path)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("reading %s: %w", path, err)

@@ -79,6 +79,15 @@ type Config struct {
 	MaxBufferBytes int64
 	Log            io.Writer
 	Verbose        bool
+	// DataSeed seeds the random inputs (each problem gets a seed derived
+	// from it, recorded in Problem.Seed); 0 draws a fresh one per task.
+	DataSeed uint64
+	// MaxCV is the coefficient of variation of a batch of samples above which
+	// the batch is taken once more (the quieter one is kept); default 0.25.
+	MaxCV float64
+	// Journal, when set, receives every measurement and replays those of an
+	// earlier run instead of measuring them again (kerntune tune --resume).
+	Journal Journal
 }
 
 func (c Config) withDefaults() Config {
@@ -103,6 +112,9 @@ func (c Config) withDefaults() Config {
 	if c.Log == nil {
 		c.Log = io.Discard
 	}
+	if c.MaxCV <= 0 {
+		c.MaxCV = 0.25
+	}
 	return c
 }
 
@@ -112,6 +124,9 @@ type Measurement struct {
 	MedianUS float64 // median of the per-sample totals over the task's cases
 	Samples  int
 	Err      string // why the candidate failed, or ""
+	// Status is StatusOK, StatusFailed, StatusCrashed or StatusTimeout.
+	Status     string
+	Remeasured int // batches taken again because they were too noisy
 }
 
 // Result is a tuned entry and the trace of every candidate tried.
@@ -120,6 +135,8 @@ type Result struct {
 	Entry   *params.Entry
 	Trace   []Measurement
 	Stopped string // why tuning stopped before the strategy finished, or ""
+	// DataSeed is the seed the task's inputs were drawn from.
+	DataSeed uint64
 }
 
 // Tuner runs tasks on a backend.
@@ -144,6 +161,9 @@ type candidate struct {
 	err     error
 	samples []float64
 	warm    bool
+	status  string // set for a failure replayed from the journal
+	remeas  int
+	cand    search.Candidate
 }
 
 // run is the state of one task.
@@ -155,7 +175,10 @@ type run struct {
 	cands    map[string]*candidate
 	deadline time.Time
 	ctx      context.Context
-	rng      *rand.Rand
+	dataSeed uint64
+	nloaded  uint64
+	replay   map[string][]Record // journaled measurements by candidate key
+	plan     *Record
 }
 
 // Run tunes one task within budget. It returns an error only when nothing
@@ -177,6 +200,7 @@ func (t *Tuner) Run(ctx context.Context, task Task, budget time.Duration) (*Resu
 	if err := r.load(); err != nil {
 		return nil, err
 	}
+	r.startJournal()
 
 	ps, _ := task.Kernel.Space(t.b.Info().Backend)
 	def := search.Candidate(ps.Defaults())
@@ -216,6 +240,7 @@ func (t *Tuner) Run(ctx context.Context, task Task, budget time.Duration) (*Resu
 		}
 		opts.MaxCandidates = n
 	}
+	finalSamples, opts.MaxCandidates = r.journalPlan(finalSamples, opts.MaxCandidates)
 	// The default always competes: a tuned entry is never slower than no tuning.
 	pool := valid
 	if defErr == nil {
@@ -256,7 +281,7 @@ search:
 		best, ok = r.bestMeasured()
 	}
 	if !ok {
-		return &Result{Task: task, Trace: r.trace(), Stopped: stopped},
+		return &Result{Task: task, Trace: r.trace(), Stopped: stopped, DataSeed: r.dataSeed},
 			fmt.Errorf("%s %s: every measured candidate failed (%s)", task.Kernel.Name, task.Key(), r.firstError())
 	}
 
@@ -274,16 +299,24 @@ search:
 	}
 	var bestTot, defTot, baseTot []float64
 	var bestPer, defPer [][]float64
+	bestProg, err := r.program(best)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: building the winner %s: %w", task.Kernel.Name, task.Key(), best.Key(), err)
+	}
+	var defProg Program
+	if defErr == nil && r.cands[def.Key()] != nil && r.cands[def.Key()].err == nil {
+		defProg, _ = r.program(def)
+	}
 	for i := 0; i < finalSamples; i += 5 {
 		n := min(5, finalSamples-i)
-		tot, per, err := r.sample(r.cands[best.Key()].prog, n)
+		tot, per, err := r.sample(bestProg, n)
 		if err != nil {
 			return nil, fmt.Errorf("%s %s: timing the winner %s: %w", task.Kernel.Name, task.Key(), best.Key(), err)
 		}
 		bestTot = append(bestTot, tot...)
 		bestPer = append(bestPer, per...)
-		if defErr == nil && r.cands[def.Key()] != nil && r.cands[def.Key()].err == nil {
-			if tot, per, err := r.sample(r.cands[def.Key()].prog, n); err == nil {
+		if defProg != nil {
+			if tot, per, err := r.sample(defProg, n); err == nil {
 				defTot = append(defTot, tot...)
 				defPer = append(defPer, per...)
 			}
@@ -332,7 +365,7 @@ search:
 		}
 	}
 	entry.Roofline = r.roofline(sum.Median)
-	return &Result{Task: task, Entry: entry, Trace: r.trace(), Stopped: stopped}, nil
+	return &Result{Task: task, Entry: entry, Trace: r.trace(), Stopped: stopped, DataSeed: r.dataSeed}, nil
 }
 
 // Space is the task's search space: the family's parameters on this
@@ -405,10 +438,15 @@ func (r *run) load() error {
 // families get enough input copies to stream past the last-level cache.
 func (r *run) loadOne(c kernels.Case, timed bool) error {
 	info := r.t.b.Info()
-	if r.rng == nil {
-		r.rng = rand.New(rand.NewPCG(r.t.cfg.Seed, uint64(time.Now().UnixNano())))
+	if r.dataSeed == 0 {
+		r.dataSeed = r.t.cfg.DataSeed
+		for r.dataSeed == 0 {
+			r.dataSeed = rand.Uint64()
+		}
 	}
-	p, err := kernels.NewProblem(r.task.Kernel, r.task.DType, c, r.rng)
+	// Each problem has its own seed so a worker process can regenerate it.
+	r.nloaded++
+	p, err := kernels.NewSeededProblem(r.task.Kernel, r.task.DType, c, r.dataSeed^(r.nloaded*0x9e3779b97f4a7c15))
 	if err != nil {
 		return err
 	}
@@ -470,14 +508,15 @@ func (r *run) verify(prog Program, cand search.Candidate) error {
 	return nil
 }
 
-// measure builds and verifies c on first use, then takes n more samples; it
-// returns the new per-sample totals over the task's cases.
-func (r *run) measure(c search.Candidate, n int) ([]float64, error) {
+// built returns c's state, building and verifying it on first use.
+func (r *run) built(c search.Candidate) *candidate {
 	key := c.Key()
 	cd := r.cands[key]
 	if cd == nil {
-		cd = &candidate{}
+		cd = &candidate{cand: c}
 		r.cands[key] = cd
+	}
+	if cd.prog == nil && cd.err == nil {
 		prog, err := r.t.b.Build(r.task.Kernel, r.task.DType, c)
 		if err != nil {
 			cd.err = fmt.Errorf("build: %w", err)
@@ -488,9 +527,17 @@ func (r *run) measure(c search.Candidate, n int) ([]float64, error) {
 			}
 		}
 		if cd.err != nil && r.t.cfg.Verbose {
-			fmt.Fprintf(r.t.cfg.Log, "  %s failed: %v\n", key, cd.err)
+			fmt.Fprintf(r.t.cfg.Log, "  %s %s: %v\n", key, StatusOf(cd.err), cd.err)
 		}
 	}
+	return cd
+}
+
+// measureLive builds and verifies c on first use, then takes n more samples; it
+// returns the new per-sample totals over the task's cases.
+func (r *run) measureLive(c search.Candidate, n int) ([]float64, error) {
+	key := c.Key()
+	cd := r.built(c)
 	if cd.err != nil {
 		return nil, cd.err
 	}
@@ -502,6 +549,18 @@ func (r *run) measure(c search.Candidate, n int) ([]float64, error) {
 		cd.warm = true
 	}
 	tot, _, err := r.sample(cd.prog, n)
+	if err == nil && n >= 3 && cv(tot) > r.t.cfg.MaxCV {
+		// A noisy batch (another process, a clock change) is taken again;
+		// the quieter of the two is kept and the re-measurement recorded.
+		again, _, err2 := r.sample(cd.prog, n)
+		cd.remeas++
+		if err2 == nil && cv(again) < cv(tot) {
+			tot = again
+		}
+		if r.t.cfg.Verbose {
+			fmt.Fprintf(r.t.cfg.Log, "  %s: samples varied by %.0f%% (limit %.0f%%); measured again\n", key, 100*cv(tot), 100*r.t.cfg.MaxCV)
+		}
+	}
 	if err != nil {
 		cd.err = err
 		return nil, err
@@ -587,9 +646,10 @@ func (r *run) roofline(median float64) *params.RooflineSummary {
 func (r *run) trace() []Measurement {
 	var out []Measurement
 	for key, c := range r.cands {
-		m := Measurement{Key: key, Samples: len(c.samples)}
+		m := Measurement{Key: key, Samples: len(c.samples), Status: StatusOK, Remeasured: c.remeas}
 		if c.err != nil {
 			m.Err = c.err.Error()
+			m.Status = c.statusOf()
 		} else if len(c.samples) > 0 {
 			m.MedianUS = stats.Median(c.samples) * 1e6
 		}

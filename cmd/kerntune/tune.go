@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"runtime"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -34,6 +36,11 @@ type tuneFlags struct {
 	verbose  bool
 	quiet    bool
 	specs    []string
+	// Reliability (reliability.go).
+	isolate     bool
+	isolateSet  bool
+	candTimeout time.Duration
+	resume      bool
 }
 
 func newTuneCmd() *cobra.Command {
@@ -45,9 +52,23 @@ func newTuneCmd() *cobra.Command {
 workload, one entry per shape class, or on the exact shapes given by --shape,
 one entry per shape. Every candidate is verified against a float64 reference
 before it is timed. The budget is shared by all entries; each finished entry is
-merged into --out at once, so an interrupted run keeps what it measured.`,
+merged into --out at once, so an interrupted run keeps what it measured.
+
+Every measured candidate is also appended to a journal next to --out
+(hardware_params.json.journal) before the next one starts; after a kill or a
+crash, the same command with --resume reuses the journal's measurements and
+finishes the run. The journal is deleted when a run completes. Ctrl-C stops
+cleanly and writes what is done.
+
+GPU backends (cuda, metal, opencl) run candidates in a worker process
+(--isolate, on by default for them, off for cpu): a candidate that crashes the
+worker or runs past --candidate-timeout is recorded as crashed or timeout and a
+fresh worker goes on with the rest.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runTune(cmd, f) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			f.isolateSet = cmd.Flags().Changed("isolate")
+			return runTune(cmd, f)
+		},
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.backend, "backend", "auto", "backend: auto, "+strings.Join(tuner.Backends(), ", ")+" (auto: metal on macOS, else cuda if a GPU is found, else cpu)")
@@ -62,6 +83,9 @@ merged into --out at once, so an interrupted run keeps what it measured.`,
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log every candidate")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only errors")
 	fl.StringArrayVar(&f.specs, "spec", nil, "kernel spec file of a user kernel to tune (repeatable; without --kernel, only the specs' kernels are tuned)")
+	fl.BoolVar(&f.isolate, "isolate", false, "run candidates in a worker process that a crash or hang cannot take down (default: on for cuda, metal, opencl; off for cpu)")
+	fl.DurationVar(&f.candTimeout, "candidate-timeout", 2*time.Minute, "with --isolate: limit of one build, verification or timing call of a candidate")
+	fl.BoolVar(&f.resume, "resume", false, "finish an interrupted run from its journal (--out plus .journal), reusing its measurements")
 	return cmd
 }
 
@@ -128,6 +152,12 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 	if err := checkOutFile(f.out, f.force); err != nil {
 		return err
 	}
+	if err := checkOutDir(f.out); err != nil {
+		return err
+	}
+	if err := validateReliabilityFlags(f); err != nil {
+		return err
+	}
 
 	log := cmd.ErrOrStderr()
 	if f.quiet {
@@ -159,6 +189,9 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 	if err != nil {
 		return err
 	}
+	if b, err = isolateBackend(b, f, log); err != nil {
+		return err
+	}
 	defer b.Close()
 	info := b.Info()
 	if len(specs) > 0 && params.SpaceKind(info.Backend) != "gpu" {
@@ -167,9 +200,17 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 	fmt.Fprintf(log, "device %s (%s, %d compute units); %d entries to tune in %s with %s\n",
 		info.Key, info.Backend, info.ComputeUnits, len(tasks), f.budget, f.strategy)
 
-	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	tu := tuner.New(b, tuner.Config{Strategy: f.strategy, Seed: f.seed, Log: log, Verbose: f.verbose})
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	jr, err := openJournal(f, cancel)
+	if err != nil {
+		return err
+	}
+	completed := false
+	defer func() { jr.Close(completed) }()
+	tu := tuner.New(b, tuner.Config{Strategy: f.strategy, Seed: f.seed, Log: log, Verbose: f.verbose, Journal: jr})
 	deadline := time.Now().Add(f.budget)
 	var results []*tuner.Result
 	failed := 0
@@ -178,11 +219,21 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 			fmt.Fprintln(log, "interrupted: stopping; finished entries are saved")
 			break
 		}
+		if jr.Done(info.Key, task.Kernel.Name, task.Key()) {
+			fmt.Fprintf(log, "%-10s %-22s done before the interruption (in %s)\n", task.Kernel.Name, task.Key(), f.out)
+			continue
+		}
 		// Each task gets an equal share of what is left; time a task does not use goes to the next.
 		share := time.Until(deadline) / time.Duration(len(tasks)-i)
 		start := time.Now()
 		res, err := tu.Run(ctx, task, share)
+		if jerr := jr.journalErr(); jerr != nil {
+			return jerr
+		}
 		if err != nil {
+			if ctx.Err() == nil {
+				jr.MarkDone(info.Key, task.Kernel.Name, task.Key(), err.Error())
+			}
 			failed++
 			fmt.Fprintf(log, "%-10s %-22s FAILED: %v\n", task.Kernel.Name, task.Key(), err)
 			continue
@@ -190,8 +241,19 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 		results = append(results, res)
 		fmt.Fprintf(log, "%-10s %-22s %s (%.1fs%s)\n", task.Kernel.Name, task.Key(), describe(res.Entry), time.Since(start).Seconds(), stoppedNote(res.Stopped))
 		if err := writeResults(f.out, f.force, info, []*tuner.Result{res}); err != nil {
-			return err
+			return usageErrorf("--out %s: %v (the file was not changed; the journal keeps the measurements: fix this and run again with --resume)", f.out, err)
 		}
+		if res.Stopped != "interrupted" {
+			jr.MarkDone(info.Key, task.Kernel.Name, task.Key(), "")
+		}
+	}
+	if jerr := jr.journalErr(); jerr != nil {
+		return jerr
+	}
+	if ctx.Err() == nil {
+		completed = true
+	} else {
+		fmt.Fprintf(log, "the journal %s keeps this run's measurements: finish it with the same command and --resume\n", jr.Path())
 	}
 	if len(results) > 0 && !f.quiet {
 		fmt.Fprintf(cmd.OutOrStdout(), "wrote %d entries for %s to %s\n", len(results), info.Key, f.out)

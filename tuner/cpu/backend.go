@@ -78,11 +78,16 @@ func (b *Backend) Constraints(k *kernels.Kernel, _ kernels.DType) []search.Const
 
 // instance holds a problem's input copies in the kernel's storage type.
 type instance struct {
-	p      *kernels.Problem
-	in32   [][][]float32 // [copy][operand]
-	in16   [][][]uint16
-	out32  []float32
-	out16  []uint16
+	p     *kernels.Problem
+	in32  [][][]float32 // [copy][operand]
+	in16  [][][]uint16
+	out32 []float32
+	out16 []uint16
+	// The outputs live in guarded buffers: Output checks that a candidate
+	// wrote nothing past the end (Go's bounds checks miss a write through a
+	// slice's spare capacity).
+	g32    *kernels.Guarded[float32]
+	g16    *kernels.Guarded[uint16]
 	copies int
 	next   int
 }
@@ -119,9 +124,11 @@ func (b *Backend) Load(p *kernels.Problem, copies int) (tuner.Instance, error) {
 		}
 	}
 	if p.DType == kernels.F32 {
-		inst.out32 = make([]float32, outLen)
+		inst.g32 = kernels.NewGuarded[float32](outLen)
+		inst.out32 = inst.g32.Data()
 	} else {
-		inst.out16 = make([]uint16, outLen)
+		inst.g16 = kernels.NewGuarded[uint16](outLen)
+		inst.out16 = inst.g16.Data()
 	}
 	return inst, nil
 }
@@ -182,6 +189,9 @@ func (pr *program) Output(ti tuner.Instance) ([]float32, error) {
 		inst.out16[i] = 0x7e00
 	}
 	if err := pr.runOnce(inst, 0); err != nil {
+		return nil, err
+	}
+	if err := inst.checkGuards(); err != nil {
 		return nil, err
 	}
 	if inst.out32 != nil {
@@ -268,4 +278,18 @@ func (b *Backend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate)
 		}, nil
 	}
 	return nil, fmt.Errorf("cpu backend has no implementation of %s", k.Name)
+}
+
+// checkGuards reports a write outside the output and re-arms the canaries.
+func (in *instance) checkGuards() error {
+	var err error
+	if in.g32 != nil {
+		err = in.g32.Check()
+		in.g32.Arm()
+	}
+	if in.g16 != nil {
+		err = in.g16.Check()
+		in.g16.Arm()
+	}
+	return err
 }

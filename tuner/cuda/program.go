@@ -218,10 +218,16 @@ func (b *Backend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate)
 	if err != nil {
 		return nil, err
 	}
+	return b.program(body, c, image)
+}
+
+// program loads a compiled candidate and checks that the kernel can run
+// with the candidate's threads (registers permitting).
+func (b *Backend) program(body *gpu.Body, c search.Candidate, image []byte) (tuner.Program, error) {
 	threads := body.Threads(c)
 	var mod *cudadrv.Module
 	var fn *cudadrv.Function
-	err = b.ctx.Do(func(t *cudadrv.Thread) error {
+	err := b.ctx.Do(func(t *cudadrv.Thread) error {
 		m, err := t.LoadModule(image)
 		if err != nil {
 			return err

@@ -1,0 +1,33 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/kerntune/kerntune/tuner"
+	"github.com/kerntune/kerntune/tuner/worker"
+)
+
+// TestMain lets the test binary stand in for kerntune: started with
+// KTDEV_AS_KERNTUNE set it runs the command line it was given, so tests can
+// kill a real tuning process and start worker processes (os.Executable is
+// this binary). KTDEV_FAULT makes listed candidates crash or hang in the
+// worker; KTDEV_FSIZE limits the size of files it writes (a full disk).
+func TestMain(m *testing.M) {
+	if os.Getenv("KTDEV_AS_KERNTUNE") == "" {
+		os.Exit(m.Run())
+	}
+	workerWrap = func(b tuner.Backend) (tuner.Backend, error) {
+		faults, err := worker.ParseFaults(os.Getenv("KTDEV_FAULT"))
+		if err != nil {
+			return nil, err
+		}
+		return worker.WithFaults(b, faults), nil
+	}
+	if err := limitFileSize(os.Getenv("KTDEV_FSIZE")); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(run(os.Args[1:]))
+}

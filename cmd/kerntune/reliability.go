@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/kerntune/kerntune/tuner"
+	"github.com/kerntune/kerntune/tuner/worker"
+)
+
+// gpuBackends run candidates in a worker process unless --isolate=false:
+// one faulting kernel can poison a GPU context for good.
+var gpuBackends = map[string]bool{"cuda": true, "metal": true, "opencl": true}
+
+// isolateBackend replaces b by the same backend in a worker process when
+// --isolate says so (by default for GPU backends).
+func isolateBackend(b tuner.Backend, f tuneFlags, log io.Writer) (tuner.Backend, error) {
+	name := b.Info().Backend
+	on := gpuBackends[name]
+	if f.isolateSet {
+		on = f.isolate
+	}
+	if !on {
+		return b, nil
+	}
+	cmdline, err := worker.Command(name)
+	if err != nil {
+		return nil, err
+	}
+	// Spec kernels live in registries: the worker loads the same specs.
+	for _, s := range f.specs {
+		cmdline = append(cmdline, "--spec", s)
+	}
+	// The device is opened by the worker from now on.
+	b.Close()
+	wb, err := worker.Open(worker.Options{Command: cmdline, Timeout: f.candTimeout, Log: log})
+	if err != nil {
+		return nil, fmt.Errorf("--isolate: %w", err)
+	}
+	fmt.Fprintf(log, "candidates run in a worker process (limit %s per call)\n", f.candTimeout)
+	return wb, nil
+}
+
+// checkOutDir refuses, before any work, an --out whose directory cannot be
+// written (the merge writes a temporary file there and renames it).
+func checkOutDir(path string) error {
+	dir := filepath.Dir(path)
+	st, err := os.Stat(dir)
+	if err != nil {
+		return usageErrorf("--out %s: directory %s: %v", path, dir, err)
+	}
+	if !st.IsDir() {
+		return usageErrorf("--out %s: %s is not a directory", path, dir)
+	}
+	probe, err := os.CreateTemp(dir, "."+filepath.Base(path)+".probe-*")
+	if err != nil {
+		return usageErrorf("--out %s: directory %s is not writable: %v", path, dir, err)
+	}
+	probe.Close()
+	os.Remove(probe.Name())
+	return nil
+}
+
+// runJournal is the tune command's journal: it stops the run (cancels its
+// context) at the first write error, since measurements that cannot be
+// journaled could be lost.
+type runJournal struct {
+	*tuner.FileJournal
+	cancel context.CancelFunc
+}
+
+func (j *runJournal) Record(rec tuner.Record) {
+	j.FileJournal.Record(rec)
+	if j.Err() != nil {
+		j.cancel()
+	}
+}
+
+// openJournal opens --out's journal: a new one, or with --resume the one an
+// interrupted run left.
+func openJournal(f tuneFlags, cancel context.CancelFunc) (*runJournal, error) {
+	path := f.out + tuner.JournalSuffix
+	fj, err := tuner.OpenFileJournal(path, f.resume)
+	switch {
+	case err == nil:
+		return &runJournal{FileJournal: fj, cancel: cancel}, nil
+	case f.resume && errors.Is(err, os.ErrNotExist):
+		return nil, usageErrorf("--resume: no journal %s: there is no interrupted run of --out %s to finish", path, f.out)
+	case !f.resume && errors.Is(err, os.ErrExist):
+		return nil, usageErrorf("--out %s: the journal %s of an interrupted run exists; finish that run with --resume (same flags) or delete the journal", f.out, path)
+	}
+	return nil, usageErrorf("journal %s: %v", path, err)
+}
+
+// journalErr is the journal's write error as a usage error (the user must
+// free space or fix permissions), or nil.
+func (j *runJournal) journalErr() error {
+	if err := j.Err(); err != nil {
+		return usageError{fmt.Errorf("%w; nothing more was measured, and --out was not changed after the error (resume with --resume)", err)}
+	}
+	return nil
+}
+
+func validateReliabilityFlags(f tuneFlags) error {
+	path := f.out + tuner.JournalSuffix
+	_, err := os.Stat(path)
+	switch {
+	case f.resume && errors.Is(err, os.ErrNotExist):
+		return usageErrorf("--resume: no journal %s: there is no interrupted run of --out %s to finish", path, f.out)
+	case !f.resume && err == nil:
+		return usageErrorf("--out %s: the journal %s of an interrupted run exists; finish that run with --resume (same flags) or delete the journal", f.out, path)
+	}
+	if f.candTimeout <= 0 {
+		return usageErrorf("--candidate-timeout must be positive, got %s", f.candTimeout)
+	}
+	if f.candTimeout < time.Second {
+		return usageErrorf("--candidate-timeout %s is too short to build and verify a candidate (at least 1s)", f.candTimeout)
+	}
+	return nil
+}

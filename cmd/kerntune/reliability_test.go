@@ -1,0 +1,269 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kerntune/kerntune/kernels"
+	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/search"
+	"github.com/kerntune/kerntune/tuner"
+	"github.com/kerntune/kerntune/tuner/cpu"
+)
+
+// kerntune returns a command running this test binary as kerntune.
+func kerntune(t *testing.T, env []string, args ...string) *exec.Cmd {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, args...)
+	cmd.Env = append(append(os.Environ(), "KTDEV_AS_KERNTUNE=1"), env...)
+	return cmd
+}
+
+// candidateKeys are the valid CPU candidates of a softmax shape other than the default.
+func candidateKeys(t *testing.T, shape []int) []string {
+	t.Helper()
+	k, err := kernels.Get("softmax")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := cpu.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp, err := tuner.New(b, tuner.Config{}).Space(tuner.Task{Kernel: k, DType: kernels.F32, Cases: []kernels.Case{{Shape: shape}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, _ := k.Space("cpu")
+	def := search.Candidate(ps.Defaults()).Key()
+	var keys []string
+	for _, c := range sp.Enumerate() {
+		if c.Key() != def {
+			keys = append(keys, c.Key())
+		}
+	}
+	return keys
+}
+
+// A candidate that crashes its worker and one that hangs are recorded as
+// crashed and timeout; the run finishes with every other candidate.
+func TestTuneIsolatesCrashingCandidates(t *testing.T) {
+	if testing.Short() {
+		t.Skip("tunes on the CPU for a few seconds")
+	}
+	keys := candidateKeys(t, []int{16, 300})
+	crash, hang := keys[len(keys)/3], keys[2*len(keys)/3]
+	t.Setenv("KTDEV_AS_KERNTUNE", "1")
+	t.Setenv("KTDEV_FAULT", "crash:"+crash+";hang:"+hang)
+	out := filepath.Join(t.TempDir(), "hardware_params.json")
+	code, log := runCLI(t, "tune", "--backend", "cpu", "--isolate", "--candidate-timeout", "2s", "--kernel", "softmax", "--shape", "16x300",
+		"--strategy", "exhaustive", "--budget", "2m", "-v", "--out", out)
+	if code != 0 {
+		t.Fatalf("tune exited %d:\n%s", code, log)
+	}
+	for _, want := range []string{crash + " crashed", "index out of range", hang + " timeout", "did not finish within 2s"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("log does not say %q:\n%s", want, log)
+		}
+	}
+	f, err := params.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range f.Devices {
+		e := d.Kernels["softmax"]["f32/16x300"]
+		if e == nil || e.Candidates.Failed != 2 || e.Candidates.Measured != len(keys)+1-2 {
+			t.Errorf("entry %+v: want every candidate but the two faulty ones measured", e)
+		}
+	}
+}
+
+var measuredLine = regexp.MustCompile(`(?m)^  \S+=\S+\s+[0-9.]+ µs \(n=\d+(, from the journal)?\)$`)
+
+// countMeasured counts the log's measurement lines: live and replayed.
+func countMeasured(log string) (live, replayed int) {
+	for _, m := range measuredLine.FindAllStringSubmatch(log, -1) {
+		if m[1] != "" {
+			replayed++
+		} else {
+			live++
+		}
+	}
+	return live, replayed
+}
+
+// countJournal counts the journal's measurements, and those of tasks it
+// marks done (a resumed run skips those tasks instead of replaying them).
+func countJournal(t *testing.T, path string) (measures, ofDone int) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0, 0
+	}
+	perTask := map[string]int{}
+	done := map[string]bool{}
+	for _, line := range bytes.Split(data, []byte("\n")) {
+		var rec tuner.Record
+		if json.Unmarshal(line, &rec) != nil {
+			continue
+		}
+		key := rec.Kernel + " " + rec.Entry
+		switch rec.Kind {
+		case tuner.RecordMeasure:
+			measures++
+			perTask[key]++
+		case tuner.RecordDone:
+			done[key] = true
+		}
+	}
+	for key := range done {
+		ofDone += perTask[key]
+	}
+	return measures, ofDone
+}
+
+// entryShape is what must not depend on an interruption: the entries and
+// how many candidates each measured.
+func entryShape(t *testing.T, path string) map[string]string {
+	t.Helper()
+	f, err := params.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shape := map[string]string{}
+	for dev, d := range f.Devices {
+		for fam, es := range d.Kernels {
+			for key, e := range es {
+				if e.MedianUS <= 0 || e.Samples == 0 || len(e.Params) == 0 || e.Default == nil {
+					t.Errorf("%s %s %s incomplete: %+v", dev, fam, key, e)
+				}
+				shape[dev+" "+fam+" "+key] = strings.Join([]string{e.Strategy, strconv.Itoa(e.Candidates.Valid), strconv.Itoa(e.Candidates.Measured), strconv.Itoa(e.Candidates.Failed)}, "/")
+			}
+		}
+	}
+	return shape
+}
+
+// A run killed with SIGKILL part way and resumed measures at most one
+// candidate twice and ends with the file a clean run writes.
+func TestTuneResumeAfterKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("tunes on the CPU several times")
+	}
+	dir := t.TempDir()
+	args := []string{"tune", "--backend", "cpu", "--kernel", "softmax", "--shape", "8x300", "--shape", "16x600", "--shape", "24x900",
+		"--strategy", "exhaustive", "--budget", "5m", "-v"}
+	clean := filepath.Join(dir, "clean.json")
+	out, err := kerntune(t, nil, append(args, "--out", clean)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("clean run: %v\n%s", err, out)
+	}
+	total, _ := countMeasured(string(out))
+	if total < 30 {
+		t.Fatalf("clean run measured %d batches; too few to interrupt:\n%s", total, out)
+	}
+
+	path := filepath.Join(dir, "hardware_params.json")
+	journal := path + tuner.JournalSuffix
+	var log1 bytes.Buffer
+	cmd := kerntune(t, nil, append(args, "--out", path)...)
+	cmd.Stdout, cmd.Stderr = &log1, &log1
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for n, _ := countJournal(t, journal); n < total/2 && time.Now().Before(deadline); n, _ = countJournal(t, journal) {
+		time.Sleep(2 * time.Millisecond)
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	journaled, ofDone := countJournal(t, journal)
+	if journaled == 0 || journaled >= total {
+		t.Fatalf("killed after %d of %d measurements: not part way", journaled, total)
+	}
+
+	// Without --resume the journal is not overwritten.
+	if out, err := kerntune(t, nil, append(args, "--out", path)...).CombinedOutput(); err == nil || !strings.Contains(string(out), "--resume") {
+		t.Errorf("a new run over an interrupted one's journal: %v\n%s", err, out)
+	}
+	out, err = kerntune(t, nil, append(args, "--out", path, "--resume")...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("resume: %v\n%s", err, out)
+	}
+	live, replayed := countMeasured(string(out))
+	t.Logf("clean run: %d measurements; killed after %d journaled (%d of finished entries); resume replayed %d, measured %d", total, journaled, ofDone, replayed, live)
+	if replayed != journaled-ofDone {
+		t.Errorf("resume reused %d of the %d journaled measurements of unfinished entries", replayed, journaled-ofDone)
+	}
+	// Journaled + measured again = the clean run's measurements: the one in
+	// flight at the kill is the only one measured twice.
+	if journaled+live != total {
+		t.Errorf("journaled %d + resumed %d measurements, clean run %d", journaled, live, total)
+	}
+	if _, err := os.Stat(journal); !os.IsNotExist(err) {
+		t.Errorf("the journal of the finished run is still there: %v", err)
+	}
+	got, want := entryShape(t, path), entryShape(t, clean)
+	if len(got) != len(want) || len(want) != 3 {
+		t.Errorf("entries after resume %v, clean %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s: resumed %q, clean %q", k, got[k], v)
+		}
+	}
+}
+
+// Ctrl-C stops cleanly: finished entries and the partial one are written,
+// the journal stays for --resume.
+func TestTuneInterruptWritesWhatIsDone(t *testing.T) {
+	if testing.Short() {
+		t.Skip("tunes on the CPU")
+	}
+	path := filepath.Join(t.TempDir(), "hardware_params.json")
+	cmd := kerntune(t, nil, "tune", "--backend", "cpu", "--kernel", "softmax", "--shape", "8x300", "--shape", "16x600",
+		"--strategy", "exhaustive", "--budget", "5m", "--out", path)
+	var log bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for n, _ := countJournal(t, path+tuner.JournalSuffix); n < 10 && time.Now().Before(deadline); n, _ = countJournal(t, path+tuner.JournalSuffix) {
+		time.Sleep(2 * time.Millisecond)
+	}
+	cmd.Process.Signal(os.Interrupt)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("interrupted tune: %v\n%s", err, log.String())
+		}
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("tune did not stop within 30 s of SIGINT:\n%s", log.String())
+	}
+	if len(entryShape(t, path)) == 0 {
+		t.Errorf("nothing written after SIGINT:\n%s", log.String())
+	}
+	if !strings.Contains(log.String(), "--resume") {
+		t.Errorf("the log does not say how to finish the run:\n%s", log.String())
+	}
+	if _, err := os.Stat(path + tuner.JournalSuffix); err != nil {
+		t.Errorf("journal gone after an interruption: %v", err)
+	}
+}

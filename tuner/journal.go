@@ -1,0 +1,206 @@
+package tuner
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/kerntune/kerntune/internal/stats"
+	"github.com/kerntune/kerntune/search"
+)
+
+// Candidate statuses recorded in the trace and the journal.
+const (
+	StatusOK      = "ok"      // verified and timed
+	StatusFailed  = "failed"  // did not build, failed verification, or a measurement error
+	StatusCrashed = "crashed" // took the process that ran it down (isolated runs only)
+	StatusTimeout = "timeout" // exceeded the per-call time limit (isolated runs only)
+)
+
+// ErrCrashed and ErrTimeout are wrapped by backends that run candidates in
+// an isolated worker process (package tuner/worker) when a candidate killed
+// the worker or ran past the time limit; the tuner records the candidate as
+// crashed or timeout and goes on with a fresh worker.
+var (
+	ErrCrashed = errors.New("candidate crashed the worker process")
+	ErrTimeout = errors.New("candidate exceeded the time limit")
+)
+
+// StatusOf classifies a candidate's error.
+func StatusOf(err error) string {
+	switch {
+	case err == nil:
+		return StatusOK
+	case errors.Is(err, ErrCrashed):
+		return StatusCrashed
+	case errors.Is(err, ErrTimeout):
+		return StatusTimeout
+	}
+	return StatusFailed
+}
+
+// Journal record kinds.
+const (
+	RecordPlan    = "plan"    // a task's search plan: first-round size and final samples
+	RecordMeasure = "measure" // one batch of samples of one candidate, or its failure
+	RecordDone    = "done"    // the task's entry was written (or the task failed for good)
+)
+
+// Record is one line of the journal: what a run learned, in order, so an
+// interrupted run can be resumed without measuring again.
+type Record struct {
+	Kind   string `json:"kind"`
+	Device string `json:"device"`
+	Kernel string `json:"kernel"`
+	Entry  string `json:"entry"` // the task's entry key, e.g. f32/tiny
+	// Measure records.
+	Cand       string    `json:"cand,omitempty"`
+	Status     string    `json:"status,omitempty"`
+	Samples    []float64 `json:"samples,omitempty"` // seconds, per-sample totals over the task's shapes
+	Err        string    `json:"err,omitempty"`
+	CV         float64   `json:"cv,omitempty"`         // coefficient of variation of Samples
+	Remeasured bool      `json:"remeasured,omitempty"` // the first batch was too noisy and was taken again
+	// Plan records.
+	MaxCandidates int    `json:"max_candidates,omitempty"`
+	FinalSamples  int    `json:"final_samples,omitempty"`
+	DataSeed      uint64 `json:"data_seed,omitempty"`
+}
+
+// Journal receives every measurement as it is made and hands back those of
+// an earlier, interrupted run. Record must make the record durable before
+// it returns (the tuner measures the next candidate only afterwards).
+type Journal interface {
+	Record(rec Record)
+	// Replay returns the task's records from an earlier run, in order.
+	Replay(device, kernel, entry string) []Record
+}
+
+// cv is the coefficient of variation (standard deviation / mean) of xs.
+func cv(xs []float64) float64 {
+	if len(xs) < 2 {
+		return 0
+	}
+	var mean float64
+	for _, x := range xs {
+		mean += x
+	}
+	mean /= float64(len(xs))
+	if mean <= 0 {
+		return 0
+	}
+	var ss float64
+	for _, x := range xs {
+		ss += (x - mean) * (x - mean)
+	}
+	return math.Sqrt(ss/float64(len(xs)-1)) / mean
+}
+
+// statusOf is the candidate's status: replayed from the journal, or from its error.
+func (c *candidate) statusOf() string {
+	if c.status != "" {
+		return c.status
+	}
+	return StatusOf(c.err)
+}
+
+// startJournal collects the task's journaled measurements for replay.
+func (r *run) startJournal() {
+	j := r.t.cfg.Journal
+	if j == nil {
+		return
+	}
+	r.replay = map[string][]Record{}
+	for _, rec := range j.Replay(r.t.b.Info().Key, r.task.Kernel.Name, r.task.Key()) {
+		switch rec.Kind {
+		case RecordMeasure:
+			r.replay[rec.Cand] = append(r.replay[rec.Cand], rec)
+		case RecordPlan:
+			if r.plan == nil {
+				rec := rec
+				r.plan = &rec
+			}
+		}
+	}
+}
+
+// journalPlan records the task's search plan, or on a resumed run returns
+// the plan of the interrupted one, so the strategy asks for the same
+// candidates and the journaled measurements answer them.
+func (r *run) journalPlan(finalSamples, maxCandidates int) (int, int) {
+	j := r.t.cfg.Journal
+	if j == nil {
+		return finalSamples, maxCandidates
+	}
+	if r.plan != nil {
+		return r.plan.FinalSamples, r.plan.MaxCandidates
+	}
+	j.Record(r.record(Record{Kind: RecordPlan, FinalSamples: finalSamples, MaxCandidates: maxCandidates, DataSeed: r.dataSeed}))
+	return finalSamples, maxCandidates
+}
+
+func (r *run) record(rec Record) Record {
+	rec.Device, rec.Kernel, rec.Entry = r.t.b.Info().Key, r.task.Kernel.Name, r.task.Key()
+	return rec
+}
+
+// measure answers a request for n samples of c: from the journal of an
+// earlier run when it holds the next batch of c, else by measuring, and
+// journals what it measured before returning.
+func (r *run) measure(c search.Candidate, n int) ([]float64, error) {
+	key := c.Key()
+	if q := r.replay[key]; len(q) > 0 {
+		rec := q[0]
+		r.replay[key] = q[1:]
+		cd := r.cands[key]
+		if cd == nil {
+			cd = &candidate{cand: c}
+			r.cands[key] = cd
+		}
+		switch {
+		case rec.Status != StatusOK && rec.Err != "":
+			cd.err, cd.status = errors.New(rec.Err), rec.Status
+			return nil, cd.err
+		case len(rec.Samples) == n && cd.err == nil:
+			cd.samples = append(cd.samples, rec.Samples...)
+			if rec.Remeasured {
+				cd.remeas++
+			}
+			if r.t.cfg.Verbose {
+				fmt.Fprintf(r.t.cfg.Log, "  %-40s %10.2f µs (n=%d, from the journal)\n", key, medianUS(cd.samples), len(cd.samples))
+			}
+			return rec.Samples, nil
+		}
+		// A batch of another size: the plan changed; measure afresh.
+		r.replay[key] = nil
+	}
+	before := 0
+	if cd := r.cands[key]; cd != nil {
+		before = cd.remeas
+	}
+	s, err := r.measureLive(c, n)
+	if r.t.cfg.Journal != nil && (err == nil || r.ctx.Err() == nil) {
+		rec := Record{Kind: RecordMeasure, Cand: key, Status: StatusOf(err), Samples: s, CV: round3(cv(s)), Remeasured: r.cands[key].remeas > before}
+		if err != nil {
+			rec.Err = err.Error()
+		}
+		r.t.cfg.Journal.Record(r.record(rec))
+	}
+	return s, err
+}
+
+// program returns c's built, verified and warmed-up program.
+func (r *run) program(c search.Candidate) (Program, error) {
+	cd := r.built(c)
+	if cd.err != nil {
+		return nil, cd.err
+	}
+	if !cd.warm {
+		if err := r.warmup(cd.prog); err != nil {
+			return nil, fmt.Errorf("warmup: %w", err)
+		}
+		cd.warm = true
+	}
+	return cd.prog, nil
+}
+
+func medianUS(xs []float64) float64 { return stats.Median(xs) * 1e6 }

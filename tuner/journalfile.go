@@ -1,0 +1,141 @@
+package tuner
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+)
+
+// JournalSuffix names the journal kept next to the params file:
+// hardware_params.json.journal.
+const JournalSuffix = ".journal"
+
+// FileJournal is a Journal kept as a file of JSON lines, each appended and
+// fsynced before the tuner goes on, so a killed run loses at most the
+// measurement it was making.
+type FileJournal struct {
+	path string
+	mu   sync.Mutex
+	f    *os.File
+	old  []Record
+	done map[string]bool
+	err  error
+}
+
+// OpenFileJournal opens the journal at path for appending. With resume it
+// first reads the records of the interrupted run (a last line cut short by
+// a kill is ignored); without, the file must not exist yet.
+func OpenFileJournal(path string, resume bool) (*FileJournal, error) {
+	j := &FileJournal{path: path, done: map[string]bool{}}
+	if resume {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		lines := bytes.Split(data, []byte("\n"))
+		for i, line := range lines {
+			if len(bytes.TrimSpace(line)) == 0 {
+				continue
+			}
+			var rec Record
+			if err := json.Unmarshal(line, &rec); err != nil {
+				if i == len(lines)-1 {
+					break // the line being written when the run was killed
+				}
+				return nil, fmt.Errorf("%s line %d: %w", path, i+1, err)
+			}
+			j.old = append(j.old, rec)
+			if rec.Kind == RecordDone {
+				j.done[doneKey(rec.Device, rec.Kernel, rec.Entry)] = true
+			}
+		}
+	}
+	flags := os.O_WRONLY | os.O_CREATE | os.O_APPEND
+	if !resume {
+		flags |= os.O_EXCL
+	}
+	f, err := os.OpenFile(path, flags, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if resume && len(j.old) > 0 {
+		// A torn last line would glue onto the next record: start a fresh line.
+		if _, err := f.Write([]byte("\n")); err != nil {
+			f.Close()
+			return nil, err
+		}
+	}
+	j.f = f
+	return j, nil
+}
+
+func doneKey(device, kernel, entry string) string { return device + "\x00" + kernel + "\x00" + entry }
+
+// Path is the journal's file name.
+func (j *FileJournal) Path() string { return j.path }
+
+// Record appends rec and syncs the file. The first write error is kept
+// (Err) and later records are dropped: the caller stops the run.
+func (j *FileJournal) Record(rec Record) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.err != nil {
+		return
+	}
+	line, err := json.Marshal(rec)
+	if err == nil {
+		w := bufio.NewWriter(j.f)
+		w.Write(line)
+		w.WriteByte('\n')
+		err = w.Flush()
+	}
+	if err == nil {
+		err = j.f.Sync()
+	}
+	if err != nil {
+		j.err = fmt.Errorf("writing the journal %s: %w", j.path, err)
+	}
+}
+
+// Err is the first write error, or nil.
+func (j *FileJournal) Err() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.err
+}
+
+// Replay returns the interrupted run's records of one task.
+func (j *FileJournal) Replay(device, kernel, entry string) []Record {
+	var out []Record
+	for _, r := range j.old {
+		if r.Device == device && r.Kernel == kernel && r.Entry == entry {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Done reports whether the interrupted run finished the task.
+func (j *FileJournal) Done(device, kernel, entry string) bool {
+	return j.done[doneKey(device, kernel, entry)]
+}
+
+// MarkDone records that a task's entry was written (or that it failed for good).
+func (j *FileJournal) MarkDone(device, kernel, entry, errMsg string) {
+	j.Record(Record{Kind: RecordDone, Device: device, Kernel: kernel, Entry: entry, Err: errMsg})
+}
+
+// Close closes the file; with remove (the run finished) it deletes it.
+func (j *FileJournal) Close(remove bool) error {
+	err := j.f.Close()
+	if remove {
+		if rerr := os.Remove(j.path); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+			return rerr
+		}
+	}
+	return err
+}

@@ -1,0 +1,281 @@
+package tuner
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/kerntune/kerntune/kernels"
+	"github.com/kerntune/kerntune/search"
+)
+
+// Mutation test: deliberately wrong variants of every family, as kernel
+// authors write them, must all be rejected by the verification the tuner
+// runs on the families' odd shapes (not a multiple of any tile).
+var mutations = []string{
+	"tail off by one",           // the remainder loop stops one element short
+	"missing barrier",           // a split reduction is combined before its second half is stored
+	"wrong stride",              // an operand indexed with the wrong leading dimension
+	"uninitialised accumulator", // the accumulator is not reset for each output
+	"reads past the end",        // the reduction reads one element beyond its row
+	"writes past the end",       // one element is stored beyond the output
+}
+
+// mutantBackend runs naive float32 implementations of the families with
+// one mutation ("" for none). Inputs and outputs have slack past their
+// ends, as device allocations do: inputs poisoned with NaN, outputs guarded
+// by canaries.
+type mutantBackend struct {
+	mutation string
+}
+
+func (m *mutantBackend) Info() DeviceInfo {
+	return DeviceInfo{Key: "mutant:1", Name: "mutant", Backend: "cpu", Family: "test", ComputeUnits: 2, PeakFlops: 1e15, PeakBandwidth: 1e13}
+}
+
+func (*mutantBackend) Constraints(*kernels.Kernel, kernels.DType) []search.Constraint { return nil }
+func (*mutantBackend) Close() error                                                   { return nil }
+func (*mutantBackend) Baseline(*kernels.Kernel, kernels.DType) (Program, string, error) {
+	return nil, "", nil
+}
+
+type mutantInst struct {
+	p   *kernels.Problem
+	in  [][]float32
+	out *kernels.Guarded[float32]
+}
+
+func (*mutantInst) Close() error { return nil }
+
+func (m *mutantBackend) Load(p *kernels.Problem, _ int) (Instance, error) {
+	inst := &mutantInst{p: p, out: kernels.NewGuarded[float32](p.Kernel.OutLen(p.Case.Shape))}
+	for _, x := range p.Inputs {
+		buf := make([]float32, len(x)+kernels.GuardLen)
+		for i := range buf {
+			buf[i] = float32(math.NaN())
+		}
+		copy(buf, x)
+		inst.in = append(inst.in, buf[:len(x)])
+	}
+	return inst, nil
+}
+
+type mutantProg struct{ mutation string }
+
+func (m *mutantBackend) Build(*kernels.Kernel, kernels.DType, search.Candidate) (Program, error) {
+	return &mutantProg{mutation: m.mutation}, nil
+}
+
+func (*mutantProg) Close() error                         { return nil }
+func (*mutantProg) Run(Instance, int) ([]float64, error) { return nil, fmt.Errorf("not timed") }
+
+// get reads like a device: past the slice's end into its slack, and an
+// address outside the allocation gives garbage (NaN).
+func get(s []float32, i int) float32 {
+	s = s[:cap(s)]
+	if i < 0 || i >= len(s) {
+		return float32(math.NaN())
+	}
+	return s[i]
+}
+
+func put(s []float32, i int, v float32) {
+	if s = s[:cap(s)]; i >= 0 && i < len(s) {
+		s[i] = v
+	}
+}
+
+func (pr *mutantProg) Output(ti Instance) ([]float32, error) {
+	inst := ti.(*mutantInst)
+	out := inst.out.Data()
+	for i := range out {
+		out[i] = float32(math.NaN())
+	}
+	p, sh, in, mut := inst.p, inst.p.Case.Shape, inst.in, pr.mutation
+	switch p.Kernel.Name {
+	case "gemm_av":
+		m, n, k := sh[0], sh[1], sh[2]
+		ldv := n
+		if mut == "wrong stride" {
+			ldv = k
+		}
+		contract(m, n, k, func(i, q int) float32 { return get(in[0], i*k+q) }, func(q, j int) float32 { return get(in[1], q*ldv+j) }, nil, out, mut)
+	case "gemm_at_b":
+		m, n, k := sh[0], sh[1], sh[2]
+		lda := n
+		if mut == "wrong stride" {
+			lda = m
+		}
+		contract(n, k, m, func(i, q int) float32 { return get(in[0], q*lda+i) }, func(q, j int) float32 { return get(in[1], q*k+j) }, nil, out, mut)
+	case "gemv_nt":
+		n, k := sh[1], sh[2]
+		ldw := k
+		if mut == "wrong stride" {
+			ldw = k + 1
+		}
+		var bias []float32
+		if p.Case.Bias {
+			bias = in[2]
+		}
+		contract(1, n, k, func(_, q int) float32 { return get(in[0], q) }, func(q, j int) float32 { return get(in[1], j*ldw+q) }, bias, out, mut)
+	case "softmax", "rmsnorm":
+		rowwise(p.Kernel.Name, sh[0], sh[1], in, p.Eps, out, mut)
+	default:
+		return nil, fmt.Errorf("no mutant of %s", p.Kernel.Name)
+	}
+	if mut == "writes past the end" {
+		put(out, len(out), 0)
+	}
+	if err := inst.out.Check(); err != nil {
+		inst.out.Arm()
+		return nil, err
+	}
+	return append([]float32(nil), out...), nil
+}
+
+const tile = 8
+
+// contract computes out[i*cols+j] = Σ_q a(i,q)·b(q,j) (+ bias[j]) the way a
+// tiled kernel does: columns in tiles plus a remainder, the reduction split
+// in two halves combined at the end.
+func contract(rows, cols, depth int, a func(i, q int) float32, b func(q, j int) float32, bias, out []float32, mut string) {
+	var acc float32
+	var partial [2]float32 // the halves' partial sums, as in shared memory
+	end := depth
+	if mut == "reads past the end" {
+		end = depth + 1
+	}
+	for i := 0; i < rows; i++ {
+		full := cols / tile * tile
+		last := cols
+		if mut == "tail off by one" && cols > full {
+			last = cols - 1
+		}
+		for j := 0; j < last; j++ {
+			if mut != "uninitialised accumulator" {
+				acc = 0
+			}
+			half := end / 2
+			for q := 0; q < half; q++ {
+				acc += a(i, q) * b(q, j)
+			}
+			partial[0] = acc
+			second := func() {
+				var s float32
+				for q := half; q < end; q++ {
+					s += a(i, q) * b(q, j)
+				}
+				partial[1] = s
+			}
+			if mut == "missing barrier" {
+				// Without the barrier the combine may read the second half
+				// before it is stored: it sees the previous output's value.
+				v := partial[0] + partial[1]
+				second()
+				acc = v
+			} else {
+				second()
+				acc = partial[0] + partial[1]
+			}
+			if bias != nil {
+				acc += get(bias, j)
+			}
+			put(out, i*cols+j, acc)
+		}
+	}
+}
+
+// rowwise computes softmax or rmsnorm row by row: a reduction split in two
+// halves, then an elementwise pass in tiles plus a remainder.
+func rowwise(kind string, rows, cols int, in [][]float32, eps float32, out []float32, mut string) {
+	stride := cols
+	if mut == "wrong stride" {
+		stride = cols + 1
+	}
+	end := cols
+	if mut == "reads past the end" {
+		end = cols + 1
+	}
+	var sum float32
+	var partial [2]float32
+	for r := 0; r < rows; r++ {
+		base := r * stride
+		mx := float32(math.Inf(-1))
+		for c := 0; c < end; c++ {
+			mx = max(mx, get(in[0], base+c))
+		}
+		term := func(c int) float32 {
+			x := get(in[0], base+c)
+			if kind == "softmax" {
+				return float32(math.Exp(float64(x - mx)))
+			}
+			return x * x
+		}
+		if mut != "uninitialised accumulator" {
+			sum = 0
+		}
+		half := end / 2
+		for c := 0; c < half; c++ {
+			sum += term(c)
+		}
+		partial[0] = sum
+		second := func() {
+			var s float32
+			for c := half; c < end; c++ {
+				s += term(c)
+			}
+			partial[1] = s
+		}
+		if mut == "missing barrier" {
+			v := partial[0] + partial[1]
+			second()
+			sum = v
+		} else {
+			second()
+			sum = partial[0] + partial[1]
+		}
+		last := cols
+		if mut == "tail off by one" && cols%tile != 0 {
+			last = cols - 1
+		}
+		for c := 0; c < last; c++ {
+			x := get(in[0], base+c)
+			var y float32
+			if kind == "softmax" {
+				y = float32(math.Exp(float64(x-mx))) / sum
+			} else {
+				y = x / float32(math.Sqrt(float64(sum/float32(cols)+eps))) * get(in[1], c)
+			}
+			put(out, r*cols+c, y)
+		}
+	}
+}
+
+func TestMutantsAreRejected(t *testing.T) {
+	for _, k := range kernels.All() {
+		// The unmutated implementation passes: failures below are the mutations'.
+		rep, err := New(&mutantBackend{}, Config{}).VerifyAll(context.Background(), k, kernels.F32, 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Checked == 0 || rep.Passed != rep.Checked {
+			t.Fatalf("%s: the correct naive implementation failed: %v", k.Name, rep.Failed)
+		}
+		for _, mut := range mutations {
+			t.Run(k.Name+"/"+strings.ReplaceAll(mut, " ", "_"), func(t *testing.T) {
+				rep, err := New(&mutantBackend{mutation: mut}, Config{}).VerifyAll(context.Background(), k, kernels.F32, 1<<20)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if rep.Checked == 0 || rep.Passed != 0 {
+					t.Fatalf("%d of %d checked candidates passed verification", rep.Passed, rep.Checked)
+				}
+				for reason := range rep.Failed {
+					t.Logf("rejected: %s", reason)
+				}
+			})
+		}
+	}
+}

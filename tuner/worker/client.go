@@ -1,0 +1,432 @@
+package worker
+
+import (
+	"encoding/gob"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kerntune/kerntune/kernels"
+	"github.com/kerntune/kerntune/search"
+	"github.com/kerntune/kerntune/tuner"
+)
+
+// Options says how to start the worker process.
+type Options struct {
+	// Command is the worker's program and arguments; the program must call
+	// Serve with the backend on its stdin and stdout.
+	Command []string
+	// Env is the worker's environment; nil means this process's.
+	Env []string
+	// Timeout limits one call that runs a candidate (build, verification
+	// output, timing); default 2 minutes. Setup calls (starting the device,
+	// loading problems) get five times as long, and at least 2 minutes.
+	Timeout time.Duration
+	// Log receives a line for each worker that was killed or lost.
+	Log io.Writer
+}
+
+// Backend is a tuner.Backend whose calls run in a worker process.
+type Backend struct {
+	opts     Options
+	mu       sync.Mutex
+	p        *proc
+	gen      int // incremented for each worker started
+	info     tuner.DeviceInfo
+	restarts int
+}
+
+// proc is one running worker.
+type proc struct {
+	cmd     *exec.Cmd
+	stdin   io.WriteCloser
+	enc     *gob.Encoder
+	resps   chan *response // closed when the worker's output ends
+	done    chan struct{}  // closed when the worker has exited
+	waitErr error
+	stderr  *tail
+}
+
+// Open starts a worker and asks it for its device.
+func Open(opts Options) (*Backend, error) {
+	if len(opts.Command) == 0 {
+		return nil, errors.New("worker: no command")
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = 2 * time.Minute
+	}
+	if opts.Log == nil {
+		opts.Log = io.Discard
+	}
+	b := &Backend{opts: opts}
+	resp, err := b.call(&request{Op: opInfo}, b.setupLimit())
+	if err != nil {
+		b.Close()
+		return nil, fmt.Errorf("starting the worker %s: %w", strings.Join(opts.Command, " "), err)
+	}
+	b.info = resp.Info
+	return b, nil
+}
+
+// setupLimit bounds calls that do not run a candidate.
+func (b *Backend) setupLimit() time.Duration { return max(5*b.opts.Timeout, 2*time.Minute) }
+
+// Restarts is how many workers were lost (crashed, killed) so far.
+func (b *Backend) Restarts() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.restarts
+}
+
+func (b *Backend) start() error {
+	cmd := exec.Command(b.opts.Command[0], b.opts.Command[1:]...)
+	cmd.Env = b.opts.Env
+	setProcAttr(cmd)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	p := &proc{cmd: cmd, stdin: stdin, enc: gob.NewEncoder(stdin), resps: make(chan *response), done: make(chan struct{}), stderr: &tail{max: 16 << 10}}
+	cmd.Stderr = p.stderr
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	go func() {
+		dec := gob.NewDecoder(stdout)
+		for {
+			var r response
+			if err := dec.Decode(&r); err != nil {
+				break
+			}
+			p.resps <- &r
+		}
+		close(p.resps)
+		p.waitErr = cmd.Wait()
+		close(p.done)
+	}()
+	b.p = p
+	b.gen++
+	return nil
+}
+
+// call sends one request and waits up to limit for the answer; the caller
+// must not hold b.mu.
+func (b *Backend) call(req *request, limit time.Duration) (*response, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.callLocked(req, limit)
+}
+
+func (b *Backend) callLocked(req *request, limit time.Duration) (*response, error) {
+	if b.p == nil {
+		if err := b.start(); err != nil {
+			return nil, fmt.Errorf("starting the worker: %w", err)
+		}
+		// Opening the device can take a while: wait for it under the setup
+		// limit, not the candidate's.
+		if _, err := b.callLocked(&request{Op: opInfo}, b.setupLimit()); err != nil {
+			return nil, fmt.Errorf("starting the worker: %w", err)
+		}
+	}
+	p := b.p
+	if err := p.enc.Encode(req); err != nil {
+		return nil, b.lost(p, fmt.Sprintf("sending %s", req.Op))
+	}
+	timer := time.NewTimer(limit)
+	defer timer.Stop()
+	select {
+	case r, ok := <-p.resps:
+		if !ok {
+			return nil, b.lost(p, req.Op)
+		}
+		if r.Fatal {
+			// The worker exits after a fatal answer: wait for it, a while.
+			p.stdin.Close()
+			kill := time.AfterFunc(10*time.Second, func() { p.cmd.Process.Kill() })
+			b.reap(p)
+			kill.Stop()
+			fmt.Fprintf(b.opts.Log, "worker: device lost in %s (%s); starting a fresh worker\n", req.Op, r.Err)
+			return nil, fmt.Errorf("%w: %s left the device unusable: %s", tuner.ErrCrashed, req.Op, r.Err)
+		}
+		if r.Err != "" {
+			return r, errors.New(r.Err)
+		}
+		return r, nil
+	case <-timer.C:
+		p.cmd.Process.Kill()
+		b.reap(p)
+		fmt.Fprintf(b.opts.Log, "worker: %s ran past %s; killed it, starting a fresh worker\n", req.Op, limit)
+		return nil, fmt.Errorf("%w: %s did not finish within %s; the worker was killed", tuner.ErrTimeout, req.Op, limit)
+	}
+}
+
+// reap waits for a dead or killed worker and forgets it.
+func (b *Backend) reap(p *proc) {
+	for range p.resps {
+	}
+	<-p.done
+	if b.p == p {
+		b.p = nil
+		b.restarts++
+	}
+}
+
+// lost reports a worker whose output ended: it crashed.
+func (b *Backend) lost(p *proc, op string) error {
+	p.cmd.Process.Kill()
+	b.reap(p)
+	reason := "exited"
+	if p.waitErr != nil {
+		reason = p.waitErr.Error()
+	}
+	if msg := p.stderr.crashLine(); msg != "" {
+		reason += ": " + msg
+	}
+	fmt.Fprintf(b.opts.Log, "worker: crashed in %s (%s); starting a fresh worker\n", op, reason)
+	return fmt.Errorf("%w during %s: %s", tuner.ErrCrashed, op, reason)
+}
+
+// Info describes the worker's device.
+func (b *Backend) Info() tuner.DeviceInfo { return b.info }
+
+// Close ends the worker: it exits when its input closes.
+func (b *Backend) Close() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	p := b.p
+	if p == nil {
+		return nil
+	}
+	p.stdin.Close()
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		p.cmd.Process.Kill()
+	}
+	for range p.resps {
+	}
+	<-p.done
+	b.p = nil
+	return nil
+}
+
+// Constraints asks the worker for the device's constraints; each check is a call.
+func (b *Backend) Constraints(k *kernels.Kernel, dt kernels.DType) []search.Constraint {
+	resp, err := b.call(&request{Op: opConstraints, Kernel: k.Name, DType: string(dt)}, b.setupLimit())
+	if err != nil {
+		// No answer: every candidate is refused with the reason.
+		return []search.Constraint{{Name: "worker", Check: func(search.Candidate) error { return err }}}
+	}
+	var cs []search.Constraint
+	for i, name := range resp.Names {
+		cs = append(cs, search.Constraint{Name: name, Check: func(c search.Candidate) error {
+			_, err := b.call(&request{Op: opCheck, Kernel: k.Name, DType: string(dt), Cand: c, Constraint: i}, b.setupLimit())
+			return err
+		}})
+	}
+	return cs
+}
+
+// instance is a problem loaded in a worker; after a restart it is loaded
+// again into the new worker on first use.
+type instance struct {
+	b      *Backend
+	spec   *problemSpec
+	copies int
+	gen    int
+	id     int
+}
+
+// Load sends the problem (its seed, not its inputs, when it has one).
+func (b *Backend) Load(p *kernels.Problem, copies int) (tuner.Instance, error) {
+	in := &instance{b: b, spec: specOf(p), copies: copies}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := in.ensure(); err != nil {
+		return nil, err
+	}
+	return in, nil
+}
+
+func (in *instance) ensure() error {
+	b := in.b
+	if in.gen == b.gen && b.p != nil {
+		return nil
+	}
+	resp, err := b.callLocked(&request{Op: opLoad, Problem: in.spec, Copies: in.copies}, b.setupLimit())
+	if err != nil {
+		return err
+	}
+	in.id, in.gen = resp.ID, b.gen
+	return nil
+}
+
+func (in *instance) Close() error {
+	b := in.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if in.gen != b.gen || b.p == nil {
+		return nil
+	}
+	_, err := b.callLocked(&request{Op: opCloseInst, ID: in.id}, b.setupLimit())
+	in.gen = -1
+	return err
+}
+
+// program is a candidate (or the baseline) built in a worker; after a
+// restart it is built again in the new worker on first use.
+type program struct {
+	b        *Backend
+	kernel   string
+	dtype    string
+	cand     search.Candidate
+	baseline bool
+	gen      int
+	id       int
+}
+
+// Build builds the candidate in the worker.
+func (b *Backend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate) (tuner.Program, error) {
+	pr := &program{b: b, kernel: k.Name, dtype: string(dt), cand: c}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, err := pr.ensure(); err != nil {
+		return nil, err
+	}
+	return pr, nil
+}
+
+// Baseline builds the backend's baseline in the worker.
+func (b *Backend) Baseline(k *kernels.Kernel, dt kernels.DType) (tuner.Program, string, error) {
+	pr := &program{b: b, kernel: k.Name, dtype: string(dt), baseline: true}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	resp, err := pr.ensure()
+	if err != nil || resp == nil || resp.ID == 0 {
+		return nil, "", err
+	}
+	return pr, resp.Name, nil
+}
+
+func (pr *program) ensure() (*response, error) {
+	b := pr.b
+	if pr.gen == b.gen && b.p != nil {
+		return nil, nil
+	}
+	op := opBuild
+	if pr.baseline {
+		op = opBaseline
+	}
+	resp, err := b.callLocked(&request{Op: op, Kernel: pr.kernel, DType: pr.dtype, Cand: pr.cand}, b.opts.Timeout)
+	if err != nil {
+		return nil, err
+	}
+	pr.id, pr.gen = resp.ID, b.gen
+	return resp, nil
+}
+
+// exec runs op of pr on ti, loading both into a fresh worker if needed.
+func (pr *program) exec(op string, ti tuner.Instance, n int) (*response, error) {
+	in, ok := ti.(*instance)
+	if !ok || in.b != pr.b {
+		return nil, fmt.Errorf("worker: foreign instance %T", ti)
+	}
+	b := pr.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := in.ensure(); err != nil {
+		return nil, err
+	}
+	if _, err := pr.ensure(); err != nil {
+		return nil, err
+	}
+	return b.callLocked(&request{Op: op, ID: pr.id, Inst: in.id, N: n}, b.opts.Timeout)
+}
+
+func (pr *program) Run(ti tuner.Instance, n int) ([]float64, error) {
+	resp, err := pr.exec(opRun, ti, n)
+	if err != nil {
+		return nil, err
+	}
+	return resp.Times, nil
+}
+
+func (pr *program) Output(ti tuner.Instance) ([]float32, error) {
+	resp, err := pr.exec(opOutput, ti, 0)
+	if err != nil {
+		return nil, err
+	}
+	return resp.Out, nil
+}
+
+func (pr *program) Close() error {
+	b := pr.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if pr.gen != b.gen || b.p == nil {
+		return nil
+	}
+	_, err := b.callLocked(&request{Op: opCloseProg, ID: pr.id}, b.setupLimit())
+	pr.gen = -1
+	return err
+}
+
+// Prefetch forwards the batch to the worker's backend (GPU compile pools).
+func (b *Backend) Prefetch(k *kernels.Kernel, dt kernels.DType, cands []search.Candidate) {
+	req := &request{Op: opPrefetch, Kernel: k.Name, DType: string(dt)}
+	for _, c := range cands {
+		req.Cands = append(req.Cands, c)
+	}
+	b.call(req, b.setupLimit())
+}
+
+// tail keeps the last max bytes written to it: the worker's stderr, where
+// a crash leaves its reason.
+type tail struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > t.max {
+		t.buf = append([]byte(nil), t.buf[len(t.buf)-t.max:]...)
+	}
+	return len(p), nil
+}
+
+// crashLine is the line of stderr that says why the worker died: a Go
+// panic or fatal error, else the last line.
+func (t *tail) crashLine() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	lines := strings.Split(strings.TrimSpace(string(t.buf)), "\n")
+	for _, l := range lines {
+		if strings.HasPrefix(l, "panic: ") || strings.HasPrefix(l, "fatal error: ") || strings.HasPrefix(l, "SIGSEGV") {
+			return strings.TrimSpace(l)
+		}
+	}
+	return strings.TrimSpace(lines[len(lines)-1])
+}
+
+// Command is the command line that runs this program as a worker for the
+// named backend: the hidden "__worker" subcommand of kerntune.
+func Command(backend string) ([]string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("finding the kerntune executable to start a worker: %w", err)
+	}
+	return []string{exe, "__worker", "--backend", backend}, nil
+}

@@ -1,0 +1,121 @@
+package worker
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/kerntune/kerntune/kernels"
+	"github.com/kerntune/kerntune/search"
+	"github.com/kerntune/kerntune/tuner"
+)
+
+// Fault kinds for WithFaults.
+const (
+	FaultCrash = "crash" // the candidate takes its process down
+	FaultHang  = "hang"  // the candidate never finishes
+)
+
+// FaultBuilder is implemented by backends that can build a deliberately
+// faulting candidate on their device (the CUDA backend: a kernel that
+// writes to an illegal address, or spins forever), so crash isolation can
+// be shown on real hardware.
+type FaultBuilder interface {
+	BuildFault(k *kernels.Kernel, dt kernels.DType, c search.Candidate, kind string) (tuner.Program, error)
+}
+
+// ParseFaults parses a fault list: entries KIND:CANDIDATE_KEY separated by
+// ";", e.g. "crash:BN=64,ROWS=1,THREADS=2,UNROLL=1;hang:BN=16,...".
+func ParseFaults(spec string) (map[string]string, error) {
+	faults := map[string]string{}
+	for _, e := range strings.Split(spec, ";") {
+		e = strings.TrimSpace(e)
+		if e == "" {
+			continue
+		}
+		kind, key, ok := strings.Cut(e, ":")
+		if !ok || (kind != FaultCrash && kind != FaultHang) {
+			return nil, fmt.Errorf("fault %q: want crash:KEY or hang:KEY", e)
+		}
+		c, err := search.ParseKey(key)
+		if err != nil {
+			return nil, fmt.Errorf("fault %q: %w", e, err)
+		}
+		faults[c.Key()] = kind
+	}
+	return faults, nil
+}
+
+// WithFaults wraps b so that the candidates in faults (key → kind) fault
+// when they run. It exists to test crash isolation; kerntune's worker uses
+// it only in test binaries and in builds with the ktfault tag.
+func WithFaults(b tuner.Backend, faults map[string]string) tuner.Backend {
+	return &faulty{Backend: b, faults: faults}
+}
+
+type faulty struct {
+	tuner.Backend
+	faults map[string]string
+}
+
+func (f *faulty) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate) (tuner.Program, error) {
+	kind, ok := f.faults[c.Key()]
+	if !ok {
+		return f.Backend.Build(k, dt, c)
+	}
+	if fb, ok := f.Backend.(FaultBuilder); ok {
+		return fb.BuildFault(k, dt, c, kind)
+	}
+	p, err := f.Backend.Build(k, dt, c)
+	if err != nil {
+		return nil, err
+	}
+	return &hostFault{Program: p, kind: kind}, nil
+}
+
+// Prefetch passes through so GPU compile pools keep working under faults.
+func (f *faulty) Prefetch(k *kernels.Kernel, dt kernels.DType, cands []search.Candidate) {
+	if pf, ok := f.Backend.(tuner.Prefetcher); ok {
+		pf.Prefetch(k, dt, cands)
+	}
+}
+
+// DeviceLost passes through to the wrapped backend.
+func (f *faulty) DeviceLost(err error) bool {
+	dl, ok := f.Backend.(DeviceLoser)
+	return ok && dl.DeviceLost(err)
+}
+
+// hostFault faults on the host the way a pure-Go kernel does: a crash is
+// an index out of range on one of the kernel's goroutines, which no recover
+// can catch, and a hang is a loop that never ends.
+type hostFault struct {
+	tuner.Program
+	kind string
+}
+
+func (h *hostFault) fault() {
+	if h.kind == FaultHang {
+		for {
+			time.Sleep(time.Hour)
+		}
+	}
+	go func() {
+		out := make([]float32, 4)
+		out[len(os.Args)+4] = 1
+	}()
+	for {
+		time.Sleep(time.Hour)
+	}
+}
+
+func (h *hostFault) Run(inst tuner.Instance, n int) ([]float64, error) {
+	h.fault()
+	return nil, nil
+}
+
+func (h *hostFault) Output(inst tuner.Instance) ([]float32, error) {
+	h.fault()
+	return nil, nil
+}

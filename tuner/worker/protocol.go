@@ -1,0 +1,112 @@
+// Package worker runs a backend in a separate process so that a candidate
+// that crashes (a segfault, an out-of-bounds access that poisons a CUDA
+// context) or hangs takes down only that process. Backend implements
+// tuner.Backend by calls to a child process (kerntune re-executed with a
+// hidden subcommand that calls Serve) over its stdin and stdout, one gob
+// message per call. When the child dies or a call runs past the time limit,
+// the parent kills it and the call returns an error wrapping
+// tuner.ErrCrashed or tuner.ErrTimeout; the next call starts a fresh child
+// and loads into it again the problems and programs still in use.
+//
+// Inputs are not shipped over the pipe: a problem drawn with
+// kernels.NewSeededProblem is sent as its seed and regenerated in the child.
+package worker
+
+import (
+	"fmt"
+
+	"github.com/kerntune/kerntune/kernels"
+	"github.com/kerntune/kerntune/tuner"
+)
+
+// Operations of the protocol.
+const (
+	opInfo        = "info"
+	opConstraints = "constraints"
+	opCheck       = "check"
+	opLoad        = "load"
+	opCloseInst   = "close-instance"
+	opBuild       = "build"
+	opBaseline    = "baseline"
+	opPrefetch    = "prefetch"
+	opRun         = "run"
+	opOutput      = "output"
+	opCloseProg   = "close-program"
+)
+
+type request struct {
+	Op         string
+	Kernel     string
+	DType      string
+	Cand       map[string]int
+	Cands      []map[string]int
+	Problem    *problemSpec
+	Copies     int
+	ID         int // instance or program
+	Inst       int
+	N          int
+	Constraint int
+}
+
+type response struct {
+	Err string
+	// Fatal: the error left the device unusable in the worker (a sticky
+	// CUDA error), which exits after answering.
+	Fatal bool
+	Info  tuner.DeviceInfo
+	Names []string
+	ID    int
+	Name  string
+	Times []float64
+	Out   []float32
+}
+
+// problemSpec is a problem as sent to the worker: its seed, or for a
+// problem not drawn from a seed, its inputs.
+type problemSpec struct {
+	Kernel string
+	DType  string
+	Shape  []int
+	Bias   bool
+	Seed   uint64
+	Seeded bool
+	Inputs [][]float32
+	Eps    float32
+}
+
+func specOf(p *kernels.Problem) *problemSpec {
+	s := &problemSpec{Kernel: p.Kernel.Name, DType: string(p.DType), Shape: p.Case.Shape, Bias: p.Case.Bias, Seed: p.Seed, Seeded: p.Seeded, Eps: p.Eps}
+	if !p.Seeded {
+		s.Inputs = p.Inputs
+	}
+	return s
+}
+
+func (s *problemSpec) problem() (*kernels.Problem, error) {
+	k, dt, err := kernelDType(s.Kernel, s.DType)
+	if err != nil {
+		return nil, err
+	}
+	c := kernels.Case{Shape: s.Shape, Bias: s.Bias}
+	if s.Seeded {
+		p, err := kernels.NewSeededProblem(k, dt, c, s.Seed)
+		if err != nil {
+			return nil, err
+		}
+		p.Eps = s.Eps
+		return p, nil
+	}
+	return &kernels.Problem{Kernel: k, DType: dt, Case: c, Inputs: s.Inputs, Eps: s.Eps}, nil
+}
+
+func kernelDType(name, dtype string) (*kernels.Kernel, kernels.DType, error) {
+	k, err := kernels.Get(name)
+	if err != nil {
+		return nil, "", err
+	}
+	dt, err := kernels.ParseDType(dtype)
+	if err != nil {
+		return nil, "", fmt.Errorf("dtype: %w", err)
+	}
+	return k, dt, nil
+}

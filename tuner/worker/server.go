@@ -1,0 +1,154 @@
+package worker
+
+import (
+	"encoding/gob"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/kerntune/kerntune/search"
+	"github.com/kerntune/kerntune/tuner"
+)
+
+// DeviceLoser is implemented by backends whose device can be left unusable
+// by an error (CUDA's sticky errors); the worker then exits after answering,
+// and the parent starts a fresh one.
+type DeviceLoser interface {
+	DeviceLost(err error) bool
+}
+
+// Serve answers calls read from in with b until in is closed. It returns
+// nil at the end of in, and an error when the device was lost (the caller
+// exits) or the stream is broken.
+func Serve(b tuner.Backend, in io.Reader, out io.Writer) error {
+	s := &server{b: b, insts: map[int]tuner.Instance{}, progs: map[int]tuner.Program{}, cons: map[string][]search.Constraint{}}
+	dec, enc := gob.NewDecoder(in), gob.NewEncoder(out)
+	for {
+		var req request
+		if err := dec.Decode(&req); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return fmt.Errorf("worker: reading a call: %w", err)
+		}
+		resp, err := s.handle(&req)
+		if err != nil {
+			resp.Err = err.Error()
+			if dl, ok := b.(DeviceLoser); ok && dl.DeviceLost(err) {
+				resp.Fatal = true
+			}
+		}
+		if werr := enc.Encode(resp); werr != nil {
+			return fmt.Errorf("worker: answering %s: %w", req.Op, werr)
+		}
+		if resp.Fatal {
+			return fmt.Errorf("worker: device lost: %s", resp.Err)
+		}
+	}
+}
+
+type server struct {
+	b     tuner.Backend
+	next  int
+	insts map[int]tuner.Instance
+	progs map[int]tuner.Program
+	cons  map[string][]search.Constraint
+}
+
+func (s *server) handle(req *request) (*response, error) {
+	resp := &response{}
+	switch req.Op {
+	case opInfo:
+		resp.Info = s.b.Info()
+	case opConstraints, opCheck:
+		k, dt, err := kernelDType(req.Kernel, req.DType)
+		if err != nil {
+			return resp, err
+		}
+		key := req.Kernel + "/" + req.DType
+		cs, ok := s.cons[key]
+		if !ok {
+			cs = s.b.Constraints(k, dt)
+			s.cons[key] = cs
+		}
+		if req.Op == opConstraints {
+			for _, c := range cs {
+				resp.Names = append(resp.Names, c.Name)
+			}
+			return resp, nil
+		}
+		if req.Constraint < 0 || req.Constraint >= len(cs) {
+			return resp, fmt.Errorf("constraint %d of %d", req.Constraint, len(cs))
+		}
+		return resp, cs[req.Constraint].Check(search.Candidate(req.Cand))
+	case opLoad:
+		if req.Problem == nil {
+			return resp, errors.New("load without a problem")
+		}
+		p, err := req.Problem.problem()
+		if err != nil {
+			return resp, err
+		}
+		inst, err := s.b.Load(p, req.Copies)
+		if err != nil {
+			return resp, err
+		}
+		s.next++
+		s.insts[s.next] = inst
+		resp.ID = s.next
+	case opCloseInst:
+		if inst, ok := s.insts[req.ID]; ok {
+			delete(s.insts, req.ID)
+			return resp, inst.Close()
+		}
+	case opBuild, opBaseline:
+		k, dt, err := kernelDType(req.Kernel, req.DType)
+		if err != nil {
+			return resp, err
+		}
+		var prog tuner.Program
+		if req.Op == opBuild {
+			prog, err = s.b.Build(k, dt, search.Candidate(req.Cand))
+		} else {
+			prog, resp.Name, err = s.b.Baseline(k, dt)
+		}
+		if err != nil || prog == nil {
+			return resp, err
+		}
+		s.next++
+		s.progs[s.next] = prog
+		resp.ID = s.next
+	case opPrefetch:
+		if pf, ok := s.b.(tuner.Prefetcher); ok {
+			k, dt, err := kernelDType(req.Kernel, req.DType)
+			if err != nil {
+				return resp, err
+			}
+			cands := make([]search.Candidate, len(req.Cands))
+			for i, c := range req.Cands {
+				cands[i] = c
+			}
+			pf.Prefetch(k, dt, cands)
+		}
+	case opRun, opOutput:
+		prog, inst := s.progs[req.ID], s.insts[req.Inst]
+		if prog == nil || inst == nil {
+			return resp, fmt.Errorf("%s: unknown program %d or instance %d", req.Op, req.ID, req.Inst)
+		}
+		var err error
+		if req.Op == opRun {
+			resp.Times, err = prog.Run(inst, req.N)
+		} else {
+			resp.Out, err = prog.Output(inst)
+		}
+		return resp, err
+	case opCloseProg:
+		if prog, ok := s.progs[req.ID]; ok {
+			delete(s.progs, req.ID)
+			return resp, prog.Close()
+		}
+	default:
+		return resp, fmt.Errorf("unknown operation %q", req.Op)
+	}
+	return resp, nil
+}

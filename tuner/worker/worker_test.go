@@ -1,0 +1,276 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kerntune/kerntune/kernels"
+	"github.com/kerntune/kerntune/search"
+	"github.com/kerntune/kerntune/tuner"
+	"github.com/kerntune/kerntune/tuner/cpu"
+)
+
+// TestMain doubles as the worker: started with KTDEV_WORKER_TEST set, the
+// test binary serves the CPU backend, with the faults in KTDEV_FAULT.
+func TestMain(m *testing.M) {
+	if os.Getenv("KTDEV_WORKER_TEST") == "" {
+		os.Exit(m.Run())
+	}
+	b, err := cpu.Open()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	faults, err := ParseFaults(os.Getenv("KTDEV_FAULT"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	var served tuner.Backend = WithFaults(b, faults)
+	if key := os.Getenv("KTDEV_LOSE"); key != "" {
+		served = &losingBackend{Backend: served, key: key}
+	}
+	if err := Serve(served, os.Stdin, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(3)
+	}
+	os.Exit(0)
+}
+
+// losingBackend models a device that a candidate leaves unusable (a sticky
+// CUDA error): its output call fails with errLost, which DeviceLost flags.
+type losingBackend struct {
+	tuner.Backend
+	key string
+}
+
+var errLost = errors.New("context corrupted")
+
+type losingProg struct{ tuner.Program }
+
+func (l *losingBackend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate) (tuner.Program, error) {
+	p, err := l.Backend.Build(k, dt, c)
+	if err != nil || c.Key() != l.key {
+		return p, err
+	}
+	return losingProg{p}, nil
+}
+
+func (losingProg) Output(tuner.Instance) ([]float32, error) { return nil, errLost }
+
+func (l *losingBackend) DeviceLost(err error) bool { return err.Error() == errLost.Error() }
+
+// A call whose error leaves the device unusable is a crash: the worker
+// exits, the next call gets a fresh one with the problem loaded again.
+func TestDeviceLostRestartsWorker(t *testing.T) {
+	k, err := kernels.Get("rmsnorm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, _ := k.Space("cpu")
+	good := search.Candidate(ps.Defaults())
+	bad := search.Candidate{}
+	for n, v := range good {
+		bad[n] = v
+	}
+	bad["UNROLL"] = 2
+	if bad.Key() == good.Key() {
+		bad["UNROLL"] = 4
+	}
+	t.Setenv("KTDEV_LOSE", bad.Key())
+	b := openTestWorker(t, "", time.Minute, &strings.Builder{})
+	p, err := kernels.NewSeededProblem(k, kernels.F32, kernels.Case{Shape: []int{5, 77}}, 9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst, err := b.Load(p, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gp, err := b.Build(k, kernels.F32, good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bp, err := b.Build(k, kernels.F32, bad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bp.Output(inst); !errors.Is(err, tuner.ErrCrashed) || !strings.Contains(err.Error(), "context corrupted") {
+		t.Fatalf("output on a lost device: %v, want ErrCrashed with the reason", err)
+	}
+	out, err := gp.Output(inst)
+	if err != nil {
+		t.Fatalf("the next call in a fresh worker: %v", err)
+	}
+	if err := p.Verify(out); err != nil {
+		t.Errorf("output in the fresh worker: %v", err)
+	}
+	if b.Restarts() != 1 {
+		t.Errorf("%d workers lost, want 1", b.Restarts())
+	}
+}
+
+func openTestWorker(t *testing.T, faults string, timeout time.Duration, log *strings.Builder) *Backend {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Open(Options{
+		Command: []string{exe, "-test.run=^$"},
+		Env:     append(os.Environ(), "KTDEV_WORKER_TEST=1", "KTDEV_FAULT="+faults),
+		Timeout: timeout,
+		Log:     log,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
+// A candidate that crashes the worker and one that hangs are recorded as
+// crashed and timeout with their reasons; the run goes on in fresh workers
+// and finishes with the other candidates' results.
+func TestCrashAndHangAreIsolated(t *testing.T) {
+	k, err := kernels.Get("softmax")
+	if err != nil {
+		t.Fatal(err)
+	}
+	task := tuner.Task{Kernel: k, DType: kernels.F32, Cases: []kernels.Case{{Shape: []int{16, 300}}}}
+	local, err := cpu.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp, err := tuner.New(local, tuner.Config{}).Space(task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, _ := k.Space("cpu")
+	def := search.Candidate(ps.Defaults()).Key()
+	var picks []string
+	for _, c := range sp.Enumerate() {
+		if c.Key() != def && len(picks) < 2 {
+			picks = append(picks, c.Key())
+		}
+	}
+	crashKey, hangKey := picks[0], picks[1]
+	var log strings.Builder
+	b := openTestWorker(t, "crash:"+crashKey+";hang:"+hangKey, 2*time.Second, &log)
+	if b.Info().Backend != "cpu" || b.Info().Key != local.Info().Key {
+		t.Fatalf("worker device %+v, want the local CPU %s", b.Info(), local.Info().Key)
+	}
+	tu := tuner.New(b, tuner.Config{Strategy: "exhaustive", Samples: 3, FinalSamples: 5, Warmup: time.Millisecond})
+	res, err := tu.Run(context.Background(), task, 5*time.Minute)
+	if err != nil {
+		t.Fatalf("the run did not finish: %v\nworker log:\n%s", err, log.String())
+	}
+	byKey := map[string]tuner.Measurement{}
+	ok := 0
+	for _, m := range res.Trace {
+		byKey[m.Key] = m
+		if m.Status == tuner.StatusOK && m.Samples > 0 {
+			ok++
+		}
+	}
+	if m := byKey[crashKey]; m.Status != tuner.StatusCrashed || !strings.Contains(m.Err, "index out of range") {
+		t.Errorf("crashing candidate recorded as %q: %s", m.Status, m.Err)
+	}
+	if m := byKey[hangKey]; m.Status != tuner.StatusTimeout || !strings.Contains(m.Err, "within 2s") {
+		t.Errorf("hanging candidate recorded as %q: %s", m.Status, m.Err)
+	}
+	if want := len(sp.Enumerate()) - 2; ok != want {
+		t.Errorf("%d candidates measured, want all %d others", ok, want)
+	}
+	if res.Entry == nil || res.Entry.MedianUS <= 0 || res.Entry.Candidates.Failed != 2 {
+		t.Errorf("entry %+v", res.Entry)
+	}
+	if b.Restarts() != 2 {
+		t.Errorf("%d workers lost, want 2 (one crash, one hang)\n%s", b.Restarts(), log.String())
+	}
+}
+
+// Outputs and times through the worker equal those of the backend in process.
+func TestWorkerMatchesInProcess(t *testing.T) {
+	k, err := kernels.Get("gemv_nt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := openTestWorker(t, "", time.Minute, &strings.Builder{})
+	local, err := cpu.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, _ := k.Space("cpu")
+	c := search.Candidate(ps.Defaults())
+	for _, cs := range k.Odd {
+		p, err := kernels.NewSeededProblem(k, kernels.F32, cs, 42)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var outs [2][]float32
+		for i, be := range []tuner.Backend{b, local} {
+			inst, err := be.Load(p, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			prog, err := be.Build(k, kernels.F32, c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if outs[i], err = prog.Output(inst); err != nil {
+				t.Fatal(err)
+			}
+			ts, err := prog.Run(inst, 3)
+			if err != nil || len(ts) != 3 || ts[0] <= 0 {
+				t.Fatalf("run: %v %v", ts, err)
+			}
+			prog.Close()
+			inst.Close()
+		}
+		if err := p.Verify(outs[0]); err != nil {
+			t.Errorf("%s through the worker: %v", cs, err)
+		}
+		for i := range outs[0] {
+			if outs[0][i] != outs[1][i] {
+				t.Fatalf("%s: output %d differs: worker %g, in process %g", cs, i, outs[0][i], outs[1][i])
+			}
+		}
+	}
+	// Constraints are answered by the worker.
+	for _, con := range b.Constraints(k, kernels.F32) {
+		if err := con.Check(search.Candidate{"THREADS": 1 << 20}); err == nil {
+			t.Errorf("constraint %q accepted 2^20 threads", con.Name)
+		}
+	}
+}
+
+func TestParseFaults(t *testing.T) {
+	tests := []struct {
+		spec, wantErr string
+		n             int
+	}{
+		{"", "", 0},
+		{"crash:BN=8,ROWS=1", "", 1},
+		{"crash:BN=8;hang:BN=16", "", 2},
+		{"explode:BN=8", "want crash:KEY", 0},
+		{"crash", "want crash:KEY", 0},
+	}
+	for _, tt := range tests {
+		f, err := ParseFaults(tt.spec)
+		if tt.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("%q: error %v, want %q", tt.spec, err, tt.wantErr)
+			}
+			continue
+		}
+		if err != nil || len(f) != tt.n {
+			t.Errorf("%q: %v %v", tt.spec, f, err)
+		}
+	}
+}
