@@ -52,7 +52,10 @@ func injectFault(src, fn, kind string) (string, error) {
 	case worker.FaultCrash:
 		stmt = "\n  if (threadIdx.x == 0 && blockIdx.x == 0) { *(volatile float*)16 = 1.0f; } // injected fault: illegal address\n"
 	case worker.FaultHang:
-		stmt = "\n  { volatile int kt_spin = 1; while (kt_spin) { } } // injected fault: never finishes\n"
+		// A loop around volatile asm: the compiler may delete an infinite
+		// loop without side effects (C++ forward progress), even one over a
+		// volatile local.
+		stmt = "\n  for (;;) { asm volatile(\"nanosleep.u32 1000;\"); } // injected fault: never finishes\n"
 	default:
 		return "", fmt.Errorf("unknown fault %q", kind)
 	}
