@@ -28,6 +28,8 @@ type tuneFlags struct {
 	shapes   []string
 	strategy string
 	budget   time.Duration
+	budgetS  string
+	maxEvals int
 	seed     uint64
 	out      string
 	force    bool
@@ -44,7 +46,12 @@ func newTuneCmd() *cobra.Command {
 workload, one entry per shape class, or on the exact shapes given by --shape,
 one entry per shape. Every candidate is verified against a float64 reference
 before it is timed. The budget is shared by all entries; each finished entry is
-merged into --out at once, so an interrupted run keeps what it measured.`,
+merged into --out at once, so an interrupted run keeps what it measured.
+
+--budget is wall time for the whole run (3m), evaluations per entry (200e or
+200evals: distinct candidates measured, each built and verified once), or
+both (3m,200e); tuning an entry stops cleanly at whichever comes first and
+the entry records how many candidates it measured and why it stopped.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runTune(cmd, f) },
 	}
@@ -53,8 +60,8 @@ merged into --out at once, so an interrupted run keeps what it measured.`,
 	fl.StringArrayVar(&f.kernels, "kernel", nil, "kernel family to tune (repeatable; default all): "+strings.Join(kernels.Names(), ", "))
 	fl.StringVar(&f.dtype, "dtype", "f32", "element type: f32 or f16")
 	fl.StringArrayVar(&f.shapes, "shape", nil, "exact shape to tune, e.g. 1x896x4864 (repeatable; needs exactly one --kernel)")
-	fl.StringVar(&f.strategy, "strategy", "halving", "search strategy: "+strings.Join(search.Names, ", "))
-	fl.DurationVar(&f.budget, "budget", 3*time.Minute, "wall-time budget for the whole run")
+	fl.StringVar(&f.strategy, "strategy", "ils", "search strategy: "+strings.Join(search.Names, ", ")+" (default = ils climbing from the family's entries already in --out)")
+	fl.StringVar(&f.budgetS, "budget", "3m", "budget: "+budgetHelp)
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the search strategy")
 	fl.StringVar(&f.out, "out", params.DefaultFileName, "params file to merge the results into")
 	fl.BoolVar(&f.force, "force", false, "replace an existing --out file that cannot be parsed")
@@ -94,8 +101,8 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 	if err != nil {
 		return usageErrorf("--dtype: %v", err)
 	}
-	if f.budget <= 0 {
-		return usageErrorf("--budget must be positive, got %s", f.budget)
+	if f.budget, f.maxEvals, err = parseBudget(f.budgetS); err != nil {
+		return err
 	}
 	if _, err := search.New(f.strategy, []search.Candidate{{}}, search.Options{}); err != nil {
 		return usageErrorf("--strategy: %v", err)
@@ -151,11 +158,12 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 	defer b.Close()
 	info := b.Info()
 	fmt.Fprintf(log, "device %s (%s, %d compute units); %d entries to tune in %s with %s\n",
-		info.Key, info.Backend, info.ComputeUnits, len(tasks), f.budget, f.strategy)
+		info.Key, info.Backend, info.ComputeUnits, len(tasks), f.budgetS, f.strategy)
 
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
 	defer stop()
-	tu := tuner.New(b, tuner.Config{Strategy: f.strategy, Seed: f.seed, Log: log, Verbose: f.verbose})
+	cfg := tuner.Config{Strategy: f.strategy, Seed: f.seed, Log: log, Verbose: f.verbose, MaxEvals: f.maxEvals}
+	tu := tuner.New(b, cfg)
 	deadline := time.Now().Add(f.budget)
 	var results []*tuner.Result
 	failed := 0
@@ -167,6 +175,10 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 		// Each task gets an equal share of what is left; time a task does not use goes to the next.
 		share := time.Until(deadline) / time.Duration(len(tasks)-i)
 		start := time.Now()
+		if f.strategy == "default" {
+			cfg.WarmStart = warmStartFor(f.out, info, task)
+			tu = tuner.New(b, cfg)
+		}
 		res, err := tu.Run(ctx, task, share)
 		if err != nil {
 			failed++
