@@ -47,18 +47,19 @@ type Entry struct {
 	MinUS    float64        `json:"min_us,omitempty"`
 	Samples  int            `json:"samples"`
 	// ShapeMedianUS holds the median per shape of Shapes; MedianUS is their sum.
-	ShapeMedianUS []float64       `json:"shape_median_us,omitempty"`
-	Default       *Reference      `json:"default,omitempty"`
-	Baseline      *Baseline       `json:"baseline,omitempty"`
-	Shapes        [][]int         `json:"shapes"`
-	Candidates    CandidateCounts `json:"candidates"`
-	Strategy      string          `json:"strategy,omitempty"`
+	ShapeMedianUS []float64        `json:"shape_median_us,omitempty"`
+	Default       *Reference       `json:"default,omitempty"`
+	Baseline      *Baseline        `json:"baseline,omitempty"`
+	Shapes        [][]int          `json:"shapes"`
+	Candidates    CandidateCounts  `json:"candidates"`
+	Strategy      string           `json:"strategy,omitempty"`
+	Roofline      *RooflineSummary `json:"roofline,omitempty"`
+
 	// Evaluations is how many distinct candidates the search measured, and
 	// Stopped why it stopped before the strategy finished ("budget spent",
 	// "evaluation budget spent", "interrupted"), or empty.
-	Evaluations int              `json:"evaluations,omitempty"`
-	Stopped     string           `json:"stopped,omitempty"`
-	Roofline    *RooflineSummary `json:"roofline,omitempty"`
+	Evaluations int    `json:"evaluations,omitempty"`
+	Stopped     string `json:"stopped,omitempty"`
 }
 
 // Reference is the un-tuned default configuration and its time.
