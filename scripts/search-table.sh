@@ -12,5 +12,4 @@ caches=$(ls "$dir"/*.json.gz | paste -sd, -)
 go build -o bin/kerntune ./cmd/kerntune
 common=(--cache "$caches" --budget-evals 25,100,400,1600 --runs 20 --seed 1 --markdown)
 ./bin/kerntune replay "${common[@]}" --strategy random,halving,racing,anneal,ils
-echo
 ./bin/kerntune replay "${common[@]}" --strategy racing,ils --no-race | tail -n +3
