@@ -4,7 +4,7 @@ BIN     ?= bin/kerntune
 BUDGET  ?= 3m
 PKGS    := ./...
 
-.PHONY: build tune test test-short check fuzz bench release clean gpu-binaries
+.PHONY: build tune test test-short check fuzz bench release clean gpu-binaries search-table
 
 build:
 	CGO_ENABLED=0 $(GO) build -o $(BIN) ./cmd/kerntune
@@ -52,3 +52,9 @@ clean:
 gpu-binaries:
 	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -o bin/kerntune ./cmd/kerntune
 	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) test -c -o bin/cudadrv.test ./internal/cudadrv
+
+# The strategy table of docs/search.md, replayed on the Kernel Tuner caches
+# (KT_CACHES, default ../shared/testdata/kerneltuner).
+KT_CACHES ?= ../shared/testdata/kerneltuner
+search-table:
+	scripts/search-table.sh $(KT_CACHES)

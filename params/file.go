@@ -54,6 +54,12 @@ type Entry struct {
 	Candidates    CandidateCounts  `json:"candidates"`
 	Strategy      string           `json:"strategy,omitempty"`
 	Roofline      *RooflineSummary `json:"roofline,omitempty"`
+
+	// Evaluations is how many distinct candidates the search measured, and
+	// Stopped why it stopped before the strategy finished ("budget spent",
+	// "evaluation budget spent", "interrupted"), or empty.
+	Evaluations int    `json:"evaluations,omitempty"`
+	Stopped     string `json:"stopped,omitempty"`
 }
 
 // Reference is the un-tuned default configuration and its time.
@@ -382,6 +388,12 @@ func (w *walker) entry(path string, v any) *Entry {
 	}
 	if v, ok := m["strategy"]; ok {
 		e.Strategy = w.str(child(path, "strategy"), v)
+	}
+	if v, ok := m["evaluations"]; ok {
+		e.Evaluations = w.integer(child(path, "evaluations"), v)
+	}
+	if v, ok := m["stopped"]; ok {
+		e.Stopped = w.str(child(path, "stopped"), v)
 	}
 	if v, ok := m["shape_median_us"]; ok {
 		sp := child(path, "shape_median_us")

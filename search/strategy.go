@@ -52,6 +52,19 @@ type Options struct {
 	MinSamples int
 	// MaxSamples caps any candidate's total samples in halving.
 	MaxSamples int
+	// RaceFirst is the first batch of samples of a raced candidate (racing,
+	// ils, anneal, default); RaceMax caps its samples (a candidate not shown
+	// slower than the incumbent is sampled up to RaceMax, doubling).
+	RaceFirst int
+	RaceMax   int
+	// Alpha is the significance level at which a raced candidate is dropped
+	// as slower than the incumbent (one-sided Mann-Whitney U).
+	Alpha float64
+	// NoRace gives every candidate of a raced strategy RaceMax samples: the
+	// fixed-sample variant of the same search, for comparison.
+	NoRace bool
+	// Perturb is how many parameters ils changes at a local optimum.
+	Perturb int
 }
 
 func (o Options) withDefaults() Options {
@@ -71,7 +84,7 @@ func (o Options) withDefaults() Options {
 }
 
 // Names lists the strategies New knows.
-var Names = []string{"exhaustive", "random", "halving"}
+var Names = []string{"exhaustive", "random", "halving", "racing", "anneal", "ils", "default"}
 
 // New creates a strategy over the given (valid) candidates.
 func New(name string, cands []Candidate, opts Options) (Strategy, error) {
@@ -87,6 +100,27 @@ func New(name string, cands []Candidate, opts Options) (Strategy, error) {
 		return &fixed{name: name, book: b, order: limit(keepShuffled(cands, opts), opts.MaxCandidates), samples: opts.Samples}, nil
 	case "halving":
 		return &halving{book: b, survivors: limit(keepShuffled(cands, opts), opts.MaxCandidates), opts: opts}, nil
+	case "racing":
+		return newRaced(name, &randomOrder{order: keepShuffled(cands, opts)}, opts.raceDefaults()), nil
+	case "ils", "default":
+		// default is ils from the Keep candidates (the un-tuned default and
+		// warm starts from existing entries) without random starts, unless
+		// there is no warm start beyond the default.
+		n := localStarts(opts)
+		if name == "default" && opts.Keep > 1 {
+			n = 0
+		}
+		k := opts.Perturb
+		if k <= 0 {
+			k = 2
+		}
+		return newRaced(name, &ils{localState: newLocalState(cands, opts, n), perturbK: k}, opts.raceDefaults()), nil
+	case "anneal":
+		budget := opts.MaxCandidates
+		if budget <= 0 {
+			budget = len(cands)
+		}
+		return newRaced(name, &anneal{localState: newLocalState(cands, opts, localStarts(opts)), budget: budget}, opts.raceDefaults()), nil
 	}
 	return nil, fmt.Errorf("unknown strategy %q (known: %s)", name, strings.Join(Names, ", "))
 }

@@ -88,6 +88,13 @@ type Config struct {
 	// Journal, when set, receives every measurement and replays those of an
 	// earlier run instead of measuring them again (kerntune tune --resume).
 	Journal Journal
+	// MaxEvals caps the distinct candidates measured per entry (0: no cap);
+	// the wall-time budget applies as well.
+	MaxEvals int
+	// WarmStart are candidates measured right after the default, e.g. the
+	// entries of the same family for other classes or sibling devices; the
+	// default strategy climbs from them.
+	WarmStart []map[string]int
 }
 
 func (c Config) withDefaults() Config {
@@ -247,6 +254,10 @@ func (t *Tuner) Run(ctx context.Context, task Task, budget time.Duration) (*Resu
 		pool = append([]search.Candidate{def}, withoutKey(valid, def.Key())...)
 		opts.Keep = 1
 	}
+	pool, opts.Keep = withWarmStart(space, pool, opts.Keep, t.cfg.WarmStart)
+	if t.cfg.MaxEvals > 0 && (opts.MaxCandidates == 0 || t.cfg.MaxEvals < opts.MaxCandidates) {
+		opts.MaxCandidates = t.cfg.MaxEvals
+	}
 	strat, err := search.New(t.cfg.Strategy, pool, opts)
 	if err != nil {
 		return nil, err
@@ -269,11 +280,18 @@ search:
 				stopped = reason
 				break search
 			}
+			if t.cfg.MaxEvals > 0 && r.cands[req.Candidate.Key()] == nil && len(r.cands) >= t.cfg.MaxEvals {
+				stopped = "evaluation budget spent"
+				break search
+			}
 			s, err := r.measure(req.Candidate, req.Samples)
 			strat.Tell(search.Result{Candidate: req.Candidate, Samples: s, Err: err})
 		}
 	}
 
+	if stopped == "" && t.cfg.MaxEvals > 0 && len(r.cands) >= t.cfg.MaxEvals && len(r.cands) < len(valid) {
+		stopped = "evaluation budget spent" // the strategy itself stopped at MaxCandidates
+	}
 	best, _, ok := strat.Best()
 	if !ok {
 		// The strategy measured nothing (stopped at once): fall back to the
@@ -286,7 +304,7 @@ search:
 	}
 
 	// Final numbers: winner, default and baseline timed interleaved, same sample count.
-	entry := &params.Entry{Params: best, Strategy: t.cfg.Strategy}
+	entry := &params.Entry{Params: best, Strategy: t.cfg.Strategy, Evaluations: len(r.cands), Stopped: stopped}
 	var baseProg Program
 	baseName := ""
 	if bp, name, err := t.b.Baseline(task.Kernel, task.DType); err == nil && bp != nil {
@@ -396,6 +414,29 @@ func (t *Tuner) Space(task Task) (*search.Space, error) {
 	}
 	sp.Constraints = append(sp.Constraints, t.b.Constraints(task.Kernel, task.DType)...)
 	return sp, nil
+}
+
+// withWarmStart puts the valid warm-start candidates after the first keep
+// candidates of pool and keeps them too.
+func withWarmStart(space *search.Space, pool []search.Candidate, keep int, warm []map[string]int) ([]search.Candidate, int) {
+	if len(warm) == 0 {
+		return pool, keep
+	}
+	head := append([]search.Candidate(nil), pool[:keep]...)
+	rest := pool[keep:]
+	for _, w := range warm {
+		c := search.Candidate(w)
+		dup := false
+		for _, h := range head {
+			dup = dup || h.Key() == c.Key()
+		}
+		if dup || space.Check(c) != nil {
+			continue
+		}
+		head = append(head, c)
+		rest = withoutKey(rest, c.Key())
+	}
+	return append(head, rest...), len(head)
 }
 
 func withoutKey(cs []search.Candidate, key string) []search.Candidate {

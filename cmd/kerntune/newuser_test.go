@@ -50,7 +50,7 @@ func TestTuneNewUserErrors(t *testing.T) {
 		{"zero candidate timeout", append(cpu, "--out", fresh, "--candidate-timeout", "0s"), "--candidate-timeout must be positive"},
 		{"malformed duration", append(cpu, "--out", fresh, "--candidate-timeout", "soon"), "invalid argument"},
 		{"bad boolean", append(cpu, "--out", fresh, "--isolate=maybe"), "invalid argument"},
-		{"budget without unit", append(cpu, "--out", fresh, "--budget", "10"), "missing unit"},
+		{"budget without unit", append(cpu, "--out", fresh, "--budget", "10"), `--budget "10"`},
 		{"missing flag value", []string{"tune", "--out"}, "flag needs an argument"},
 		{"stray argument", []string{"tune", "gemv_nt"}, "unknown command"},
 	}

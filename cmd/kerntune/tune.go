@@ -30,6 +30,8 @@ type tuneFlags struct {
 	shapes   []string
 	strategy string
 	budget   time.Duration
+	budgetS  string
+	maxEvals int
 	seed     uint64
 	out      string
 	force    bool
@@ -63,7 +65,12 @@ cleanly and writes what is done.
 GPU backends (cuda, metal, opencl) run candidates in a worker process
 (--isolate, on by default for them, off for cpu): a candidate that crashes the
 worker or runs past --candidate-timeout is recorded as crashed or timeout and a
-fresh worker goes on with the rest.`,
+fresh worker goes on with the rest.
+
+--budget is wall time for the whole run (3m), evaluations per entry (200e or
+200evals: distinct candidates measured, each built and verified once), or
+both (3m,200e); tuning an entry stops cleanly at whichever comes first and
+the entry records how many candidates it measured and why it stopped.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f.isolateSet = cmd.Flags().Changed("isolate")
@@ -75,8 +82,8 @@ fresh worker goes on with the rest.`,
 	fl.StringArrayVar(&f.kernels, "kernel", nil, "kernel family to tune (repeatable; default all): "+strings.Join(kernels.Names(), ", "))
 	fl.StringVar(&f.dtype, "dtype", "f32", "element type: f32 or f16")
 	fl.StringArrayVar(&f.shapes, "shape", nil, "exact shape to tune, e.g. 1x896x4864 (repeatable; needs exactly one --kernel)")
-	fl.StringVar(&f.strategy, "strategy", "halving", "search strategy: "+strings.Join(search.Names, ", "))
-	fl.DurationVar(&f.budget, "budget", 3*time.Minute, "wall-time budget for the whole run")
+	fl.StringVar(&f.strategy, "strategy", "ils", "search strategy: "+strings.Join(search.Names, ", ")+" (default = ils climbing from the family's entries already in --out)")
+	fl.StringVar(&f.budgetS, "budget", "3m", "budget: "+budgetHelp)
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the search strategy")
 	fl.StringVar(&f.out, "out", params.DefaultFileName, "params file to merge the results into")
 	fl.BoolVar(&f.force, "force", false, "replace an existing --out file that cannot be parsed")
@@ -120,8 +127,8 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 	if err != nil {
 		return usageErrorf("--dtype: %v", err)
 	}
-	if f.budget <= 0 {
-		return usageErrorf("--budget must be positive, got %s", f.budget)
+	if f.budget, f.maxEvals, err = parseBudget(f.budgetS); err != nil {
+		return err
 	}
 	if _, err := search.New(f.strategy, []search.Candidate{{}}, search.Options{}); err != nil {
 		return usageErrorf("--strategy: %v", err)
@@ -198,7 +205,7 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 		return usageErrorf("--spec: spec kernels are GPU code and the %s backend cannot run them; use --backend cuda or metal", info.Backend)
 	}
 	fmt.Fprintf(log, "device %s (%s, %d compute units); %d entries to tune in %s with %s\n",
-		info.Key, info.Backend, info.ComputeUnits, len(tasks), f.budget, f.strategy)
+		info.Key, info.Backend, info.ComputeUnits, len(tasks), f.budgetS, f.strategy)
 
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -210,7 +217,8 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 	}
 	completed := false
 	defer func() { jr.Close(completed) }()
-	tu := tuner.New(b, tuner.Config{Strategy: f.strategy, Seed: f.seed, Log: log, Verbose: f.verbose, Journal: jr})
+	cfg := tuner.Config{Strategy: f.strategy, Seed: f.seed, Log: log, Verbose: f.verbose, Journal: jr, MaxEvals: f.maxEvals}
+	tu := tuner.New(b, cfg)
 	deadline := time.Now().Add(f.budget)
 	var results []*tuner.Result
 	failed := 0
@@ -226,6 +234,10 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 		// Each task gets an equal share of what is left; time a task does not use goes to the next.
 		share := time.Until(deadline) / time.Duration(len(tasks)-i)
 		start := time.Now()
+		if f.strategy == "default" {
+			cfg.WarmStart = warmStartFor(f.out, info, task)
+			tu = tuner.New(b, cfg)
+		}
 		res, err := tu.Run(ctx, task, share)
 		if jerr := jr.journalErr(); jerr != nil {
 			return jerr

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/tuner"
+)
+
+// budgetHelp documents --budget for tune's help and errors.
+const budgetHelp = "wall time for the whole run (e.g. 3m), evaluations per entry (e.g. 200e or 200evals), or both (3m,200e)"
+
+// noWallLimit stands for "no wall-time budget" when only evaluations are given.
+const noWallLimit = 30 * 24 * time.Hour
+
+// parseBudget reads --budget: a Go duration, a count of evaluations (distinct
+// candidates measured per entry) with the suffix e or evals, or one of each
+// separated by a comma. It returns the wall time (noWallLimit when absent)
+// and the evaluations (0 when absent).
+func parseBudget(s string) (time.Duration, int, error) {
+	var wall time.Duration
+	evals := 0
+	parts := strings.Split(s, ",")
+	if strings.TrimSpace(s) == "" || len(parts) > 2 {
+		return 0, 0, usageErrorf("--budget %q: want %s", s, budgetHelp)
+	}
+	for _, p := range parts {
+		p = strings.TrimSpace(p)
+		num, isEvals := strings.CutSuffix(p, "evals")
+		if !isEvals {
+			num, isEvals = strings.CutSuffix(p, "e")
+		}
+		if isEvals {
+			n, err := strconv.Atoi(num)
+			if err != nil || n <= 0 || evals != 0 {
+				return 0, 0, usageErrorf("--budget %q: %q is not a positive evaluation count given once (want %s)", s, p, budgetHelp)
+			}
+			evals = n
+			continue
+		}
+		d, err := time.ParseDuration(p)
+		if err != nil || d <= 0 || wall != 0 {
+			return 0, 0, usageErrorf("--budget %q: %q is not a positive duration given once (want %s)", s, p, budgetHelp)
+		}
+		wall = d
+	}
+	if wall == 0 {
+		wall = noWallLimit
+	}
+	return wall, evals, nil
+}
+
+// warmStartFor collects, from the existing params file, the parameters
+// recorded for the task's family on this device (other classes or shapes)
+// and on other devices of the same backend: starting points for the
+// default strategy. A missing or unreadable file gives none.
+func warmStartFor(path string, info tuner.DeviceInfo, task tuner.Task) []map[string]int {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	f, err := params.Parse(data)
+	if err != nil {
+		return nil
+	}
+	var own, siblings []map[string]int
+	for _, key := range sortedKeys(f.Devices) {
+		dev := f.Devices[key]
+		if dev == nil || dev.Backend != info.Backend {
+			continue
+		}
+		entries := dev.Kernels[task.Kernel.Name]
+		for _, entryKey := range sortedKeys(entries) {
+			if e := entries[entryKey]; e == nil || len(e.Params) == 0 {
+				continue
+			}
+			e := entries[entryKey]
+			switch {
+			case key == info.Key && entryKey == task.Key():
+				own = append([]map[string]int{e.Params}, own...) // the previous result first
+			case key == info.Key:
+				own = append(own, e.Params)
+			default:
+				siblings = append(siblings, e.Params)
+			}
+		}
+	}
+	return append(own, siblings...)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

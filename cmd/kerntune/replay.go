@@ -1,0 +1,255 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kerntune/kerntune/internal/ktcache"
+	"github.com/kerntune/kerntune/search"
+	"github.com/kerntune/kerntune/search/replay"
+)
+
+func init() { commands = append(commands, newReplayCmd) }
+
+type replayFlags struct {
+	caches     []string
+	strategies []string
+	budgets    string
+	budgetTime time.Duration
+	runs       int
+	seed       uint64
+	json       bool
+	markdown   bool
+	noRace     bool
+	warm       []string
+}
+
+func newReplayCmd() *cobra.Command {
+	var f replayFlags
+	cmd := &cobra.Command{
+		Use:   "replay",
+		Short: "Run search strategies against recorded Kernel Tuner caches",
+		Long: `replay runs a search strategy against a Kernel Tuner cache file (.json or
+.json.gz; the classic cache format or T4 results) instead of a device. The
+space is the set of configurations in the cache; one evaluation is one
+distinct configuration measured (built once, then sampled any number of
+times; a configuration recorded as failed counts as an evaluation that
+fails). Measuring draws samples, seeded and with replacement, from the
+recorded raw times; the simulated measurement time is the sum of the samples
+drawn plus the recorded compile time of each configuration evaluated.
+
+For each budget it prints the mean and worst, over --runs seeded runs, of
+t_opt/t_found (t_found: the recorded mean time of the configuration the
+strategy picks; 0 when it picks none) and the mean simulated time.
+
+--cache and --strategy may be repeated (or comma lists); --markdown then
+prints one table over all of them, with the mean over the caches.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runReplay(cmd, f) },
+	}
+	fl := cmd.Flags()
+	fl.StringSliceVar(&f.caches, "cache", nil, "Kernel Tuner cache file (repeatable)")
+	fl.StringSliceVar(&f.strategies, "strategy", []string{"ils"}, "search strategy (repeatable): "+strings.Join(search.Names, ", "))
+	fl.StringVar(&f.budgets, "budget-evals", "100", "evaluation budgets, a comma list, e.g. 25,100,400,1600")
+	fl.DurationVar(&f.budgetTime, "budget-time", 0, "also stop a run after this much simulated measurement time (e.g. 90s; 0: no limit)")
+	fl.IntVar(&f.runs, "runs", 20, "seeded runs per strategy and budget")
+	fl.Uint64Var(&f.seed, "seed", 1, "seed of the first run")
+	fl.BoolVar(&f.json, "json", false, "print JSON")
+	fl.BoolVar(&f.markdown, "markdown", false, "print a Markdown table over every cache and strategy")
+	fl.BoolVar(&f.noRace, "no-race", false, "give every candidate of racing, ils, anneal and default the maximum samples (the fixed-sample variant)")
+	fl.StringSliceVar(&f.warm, "warm", nil, "cache of the same kernel on a sibling device whose best configurations warm-start the default strategy (repeatable)")
+	return cmd
+}
+
+// replayReport is the --json output for one cache and strategy.
+type replayReport struct {
+	Cache    string          `json:"cache"`
+	Strategy string          `json:"strategy"`
+	Runs     int             `json:"runs"`
+	NoRace   bool            `json:"no_race,omitempty"`
+	Budgets  []replay.Budget `json:"budgets"`
+}
+
+func parseBudgetEvals(s string) ([]int, error) {
+	var out []int
+	for _, part := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(part))
+		if err != nil || n <= 0 {
+			return nil, usageErrorf("--budget-evals %q: %q is not a positive integer (want a comma list such as 25,100,400)", s, part)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// warmStarts are the best configurations of the warm caches: the best five of each.
+func warmStarts(paths []string) ([]search.Candidate, error) {
+	var out []search.Candidate
+	for _, p := range paths {
+		c, err := ktcache.Load(p)
+		if err != nil {
+			return nil, usageErrorf("--warm: %v", err)
+		}
+		valid := make([]*ktcache.Config, 0, len(c.Configs))
+		for _, cfg := range c.Configs {
+			if cfg.Valid {
+				valid = append(valid, cfg)
+			}
+		}
+		for i := 0; i < 5 && len(valid) > 0; i++ {
+			bi := 0
+			for j, cfg := range valid {
+				if cfg.Time < valid[bi].Time {
+					bi = j
+				}
+			}
+			out = append(out, valid[bi].Candidate)
+			valid = append(valid[:bi], valid[bi+1:]...)
+		}
+	}
+	return out, nil
+}
+
+func runReplay(cmd *cobra.Command, f replayFlags) error {
+	if len(f.caches) == 0 {
+		return usageErrorf("--cache is required (a Kernel Tuner cache file, e.g. gemm_RTX_3090.json.gz)")
+	}
+	budgets, err := parseBudgetEvals(f.budgets)
+	if err != nil {
+		return err
+	}
+	if f.runs <= 0 {
+		return usageErrorf("--runs must be positive, got %d", f.runs)
+	}
+	if f.budgetTime < 0 {
+		return usageErrorf("--budget-time must not be negative, got %s", f.budgetTime)
+	}
+	for _, s := range f.strategies {
+		if _, err := search.New(s, []search.Candidate{{}}, search.Options{}); err != nil {
+			return usageErrorf("--strategy: %v", err)
+		}
+	}
+	warm, err := warmStarts(f.warm)
+	if err != nil {
+		return err
+	}
+	caches := make([]*ktcache.Cache, len(f.caches))
+	for i, p := range f.caches {
+		if caches[i], err = ktcache.Load(p); err != nil {
+			return usageErrorf("--cache: %v", err)
+		}
+	}
+	// One job per cache and strategy, spread over the cores.
+	type job struct{ ci, si int }
+	reports := make([][]replayReport, len(caches))
+	for i := range reports {
+		reports[i] = make([]replayReport, len(f.strategies))
+	}
+	jobs := make(chan job)
+	errs := make(chan error, len(caches)*len(f.strategies))
+	var wg sync.WaitGroup
+	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range jobs {
+				c, s := caches[j.ci], f.strategies[j.si]
+				bs, err := replay.Run(c, replay.Config{
+					Strategy: s, Budgets: budgets, BudgetTime: f.budgetTime, Runs: f.runs, Seed: f.seed,
+					Options: search.Options{NoRace: f.noRace}, Warm: warm,
+				})
+				if err != nil {
+					errs <- fmt.Errorf("%s with %s: %w", c.Path, s, err)
+					continue
+				}
+				reports[j.ci][j.si] = replayReport{Cache: c.Path, Strategy: s, Runs: f.runs, NoRace: f.noRace, Budgets: bs}
+			}
+		}()
+	}
+	for ci := range caches {
+		for si := range f.strategies {
+			jobs <- job{ci, si}
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	switch {
+	case f.markdown:
+		printReplayMarkdown(out, reports, f)
+	case f.json:
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		if len(caches) == 1 && len(f.strategies) == 1 {
+			return enc.Encode(reports[0][0])
+		}
+		var all []replayReport
+		for _, rs := range reports {
+			all = append(all, rs...)
+		}
+		return enc.Encode(all)
+	default:
+		for _, rs := range reports {
+			for _, r := range rs {
+				fmt.Fprintf(out, "%s  %s  (%d runs%s)\n", r.Cache, r.Strategy, r.Runs, map[bool]string{true: ", no racing"}[r.NoRace])
+				fmt.Fprintf(out, "  %8s  %10s  %11s  %12s  %9s\n", "evals", "mean ratio", "worst ratio", "sim time (s)", "measured")
+				for _, b := range r.Budgets {
+					fmt.Fprintf(out, "  %8d  %10.4f  %11.4f  %12.1f  %9.1f\n", b.Evals, b.MeanRatio, b.WorstRatio, b.SimTimeS, b.MeanEvals)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// printReplayMarkdown prints, per strategy and budget, the mean over caches
+// of the mean ratio, the worst ratio over caches and runs, and the mean
+// simulated time; then the per-cache mean ratios.
+func printReplayMarkdown(w io.Writer, reports [][]replayReport, f replayFlags) {
+	fmt.Fprintf(w, "| strategy | evals | mean ratio | worst ratio | mean sim. time (s) |")
+	for _, rs := range reports {
+		fmt.Fprintf(w, " %s |", strings.TrimSuffix(strings.TrimSuffix(filepath.Base(rs[0].Cache), ".gz"), ".json"))
+	}
+	fmt.Fprintln(w)
+	fmt.Fprint(w, "|---|---:|---:|---:|---:|")
+	for range reports {
+		fmt.Fprint(w, "---:|")
+	}
+	fmt.Fprintln(w)
+	name := func(s string) string {
+		if f.noRace && (s == "racing" || s == "ils" || s == "anneal" || s == "default") {
+			return s + " (no racing)"
+		}
+		return s
+	}
+	for si, s := range f.strategies {
+		for bi := range reports[0][si].Budgets {
+			var mean, sim float64
+			worst := 1.0
+			for _, rs := range reports {
+				b := rs[si].Budgets[bi]
+				mean += b.MeanRatio / float64(len(reports))
+				sim += b.SimTimeS / float64(len(reports))
+				worst = min(worst, b.WorstRatio)
+			}
+			fmt.Fprintf(w, "| %s | %d | %.3f | %.3f | %.1f |", name(s), reports[0][si].Budgets[bi].Evals, mean, worst, sim)
+			for _, rs := range reports {
+				fmt.Fprintf(w, " %.3f |", rs[si].Budgets[bi].MeanRatio)
+			}
+			fmt.Fprintln(w)
+		}
+	}
+}

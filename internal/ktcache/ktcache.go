@@ -1,0 +1,408 @@
+// Package ktcache reads Kernel Tuner cache files: the classic cache format
+// (tune_params, tune_params_keys and a cache map from "v1,v2,..." to a
+// record) and the T4 results format (metadata, results, schema_version),
+// gzip-compressed or not. A cache is a recorded search space: the
+// configurations it holds, their raw timing samples and compile times.
+package ktcache
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/kerntune/kerntune/search"
+)
+
+// Config is one recorded configuration.
+type Config struct {
+	Candidate search.Candidate
+	// Valid is false when the recorded time is an error (compile or
+	// runtime failure, invalid configuration).
+	Valid bool
+	// Failure is the recorded error string of an invalid configuration.
+	Failure string
+	// Time is the recorded objective: the mean of Times, in seconds.
+	Time float64
+	// Times are the raw recorded samples, in seconds.
+	Times []float64
+	// CompileS is the recorded compile time in seconds (0 when absent).
+	CompileS float64
+}
+
+// Cache is a recorded search space.
+type Cache struct {
+	Path   string
+	Device string
+	Kernel string
+	// Params are the tuning parameters in tune_params_keys order, with their
+	// values in file order. Parameters whose values are not all integers are
+	// mapped to value indices (0, 1, ...) so that a configuration stays a
+	// search.Candidate.
+	Params  []search.Param
+	Configs []*Config
+	byKey   map[string]*Config
+}
+
+// Lookup returns the recorded configuration of c, if present.
+func (c *Cache) Lookup(cand search.Candidate) (*Config, bool) {
+	cfg, ok := c.byKey[cand.Key()]
+	return cfg, ok
+}
+
+// Space is the cache's parameter space (no constraints: the configurations
+// present in the cache are the space, see Candidates).
+func (c *Cache) Space() *search.Space { return &search.Space{Params: c.Params} }
+
+// Candidates returns every recorded configuration, valid or not, in file order.
+func (c *Cache) Candidates() []search.Candidate {
+	out := make([]search.Candidate, len(c.Configs))
+	for i, cfg := range c.Configs {
+		out[i] = cfg.Candidate
+	}
+	return out
+}
+
+// Best returns the valid configuration with the lowest recorded time.
+func (c *Cache) Best() (*Config, bool) {
+	var best *Config
+	for _, cfg := range c.Configs {
+		if cfg.Valid && (best == nil || cfg.Time < best.Time) {
+			best = cfg
+		}
+	}
+	return best, best != nil
+}
+
+// ValidCount is the number of valid configurations.
+func (c *Cache) ValidCount() int {
+	n := 0
+	for _, cfg := range c.Configs {
+		if cfg.Valid {
+			n++
+		}
+	}
+	return n
+}
+
+// Load reads a cache file; a name ending in .gz is decompressed.
+func Load(path string) (*Cache, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading Kernel Tuner cache: %w", err)
+	}
+	defer f.Close()
+	var r io.Reader = bufio.NewReader(f)
+	if strings.HasSuffix(path, ".gz") {
+		gz, err := gzip.NewReader(r)
+		if err != nil {
+			return nil, fmt.Errorf("%s: not gzip data: %w", path, err)
+		}
+		defer gz.Close()
+		r = gz
+	}
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	c, err := Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	c.Path = path
+	return c, nil
+}
+
+// classic is the classic cache format.
+type classic struct {
+	DeviceName     string                       `json:"device_name"`
+	KernelName     string                       `json:"kernel_name"`
+	TuneParamsKeys []string                     `json:"tune_params_keys"`
+	TuneParams     map[string][]json.RawMessage `json:"tune_params"`
+	Cache          map[string]map[string]json.RawMessage
+}
+
+// t4 is the T4 results format.
+type t4 struct {
+	Metadata struct {
+		TimeUnit string `json:"timeunit"`
+	} `json:"metadata"`
+	SchemaVersion string `json:"schema_version"`
+	Results       []struct {
+		Configuration map[string]json.RawMessage `json:"configuration"`
+		Times         struct {
+			Compilation *float64  `json:"compilation"`
+			Runtimes    []float64 `json:"runtimes"`
+		} `json:"times"`
+		Invalidity   string `json:"invalidity"`
+		Measurements []struct {
+			Name  string          `json:"name"`
+			Value json.RawMessage `json:"value"`
+		} `json:"measurements"`
+	} `json:"results"`
+}
+
+// Parse decodes cache data in either format.
+func Parse(data []byte) (*Cache, error) {
+	var probe map[string]json.RawMessage
+	if err := json.Unmarshal(data, &probe); err != nil {
+		return nil, fmt.Errorf("not a JSON object: %w", err)
+	}
+	switch {
+	case probe["cache"] != nil:
+		return parseClassic(data)
+	case probe["results"] != nil:
+		return parseT4(data)
+	}
+	return nil, fmt.Errorf("neither a Kernel Tuner cache (key \"cache\") nor T4 results (key \"results\")")
+}
+
+// values maps one parameter's raw values to integers: the integers
+// themselves when all are integral, else their indices. It returns the
+// mapping from the raw value's canonical text to the integer.
+func values(name string, raw []json.RawMessage) ([]int, map[string]int, error) {
+	if len(raw) == 0 {
+		return nil, nil, fmt.Errorf("tune_params.%s has no values", name)
+	}
+	ints := make([]int, len(raw))
+	byText := map[string]int{}
+	integral := true
+	for i, r := range raw {
+		var f float64
+		if err := json.Unmarshal(r, &f); err != nil || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
+			integral = false
+			break
+		}
+		ints[i] = int(f)
+	}
+	for i, r := range raw {
+		if !integral {
+			ints[i] = i
+		}
+		byText[canon(r)] = ints[i]
+	}
+	return ints, byText, nil
+}
+
+// canon is a raw JSON value's text as Kernel Tuner writes it in cache keys:
+// numbers in their shortest form, strings without quotes.
+func canon(r json.RawMessage) string {
+	var s string
+	if json.Unmarshal(r, &s) == nil {
+		return s
+	}
+	var f float64
+	if json.Unmarshal(r, &f) == nil {
+		return strconv.FormatFloat(f, 'g', -1, 64)
+	}
+	return string(bytes.TrimSpace(r))
+}
+
+func parseClassic(data []byte) (*Cache, error) {
+	var cf classic
+	if err := json.Unmarshal(data, &cf); err != nil {
+		return nil, fmt.Errorf("Kernel Tuner cache: %w", err)
+	}
+	keys := cf.TuneParamsKeys
+	if len(keys) == 0 {
+		for k := range cf.TuneParams {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+	}
+	c := &Cache{Device: cf.DeviceName, Kernel: cf.KernelName, byKey: map[string]*Config{}}
+	maps := make([]map[string]int, len(keys))
+	for i, k := range keys {
+		raw, ok := cf.TuneParams[k]
+		if !ok {
+			return nil, fmt.Errorf("tune_params_keys names %q, which tune_params lacks", k)
+		}
+		vs, m, err := values(k, raw)
+		if err != nil {
+			return nil, err
+		}
+		c.Params = append(c.Params, search.Param{Name: k, Values: vs})
+		maps[i] = m
+	}
+	ids := make([]string, 0, len(cf.Cache))
+	for id := range cf.Cache {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids) // deterministic order
+	for _, id := range ids {
+		rec := cf.Cache[id]
+		cand := search.Candidate{}
+		for i, k := range keys {
+			raw, ok := rec[k]
+			if !ok {
+				return nil, fmt.Errorf("cache[%q]: no value for parameter %s", id, k)
+			}
+			v, ok := maps[i][canon(raw)]
+			if !ok {
+				return nil, fmt.Errorf("cache[%q]: %s=%s is not in tune_params.%s", id, k, raw, k)
+			}
+			cand[k] = v
+		}
+		cfg := &Config{Candidate: cand}
+		if raw, ok := rec["compile_time"]; ok {
+			var ms float64
+			if json.Unmarshal(raw, &ms) == nil && ms > 0 {
+				cfg.CompileS = ms / 1e3
+			}
+		}
+		var times []float64
+		if raw, ok := rec["times"]; ok {
+			if err := json.Unmarshal(raw, &times); err != nil {
+				return nil, fmt.Errorf("cache[%q].times: %w", id, err)
+			}
+		}
+		if err := cfg.setTime(rec["time"], times); err != nil {
+			return nil, fmt.Errorf("cache[%q]: %w", id, err)
+		}
+		if err := c.add(cfg); err != nil {
+			return nil, err
+		}
+	}
+	return c.check()
+}
+
+func parseT4(data []byte) (*Cache, error) {
+	var tf t4
+	if err := json.Unmarshal(data, &tf); err != nil {
+		return nil, fmt.Errorf("T4 results: %w", err)
+	}
+	if u := tf.Metadata.TimeUnit; u != "" && !strings.HasPrefix(strings.ToLower(u), "mil") {
+		return nil, fmt.Errorf("metadata.timeunit %q: only milliseconds are supported", u)
+	}
+	c := &Cache{byKey: map[string]*Config{}}
+	// The T4 format has no parameter list: collect the values seen, sorted.
+	seen := map[string]map[string]json.RawMessage{}
+	var keys []string
+	for i, r := range tf.Results {
+		if i == 0 {
+			for k := range r.Configuration {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+		}
+		if len(r.Configuration) != len(keys) {
+			return nil, fmt.Errorf("results[%d].configuration has %d parameters, results[0] has %d", i, len(r.Configuration), len(keys))
+		}
+		for k, v := range r.Configuration {
+			if seen[k] == nil {
+				seen[k] = map[string]json.RawMessage{}
+			}
+			seen[k][canon(v)] = v
+		}
+	}
+	maps := make([]map[string]int, len(keys))
+	for i, k := range keys {
+		raws := make([]json.RawMessage, 0, len(seen[k]))
+		for _, v := range seen[k] {
+			raws = append(raws, v)
+		}
+		sort.Slice(raws, func(a, b int) bool { return lessRaw(raws[a], raws[b]) })
+		vs, m, err := values(k, raws)
+		if err != nil {
+			return nil, err
+		}
+		c.Params = append(c.Params, search.Param{Name: k, Values: vs})
+		maps[i] = m
+	}
+	for i, r := range tf.Results {
+		cand := search.Candidate{}
+		for j, k := range keys {
+			raw, ok := r.Configuration[k]
+			if !ok {
+				return nil, fmt.Errorf("results[%d].configuration lacks %s", i, k)
+			}
+			cand[k] = maps[j][canon(raw)]
+		}
+		cfg := &Config{Candidate: cand}
+		if r.Times.Compilation != nil && *r.Times.Compilation > 0 {
+			cfg.CompileS = *r.Times.Compilation / 1e3
+		}
+		var tv json.RawMessage
+		for _, m := range r.Measurements {
+			if m.Name == "time" {
+				tv = m.Value
+			}
+		}
+		if r.Invalidity != "" && r.Invalidity != "correct" && tv == nil {
+			tv = json.RawMessage(strconv.Quote(r.Invalidity))
+		}
+		if err := cfg.setTime(tv, r.Times.Runtimes); err != nil {
+			return nil, fmt.Errorf("results[%d]: %w", i, err)
+		}
+		if err := c.add(cfg); err != nil {
+			return nil, err
+		}
+	}
+	return c.check()
+}
+
+func lessRaw(a, b json.RawMessage) bool {
+	var fa, fb float64
+	if json.Unmarshal(a, &fa) == nil && json.Unmarshal(b, &fb) == nil {
+		return fa < fb
+	}
+	return canon(a) < canon(b)
+}
+
+// setTime reads a recorded time (milliseconds, or an error string) and the
+// raw samples (milliseconds). A numeric time with no samples is one sample.
+func (cfg *Config) setTime(raw json.RawMessage, timesMS []float64) error {
+	if raw == nil {
+		return fmt.Errorf("no time recorded")
+	}
+	var ms float64
+	if err := json.Unmarshal(raw, &ms); err != nil {
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			return fmt.Errorf("time %s is neither a number nor an error string", raw)
+		}
+		cfg.Failure = s
+		return nil
+	}
+	if !(ms > 0) || math.IsInf(ms, 0) {
+		cfg.Failure = fmt.Sprintf("non-positive time %g", ms)
+		return nil
+	}
+	cfg.Valid, cfg.Time = true, ms/1e3
+	for _, t := range timesMS {
+		if t > 0 && !math.IsInf(t, 0) {
+			cfg.Times = append(cfg.Times, t/1e3)
+		}
+	}
+	if len(cfg.Times) == 0 {
+		cfg.Times = []float64{cfg.Time}
+	}
+	return nil
+}
+
+func (c *Cache) add(cfg *Config) error {
+	k := cfg.Candidate.Key()
+	if _, dup := c.byKey[k]; dup {
+		return fmt.Errorf("configuration %s appears twice", k)
+	}
+	c.byKey[k] = cfg
+	c.Configs = append(c.Configs, cfg)
+	return nil
+}
+
+func (c *Cache) check() (*Cache, error) {
+	if len(c.Configs) == 0 {
+		return nil, fmt.Errorf("the cache holds no configuration")
+	}
+	if c.ValidCount() == 0 {
+		return nil, fmt.Errorf("the cache holds no valid configuration (all %d failed)", len(c.Configs))
+	}
+	return c, nil
+}

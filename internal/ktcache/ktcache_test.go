@@ -1,0 +1,174 @@
+package ktcache
+
+import (
+	"bytes"
+	"compress/gzip"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// A classic cache with an integer, a string-valued and a float parameter,
+// one compile failure and one runtime failure.
+const synthClassic = `{
+ "device_name": "Test GPU", "kernel_name": "k",
+ "tune_params_keys": ["bx", "method", "f"],
+ "tune_params": {"bx": [32, 64], "method": ["a", "b"], "f": [0.5, 1.5]},
+ "cache": {
+  "32,a,0.5": {"bx": 32, "method": "a", "f": 0.5, "time": 2.0, "times": [1.0, 3.0], "compile_time": 500},
+  "64,a,0.5": {"bx": 64, "method": "a", "f": 0.5, "time": 1.5, "times": [1.5, 1.5, 1.5]},
+  "32,b,1.5": {"bx": 32, "method": "b", "f": 1.5, "time": "CompilationFailedConfig", "compile_time": 100},
+  "64,b,1.5": {"bx": 64, "method": "b", "f": 1.5, "time": "RuntimeFailedConfig"}
+ }
+}`
+
+const synthT4 = `{"metadata": {"timeunit": "miliseconds"}, "schema_version": "1.0.0", "results": [
+ {"configuration": {"bx": 32, "ty": 1}, "times": {"compilation": 800, "runtimes": [2, 4]}, "invalidity": "correct",
+  "measurements": [{"name": "time", "value": 3.0, "unit": ""}]},
+ {"configuration": {"bx": 64, "ty": 1}, "times": {"compilation": 700}, "invalidity": "runtime",
+  "measurements": [{"name": "time", "value": "RuntimeFailedConfig", "unit": ""}]},
+ {"configuration": {"bx": 16, "ty": 2}, "times": {"compilation": 600, "runtimes": [1]}, "invalidity": "correct",
+  "measurements": [{"name": "time", "value": 1.0, "unit": ""}]}
+]}`
+
+func TestParseSynthetic(t *testing.T) {
+	tests := []struct {
+		name       string
+		data       string
+		params     int
+		configs    int
+		valid      int
+		best       string
+		bestTime   float64
+		bestTimes  int
+		values0    []int // values of the first parameter
+		compileOf  string
+		compileSec float64
+	}{
+		{"classic", synthClassic, 3, 4, 2, "bx=64,f=0,method=0", 1.5e-3, 3, []int{32, 64}, "bx=32,f=0,method=0", 0.5},
+		{"t4", synthT4, 2, 3, 2, "bx=16,ty=2", 1e-3, 1, []int{16, 32, 64}, "bx=32,ty=1", 0.8},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Parse([]byte(tt.data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(c.Params) != tt.params || len(c.Configs) != tt.configs || c.ValidCount() != tt.valid {
+				t.Fatalf("params %d configs %d valid %d, want %d %d %d", len(c.Params), len(c.Configs), c.ValidCount(), tt.params, tt.configs, tt.valid)
+			}
+			if got := c.Params[0].Values; len(got) != len(tt.values0) || got[0] != tt.values0[0] || got[len(got)-1] != tt.values0[len(got)-1] {
+				t.Errorf("first parameter values %v, want %v", got, tt.values0)
+			}
+			b, ok := c.Best()
+			if !ok || b.Candidate.Key() != tt.best || b.Time != tt.bestTime || len(b.Times) != tt.bestTimes {
+				t.Errorf("best %+v, want %s at %g s with %d samples", b, tt.best, tt.bestTime, tt.bestTimes)
+			}
+			for _, cfg := range c.Configs {
+				if !cfg.Valid && (cfg.Failure == "" || len(cfg.Times) != 0) {
+					t.Errorf("invalid %s: failure %q, %d samples", cfg.Candidate.Key(), cfg.Failure, len(cfg.Times))
+				}
+				if got, ok := c.Lookup(cfg.Candidate); !ok || got != cfg {
+					t.Errorf("Lookup(%s) does not find it", cfg.Candidate.Key())
+				}
+				if cfg.Candidate.Key() == tt.compileOf && cfg.CompileS != tt.compileSec {
+					t.Errorf("%s compile time %g s, want %g", tt.compileOf, cfg.CompileS, tt.compileSec)
+				}
+			}
+		})
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	tests := []struct{ name, data string }{
+		{"not json", `{`},
+		{"no cache", `{"tune_params": {}}`},
+		{"value not in tune_params", `{"tune_params_keys":["a"],"tune_params":{"a":[1]},"cache":{"2":{"a":2,"time":1}}}`},
+		{"key without params", `{"tune_params_keys":["a"],"tune_params":{},"cache":{}}`},
+		{"all invalid", `{"tune_params_keys":["a"],"tune_params":{"a":[1]},"cache":{"1":{"a":1,"time":"InvalidConfig"}}}`},
+		{"empty", `{"tune_params_keys":["a"],"tune_params":{"a":[1]},"cache":{}}`},
+		{"time object", `{"tune_params_keys":["a"],"tune_params":{"a":[1]},"cache":{"1":{"a":1,"time":{}}}}`},
+		{"seconds T4", `{"metadata":{"timeunit":"seconds"},"results":[]}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := Parse([]byte(tt.data)); err == nil {
+				t.Errorf("Parse accepted %s", tt.data)
+			}
+		})
+	}
+}
+
+func TestLoadGzip(t *testing.T) {
+	dir := t.TempDir()
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	zw.Write([]byte(synthClassic))
+	zw.Close()
+	gz := filepath.Join(dir, "s.json.gz")
+	if err := os.WriteFile(gz, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	plain := filepath.Join(dir, "s.json")
+	if err := os.WriteFile(plain, []byte(synthClassic), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{gz, plain} {
+		c, err := Load(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(c.Configs) != 4 || c.Path != p {
+			t.Errorf("%s: %d configs, path %q", p, len(c.Configs), c.Path)
+		}
+	}
+	if _, err := Load(filepath.Join(dir, "missing.json")); err == nil {
+		t.Error("Load of a missing file succeeded")
+	}
+}
+
+// SharedCaches lists the Kernel Tuner caches of the shared test data: the
+// directory named by KTDEV_KT_CACHES, else shared/testdata/kerneltuner next
+// to the repository. Without them the test skips, unless
+// KTDEV_REQUIRE_KT_CACHES is set.
+func sharedCaches(t *testing.T) []string {
+	t.Helper()
+	dirs := []string{os.Getenv("KTDEV_KT_CACHES"), "../../../shared/testdata/kerneltuner", "../../shared/testdata/kerneltuner"}
+	for _, d := range dirs {
+		if d == "" {
+			continue
+		}
+		if m, _ := filepath.Glob(filepath.Join(d, "*.json.gz")); len(m) > 0 {
+			return m
+		}
+	}
+	if os.Getenv("KTDEV_REQUIRE_KT_CACHES") != "" {
+		t.Fatal("no Kernel Tuner caches found (set KTDEV_KT_CACHES)")
+	}
+	t.Skip("no Kernel Tuner caches (set KTDEV_KT_CACHES to their directory)")
+	return nil
+}
+
+func TestSharedCaches(t *testing.T) {
+	for _, p := range sharedCaches(t) {
+		t.Run(filepath.Base(p), func(t *testing.T) {
+			c, err := Load(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(c.Params) == 0 || len(c.Configs) < 100 {
+				t.Fatalf("%d parameters, %d configurations", len(c.Params), len(c.Configs))
+			}
+			for _, cfg := range c.Configs {
+				if err := c.Space().Check(cfg.Candidate); err != nil {
+					t.Fatalf("recorded configuration outside tune_params: %v", err)
+				}
+				if cfg.Valid && (len(cfg.Times) == 0 || cfg.Time <= 0) {
+					t.Fatalf("valid %s without samples", cfg.Candidate.Key())
+				}
+			}
+			b, _ := c.Best()
+			t.Logf("%d params, %d configs (%d valid), best %.4g ms", len(c.Params), len(c.Configs), c.ValidCount(), b.Time*1e3)
+		})
+	}
+}

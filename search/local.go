@@ -1,0 +1,478 @@
+package search
+
+import (
+	"math"
+	"math/rand/v2"
+	"sort"
+
+	"github.com/kerntune/kerntune/internal/stats"
+)
+
+// This file holds the strategies that spend samples where they matter:
+// racing (random order, losers stopped early), iterated local search (ils),
+// simulated annealing (anneal) and default (ils from warm starts). They share
+// one evaluation engine: a proposer names the next candidate, the engine
+// races it against the incumbent and reports its cost back.
+
+// raceDefaults fills the racing options.
+func (o Options) raceDefaults() Options {
+	if o.RaceFirst <= 0 {
+		o.RaceFirst = 3
+	}
+	if o.RaceMax <= 0 {
+		o.RaceMax = 20
+	}
+	o.RaceFirst = min(o.RaceFirst, o.RaceMax)
+	if !(o.Alpha > 0 && o.Alpha < 1) {
+		o.Alpha = 0.01
+	}
+	return o
+}
+
+// proposer chooses candidates; observe reports a candidate's cost (its
+// median, +Inf when it failed). propose returns false when it has nothing left.
+type proposer interface {
+	propose() (Candidate, bool)
+	observe(c Candidate, cost float64)
+}
+
+// raced evaluates proposed candidates one at a time. A candidate first gets
+// RaceFirst samples; it is dropped as soon as a one-sided Mann-Whitney U
+// test says it is slower than the incumbent (p < Alpha), and otherwise
+// sampled up to RaceMax (doubling) and then compared by median. With NoRace
+// every candidate gets RaceMax samples.
+type raced struct {
+	name  string
+	book  *book
+	prop  proposer
+	opts  Options
+	evals int
+
+	cur     Candidate
+	pending []Request
+	best    Candidate
+	done    bool
+}
+
+func newRaced(name string, p proposer, opts Options) *raced {
+	return &raced{name: name, book: newBook(), prop: p, opts: opts}
+}
+
+func (r *raced) Name() string { return r.name }
+
+func (r *raced) Next() []Request {
+	if r.pending != nil {
+		reqs := r.pending
+		r.pending = nil
+		return reqs
+	}
+	if r.done || r.cur != nil {
+		return nil
+	}
+	if r.opts.MaxCandidates > 0 && r.evals >= r.opts.MaxCandidates {
+		r.done = true
+		return nil
+	}
+	c, ok := r.prop.propose()
+	if !ok {
+		r.done = true
+		return nil
+	}
+	r.evals++
+	r.cur = c
+	n := r.opts.RaceFirst
+	if r.opts.NoRace || r.best == nil {
+		n = r.opts.RaceMax
+	}
+	return []Request{{Candidate: c, Samples: n}}
+}
+
+func (r *raced) Tell(res Result) {
+	r.book.tell(res)
+	if r.cur == nil || res.Candidate.Key() != r.cur.Key() {
+		return
+	}
+	k := r.cur.Key()
+	if res.Err != nil {
+		r.finish(math.Inf(1))
+		return
+	}
+	s := r.book.samples[k]
+	if r.best != nil && !r.opts.NoRace {
+		if stats.MannWhitneyU(s, r.book.samples[r.best.Key()]).PGreater < r.opts.Alpha {
+			r.finish(stats.Median(s)) // a loser: stop it early
+			return
+		}
+	}
+	if len(s) >= r.opts.RaceMax {
+		med := stats.Median(s)
+		if r.best == nil || med < r.book.median(r.best.Key()) {
+			r.best = r.cur
+		}
+		r.finish(med)
+		return
+	}
+	more := min(len(s), r.opts.RaceMax-len(s)) // doubling
+	r.pending = []Request{{Candidate: r.cur, Samples: more}}
+}
+
+func (r *raced) finish(cost float64) {
+	c := r.cur
+	r.cur = nil
+	r.prop.observe(c, cost)
+}
+
+func (r *raced) Best() (Candidate, []float64, bool) {
+	if r.best == nil {
+		return nil, nil, false
+	}
+	return r.best, r.book.samples[r.best.Key()], true
+}
+
+// grid indexes the candidates by parameter value for neighbourhoods: the
+// parameters are those the candidates name, each with its distinct values sorted.
+type grid struct {
+	names   []string
+	values  [][]int
+	pos     []map[int]int // value → index per parameter
+	present map[string]Candidate
+	list    []Candidate
+}
+
+func newGrid(cands []Candidate) *grid {
+	g := &grid{present: map[string]Candidate{}}
+	if len(cands) == 0 {
+		return g
+	}
+	for n := range cands[0] {
+		g.names = append(g.names, n)
+	}
+	sort.Strings(g.names)
+	for _, n := range g.names {
+		seen := map[int]bool{}
+		var vs []int
+		for _, c := range cands {
+			if v, ok := c[n]; ok && !seen[v] {
+				seen[v] = true
+				vs = append(vs, v)
+			}
+		}
+		sort.Ints(vs)
+		pos := map[int]int{}
+		for i, v := range vs {
+			pos[v] = i
+		}
+		g.values = append(g.values, vs)
+		g.pos = append(g.pos, pos)
+	}
+	for _, c := range cands {
+		if _, dup := g.present[c.Key()]; !dup {
+			g.present[c.Key()] = c
+			g.list = append(g.list, c)
+		}
+	}
+	return g
+}
+
+// neighbours are the candidates one step away from c along one parameter:
+// for each parameter and direction, the nearest value for which the
+// configuration exists (so restricted spaces stay connected).
+func (g *grid) neighbours(c Candidate) []Candidate { return g.nb(c, false) }
+
+// far are the other candidates that differ from c in one parameter (the
+// Hamming neighbourhood without the adjacent values).
+func (g *grid) far(c Candidate) []Candidate {
+	adj := map[string]bool{}
+	for _, a := range g.nb(c, false) {
+		adj[a.Key()] = true
+	}
+	var out []Candidate
+	for _, h := range g.nb(c, true) {
+		if !adj[h.Key()] {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+func (g *grid) nb(c Candidate, hammingNB bool) []Candidate {
+	var out []Candidate
+	for i, n := range g.names {
+		at, ok := g.pos[i][c[n]]
+		if !ok {
+			continue
+		}
+		if hammingNB {
+			for j, v := range g.values[i] {
+				if j == at {
+					continue
+				}
+				nc := c.Clone()
+				nc[n] = v
+				if p, ok := g.present[nc.Key()]; ok {
+					out = append(out, p)
+				}
+			}
+			continue
+		}
+		for _, d := range []int{-1, 1} {
+			for j := at + d; j >= 0 && j < len(g.values[i]); j += d {
+				nc := c.Clone()
+				nc[n] = g.values[i][j]
+				if p, ok := g.present[nc.Key()]; ok {
+					out = append(out, p)
+					break
+				}
+			}
+		}
+	}
+	return out
+}
+
+// perturb changes k random parameters of c to random values and returns
+// the first such configuration that exists and satisfies ok.
+func (g *grid) perturb(c Candidate, k int, rng *rand.Rand, ok func(Candidate) bool) (Candidate, bool) {
+	for try := 0; try < 50; try++ {
+		nc := c.Clone()
+		for j := 0; j < k; j++ {
+			i := rng.IntN(len(g.names))
+			nc[g.names[i]] = g.values[i][rng.IntN(len(g.values[i]))]
+		}
+		if p, found := g.present[nc.Key()]; found && ok(p) {
+			return p, true
+		}
+	}
+	return nil, false
+}
+
+// localState is what the local-search proposers share: the grid, the
+// costs observed, the starting list and a random source.
+type localState struct {
+	g      *grid
+	rng    *rand.Rand
+	cost   map[string]float64
+	starts []Candidate // measured first, in order
+	order  []Candidate // random order over the space, for fresh picks
+	next   int
+}
+
+func newLocalState(cands []Candidate, opts Options, nRandom int) *localState {
+	ls := &localState{g: newGrid(cands), rng: rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x5851f42d4c957f2d)), cost: map[string]float64{}}
+	k := min(max(opts.Keep, 0), len(cands))
+	ls.order = shuffled(cands[k:], opts.Seed)
+	ls.starts = append(ls.starts, cands[:k]...)
+	for _, c := range ls.order {
+		if len(ls.starts) >= k+nRandom {
+			break
+		}
+		ls.starts = append(ls.starts, c)
+	}
+	return ls
+}
+
+func (ls *localState) seen(c Candidate) bool { _, ok := ls.cost[c.Key()]; return ok }
+
+// fresh returns an unmeasured candidate in random order.
+func (ls *localState) fresh() (Candidate, bool) {
+	for ; ls.next < len(ls.order); ls.next++ {
+		if c := ls.order[ls.next]; !ls.seen(c) {
+			return c, true
+		}
+	}
+	return nil, false
+}
+
+// bestSeen is the lowest-cost measured candidate.
+func (ls *localState) bestSeen() (Candidate, float64) {
+	var best Candidate
+	bc := math.Inf(1)
+	for _, c := range ls.g.list {
+		if v, ok := ls.cost[c.Key()]; ok && v < bc {
+			best, bc = c, v
+		}
+	}
+	return best, bc
+}
+
+// ils is iterated local search: after the starts, first-improvement hill
+// climbing over the neighbourhood; at a local optimum it perturbs the best
+// point found so far (Perturb random parameters) and climbs again.
+type ils struct {
+	*localState
+	perturbK int
+	cur      Candidate
+	curCost  float64
+	cands    []Candidate // unmeasured neighbours of cur, in random order
+	widened  bool        // cands holds the far neighbours of cur
+	started  int
+	pending  Candidate
+}
+
+func (s *ils) propose() (Candidate, bool) {
+	for s.started < len(s.starts) {
+		c := s.starts[s.started]
+		s.started++
+		if !s.seen(c) {
+			return c, true
+		}
+	}
+	if s.cur == nil {
+		s.cur, s.curCost = s.bestSeen()
+		if s.cur == nil {
+			return s.fresh()
+		}
+		s.refill()
+	}
+	for {
+		for len(s.cands) > 0 {
+			c := s.cands[0]
+			s.cands = s.cands[1:]
+			if !s.seen(c) {
+				return c, true
+			}
+		}
+		if !s.widened {
+			// No adjacent value helps: try every other value of each parameter.
+			s.widened = true
+			s.cands = s.g.far(s.cur)
+			s.rng.Shuffle(len(s.cands), func(i, j int) { s.cands[i], s.cands[j] = s.cands[j], s.cands[i] })
+			continue
+		}
+		// Local optimum: perturb the best point found so far and climb from there.
+		from, _ := s.bestSeen()
+		if from == nil {
+			return s.fresh()
+		}
+		p, ok := s.g.perturb(from, s.perturbK, s.rng, func(c Candidate) bool { return !s.seen(c) })
+		if !ok {
+			if p, ok = s.fresh(); !ok {
+				return nil, false
+			}
+		}
+		s.pending = p // climb from it whatever its cost
+		return p, true
+	}
+}
+
+func (s *ils) refill() {
+	s.widened = false
+	s.cands = s.g.neighbours(s.cur)
+	s.rng.Shuffle(len(s.cands), func(i, j int) { s.cands[i], s.cands[j] = s.cands[j], s.cands[i] })
+}
+
+func (s *ils) observe(c Candidate, cost float64) {
+	s.cost[c.Key()] = cost
+	if s.cur == nil {
+		return
+	}
+	jump := s.pending != nil && s.pending.Key() == c.Key()
+	if jump && !math.IsInf(cost, 1) || cost < s.curCost {
+		s.cur, s.curCost = c, cost
+		s.refill()
+	}
+	if jump {
+		s.pending = nil
+	}
+}
+
+// anneal is simulated annealing over the neighbourhood: a random neighbour
+// replaces the current point when faster, or when slower by a relative
+// amount δ with probability exp(−δ/T); T falls geometrically from T0 to T1
+// over the evaluation budget. Measured neighbours cost nothing to revisit.
+type anneal struct {
+	*localState
+	budget  int
+	evals   int
+	cur     Candidate
+	curCost float64
+	started int
+}
+
+const annealT0, annealT1 = 0.5, 0.005
+
+func (s *anneal) temperature() float64 {
+	f := math.Min(1, float64(s.evals)/float64(max(1, s.budget)))
+	return annealT0 * math.Pow(annealT1/annealT0, f)
+}
+
+func (s *anneal) propose() (Candidate, bool) {
+	for s.started < len(s.starts) {
+		c := s.starts[s.started]
+		s.started++
+		if !s.seen(c) {
+			return c, true
+		}
+	}
+	if s.cur == nil {
+		if s.cur, s.curCost = s.bestSeen(); s.cur == nil {
+			return s.fresh()
+		}
+	}
+	// Walk through measured neighbours for free; propose the first unmeasured one.
+	for step := 0; step < 200; step++ {
+		nb := s.g.neighbours(s.cur)
+		if len(nb) == 0 {
+			break
+		}
+		c := nb[s.rng.IntN(len(nb))]
+		if !s.seen(c) {
+			return c, true
+		}
+		s.consider(c, s.cost[c.Key()])
+	}
+	// Stuck among measured points: restart from a fresh one.
+	c, ok := s.fresh()
+	if ok {
+		s.cur = nil
+	}
+	return c, ok
+}
+
+func (s *anneal) consider(c Candidate, cost float64) {
+	if math.IsInf(cost, 1) {
+		return
+	}
+	if s.cur == nil || cost < s.curCost {
+		s.cur, s.curCost = c, cost
+		return
+	}
+	delta := (cost - s.curCost) / s.curCost
+	if s.rng.Float64() < math.Exp(-delta/s.temperature()) {
+		s.cur, s.curCost = c, cost
+	}
+}
+
+func (s *anneal) observe(c Candidate, cost float64) {
+	s.cost[c.Key()] = cost
+	s.evals++
+	if s.started >= len(s.starts) {
+		s.consider(c, cost)
+	}
+}
+
+// randomOrder proposes the Keep candidates, then the rest shuffled.
+type randomOrder struct {
+	order []Candidate
+	i     int
+}
+
+func (p *randomOrder) propose() (Candidate, bool) {
+	if p.i >= len(p.order) {
+		return nil, false
+	}
+	p.i++
+	return p.order[p.i-1], true
+}
+
+func (p *randomOrder) observe(Candidate, float64) {}
+
+// localStarts is how many random candidates a local search measures before
+// climbing: a fifth of the evaluation budget, at least 3 (10 without an
+// evaluation budget). Chosen on the shared caches as a whole (a tenth and a
+// twentieth did worse on average at 100 evaluations), not per cache.
+func localStarts(opts Options) int {
+	if opts.MaxCandidates <= 0 {
+		return 10
+	}
+	return max(3, opts.MaxCandidates/5)
+}

@@ -1,0 +1,105 @@
+package replay
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kerntune/kerntune/internal/ktcache"
+	"github.com/kerntune/kerntune/search"
+)
+
+// synthCache is a 6×6 space, cost growing with distance from (4, 1), where
+// every configuration with x=2 failed to compile.
+func synthCache(t *testing.T) *ktcache.Cache {
+	var b strings.Builder
+	b.WriteString(`{"tune_params_keys":["x","y"],"tune_params":{"x":[0,1,2,3,4,5],"y":[0,1,2,3,4,5]},"cache":{`)
+	for x := 0; x < 6; x++ {
+		for y := 0; y < 6; y++ {
+			if x+y > 0 {
+				b.WriteString(",")
+			}
+			if x == 2 {
+				fmt.Fprintf(&b, `"%d,%d":{"x":%d,"y":%d,"time":"CompilationFailedConfig","compile_time":200}`, x, y, x, y)
+				continue
+			}
+			d := float64((x-4)*(x-4) + (y-1)*(y-1))
+			m := 1 + 0.1*d
+			fmt.Fprintf(&b, `"%d,%d":{"x":%d,"y":%d,"time":%g,"times":[%g,%g,%g],"compile_time":100}`, x, y, x, y, m, m*0.99, m, m*1.01)
+		}
+	}
+	b.WriteString("}}")
+	c, err := ktcache.Parse([]byte(b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestReplaySynthetic(t *testing.T) {
+	c := synthCache(t)
+	for _, s := range search.Names {
+		t.Run(s, func(t *testing.T) {
+			bs, err := Run(c, Config{Strategy: s, Budgets: []int{5, 36}, Runs: 4, Seed: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(bs) != 2 || bs[0].Evals != 5 || bs[1].Evals != 36 {
+				t.Fatalf("budgets %+v", bs)
+			}
+			for _, b := range bs {
+				if b.MeanEvals > float64(b.Evals) || b.SimTimeS < 0.1*b.MeanEvals || b.WorstRatio > b.MeanRatio || b.MeanRatio > 1 {
+					t.Errorf("inconsistent %+v", b)
+				}
+			}
+			// With the whole space as budget, the optimum (unique, well
+			// separated) is found by every strategy in every run.
+			if bs[1].WorstRatio != 1 && s != "halving" && s != "exhaustive" && s != "random" {
+				t.Errorf("%s at 36 evaluations: worst ratio %.3f", s, bs[1].WorstRatio)
+			}
+		})
+	}
+}
+
+func TestReplayTimeBudget(t *testing.T) {
+	c := synthCache(t)
+	// Each evaluation costs at least 0.1 s of compile time: 1 s stops a run after ~10.
+	bs, err := Run(c, Config{Strategy: "ils", Budgets: []int{36}, BudgetTime: 1e9, Runs: 3, Seed: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bs[0].MeanEvals > 11 || bs[0].SimTimeS > 1.2 {
+		t.Errorf("time budget of 1 s: %+v", bs[0])
+	}
+}
+
+func TestReplaySharedCaches(t *testing.T) {
+	dir := os.Getenv("KTDEV_KT_CACHES")
+	if dir == "" {
+		dir = "../../../shared/testdata/kerneltuner"
+	}
+	paths, _ := filepath.Glob(filepath.Join(dir, "*.json.gz"))
+	if len(paths) == 0 {
+		if os.Getenv("KTDEV_REQUIRE_KT_CACHES") != "" {
+			t.Fatal("no Kernel Tuner caches found (set KTDEV_KT_CACHES)")
+		}
+		t.Skip("no Kernel Tuner caches (set KTDEV_KT_CACHES to their directory)")
+	}
+	for _, p := range paths {
+		c, err := ktcache.Load(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range []string{"ils", "racing"} {
+			bs, err := Run(c, Config{Strategy: s, Budgets: []int{50}, Runs: 2, Seed: 1})
+			if err != nil {
+				t.Fatalf("%s %s: %v", filepath.Base(p), s, err)
+			}
+			if b := bs[0]; b.MeanRatio <= 0 || b.MeanRatio > 1 || b.MeanEvals > 50 {
+				t.Errorf("%s %s: %+v", filepath.Base(p), s, b)
+			}
+		}
+	}
+}
