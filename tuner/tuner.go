@@ -79,6 +79,9 @@ type Config struct {
 	MaxBufferBytes int64
 	Log            io.Writer
 	Verbose        bool
+	// Progress, when set, is called after every candidate measurement, on
+	// the tuning goroutine; it must return quickly.
+	Progress func(Event)
 }
 
 func (c Config) withDefaults() Config {
@@ -156,6 +159,7 @@ type run struct {
 	deadline time.Time
 	ctx      context.Context
 	rng      *rand.Rand
+	valid    int // size of the valid space, for progress events
 }
 
 // Run tunes one task within budget. It returns an error only when nothing
@@ -174,6 +178,7 @@ func (t *Tuner) Run(ctx context.Context, task Task, budget time.Duration) (*Resu
 	if len(valid) == 0 {
 		return nil, fmt.Errorf("%s %s: no valid candidate in a space of %d on %s", task.Kernel.Name, task.Key(), space.Size(), t.b.Info().Key)
 	}
+	r.valid = len(valid)
 	if err := r.load(); err != nil {
 		return nil, err
 	}
@@ -474,6 +479,7 @@ func (r *run) verify(prog Program, cand search.Candidate) error {
 // returns the new per-sample totals over the task's cases.
 func (r *run) measure(c search.Candidate, n int) ([]float64, error) {
 	key := c.Key()
+	defer r.progress(key)
 	cd := r.cands[key]
 	if cd == nil {
 		cd = &candidate{}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kerntune/kerntune/internal/trace"
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/params"
 	"github.com/kerntune/kerntune/search"
@@ -33,6 +34,8 @@ type tuneFlags struct {
 	force    bool
 	verbose  bool
 	quiet    bool
+	trace    string
+	asJSON   bool
 }
 
 func newTuneCmd() *cobra.Command {
@@ -60,6 +63,8 @@ merged into --out at once, so an interrupted run keeps what it measured.`,
 	fl.BoolVar(&f.force, "force", false, "replace an existing --out file that cannot be parsed")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log every candidate")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only errors")
+	fl.StringVar(&f.trace, "trace", "", "append every measured candidate to this JSON-lines file (read by kerntune report)")
+	fl.BoolVar(&f.asJSON, "json", false, "print the tuned entries as JSON on stdout")
 	return cmd
 }
 
@@ -150,12 +155,15 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 	}
 	defer b.Close()
 	info := b.Info()
+	ui := newProgressUI(cmd.ErrOrStderr(), f.quiet, len(tasks), f.budget)
+	defer ui.close()
+	log = ui
 	fmt.Fprintf(log, "device %s (%s, %d compute units); %d entries to tune in %s with %s\n",
 		info.Key, info.Backend, info.ComputeUnits, len(tasks), f.budget, f.strategy)
 
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
 	defer stop()
-	tu := tuner.New(b, tuner.Config{Strategy: f.strategy, Seed: f.seed, Log: log, Verbose: f.verbose})
+	tu := tuner.New(b, tuner.Config{Strategy: f.strategy, Seed: f.seed, Log: log, Verbose: f.verbose, Progress: ui.event})
 	deadline := time.Now().Add(f.budget)
 	var results []*tuner.Result
 	failed := 0
@@ -167,7 +175,14 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 		// Each task gets an equal share of what is left; time a task does not use goes to the next.
 		share := time.Until(deadline) / time.Duration(len(tasks)-i)
 		start := time.Now()
+		ui.begin(task, share)
 		res, err := tu.Run(ctx, task, share)
+		ui.end()
+		if f.trace != "" && res != nil {
+			if terr := trace.Append(f.trace, traceRecords(info.Key, res)); terr != nil {
+				return terr
+			}
+		}
 		if err != nil {
 			failed++
 			fmt.Fprintf(log, "%-10s %-22s FAILED: %v\n", task.Kernel.Name, task.Key(), err)
@@ -179,7 +194,12 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 			return err
 		}
 	}
-	if len(results) > 0 && !f.quiet {
+	ui.close()
+	if f.asJSON {
+		if err := printTuneJSON(cmd.OutOrStdout(), info.Key, f.out, results); err != nil {
+			return err
+		}
+	} else if len(results) > 0 && !f.quiet {
 		fmt.Fprintf(cmd.OutOrStdout(), "wrote %d entries for %s to %s\n", len(results), info.Key, f.out)
 	}
 	if failed > 0 {
