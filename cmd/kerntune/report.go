@@ -146,7 +146,9 @@ const reportNotes = `## Reading this report
 
 var slugRE = regexp.MustCompile(`[^A-Za-z0-9]+`)
 
-func slug(s string) string { return strings.Trim(slugRE.ReplaceAllString(strings.ToLower(s), "-"), "-") }
+func slug(s string) string {
+	return strings.Trim(slugRE.ReplaceAllString(strings.ToLower(s), "-"), "-")
+}
 
 func reportDevice(md *strings.Builder, dk string, d *params.Device, recs []trace.Record, outDir, format string) ([]reportRow, error) {
 	fmt.Fprintf(md, "## %s\n\n", dk)
