@@ -7,9 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
@@ -79,6 +81,11 @@ func newPlot(title string) *plot.Plot {
 	p.X.Tick.Label.Font.Size = vg.Points(9)
 	p.Y.Tick.Label.Font.Size = vg.Points(9)
 	p.Legend.TextStyle.Font.Size = vg.Points(9)
+	// Sans-serif text: SVG viewers substitute a font of the same kind.
+	for _, f := range []*font.Font{&p.Title.TextStyle.Font, &p.X.Label.TextStyle.Font, &p.Y.Label.TextStyle.Font,
+		&p.X.Tick.Label.Font, &p.Y.Tick.Label.Font, &p.Legend.TextStyle.Font} {
+		f.Variant = "Sans"
+	}
 	p.Add(plotter.NewGrid())
 	return p
 }
@@ -103,6 +110,21 @@ func speedupPlot(path, device string, rows []reportRow) error {
 	p := newPlot("tuned kernel speedup on " + device)
 	p.X.Label.Text = "speedup (× faster than the reference; 1 = same)"
 	p.X.Min, p.X.Max = 0, maxX*1.08
+	p.X.Tick.Marker = plot.TickerFunc(func(lo, hi float64) []plot.Tick {
+		step := 0.5
+		if hi > 4 {
+			step = 1
+		}
+		var ts []plot.Tick
+		for x := 0.0; x <= hi; x += step / 2 {
+			t := plot.Tick{Value: x}
+			if math.Mod(x, step) == 0 {
+				t.Label = strconv.FormatFloat(x, 'f', -1, 64) + "×"
+			}
+			ts = append(ts, t)
+		}
+		return ts
+	})
 	barW := vg.Points(7)
 	bd, err := plotter.NewBarChart(vsDef, barW)
 	if err != nil {
@@ -141,7 +163,11 @@ func sortedPlot(path string, r *reportRow, cands []trace.Record) error {
 		}
 	}
 	sort.Float64s(ts)
-	p := newPlot(fmt.Sprintf("%s %s: %d candidates, sorted", r.Kernel, r.Key, len(ts)))
+	noun := "candidates"
+	if len(ts) == 1 {
+		noun = "candidate"
+	}
+	p := newPlot(fmt.Sprintf("%s %s: %d measured %s, sorted", r.Kernel, r.Key, len(ts), noun))
 	p.X.Label.Text = "candidate rank (fastest first)"
 	p.Y.Label.Text = "median time (µs)"
 	pts := make(plotter.XYs, len(ts))
@@ -159,12 +185,14 @@ func sortedPlot(path string, r *reportRow, cands []trace.Record) error {
 		p.Add(s)
 		p.Legend.Add("candidate (search median)", s)
 	}
-	xmax := math.Max(2, float64(len(ts)))
+	xmax := float64(len(ts)) + 0.5
+	p.X.Min, p.X.Max = 0.5, xmax
+	p.X.Tick.Marker = rankTicks{}
 	hline := func(y float64, c color.Color, name string, dash bool) {
 		if y <= 0 {
 			return
 		}
-		l, _ := plotter.NewLine(plotter.XYs{{X: 1, Y: y}, {X: xmax, Y: y}})
+		l, _ := plotter.NewLine(plotter.XYs{{X: 0.5, Y: y}, {X: xmax, Y: y}})
 		l.Color, l.Width = c, vg.Points(1.2)
 		if dash {
 			l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
@@ -181,8 +209,9 @@ func sortedPlot(path string, r *reportRow, cands []trace.Record) error {
 		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
 		p.Y.Min, p.Y.Max = lo/1.2, hi*1.2
 	} else {
-		pad := (hi - lo) * 0.05
-		p.Y.Min, p.Y.Max = lo-pad, hi+pad
+		// Headroom on top for the legend.
+		pad := math.Max(hi-lo, hi*0.02)
+		p.Y.Min, p.Y.Max = math.Max(0, lo-pad*0.05), hi+pad*0.3
 	}
 	p.Legend.Top, p.Legend.Left = true, true
 	return savePlots(path, 16*vg.Centimeter, 10*vg.Centimeter, [][]*plot.Plot{{p}})
@@ -279,4 +308,26 @@ func paramPlot(path string, r *reportRow, cands []trace.Record) (bool, error) {
 	w := 8 * vg.Centimeter * vg.Length(min(cols, len(plots)))
 	h := 6.5 * vg.Centimeter * vg.Length(len(grid))
 	return true, savePlots(path, w, h, grid)
+}
+
+// rankTicks labels candidate ranks with whole numbers only.
+type rankTicks struct{}
+
+func (rankTicks) Ticks(lo, hi float64) []plot.Tick {
+	n := hi - lo
+	step := 1.0
+	for _, s := range []float64{1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000} {
+		step = s
+		if n/s <= 10 {
+			break
+		}
+	}
+	var ts []plot.Tick
+	for x := math.Max(step, math.Ceil(lo/step)*step); x <= hi; x += step {
+		ts = append(ts, plot.Tick{Value: x, Label: strconv.FormatFloat(x, 'f', 0, 64)})
+	}
+	if len(ts) == 0 || ts[0].Value > 1 {
+		ts = append([]plot.Tick{{Value: 1, Label: "1"}}, ts...)
+	}
+	return ts
 }

@@ -37,6 +37,7 @@ type reportRow struct {
 	Valid      int            `json:"valid"`
 	Failed     int            `json:"failed"`
 	Traced     int            `json:"traced_candidates"`
+	IsDefault  bool           `json:"winner_is_default,omitempty"`
 	Plots      []string       `json:"plots,omitempty"`
 }
 
@@ -141,6 +142,7 @@ const reportNotes = `## Reading this report
 - **× default**, **× baseline**: how many times faster the winner is (above 1: faster).
 - **% of roofline**: the physical floor (bytes over the measured copy bandwidth for memory-bound families, flops over the peak otherwise) as a share of the winner's time; 100 % would be at the floor.
 - **candidates**: measured / valid / failed in the entry's search space.
+- **(the default)**: the search kept the default; winner and default are then the same program timed twice, so a × default other than 1 shows the timing noise.
 - Candidate plots show each candidate's median from the search; candidates measured in an early round of successive halving have fewer samples.
 `
 
@@ -178,6 +180,7 @@ func reportDevice(md *strings.Builder, dk string, d *params.Device, recs []trace
 			if e.Baseline != nil && e.Baseline.MedianUS > 0 && e.MedianUS > 0 {
 				r.Baseline, r.BaselineUS, r.VsBaseline = e.Baseline.Name, e.Baseline.MedianUS, round3(e.Baseline.MedianUS/e.MedianUS)
 			}
+			r.IsDefault = e.Default != nil && sameParams(e.Default.Params, e.Params)
 			if e.Roofline != nil {
 				r.PctRoof = e.Roofline.PctOfFloor
 			}
@@ -196,9 +199,14 @@ func reportDevice(md *strings.Builder, dk string, d *params.Device, recs []trace
 	md.WriteString("| kernel | entry | winner | median µs | default µs | × default | baseline µs | × baseline | % of roofline | candidates |\n")
 	md.WriteString("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	for _, r := range rows {
-		fmt.Fprintf(md, "| %s | %s | `%s` | %.2f | %s | %s | %s | %s | %s | %d / %d / %d |\n", r.Kernel, r.Key,
-			search.Candidate(r.Params).Key(), r.MedianUS, numOrDash(r.DefaultUS, "%.2f"), numOrDash(r.VsDefault, "%.2f×"),
-			baselineCell(r), numOrDash(r.VsBaseline, "%.2f×"), numOrDash(r.PctRoof, "%.0f %%"), r.Measured, r.Valid, r.Failed)
+		winner := "`" + search.Candidate(r.Params).Key() + "`"
+		if r.IsDefault {
+			// Same program timed twice: any gap is measurement noise.
+			winner += " (the default)"
+		}
+		fmt.Fprintf(md, "| %s | %s | %s | %.2f | %s | %s | %s | %s | %s | %d / %d / %d |\n", r.Kernel, r.Key,
+			winner, r.MedianUS, numOrDash(r.DefaultUS, "%.2f"), numOrDash(r.VsDefault, "%.2f×"),
+			baselineCell(r), numOrDash(r.VsBaseline, "%.2f×"), pctCell(r.PctRoof), r.Measured, r.Valid, r.Failed)
 	}
 	md.WriteString("\n")
 
@@ -275,4 +283,17 @@ func baselineCell(r reportRow) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.2f (%s)", r.BaselineUS, r.Baseline)
+}
+
+// pctCell shows small percentages with the digits that tell them apart.
+func pctCell(x float64) string {
+	switch {
+	case x <= 0:
+		return "-"
+	case x < 1:
+		return fmt.Sprintf("%.2f %%", x)
+	case x < 10:
+		return fmt.Sprintf("%.1f %%", x)
+	}
+	return fmt.Sprintf("%.0f %%", x)
 }
