@@ -29,9 +29,14 @@ type progressUI struct {
 	bar      *mpb.Bar
 	stop     chan struct{} // ends the ticker of the current bar
 	barTotal int64         // the current bar's total (its share in ms)
-	ev       tuner.Event   // the last event of the current entry
-	start    time.Time     // when the current entry started
-	share    time.Duration // its share of the budget
+
+	sendMu      sync.RWMutex // Write holds it shared while queueing; close exclusively to close the queue
+	lines       chan []byte
+	linesClosed bool
+	linesDone   chan struct{}
+	ev          tuner.Event   // the last event of the current entry
+	start       time.Time     // when the current entry started
+	share       time.Duration // its share of the budget
 }
 
 // newProgressUI returns the display for a run of n entries within budget.
@@ -47,6 +52,8 @@ func newProgressUI(w io.Writer, quiet bool, n int, budget time.Duration) *progre
 		return u
 	}
 	u.p = mpb.New(mpb.WithOutput(w), mpb.WithWidth(100), mpb.WithRefreshRate(200*time.Millisecond))
+	u.lines, u.linesDone = make(chan []byte, 4096), make(chan struct{})
+	go u.printLines()
 	runStart := time.Now()
 	u.total = u.p.AddBar(int64(n),
 		mpb.BarPriority(1<<30), // always the last line
@@ -75,16 +82,28 @@ func isTerminal(w io.Writer) bool {
 }
 
 // Write prints a log line: above the bars while they are drawn, else plainly.
+// mpb prints lines at its next refresh and blocks the writer until then, so
+// lines go through a queue: logging never stalls the tuning goroutine.
 func (u *progressUI) Write(b []byte) (int, error) {
-	u.mu.Lock()
-	live := u.p != nil && !u.closed
-	u.mu.Unlock()
-	if live {
-		if n, err := u.p.Write(b); err == nil {
-			return n, nil
+	if u.p != nil {
+		u.sendMu.RLock()
+		defer u.sendMu.RUnlock()
+		if !u.linesClosed {
+			u.lines <- append([]byte(nil), b...)
+			return len(b), nil
 		}
 	}
 	return u.out.Write(b)
+}
+
+// printLines is the queue's reader.
+func (u *progressUI) printLines() {
+	defer close(u.linesDone)
+	for b := range u.lines {
+		if _, err := u.p.Write(b); err != nil {
+			u.out.Write(b)
+		}
+	}
 }
 
 // begin starts the bar of an entry that has share of the budget.
@@ -174,6 +193,11 @@ func (u *progressUI) close() {
 	if done {
 		return
 	}
+	u.sendMu.Lock()
+	u.linesClosed = true
+	close(u.lines)
+	u.sendMu.Unlock()
+	<-u.linesDone // every queued line is printed above the bars
 	u.total.Abort(false)
 	// Bars finish on their last render; should the terminal stop rendering
 	// (closed, resized to nothing), do not wait for it forever.
