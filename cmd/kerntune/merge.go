@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"sort"
 
 	"github.com/spf13/cobra"
@@ -148,6 +149,9 @@ func mergeFiles(paths []string) (*mergeSummary, []byte, error) {
 							if !exists {
 								oe[ek], origin[id] = e, path
 								continue
+							}
+							if reflect.DeepEqual(prev, e) {
+								continue // the same measurement in two files is no conflict
 							}
 							pt, nt := medianOf(prev), medianOf(e)
 							c := mergeConflict{Device: dk, Kernel: fam, Key: ek}

@@ -90,6 +90,12 @@ func TestMerge(t *testing.T) {
 		t.Errorf("extra top-level field was dropped:\n%s", raw)
 	}
 
+	// The same file twice: identical entries are no conflict.
+	code, stdout, _ = runGet(t, "merge", a, a, "--out", out, "--json")
+	if err := json.Unmarshal([]byte(stdout), &sum); code != 0 || err != nil || len(sum.Conflicts) != 0 || sum.Entries != 2 {
+		t.Errorf("merge a a: exit %d, %v, %+v; want 2 entries and no conflict", code, err, sum)
+	}
+
 	// Without --json the conflicts are said in words.
 	code, stdout, _ = runGet(t, "merge", a, b, "--out", out)
 	if code != 0 || !strings.Contains(stdout, "conflict cpu:m1 gemv_nt f32/tiny: kept "+b) {
