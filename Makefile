@@ -3,11 +3,13 @@ GO      ?= go
 BIN     ?= bin/kerntune
 BUDGET  ?= 3m
 PKGS    := ./...
+# The commit, for kerntune version where Go records no VCS data itself.
+LDFLAGS := -X main.commit=$(shell git rev-parse HEAD 2>/dev/null)
 
 .PHONY: build tune test test-short check fuzz bench release clean gpu-binaries search-table
 
 build:
-	CGO_ENABLED=0 $(GO) build -o $(BIN) ./cmd/kerntune
+	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/kerntune
 
 # Tune every family and shape class of the default workload on the
 # auto-picked device and merge the results into hardware_params.json.
@@ -42,7 +44,7 @@ release:
 	@for p in linux/amd64 linux/arm64 darwin/arm64 darwin/amd64; do \
 		os=$${p%/*}; arch=$${p#*/}; \
 		echo "building dist/kerntune-$$os-$$arch"; \
-		GOOS=$$os GOARCH=$$arch CGO_ENABLED=0 $(GO) build -trimpath -o dist/kerntune-$$os-$$arch ./cmd/kerntune || exit 1; \
+		GOOS=$$os GOARCH=$$arch CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o dist/kerntune-$$os-$$arch ./cmd/kerntune || exit 1; \
 	done
 
 clean:

@@ -95,6 +95,9 @@ type Config struct {
 	// entries of the same family for other classes or sibling devices; the
 	// default strategy climbs from them.
 	WarmStart []map[string]int
+	// Progress, when set, is called after every candidate measurement, on
+	// the tuning goroutine; it must return quickly.
+	Progress func(Event)
 }
 
 func (c Config) withDefaults() Config {
@@ -186,6 +189,7 @@ type run struct {
 	nloaded  uint64
 	replay   map[string][]Record // journaled measurements by candidate key
 	plan     *Record
+	valid    int // size of the valid space, for progress events
 }
 
 // Run tunes one task within budget. It returns an error only when nothing
@@ -204,6 +208,7 @@ func (t *Tuner) Run(ctx context.Context, task Task, budget time.Duration) (*Resu
 	if len(valid) == 0 {
 		return nil, fmt.Errorf("%s %s: no valid candidate in a space of %d on %s", task.Kernel.Name, task.Key(), space.Size(), t.b.Info().Key)
 	}
+	r.valid = len(valid)
 	if err := r.load(); err != nil {
 		return nil, err
 	}
@@ -552,6 +557,7 @@ func (r *run) verify(prog Program, cand search.Candidate) error {
 // built returns c's state, building and verifying it on first use.
 func (r *run) built(c search.Candidate) *candidate {
 	key := c.Key()
+	defer r.progress(key)
 	cd := r.cands[key]
 	if cd == nil {
 		cd = &candidate{cand: c}

@@ -44,6 +44,7 @@ environment variables override any value.`,
 	for _, add := range commands {
 		root.AddCommand(add())
 	}
+	registerCompletions(root)
 	return root
 }
 

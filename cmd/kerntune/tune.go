@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kerntune/kerntune/internal/trace"
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/params"
 	"github.com/kerntune/kerntune/search"
@@ -43,6 +44,8 @@ type tuneFlags struct {
 	isolateSet  bool
 	candTimeout time.Duration
 	resume      bool
+	trace       string
+	asJSON      bool
 }
 
 func newTuneCmd() *cobra.Command {
@@ -93,6 +96,8 @@ the entry records how many candidates it measured and why it stopped.`,
 	fl.BoolVar(&f.isolate, "isolate", false, "run candidates in a worker process that a crash or hang cannot take down (default: on for cuda, metal, opencl; off for cpu)")
 	fl.DurationVar(&f.candTimeout, "candidate-timeout", 2*time.Minute, "with --isolate: limit of one build, verification or timing call of a candidate")
 	fl.BoolVar(&f.resume, "resume", false, "finish an interrupted run from its journal (--out plus .journal), reusing its measurements")
+	fl.StringVar(&f.trace, "trace", "", "append every measured candidate to this JSON-lines file (read by kerntune report)")
+	fl.BoolVar(&f.asJSON, "json", false, "print the tuned entries as JSON on stdout")
 	return cmd
 }
 
@@ -204,6 +209,9 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 	if len(specs) > 0 && params.SpaceKind(info.Backend) != "gpu" {
 		return usageErrorf("--spec: spec kernels are GPU code and the %s backend cannot run them; use --backend cuda or metal", info.Backend)
 	}
+	ui := newProgressUI(cmd.ErrOrStderr(), f.quiet, len(tasks), f.budget)
+	defer ui.close()
+	log = ui
 	fmt.Fprintf(log, "device %s (%s, %d compute units); %d entries to tune in %s with %s\n",
 		info.Key, info.Backend, info.ComputeUnits, len(tasks), f.budgetS, f.strategy)
 
@@ -217,7 +225,7 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 	}
 	completed := false
 	defer func() { jr.Close(completed) }()
-	cfg := tuner.Config{Strategy: f.strategy, Seed: f.seed, Log: log, Verbose: f.verbose, Journal: jr, MaxEvals: f.maxEvals}
+	cfg := tuner.Config{Strategy: f.strategy, Seed: f.seed, Log: log, Verbose: f.verbose, Journal: jr, MaxEvals: f.maxEvals, Progress: ui.event}
 	tu := tuner.New(b, cfg)
 	deadline := time.Now().Add(f.budget)
 	var results []*tuner.Result
@@ -238,7 +246,14 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 			cfg.WarmStart = warmStartFor(f.out, info, task)
 			tu = tuner.New(b, cfg)
 		}
+		ui.begin(task, share)
 		res, err := tu.Run(ctx, task, share)
+		ui.end()
+		if f.trace != "" && res != nil {
+			if terr := trace.Append(f.trace, traceRecords(info.Key, res)); terr != nil {
+				return terr
+			}
+		}
 		if jerr := jr.journalErr(); jerr != nil {
 			return jerr
 		}
@@ -267,7 +282,12 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 	} else {
 		fmt.Fprintf(log, "the journal %s keeps this run's measurements: finish it with the same command and --resume\n", jr.Path())
 	}
-	if len(results) > 0 && !f.quiet {
+	ui.close()
+	if f.asJSON {
+		if err := printTuneJSON(cmd.OutOrStdout(), info.Key, f.out, results); err != nil {
+			return err
+		}
+	} else if len(results) > 0 && !f.quiet {
 		fmt.Fprintf(cmd.OutOrStdout(), "wrote %d entries for %s to %s\n", len(results), info.Key, f.out)
 	}
 	if failed > 0 {

@@ -1,0 +1,141 @@
+// Package trace reads and writes the per-candidate trace of a tuning run: a
+// file of JSON lines, one per measured candidate, which kerntune report uses
+// for its per-candidate plots.
+//
+// Each line is an object with these fields (readers ignore others, so a
+// journal with extra fields is also a trace):
+//
+//	device     device key, as in hardware_params.json ("cuda:NVIDIA H200")
+//	kernel     family ("gemv_nt")
+//	dtype      element type ("f32")
+//	key        entry key ("f32/tiny" or "f32/1x896x4864"); a key without
+//	           "/" is taken as a class or shape of dtype
+//	params     the candidate's parameters ({"BN": 64, ...})
+//	median_us  median time per sample in µs (summed over the entry's shapes);
+//	           absent or 0 when the candidate failed
+//	samples    how many samples the median is over
+//	err        why the candidate failed (build, verification, timing), or absent
+package trace
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// Record is one measured (or failed) candidate.
+type Record struct {
+	Device   string         `json:"device,omitempty"`
+	Kernel   string         `json:"kernel"`
+	DType    string         `json:"dtype"`
+	Key      string         `json:"key"`
+	Params   map[string]int `json:"params"`
+	MedianUS float64        `json:"median_us,omitempty"`
+	Samples  int            `json:"samples"`
+	Err      string         `json:"err,omitempty"`
+}
+
+// EntryKey is the record's key in the form of a params-file entry key.
+func (r Record) EntryKey() string {
+	if strings.Contains(r.Key, "/") || r.DType == "" {
+		return r.Key
+	}
+	return r.DType + "/" + r.Key
+}
+
+// Append writes records as JSON lines at the end of path, creating it.
+func Append(path string, recs []Record) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	for _, r := range recs {
+		if err := enc.Encode(r); err != nil {
+			return fmt.Errorf("trace %s: %w", path, err)
+		}
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("trace: %w", err)
+	}
+	// One write per entry, so that an interrupted run leaves whole lines.
+	if _, err := f.Write(buf.Bytes()); err != nil {
+		f.Close()
+		return fmt.Errorf("trace %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("trace %s: %w", path, err)
+	}
+	return nil
+}
+
+// ReadFile reads a trace file; see Read.
+func ReadFile(path string) ([]Record, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	recs, err := Read(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return recs, nil
+}
+
+// Read parses JSON lines. Blank lines and lines without kernel or key (other
+// kinds of journal lines) are skipped; a line that is not a JSON object, or
+// a final line cut short by an interrupted write, is an error naming its line.
+func Read(r io.Reader) ([]Record, error) {
+	var out []Record
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 16<<20)
+	for n := 1; sc.Scan(); n++ {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		var rec Record
+		if err := json.Unmarshal(line, &rec); err != nil {
+			return nil, fmt.Errorf("line %d: not a trace record: %v", n, err)
+		}
+		if rec.Kernel == "" || rec.Key == "" {
+			continue
+		}
+		if rec.MedianUS < 0 {
+			return nil, fmt.Errorf("line %d: median_us must not be negative, got %g", n, rec.MedianUS)
+		}
+		out = append(out, rec)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Latest keeps, for every device, entry and candidate, the last record: a
+// trace appended to by several runs describes the newest one.
+func Latest(recs []Record) []Record {
+	idx := map[string]int{}
+	var out []Record
+	for _, r := range recs {
+		k := r.Device + "\x00" + r.Kernel + "\x00" + r.EntryKey() + "\x00" + paramsKey(r.Params)
+		if i, ok := idx[k]; ok {
+			out[i] = r
+			continue
+		}
+		idx[k] = len(out)
+		out = append(out, r)
+	}
+	return out
+}
+
+func paramsKey(p map[string]int) string {
+	b, _ := json.Marshal(p) // map keys are sorted by encoding/json
+	return string(b)
+}

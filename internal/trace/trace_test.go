@@ -1,0 +1,59 @@
+package trace
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestAppendRead(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.jsonl")
+	a := []Record{
+		{Device: "d", Kernel: "gemv_nt", DType: "f32", Key: "f32/tiny", Params: map[string]int{"BN": 4}, MedianUS: 10, Samples: 3},
+		{Device: "d", Kernel: "gemv_nt", DType: "f32", Key: "f32/tiny", Params: map[string]int{"BN": 8}, Err: "build: x"},
+	}
+	b := []Record{{Device: "d", Kernel: "gemv_nt", DType: "f32", Key: "f32/tiny", Params: map[string]int{"BN": 4}, MedianUS: 7, Samples: 9}}
+	if err := Append(path, a); err != nil {
+		t.Fatal(err)
+	}
+	if err := Append(path, b); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadFile(path)
+	if err != nil || len(got) != 3 {
+		t.Fatalf("ReadFile: %d records, %v", len(got), err)
+	}
+	latest := Latest(got)
+	if len(latest) != 2 || latest[0].MedianUS != 7 || latest[1].Err != "build: x" {
+		t.Fatalf("Latest: %+v; want BN=4 from the second run, then BN=8", latest)
+	}
+}
+
+func TestRead(t *testing.T) {
+	tests := []struct {
+		name, in string
+		n        int
+		key      string // EntryKey of the first record
+		err      string
+	}{
+		{"class without dtype", `{"kernel":"softmax","dtype":"f16","key":"short","params":{"ROWS":1},"median_us":3}`, 1, "f16/short", ""},
+		{"other journal lines skipped", "{\"event\":\"start\"}\n\n{\"kernel\":\"softmax\",\"dtype\":\"f32\",\"key\":\"f32/long\",\"params\":{}}", 1, "f32/long", ""},
+		{"not JSON", "{\"kernel\":\"softmax\"}\n{oops", 0, "", "line 2"},
+		{"cut short", `{"kernel":"softmax","key":"f32/long","par`, 0, "", "line 1"},
+		{"negative time", `{"kernel":"softmax","key":"f32/long","median_us":-1}`, 0, "", "median_us"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			recs, err := Read(strings.NewReader(tc.in))
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err %v, want one naming %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil || len(recs) != tc.n || recs[0].EntryKey() != tc.key {
+				t.Fatalf("got %+v, %v; want %d records, first key %s", recs, err, tc.n, tc.key)
+			}
+		})
+	}
+}
