@@ -1,0 +1,24 @@
+//go:build !(linux || darwin)
+
+// Package dl loads shared libraries and binds their C functions through
+// purego (no cgo), for the driver bindings of the GPU backends.
+package dl
+
+import (
+	"errors"
+	"runtime"
+)
+
+// Supported reports whether this platform can load shared libraries.
+const Supported = false
+
+var errNoDL = errors.New("loading shared libraries is not supported on " + runtime.GOOS)
+
+// Open fails: no shared libraries here.
+func Open(path string) (uintptr, error) { return 0, errNoDL }
+
+// Sym fails: no shared libraries here.
+func Sym(h uintptr, name string) (uintptr, error) { return 0, errNoDL }
+
+// Register fails: no shared libraries here.
+func Register(fptr any, addr uintptr) error { return errNoDL }
