@@ -3,11 +3,9 @@ package opencl
 import (
 	"errors"
 	"fmt"
-	"math"
 	"sync"
 
 	"github.com/kerntune/kerntune/internal/cldrv"
-	"github.com/kerntune/kerntune/internal/half"
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/kernels/gpu"
 	"github.com/kerntune/kerntune/search"
@@ -296,37 +294,7 @@ func (pr *program) Output(ti tuner.Instance) ([]float32, error) {
 	return fromDevice(in.p.DType, buf[:in.outLen*in.p.DType.Size()]), nil
 }
 
-// toDevice converts float32 values to the dtype's little-endian bytes.
-func toDevice(dt kernels.DType, xs []float32) []byte {
-	if dt == kernels.F16 {
-		h := make([]uint16, len(xs))
-		half.FromFloat32Slice(h, xs)
-		out := make([]byte, 2*len(h))
-		for i, v := range h {
-			out[2*i], out[2*i+1] = byte(v), byte(v>>8)
-		}
-		return out
-	}
-	out := make([]byte, 4*len(xs))
-	for i, v := range xs {
-		u := math.Float32bits(v)
-		out[4*i], out[4*i+1], out[4*i+2], out[4*i+3] = byte(u), byte(u>>8), byte(u>>16), byte(u>>24)
-	}
-	return out
-}
+// toDevice and fromDevice convert between float32 and the buffer bytes.
+func toDevice(dt kernels.DType, xs []float32) []byte { return kernels.Encode(dt, xs) }
 
-// fromDevice converts the dtype's little-endian bytes to float32.
-func fromDevice(dt kernels.DType, b []byte) []float32 {
-	if dt == kernels.F16 {
-		out := make([]float32, len(b)/2)
-		for i := range out {
-			out[i] = half.ToFloat32(uint16(b[2*i]) | uint16(b[2*i+1])<<8)
-		}
-		return out
-	}
-	out := make([]float32, len(b)/4)
-	for i := range out {
-		out[i] = math.Float32frombits(uint32(b[4*i]) | uint32(b[4*i+1])<<8 | uint32(b[4*i+2])<<16 | uint32(b[4*i+3])<<24)
-	}
-	return out
-}
+func fromDevice(dt kernels.DType, b []byte) []float32 { return kernels.Decode(dt, b) }
