@@ -116,7 +116,18 @@ func TestMSLSyntax(t *testing.T) {
 		t.Error(e)
 	}
 	t.Logf("MSL syntax check: %d candidates (every family, f32 and f16) in %d clang runs", total, len(jobs))
-	fmt.Printf("MSL syntax check: %d candidates checked\n", total)
+	line := fmt.Sprintf("MSL syntax check: %d candidates checked (100%% of the Metal candidates of every family, f32 and f16)", total)
+	fmt.Println(line)
+	// A passing package's output is hidden under go test ./...: CI reads the
+	// count from this file.
+	if f := os.Getenv("KTDEV_SUMMARY"); f != "" {
+		fh, err := os.OpenFile(f, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err != nil {
+			t.Fatalf("KTDEV_SUMMARY=%s: %v", f, err)
+		}
+		fmt.Fprintln(fh, line)
+		fh.Close()
+	}
 }
 
 // The check has teeth: a body with an identifier MSL lacks is rejected.

@@ -22,7 +22,7 @@ import (
 //	KTDEV_REQUIRE_OPENCL=1   a missing OpenCL library or device fails instead of skipping (CI)
 //	KTDEV_OPENCL_ALL=1       verify every valid candidate instead of a covering sample (hours on 2 cores)
 //	KTDEV_OPENCL_SEED=N      seed of the covering sample (default 1)
-//	KTDEV_OPENCL_SUMMARY=F   append the summary line to file F (CI prints it)
+//	KTDEV_SUMMARY=F   append the summary line to file F (CI prints it)
 
 // openOrSkip opens the OpenCL backend, skipping when the machine has no
 // OpenCL unless KTDEV_REQUIRE_OPENCL is set.
@@ -98,10 +98,10 @@ func TestVerifyEveryFamily(t *testing.T) {
 	line := fmt.Sprintf("OpenCL verification on %s: %d/%d candidates passed, %s of %d valid, every family, f32 and f16, in %.0fs",
 		b.Info().Key, passed, total, what, valid, time.Since(start).Seconds())
 	t.Log(line)
-	if f := os.Getenv("KTDEV_OPENCL_SUMMARY"); f != "" {
+	if f := os.Getenv("KTDEV_SUMMARY"); f != "" {
 		fh, err := os.OpenFile(f, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 		if err != nil {
-			t.Fatalf("KTDEV_OPENCL_SUMMARY=%s: %v", f, err)
+			t.Fatalf("KTDEV_SUMMARY=%s: %v", f, err)
 		}
 		fmt.Fprintln(fh, line)
 		fh.Close()
