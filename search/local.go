@@ -306,6 +306,9 @@ type ils struct {
 	widened  bool        // cands holds the far neighbours of cur
 	started  int
 	pending  Candidate
+	// model, when set (strategy model), orders the neighbours by predicted
+	// time instead of at random and picks the perturbation it predicts fastest.
+	model *surrogate
 }
 
 func (s *ils) propose() (Candidate, bool) {
@@ -336,6 +339,7 @@ func (s *ils) propose() (Candidate, bool) {
 			s.widened = true
 			s.cands = s.g.far(s.cur)
 			s.rng.Shuffle(len(s.cands), func(i, j int) { s.cands[i], s.cands[j] = s.cands[j], s.cands[i] })
+			s.rankCands()
 			continue
 		}
 		// Local optimum: perturb the best point found so far and climb from there.
@@ -343,7 +347,7 @@ func (s *ils) propose() (Candidate, bool) {
 		if from == nil {
 			return s.fresh()
 		}
-		p, ok := s.g.perturb(from, s.perturbK, s.rng, func(c Candidate) bool { return !s.seen(c) })
+		p, ok := s.perturbFrom(from)
 		if !ok {
 			if p, ok = s.fresh(); !ok {
 				return nil, false
@@ -358,9 +362,39 @@ func (s *ils) refill() {
 	s.widened = false
 	s.cands = s.g.neighbours(s.cur)
 	s.rng.Shuffle(len(s.cands), func(i, j int) { s.cands[i], s.cands[j] = s.cands[j], s.cands[i] })
+	s.rankCands()
+}
+
+func (s *ils) rankCands() {
+	if s.model != nil {
+		s.model.rank(s.cands)
+	}
+}
+
+// perturbFrom is a random perturbation of from; with a model, the fastest
+// predicted of modelPerturbTries perturbations.
+func (s *ils) perturbFrom(from Candidate) (Candidate, bool) {
+	unseen := func(c Candidate) bool { return !s.seen(c) }
+	if s.model == nil {
+		return s.g.perturb(from, s.perturbK, s.rng, unseen)
+	}
+	var tries []Candidate
+	for i := 0; i < modelPerturbTries; i++ {
+		if p, ok := s.g.perturb(from, s.perturbK, s.rng, unseen); ok {
+			tries = append(tries, p)
+		}
+	}
+	if len(tries) == 0 {
+		return nil, false
+	}
+	s.model.rank(tries)
+	return tries[0], true
 }
 
 func (s *ils) observe(c Candidate, cost float64) {
+	if s.model != nil {
+		s.model.observe(c, cost)
+	}
 	s.cost[c.Key()] = cost
 	if s.cur == nil {
 		return

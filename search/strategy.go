@@ -84,7 +84,7 @@ func (o Options) withDefaults() Options {
 }
 
 // Names lists the strategies New knows.
-var Names = []string{"exhaustive", "random", "halving", "racing", "anneal", "ils", "default"}
+var Names = []string{"exhaustive", "random", "halving", "racing", "anneal", "ils", "default", "model"}
 
 // New creates a strategy over the given (valid) candidates.
 func New(name string, cands []Candidate, opts Options) (Strategy, error) {
@@ -115,6 +115,14 @@ func New(name string, cands []Candidate, opts Options) (Strategy, error) {
 			k = 2
 		}
 		return newRaced(name, &ils{localState: newLocalState(cands, opts, n), perturbK: k}, opts.raceDefaults()), nil
+	case "model":
+		// ils ordered by a surrogate model (model.go), with ils's starts and perturbation.
+		ls := newLocalState(cands, opts, localStarts(opts))
+		k := opts.Perturb
+		if k <= 0 {
+			k = 2
+		}
+		return newRaced(name, &ils{localState: ls, perturbK: k, model: newSurrogate(ls.g)}, opts.raceDefaults()), nil
 	case "anneal":
 		budget := opts.MaxCandidates
 		if budget <= 0 {
