@@ -10,6 +10,26 @@ import (
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
 
+// gemmStage stages one BK-deep slice of A' and B into threadgroup memory,
+// zero-padded at the edges; the variants lay A out differently (AS_INDEX).
+const gemmStage = `    for (int e = LID; e < BM * BK; e += NTHREADS) {
+#if A_TRANS
+      const int p = e / BM, i = e % BM;
+      const int gi = row0 + i, gp = p0 + p;
+      As[AS_INDEX(i, p)] = (gi < M && gp < K) ? LOAD(A, gp * M + gi) : 0.0f;
+#else
+      const int i = e / BK, p = e % BK;
+      const int gi = row0 + i, gp = p0 + p;
+      As[AS_INDEX(i, p)] = (gi < M && gp < K) ? LOAD(A, gi * K + gp) : 0.0f;
+#endif
+    }
+    for (int e = LID; e < BK * BN; e += NTHREADS) {
+      const int p = e / BN, j = e % BN;
+      const int gp = p0 + p, gj = col0 + j;
+      Bs[p * (BN + PAD) + j] = (gp < K && gj < N) ? LOAD(B, gp * N + gj) : 0.0f;
+    }
+`
+
 // gemmSource is shared by gemm_av and gemm_at_b: C[M×N] = A'·B[K×N] where
 // A' is A[M×K] (A_TRANS 0) or the transpose of A[K×M] (A_TRANS 1). Each
 // threadgroup computes a BM×BN tile, staging BK-deep slices of both operands
@@ -18,6 +38,7 @@ func ceilDiv(a, b int) int { return (a + b - 1) / b }
 // BN/TN so that neighbouring threads read neighbouring words of the B tile
 // (no bank conflicts) and write neighbouring outputs (coalesced).
 const gemmSource = `
+#define AS_INDEX(i, p) ((p) * (BM + PAD) + (i))
   const int tr = LID / (BN / TN), tc = LID % (BN / TN);
   const int row0 = GROUP_Y * BM, col0 = GROUP_X * BN;
   SHARED(float, As, BK * (BM + PAD));
@@ -29,23 +50,7 @@ const gemmSource = `
     for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;
   }
   for (int p0 = 0; p0 < K; p0 += BK) {
-    for (int e = LID; e < BM * BK; e += NTHREADS) {
-#if A_TRANS
-      const int p = e / BM, i = e % BM;
-      const int gi = row0 + i, gp = p0 + p;
-      As[p * (BM + PAD) + i] = (gi < M && gp < K) ? LOAD(A, gp * M + gi) : 0.0f;
-#else
-      const int i = e / BK, p = e % BK;
-      const int gi = row0 + i, gp = p0 + p;
-      As[p * (BM + PAD) + i] = (gi < M && gp < K) ? LOAD(A, gi * K + gp) : 0.0f;
-#endif
-    }
-    for (int e = LID; e < BK * BN; e += NTHREADS) {
-      const int p = e / BN, j = e % BN;
-      const int gp = p0 + p, gj = col0 + j;
-      Bs[p * (BN + PAD) + j] = (gp < K && gj < N) ? LOAD(B, gp * N + gj) : 0.0f;
-    }
-    BARRIER();
+` + gemmStage + `    BARRIER();
     UNROLL_LOOP
     for (int p = 0; p < BK; ++p) {
       float a[TM], b[TN];
@@ -224,6 +229,7 @@ const rmsnormSource = `
 // row-major so that fragments load with a plain stride; results leave
 // through a per-SIMD-group 8×8 scratch so edges are bounds-checked.
 const gemmMMASource = `
+#define AS_INDEX(i, p) ((i) * (BK + PAD) + (p))
   const int sg = LID / 32, lane = LID % 32;
   const int sr = (sg / (BN / (8 * TN))) * (8 * TM), sc = (sg % (BN / (8 * TN))) * (8 * TN);
   const int row0 = GROUP_Y * BM, col0 = GROUP_X * BN;
@@ -237,23 +243,7 @@ const gemmMMASource = `
     for (int j = 0; j < TN; ++j) MMA_ZERO(acc[i][j]);
   }
   for (int p0 = 0; p0 < K; p0 += BK) {
-    for (int e = LID; e < BM * BK; e += NTHREADS) {
-#if A_TRANS
-      const int p = e / BM, i = e % BM;
-      const int gi = row0 + i, gp = p0 + p;
-      As[i * (BK + PAD) + p] = (gi < M && gp < K) ? LOAD(A, gp * M + gi) : 0.0f;
-#else
-      const int i = e / BK, p = e % BK;
-      const int gi = row0 + i, gp = p0 + p;
-      As[i * (BK + PAD) + p] = (gi < M && gp < K) ? LOAD(A, gi * K + gp) : 0.0f;
-#endif
-    }
-    for (int e = LID; e < BK * BN; e += NTHREADS) {
-      const int p = e / BN, j = e % BN;
-      const int gp = p0 + p, gj = col0 + j;
-      Bs[p * (BN + PAD) + j] = (gp < K && gj < N) ? LOAD(B, gp * N + gj) : 0.0f;
-    }
-    BARRIER();
+` + gemmStage + `    BARRIER();
     for (int kk = 0; kk < BK; kk += 8) {
       MMA_T a[TM], b[TN];
       UNROLL_LOOP
