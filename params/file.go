@@ -530,14 +530,34 @@ func Merge(existing []byte, update *File) ([]byte, error) {
 		devs = map[string]any{}
 	}
 	newDevs, _ := upd["devices"].(map[string]any)
-	for key, nd := range newDevs {
-		nm := nd.(map[string]any)
-		od, _ := devs[key].(map[string]any)
+	MergeDevices(devs, newDevs, nil)
+	root["devices"] = devs
+	out, err := json.MarshalIndent(root, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	if _, err := Parse(out); err != nil {
+		return nil, fmt.Errorf("merged file would not be valid: %w", err)
+	}
+	return append(out, '\n'), nil
+}
+
+// MergeDevices merges the "devices" object src into dst, both as decoded
+// from JSON (json.Number for numbers). A device new to dst is taken whole;
+// for a device in both, facts are united (src wins), tuned_at keeps the
+// newer time, other fields come from src, and every entry of src is put
+// into dst, except that when dst already holds an entry for the same
+// family and key, keep (when not nil) chooses which of the two stays.
+// Merge uses it with keep nil; kerntune merge keeps the faster entry.
+func MergeDevices(dst, src map[string]any, keep func(device, family, key string, old, new any) any) {
+	for dk, dv := range src {
+		nd, _ := dv.(map[string]any)
+		od, _ := dst[dk].(map[string]any)
 		if od == nil {
-			devs[key] = nm
+			dst[dk] = nd
 			continue
 		}
-		for field, val := range nm {
+		for field, val := range nd {
 			switch field {
 			case "facts":
 				of, _ := od["facts"].(map[string]any)
@@ -559,25 +579,24 @@ func Merge(existing []byte, update *File) ([]byte, error) {
 						oe = map[string]any{}
 					}
 					for ek, e := range entries.(map[string]any) {
+						if prev, exists := oe[ek]; exists && keep != nil {
+							e = keep(dk, fam, ek, prev, e)
+						}
 						oe[ek] = e
 					}
 					ok[fam] = oe
 				}
 				od["kernels"] = ok
+			case "tuned_at":
+				// RFC 3339 times in UTC sort as text.
+				if old, isStr := od["tuned_at"].(string); !isStr || fmt.Sprint(val) > old {
+					od["tuned_at"] = val
+				}
 			default:
 				od[field] = val
 			}
 		}
 	}
-	root["devices"] = devs
-	out, err := json.MarshalIndent(root, "", "  ")
-	if err != nil {
-		return nil, err
-	}
-	if _, err := Parse(out); err != nil {
-		return nil, fmt.Errorf("merged file would not be valid: %w", err)
-	}
-	return append(out, '\n'), nil
 }
 
 // normalizeUpdate turns the nulls that nil maps and slices of a File marshal

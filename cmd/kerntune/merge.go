@@ -115,67 +115,33 @@ func mergeFiles(paths []string) (*mergeSummary, []byte, error) {
 			}
 		}
 		inDevs, _ := in["devices"].(map[string]any)
+		// Entries new to the result come from this input; see keep.
 		for dk, dv := range inDevs {
-			nd := dv.(map[string]any)
-			od, _ := devs[dk].(map[string]any)
-			if od == nil {
-				od = map[string]any{}
-				devs[dk] = od
-			}
-			for field, val := range nd {
-				switch field {
-				case "facts":
-					of, _ := od["facts"].(map[string]any)
-					if of == nil {
-						of = map[string]any{}
+			kern, _ := dv.(map[string]any)["kernels"].(map[string]any)
+			for fam, ev := range kern {
+				for ek := range ev.(map[string]any) {
+					if id := dk + "\x00" + fam + "\x00" + ek; origin[id] == "" {
+						origin[id] = path
 					}
-					for k, x := range val.(map[string]any) {
-						of[k] = x
-					}
-					od["facts"] = of
-				case "kernels":
-					ok, _ := od["kernels"].(map[string]any)
-					if ok == nil {
-						ok = map[string]any{}
-					}
-					for fam, ev := range val.(map[string]any) {
-						oe, _ := ok[fam].(map[string]any)
-						if oe == nil {
-							oe = map[string]any{}
-						}
-						for ek, e := range ev.(map[string]any) {
-							id := dk + "\x00" + fam + "\x00" + ek
-							prev, exists := oe[ek]
-							if !exists {
-								oe[ek], origin[id] = e, path
-								continue
-							}
-							if reflect.DeepEqual(prev, e) {
-								continue // the same measurement in two files is no conflict
-							}
-							pt, nt := medianOf(prev), medianOf(e)
-							c := mergeConflict{Device: dk, Kernel: fam, Key: ek}
-							if nt < pt {
-								c.Kept, c.KeptUS, c.Dropped, c.DroppedU = path, nt, origin[id], pt
-								oe[ek], origin[id] = e, path
-							} else {
-								c.Kept, c.KeptUS, c.Dropped, c.DroppedU = origin[id], pt, path, nt
-							}
-							sum.Conflicts = append(sum.Conflicts, c)
-						}
-						ok[fam] = oe
-					}
-					od["kernels"] = ok
-				case "tuned_at":
-					// The newest tuning time of the merged entries (RFC 3339 sorts as text).
-					if s, _ := val.(string); s > fmt.Sprint(od["tuned_at"]) || od["tuned_at"] == nil {
-						od["tuned_at"] = val
-					}
-				default:
-					od[field] = val
 				}
 			}
 		}
+		params.MergeDevices(devs, inDevs, func(dk, fam, ek string, prev, e any) any {
+			if reflect.DeepEqual(prev, e) {
+				return prev // the same measurement in two files is no conflict
+			}
+			id := dk + "\x00" + fam + "\x00" + ek
+			pt, nt := medianOf(prev), medianOf(e)
+			c := mergeConflict{Device: dk, Kernel: fam, Key: ek}
+			defer func() { sum.Conflicts = append(sum.Conflicts, c) }()
+			if nt < pt {
+				c.Kept, c.KeptUS, c.Dropped, c.DroppedU = path, nt, origin[id], pt
+				origin[id] = path
+				return e
+			}
+			c.Kept, c.KeptUS, c.Dropped, c.DroppedU = origin[id], pt, path, nt
+			return prev
+		})
 	}
 	root["devices"] = devs
 	data, err := json.MarshalIndent(root, "", "  ")
