@@ -148,6 +148,7 @@ func (r *run) record(rec Record) Record {
 // journals what it measured before returning.
 func (r *run) measure(c search.Candidate, n int) ([]float64, error) {
 	key := c.Key()
+	defer r.progress(key) // after the samples (or the failure) are recorded
 	if q := r.replay[key]; len(q) > 0 {
 		rec := q[0]
 		r.replay[key] = q[1:]
@@ -196,7 +197,8 @@ func (r *run) program(c search.Candidate) (Program, error) {
 	}
 	if !cd.warm {
 		if err := r.warmup(cd.prog); err != nil {
-			return nil, fmt.Errorf("warmup: %w", err)
+			cd.err = fmt.Errorf("warmup: %w", err)
+			return nil, cd.err
 		}
 		cd.warm = true
 	}

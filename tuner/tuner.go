@@ -564,7 +564,6 @@ func (r *run) verify(prog Program, cand search.Candidate) error {
 // built returns c's state, building and verifying it on first use.
 func (r *run) built(c search.Candidate) *candidate {
 	key := c.Key()
-	defer r.progress(key)
 	cd := r.cands[key]
 	if cd == nil {
 		cd = &candidate{cand: c}
@@ -591,18 +590,12 @@ func (r *run) built(c search.Candidate) *candidate {
 // returns the new per-sample totals over the task's cases.
 func (r *run) measureLive(c search.Candidate, n int) ([]float64, error) {
 	key := c.Key()
-	cd := r.built(c)
-	if cd.err != nil {
-		return nil, cd.err
+	prog, err := r.program(c)
+	if err != nil {
+		return nil, err
 	}
-	if !cd.warm {
-		if err := r.warmup(cd.prog); err != nil {
-			cd.err = fmt.Errorf("warmup: %w", err)
-			return nil, cd.err
-		}
-		cd.warm = true
-	}
-	tot, _, err := r.sample(cd.prog, n)
+	cd := r.cands[key]
+	tot, _, err := r.sample(prog, n)
 	if err == nil && n >= 3 && cv(tot) > r.t.cfg.MaxCV {
 		// A noisy batch (another process, a clock change) is taken again;
 		// the quieter of the two is kept and the re-measurement recorded.

@@ -208,3 +208,33 @@ func TestClassTasksCoverWorkload(t *testing.T) {
 		}
 	}
 }
+
+// Progress events come after each measurement: a measured candidate's event
+// carries its median, a failed one its reason, and the counts only grow.
+func TestProgressEventsFollowMeasurements(t *testing.T) {
+	fb := &fakeBackend{rng: rand.New(rand.NewPCG(1, 2)), threadsCap: 4, failBuild: true}
+	var evs []Event
+	tu := New(fb, Config{Strategy: "exhaustive", Samples: 3, FinalSamples: 5, Warmup: time.Microsecond,
+		Progress: func(e Event) { evs = append(evs, e) }})
+	res, err := tu.Run(context.Background(), gemvTask(t), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) == 0 {
+		t.Fatal("no progress event")
+	}
+	measured, failed := 0, 0
+	for i, e := range evs {
+		if (e.MedianUS > 0) == (e.Err != "") {
+			t.Fatalf("event %d for %s: median %v and error %q; want exactly one", i, e.Candidate, e.MedianUS, e.Err)
+		}
+		if e.Measured < measured || e.Failed < failed || e.Valid != res.Entry.Candidates.Valid {
+			t.Fatalf("event %d: counts %d/%d of %d went back from %d/%d", i, e.Measured, e.Failed, e.Valid, measured, failed)
+		}
+		measured, failed = e.Measured, e.Failed
+	}
+	last := evs[len(evs)-1]
+	if last.Measured != res.Entry.Candidates.Measured || last.Failed != res.Entry.Candidates.Failed || last.BestUS <= 0 {
+		t.Errorf("last event %+v; entry candidates %+v", last, res.Entry.Candidates)
+	}
+}
