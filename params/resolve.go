@@ -320,6 +320,9 @@ func newLoader(f *File, name string, o Options) (*Loader, error) {
 	}
 	l.knownEnv[o.EnvPrefix+"_PARAMS"] = true
 	l.knownEnv[o.EnvPrefix+"_DEVICE"] = true
+	// A setting of the kerntune tool itself (its Metal backend's MPS
+	// baseline), not a parameter; known so that it is not reported as unused.
+	l.knownEnv[o.EnvPrefix+"_METAL_MPS"] = true
 	l.famNames = sortedKeys(fams)
 	if err := validateDefaults(fams, o.Defaults); err != nil {
 		return nil, err
