@@ -210,7 +210,7 @@ func TestReferenceExpression(t *testing.T) {
 		}
 	}
 	// The spec's tolerance is the kernel's.
-	if c.Kernel.Tolerance(kernels.F16) != 2e-3 || c.Kernel.Tolerance(kernels.F32) != 1e-5 {
+	if _, declared := c.Kernel.Tolerances[kernels.F16]; !declared || c.Kernel.Tolerance(kernels.F16) != 1e-3 || c.Kernel.Tolerance(kernels.F32) != 1e-5 {
 		t.Fatalf("tolerances %v", c.Kernel.Tolerances)
 	}
 	out := make([]float32, len(ref))
