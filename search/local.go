@@ -309,6 +309,10 @@ type ils struct {
 	// model, when set (strategy model), orders the neighbours by predicted
 	// time instead of at random and picks the perturbation it predicts fastest.
 	model *surrogate
+	// global, when set (strategy bo), proposes by expected improvement
+	// after the starts and before the climb (bo.go); it is dropped when its
+	// phase ends.
+	global *bo
 }
 
 func (s *ils) propose() (Candidate, bool) {
@@ -318,6 +322,16 @@ func (s *ils) propose() (Candidate, bool) {
 		if !s.seen(c) {
 			return c, true
 		}
+	}
+	if s.global != nil {
+		if s.global.active() {
+			s.global.left--
+			if c, ok := s.global.pick(); ok {
+				return c, true
+			}
+			return s.fresh()
+		}
+		s.global = nil
 	}
 	if s.cur == nil {
 		s.cur, s.curCost = s.bestSeen()
@@ -392,6 +406,9 @@ func (s *ils) perturbFrom(from Candidate) (Candidate, bool) {
 }
 
 func (s *ils) observe(c Candidate, cost float64) {
+	if s.global != nil {
+		s.global.observe(c, cost)
+	}
 	if s.model != nil {
 		s.model.observe(c, cost)
 	}

@@ -84,7 +84,7 @@ func (o Options) withDefaults() Options {
 }
 
 // Names lists the strategies New knows.
-var Names = []string{"exhaustive", "random", "halving", "racing", "anneal", "ils", "default", "model"}
+var Names = []string{"exhaustive", "random", "halving", "racing", "anneal", "ils", "default", "model", "bo"}
 
 // New creates a strategy over the given (valid) candidates.
 func New(name string, cands []Candidate, opts Options) (Strategy, error) {
@@ -110,19 +110,16 @@ func New(name string, cands []Candidate, opts Options) (Strategy, error) {
 		if name == "default" && opts.Keep > 1 {
 			n = 0
 		}
-		k := opts.Perturb
-		if k <= 0 {
-			k = 2
-		}
-		return newRaced(name, &ils{localState: newLocalState(cands, opts, n), perturbK: k}, opts.raceDefaults()), nil
+		return newRaced(name, &ils{localState: newLocalState(cands, opts, n), perturbK: perturbK(opts)}, opts.raceDefaults()), nil
 	case "model":
 		// ils ordered by a surrogate model (model.go), with ils's starts and perturbation.
 		ls := newLocalState(cands, opts, localStarts(opts))
-		k := opts.Perturb
-		if k <= 0 {
-			k = 2
-		}
-		return newRaced(name, &ils{localState: ls, perturbK: k, model: newSurrogate(ls.g)}, opts.raceDefaults()), nil
+		return newRaced(name, &ils{localState: ls, perturbK: perturbK(opts), model: newSurrogate(ls.g)}, opts.raceDefaults()), nil
+	case "bo":
+		// Gaussian-process expected improvement, then model's local search (bo.go).
+		n, global := boPhases(opts.MaxCandidates)
+		ls := newLocalState(cands, opts, n)
+		return newRaced(name, &ils{localState: ls, perturbK: perturbK(opts), model: newSurrogate(ls.g), global: newBO(ls, global)}, opts.raceDefaults()), nil
 	case "anneal":
 		budget := opts.MaxCandidates
 		if budget <= 0 {
@@ -131,6 +128,14 @@ func New(name string, cands []Candidate, opts Options) (Strategy, error) {
 		return newRaced(name, &anneal{localState: newLocalState(cands, opts, localStarts(opts)), budget: budget}, opts.raceDefaults()), nil
 	}
 	return nil, fmt.Errorf("unknown strategy %q (known: %s)", name, strings.Join(Names, ", "))
+}
+
+// perturbK is how many parameters ils changes at a local optimum (2 unless set).
+func perturbK(opts Options) int {
+	if opts.Perturb > 0 {
+		return opts.Perturb
+	}
+	return 2
 }
 
 func limit(cs []Candidate, n int) []Candidate {

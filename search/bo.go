@@ -1,0 +1,257 @@
+package search
+
+import (
+	"math"
+	"math/rand/v2"
+)
+
+// This file holds the bo strategy: Bayesian optimisation with a Gaussian
+// process, then the model strategy's local search from the best point.
+//
+//  1. starts: the Keep candidates and a tenth of the evaluation budget at
+//     random (at least 3);
+//  2. global phase: the unmeasured candidate of greatest expected
+//     improvement under a Gaussian process of the measured log times, for
+//     three quarters of the budget (at most boGlobalMax evaluations);
+//  3. local phase: model's iterated local search (ranked neighbours,
+//     ranked perturbations) from the best point, for the rest.
+//
+// The global phase finds the promising basins of a space with few
+// evaluations; expected improvement alone is slow to settle the last few
+// per cent inside a basin, which the local phase does. Samples are raced
+// as in every local strategy.
+//
+// The Gaussian process places each parameter on [0, 1] by the index of its
+// value among the sorted distinct values (parameters with one value are
+// dropped) and uses the Matérn 5/2 kernel on the Euclidean distance, with
+// length boLength·√D for D parameters. Log times are standardised; a failed
+// candidate counts as the slowest measured. The posterior is updated
+// incrementally: for every candidate c the process keeps v_c = L⁻¹k(X, c),
+// L the Cholesky factor of K+σ²I over the n measured points X, so a
+// measurement costs O(N·n) for N candidates, the posterior mean is v_c·z
+// with z = L⁻¹y, and the variance 1−|v_c|².
+
+// Hyper-parameters, chosen on the mean over the shared caches (docs/search.md).
+const (
+	// boLength is the kernel's length scale per √(parameter).
+	boLength = 1.0
+	// boNoise is the noise variance added to the kernel's diagonal (the
+	// standardised signal variance is 1).
+	boNoise = 0.01
+	// boXi is expected improvement's exploration margin, in standard
+	// deviations of the measured log times.
+	boXi = 0.1
+	// boGlobalMax caps the global phase: it costs O(N·n) memory and time per
+	// measurement, and the local phase does better beyond it.
+	boGlobalMax = 150
+	// boPoolMax caps the candidates the process tracks (a random subset of
+	// larger spaces, so memory stays at boPoolMax·(boGlobalMax+starts) floats).
+	boPoolMax = 20000
+)
+
+// boPhases returns the random starts and the length of the global phase
+// for an evaluation budget (0: none, as in tune with a wall-time budget).
+func boPhases(budget int) (starts, global int) {
+	if budget <= 0 {
+		return 10, 100
+	}
+	return max(3, budget/10), min(budget*3/4, boGlobalMax)
+}
+
+// gp is the Gaussian process over a fixed pool of candidates.
+type gp struct {
+	xs  [][]float64 // features per pool candidate
+	v   [][]float64 // L⁻¹k(X, x_c) per pool candidate
+	sq  []float64   // |v_c|²
+	L   [][]float64
+	ys  []float64 // log cost per training point; +Inf for failures
+	len float64
+}
+
+func newGP(g *grid, pool []Candidate) *gp {
+	var dims []int
+	for i := range g.names {
+		if len(g.values[i]) > 1 {
+			dims = append(dims, i)
+		}
+	}
+	p := &gp{len: boLength * math.Sqrt(float64(max(1, len(dims))))}
+	for _, c := range pool {
+		x := make([]float64, len(dims))
+		for j, i := range dims {
+			x[j] = float64(g.pos[i][c[g.names[i]]]) / float64(len(g.values[i])-1)
+		}
+		p.xs = append(p.xs, x)
+	}
+	p.v = make([][]float64, len(p.xs))
+	p.sq = make([]float64, len(p.xs))
+	return p
+}
+
+func (p *gp) kernel(a, b []float64) float64 {
+	d := 0.0
+	for i := range a {
+		t := a[i] - b[i]
+		d += t * t
+	}
+	r := math.Sqrt(5*d) / p.len
+	return (1 + r + r*r/3) * math.Exp(-r)
+}
+
+// add makes pool candidate i a training point with log cost y: the new row
+// of L is v_i and its diagonal, and every v_c gains one element.
+func (p *gp) add(i int, y float64) {
+	n := len(p.ys)
+	row := append(append([]float64(nil), p.v[i][:n]...), 0)
+	d := math.Sqrt(math.Max(1+boNoise-p.sq[i], 1e-9))
+	row[n] = d
+	p.L = append(p.L, row)
+	xi := p.xs[i]
+	for c := range p.xs {
+		s := p.kernel(p.xs[c], xi)
+		vc := p.v[c]
+		for j := 0; j < n; j++ {
+			s -= row[j] * vc[j]
+		}
+		s /= d
+		p.v[c] = append(vc, s)
+		p.sq[c] += s * s
+	}
+	p.ys = append(p.ys, y)
+}
+
+// whitened returns z = L⁻¹y for the standardised targets and the
+// standardised best target; ok is false while nothing valid is measured.
+func (p *gp) whitened() (z []float64, best float64, ok bool) {
+	worst, sum, n := math.Inf(-1), 0.0, 0
+	for _, y := range p.ys {
+		if !math.IsInf(y, 1) {
+			worst = math.Max(worst, y)
+			sum += y
+			n++
+		}
+	}
+	if n == 0 {
+		return nil, 0, false
+	}
+	mean := sum / float64(n)
+	vr := 0.0
+	for _, y := range p.ys {
+		if !math.IsInf(y, 1) {
+			vr += (y - mean) * (y - mean)
+		}
+	}
+	sd := math.Sqrt(vr / float64(n))
+	if sd <= 1e-12 {
+		sd = 1
+	}
+	best = math.Inf(1)
+	z = make([]float64, len(p.ys))
+	for i, y := range p.ys {
+		if math.IsInf(y, 1) {
+			y = worst
+		}
+		t := (y - mean) / sd
+		best = math.Min(best, t)
+		for j := 0; j < i; j++ {
+			t -= p.L[i][j] * z[j]
+		}
+		z[i] = t / p.L[i][i]
+	}
+	return z, best, true
+}
+
+// posterior is the standardised mean and standard deviation at pool candidate c.
+func (p *gp) posterior(c int, z []float64) (mu, sd float64) {
+	for j, vj := range p.v[c] {
+		mu += vj * z[j]
+	}
+	return mu, math.Sqrt(math.Max(1-p.sq[c], 1e-12))
+}
+
+// expectedImprovement of a normal N(mu, sd²) below best by more than xi.
+func expectedImprovement(mu, sd, best, xi float64) float64 {
+	imp := best - mu - xi
+	u := imp / sd
+	return imp*0.5*math.Erfc(-u/math.Sqrt2) + sd*math.Exp(-u*u/2)/math.Sqrt(2*math.Pi)
+}
+
+// bo is the global phase's proposer state, used by ils (field bo).
+type bo struct {
+	gp    *gp
+	pool  []Candidate
+	index map[string]int // pool index by key
+	done  []bool         // measured, by pool index
+	left  int            // proposals left in the global phase
+}
+
+func newBO(ls *localState, global int) *bo {
+	pool := ls.g.list
+	if len(pool) > boPoolMax {
+		// The starts first, then a random subset.
+		in := map[string]bool{}
+		var sub []Candidate
+		for _, c := range ls.starts {
+			if !in[c.Key()] {
+				in[c.Key()] = true
+				sub = append(sub, c)
+			}
+		}
+		perm := rand.New(rand.NewPCG(ls.rng.Uint64(), ls.rng.Uint64())).Perm(len(pool))
+		for _, j := range perm {
+			if len(sub) >= boPoolMax {
+				break
+			}
+			if c := pool[j]; !in[c.Key()] {
+				in[c.Key()] = true
+				sub = append(sub, c)
+			}
+		}
+		pool = sub
+	}
+	b := &bo{gp: newGP(ls.g, pool), pool: pool, index: make(map[string]int, len(pool)), done: make([]bool, len(pool)), left: global}
+	for i, c := range pool {
+		b.index[c.Key()] = i
+	}
+	return b
+}
+
+// active reports whether the global phase still proposes.
+func (b *bo) active() bool { return b.left > 0 }
+
+// pick is the unmeasured pool candidate of greatest expected improvement
+// (false when nothing valid is measured yet or the pool is exhausted).
+func (b *bo) pick() (Candidate, bool) {
+	z, best, ok := b.gp.whitened()
+	if !ok {
+		return nil, false
+	}
+	bi, bv := -1, math.Inf(-1)
+	for i := range b.pool {
+		if b.done[i] {
+			continue
+		}
+		mu, sd := b.gp.posterior(i, z)
+		if ei := expectedImprovement(mu, sd, best, boXi); ei > bv {
+			bi, bv = i, ei
+		}
+	}
+	if bi < 0 {
+		return nil, false
+	}
+	return b.pool[bi], true
+}
+
+// observe trains the process on a measured candidate (cost +Inf: failed).
+func (b *bo) observe(c Candidate, cost float64) {
+	i, ok := b.index[c.Key()]
+	if !ok || b.done[i] {
+		return
+	}
+	b.done[i] = true
+	y := math.Inf(1)
+	if cost > 0 && !math.IsInf(cost, 1) {
+		y = math.Log(cost)
+	}
+	b.gp.add(i, y)
+}
