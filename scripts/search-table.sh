@@ -11,5 +11,5 @@ caches=$(ls "$dir"/*.json.gz | paste -sd, -)
 [ -n "$caches" ] || { echo "no *.json.gz caches in $dir" >&2; exit 2; }
 go build -o bin/kerntune ./cmd/kerntune
 common=(--cache "$caches" --budget-evals 25,100,400,1600 --runs 20 --seed 1 --markdown)
-./bin/kerntune replay "${common[@]}" --strategy random,halving,racing,anneal,ils,model
-./bin/kerntune replay "${common[@]}" --strategy racing,ils --no-race | tail -n +3
+./bin/kerntune replay "${common[@]}" --strategy random,halving,racing,anneal,ils,model,bo
+./bin/kerntune replay "${common[@]}" --strategy racing,ils,bo --no-race | tail -n +3

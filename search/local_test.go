@@ -8,7 +8,7 @@ import (
 func TestRaceSearchesFindOptimum(t *testing.T) {
 	cands := testSpace().Enumerate()
 	const best = "BN=16,TG=128,UNROLL=2"
-	for _, name := range []string{"racing", "ils", "anneal", "default", "model"} {
+	for _, name := range []string{"racing", "ils", "anneal", "default", "model", "bo"} {
 		for _, noRace := range []bool{false, true} {
 			found := 0
 			for seed := uint64(0); seed < 40; seed++ {
@@ -62,7 +62,7 @@ func TestRacingStopsLosersEarly(t *testing.T) {
 
 func TestRaceSearchesRespectBudget(t *testing.T) {
 	cands := testSpace().Enumerate()
-	for _, name := range []string{"racing", "ils", "anneal", "default", "random", "halving", "model"} {
+	for _, name := range []string{"racing", "ils", "anneal", "default", "random", "halving", "model", "bo"} {
 		st, _ := New(name, cands, Options{Seed: 4, MaxCandidates: 7})
 		req := drive(t, st, 0.01, rand.New(rand.NewPCG(4, 4)), nil)
 		if len(req) > 7 || len(req) == 0 {

@@ -1,0 +1,230 @@
+package search
+
+import (
+	"math"
+	"reflect"
+	"testing"
+)
+
+func TestExpectedImprovementKnownValues(t *testing.T) {
+	// EI(mu, sd; best, xi) = (best−mu−xi)Φ(u) + sd·φ(u), u = (best−mu−xi)/sd.
+	cases := []struct {
+		mu, sd, best, xi, want float64
+	}{
+		{0, 1, 0, 0, 0.3989422804014327},      // φ(0)
+		{0, 1, 1, 0, 1.0833154705876864},      // Φ(1) + φ(1)
+		{1, 1, 0, 0, 0.08331547058768649},     // −Φ(−1) + φ(1)
+		{0, 2, 0, 0, 0.7978845608028654},      // 2φ(0)
+		{0, 1, 0.1, 0.1, 0.3989422804014327},  // xi shifts best
+		{-10, 1e-6, 0, 0, 10},                 // certain improvement
+		{10, 1e-6, 0, 0, 0},                   // certain loss
+		{0.5, 0.25, 0, 0, 0.0021226756542075}, // u = −2: −0.5·Φ(−2) + 0.25·φ(2)
+	}
+	for _, c := range cases {
+		if got := expectedImprovement(c.mu, c.sd, c.best, c.xi); math.Abs(got-c.want) > 1e-9 {
+			t.Errorf("EI(mu=%v, sd=%v, best=%v, xi=%v) = %.12g, want %.12g", c.mu, c.sd, c.best, c.xi, got, c.want)
+		}
+	}
+}
+
+func TestBOPhases(t *testing.T) {
+	cases := []struct{ budget, starts, global int }{
+		{0, 10, 100},
+		{10, 3, 7},
+		{25, 3, 18},
+		{100, 10, 75},
+		{400, 40, 150},
+		{1600, 160, 150},
+	}
+	for _, c := range cases {
+		s, g := boPhases(c.budget)
+		if s != c.starts || g != c.global {
+			t.Errorf("boPhases(%d) = %d starts, %d global; want %d, %d", c.budget, s, g, c.starts, c.global)
+		}
+	}
+}
+
+// TestGPMatchesDirectPosterior checks the incremental posterior against the
+// textbook one computed from scratch: mean k*ᵀ(K+σ²I)⁻¹y and variance
+// 1 − k*ᵀ(K+σ²I)⁻¹k*, with a failure standing for the slowest measurement.
+func TestGPMatchesDirectPosterior(t *testing.T) {
+	cands := testSpace().Enumerate()
+	g := newGrid(cands)
+	p := newGP(g, g.list)
+	var train []int
+	var ys []float64
+	for i := 0; i < len(g.list); i += 5 {
+		y := math.Log(synthetic(g.list[i]))
+		if i == 10 {
+			y = math.Inf(1)
+		}
+		p.add(i, y)
+		train = append(train, i)
+		ys = append(ys, y)
+	}
+	// Standardise as whitened does.
+	worst, sum, n := math.Inf(-1), 0.0, 0
+	for _, y := range ys {
+		if !math.IsInf(y, 1) {
+			worst, sum, n = math.Max(worst, y), sum+y, n+1
+		}
+	}
+	mean := sum / float64(n)
+	vr := 0.0
+	for _, y := range ys {
+		if !math.IsInf(y, 1) {
+			vr += (y - mean) * (y - mean)
+		}
+	}
+	sd := math.Sqrt(vr / float64(n))
+	t0 := make([]float64, len(ys))
+	for i, y := range ys {
+		if math.IsInf(y, 1) {
+			y = worst
+		}
+		t0[i] = (y - mean) / sd
+	}
+	m := len(train)
+	K := make([][]float64, m)
+	for i := range K {
+		K[i] = make([]float64, m)
+		for j := range K[i] {
+			K[i][j] = p.kernel(p.xs[train[i]], p.xs[train[j]])
+		}
+		K[i][i] += boNoise
+	}
+	alpha := solveDense(K, t0)
+	z, _, ok := p.whitened()
+	if !ok {
+		t.Fatal("whitened: no valid measurement")
+	}
+	for c := range g.list {
+		ks := make([]float64, m)
+		for j := range ks {
+			ks[j] = p.kernel(p.xs[c], p.xs[train[j]])
+		}
+		wantMu := dot(ks, alpha)
+		wantVar := 1 - dot(ks, solveDense(K, ks))
+		mu, sdv := p.posterior(c, z)
+		if math.Abs(mu-wantMu) > 1e-8 || math.Abs(sdv*sdv-math.Max(wantVar, 1e-12)) > 1e-8 {
+			t.Fatalf("candidate %s: posterior (%.10g, %.10g), direct (%.10g, %.10g)", g.list[c].Key(), mu, sdv*sdv, wantMu, wantVar)
+		}
+	}
+}
+
+func dot(a, b []float64) float64 {
+	s := 0.0
+	for i := range a {
+		s += a[i] * b[i]
+	}
+	return s
+}
+
+// solveDense solves A x = b by Gaussian elimination with partial pivoting.
+func solveDense(A [][]float64, b []float64) []float64 {
+	n := len(b)
+	M := make([][]float64, n)
+	for i := range M {
+		M[i] = append(append([]float64(nil), A[i]...), b[i])
+	}
+	for c := 0; c < n; c++ {
+		p := c
+		for r := c + 1; r < n; r++ {
+			if math.Abs(M[r][c]) > math.Abs(M[p][c]) {
+				p = r
+			}
+		}
+		M[c], M[p] = M[p], M[c]
+		for r := c + 1; r < n; r++ {
+			f := M[r][c] / M[c][c]
+			for k := c; k <= n; k++ {
+				M[r][k] -= f * M[c][k]
+			}
+		}
+	}
+	x := make([]float64, n)
+	for i := n - 1; i >= 0; i-- {
+		s := M[i][n]
+		for k := i + 1; k < n; k++ {
+			s -= M[i][k] * x[k]
+		}
+		x[i] = s / M[i][i]
+	}
+	return x
+}
+
+func TestBOFindsOptimumAndHandlesFailures(t *testing.T) {
+	cands := testSpace().Enumerate()
+	fail := func(c Candidate) bool { return c["TG"] == 256 }
+	for seed := uint64(0); seed < 10; seed++ {
+		st, err := New("bo", cands, Options{Seed: seed, MaxCandidates: len(cands)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		order := orderOf(t, st, seed, fail)
+		got, samples, ok := st.Best()
+		if !ok || fail(got) || len(samples) == 0 {
+			t.Fatalf("seed %d: best %v (ok %v, %d samples)", seed, got, ok, len(samples))
+		}
+		if got.Key() != "BN=16,TG=128,UNROLL=2" {
+			t.Errorf("seed %d: best %s, want the optimum BN=16,TG=128,UNROLL=2", seed, got.Key())
+		}
+		if len(order) > len(cands) {
+			t.Errorf("seed %d: %d distinct candidates measured in a space of %d", seed, len(order), len(cands))
+		}
+	}
+}
+
+func TestBODeterministicAndBudgeted(t *testing.T) {
+	cands := testSpace().Enumerate()
+	run := func(seed uint64) []string {
+		st, err := New("bo", cands, Options{Seed: seed, MaxCandidates: 12})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return orderOf(t, st, seed, nil)
+	}
+	a, b := run(5), run(5)
+	if !reflect.DeepEqual(a, b) {
+		t.Errorf("the same seed measured %v, then %v", a, b)
+	}
+	if len(a) != 12 {
+		t.Errorf("measured %d candidates with a budget of 12", len(a))
+	}
+}
+
+// TestBOPoolCap checks that a space larger than boPoolMax is searched
+// through a subset that holds the starts.
+func TestBOPoolCap(t *testing.T) {
+	var cands []Candidate
+	for a := 0; a < 150; a++ {
+		for b := 0; b < 150; b++ {
+			cands = append(cands, Candidate{"A": a, "B": b})
+		}
+	}
+	ls := newLocalState(cands, Options{Seed: 1, Keep: 1}, 5)
+	b := newBO(ls, 10)
+	if len(b.pool) != boPoolMax {
+		t.Fatalf("pool holds %d candidates of %d, want %d", len(b.pool), len(cands), boPoolMax)
+	}
+	for _, s := range ls.starts {
+		if _, ok := b.index[s.Key()]; !ok {
+			t.Errorf("start %s is not in the pool", s.Key())
+		}
+	}
+	seen := map[string]bool{}
+	for _, c := range b.pool {
+		if seen[c.Key()] {
+			t.Fatalf("candidate %s twice in the pool", c.Key())
+		}
+		seen[c.Key()] = true
+	}
+	// The process must still propose after training on the starts.
+	for _, s := range ls.starts {
+		b.observe(s, 1+float64(s["A"]+s["B"]))
+	}
+	c, ok := b.pick()
+	if !ok || !seen[c.Key()] || b.done[b.index[c.Key()]] {
+		t.Errorf("pick after the starts: %v (ok %v), want an unmeasured pool candidate", c, ok)
+	}
+}
