@@ -123,18 +123,10 @@ func (p *gp) add(i int, y float64) {
 // whitened returns z = L⁻¹y for the standardised targets and the
 // standardised best target; ok is false while nothing valid is measured.
 func (p *gp) whitened() (z []float64, best float64, ok bool) {
-	worst, sum, n := math.Inf(-1), 0.0, 0
-	for _, y := range p.ys {
-		if !math.IsInf(y, 1) {
-			worst = math.Max(worst, y)
-			sum += y
-			n++
-		}
-	}
+	worst, mean, n := finiteStats(p.ys)
 	if n == 0 {
 		return nil, 0, false
 	}
-	mean := sum / float64(n)
 	vr := 0.0
 	for _, y := range p.ys {
 		if !math.IsInf(y, 1) {

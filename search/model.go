@@ -93,19 +93,11 @@ func (s *surrogate) observe(c Candidate, cost float64) {
 // log time). A failed candidate counts as the slowest one measured, so the
 // model steers away from regions that fail.
 func (s *surrogate) solve() ([]float64, float64) {
-	worst, sum, n := math.Inf(-1), 0.0, 0
-	for _, y := range s.ys {
-		if !math.IsInf(y, 1) {
-			worst = math.Max(worst, y)
-			sum += y
-			n++
-		}
-	}
+	worst, mean, n := finiteStats(s.ys)
 	m := len(s.ys)
 	if n == 0 {
 		return make([]float64, m), 0
 	}
-	mean := sum / float64(n)
 	z := make([]float64, m)
 	for i, y := range s.ys {
 		if math.IsInf(y, 1) {
@@ -126,6 +118,23 @@ func (s *surrogate) solve() ([]float64, float64) {
 		a[i] = v / s.L[i][i]
 	}
 	return a, mean
+}
+
+// finiteStats returns the largest and the mean of the finite log times in
+// ys (+Inf marks a failure) and how many there are.
+func finiteStats(ys []float64) (worst, mean float64, n int) {
+	worst, sum := math.Inf(-1), 0.0
+	for _, y := range ys {
+		if !math.IsInf(y, 1) {
+			worst = math.Max(worst, y)
+			sum += y
+			n++
+		}
+	}
+	if n > 0 {
+		mean = sum / float64(n)
+	}
+	return worst, mean, n
 }
 
 // predict is the predicted log time of each candidate.
