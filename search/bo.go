@@ -60,12 +60,12 @@ func boPhases(budget int) (starts, global int) {
 
 // gp is the Gaussian process over a fixed pool of candidates.
 type gp struct {
-	xs  [][]float64 // features per pool candidate
-	v   [][]float64 // L⁻¹k(X, x_c) per pool candidate
-	sq  []float64   // |v_c|²
-	L   [][]float64
-	ys  []float64 // log cost per training point; +Inf for failures
-	len float64
+	xs     [][]float64 // features per pool candidate
+	v      [][]float64 // L⁻¹k(X, x_c) per pool candidate
+	sq     []float64   // |v_c|²
+	L      [][]float64
+	ys     []float64 // log cost per training point; +Inf for failures
+	length float64
 }
 
 func newGP(g *grid, pool []Candidate) *gp {
@@ -75,7 +75,7 @@ func newGP(g *grid, pool []Candidate) *gp {
 			dims = append(dims, i)
 		}
 	}
-	p := &gp{len: boLength * math.Sqrt(float64(max(1, len(dims))))}
+	p := &gp{length: boLength * math.Sqrt(float64(max(1, len(dims))))}
 	for _, c := range pool {
 		x := make([]float64, len(dims))
 		for j, i := range dims {
@@ -94,7 +94,7 @@ func (p *gp) kernel(a, b []float64) float64 {
 		t := a[i] - b[i]
 		d += t * t
 	}
-	r := math.Sqrt(5*d) / p.len
+	r := math.Sqrt(5*d) / p.length
 	return (1 + r + r*r/3) * math.Exp(-r)
 }
 
