@@ -10,9 +10,11 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"sort"
 	"time"
 
 	"github.com/kerntune/kerntune/internal/ktcache"
+	"github.com/kerntune/kerntune/internal/stats"
 	"github.com/kerntune/kerntune/search"
 )
 
@@ -47,6 +49,43 @@ type Budget struct {
 	SimTimeS   float64 `json:"sim_time_s"` // mean over runs
 	// MeanEvals is the mean number of configurations measured.
 	MeanEvals float64 `json:"mean_evals"`
+	// MeanRatioSE is the standard error of MeanRatio over the runs: two
+	// strategies whose mean ratios differ by less than about twice it are
+	// not told apart by this many runs.
+	MeanRatioSE float64 `json:"mean_ratio_se"`
+	// MedianRatio and P10Ratio are the median and the 10th percentile
+	// (nearest rank) of the runs' ratios: how a typical and an unlucky run end.
+	MedianRatio float64 `json:"median_ratio"`
+	P10Ratio    float64 `json:"p10_ratio"`
+	// OptimumRate is the fraction of runs that picked a configuration within
+	// 0.1 % of the fastest recorded time (ratio ≥ 0.999).
+	OptimumRate float64 `json:"optimum_rate"`
+}
+
+// optimumRatio is the ratio from which a run counts as having found the optimum.
+const optimumRatio = 0.999
+
+// summarize fills b's ratio statistics from the runs' ratios.
+func (b *Budget) summarize(ratios []float64) {
+	n := float64(len(ratios))
+	s := append([]float64(nil), ratios...)
+	sort.Float64s(s)
+	b.MeanRatio, b.WorstRatio = 0, s[0]
+	for _, r := range s {
+		b.MeanRatio += r / n
+		if r >= optimumRatio {
+			b.OptimumRate += 1 / n
+		}
+	}
+	if len(s) > 1 {
+		v := 0.0
+		for _, r := range s {
+			v += (r - b.MeanRatio) * (r - b.MeanRatio)
+		}
+		b.MeanRatioSE = math.Sqrt(v / (n - 1) / n)
+	}
+	b.MedianRatio = stats.Median(s)
+	b.P10Ratio = s[max(0, int(math.Ceil(0.1*n))-1)]
 }
 
 // Run replays cfg.Strategy on cache c at every budget.
@@ -83,7 +122,8 @@ func Run(c *ktcache.Cache, cfg Config) ([]Budget, error) {
 		if n <= 0 {
 			return nil, fmt.Errorf("evaluation budget must be positive, got %d", n)
 		}
-		b := Budget{Evals: n, WorstRatio: math.Inf(1)}
+		b := Budget{Evals: n}
+		ratios := make([]float64, 0, cfg.Runs)
 		for run := 0; run < cfg.Runs; run++ {
 			seed := cfg.Seed + uint64(run)*0x9e3779b9
 			opts := cfg.Options
@@ -97,11 +137,11 @@ func Run(c *ktcache.Cache, cfg Config) ([]Budget, error) {
 			if found != nil {
 				ratio = best.Time / found.Time
 			}
-			b.MeanRatio += ratio / float64(cfg.Runs)
-			b.WorstRatio = math.Min(b.WorstRatio, ratio)
+			ratios = append(ratios, ratio)
 			b.SimTimeS += sim / float64(cfg.Runs)
 			b.MeanEvals += float64(evals) / float64(cfg.Runs)
 		}
+		b.summarize(ratios)
 		out = append(out, b)
 	}
 	return out, nil

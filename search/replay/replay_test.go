@@ -2,6 +2,7 @@ package replay
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -101,5 +102,44 @@ func TestReplaySharedCaches(t *testing.T) {
 				t.Errorf("%s %s: %+v", filepath.Base(p), s, b)
 			}
 		}
+	}
+}
+
+// TestSummarize checks the ratio statistics against hand-computed values.
+func TestSummarize(t *testing.T) {
+	cases := []struct {
+		name   string
+		ratios []float64
+		want   Budget
+	}{
+		{"one run", []float64{0.5}, Budget{MeanRatio: 0.5, WorstRatio: 0.5, MedianRatio: 0.5, P10Ratio: 0.5}},
+		{
+			// mean 0.75, sample variance ((−.25)²+(.25)²)/1 = 0.125, s.e. √(0.125/2) = 0.25
+			"two runs", []float64{1, 0.5},
+			Budget{MeanRatio: 0.75, WorstRatio: 0.5, MedianRatio: 0.75, P10Ratio: 0.5, OptimumRate: 0.5, MeanRatioSE: 0.25},
+		},
+		{
+			// 10 runs: the 10th percentile is the lowest (rank ⌈1⌉); 0.9995 counts as the optimum;
+			// s.e. = sample standard deviation / √10 (Python statistics.stdev: 0.217256…).
+			"ten runs", []float64{0.9, 1, 0.8, 0.9995, 0.7, 0.6, 0.95, 0.9, 0.85, 0.3},
+			Budget{MeanRatio: 0.79995, WorstRatio: 0.3, MedianRatio: 0.875, P10Ratio: 0.3, OptimumRate: 0.2, MeanRatioSE: 0.06870227},
+		},
+		{
+			// 20 runs: rank ⌈2⌉, the second lowest; squared deviations sum to 1.0175, s.e. √(1.0175/19/20).
+			"twenty runs", append(make([]float64, 0, 20), 0.1, 0.2, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9),
+			Budget{MeanRatio: 0.825, WorstRatio: 0.1, MedianRatio: 0.9, P10Ratio: 0.2, MeanRatioSE: 0.05174584},
+		},
+	}
+	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-6 }
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var b Budget
+			b.summarize(c.ratios)
+			w := c.want
+			if !near(b.MeanRatio, w.MeanRatio) || !near(b.WorstRatio, w.WorstRatio) || !near(b.MedianRatio, w.MedianRatio) ||
+				!near(b.P10Ratio, w.P10Ratio) || !near(b.OptimumRate, w.OptimumRate) || !near(b.MeanRatioSE, w.MeanRatioSE) {
+				t.Errorf("summarize(%v) = %+v, want %+v", c.ratios, b, w)
+			}
+		})
 	}
 }
