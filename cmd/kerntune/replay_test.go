@@ -1,0 +1,109 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// writeKTCache writes a 5×5 Kernel Tuner cache whose time grows with the
+// distance from (3, 1); configurations with x=4 failed to compile.
+func writeKTCache(t *testing.T) string {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString(`{"tune_params_keys":["x","y"],"tune_params":{"x":[0,1,2,3,4],"y":[0,1,2,3,4]},"cache":{`)
+	for x := 0; x < 5; x++ {
+		for y := 0; y < 5; y++ {
+			if x+y > 0 {
+				b.WriteString(",")
+			}
+			if x == 4 {
+				fmt.Fprintf(&b, `"%d,%d":{"x":%d,"y":%d,"time":"CompilationFailedConfig"}`, x, y, x, y)
+				continue
+			}
+			m := 1 + 0.2*float64((x-3)*(x-3)+(y-1)*(y-1))
+			fmt.Fprintf(&b, `"%d,%d":{"x":%d,"y":%d,"time":%g,"times":[%g,%g,%g],"compile_time":50}`, x, y, x, y, m, 0.99*m, m, 1.01*m)
+		}
+	}
+	b.WriteString("}}")
+	p := filepath.Join(t.TempDir(), "synthetic.json")
+	if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestReplayJSON checks the --json shape the search issue fixes (cache,
+// strategy, runs, and per budget evals, mean_ratio, worst_ratio,
+// sim_time_s) and the spread fields added to it.
+func TestReplayJSON(t *testing.T) {
+	cache := writeKTCache(t)
+	code, stdout, stderr := runGet(t, "replay", "--cache", cache, "--strategy", "bo", "--budget-evals", "3,25", "--runs", "4", "--seed", "7", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var rep struct {
+		Cache    string                       `json:"cache"`
+		Strategy string                       `json:"strategy"`
+		Runs     int                          `json:"runs"`
+		Budgets  []map[string]json.RawMessage `json:"budgets"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatalf("stdout is not the report: %v\n%s", err, stdout)
+	}
+	if rep.Cache != cache || rep.Strategy != "bo" || rep.Runs != 4 || len(rep.Budgets) != 2 {
+		t.Fatalf("report %+v", rep)
+	}
+	num := func(b map[string]json.RawMessage, k string) float64 {
+		var v float64
+		if err := json.Unmarshal(b[k], &v); err != nil {
+			t.Fatalf("budget field %q: %v (%s)", k, err, b[k])
+		}
+		return v
+	}
+	for i, evals := range []float64{3, 25} {
+		b := rep.Budgets[i]
+		if num(b, "evals") != evals {
+			t.Errorf("budget %d: evals %v, want %v", i, num(b, "evals"), evals)
+		}
+		mean, worst, med, p10, rate := num(b, "mean_ratio"), num(b, "worst_ratio"), num(b, "median_ratio"), num(b, "p10_ratio"), num(b, "optimum_rate")
+		if !(worst > 0 && worst <= p10 && p10 <= med && med <= 1 && worst <= mean && mean <= 1) || rate < 0 || rate > 1 || num(b, "mean_ratio_se") < 0 || num(b, "sim_time_s") <= 0 {
+			t.Errorf("budget %d: inconsistent statistics %s", i, stdout)
+		}
+	}
+	// The whole space (25 configurations) as budget: every run finds the optimum.
+	if b := rep.Budgets[1]; num(b, "optimum_rate") != 1 || num(b, "worst_ratio") != 1 || num(b, "mean_ratio_se") != 0 {
+		t.Errorf("at 25 evaluations: %s", stdout)
+	}
+}
+
+func TestReplayBadInput(t *testing.T) {
+	cache := writeKTCache(t)
+	tests := []struct {
+		name string
+		args []string
+		want []string // substrings of stderr
+	}{
+		{"no cache", []string{"replay", "--strategy", "bo"}, []string{"--cache"}},
+		{"missing cache", []string{"replay", "--cache", "nope.json.gz"}, []string{"--cache", "nope.json.gz"}},
+		{"unknown strategy", []string{"replay", "--cache", cache, "--strategy", "magic"}, []string{"--strategy", "magic", "bo"}},
+		{"zero runs", []string{"replay", "--cache", cache, "--runs", "0"}, []string{"--runs"}},
+		{"bad budget", []string{"replay", "--cache", cache, "--budget-evals", "10,x"}, []string{"--budget-evals", "x"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, stderr := runGet(t, tc.args...)
+			if code != exitUsage {
+				t.Fatalf("exit %d, want %d; stderr: %s", code, exitUsage, stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("stderr %q does not mention %q", stderr, w)
+				}
+			}
+		})
+	}
+}
