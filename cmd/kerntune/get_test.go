@@ -50,6 +50,21 @@ func runGet(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	return code, string(o), string(e)
 }
 
+// wantUsageError runs kerntune with args and fails t unless it exits with
+// exitUsage and its stderr mentions every string of want.
+func wantUsageError(t *testing.T, args []string, want []string) {
+	t.Helper()
+	code, _, stderr := runGet(t, args...)
+	if code != exitUsage {
+		t.Fatalf("exit %d, want %d; stderr: %s", code, exitUsage, stderr)
+	}
+	for _, w := range want {
+		if !strings.Contains(stderr, w) {
+			t.Errorf("stderr %q does not mention %q", stderr, w)
+		}
+	}
+}
+
 // getEnv clears the variables get reads and writes the params file.
 func getEnv(t *testing.T) string {
 	t.Helper()

@@ -125,15 +125,7 @@ func TestMergeBadInput(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			code, _, stderr := runGet(t, tc.args...)
-			if code != exitUsage {
-				t.Fatalf("exit %d, want %d; stderr: %s", code, exitUsage, stderr)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(stderr, w) {
-					t.Errorf("stderr %q does not mention %q", stderr, w)
-				}
-			}
+			wantUsageError(t, tc.args, tc.want)
 			if _, err := os.Stat(out); err == nil {
 				t.Errorf("%s was written despite the error", out)
 			}

@@ -94,16 +94,6 @@ func TestReplayBadInput(t *testing.T) {
 		{"bad budget", []string{"replay", "--cache", cache, "--budget-evals", "10,x"}, []string{"--budget-evals", "x"}},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			code, _, stderr := runGet(t, tc.args...)
-			if code != exitUsage {
-				t.Fatalf("exit %d, want %d; stderr: %s", code, exitUsage, stderr)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(stderr, w) {
-					t.Errorf("stderr %q does not mention %q", stderr, w)
-				}
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { wantUsageError(t, tc.args, tc.want) })
 	}
 }
