@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -216,36 +217,40 @@ func runReplay(cmd *cobra.Command, f replayFlags) error {
 }
 
 // printReplayMarkdown prints, per strategy and budget, the mean over caches
-// of the mean ratio, the worst ratio over caches and runs, and the mean
-// simulated time; then the per-cache mean ratios.
+// of the mean ratio and its standard error (the caches' runs are
+// independent, so the error of the mean over C caches is √(Σ se²)/C), the
+// worst ratio over caches and runs, and the mean simulated time; then the
+// per-cache mean ratios.
 func printReplayMarkdown(w io.Writer, reports [][]replayReport, f replayFlags) {
-	fmt.Fprintf(w, "| strategy | evals | mean ratio | worst ratio | mean sim. time (s) |")
+	fmt.Fprintf(w, "| strategy | evals | mean ratio | ± s.e. | worst ratio | mean sim. time (s) |")
 	for _, rs := range reports {
 		fmt.Fprintf(w, " %s |", strings.TrimSuffix(strings.TrimSuffix(filepath.Base(rs[0].Cache), ".gz"), ".json"))
 	}
 	fmt.Fprintln(w)
-	fmt.Fprint(w, "|---|---:|---:|---:|---:|")
+	fmt.Fprint(w, "|---|---:|---:|---:|---:|---:|")
 	for range reports {
 		fmt.Fprint(w, "---:|")
 	}
 	fmt.Fprintln(w)
 	name := func(s string) string {
-		if f.noRace && (s == "racing" || s == "ils" || s == "anneal" || s == "default") {
+		if f.noRace && (s == "racing" || s == "ils" || s == "anneal" || s == "default" || s == "model" || s == "bo") {
 			return s + " (no racing)"
 		}
 		return s
 	}
 	for si, s := range f.strategies {
 		for bi := range reports[0][si].Budgets {
-			var mean, sim float64
+			var mean, se2, sim float64
 			worst := 1.0
 			for _, rs := range reports {
 				b := rs[si].Budgets[bi]
 				mean += b.MeanRatio / float64(len(reports))
+				se2 += b.MeanRatioSE * b.MeanRatioSE
 				sim += b.SimTimeS / float64(len(reports))
 				worst = min(worst, b.WorstRatio)
 			}
-			fmt.Fprintf(w, "| %s | %d | %.3f | %.3f | %.1f |", name(s), reports[0][si].Budgets[bi].Evals, mean, worst, sim)
+			se := math.Sqrt(se2) / float64(len(reports))
+			fmt.Fprintf(w, "| %s | %d | %.3f | %.3f | %.3f | %.1f |", name(s), reports[0][si].Budgets[bi].Evals, mean, se, worst, sim)
 			for _, rs := range reports {
 				fmt.Fprintf(w, " %.3f |", rs[si].Budgets[bi].MeanRatio)
 			}

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -95,5 +96,45 @@ func TestReplayBadInput(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { wantUsageError(t, tc.args, tc.want) })
+	}
+}
+
+// TestReplayMarkdownStandardError checks the Markdown row of two caches:
+// the mean of their mean ratios and the standard error √(se₁² + se₂²)/2,
+// from the same runs as --json.
+func TestReplayMarkdownStandardError(t *testing.T) {
+	a := writeKTCache(t)
+	b := writeKTCache(t)
+	args := []string{"replay", "--cache", a + "," + b, "--strategy", "random", "--budget-evals", "4", "--runs", "6", "--seed", "3"}
+	code, js, stderr := runGet(t, append(args, "--json")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var reps []struct {
+		Budgets []struct {
+			MeanRatio   float64 `json:"mean_ratio"`
+			MeanRatioSE float64 `json:"mean_ratio_se"`
+		} `json:"budgets"`
+	}
+	if err := json.Unmarshal([]byte(js), &reps); err != nil || len(reps) != 2 {
+		t.Fatalf("--json: %v\n%s", err, js)
+	}
+	r1, r2 := reps[0].Budgets[0], reps[1].Budgets[0]
+	wantMean := fmt.Sprintf("%.3f", (r1.MeanRatio+r2.MeanRatio)/2)
+	wantSE := fmt.Sprintf("%.3f", math.Sqrt(r1.MeanRatioSE*r1.MeanRatioSE+r2.MeanRatioSE*r2.MeanRatioSE)/2)
+	code, md, stderr := runGet(t, append(args, "--markdown")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(md), "\n")
+	if len(lines) != 3 || !strings.HasPrefix(lines[0], "| strategy | evals | mean ratio | ± s.e. | worst ratio |") {
+		t.Fatalf("markdown:\n%s", md)
+	}
+	cells := strings.Split(strings.Trim(lines[2], "| "), " | ")
+	if len(cells) != 8 || cells[0] != "random" || cells[1] != "4" || cells[2] != wantMean || cells[3] != wantSE {
+		t.Errorf("row %q: want mean %s, s.e. %s (json %+v %+v)", lines[2], wantMean, wantSE, r1, r2)
+	}
+	if r1.MeanRatioSE == 0 && r2.MeanRatioSE == 0 {
+		t.Errorf("no spread over 6 random runs of 4 evaluations: the check is vacuous (json %s)", js)
 	}
 }
