@@ -227,3 +227,14 @@ func TestMaxCandidatesAndSeed(t *testing.T) {
 		t.Error("empty space accepted")
 	}
 }
+
+func TestRaces(t *testing.T) {
+	for name, want := range map[string]bool{
+		"exhaustive": false, "random": false, "halving": false, "unknown": false,
+		"racing": true, "anneal": true, "ils": true, "default": true, "model": true, "bo": true,
+	} {
+		if got := Races(name); got != want {
+			t.Errorf("Races(%q) = %v, want %v", name, got, want)
+		}
+	}
+}

@@ -130,6 +130,18 @@ func New(name string, cands []Candidate, opts Options) (Strategy, error) {
 	return nil, fmt.Errorf("unknown strategy %q (known: %s)", name, strings.Join(Names, ", "))
 }
 
+// Races reports whether strategy name races its candidates (Options.NoRace
+// then gives it a fixed sample count); it asks New rather than keeping a
+// second list of names.
+func Races(name string) bool {
+	st, err := New(name, []Candidate{{}}, Options{})
+	if err != nil {
+		return false
+	}
+	_, ok := st.(*raced)
+	return ok
+}
+
 // perturbK is how many parameters ils changes at a local optimum (2 unless set).
 func perturbK(opts Options) int {
 	if opts.Perturb > 0 {

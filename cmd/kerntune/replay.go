@@ -66,7 +66,7 @@ prints one table over all of them, with the mean over the caches.`,
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the first run")
 	fl.BoolVar(&f.json, "json", false, "print JSON")
 	fl.BoolVar(&f.markdown, "markdown", false, "print a Markdown table over every cache and strategy")
-	fl.BoolVar(&f.noRace, "no-race", false, "give every candidate of racing, ils, anneal and default the maximum samples (the fixed-sample variant)")
+	fl.BoolVar(&f.noRace, "no-race", false, "give every candidate of "+strings.Join(racedNames(), ", ")+" the maximum samples (the fixed-sample variant)")
 	fl.StringSliceVar(&f.warm, "warm", nil, "cache of the same kernel on a sibling device whose best configurations warm-start the default strategy (repeatable)")
 	return cmd
 }
@@ -233,7 +233,7 @@ func printReplayMarkdown(w io.Writer, reports [][]replayReport, f replayFlags) {
 	}
 	fmt.Fprintln(w)
 	name := func(s string) string {
-		if f.noRace && (s == "racing" || s == "ils" || s == "anneal" || s == "default" || s == "model" || s == "bo") {
+		if f.noRace && search.Races(s) {
 			return s + " (no racing)"
 		}
 		return s
@@ -257,4 +257,15 @@ func printReplayMarkdown(w io.Writer, reports [][]replayReport, f replayFlags) {
 			fmt.Fprintln(w)
 		}
 	}
+}
+
+// racedNames are the strategies --no-race applies to.
+func racedNames() []string {
+	var out []string
+	for _, n := range search.Names {
+		if search.Races(n) {
+			out = append(out, n)
+		}
+	}
+	return out
 }

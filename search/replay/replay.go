@@ -16,6 +16,7 @@ import (
 	"github.com/kerntune/kerntune/internal/ktcache"
 	"github.com/kerntune/kerntune/internal/stats"
 	"github.com/kerntune/kerntune/search"
+	"gonum.org/v1/gonum/stat"
 )
 
 // DefaultCompileS is the compile time charged for a configuration whose
@@ -70,19 +71,18 @@ func (b *Budget) summarize(ratios []float64) {
 	n := float64(len(ratios))
 	s := append([]float64(nil), ratios...)
 	sort.Float64s(s)
-	b.MeanRatio, b.WorstRatio = 0, s[0]
+	hits := 0
 	for _, r := range s {
-		b.MeanRatio += r / n
 		if r >= optimumRatio {
-			b.OptimumRate += 1 / n
+			hits++
 		}
 	}
+	b.OptimumRate = float64(hits) / n
+	b.WorstRatio = s[0]
+	var sd float64
+	b.MeanRatio, sd = stat.MeanStdDev(s, nil) // sample (n−1) deviation
 	if len(s) > 1 {
-		v := 0.0
-		for _, r := range s {
-			v += (r - b.MeanRatio) * (r - b.MeanRatio)
-		}
-		b.MeanRatioSE = math.Sqrt(v / (n - 1) / n)
+		b.MeanRatioSE = sd / math.Sqrt(n)
 	}
 	b.MedianRatio = stats.Median(s)
 	b.P10Ratio = s[max(0, int(math.Ceil(0.1*n))-1)]
