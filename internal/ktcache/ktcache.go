@@ -149,8 +149,12 @@ type t4 struct {
 	} `json:"results"`
 }
 
-// Parse decodes cache data in either format.
+// Parse decodes cache data in either format. The non-standard tokens NaN,
+// Infinity and -Infinity, which Python's json module writes by default, are
+// read as null: a time that is not a finite number is a failure, and such
+// samples are dropped.
 func Parse(data []byte) (*Cache, error) {
+	data = nonFiniteToNull(data)
 	var probe map[string]json.RawMessage
 	if err := json.Unmarshal(data, &probe); err != nil {
 		return nil, fmt.Errorf("not a JSON object: %w", err)
@@ -348,6 +352,53 @@ func parseT4(data []byte) (*Cache, error) {
 	return c.check()
 }
 
+// nonFiniteToNull replaces the bare tokens NaN, Infinity and -Infinity
+// outside strings by null. Data without them is returned as is.
+func nonFiniteToNull(data []byte) []byte {
+	if !bytes.Contains(data, []byte("NaN")) && !bytes.Contains(data, []byte("Infinity")) {
+		return data
+	}
+	out := make([]byte, 0, len(data))
+	inStr, esc := false, false
+	for i := 0; i < len(data); i++ {
+		b := data[i]
+		if inStr {
+			switch {
+			case esc:
+				esc = false
+			case b == '\\':
+				esc = true
+			case b == '"':
+				inStr = false
+			}
+			out = append(out, b)
+			continue
+		}
+		if b == '"' {
+			inStr = true
+			out = append(out, b)
+			continue
+		}
+		rest := data[i:]
+		var n int
+		switch {
+		case bytes.HasPrefix(rest, []byte("NaN")):
+			n = 3
+		case bytes.HasPrefix(rest, []byte("Infinity")):
+			n = 8
+		case bytes.HasPrefix(rest, []byte("-Infinity")):
+			n = 9
+		}
+		if n > 0 {
+			out = append(out, "null"...)
+			i += n - 1
+			continue
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
 func lessRaw(a, b json.RawMessage) bool {
 	var fa, fb float64
 	if json.Unmarshal(a, &fa) == nil && json.Unmarshal(b, &fb) == nil {
@@ -361,6 +412,10 @@ func lessRaw(a, b json.RawMessage) bool {
 func (cfg *Config) setTime(raw json.RawMessage, timesMS []float64) error {
 	if raw == nil {
 		return fmt.Errorf("no time recorded")
+	}
+	if string(bytes.TrimSpace(raw)) == "null" {
+		cfg.Failure = "time is not a number (null, NaN or Infinity)"
+		return nil
 	}
 	var ms float64
 	if err := json.Unmarshal(raw, &ms); err != nil {

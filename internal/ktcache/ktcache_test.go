@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -94,6 +95,77 @@ func TestParseErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if _, err := Parse([]byte(tt.data)); err == nil {
 				t.Errorf("Parse accepted %s", tt.data)
+			}
+		})
+	}
+}
+
+func TestNonFiniteToNull(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{`{"a": 1.5}`, `{"a": 1.5}`},
+		{`{"a": NaN, "b": [Infinity, -Infinity, 2]}`, `{"a": null, "b": [null, null, 2]}`},
+		{`{"NaN": "Infinity", "k": "x\"NaN"}`, `{"NaN": "Infinity", "k": "x\"NaN"}`},
+		{`{"k": "a\\", "t": NaN}`, `{"k": "a\\", "t": null}`},
+	}
+	for _, tt := range tests {
+		if got := string(nonFiniteToNull([]byte(tt.in))); got != tt.want {
+			t.Errorf("nonFiniteToNull(%s) = %s, want %s", tt.in, got, tt.want)
+		}
+	}
+}
+
+// Python's json module writes NaN and Infinity; a cache holding them reads
+// as if they were null.
+func TestParseNonFinite(t *testing.T) {
+	const classicNaN = `{
+ "device_name": "GPU \"NaN\" Infinity", "kernel_name": "k",
+ "tune_params_keys": ["bx"], "tune_params": {"bx": [1, 2, 3, 4]},
+ "cache": {
+  "1": {"bx": 1, "time": NaN, "times": [NaN]},
+  "2": {"bx": 2, "time": 2.0, "times": [1.0, NaN, 3.0, Infinity], "GFLOP/s": NaN},
+  "3": {"bx": 3, "time": -Infinity},
+  "4": {"bx": 4, "time": 4.0, "times": [4.0], "GFLOP/s": Infinity}
+ }
+}`
+	const t4NaN = `{"metadata": {"timeunit": "milliseconds"}, "results": [
+ {"configuration": {"bx": 1}, "times": {"compilation": NaN, "runtimes": [NaN]}, "invalidity": "correct",
+  "measurements": [{"name": "time", "value": NaN, "unit": ""}]},
+ {"configuration": {"bx": 2}, "times": {"runtimes": [2, Infinity]}, "invalidity": "correct",
+  "measurements": [{"name": "time", "value": 2.0, "unit": ""}]}
+]}`
+	tests := []struct {
+		name    string
+		data    string
+		device  string
+		valid   []string // keys of the valid configurations
+		samples int      // samples of the best
+	}{
+		{"classic", classicNaN, `GPU "NaN" Infinity`, []string{"bx=2", "bx=4"}, 2},
+		{"t4", t4NaN, "", []string{"bx=2"}, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Parse([]byte(tt.data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Device != tt.device {
+				t.Errorf("device %q, want %q (strings must keep their NaN)", c.Device, tt.device)
+			}
+			var valid []string
+			for _, cfg := range c.Configs {
+				if cfg.Valid {
+					valid = append(valid, cfg.Candidate.Key())
+				} else if !strings.Contains(cfg.Failure, "not a number") && !strings.Contains(cfg.Failure, "non-positive") {
+					t.Errorf("%s: failure %q", cfg.Candidate.Key(), cfg.Failure)
+				}
+			}
+			if strings.Join(valid, " ") != strings.Join(tt.valid, " ") {
+				t.Errorf("valid %v, want %v", valid, tt.valid)
+			}
+			b, _ := c.Best()
+			if b.Candidate.Key() != "bx=2" || len(b.Times) != tt.samples {
+				t.Errorf("best %s with %d samples, want bx=2 with %d", b.Candidate.Key(), len(b.Times), tt.samples)
 			}
 		})
 	}
