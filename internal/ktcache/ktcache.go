@@ -379,17 +379,7 @@ func nonFiniteToNull(data []byte) []byte {
 			out = append(out, b)
 			continue
 		}
-		rest := data[i:]
-		var n int
-		switch {
-		case bytes.HasPrefix(rest, []byte("NaN")):
-			n = 3
-		case bytes.HasPrefix(rest, []byte("Infinity")):
-			n = 8
-		case bytes.HasPrefix(rest, []byte("-Infinity")):
-			n = 9
-		}
-		if n > 0 {
+		if n := nonFiniteAt(data[i:]); n > 0 {
 			out = append(out, "null"...)
 			i += n - 1
 			continue
@@ -397,6 +387,16 @@ func nonFiniteToNull(data []byte) []byte {
 		out = append(out, b)
 	}
 	return out
+}
+
+// nonFiniteAt is the length of the non-finite token data starts with (0: none).
+func nonFiniteAt(data []byte) int {
+	for _, tok := range []string{"NaN", "Infinity", "-Infinity"} {
+		if bytes.HasPrefix(data, []byte(tok)) {
+			return len(tok)
+		}
+	}
+	return 0
 }
 
 func lessRaw(a, b json.RawMessage) bool {
