@@ -95,18 +95,26 @@ func chooseEntry(old, nw *params.Entry, ev evidence) choice {
 	}
 	switch {
 	case partial(nw) && !partial(old):
-		c.reason = fmt.Sprintf("the new entry is partial (stopped: interrupted, %d candidates measured) and the file's is complete (%d)%s", nm, om, tie)
+		c.reason = fmt.Sprintf("the new entry is partial (stopped: interrupted, %s measured) and the file's is complete (%d)%s", plural(nm, "candidate"), om, tie)
 	case nm >= om:
 		c.keepNew = true
 		kind := "complete"
 		if partial(nw) {
 			kind = "partial, as the file's"
 		}
-		c.reason = fmt.Sprintf("%s, measured %d candidates ≥ %d%s", kind, nm, om, tie)
+		c.reason = fmt.Sprintf("%s, measured %s ≥ %d%s", kind, plural(nm, "candidate"), om, tie)
 	default:
-		c.reason = fmt.Sprintf("measured %d candidates < %d of the file's entry%s", nm, om, tie)
+		c.reason = fmt.Sprintf("measured %s < %d of the file's entry%s", plural(nm, "candidate"), om, tie)
 	}
 	return c
+}
+
+// plural is "1 candidate", "2 candidates".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 func medianUS(xs []float64) float64 { return round3(stats.Median(xs) * 1e6) }

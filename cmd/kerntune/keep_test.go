@@ -65,7 +65,7 @@ func TestChooseEntry(t *testing.T) {
 			evidence{retime: retimed(paramsA, 10, 9.9)}, false, "measured 9 candidates < 72"},
 		{"2 % faster is within the rule's noise", complete72, testEntry(paramsB, 9.8, 9, "budget spent"),
 			evidence{retime: retimed(paramsA, 10, 9.8)}, false, "measured 9 candidates < 72"},
-		{"1 ns run: the default only", complete72, testEntry(paramsC, 30, 1, "budget spent"), evidence{}, false, "measured 1 candidates < 72"},
+		{"1 ns run: the default only", complete72, testEntry(paramsC, 30, 1, "budget spent"), evidence{}, false, "measured 1 candidate < 72"},
 		{"interrupted, more candidates, no timing", testEntry(paramsA, 10, 30, ""), testEntry(paramsB, 9, 40, "interrupted"), evidence{}, false, "partial"},
 		{"both partial: more candidates win", testEntry(paramsA, 10, 30, "interrupted"), testEntry(paramsB, 11, 40, "interrupted"), evidence{}, true, "partial, as the file's"},
 		{"a complete entry replaces a partial one", testEntry(paramsA, 10, 30, "interrupted"), testEntry(paramsB, 11, 40, ""), evidence{}, true, "complete"},
