@@ -60,6 +60,12 @@ type Entry struct {
 	// "evaluation budget spent", "interrupted"), or empty.
 	Evaluations int    `json:"evaluations,omitempty"`
 	Stopped     string `json:"stopped,omitempty"`
+
+	// Use is "baseline" when the final interleaved timing found the
+	// baseline faster than the winner beyond noise (the application should
+	// call the vendor library), "tuned" when a baseline was timed and was
+	// not, and empty when no baseline was timed.
+	Use string `json:"use,omitempty"`
 }
 
 // Reference is the un-tuned default configuration and its time.
@@ -395,6 +401,12 @@ func (w *walker) entry(path string, v any) *Entry {
 	if v, ok := m["stopped"]; ok {
 		e.Stopped = w.str(child(path, "stopped"), v)
 	}
+	if v, ok := m["use"]; ok {
+		up := child(path, "use")
+		if e.Use = w.str(up, v); w.err == nil && e.Use != "baseline" && e.Use != "tuned" {
+			w.fail(up, `must be "baseline" or "tuned", got %q`, e.Use)
+		}
+	}
 	if v, ok := m["shape_median_us"]; ok {
 		sp := child(path, "shape_median_us")
 		arr, isArr := v.([]any)
@@ -503,6 +515,15 @@ func sortedKeys[V any](m map[string]V) []string {
 // slices of update are written as empty ones, and the result is parsed
 // before it is returned, so Merge never yields a file that Parse rejects.
 func Merge(existing []byte, update *File) ([]byte, error) {
+	return mergeKeep(existing, update, nil)
+}
+
+// KeepFunc chooses, for an entry that both a file and an update hold (same
+// device, family and key), which of the two stays: it returns old or new,
+// both as decoded from JSON (json.Number for numbers).
+type KeepFunc func(device, family, key string, old, new any) any
+
+func mergeKeep(existing []byte, update *File, keep KeepFunc) ([]byte, error) {
 	root := map[string]any{}
 	if len(bytes.TrimSpace(existing)) > 0 {
 		if _, err := Parse(existing); err != nil {
@@ -530,7 +551,7 @@ func Merge(existing []byte, update *File) ([]byte, error) {
 		devs = map[string]any{}
 	}
 	newDevs, _ := upd["devices"].(map[string]any)
-	MergeDevices(devs, newDevs, nil)
+	MergeDevices(devs, newDevs, keep)
 	root["devices"] = devs
 	out, err := json.MarshalIndent(root, "", "  ")
 	if err != nil {
@@ -549,7 +570,7 @@ func Merge(existing []byte, update *File) ([]byte, error) {
 // into dst, except that when dst already holds an entry for the same
 // family and key, keep (when not nil) chooses which of the two stays.
 // Merge uses it with keep nil; kerntune merge keeps the faster entry.
-func MergeDevices(dst, src map[string]any, keep func(device, family, key string, old, new any) any) {
+func MergeDevices(dst, src map[string]any, keep KeepFunc) {
 	for dk, dv := range src {
 		nd, _ := dv.(map[string]any)
 		od, _ := dst[dk].(map[string]any)
@@ -673,6 +694,14 @@ var ErrUnparsable = errors.New("existing file is not a valid params file; refusi
 // are serialised by an exclusive lock on path+".lock"; each reads and merges
 // under the lock, so no writer's entries are lost.
 func MergeIntoFile(path string, update *File, force bool) error {
+	return MergeIntoFileKeep(path, update, force, nil)
+}
+
+// MergeIntoFileKeep is MergeIntoFile where keep, when not nil, chooses which
+// entry stays when the file already holds one that update also holds. keep
+// runs under the lock, against the file's content at that moment, so a
+// decision cannot be undone by a concurrent writer.
+func MergeIntoFileKeep(path string, update *File, force bool, keep KeepFunc) error {
 	unlock, err := lockFile(path + LockSuffix)
 	if err != nil {
 		return err
@@ -690,7 +719,7 @@ func MergeIntoFile(path string, update *File, force bool) error {
 			existing = nil
 		}
 	}
-	out, err := Merge(existing, update)
+	out, err := mergeKeep(existing, update, keep)
 	if err != nil {
 		return fmt.Errorf("merging into %s: %w", path, err)
 	}

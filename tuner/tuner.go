@@ -23,6 +23,10 @@ type Task struct {
 	DType  kernels.DType
 	Cases  []kernels.Case
 	Class  string
+	// Incumbent, when set, are the parameters of the entry already in the
+	// params file; the final timing times them interleaved with the winner
+	// (Result.Retiming), so that the caller can keep the better of the two.
+	Incumbent map[string]int
 }
 
 // Key is the task's entry key in the file: dtype/class or dtype/shape.
@@ -147,6 +151,30 @@ type Result struct {
 	Stopped string // why tuning stopped before the strategy finished, or ""
 	// DataSeed is the seed the task's inputs were drawn from.
 	DataSeed uint64
+	// Retiming is the same-run timing of Task.Incumbent against the winner,
+	// or nil when the task has no incumbent.
+	Retiming *Retiming
+	// Needed estimates the budget this entry needs to measure one candidate
+	// beyond the default (build, verification, samples and the final
+	// timing), from what the default took; 0 when unknown.
+	Needed time.Duration
+}
+
+// Retiming is the incumbent (the parameters of the entry already in the
+// file) timed in the same interleaved rounds as the winner, on the same
+// inputs, in the same run: the only fair comparison of two runs' winners.
+type Retiming struct {
+	Params map[string]int
+	// Same is set when the winner has the incumbent's parameters.
+	Same bool
+	// Invalid is set when the incumbent cannot run here: it breaks the
+	// space's constraints, or fails to build or to verify. Err says why.
+	Invalid bool
+	// Err says why the incumbent was not timed (then Samples is empty).
+	Err string
+	// Samples and WinnerSamples are the per-sample totals over the task's
+	// shapes, in seconds, of the incumbent and the winner from the same rounds.
+	Samples, WinnerSamples []float64
 }
 
 // Tuner runs tasks on a backend.
@@ -221,6 +249,7 @@ func (t *Tuner) Run(ctx context.Context, task Task, budget time.Duration) (*Resu
 	// The default is measured first: it calibrates the budget and is the
 	// reference point of the entry.
 	perSample := 0.0
+	calStart := time.Now()
 	if defErr == nil {
 		if s, err := r.measure(def, 3); err == nil {
 			perSample = stats.Median(s)
@@ -236,16 +265,24 @@ func (t *Tuner) Run(ctx context.Context, task Task, budget time.Duration) (*Resu
 		}
 	}
 
+	calTime := time.Since(calStart)
+	setup := time.Since(start)
+
+	// Programs in the final timing: winner, default, baseline, and the incumbent.
+	finalProgs := 3.0
+	if task.Incumbent != nil {
+		finalProgs = 4
+	}
 	finalSamples := t.cfg.FinalSamples
 	if perSample > 0 {
-		fit := int(budget.Seconds() / 5 / (3 * perSample))
+		fit := int(budget.Seconds() / 5 / (finalProgs * perSample))
 		finalSamples = max(t.cfg.MinFinalSamples, min(finalSamples, fit))
 	}
 	opts := search.Options{Seed: t.cfg.Seed, Samples: t.cfg.Samples}
 	if t.cfg.Strategy == "halving" && perSample > 0 {
 		// Size the first round so the whole halving fits the budget left after
 		// the final comparison (winner, default, baseline × finalSamples).
-		left := time.Until(r.deadline).Seconds() - 3*float64(finalSamples)*perSample
+		left := time.Until(r.deadline).Seconds() - finalProgs*float64(finalSamples)*perSample
 		n := len(valid)
 		for n > 2 && float64(search.HalvingSamples(n, opts)+n)*perSample > left {
 			n = n * 4 / 5
@@ -281,7 +318,7 @@ search:
 			pf.Prefetch(task.Kernel, task.DType, fresh)
 		}
 		for _, req := range reqs {
-			if reason := r.stopReason(perSample * float64(req.Samples+3*finalSamples)); reason != "" {
+			if reason := r.stopReason(perSample * (float64(req.Samples) + finalProgs*float64(finalSamples))); reason != "" {
 				stopped = reason
 				break search
 			}
@@ -303,12 +340,16 @@ search:
 		// best candidate the calibration measured.
 		best, ok = r.bestMeasured()
 	}
+	// One more candidate costs about what the default did (build, verify,
+	// first samples) plus a batch of samples; then comes the final timing.
+	needed := setup + calTime + time.Duration(perSample*float64(t.cfg.Samples+int(finalProgs)*t.cfg.MinFinalSamples)*float64(time.Second))
 	if !ok {
-		return &Result{Task: task, Trace: r.trace(), Stopped: stopped, DataSeed: r.dataSeed},
+		return &Result{Task: task, Trace: r.trace(), Stopped: stopped, DataSeed: r.dataSeed, Needed: needed},
 			fmt.Errorf("%s %s: every measured candidate failed (%s)", task.Kernel.Name, task.Key(), r.firstError())
 	}
 
-	// Final numbers: winner, default and baseline timed interleaved, same sample count.
+	// Final numbers: winner, default, baseline and incumbent timed
+	// interleaved, same sample count.
 	entry := &params.Entry{Params: best, Strategy: t.cfg.Strategy, Evaluations: len(r.cands), Stopped: stopped}
 	var baseProg Program
 	baseName := ""
@@ -334,6 +375,15 @@ search:
 	if !sameAsDefault && defErr == nil && r.cands[def.Key()] != nil && r.cands[def.Key()].err == nil {
 		defProg, _ = r.program(def)
 	}
+	var retime *Retiming
+	var incProg Program
+	if task.Incumbent != nil {
+		retime = &Retiming{Params: task.Incumbent}
+		var own bool
+		if incProg, own = r.incumbent(space, retime, best, def, defProg != nil || sameAsDefault); own {
+			defer incProg.Close()
+		}
+	}
 	for i := 0; i < finalSamples; i += 5 {
 		n := min(5, finalSamples-i)
 		tot, per, err := r.sample(bestProg, n)
@@ -353,7 +403,15 @@ search:
 				baseTot = append(baseTot, tot...)
 			}
 		}
+		if incProg != nil && retime.Err == "" {
+			if tot, _, err := r.sample(incProg, n); err == nil {
+				retime.Samples = append(retime.Samples, tot...)
+			} else {
+				retime.Err, retime.Samples = "timing: "+err.Error(), nil
+			}
+		}
 	}
+	found, foundTot := best, bestTot // the search's winner, before the default may take its place
 	if best.Key() != def.Key() && len(defTot) == len(bestTot) && stats.Median(defTot) < stats.Median(bestTot) {
 		// On the final, longer comparison the default won: record it.
 		fmt.Fprintf(t.cfg.Log, "  %s %s: the default beat %s in the final timing; keeping the default\n", task.Kernel.Name, task.Key(), best.Key())
@@ -382,6 +440,10 @@ search:
 	if len(baseTot) > 0 {
 		entry.Baseline = &params.Baseline{Name: baseName, MedianUS: round3(stats.Median(baseTot) * 1e6)}
 	}
+	entry.Use = UseOf(bestTot, baseTot)
+	if retime != nil {
+		finishRetiming(retime, best, bestTot, []search.Candidate{found, def}, [][]float64{foundTot, defTot})
+	}
 	for _, c := range task.Cases {
 		entry.Shapes = append(entry.Shapes, append([]int(nil), c.Shape...))
 	}
@@ -395,7 +457,70 @@ search:
 		}
 	}
 	entry.Roofline = r.roofline(sum.Median)
-	return &Result{Task: task, Entry: entry, Trace: r.trace(), Stopped: stopped, DataSeed: r.dataSeed}, nil
+	return &Result{Task: task, Entry: entry, Trace: r.trace(), Stopped: stopped, DataSeed: r.dataSeed, Retiming: retime, Needed: needed}, nil
+}
+
+// incumbent prepares the final timing of the incumbent: it returns the
+// program to time in the interleaved rounds, and whether the caller owns
+// (must close) it. The program is nil when the incumbent is the winner or
+// the default (whose samples it shares, when defTimed) or cannot run here
+// (recorded in rt). An incumbent the search did not measure is built apart
+// from the run's candidates, so that it does not count as measured.
+func (r *run) incumbent(space *search.Space, rt *Retiming, best, def search.Candidate, defTimed bool) (Program, bool) {
+	inc := search.Candidate(rt.Params)
+	if inc.Key() == best.Key() || (inc.Key() == def.Key() && defTimed) {
+		return nil, false
+	}
+	if err := space.Check(inc); err != nil {
+		rt.Invalid, rt.Err = true, "not valid here: "+err.Error()
+		return nil, false
+	}
+	if cd := r.cands[inc.Key()]; cd != nil {
+		if cd.err == nil && cd.prog != nil {
+			if prog, err := r.program(inc); err == nil {
+				return prog, false
+			}
+		}
+		if cd.err != nil {
+			rt.Invalid, rt.Err = true, cd.err.Error()
+			return nil, false
+		}
+	}
+	prog, err := r.t.b.Build(r.task.Kernel, r.task.DType, inc)
+	if err != nil {
+		rt.Invalid, rt.Err = true, "build: "+err.Error()
+		return nil, false
+	}
+	if err := r.verify(prog, inc); err != nil {
+		prog.Close()
+		rt.Invalid, rt.Err = true, "verification: "+err.Error()
+		return nil, false
+	}
+	if err := r.warmup(prog); err != nil {
+		rt.Err = "warmup: " + err.Error()
+	}
+	return prog, true
+}
+
+// finishRetiming fills in the winner's samples and, where the incumbent
+// shared a program with the search's winner or the default (others, with
+// their samples), the incumbent's.
+func finishRetiming(rt *Retiming, best search.Candidate, bestTot []float64, others []search.Candidate, othersTot [][]float64) {
+	rt.WinnerSamples = bestTot
+	key := search.Candidate(rt.Params).Key()
+	if key == best.Key() {
+		rt.Same, rt.Samples, rt.Err = true, bestTot, ""
+		return
+	}
+	for i, o := range others {
+		if key == o.Key() && len(othersTot[i]) > 0 {
+			rt.Samples, rt.Err = othersTot[i], ""
+			return
+		}
+	}
+	if rt.Err == "" && len(rt.Samples) == 0 {
+		rt.Err = "not timed"
+	}
 }
 
 // Space is the task's search space: the family's parameters on this

@@ -23,6 +23,7 @@ type fakeBackend struct {
 	failBuild  bool
 	tooFast    bool
 	baseline   bool
+	baseCost   float64 // seconds per case of the baseline; default 150 µs
 	threadsCap int
 }
 
@@ -72,7 +73,11 @@ func (f *fakeBackend) Baseline(*kernels.Kernel, kernels.DType) (Program, string,
 	if !f.baseline {
 		return nil, "", nil
 	}
-	return &fakeProg{f: f, cost: 150e-6}, "vendor", nil
+	cost := 150e-6
+	if f.baseCost > 0 {
+		cost = f.baseCost
+	}
+	return &fakeProg{f: f, cost: cost}, "vendor", nil
 }
 
 func (*fakeBackend) Close() error { return nil }

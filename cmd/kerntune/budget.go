@@ -39,6 +39,9 @@ func parseBudget(s string) (time.Duration, int, error) {
 			if err != nil || n <= 0 || evals != 0 {
 				return 0, 0, usageErrorf("--budget %q: %q is not a positive evaluation count given once (want %s)", s, p, budgetHelp)
 			}
+			if n == 1 {
+				return 0, 0, usageErrorf("--budget %q: one evaluation per entry measures only the default, which is no tuning result; give at least 2e", s)
+			}
 			evals = n
 			continue
 		}

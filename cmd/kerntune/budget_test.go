@@ -27,6 +27,8 @@ func TestParseBudget(t *testing.T) {
 		{"0s", 0, 0, false},
 		{"-1m", 0, 0, false},
 		{"0e", 0, 0, false},
+		{"1e", 0, 0, false},
+		{"2e", noWallLimit, 2, true},
 		{"xe", 0, 0, false},
 		{"3m,4m", 0, 0, false},
 		{"5e,6e", 0, 0, false},
@@ -54,14 +56,15 @@ func TestParseBudget(t *testing.T) {
 }
 
 // Tuning with an evaluation budget stops there and records it; the default
-// strategy then starts from the entry just written.
+// strategy then starts from the entry just written (--replace: each run's
+// entry is written, whatever the keep rule would choose).
 func TestTuneEvaluationBudgetCPU(t *testing.T) {
 	if testing.Short() {
 		t.Skip("tunes on the CPU for a few seconds")
 	}
 	out := filepath.Join(t.TempDir(), "hardware_params.json")
 	for _, strategy := range []string{"ils", "racing", "anneal", "default"} {
-		code, log := runCLI(t, "tune", "--backend", "cpu", "--kernel", "softmax", "--shape", "64x500", "--budget", "20s,6e", "--strategy", strategy, "--out", out)
+		code, log := runCLI(t, "tune", "--backend", "cpu", "--kernel", "softmax", "--shape", "64x500", "--budget", "20s,6e", "--strategy", strategy, "--replace", "--out", out)
 		if code != 0 {
 			t.Fatalf("%s: tune exited %d:\n%s", strategy, code, log)
 		}

@@ -12,7 +12,9 @@ import (
 )
 
 // Exit codes: 1 for a failure while working, 2 for bad input (flags, names,
-// shapes, files) and for a backend that is not available.
+// shapes, files, a budget too small to compare anything) and for a backend
+// that is not available; a tune stopped by SIGINT or SIGTERM exits 130 or 143
+// (see interruptedError).
 const (
 	exitFailure = 1
 	exitUsage   = 2
@@ -63,6 +65,10 @@ func run(args []string) int {
 		return 0
 	}
 	fmt.Fprintln(os.Stderr, "kerntune:", err)
+	var ec interface{ ExitCode() int }
+	if errors.As(err, &ec) {
+		return ec.ExitCode()
+	}
 	var ue usageError
 	if errors.As(err, &ue) || isCobraUsage(err) {
 		return exitUsage

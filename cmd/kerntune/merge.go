@@ -25,6 +25,7 @@ type mergeConflict struct {
 	KeptUS   float64 `json:"kept_us"` // its median_us
 	Dropped  string  `json:"dropped"`
 	DroppedU float64 `json:"dropped_us"`
+	Reason   string  `json:"reason"` // chooseEntry's reason
 }
 
 // mergeSummary is what merge --json prints.
@@ -131,15 +132,21 @@ func mergeFiles(paths []string) (*mergeSummary, []byte, error) {
 				return prev // the same measurement in two files is no conflict
 			}
 			id := dk + "\x00" + fam + "\x00" + ek
-			pt, nt := medianOf(prev), medianOf(e)
-			c := mergeConflict{Device: dk, Kernel: fam, Key: ek}
+			pe, perr := entryOf(prev)
+			ne, nerr := entryOf(e)
+			if perr != nil || nerr != nil {
+				return prev // both parsed above, so this does not happen
+			}
+			// Files from different runs share no timing: the recorded medians decide.
+			ch := chooseEntry(pe, ne, evidence{recorded: true})
+			c := mergeConflict{Device: dk, Kernel: fam, Key: ek, Reason: ch.reason}
 			defer func() { sum.Conflicts = append(sum.Conflicts, c) }()
-			if nt < pt {
-				c.Kept, c.KeptUS, c.Dropped, c.DroppedU = path, nt, origin[id], pt
+			if ch.keepNew {
+				c.Kept, c.KeptUS, c.Dropped, c.DroppedU = path, ne.MedianUS, origin[id], pe.MedianUS
 				origin[id] = path
 				return e
 			}
-			c.Kept, c.KeptUS, c.Dropped, c.DroppedU = origin[id], pt, path, nt
+			c.Kept, c.KeptUS, c.Dropped, c.DroppedU = origin[id], pe.MedianUS, path, ne.MedianUS
 			return prev
 		})
 	}
@@ -163,12 +170,4 @@ func mergeFiles(paths []string) (*mergeSummary, []byte, error) {
 		return a.Device+a.Kernel+a.Key < b.Device+b.Kernel+b.Key
 	})
 	return sum, append(data, '\n'), nil
-}
-
-// medianOf is an entry's median_us (parsed files have a valid number there).
-func medianOf(e any) float64 {
-	m, _ := e.(map[string]any)
-	n, _ := m["median_us"].(json.Number)
-	x, _ := n.Float64()
-	return x
 }

@@ -227,43 +227,89 @@ func TestTuneResumeAfterKill(t *testing.T) {
 	}
 }
 
-// Ctrl-C stops cleanly: finished entries and the partial one are written,
-// the journal stays for --resume.
+// Ctrl-C (SIGINT) or SIGTERM stops cleanly: finished entries and the
+// partial one are written, the journal stays for --resume, and the exit code
+// is 128 + the signal (130, 143); show marks the partial entry.
 func TestTuneInterruptWritesWhatIsDone(t *testing.T) {
 	if testing.Short() {
 		t.Skip("tunes on the CPU")
 	}
-	path := filepath.Join(t.TempDir(), "hardware_params.json")
-	cmd := kerntune(t, nil, "tune", "--backend", "cpu", "--kernel", "softmax", "--shape", "8x300", "--shape", "16x600",
-		"--strategy", "exhaustive", "--budget", "5m", "--out", path)
-	var log bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &log, &log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+	for _, tt := range []struct {
+		sig  os.Signal
+		code int
+	}{{os.Interrupt, 130}, {syscall.SIGTERM, 143}} {
+		t.Run(signalName(tt.sig), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "hardware_params.json")
+			cmd := kerntune(t, nil, "tune", "--backend", "cpu", "--kernel", "softmax", "--shape", "8x300", "--shape", "16x600",
+				"--strategy", "exhaustive", "--budget", "5m", "--out", path)
+			var log bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &log, &log
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			deadline := time.Now().Add(time.Minute)
+			for n, _ := countJournal(t, path+tuner.JournalSuffix); n < 10 && time.Now().Before(deadline); n, _ = countJournal(t, path+tuner.JournalSuffix) {
+				time.Sleep(2 * time.Millisecond)
+			}
+			cmd.Process.Signal(tt.sig)
+			waitExit(t, cmd, tt.code, &log)
+			if len(entryShape(t, path)) == 0 {
+				t.Errorf("nothing written after %s:\n%s", tt.sig, log.String())
+			}
+			for _, want := range []string{"--resume", "interrupted by " + signalName(tt.sig)} {
+				if !strings.Contains(log.String(), want) {
+					t.Errorf("the log does not say %q:\n%s", want, log.String())
+				}
+			}
+			if _, err := os.Stat(path + tuner.JournalSuffix); err != nil {
+				t.Errorf("journal gone after an interruption: %v", err)
+			}
+			// The interrupted entry is marked partial by show and report.
+			partial := ""
+			f, err := params.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range f.Devices {
+				for key, e := range d.Kernels["softmax"] {
+					if e.Stopped == "interrupted" {
+						partial = key
+					}
+				}
+			}
+			if partial == "" {
+				t.Fatalf("no partial entry after %s:\n%s", tt.sig, log.String())
+			}
+			out, err := kerntune(t, nil, "show", path).CombinedOutput()
+			if err != nil || !regexp.MustCompile(regexp.QuoteMeta(partial)+`\s.*PARTIAL \(stopped: interrupted\)`).Match(out) {
+				t.Errorf("show does not mark %s partial (%v):\n%s", partial, err, out)
+			}
+			out, err = kerntune(t, nil, "report", path, "--out", filepath.Join(t.TempDir(), "report"), "--json").Output()
+			var rows []reportRow
+			if err != nil || json.Unmarshal(out, &rows) != nil {
+				t.Fatalf("report --json: %v\n%s", err, out)
+			}
+			for _, r := range rows {
+				if r.Partial != (r.Key == partial) {
+					t.Errorf("report row %s: partial %v", r.Key, r.Partial)
+				}
+			}
+		})
 	}
-	deadline := time.Now().Add(time.Minute)
-	for n, _ := countJournal(t, path+tuner.JournalSuffix); n < 10 && time.Now().Before(deadline); n, _ = countJournal(t, path+tuner.JournalSuffix) {
-		time.Sleep(2 * time.Millisecond)
-	}
-	cmd.Process.Signal(os.Interrupt)
+}
+
+// waitExit waits for cmd (signalled to stop) and checks its exit code.
+func waitExit(t *testing.T, cmd *exec.Cmd, code int, log *bytes.Buffer) {
+	t.Helper()
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("interrupted tune: %v\n%s", err, log.String())
+	case <-done:
+		if got := cmd.ProcessState.ExitCode(); got != code {
+			t.Fatalf("exit code %d, want %d:\n%s", got, code, log.String())
 		}
 	case <-time.After(30 * time.Second):
 		cmd.Process.Kill()
-		t.Fatalf("tune did not stop within 30 s of SIGINT:\n%s", log.String())
-	}
-	if len(entryShape(t, path)) == 0 {
-		t.Errorf("nothing written after SIGINT:\n%s", log.String())
-	}
-	if !strings.Contains(log.String(), "--resume") {
-		t.Errorf("the log does not say how to finish the run:\n%s", log.String())
-	}
-	if _, err := os.Stat(path + tuner.JournalSuffix); err != nil {
-		t.Errorf("journal gone after an interruption: %v", err)
+		t.Fatalf("tune did not stop within 30 s of the signal:\n%s", log.String())
 	}
 }

@@ -38,6 +38,9 @@ type reportRow struct {
 	Failed     int            `json:"failed"`
 	Traced     int            `json:"traced_candidates"`
 	IsDefault  bool           `json:"winner_is_default,omitempty"`
+	Use        string         `json:"use,omitempty"`     // the entry's use: baseline or tuned
+	Stopped    string         `json:"stopped,omitempty"` // why its search stopped early
+	Partial    bool           `json:"partial,omitempty"` // stopped: interrupted`
 	Plots      []string       `json:"plots,omitempty"`
 }
 
@@ -141,7 +144,8 @@ const reportNotes = `## Reading this report
 - **median µs**: the winner's median time per sample, summed over the entry's shapes; default and baseline were timed interleaved with it, same sample count.
 - **× default**, **× baseline**: how many times faster the winner is (above 1: faster).
 - **% of roofline**: the physical floor (bytes over the measured copy bandwidth for memory-bound families, flops over the peak otherwise) as a share of the winner's time; 100 % would be at the floor.
-- **candidates**: measured / valid / failed in the entry's search space.
+- **use**: **baseline** when the baseline was faster than the winner beyond noise in the final interleaved timing (Mann-Whitney U, p < 0.01, and at least 3 % faster in median): the application should call the baseline; tuned when it was not; - without a baseline.
+- **candidates**: measured / valid / failed in the entry's search space; **partial**: the tuning run was interrupted before the entry's search finished (stopped: interrupted).
 - **(the default)**: the search kept the default; winner and default are then the same program timed twice, so a × default other than 1 shows the timing noise.
 - Candidate plots show each candidate's median from the search; candidates measured in an early round of successive halving have fewer samples.
 `
@@ -181,6 +185,7 @@ func reportDevice(md *strings.Builder, dk string, d *params.Device, recs []trace
 				r.Baseline, r.BaselineUS, r.VsBaseline = e.Baseline.Name, e.Baseline.MedianUS, round3(e.Baseline.MedianUS/e.MedianUS)
 			}
 			r.IsDefault = e.Default != nil && sameParams(e.Default.Params, e.Params)
+			r.Use, r.Stopped, r.Partial = e.Use, e.Stopped, partial(e)
 			if e.Roofline != nil {
 				r.PctRoof = e.Roofline.PctOfFloor
 			}
@@ -196,17 +201,21 @@ func reportDevice(md *strings.Builder, dk string, d *params.Device, recs []trace
 		return nil, err
 	}
 	fmt.Fprintf(md, "![speedups of the tuned kernels on %s](%s)\n\n", dk, filepath.ToSlash(sp))
-	md.WriteString("| kernel | entry | winner | median µs | default µs | × default | baseline µs | × baseline | % of roofline | candidates |\n")
-	md.WriteString("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	md.WriteString("| kernel | entry | winner | median µs | default µs | × default | baseline µs | × baseline | use | % of roofline | candidates |\n")
+	md.WriteString("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: |\n")
 	for _, r := range rows {
 		winner := "`" + search.Candidate(r.Params).Key() + "`"
 		if r.IsDefault {
 			// Same program timed twice: any gap is measurement noise.
 			winner += " (the default)"
 		}
-		fmt.Fprintf(md, "| %s | %s | %s | %.2f | %s | %s | %s | %s | %s | %d / %d / %d |\n", r.Kernel, r.Key,
+		cands := fmt.Sprintf("%d / %d / %d", r.Measured, r.Valid, r.Failed)
+		if r.Partial {
+			cands += " **partial**"
+		}
+		fmt.Fprintf(md, "| %s | %s | %s | %.2f | %s | %s | %s | %s | %s | %s | %s |\n", r.Kernel, r.Key,
 			winner, r.MedianUS, numOrDash(r.DefaultUS, "%.2f"), numOrDash(r.VsDefault, "%.2f×"),
-			baselineCell(r), numOrDash(r.VsBaseline, "%.2f×"), pctCell(r.PctRoof), r.Measured, r.Valid, r.Failed)
+			baselineCell(r), numOrDash(r.VsBaseline, "%.2f×"), useCell(r.Use), pctCell(r.PctRoof), cands)
 	}
 	md.WriteString("\n")
 
@@ -296,4 +305,14 @@ func pctCell(x float64) string {
 		return fmt.Sprintf("%.1f %%", x)
 	}
 	return fmt.Sprintf("%.0f %%", x)
+}
+
+func useCell(use string) string {
+	switch use {
+	case "":
+		return "-"
+	case "baseline":
+		return "**baseline**"
+	}
+	return use
 }

@@ -33,7 +33,8 @@ func traceRecords(device string, res *tuner.Result) []trace.Record {
 
 func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
 
-// tunedJSON is what tune --json prints: the entries this run wrote.
+// tunedJSON is what tune --json prints: the entries this run tuned, and
+// for each whether it was written.
 type tunedJSON struct {
 	Device  string       `json:"device"`
 	Out     string       `json:"out"`
@@ -45,12 +46,19 @@ type tunedEntry struct {
 	Key     string        `json:"key"`
 	Stopped string        `json:"stopped,omitempty"`
 	Entry   *params.Entry `json:"entry"`
+	// Decision says whether Entry was written to Out (added, replaced) or
+	// the better entry already there was kept, and why.
+	Decision *keepDecision `json:"decision,omitempty"`
 }
 
-func printTuneJSON(w io.Writer, device, out string, results []*tuner.Result) error {
+func printTuneJSON(w io.Writer, device, out string, results []*tuner.Result, decisions []*keepDecision) error {
 	tj := tunedJSON{Device: device, Out: out, Entries: []tunedEntry{}}
-	for _, r := range results {
-		tj.Entries = append(tj.Entries, tunedEntry{Kernel: r.Task.Kernel.Name, Key: r.Task.Key(), Stopped: r.Stopped, Entry: r.Entry})
+	for i, r := range results {
+		te := tunedEntry{Kernel: r.Task.Kernel.Name, Key: r.Task.Key(), Stopped: r.Stopped, Entry: r.Entry}
+		if i < len(decisions) {
+			te.Decision = decisions[i]
+		}
+		tj.Entries = append(tj.Entries, te)
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

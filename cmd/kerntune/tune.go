@@ -6,11 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"runtime"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -36,6 +34,7 @@ type tuneFlags struct {
 	seed     uint64
 	out      string
 	force    bool
+	replace  bool
 	verbose  bool
 	quiet    bool
 	specs    []string
@@ -73,7 +72,18 @@ fresh worker goes on with the rest.
 --budget is wall time for the whole run (3m), evaluations per entry (200e or
 200evals: distinct candidates measured, each built and verified once), or
 both (3m,200e); tuning an entry stops cleanly at whichever comes first and
-the entry records how many candidates it measured and why it stopped.`,
+the entry records how many candidates it measured and why it stopped. A budget
+so small that no candidate beyond the default is measured is an error (exit 2)
+and writes nothing.
+
+An entry --out already holds is replaced only when the new one is better:
+when the new winner is faster beyond noise than the file's parameters, timed
+interleaved in this run; or, within noise, when the new entry is complete (not
+interrupted) and measured at least as many candidates. Otherwise the file's
+entry is kept, and tune says so. --replace always writes the new entry.
+
+An interrupted run (Ctrl-C, SIGTERM) writes what it finished and exits 130
+(SIGINT) or 143 (SIGTERM).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f.isolateSet = cmd.Flags().Changed("isolate")
@@ -90,6 +100,7 @@ the entry records how many candidates it measured and why it stopped.`,
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the search strategy")
 	fl.StringVar(&f.out, "out", params.DefaultFileName, "params file to merge the results into")
 	fl.BoolVar(&f.force, "force", false, "replace an existing --out file that cannot be parsed")
+	fl.BoolVar(&f.replace, "replace", false, "write every tuned entry over the --out file's, even when the file's entry is better")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log every candidate")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only errors")
 	fl.StringArrayVar(&f.specs, "spec", nil, "kernel spec file of a user kernel to tune (repeatable; without --kernel, only the specs' kernels are tuned)")
@@ -215,10 +226,10 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 	fmt.Fprintf(log, "device %s (%s, %d compute units); %d entries to tune in %s with %s\n",
 		info.Key, info.Backend, info.ComputeUnits, len(tasks), f.budgetS, f.strategy)
 
-	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancel := context.WithCancel(cmd.Context())
 	defer cancel()
+	sig := notifySignals(cancel)
+	defer sig.stop()
 	jr, err := openJournal(f, cancel)
 	if err != nil {
 		return err
@@ -229,6 +240,7 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 	tu := tuner.New(b, cfg)
 	deadline := time.Now().Add(f.budget)
 	var results []*tuner.Result
+	var decisions []*keepDecision
 	failed := 0
 	for i, task := range tasks {
 		if ctx.Err() != nil {
@@ -245,6 +257,10 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 		if f.strategy == "default" {
 			cfg.WarmStart = warmStartFor(f.out, info, task)
 			tu = tuner.New(b, cfg)
+		}
+		if !f.replace {
+			// Re-checked under the file's lock when the entry is written.
+			task.Incumbent = incumbentFor(f.out, info.Key, task)
 		}
 		ui.begin(task, share)
 		res, err := tu.Run(ctx, task, share)
@@ -265,10 +281,21 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 			fmt.Fprintf(log, "%-10s %-22s FAILED: %v\n", task.Kernel.Name, task.Key(), err)
 			continue
 		}
+		if tooSmall(res) {
+			// Nothing is written and the journal goes: the run is to be
+			// repeated with a larger budget, not resumed.
+			completed = true
+			return usageError{budgetTooSmall(f, res, len(tasks)-i)}
+		}
 		results = append(results, res)
 		fmt.Fprintf(log, "%-10s %-22s %s (%.1fs%s)\n", task.Kernel.Name, task.Key(), describe(res.Entry), time.Since(start).Seconds(), stoppedNote(res.Stopped))
-		if err := writeResults(f.out, f.force, info, []*tuner.Result{res}); err != nil {
+		d, err := writeResult(f.out, f.force, f.replace, info, res)
+		if err != nil {
 			return usageErrorf("--out %s: %v (the file was not changed; the journal keeps the measurements: fix this and run again with --resume)", f.out, err)
+		}
+		decisions = append(decisions, d)
+		if d.Action != actionAdded {
+			fmt.Fprintf(log, "%-10s %-22s %s\n", task.Kernel.Name, task.Key(), d)
 		}
 		if res.Stopped != "interrupted" {
 			jr.MarkDone(info.Key, task.Kernel.Name, task.Key(), "")
@@ -284,11 +311,14 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 	}
 	ui.close()
 	if f.asJSON {
-		if err := printTuneJSON(cmd.OutOrStdout(), info.Key, f.out, results); err != nil {
+		if err := printTuneJSON(cmd.OutOrStdout(), info.Key, f.out, results, decisions); err != nil {
 			return err
 		}
 	} else if len(results) > 0 && !f.quiet {
-		fmt.Fprintf(cmd.OutOrStdout(), "wrote %d entries for %s to %s\n", len(results), info.Key, f.out)
+		fmt.Fprintf(cmd.OutOrStdout(), "%s for %s in %s\n", decisionCounts(decisions), info.Key, f.out)
+	}
+	if s := sig.received(); s != nil {
+		return interruptedError{sig: s, written: len(decisions) - countAction(decisions, actionKept), journal: jr.Path()}
 	}
 	if failed > 0 {
 		return fmt.Errorf("%d of %d entries could not be tuned", failed, len(tasks))
@@ -335,26 +365,83 @@ func checkOutFile(path string, force bool) error {
 	return nil
 }
 
-// writeResults merges results into the params file.
-func writeResults(path string, force bool, info tuner.DeviceInfo, results []*tuner.Result) error {
+// writeResult merges a tuned entry into the params file, keeping the
+// file's entry for the same device, kernel and key when it is better
+// (chooseEntry; never with replace). The choice is made under the file's
+// lock, against the entry the file holds at that moment.
+func writeResult(path string, force, replace bool, info tuner.DeviceInfo, res *tuner.Result) (*keepDecision, error) {
 	dev := &params.Device{
 		Backend: info.Backend, Name: info.Name, Family: info.Family,
 		ComputeUnits: info.ComputeUnits, TunedAt: time.Now().UTC().Format(time.RFC3339),
-		Facts: info.Facts, Kernels: map[string]map[string]*params.Entry{},
-	}
-	for _, r := range results {
-		fam := r.Task.Kernel.Name
-		if dev.Kernels[fam] == nil {
-			dev.Kernels[fam] = map[string]*params.Entry{}
-		}
-		dev.Kernels[fam][r.Task.Key()] = r.Entry
+		Facts: info.Facts, Kernels: map[string]map[string]*params.Entry{
+			res.Task.Kernel.Name: {res.Task.Key(): res.Entry},
+		},
 	}
 	upd := &params.File{SchemaVersion: params.SchemaVersion, Generator: "kerntune " + version(), Devices: map[string]*params.Device{info.Key: dev}}
-	if err := params.MergeIntoFile(path, upd, force); err != nil {
-		if errors.Is(err, params.ErrUnparsable) {
-			return usageError{err}
+	d := &keepDecision{Action: actionAdded, New: briefOf(res.Entry)}
+	keep := func(_, _, _ string, old, nw any) any {
+		oe, err := entryOf(old)
+		if err != nil {
+			// Cannot happen for a file that parsed; never lose the file's entry.
+			d.Action, d.Reason = actionKept, "the file's entry could not be compared: "+err.Error()
+			d.Old = &entryBrief{}
+			return old
 		}
-		return err
+		c := chooseEntry(oe, res.Entry, evidence{replace: replace, retime: res.Retiming})
+		d.Old, d.Reason = briefOf(oe), c.reason
+		d.OldRetimedUS, d.NewRetimedUS, d.PValue = c.oldUS, c.newUS, c.p
+		if c.keepNew {
+			d.Action = actionReplaced
+			return nw
+		}
+		d.Action = actionKept
+		return old
+	}
+	if err := params.MergeIntoFileKeep(path, upd, force, keep); err != nil {
+		if errors.Is(err, params.ErrUnparsable) {
+			return nil, usageError{err}
+		}
+		return nil, err
+	}
+	return d, nil
+}
+
+// decisionCounts summarises what a run did to the file.
+func decisionCounts(ds []*keepDecision) string {
+	added, replaced, kept := countAction(ds, actionAdded), countAction(ds, actionReplaced), countAction(ds, actionKept)
+	s := fmt.Sprintf("wrote %d entries", added+replaced)
+	if replaced > 0 {
+		s += fmt.Sprintf(" (%d replaced)", replaced)
+	}
+	if kept > 0 {
+		s += fmt.Sprintf("; kept %d better entries already there", kept)
+	}
+	return s
+}
+
+func countAction(ds []*keepDecision, action string) int {
+	n := 0
+	for _, d := range ds {
+		if d.Action == action {
+			n++
+		}
+	}
+	return n
+}
+
+// incumbentFor returns the parameters of the entry path holds for the
+// device and task, or nil (no file, no entry, an unreadable file).
+func incumbentFor(path, device string, task tuner.Task) map[string]int {
+	pf, err := params.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	d := pf.Devices[device]
+	if d == nil {
+		return nil
+	}
+	if e := d.Kernels[task.Kernel.Name][task.Key()]; e != nil {
+		return e.Params
 	}
 	return nil
 }

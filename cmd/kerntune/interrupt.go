@@ -1,0 +1,118 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/kerntune/kerntune/tuner"
+)
+
+// signalWatch cancels a run on SIGINT or SIGTERM and remembers which
+// signal came, for the exit code.
+type signalWatch struct {
+	ch   chan os.Signal
+	done chan struct{}
+	mu   sync.Mutex
+	got  os.Signal
+}
+
+func notifySignals(cancel context.CancelFunc) *signalWatch {
+	w := &signalWatch{ch: make(chan os.Signal, 1), done: make(chan struct{})}
+	signal.Notify(w.ch, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		select {
+		case s := <-w.ch:
+			w.mu.Lock()
+			w.got = s
+			w.mu.Unlock()
+			cancel()
+		case <-w.done:
+		}
+	}()
+	return w
+}
+
+// stop restores the default handling of the signals.
+func (w *signalWatch) stop() {
+	signal.Stop(w.ch)
+	close(w.done)
+}
+
+// received is the signal that stopped the run, or nil.
+func (w *signalWatch) received() os.Signal {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.got
+}
+
+// interruptedError ends a run stopped by a signal after it wrote what it
+// finished; the process exits 128 + the signal's number, as a shell
+// reports a process killed by it (130 for SIGINT, 143 for SIGTERM).
+type interruptedError struct {
+	sig     os.Signal
+	written int
+	journal string
+}
+
+func (e interruptedError) Error() string {
+	return fmt.Sprintf("interrupted by %s after writing %d entries; the journal %s keeps the measurements: finish the run with the same command and --resume",
+		signalName(e.sig), e.written, e.journal)
+}
+
+func (e interruptedError) ExitCode() int {
+	if s, ok := e.sig.(syscall.Signal); ok {
+		return 128 + int(s)
+	}
+	return 128 + int(syscall.SIGINT)
+}
+
+func signalName(s os.Signal) string {
+	switch s {
+	case os.Interrupt:
+		return "SIGINT"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	}
+	return s.String()
+}
+
+// budgetStops are the values of Entry.Stopped that mean the budget ran out.
+var budgetStops = map[string]bool{"budget spent": true, "evaluation budget spent": true}
+
+// tooSmall reports whether the budget ran out before a candidate beyond
+// the default was tried, in a space that has others: such an entry is no
+// result (it only restates the default) and is not written.
+func tooSmall(res *tuner.Result) bool {
+	e := res.Entry
+	return e != nil && budgetStops[res.Stopped] && e.Evaluations <= 1 && e.Candidates.Valid > 1
+}
+
+// budgetTooSmall is the usage error for a tooSmall result of a run of
+// entries tasks.
+func budgetTooSmall(f tuneFlags, res *tuner.Result, entries int) error {
+	what := fmt.Sprintf("%s %s measured only the default before the budget ran out, so it has nothing to compare the default with and no entry was written",
+		res.Task.Kernel.Name, res.Task.Key())
+	if res.Stopped == "evaluation budget spent" {
+		return fmt.Errorf("--budget %s is too small: %s; give at least 2 evaluations per entry (e.g. --budget 2e; more find better winners)", f.budgetS, what)
+	}
+	if res.Needed <= 0 {
+		return fmt.Errorf("--budget %s is too small: %s; give a larger --budget", f.budgetS, what)
+	}
+	total := roundUpDuration(res.Needed * time.Duration(entries))
+	return fmt.Errorf("--budget %s is too small: %s; one more candidate there needs about %s, so the %d entries of this run need --budget %s or more (more find better winners)",
+		f.budgetS, what, roundUpDuration(res.Needed), entries, total)
+}
+
+// roundUpDuration rounds d up to a whole second, or a whole minute above ten.
+func roundUpDuration(d time.Duration) time.Duration {
+	unit := time.Second
+	if d > 10*time.Minute {
+		unit = time.Minute
+	}
+	return (d + unit - 1) / unit * unit
+}

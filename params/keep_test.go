@@ -1,0 +1,100 @@
+package params
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// MergeIntoFileKeep hands keep the entry the file holds at the time of the
+// write, and writes what keep returns; entries only one side has are not
+// asked about.
+func TestMergeIntoFileKeep(t *testing.T) {
+	upd := typicalUpdate()
+	dev := upd.Devices["cpu:test-2c"]
+	dev.Kernels[GemvNT]["f32/tiny"] = &Entry{Params: map[string]int{"BN": 8}, MedianUS: 99, Shapes: [][]int{{1, 896, 896}}}
+	dev.Kernels[GemvNT]["f32/1x64x64"] = &Entry{Params: map[string]int{"BN": 4}, MedianUS: 1, Shapes: [][]int{{1, 64, 64}}}
+	delete(dev.Kernels, Softmax)
+	delete(dev.Kernels[GemvNT], "f32/1x896x4864")
+
+	for _, tt := range []struct {
+		name    string
+		keepOld bool
+		wantBN  int
+	}{
+		{"keep the file's entry", true, 64},
+		{"take the new entry", false, 8},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), DefaultFileName)
+			if err := MergeIntoFile(path, typicalUpdate(), false); err != nil {
+				t.Fatal(err)
+			}
+			var asked []string
+			err := MergeIntoFileKeep(path, upd, false, func(device, family, key string, old, nw any) any {
+				asked = append(asked, device+" "+family+" "+key)
+				bn, _ := old.(map[string]any)["params"].(map[string]any)["BN"].(json.Number).Int64()
+				if bn != 64 {
+					t.Errorf("keep got the file's entry with BN %d, want the file's 64", bn)
+				}
+				if tt.keepOld {
+					return old
+				}
+				return nw
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Join(asked, ";") != "cpu:test-2c gemv_nt f32/tiny" {
+				t.Errorf("keep asked about %q, want only the entry both hold", asked)
+			}
+			f, err := ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			es := f.Devices["cpu:test-2c"].Kernels[GemvNT]
+			if got := es["f32/tiny"].Params["BN"]; got != tt.wantBN {
+				t.Errorf("f32/tiny BN %d, want %d", got, tt.wantBN)
+			}
+			if es["f32/1x64x64"] == nil || es["f32/1x896x4864"] == nil || f.Devices["cpu:test-2c"].Kernels[Softmax]["f32/xlong"] == nil {
+				t.Errorf("entries only one side held were lost: %v", es)
+			}
+		})
+	}
+}
+
+// use is optional; when present it is "baseline" or "tuned", for Parse and
+// for the schema alike.
+func TestParseUse(t *testing.T) {
+	sch := compileSchema(t)
+	for _, tt := range []struct {
+		entry string
+		want  string // "" with ok: absent
+		ok    bool
+	}{
+		{`{"params":{"BN":8}}`, "", true},
+		{`{"params":{"BN":8},"use":"baseline"}`, "baseline", true},
+		{`{"params":{"BN":8},"use":"tuned"}`, "tuned", true},
+		{`{"params":{"BN":8},"use":"vendor"}`, "", false},
+		{`{"params":{"BN":8},"use":true}`, "", false},
+	} {
+		t.Run(tt.entry, func(t *testing.T) {
+			data := []byte(fileWith("cpu", "gemv_nt", "f32/tiny", tt.entry))
+			f, err := Parse(data)
+			if (err == nil) != tt.ok {
+				t.Fatalf("Parse error %v, want ok=%v", err, tt.ok)
+			}
+			if err != nil {
+				if !strings.Contains(err.Error(), `["f32/tiny"].use`) {
+					t.Errorf("error %q does not name the field", err)
+				}
+			} else if got := f.Devices["cpu:x"].Kernels["gemv_nt"]["f32/tiny"].Use; got != tt.want {
+				t.Errorf("use %q, want %q", got, tt.want)
+			}
+			if serr := validate(sch, data); (serr == nil) != tt.ok {
+				t.Errorf("schema: %v, want ok=%v", serr, tt.ok)
+			}
+		})
+	}
+}
