@@ -60,6 +60,12 @@ type Entry struct {
 	// "evaluation budget spent", "interrupted"), or empty.
 	Evaluations int    `json:"evaluations,omitempty"`
 	Stopped     string `json:"stopped,omitempty"`
+
+	// FastMath says, where the backend makes it a choice (metal), whether
+	// the kernels were compiled with fast math (kerntune tune
+	// --metal-fast-math). Absent for other backends and in entries written
+	// before it was recorded.
+	FastMath *bool `json:"fast_math,omitempty"`
 }
 
 // Reference is the un-tuned default configuration and its time.
@@ -394,6 +400,13 @@ func (w *walker) entry(path string, v any) *Entry {
 	}
 	if v, ok := m["stopped"]; ok {
 		e.Stopped = w.str(child(path, "stopped"), v)
+	}
+	if v, ok := m["fast_math"]; ok {
+		b, isBool := v.(bool)
+		if !isBool {
+			w.fail(child(path, "fast_math"), "must be a boolean, got %s", typeName(v))
+		}
+		e.FastMath = &b
 	}
 	if v, ok := m["shape_median_us"]; ok {
 		sp := child(path, "shape_median_us")
