@@ -66,6 +66,12 @@ type Entry struct {
 	// call the vendor library), "tuned" when a baseline was timed and was
 	// not, and empty when no baseline was timed.
 	Use string `json:"use,omitempty"`
+
+	// FastMath says, where the backend makes it a choice (metal), whether
+	// the kernels were compiled with fast math (kerntune tune
+	// --metal-fast-math). Absent for other backends and in entries written
+	// before it was recorded.
+	FastMath *bool `json:"fast_math,omitempty"`
 }
 
 // Reference is the un-tuned default configuration and its time.
@@ -406,6 +412,13 @@ func (w *walker) entry(path string, v any) *Entry {
 		if e.Use = w.str(up, v); w.err == nil && e.Use != "baseline" && e.Use != "tuned" {
 			w.fail(up, `must be "baseline" or "tuned", got %q`, e.Use)
 		}
+	}
+	if v, ok := m["fast_math"]; ok {
+		b, isBool := v.(bool)
+		if !isBool {
+			w.fail(child(path, "fast_math"), "must be a boolean, got %s", typeName(v))
+		}
+		e.FastMath = &b
 	}
 	if v, ok := m["shape_median_us"]; ok {
 		sp := child(path, "shape_median_us")

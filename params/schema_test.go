@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -113,6 +114,8 @@ func TestSchemaRejects(t *testing.T) {
 		{"missing devices", func(m map[string]any) { delete(m, "devices") }},
 		{"devices an array", func(m map[string]any) { m["devices"] = []any{} }},
 		{"string median", func(m map[string]any) { entry(m)["median_us"] = "1.5" }},
+		{"string fast_math", func(m map[string]any) { entry(m)["fast_math"] = "yes" }},
+		{"numeric fast_math", func(m map[string]any) { entry(m)["fast_math"] = 1 }},
 		{"lower-case param name", func(m map[string]any) { entry(m)["params"] = map[string]any{"bn": 8} }},
 		{"float param value", func(m map[string]any) { entry(m)["params"] = map[string]any{"BN": 8.5} }},
 		{"string param value", func(m map[string]any) { entry(m)["params"] = map[string]any{"BN": "8"} }},
@@ -149,4 +152,50 @@ func TestSchemaRejects(t *testing.T) {
 			t.Error(err)
 		}
 	})
+}
+
+// fast_math (a Metal entry's compile option) survives a write, a merge and
+// a read; entries without it read as nil.
+func TestFastMathField(t *testing.T) {
+	sch := compileSchema(t)
+	on, off := true, false
+	upd := &File{SchemaVersion: SchemaVersion, Devices: map[string]*Device{"metal:Apple M2:10c": {
+		Backend: "metal", Name: "Apple M2", Family: "apple8", ComputeUnits: 10,
+		Kernels: map[string]map[string]*Entry{GemvNT: {
+			"f16/tiny":     {Params: map[string]int{"TG": 128}, MedianUS: 9, FastMath: &on},
+			"f16/largeN":   {Params: map[string]int{"TG": 256}, MedianUS: 90, FastMath: &off},
+			"f16/1x896x96": {Params: map[string]int{"TG": 64}, MedianUS: 3},
+		}},
+	}}}
+	data, err := Merge(nil, upd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := validate(sch, data); err != nil {
+		t.Fatalf("schema rejects fast_math: %v", err)
+	}
+	// Merging another device's entry onto it keeps the field.
+	again, err := Merge(data, &File{Devices: map[string]*Device{"cpu:x": {Backend: "cpu", Name: "X", Family: "amd64",
+		Kernels: map[string]map[string]*Entry{GemvNT: {"f32/tiny": {Params: map[string]int{"BN": 8}}}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := Parse(again)
+	if err != nil {
+		t.Fatal(err)
+	}
+	es := f.Devices["metal:Apple M2:10c"].Kernels[GemvNT]
+	for key, want := range map[string]*bool{"f16/tiny": &on, "f16/largeN": &off, "f16/1x896x96": nil} {
+		got := es[key].FastMath
+		if (got == nil) != (want == nil) || (got != nil && *got != *want) {
+			t.Errorf("%s: fast_math %v, want %v", key, got, want)
+		}
+	}
+	bad := strings.Replace(string(data), `"fast_math": true`, `"fast_math": "yes"`, 1)
+	if bad == string(data) {
+		t.Fatalf("no fast_math in the written file:\n%s", data)
+	}
+	if _, err := Parse([]byte(bad)); err == nil || !strings.Contains(err.Error(), `["f16/tiny"].fast_math: must be a boolean, got a string`) {
+		t.Errorf("a string fast_math: %v", err)
+	}
 }

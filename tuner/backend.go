@@ -69,7 +69,9 @@ type Program interface {
 	// returns the duration of each run in seconds.
 	Run(inst Instance, n int) ([]float64, error)
 	// Output fills the output with NaN, runs the kernel once on the first
-	// input copy and returns the output, for verification.
+	// input copy and returns the output, for verification. A vendor
+	// baseline whose library may read the output as an addend even with
+	// beta = 0 (MPS) starts from zeros instead.
 	Output(inst Instance) ([]float32, error)
 	Close() error
 }

@@ -1,9 +1,62 @@
 package main
 
-// The backends register themselves with the tuner when imported.
 import (
-	_ "github.com/kerntune/kerntune/tuner/cpu"
+	"github.com/spf13/cobra"
+
+	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/tuner"
+	_ "github.com/kerntune/kerntune/tuner/cpu" // the backends register themselves with the tuner when imported
 	_ "github.com/kerntune/kerntune/tuner/cuda"
-	_ "github.com/kerntune/kerntune/tuner/metal"
+	"github.com/kerntune/kerntune/tuner/metal"
 	_ "github.com/kerntune/kerntune/tuner/opencl"
 )
+
+// backendOptions are the flags that configure a backend as it opens
+// (tune, verify, bench and the worker process take them).
+type backendOptions struct {
+	metalFastMath bool // --metal-fast-math
+}
+
+func addBackendFlags(cmd *cobra.Command, o *backendOptions) {
+	cmd.Flags().BoolVar(&o.metalFastMath, "metal-fast-math", false,
+		"metal: compile kernels with fast math (MTLCompileOptions.fastMathEnabled); off by default; tuned entries record it as fast_math")
+}
+
+// args are the flags that give a worker process the same options.
+func (o backendOptions) args() []string {
+	if o.metalFastMath {
+		return []string{"--metal-fast-math"}
+	}
+	return nil
+}
+
+// openBackend opens the named backend with the options that apply to it.
+func openBackend(name string, o backendOptions) (tuner.Backend, error) {
+	if name == "metal" {
+		return metal.OpenWith(metal.Options{FastMath: o.metalFastMath})
+	}
+	return tuner.Open(name)
+}
+
+// checkBackendOptions refuses options that the opened backend does not take.
+func checkBackendOptions(b tuner.Backend, o backendOptions) error {
+	if name := b.Info().Backend; o.metalFastMath && name != "metal" {
+		return usageErrorf("--metal-fast-math applies to the metal backend only; this run uses %s (name --backend metal on a Mac)", name)
+	}
+	return nil
+}
+
+// recordBackendOptions writes into a tuned entry the backend options its
+// numbers depend on: for Metal, whether the kernels were compiled with
+// fast math (the backend's fact fast_math, 0 or 1), as "fast_math".
+func recordBackendOptions(info tuner.DeviceInfo, e *params.Entry) {
+	if e == nil || info.Backend != "metal" {
+		return
+	}
+	v, ok := info.Facts["fast_math"]
+	if !ok {
+		return
+	}
+	fast := v == 1
+	e.FastMath = &fast
+}

@@ -43,6 +43,7 @@ func newBenchCmd() *cobra.Command {
 		samples              int
 		asJSON, quiet        bool
 		jsonOut              string
+		backendOpts          backendOptions
 	)
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -89,7 +90,7 @@ the default workload or the --shape list. The ratio is tuned/baseline time.`,
 			if quiet {
 				log = io.Discard
 			}
-			b, err := pickBackend(backend, log)
+			b, err := pickBackend(backend, log, backendOpts)
 			if err != nil {
 				return err
 			}
@@ -183,6 +184,7 @@ the default workload or the --shape list. The ratio is tuned/baseline time.`,
 	fl.BoolVar(&asJSON, "json", false, "print JSON")
 	fl.StringVar(&jsonOut, "json-out", "", "also write the results as JSON to this file")
 	fl.BoolVarP(&quiet, "quiet", "q", false, "no progress lines")
+	addBackendFlags(cmd, &backendOpts)
 	return cmd
 }
 

@@ -36,6 +36,7 @@ func isolateBackend(b tuner.Backend, f tuneFlags, log io.Writer) (tuner.Backend,
 	for _, s := range f.specs {
 		cmdline = append(cmdline, "--spec", s)
 	}
+	cmdline = append(cmdline, f.backendOpts.args()...)
 	// The device is opened by the worker from now on.
 	b.Close()
 	wb, err := worker.Open(worker.Options{Command: cmdline, Timeout: f.candTimeout, Log: log})

@@ -45,6 +45,7 @@ type tuneFlags struct {
 	resume      bool
 	trace       string
 	asJSON      bool
+	backendOpts backendOptions
 }
 
 func newTuneCmd() *cobra.Command {
@@ -109,13 +110,27 @@ An interrupted run (Ctrl-C, SIGTERM) writes what it finished and exits 130
 	fl.BoolVar(&f.resume, "resume", false, "finish an interrupted run from its journal (--out plus .journal), reusing its measurements")
 	fl.StringVar(&f.trace, "trace", "", "append every measured candidate to this JSON-lines file (read by kerntune report)")
 	fl.BoolVar(&f.asJSON, "json", false, "print the tuned entries as JSON on stdout")
+	addBackendFlags(cmd, &f.backendOpts)
 	return cmd
 }
 
-// pickBackend resolves "auto": metal on macOS, else cuda where it opens, else cpu.
-func pickBackend(name string, log io.Writer) (tuner.Backend, error) {
+// pickBackend resolves "auto": metal on macOS, else cuda where it opens,
+// else cpu; it refuses options the backend it opened does not take.
+func pickBackend(name string, log io.Writer, o backendOptions) (tuner.Backend, error) {
+	b, err := openPicked(name, log, o)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkBackendOptions(b, o); err != nil {
+		b.Close()
+		return nil, err
+	}
+	return b, nil
+}
+
+func openPicked(name string, log io.Writer, o backendOptions) (tuner.Backend, error) {
 	if name != "auto" {
-		b, err := tuner.Open(name)
+		b, err := openBackend(name, o)
 		if err != nil {
 			return nil, usageError{fmt.Errorf("--backend %s: %w", name, err)}
 		}
@@ -127,7 +142,7 @@ func pickBackend(name string, log io.Writer) (tuner.Backend, error) {
 	}
 	order = append(order, "cuda", "cpu")
 	for _, n := range order {
-		b, err := tuner.Open(n)
+		b, err := openBackend(n, o)
 		if err == nil {
 			return b, nil
 		}
@@ -208,7 +223,7 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 	}
 
 	sort.SliceStable(tasks, func(i, j int) bool { return tasks[i].Cost() < tasks[j].Cost() })
-	b, err := pickBackend(f.backend, log)
+	b, err := pickBackend(f.backend, log, f.backendOpts)
 	if err != nil {
 		return err
 	}
@@ -287,6 +302,7 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 			completed = true
 			return usageError{budgetTooSmall(f, res, len(tasks)-i)}
 		}
+		recordBackendOptions(info, res.Entry)
 		results = append(results, res)
 		fmt.Fprintf(log, "%-10s %-22s %s (%.1fs%s)\n", task.Kernel.Name, task.Key(), describe(res.Entry), time.Since(start).Seconds(), stoppedNote(res.Stopped))
 		d, err := writeResult(f.out, f.force, f.replace, info, res)

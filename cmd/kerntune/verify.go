@@ -36,6 +36,7 @@ func newVerifyCmd() *cobra.Command {
 		sample        int
 		where         []string
 		asJSON, quiet bool
+		backendOpts   backendOptions
 	)
 	cmd := &cobra.Command{
 		Use:   "verify",
@@ -73,7 +74,7 @@ by reason; the command fails if any candidate fails.`,
 				return err
 			}
 			log := cmd.ErrOrStderr()
-			b, err := pickBackend(backend, log)
+			b, err := pickBackend(backend, log, backendOpts)
 			if err != nil {
 				return err
 			}
@@ -126,6 +127,7 @@ by reason; the command fails if any candidate fails.`,
 	fl.StringArrayVar(&where, "where", nil, "verify only candidates with this parameter value, e.g. MMA=1 (repeatable; all must hold)")
 	fl.BoolVar(&asJSON, "json", false, "print JSON")
 	fl.BoolVarP(&quiet, "quiet", "q", false, "print only the total")
+	addBackendFlags(cmd, &backendOpts)
 	return cmd
 }
 

@@ -22,8 +22,9 @@ var workerWrap func(tuner.Backend) (tuner.Backend, error)
 // run a backend in a separate process (see package tuner/worker).
 func newWorkerCmd() *cobra.Command {
 	var (
-		backend string
-		specs   []string
+		backend     string
+		specs       []string
+		backendOpts backendOptions
 	)
 	cmd := &cobra.Command{
 		Use:    "__worker",
@@ -40,7 +41,7 @@ func newWorkerCmd() *cobra.Command {
 			if _, err := loadSpecs(specs); err != nil {
 				return err
 			}
-			b, err := tuner.Open(backend)
+			b, err := openBackend(backend, backendOpts)
 			if err != nil {
 				return usageError{fmt.Errorf("--backend %s: %w", backend, err)}
 			}
@@ -60,5 +61,6 @@ func newWorkerCmd() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&backend, "backend", "cpu", "backend to serve")
 	cmd.Flags().StringArrayVar(&specs, "spec", nil, "kernel spec files whose kernels the parent tunes")
+	addBackendFlags(cmd, &backendOpts)
 	return cmd
 }

@@ -41,7 +41,8 @@ type Backend struct {
 
 	maxThreads, maxShared int
 	mpsOK                 bool
-	simdMatrix            bool // simdgroup_matrix: Apple7 and later, Mac2
+	family                gpuFamily
+	compileOpts           compileSettings
 
 	// compiles holds pipelines by family|dtype|candidate key, compiled on
 	// a pool of goroutines (Metal's device methods are thread-safe).
@@ -68,19 +69,17 @@ func (bf buffer) bytes() []byte { return unsafe.Slice((*byte)(bf.ptr), bf.size) 
 
 // pipeline is a compute pipeline state (owned) and the limits it reports.
 type pipeline struct {
-	id           objc.ID
-	maxThreads   int // maxTotalThreadsPerThreadgroup
-	staticShared int // staticThreadgroupMemoryLength
-	simdWidth    int // threadExecutionWidth
+	id objc.ID
+	pipelineLimits
 }
 
-func open() (tuner.Backend, error) {
+func open(o Options) (tuner.Backend, error) {
 	r, err := loadRuntime()
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", tuner.ErrUnavailable, err)
 	}
 	registerSelectors()
-	b := &Backend{rt: r, compiles: compilepool.New[*compiled](max(2, runtime.NumCPU()), errClosed)}
+	b := &Backend{rt: r, compileOpts: compileSettingsFor(o), compiles: compilepool.New[*compiled](max(2, runtime.NumCPU()), errClosed)}
 	b.gpu = startGPUThread(r)
 	if err := b.gpu.do(b.setup); err != nil {
 		b.gpu.do(func() error { b.teardown(); return nil })
@@ -124,17 +123,11 @@ func (b *Backend) setup() error {
 func (b *Backend) describe() {
 	d := b.device
 	name := b.rt.goString(d.Send(sel.name))
+	// -[NSProcessInfo operatingSystemVersion] is an NSOperatingSystemVersion
+	// (three NSIntegers): MTLSize's layout, returned the same way.
 	osInfo := objc.ID(objc.GetClass("NSProcessInfo")).Send(sel.processInfo)
-	osMajor, osMinor, osPatch, osOK := parseOSVersion(b.rt.goString(osInfo.Send(sel.operatingSystemVersionString)))
-	// Probe only the families this macOS defines (as @available would).
-	apple := 0
-	for f := gpuFamilyApple1 + maxAppleFamily(osMajor) - 1; f >= gpuFamilyApple1; f-- {
-		if objc.Send[bool](d, sel.supportsFamily, int64(f)) {
-			apple = f - gpuFamilyApple1 + 1
-			break
-		}
-	}
-	mac2 := apple == 0 && objc.Send[bool](d, sel.supportsFamily, int64(gpuFamilyMac2))
+	osVer := b.rt.sendSize(uintptr(osInfo), uintptr(sel.operatingSystemVersion))
+	b.family = probeGPUFamily(func(f int) bool { return objc.Send[bool](d, sel.supportsFamily, int64(f)) })
 	tgMem := int(d.Send(sel.maxThreadgroupMemoryLength))
 	workingSet := uint64(d.Send(sel.recommendedMaxWorkingSetSize))
 	maxBuf := uint64(d.Send(sel.maxBufferLength))
@@ -142,7 +135,6 @@ func (b *Backend) describe() {
 	unified := objc.Send[bool](d, sel.hasUnifiedMemory)
 	cores, coreErr := b.rt.gpuCoreCount()
 
-	b.simdMatrix = apple >= 7 || mac2
 	b.maxThreads = maxThreadsPerGroup
 	if w := int(maxTPT.Width); w > 0 {
 		b.maxThreads = min(b.maxThreads, w)
@@ -156,7 +148,10 @@ func (b *Backend) describe() {
 	facts := map[string]float64{
 		"gpu_cores":                         float64(cores),
 		"gpu_cores_known":                   boolFact(coreErr == nil),
-		"apple_gpu_family":                  float64(apple),
+		"apple_gpu_family":                  float64(b.family.apple),
+		"mac2_gpu_family":                   boolFact(b.family.mac2),
+		"simdgroup_matrix":                  boolFact(b.family.simdgroupMatrix()),
+		"fast_math":                         boolFact(b.compileOpts.fastMath),
 		"max_threadgroup_memory_bytes":      float64(tgMem),
 		"max_threads_per_threadgroup":       float64(maxTPT.Width),
 		"recommended_max_working_set_bytes": float64(workingSet),
@@ -165,14 +160,14 @@ func (b *Backend) describe() {
 		"slc_bytes_estimate":                float64(slcBytes(name)),
 		"mps_baseline":                      boolFact(b.mpsOK),
 	}
-	if osOK {
-		facts["macos_major"], facts["macos_minor"], facts["macos_patch"] = float64(osMajor), float64(osMinor), float64(osPatch)
+	if osVer.Width > 0 {
+		facts["macos_major"], facts["macos_minor"], facts["macos_patch"] = float64(osVer.Width), float64(osVer.Height), float64(osVer.Depth)
 	}
 	b.info = tuner.DeviceInfo{
 		Key:          deviceKey(name, cores),
 		Name:         name,
 		Backend:      "metal",
-		Family:       familyKey(apple, mac2),
+		Family:       b.family.key(),
 		ComputeUnits: cores,
 		LLCBytes:     slcBytes(name), // an estimate: see slcBytes
 		Facts:        facts,
@@ -242,9 +237,14 @@ func (b *Backend) newPipelines(src string, fns ...string) ([]pipeline, error) {
 	b.rt.withPool(func() {
 		nsSrc := nsString(src)
 		defer release(nsSrc)
+		opts, oerr := b.compileOptions()
+		if oerr != nil {
+			err = oerr
+			return
+		}
+		defer release(opts)
 		var nsErr objc.ID
-		// options nil: the defaults (the latest MSL, fast math on).
-		lib := b.device.Send(sel.newLibraryWithSource, nsSrc, objc.ID(0), unsafe.Pointer(&nsErr))
+		lib := b.device.Send(sel.newLibraryWithSource, nsSrc, opts, unsafe.Pointer(&nsErr))
 		if lib == 0 {
 			err = compileError(b.rt.errorText(nsErr))
 			return
@@ -280,19 +280,51 @@ func (b *Backend) pipelineOf(lib objc.ID, fn string) (pipeline, error) {
 	if pso == 0 {
 		return pipeline{}, fmt.Errorf("metal: newComputePipelineStateWithFunction %s: %s", fn, b.rt.errorText(nsErr))
 	}
-	return pipeline{
-		id:           pso,
+	return pipeline{id: pso, pipelineLimits: pipelineLimits{
 		maxThreads:   int(pso.Send(sel.maxTotalThreadsPerThreadgroup)),
 		staticShared: int(pso.Send(sel.staticThreadgroupMemory)),
 		simdWidth:    int(pso.Send(sel.threadExecutionWidth)),
-	}, nil
+	}}, nil
+}
+
+// compileOptions makes the MTLCompileOptions of every compile (+1: the
+// caller releases them), with fast math set explicitly: nil options mean
+// Metal's default, fast math before macOS 15 and MTLMathModeRelaxed on
+// Apple silicon since. setFastMathEnabled: is what the metal-cpp headers
+// (macOS 14) offer; macOS 15 deprecates it for mathMode but documents it
+// as setting mathMode: NO gives MTLMathModeSafe, YES MTLMathModeFast. The
+// setting is read back, so a Metal that ignored it is an error, not a
+// silent change of the arithmetic being tuned.
+func (b *Backend) compileOptions() (objc.ID, error) {
+	opts := objc.ID(objc.GetClass("MTLCompileOptions")).Send(sel.alloc).Send(sel.init)
+	if opts == 0 {
+		return 0, errors.New("metal: [[MTLCompileOptions alloc] init] returned nil")
+	}
+	opts.Send(sel.setFastMathEnabled, b.compileOpts.fastMath)
+	if got := objc.Send[bool](opts, sel.fastMathEnabled); got != b.compileOpts.fastMath {
+		release(opts)
+		return 0, fmt.Errorf("metal: MTLCompileOptions.fastMathEnabled reads %t after setting it to %t", got, b.compileOpts.fastMath)
+	}
+	return opts, nil
 }
 
 // runCommandBuffer encodes into a new command buffer, commits it, waits
-// for it and returns its GPU time (GPUEndTime − GPUStartTime) in seconds.
-// The command buffer lives in its own autorelease pool. GPU thread. enc
-// must end every encoder it begins, also when it returns an error.
+// for it and returns its GPU time (GPUEndTime − GPUStartTime) in seconds,
+// or a measurement error when the timestamps are not 0 < start < end. The
+// command buffer lives in its own autorelease pool. GPU thread. enc must
+// end every encoder it begins, also when it returns an error.
 func (b *Backend) runCommandBuffer(enc func(cb objc.ID) error) (float64, error) {
+	return b.execute(enc, true)
+}
+
+// runUntimed is runCommandBuffer for a run whose time is not used
+// (verification, a pipeline's first run): its timestamps are not checked.
+func (b *Backend) runUntimed(enc func(cb objc.ID) error) error {
+	_, err := b.execute(enc, false)
+	return err
+}
+
+func (b *Backend) execute(enc func(cb objc.ID) error, timed bool) (float64, error) {
 	var secs float64
 	var err error
 	b.rt.withPool(func() {
@@ -310,9 +342,11 @@ func (b *Backend) runCommandBuffer(enc func(cb objc.ID) error) (float64, error) 
 			err = fmt.Errorf("metal: command buffer failed: %s", b.rt.errorText(cb.Send(sel.err)))
 			return
 		}
-		start := b.rt.sendDouble(uintptr(cb), uintptr(sel.gpuStartTime))
-		end := b.rt.sendDouble(uintptr(cb), uintptr(sel.gpuEndTime))
-		secs = end - start
+		if timed {
+			start := b.rt.sendDouble(uintptr(cb), uintptr(sel.gpuStartTime))
+			end := b.rt.sendDouble(uintptr(cb), uintptr(sel.gpuEndTime))
+			secs, err = gpuElapsed(start, end)
+		}
 	})
 	b.lastGPU = time.Now()
 	return secs, err
@@ -332,17 +366,24 @@ func (b *Backend) dispatch(enc objc.ID, groups, threads mtlSize) {
 	b.rt.sendDispatch(uintptr(enc), uintptr(sel.dispatch), groups, threads)
 }
 
-// encodeEmpty adds n dispatches of the empty kernel (one threadgroup of 32).
-func (b *Backend) encodeEmpty(cb objc.ID, n int) error {
-	enc, err := computeEncoder(cb, b.empty.id)
-	if err != nil {
-		return err
-	}
+// encodeEmpty adds n dispatches of the empty kernel (one threadgroup of
+// 32), in one compute encoder or, with ownEncoder, each in its own (as every
+// timed run of a candidate or of MPS is).
+func (b *Backend) encodeEmpty(cb objc.ID, n int, ownEncoder bool) error {
 	g, t := grid(1, 1, 32)
-	for range n {
+	var enc objc.ID
+	for i := range n {
+		if i == 0 || ownEncoder {
+			var err error
+			if enc, err = computeEncoder(cb, b.empty.id); err != nil {
+				return err
+			}
+		}
 		b.dispatch(enc, g, t)
+		if i == n-1 || ownEncoder {
+			enc.Send(sel.endEncoding)
+		}
 	}
-	enc.Send(sel.endEncoding)
 	return nil
 }
 
@@ -385,7 +426,7 @@ func (b *Backend) encodeBurn(cb objc.ID, dst buffer, n int) error {
 func (b *Backend) warm(d time.Duration) error {
 	start := time.Now()
 	for time.Since(start) < d {
-		_, err := b.runCommandBuffer(func(cb objc.ID) error {
+		err := b.runUntimed(func(cb objc.ID) error {
 			if err := b.encodeCopy(cb, b.warmSrc, b.warmDst, 2); err != nil {
 				return err
 			}
@@ -453,32 +494,42 @@ func (b *Backend) measure() error {
 	}
 
 	// Dispatch overhead: the GPU time of an empty dispatch among 1000 in one
-	// command buffer, and the host's cost of encoding one.
+	// command buffer, and the host's cost of encoding one; both in one
+	// compute encoder, and each dispatch in its own encoder, as timed runs
+	// are (so encoder_launch_us − launch_overhead_us is what an encoder
+	// boundary adds to every recorded time).
 	const perBuffer = 1000
-	var gpuPer, hostPer []float64
-	for range 5 {
-		var enc time.Duration
-		t, err := b.runCommandBuffer(func(cb objc.ID) error {
-			start := time.Now()
-			err := b.encodeEmpty(cb, perBuffer)
-			enc = time.Since(start)
-			return err
-		})
-		if err != nil {
-			return fmt.Errorf("dispatch overhead: %w", err)
+	for _, own := range []bool{false, true} {
+		var gpuPer, hostPer []float64
+		for range 5 {
+			var enc time.Duration
+			t, err := b.runCommandBuffer(func(cb objc.ID) error {
+				start := time.Now()
+				err := b.encodeEmpty(cb, perBuffer, own)
+				enc = time.Since(start)
+				return err
+			})
+			if err != nil {
+				return fmt.Errorf("dispatch overhead: %w", err)
+			}
+			gpuPer = append(gpuPer, t/perBuffer)
+			hostPer = append(hostPer, enc.Seconds()/perBuffer)
 		}
-		gpuPer = append(gpuPer, t/perBuffer)
-		hostPer = append(hostPer, enc.Seconds()/perBuffer)
+		if own {
+			f["encoder_launch_us"] = round3(stats.Median(gpuPer) * 1e6)
+			f["host_encoder_launch_us"] = round3(stats.Median(hostPer) * 1e6)
+		} else {
+			f["launch_overhead_us"] = round3(stats.Median(gpuPer) * 1e6)
+			f["host_launch_us"] = round3(stats.Median(hostPer) * 1e6)
+		}
 	}
-	f["launch_overhead_us"] = round3(stats.Median(gpuPer) * 1e6)
-	f["host_launch_us"] = round3(stats.Median(hostPer) * 1e6)
 
 	// A command buffer of one empty dispatch: its GPU time and the host's
 	// round trip (create, encode, commit, wait).
 	var cbGPU, cbWall []float64
 	for range 30 {
 		start := time.Now()
-		t, err := b.runCommandBuffer(func(cb objc.ID) error { return b.encodeEmpty(cb, 1) })
+		t, err := b.runCommandBuffer(func(cb objc.ID) error { return b.encodeEmpty(cb, 1, false) })
 		if err != nil {
 			return fmt.Errorf("command buffer overhead: %w", err)
 		}
@@ -501,7 +552,7 @@ func (b *Backend) Info() tuner.DeviceInfo { return b.info }
 
 // Constraints: threads per threadgroup and static threadgroup memory.
 func (b *Backend) Constraints(k *kernels.Kernel, _ kernels.DType) []search.Constraint {
-	return constraints(k, b.maxThreads, b.maxShared, b.simdMatrix)
+	return constraints(k, b.maxThreads, b.maxShared, b.family.simdgroupMatrix())
 }
 
 // Close waits for compiles in flight, releases the cached pipelines, the

@@ -50,29 +50,6 @@ func familyKey(apple int, mac2 bool) string {
 	return "metal"
 }
 
-// MTLGPUFamily values (MTLDevice.h): Apple1 = 1001 … Apple10 = 1010, Mac2 = 2002.
-const (
-	gpuFamilyApple1  = 1001
-	gpuFamilyApple10 = 1010
-	gpuFamilyMac2    = 2002
-)
-
-// maxAppleFamily is the highest MTLGPUFamilyApple<N> a macOS release
-// defines (the SDK's availability: Apple7 macOS 11, Apple8 macOS 13, Apple9
-// macOS 14, Apple10 macOS 26); only those are probed with supportsFamily:.
-// An unknown version (0) probes up to Apple7.
-func maxAppleFamily(macosMajor int) int {
-	switch {
-	case macosMajor >= 26:
-		return 10
-	case macosMajor >= 14:
-		return 9
-	case macosMajor >= 13:
-		return 8
-	}
-	return 7
-}
-
 var chipRE = regexp.MustCompile(`(?i)\bapple m(\d+)(?:\s+(pro|max|ultra))?\b`)
 
 // slcBytes estimates the system-level cache (SLC) of an Apple chip from its
@@ -99,23 +76,6 @@ func slcBytes(name string) int64 {
 	return generous[tier] * mb
 }
 
-var osVersionRE = regexp.MustCompile(`(\d+)\.(\d+)(?:\.(\d+))?`)
-
-// parseOSVersion reads -[NSProcessInfo operatingSystemVersionString], e.g.
-// "Version 14.5 (Build 23F79)".
-func parseOSVersion(s string) (major, minor, patch int, ok bool) {
-	m := osVersionRE.FindStringSubmatch(s)
-	if m == nil {
-		return 0, 0, 0, false
-	}
-	major, _ = strconv.Atoi(m[1])
-	minor, _ = strconv.Atoi(m[2])
-	if m[3] != "" {
-		patch, _ = strconv.Atoi(m[3])
-	}
-	return major, minor, patch, true
-}
-
 // peakFlopsCeiling is a generous physical ceiling for measurement checks:
 // 1024 flops per GPU core per clock (four times an Apple GPU core's FP32 FMA
 // rate) at 3.2 GHz, or four times the measured FMA rate, whichever is
@@ -137,31 +97,6 @@ func peakFlopsCeiling(cores int, measuredGFLOPS float64) float64 {
 // resident in the SLC is not rejected either.
 func peakBandwidthCeiling(measuredGBPS float64) float64 {
 	return math.Max(1.2e12, 4*measuredGBPS*1e9)
-}
-
-// Timing: each sample is one command buffer of several dispatches of the
-// same kernel, long enough that the command buffer's own start-up is noise.
-const (
-	targetBufferSeconds = 1e-3 // a timed command buffer lasts at least this long on the GPU
-	maxDispatches       = 256  // … but holds no more dispatches than this
-	calibrationDispatch = 3    // dispatches in the command buffer that estimates a kernel's time
-)
-
-// dispatchesPerBuffer is how many dispatches a timed command buffer holds
-// for a kernel taking perDispatch seconds: enough to last target seconds,
-// at least one and at most limit.
-func dispatchesPerBuffer(perDispatch, target float64, limit int) int {
-	if !(perDispatch > 0) || math.IsInf(perDispatch, 0) {
-		return 1
-	}
-	d := math.Ceil(target / perDispatch)
-	if d < 1 {
-		return 1
-	}
-	if d > float64(limit) {
-		return limit
-	}
-	return int(d)
 }
 
 // constraints are the device limits on a family's candidates: threads per
@@ -190,26 +125,12 @@ func constraints(k *kernels.Kernel, maxThreads, maxShared int, simdMatrix bool) 
 			}
 			for _, f := range body.Needs(c) {
 				if f == gpu.SIMDMatrix && !simdMatrix {
-					return fmt.Errorf("needs simdgroup_matrix (Apple7 or later, or Mac2)")
+					return fmt.Errorf("needs simdgroup_matrix (Apple7 or later: M1 on; not Intel Macs' GPUs)")
 				}
 			}
 			return nil
 		}},
 	}
-}
-
-// checkPipeline rejects a compiled candidate the device cannot run as
-// asked: more threads per threadgroup than its pipeline allows (the
-// compiler lowers maxTotalThreadsPerThreadgroup when a kernel needs many
-// registers), or more static threadgroup memory than the limit.
-func checkPipeline(threads, pipelineMaxThreads, staticShared, maxShared int) error {
-	if threads > pipelineMaxThreads {
-		return fmt.Errorf("needs %d threads per threadgroup but its pipeline allows %d (register pressure)", threads, pipelineMaxThreads)
-	}
-	if staticShared > maxShared {
-		return fmt.Errorf("uses %d bytes of threadgroup memory, more than %d", staticShared, maxShared)
-	}
-	return nil
 }
 
 // roundUp rounds n up to a multiple of m.

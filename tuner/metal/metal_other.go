@@ -8,6 +8,6 @@ import (
 	"github.com/kerntune/kerntune/tuner"
 )
 
-func open() (tuner.Backend, error) {
+func open(Options) (tuner.Backend, error) {
 	return nil, fmt.Errorf("%w: Metal is only available on macOS", tuner.ErrUnavailable)
 }

@@ -59,14 +59,6 @@ func TestFamilyKey(t *testing.T) {
 	}
 }
 
-func TestMaxAppleFamily(t *testing.T) {
-	for os, want := range map[int]int{0: 7, 12: 7, 13: 8, 14: 9, 15: 9, 26: 10, 27: 10} {
-		if got := maxAppleFamily(os); got != want {
-			t.Errorf("maxAppleFamily(macOS %d) = %d, want %d", os, got, want)
-		}
-	}
-}
-
 func TestSLCBytes(t *testing.T) {
 	const mb = 1 << 20
 	for _, c := range []struct {
@@ -89,24 +81,6 @@ func TestSLCBytes(t *testing.T) {
 	} {
 		if got := slcBytes(c.name); got != c.want {
 			t.Errorf("slcBytes(%q) = %d MB, want %d MB", c.name, got/mb, c.want/mb)
-		}
-	}
-}
-
-func TestParseOSVersion(t *testing.T) {
-	for _, c := range []struct {
-		s                   string
-		major, minor, patch int
-		ok                  bool
-	}{
-		{"Version 14.5 (Build 23F79)", 14, 5, 0, true},
-		{"Version 15.0.1 (Build 24A348)", 15, 0, 1, true},
-		{"Version 26.1 (Build 25B78)", 26, 1, 0, true},
-		{"", 0, 0, 0, false},
-	} {
-		ma, mi, pa, ok := parseOSVersion(c.s)
-		if ma != c.major || mi != c.minor || pa != c.patch || ok != c.ok {
-			t.Errorf("parseOSVersion(%q) = %d %d %d %v", c.s, ma, mi, pa, ok)
 		}
 	}
 }
@@ -183,18 +157,6 @@ func TestConstraints(t *testing.T) {
 	fake.Family = &famCopy
 	if err := constraints(&fake, 1024, 32768, true)[0].Check(ok); err == nil {
 		t.Error("a family without a GPU body was accepted")
-	}
-}
-
-func TestCheckPipeline(t *testing.T) {
-	if err := checkPipeline(256, 1024, 8192, maxSharedPerGroup); err != nil {
-		t.Error(err)
-	}
-	if err := checkPipeline(1024, 768, 0, maxSharedPerGroup); err == nil || !strings.Contains(err.Error(), "768") {
-		t.Errorf("threads above the pipeline's maximum: %v", err)
-	}
-	if err := checkPipeline(256, 1024, 40000, maxSharedPerGroup); err == nil || !strings.Contains(err.Error(), "40000") {
-		t.Errorf("threadgroup memory above 32 KB: %v", err)
 	}
 }
 

@@ -33,6 +33,7 @@ const (
 	mpsDataTypeFloat32           = 0x10000000 | 32
 	mpsDataTypeFloat16           = 0x10000000 | 16
 	cfStringEncodingUTF8         = 0x08000100 // kCFStringEncodingUTF8
+	nsUTF8StringEncoding         = 4          // NSUTF8StringEncoding
 	cfNumberSInt64Type           = 4          // kCFNumberSInt64Type
 )
 
@@ -218,9 +219,10 @@ func (r *runtimeLib) gpuCoreCount() (int, error) {
 
 // Selectors, registered once.
 var sel struct {
-	alloc, release, retain, count, objectAtIndex             objc.SEL
-	initWithUTF8String, utf8String, localizedDescription     objc.SEL
-	processInfo, operatingSystemVersionString                objc.SEL
+	alloc, init, release, retain, count, objectAtIndex       objc.SEL
+	initWithCString, utf8String, localizedDescription        objc.SEL
+	processInfo, operatingSystemVersion                      objc.SEL
+	setFastMathEnabled, fastMathEnabled                      objc.SEL
 	name, supportsFamily, maxThreadgroupMemoryLength         objc.SEL
 	recommendedMaxWorkingSetSize, maxThreadsPerThreadgroup   objc.SEL
 	hasUnifiedMemory, maxBufferLength, newCommandQueue       objc.SEL
@@ -240,11 +242,12 @@ var selOnce sync.Once
 func registerSelectors() {
 	selOnce.Do(func() {
 		r := objc.RegisterName
-		sel.alloc, sel.release, sel.retain = r("alloc"), r("release"), r("retain")
+		sel.alloc, sel.init, sel.release, sel.retain = r("alloc"), r("init"), r("release"), r("retain")
 		sel.count, sel.objectAtIndex = r("count"), r("objectAtIndex:")
-		sel.initWithUTF8String, sel.utf8String = r("initWithUTF8String:"), r("UTF8String")
+		sel.initWithCString, sel.utf8String = r("initWithCString:encoding:"), r("UTF8String")
 		sel.localizedDescription = r("localizedDescription")
-		sel.processInfo, sel.operatingSystemVersionString = r("processInfo"), r("operatingSystemVersionString")
+		sel.processInfo, sel.operatingSystemVersion = r("processInfo"), r("operatingSystemVersion")
+		sel.setFastMathEnabled, sel.fastMathEnabled = r("setFastMathEnabled:"), r("fastMathEnabled")
 		sel.name, sel.supportsFamily = r("name"), r("supportsFamily:")
 		sel.maxThreadgroupMemoryLength = r("maxThreadgroupMemoryLength")
 		sel.recommendedMaxWorkingSetSize = r("recommendedMaxWorkingSetSize")
@@ -289,10 +292,11 @@ func (r *runtimeLib) withPool(fn func()) {
 	fn()
 }
 
-// nsString returns a new NSString (+1: the caller releases it).
+// nsString returns a new NSString (+1: the caller releases it). purego
+// passes s as a NUL-terminated copy.
 func nsString(s string) objc.ID {
 	str := objc.ID(objc.GetClass("NSString")).Send(sel.alloc)
-	return str.Send(sel.initWithUTF8String, s)
+	return str.Send(sel.initWithCString, s, uint64(nsUTF8StringEncoding))
 }
 
 // goString copies an NSString's UTF-8 bytes.

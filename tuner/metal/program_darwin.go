@@ -10,6 +10,7 @@ import (
 
 	"github.com/ebitengine/purego/objc"
 
+	"github.com/kerntune/kerntune/internal/stats"
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/kernels/gpu"
 	"github.com/kerntune/kerntune/search"
@@ -87,20 +88,37 @@ func (in *instance) take(n int) []int {
 	return cs
 }
 
-// encodeFn adds one run per listed input copy to a command buffer; it must
-// end every encoder it begins.
-type encodeFn func(cb objc.ID, in *instance, copies []int) error
+// encodeFn adds one run of a program on one input copy to a command
+// buffer, in encoders of its own: a candidate opens a compute encoder for
+// its dispatch, as MPS does for each of its encodes, so that both are timed
+// the same way. verify is true for the run whose output is verified (MPS
+// gemv then copies the bias into y first). It must end every encoder it
+// begins.
+type encodeFn func(cb objc.ID, in *instance, cp int, verify bool) error
 
 // program is a runnable kernel: a compiled candidate or an MPS call.
 type program struct {
-	b         *Backend
-	encode    encodeFn
-	free      func()            // releases the program's objects; GPU thread
-	perBuffer map[*instance]int // dispatches per timed command buffer (GPU thread)
+	b      *Backend
+	encode encodeFn
+	free   func() // releases the program's objects; GPU thread
+	vendor bool   // a vendor library (MPS): verified on a zeroed output
+	// perBuffer is the runs per timed command buffer on each instance,
+	// revised after every timing (GPU thread; see revisedDispatches).
+	perBuffer map[*instance]int
 }
 
-func newProgram(b *Backend, enc encodeFn, free func()) *program {
-	return &program{b: b, encode: enc, free: free, perBuffer: map[*instance]int{}}
+func newProgram(b *Backend, enc encodeFn, free func(), vendor bool) *program {
+	return &program{b: b, encode: enc, free: free, vendor: vendor, perBuffer: map[*instance]int{}}
+}
+
+// encodeRuns adds one run per listed input copy.
+func (pr *program) encodeRuns(cb objc.ID, in *instance, copies []int) error {
+	for _, c := range copies {
+		if err := pr.encode(cb, in, c, false); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (pr *program) Close() error {
@@ -128,10 +146,13 @@ func (pr *program) instance(ti tuner.Instance) (*instance, error) {
 	return in, nil
 }
 
-// Run times n samples. Each sample is one command buffer holding D
-// dispatches of the kernel on rotating input copies, D chosen once per
-// instance so that the command buffer lasts about a millisecond on the GPU;
-// the sample is the command buffer's GPU time divided by D.
+// Run times n samples. Each sample is one command buffer holding D runs of
+// the kernel on rotating input copies, D chosen so that the command buffer
+// lasts about a millisecond on the GPU; the sample is the command buffer's
+// GPU time divided by D. D is first estimated after one untimed command
+// buffer (the pipeline's and the buffers' first use), then revised from the
+// median of every timing, so the tuner's warmup runs settle it before the
+// samples that count (see revisedDispatches).
 func (pr *program) Run(ti tuner.Instance, n int) ([]float64, error) {
 	in, err := pr.instance(ti)
 	if err != nil {
@@ -144,31 +165,31 @@ func (pr *program) Run(ti tuner.Instance, n int) ([]float64, error) {
 		}
 		d, ok := pr.perBuffer[in]
 		if !ok {
-			t, err := pr.b.runCommandBuffer(func(cb objc.ID) error { return pr.encode(cb, in, in.take(calibrationDispatch)) })
+			if err := pr.b.runUntimed(func(cb objc.ID) error { return pr.encodeRuns(cb, in, in.take(calibrationDispatch)) }); err != nil {
+				return err
+			}
+			t, err := pr.b.runCommandBuffer(func(cb objc.ID) error { return pr.encodeRuns(cb, in, in.take(calibrationDispatch)) })
 			if err != nil {
 				return err
 			}
 			d = dispatchesPerBuffer(t/calibrationDispatch, targetBufferSeconds, maxDispatches)
-			pr.perBuffer[in] = d
 		}
 		secs = make([]float64, n)
 		for i := range secs {
-			t, err := pr.b.runCommandBuffer(func(cb objc.ID) error { return pr.encode(cb, in, in.take(d)) })
+			t, err := pr.b.runCommandBuffer(func(cb objc.ID) error { return pr.encodeRuns(cb, in, in.take(d)) })
 			if err != nil {
 				return err
 			}
-			if !(t > 0) {
-				return fmt.Errorf("metal: command buffer GPU time %g s is not positive (GPUStartTime/GPUEndTime not available?)", t)
-			}
 			secs[i] = t / float64(d)
 		}
+		pr.perBuffer[in] = revisedDispatches(d, stats.Median(secs), targetBufferSeconds, maxDispatches)
 		return nil
 	})
 	return secs, err
 }
 
-// Output poisons the output with NaN, runs once on the first input copy and
-// reads the output back.
+// Output fills the output with NaN (zeros for MPS, see prepareOutput), runs
+// once on the first input copy and reads the output back.
 func (pr *program) Output(ti tuner.Instance) ([]float32, error) {
 	in, err := pr.instance(ti)
 	if err != nil {
@@ -176,8 +197,8 @@ func (pr *program) Output(ti tuner.Instance) ([]float32, error) {
 	}
 	var out []float32
 	err = pr.b.gpu.do(func() error {
-		poison(in.out.bytes(), in.p.DType)
-		if _, err := pr.b.runCommandBuffer(func(cb objc.ID) error { return pr.encode(cb, in, []int{0}) }); err != nil {
+		prepareOutput(in.out.bytes(), in.p.DType, pr.vendor)
+		if err := pr.b.runUntimed(func(cb objc.ID) error { return pr.encode(cb, in, 0, true) }); err != nil {
 			return err
 		}
 		out = decode(in.out.bytes(), in.p.DType, in.outLen)
@@ -235,7 +256,8 @@ func (b *Backend) Prefetch(k *kernels.Kernel, dt kernels.DType, cands []search.C
 
 // Build waits for a candidate's compile and checks that its pipeline can
 // run the candidate's threadgroup: at most the pipeline's own
-// maxTotalThreadsPerThreadgroup threads, at most 32 KB of threadgroup memory.
+// maxTotalThreadsPerThreadgroup threads, at most 32 KB of threadgroup
+// memory, and for generated kernels a threadExecutionWidth of 32.
 func (b *Backend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate) (tuner.Program, error) {
 	body, err := gpu.Get(k.Name)
 	if err != nil {
@@ -252,7 +274,9 @@ func (b *Backend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate)
 			b.mu.Unlock()
 			continue
 		}
-		err = checkPipeline(body.Threads(c), cp.p.maxThreads, cp.p.staticShared, b.maxShared)
+		// Raw sources (a user's .metal file) make no assumption kerntune
+		// knows of; the generated kernels' reductions need 32 lanes.
+		err = checkPipeline(body.Threads(c), b.maxShared, cp.p.pipelineLimits, body.Source != "")
 		if err == nil {
 			pso = retain(cp.p.id)
 		}
@@ -264,7 +288,7 @@ func (b *Backend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate)
 	}
 	words := func(in *instance) ([]uint32, error) { return scalarWords(body.Scalars(in.p.Case, in.p.Eps)) }
 	c = c.Clone()
-	enc := func(cb objc.ID, in *instance, copies []int) error {
+	enc := func(cb objc.ID, in *instance, cp int, _ bool) error {
 		g := body.Geometry(in.p.Case.Shape, c)
 		if g.Grid[0] <= 0 || g.Grid[1] <= 0 || g.Threads <= 0 {
 			return fmt.Errorf("metal: empty launch %v for %s", g, in.p.Case)
@@ -277,8 +301,7 @@ func (b *Backend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate)
 		if err != nil {
 			return err
 		}
-		// Scalars are bound once: an encoder's argument table keeps them
-		// across its dispatches. Body.Args order is the buffer index.
+		// Body.Args order is the buffer index.
 		s := 0
 		for i, a := range body.Args {
 			if a.Kind == gpu.Int || a.Kind == gpu.Float {
@@ -286,29 +309,27 @@ func (b *Backend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate)
 				s++
 			}
 		}
-		groups, threads := grid(g.Grid[0], g.Grid[1], g.Threads)
-		for _, cp := range copies {
-			ops, nIn := in.inputs[cp], 0
-			for i, a := range body.Args {
-				switch a.Kind {
-				case gpu.In:
-					bf := ops[0] // an absent optional input (gemv's bias): bound, never read
-					if nIn < len(ops) {
-						bf = ops[nIn]
-					}
-					nIn++
-					e.Send(sel.setBuffer, bf.id, uint64(0), uint64(i))
-				case gpu.Out:
-					e.Send(sel.setBuffer, in.out.id, uint64(0), uint64(i))
+		ops, nIn := in.inputs[cp], 0
+		for i, a := range body.Args {
+			switch a.Kind {
+			case gpu.In:
+				bf := ops[0] // an absent optional input (gemv's bias): bound, never read
+				if nIn < len(ops) {
+					bf = ops[nIn]
 				}
+				nIn++
+				e.Send(sel.setBuffer, bf.id, uint64(0), uint64(i))
+			case gpu.Out:
+				e.Send(sel.setBuffer, in.out.id, uint64(0), uint64(i))
 			}
-			b.dispatch(e, groups, threads)
 		}
+		groups, threads := grid(g.Grid[0], g.Grid[1], g.Threads)
+		b.dispatch(e, groups, threads)
 		e.Send(sel.endEncoding)
 		runtime.KeepAlive(scal)
 		return nil
 	}
-	return newProgram(b, enc, func() { release(pso) }), nil
+	return newProgram(b, enc, func() { release(pso) }, false), nil
 }
 
 // noteBuilt records that Build used a job and evicts the oldest used jobs

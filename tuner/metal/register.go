@@ -9,8 +9,10 @@
 // github.com/ebitengine/purego and its objc package: no cgo, so the darwin
 // binaries cross-compile from any platform with CGO_ENABLED=0. Files that
 // need darwin APIs carry a darwin build tag; elsewhere Open reports
-// tuner.ErrUnavailable, and the platform-independent helpers (device key,
-// cache estimate, argument layouts) are unit-tested on every platform.
+// tuner.ErrUnavailable. The decisions the darwin code takes (GPU family,
+// feature gates, pipeline checks, timestamp validation, dispatches per
+// command buffer, compile options, output preparation) are pure functions
+// in files without a build tag, unit-tested on every platform.
 //
 // See docs/metal.md for running it on a Mac.
 package metal
@@ -19,8 +21,21 @@ import "github.com/kerntune/kerntune/tuner"
 
 func init() { tuner.Register("metal", Open) }
 
-// Open opens the system's default Metal device, measures its facts (after
-// at least a second of GPU warmup) and returns the backend. On a platform
-// other than macOS, or without a Metal device, it returns an error wrapping
-// tuner.ErrUnavailable.
-func Open() (tuner.Backend, error) { return open() }
+// Options configure the backend. The zero value is the default.
+type Options struct {
+	// FastMath compiles every kernel with MTLCompileOptions.fastMathEnabled
+	// YES (Metal's relaxed floating point: reassociation, no NaN/Inf
+	// guarantees, approximate exp and division). Off by default, as MLX
+	// compiles its kernels; the fact fast_math (0 or 1) records the choice.
+	FastMath bool
+}
+
+// Open opens the system's default Metal device with the default Options.
+// See OpenWith.
+func Open() (tuner.Backend, error) { return OpenWith(Options{}) }
+
+// OpenWith opens the system's default Metal device, measures its facts
+// (after at least a second of GPU warmup) and returns the backend. On a
+// platform other than macOS, or without a Metal device, it returns an error
+// wrapping tuner.ErrUnavailable.
+func OpenWith(o Options) (tuner.Backend, error) { return open(o) }

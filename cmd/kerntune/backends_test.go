@@ -1,0 +1,122 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kerntune/kerntune/kernels"
+	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/tuner"
+)
+
+// --metal-fast-math configures the metal backend only: with another
+// backend it is a usage error naming the flag, on every command that takes it.
+func TestMetalFastMathRefusedElsewhere(t *testing.T) {
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"tune", "--backend", "cpu", "--metal-fast-math", "--kernel", "softmax", "--shape", "2x3", "--budget", "1s", "--out", filepath.Join(dir, "p.json")},
+		{"verify", "--backend", "cpu", "--metal-fast-math", "--kernel", "softmax", "--sample", "1000"},
+		{"bench", "--backend", "cpu", "--metal-fast-math", "--kernel", "softmax", "--shape", "2x3", "--samples", "1", "--params", filepath.Join(dir, "none.json")},
+	} {
+		t.Run(args[0], func(t *testing.T) {
+			code, log := runCLI(t, args...)
+			if code != exitUsage || !strings.Contains(log, "--metal-fast-math applies to the metal backend only; this run uses cpu") {
+				t.Errorf("exit %d, output:\n%s", code, log)
+			}
+		})
+	}
+	if _, err := os.Stat(filepath.Join(dir, "p.json")); err == nil {
+		t.Error("tune wrote --out although it refused the flag")
+	}
+}
+
+// The worker process gets the same backend options as the parent.
+func TestMetalFastMathReachesWorker(t *testing.T) {
+	if got := (backendOptions{metalFastMath: true}).args(); !slices.Equal(got, []string{"--metal-fast-math"}) {
+		t.Errorf("args() = %q", got)
+	}
+	if got := (backendOptions{}).args(); len(got) != 0 {
+		t.Errorf("default args() = %q, want none", got)
+	}
+	if newWorkerCmd().Flags().Lookup("metal-fast-math") == nil {
+		t.Error("the worker command does not take --metal-fast-math")
+	}
+	for _, mk := range []func() *cobra.Command{newTuneCmd, newVerifyCmd, newBenchCmd} {
+		if c := mk(); c.Flags().Lookup("metal-fast-math") == nil {
+			t.Errorf("%s does not take --metal-fast-math", c.Name())
+		}
+	}
+}
+
+// A Metal entry records whether it was tuned with fast math, from the
+// backend's fact; other backends' entries do not carry the field. The
+// written file keeps it and still validates against the schema.
+func TestFastMathRecordedInEntry(t *testing.T) {
+	yes, no := true, false
+	for _, c := range []struct {
+		name  string
+		info  tuner.DeviceInfo
+		want  *bool
+		field string // in the written JSON; "" = absent
+	}{
+		{"metal, fast math", tuner.DeviceInfo{Backend: "metal", Facts: map[string]float64{"fast_math": 1}}, &yes, `"fast_math": true`},
+		{"metal, default", tuner.DeviceInfo{Backend: "metal", Facts: map[string]float64{"fast_math": 0}}, &no, `"fast_math": false`},
+		{"metal without the fact", tuner.DeviceInfo{Backend: "metal", Facts: map[string]float64{}}, nil, ""},
+		{"cpu", tuner.DeviceInfo{Backend: "cpu", Facts: map[string]float64{"fast_math": 1}}, nil, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := &params.Entry{Params: map[string]int{"TG": 128}, MedianUS: 10, Shapes: [][]int{{1, 896, 896}}}
+			recordBackendOptions(c.info, e)
+			if (e.FastMath == nil) != (c.want == nil) || (e.FastMath != nil && *e.FastMath != *c.want) {
+				t.Fatalf("FastMath = %v, want %v", e.FastMath, c.want)
+			}
+			k, err := kernels.Get("gemv_nt")
+			if err != nil {
+				t.Fatal(err)
+			}
+			info := c.info
+			info.Key, info.Name, info.Family = info.Backend+":test", "Test GPU", "test"
+			path := filepath.Join(t.TempDir(), "hardware_params.json")
+			res := &tuner.Result{Task: tuner.Task{Kernel: k, DType: kernels.F16, Cases: []kernels.Case{{Shape: []int{1, 896, 896}}}}, Entry: e}
+			if _, err := writeResult(path, false, false, info, res); err != nil {
+				t.Fatal(err)
+			}
+			raw, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var doc struct {
+				Devices map[string]struct {
+					Kernels map[string]map[string]map[string]json.RawMessage `json:"kernels"`
+				} `json:"devices"`
+			}
+			if err := json.Unmarshal(raw, &doc); err != nil {
+				t.Fatal(err)
+			}
+			field, has := doc.Devices[info.Key].Kernels["gemv_nt"][res.Task.Key()]["fast_math"]
+			if c.field != "" && (!has || `"fast_math": `+string(field) != c.field) {
+				t.Errorf("written entry has fast_math %s, want %s:\n%s", field, c.field, raw)
+			}
+			if c.field == "" && has {
+				t.Errorf("written entry has fast_math %s, want none:\n%s", field, raw)
+			}
+			if err := validateSchema(t, raw); err != nil {
+				t.Errorf("schema rejects the file: %v", err)
+			}
+			f, err := params.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := f.Devices[info.Key].Kernels["gemv_nt"][res.Task.Key()]
+			if got == nil || (got.FastMath == nil) != (c.want == nil) || (got.FastMath != nil && *got.FastMath != *c.want) {
+				t.Errorf("read back %+v", got)
+			}
+		})
+	}
+}

@@ -1,0 +1,170 @@
+package metal
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/kerntune/kerntune/kernels"
+)
+
+// The decisions the darwin code takes about the device, the pipelines and
+// the measurements, as pure functions so that they are tested on every
+// platform (no Mac is needed to check them).
+
+// MTLGPUFamily values (MTLDevice.h): Apple1 = 1001 … Apple10 = 1010, Mac2 = 2002.
+const (
+	gpuFamilyApple1  = 1001
+	gpuFamilyApple10 = 1010
+	gpuFamilyMac2    = 2002
+)
+
+// gpuFamily is what supportsFamily: says about a device: the highest
+// MTLGPUFamilyApple<N> (0: none) and whether it supports MTLGPUFamilyMac2.
+// Macs with Apple silicon report both (Apple's feature set tables: they
+// support the union of the two families); Intel Macs' GPUs only Mac2.
+type gpuFamily struct {
+	apple int
+	mac2  bool
+}
+
+// probeGPUFamily asks supports (-[MTLDevice supportsFamily:]) about every
+// Apple family from Apple10 down to Apple1, stopping at the first
+// supported, and about Mac2 in any case. Nothing depends on the macOS
+// version: a family the running macOS does not define is simply not
+// supported, so an M4 is never filed under an older family because a
+// version string could not be read.
+func probeGPUFamily(supports func(family int) bool) gpuFamily {
+	var g gpuFamily
+	for f := gpuFamilyApple10; f >= gpuFamilyApple1; f-- {
+		if supports(f) {
+			g.apple = f - gpuFamilyApple1 + 1
+			break
+		}
+	}
+	g.mac2 = supports(gpuFamilyMac2)
+	return g
+}
+
+// key is the fallback key shared by similar devices: "apple<N>" for the
+// highest Apple family, else "mac2" for a Mac2-only GPU (Intel Macs' AMD
+// and Intel GPUs), else "metal".
+func (g gpuFamily) key() string { return familyKey(g.apple, g.mac2) }
+
+// simdgroupMatrix reports whether the device runs simdgroup_matrix
+// (simdgroup_float8x8 loads, stores and multiply-accumulates): Apple7 and
+// later (M1 on). Mac2 alone is not enough: Intel Macs' GPUs lack it.
+func (g gpuFamily) simdgroupMatrix() bool { return g.apple >= 7 }
+
+// simdWidth is the SIMD-group width the generated kernels assume: their
+// reductions shuffle across 32 lanes (kernels/gpu prelude).
+const simdWidth = 32
+
+// pipelineLimits is what a compute pipeline state reports about itself.
+type pipelineLimits struct {
+	maxThreads   int // maxTotalThreadsPerThreadgroup
+	staticShared int // staticThreadgroupMemoryLength
+	simdWidth    int // threadExecutionWidth
+}
+
+// checkPipeline rejects a compiled candidate the device cannot run as
+// asked: more threads per threadgroup than its pipeline allows (the
+// compiler lowers maxTotalThreadsPerThreadgroup when a kernel needs many
+// registers), more static threadgroup memory than maxShared, or, for
+// generated kernels (needWidth32), a SIMD-group width other than the 32
+// their reductions assume (Apple GPUs have 32; Intel Macs' AMD and Intel
+// GPUs may report 64, 16 or 8).
+func checkPipeline(threads, maxShared int, p pipelineLimits, needWidth32 bool) error {
+	if threads > p.maxThreads {
+		return fmt.Errorf("needs %d threads per threadgroup but its pipeline allows %d (register pressure)", threads, p.maxThreads)
+	}
+	if p.staticShared > maxShared {
+		return fmt.Errorf("uses %d bytes of threadgroup memory, more than %d", p.staticShared, maxShared)
+	}
+	if needWidth32 && p.simdWidth != simdWidth {
+		return fmt.Errorf("the pipeline's threadExecutionWidth is %d, but the generated kernels' SIMD-group reductions assume %d lanes", p.simdWidth, simdWidth)
+	}
+	return nil
+}
+
+// gpuElapsed is a command buffer's GPU time from its GPUStartTime and
+// GPUEndTime (seconds). Metal leaves both 0 when it did not record them; a
+// time is accepted only when 0 < start < end, so a missing start can never
+// pass as a measurement.
+func gpuElapsed(start, end float64) (float64, error) {
+	if !(start > 0) || !(end > start) || math.IsInf(end, 0) {
+		return 0, fmt.Errorf("measurement error: command buffer GPU timestamps start %g s, end %g s; want 0 < start < end (GPUStartTime/GPUEndTime not recorded?)", start, end)
+	}
+	return end - start, nil
+}
+
+// Timing: each sample is one command buffer of several runs of the same
+// kernel, long enough that the command buffer's own start-up is noise.
+const (
+	targetBufferSeconds = 1e-3 // a timed command buffer lasts at least this long on the GPU
+	maxDispatches       = 256  // … but holds no more runs than this
+	calibrationDispatch = 3    // runs in the command buffer that first estimates a kernel's time
+)
+
+// dispatchesPerBuffer is how many runs a timed command buffer holds for a
+// kernel taking perDispatch seconds: enough to last target seconds, at
+// least one and at most limit.
+func dispatchesPerBuffer(perDispatch, target float64, limit int) int {
+	if !(perDispatch > 0) || math.IsInf(perDispatch, 0) {
+		return 1
+	}
+	d := math.Ceil(target / perDispatch)
+	if d < 1 {
+		return 1
+	}
+	if d > float64(limit) {
+		return limit
+	}
+	return int(d)
+}
+
+// revisedDispatches is the runs per command buffer for the next timing of
+// a program on an instance, given the current count d and the median time
+// per run (perDispatch) of the samples just taken. The first estimate comes
+// from a kernel's first command buffers, when its pipeline, its buffers and
+// perhaps the GPU's clocks are still cold; the tuner's warmup runs and
+// every later timing revise it from warm samples. The count changes only
+// when the warm estimate is off by more than a factor of two, so that
+// consecutive timings of one candidate keep one count.
+func revisedDispatches(d int, perDispatch, target float64, limit int) int {
+	if d < 1 {
+		return dispatchesPerBuffer(perDispatch, target, limit)
+	}
+	if !(perDispatch > 0) || math.IsInf(perDispatch, 0) {
+		return d
+	}
+	ideal := dispatchesPerBuffer(perDispatch, target, limit)
+	if ideal > 2*d || 2*ideal < d {
+		return ideal
+	}
+	return d
+}
+
+// compileSettings are the MTLCompileOptions every kernel is compiled with.
+// They are always set explicitly: nil options would compile with Metal's
+// defaults, which enable fast math.
+type compileSettings struct {
+	fastMath bool // setFastMathEnabled:
+}
+
+// compileSettingsFor maps the backend's Options to compile settings: fast
+// math only when asked for.
+func compileSettingsFor(o Options) compileSettings { return compileSettings{fastMath: o.FastMath} }
+
+// prepareOutput fills an output buffer before a verification run: with NaN
+// for kerntune's own candidates, so that an element a candidate does not
+// write fails verification, and with zeros for a vendor library (MPS),
+// whose result matrix or vector is documented as an addend (C = α·AB + β·C):
+// a library that reads it even with β = 0 would turn NaN into NaN
+// (0·NaN = NaN) and fail for no fault of its own.
+func prepareOutput(dst []byte, dt kernels.DType, vendor bool) {
+	if vendor {
+		clear(dst)
+		return
+	}
+	poison(dst, dt)
+}
