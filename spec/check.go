@@ -93,6 +93,11 @@ func (c *compiler) checkCases(out *Compiled) error {
 		if _, err := c.scalarValues(nc.c, kernels.RMSNormEps); err != nil {
 			c.errs = append(c.errs, err)
 		}
+		if c.mlx != nil {
+			if _, err := c.mlxConsts(nc.c); err != nil {
+				c.errs = append(c.errs, err)
+			}
+		}
 		if out.Base != nil {
 			c.matchBase(out, nc)
 		}
@@ -127,7 +132,7 @@ func (c *compiler) checkCases(out *Compiled) error {
 	ps, _ := k.Space("gpu")
 	for _, cand := range cands {
 		env := c.env(nil, cand)
-		if _, err := c.threads.evalInt(env); err != nil {
+		if _, err := c.nthreads(env); err != nil {
 			report(err)
 		}
 		if c.shared != nil {
