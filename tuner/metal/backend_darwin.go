@@ -332,6 +332,12 @@ func (b *Backend) dispatch(enc objc.ID, groups, threads mtlSize) {
 	b.rt.sendDispatch(uintptr(enc), uintptr(sel.dispatch), groups, threads)
 }
 
+// dispatchThreads encodes a dispatch of threads (not threadgroups), as MLX
+// launches its custom kernels; the same two-MTLSize ABI as dispatch.
+func (b *Backend) dispatchThreads(enc objc.ID, threads, perGroup mtlSize) {
+	b.rt.sendDispatch(uintptr(enc), uintptr(sel.dispatchThreads), threads, perGroup)
+}
+
 // encodeEmpty adds n dispatches of the empty kernel (one threadgroup of 32).
 func (b *Backend) encodeEmpty(cb objc.ID, n int) error {
 	enc, err := computeEncoder(cb, b.empty.id)
