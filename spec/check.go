@@ -37,6 +37,19 @@ func (cp *Compiled) Space(shapes ...[]int) *search.Space {
 	return sp
 }
 
+// CheckShape reports why the kernel cannot be tuned on a shape that
+// Classify accepts, or nil. An mlx kernel's inputs must have at least 8
+// elements (MLX passes a smaller input in the constant address space,
+// another signature than the one kerntune generates per candidate), and a
+// buffer's shape must multiply to its length. Resolving parameters for
+// such a shape is fine: the rule is about what kerntune can time.
+func (cp *Compiled) CheckShape(shape []int) error {
+	if cp.c.mlx == nil {
+		return nil
+	}
+	return cp.c.mlxCheckShape(shape)
+}
+
 // DTypes are the element types the kernel supports.
 func (cp *Compiled) DTypes() []kernels.DType {
 	var out []kernels.DType
@@ -87,6 +100,10 @@ func (c *compiler) checkCases(out *Compiled) error {
 	}
 	for _, nc := range cases {
 		if _, err := k.Classify(nc.c.Shape); err != nil {
+			c.fail(nc.field, "", "%v", err)
+			continue
+		}
+		if err := out.CheckShape(nc.c.Shape); err != nil {
 			c.fail(nc.field, "", "%v", err)
 			continue
 		}

@@ -736,11 +736,6 @@ func (c *compiler) classify(base *kernels.Kernel) func([]int) (string, error) {
 				return "", fmt.Errorf("%s: buffer %s has %d elements for shape %s (allowed 1..2^40)", name, c.s.Buffers[i].Name, n, params.ShapeString(shape))
 			}
 		}
-		if c.mlx != nil {
-			if err := c.mlxCheckShape(shape); err != nil {
-				return "", err
-			}
-		}
 		if len(c.s.Classes) == 0 {
 			if base != nil {
 				return baseClass, nil

@@ -256,6 +256,17 @@ func TestMLXLaunch(t *testing.T) {
 	if got := c.Body.Consts(kernels.Case{Shape: []int{4096, 1000}}); fmt.Sprint(got) != fmt.Sprint([][]byte{u32s(4096, 1000)}) {
 		t.Fatalf("consts %v", got)
 	}
+	// A shape with a tiny input resolves parameters (its class) but cannot
+	// be tuned: MLX would generate another signature for it.
+	if cl, err := c.Kernel.Classify([]int{5, 4096}); err != nil || cl != "wide" {
+		t.Fatalf("classify 5x4096: %q, %v", cl, err)
+	}
+	if err := c.CheckShape([]int{5, 4096}); err == nil || !strings.Contains(err.Error(), "input v has 5 elements") {
+		t.Fatalf("CheckShape 5x4096: %v", err)
+	}
+	if err := c.CheckShape([]int{8, 1}); err != nil {
+		t.Fatalf("CheckShape 8x1: %v", err)
+	}
 	// mlx kernels are Metal only.
 	if c.APIs[0] != gpu.Metal || len(c.APIs) != 1 {
 		t.Fatalf("APIs %v", c.APIs)
@@ -272,6 +283,21 @@ func TestMLXLaunch(t *testing.T) {
 }
 
 var p1 = map[string]int{"TG": 64, "UNROLL": 1}
+
+// summary logs a line and appends it to $KTDEV_SUMMARY, which CI prints
+// (a passing package's output is hidden under go test ./...).
+func summary(t *testing.T, line string) {
+	t.Helper()
+	t.Log(line)
+	if f := os.Getenv("KTDEV_SUMMARY"); f != "" {
+		fh, err := os.OpenFile(f, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err != nil {
+			t.Fatalf("KTDEV_SUMMARY=%s: %v", f, err)
+		}
+		defer fh.Close()
+		fmt.Fprintln(fh, line)
+	}
+}
 
 // kerntune check's syntax check: every candidate of every mlx example, in
 // both dtypes, through the same check as every other generated MSL.
@@ -302,7 +328,7 @@ func TestMLXExamplesSyntax(t *testing.T) {
 	if len(srcs) != 2*(24+27) {
 		t.Fatalf("%d sources, want every candidate of both examples in f32 and f16", len(srcs))
 	}
-	t.Logf("%d mlx sources passed the MSL syntax check", len(srcs))
+	summary(t, fmt.Sprintf("MSL syntax check of the mlx spec examples: %d sources (every candidate of %s, f32 and f16)", len(srcs), strings.Join(mlxExamples, ", ")))
 	// The check has teeth on an MLX source: a template instantiation that
 	// does not compile fails it.
 	c := loadExample(t, "mlx_qr_col_dot.json")

@@ -488,5 +488,5 @@ func TestGeneratedSourcesSyntax(t *testing.T) {
 	if err := gpu.CheckMSL(context.Background(), cc, msl); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%d MSL sources (every candidate) and %d OpenCL sources checked", len(msl), checked)
+	summary(t, fmt.Sprintf("MSL syntax check of the spec examples: %d sources (every candidate of %d examples); OpenCL C: %d sampled", len(msl), len(examples), checked))
 }

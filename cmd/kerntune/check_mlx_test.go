@@ -51,6 +51,7 @@ func TestCheckSpecMLX(t *testing.T) {
 		{[]string{"tune", "--spec", qr, "--backend", "cpu", "--out", filepath.Join(t.TempDir(), "p.json")}, 2, []string{"--spec", qr, "metal backend only, not cpu"}},
 		{[]string{"tune", "--spec", gemm, "--backend", "cuda", "--out", filepath.Join(t.TempDir(), "p.json")}, 2, []string{gemm, "metal backend only, not cuda"}},
 		{[]string{"tune", "--spec", qr, "--backend", "opencl", "--out", filepath.Join(t.TempDir(), "p.json")}, 2, []string{qr, "metal backend only, not opencl"}},
+		{[]string{"tune", "--spec", qr, "--backend", "metal", "--shape", "5x4096", "--out", filepath.Join(t.TempDir(), "p.json")}, 2, []string{"--shape 5x4096", "input v has 5 elements", "constant address space"}},
 	}
 	if clangErr == nil {
 		tests = append(tests, struct {

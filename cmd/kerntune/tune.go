@@ -184,6 +184,13 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 		if _, err := ks[0].Classify(shape); err != nil {
 			return usageErrorf("--shape %s: %v", s, err)
 		}
+		for _, c := range specs {
+			if c.Kernel == ks[0] {
+				if err := c.CheckShape(shape); err != nil {
+					return usageErrorf("--shape %s: %v", s, err)
+				}
+			}
+		}
 		tasks = append(tasks, tuner.Task{Kernel: ks[0], DType: dt, Cases: []kernels.Case{{Shape: shape}}})
 	}
 	if len(f.shapes) == 0 {
