@@ -37,6 +37,19 @@ func (cp *Compiled) Space(shapes ...[]int) *search.Space {
 	return sp
 }
 
+// CheckShape reports why the kernel cannot be tuned on a shape that
+// Classify accepts, or nil. An mlx kernel's inputs must have at least 8
+// elements (MLX passes a smaller input in the constant address space,
+// another signature than the one kerntune generates per candidate), and a
+// buffer's shape must multiply to its length. Resolving parameters for
+// such a shape is fine: the rule is about what kerntune can time.
+func (cp *Compiled) CheckShape(shape []int) error {
+	if cp.c.mlx == nil {
+		return nil
+	}
+	return cp.c.mlxCheckShape(shape)
+}
+
 // DTypes are the element types the kernel supports.
 func (cp *Compiled) DTypes() []kernels.DType {
 	var out []kernels.DType
@@ -90,8 +103,17 @@ func (c *compiler) checkCases(out *Compiled) error {
 			c.fail(nc.field, "", "%v", err)
 			continue
 		}
+		if err := out.CheckShape(nc.c.Shape); err != nil {
+			c.fail(nc.field, "", "%v", err)
+			continue
+		}
 		if _, err := c.scalarValues(nc.c, kernels.RMSNormEps); err != nil {
 			c.errs = append(c.errs, err)
+		}
+		if c.mlx != nil {
+			if _, err := c.mlxConsts(nc.c); err != nil {
+				c.errs = append(c.errs, err)
+			}
 		}
 		if out.Base != nil {
 			c.matchBase(out, nc)
@@ -127,7 +149,7 @@ func (c *compiler) checkCases(out *Compiled) error {
 	ps, _ := k.Space("gpu")
 	for _, cand := range cands {
 		env := c.env(nil, cand)
-		if _, err := c.threads.evalInt(env); err != nil {
+		if _, err := c.nthreads(env); err != nil {
 			report(err)
 		}
 		if c.shared != nil {

@@ -45,12 +45,14 @@ type compiler struct {
 	shared      *program
 	defines     map[string]*program
 	defineNames []string
-	lengths     []*program // per buffer
+	lengths     []*program   // per buffer
+	shapes      [][]*program // per buffer: its shape (mlx), or nil
 	scalars     []*program
 	classes     []*program // nil for a catch-all class
 	flops       *program
 	reference   *program
 	outIndex    int // index of the output buffer
+	mlx         *mlxCompiled
 }
 
 func (c *compiler) fail(field, exprText, format string, args ...any) {
@@ -209,13 +211,25 @@ func compile(s *Spec, file, dir string) (*Compiled, error) {
 	}
 
 	// Launch.
-	if s.Launch.Threads == "" {
-		c.fail("launch.threads", "", "required: threads per threadgroup, an expression over the params")
-	} else {
-		c.threads = c.compile("launch.threads", s.Launch.Threads, pEnv, intKind)
-	}
-	if n := len(s.Launch.Grid); n < 1 || n > 2 {
-		c.fail("launch.grid", "", "has %d expressions; give threadgroups in x, or in x and y", n)
+	switch {
+	case s.Source.MLX != nil:
+		c.mlx = &mlxCompiled{}
+		c.mlxLaunch(pEnv)
+		if n := len(s.Launch.Grid); n < 1 || n > 3 {
+			c.fail("launch.grid", "", "has %d expressions; give MLX's grid: threads (not threadgroups) in x (, y, z)", n)
+		}
+	default:
+		if s.Launch.Threads == "" {
+			c.fail("launch.threads", "", "required: threads per threadgroup, an expression over the params")
+		} else {
+			c.threads = c.compile("launch.threads", s.Launch.Threads, pEnv, intKind)
+		}
+		if len(s.Launch.Threadgroup) > 0 {
+			c.fail("launch.threadgroup", "", "only an mlx source takes threadgroup (MLX's launch); give launch.threads")
+		}
+		if n := len(s.Launch.Grid); n < 1 || n > 2 {
+			c.fail("launch.grid", "", "has %d expressions; give threadgroups in x, or in x and y", n)
+		}
 	}
 	for i, src := range s.Launch.Grid {
 		c.grid = append(c.grid, c.compile(fmt.Sprintf("launch.grid[%d]", i), src, dpEnv, intKind))
@@ -270,7 +284,26 @@ func compile(s *Spec, file, dir string) (*Compiled, error) {
 		default:
 			c.fail(f+".io", "", "%q is neither \"in\" nor \"out\"", b.IO)
 		}
-		c.lengths = append(c.lengths, c.compile(f+".length", b.Length, dEnv, intKind))
+		length, lengthField := b.Length, f+".length"
+		var shape []*program
+		if len(b.Shape) > 0 {
+			if s.Source.MLX == nil {
+				c.fail(f+".shape", "", "only an mlx source uses array shapes (its <name>_shape, <name>_strides and <name>_ndim)")
+			}
+			for j, e := range b.Shape {
+				shape = append(shape, c.compile(fmt.Sprintf("%s.shape[%d]", f, j), e, dEnv, intKind))
+			}
+			if length == "" {
+				length, lengthField = "("+strings.Join(b.Shape, ") * (")+")", f+".shape"
+			}
+		}
+		c.shapes = append(c.shapes, shape)
+		if length == "" {
+			c.fail(lengthField, "", "required: the number of elements, an expression over the dims")
+			c.lengths = append(c.lengths, nil)
+			continue
+		}
+		c.lengths = append(c.lengths, c.compile(lengthField, length, dEnv, intKind))
 	}
 	if nOut != 1 {
 		c.fail("buffers", "", "has %d output buffers; a kernel has exactly one (io: \"out\")", nOut)
@@ -279,6 +312,9 @@ func compile(s *Spec, file, dir string) (*Compiled, error) {
 		c.fail(fmt.Sprintf("buffers[%d].optional", firstOptional), "", "optional input buffers must come after every required one")
 	}
 	sEnv := envOf(map[string]any{"bias": 0, "eps": 0.0}, c.dims)
+	if s.Source.MLX != nil && len(s.Scalars) > 0 {
+		c.fail("scalars", "", "an mlx kernel takes only its input_names; give scalars as source.mlx.constants (value: a scalar, values: an array)")
+	}
 	for i, sc := range s.Scalars {
 		f := fmt.Sprintf("scalars[%d]", i)
 		claimC(f+".name", sc.Name)
@@ -379,6 +415,10 @@ func (c *compiler) source(out *Compiled) {
 		}
 		return string(data)
 	}
+	if src.MLX != nil {
+		c.mlxSource(out, read)
+		return
+	}
 	raw := map[gpu.API]string{}
 	for api, name := range map[gpu.API]string{gpu.CUDA: src.CUDAFile, gpu.Metal: src.MetalFile, gpu.OpenCL: src.OpenCLFile} {
 		if name != "" {
@@ -396,7 +436,7 @@ func (c *compiler) source(out *Compiled) {
 	}
 	switch {
 	case n == 0 && len(raw) == 0:
-		c.fail("source", "", "give body, body_file, or raw cuda_file / metal_file / opencl_file")
+		c.fail("source", "", "give body, body_file, raw cuda_file / metal_file / opencl_file, or mlx")
 	case n > 1 || n == 1 && len(raw) > 0:
 		c.fail("source", "", "give either a body (body or body_file) or raw files, not both")
 	case n == 1:
@@ -540,6 +580,35 @@ func (c *compiler) build(out *Compiled, space params.Space) {
 	out.Kernel = k
 
 	b := out.Body
+	b.SharedBytes = func(p map[string]int) int {
+		if c.shared == nil {
+			return 0
+		}
+		n, _ := c.shared.evalInt(c.env(nil, p))
+		return n
+	}
+	// Geometry cannot return errors: every expression was evaluated on
+	// every verification and workload shape when the spec was loaded, and
+	// Classify evaluates the buffer lengths of any other shape.
+	b.Geometry = func(shape []int, p map[string]int) gpu.Launch {
+		l, _ := c.launch(shape, p)
+		return l
+	}
+	if c.mlx != nil {
+		for _, bd := range c.mlx.kernel.Bindings() {
+			b.Args = append(b.Args, bd.Arg)
+		}
+		b.Defines = func(p map[string]int) map[string]int {
+			n, _ := c.nthreads(c.env(nil, p))
+			return map[string]int{"NTHREADS": n}
+		}
+		b.Scalars = func(kernels.Case, float32) []any { return nil }
+		b.Consts = func(cs kernels.Case) [][]byte {
+			v, _ := c.mlxConsts(cs)
+			return v
+		}
+		return
+	}
 	for _, buf := range s.Buffers {
 		kind := gpu.In
 		if buf.IO == "out" {
@@ -563,20 +632,7 @@ func (c *compiler) build(out *Compiled, space params.Space) {
 		}
 		return d
 	}
-	b.SharedBytes = func(p map[string]int) int {
-		if c.shared == nil {
-			return 0
-		}
-		n, _ := c.shared.evalInt(c.env(nil, p))
-		return n
-	}
-	// Geometry and Scalars cannot return errors: every expression was
-	// evaluated on every verification and workload shape when the spec was
-	// loaded, and Classify evaluates the buffer lengths of any other shape.
-	b.Geometry = func(shape []int, p map[string]int) gpu.Launch {
-		l, _ := c.launch(shape, p)
-		return l
-	}
+	// Scalars cannot return errors either (see Geometry).
 	b.Scalars = func(cs kernels.Case, eps float32) []any {
 		vals, _ := c.scalarValues(cs, eps)
 		return vals
@@ -601,6 +657,9 @@ func shapesToCases(ss [][]int) []kernels.Case {
 // launch evaluates the geometry of one candidate on one shape.
 func (c *compiler) launch(shape []int, p map[string]int) (gpu.Launch, error) {
 	env := c.env(shape, p)
+	if c.mlx != nil {
+		return c.mlxLaunchOf(env)
+	}
 	l := gpu.Launch{Grid: [2]int{1, 1}}
 	var err error
 	if l.Threads, err = c.threads.evalInt(env); err != nil {

@@ -1,7 +1,8 @@
 // Package spec reads kernel spec files: JSON documents (schema in
 // schema.json) with which users bring their own GPU kernels to kerntune. A
-// spec gives the kernel's source (a body in the kernels/gpu dialect, or raw
-// .cu/.metal/.cl files taking the parameters as macros), its buffers and
+// spec gives the kernel's source (a body in the kernels/gpu dialect, raw
+// .cu/.metal/.cl files taking the parameters as macros, or an MLX
+// fast.metal_kernel body whose signature is generated as MLX does), its buffers and
 // scalar arguments, the tunable parameters and their values, constraints and
 // launch geometry as expressions over the shape and the parameters
 // (github.com/expr-lang/expr), the shapes or shape classes to tune, and how
@@ -69,8 +70,8 @@ type Spec struct {
 	Tolerance map[string]float64 `json:"tolerance,omitempty"`
 }
 
-// Source is where the kernel's code is: exactly one of Body, BodyFile, or
-// one or more raw files. File names are relative to the spec file.
+// Source is where the kernel's code is: exactly one of Body, BodyFile,
+// one or more raw files, or MLX. File names are relative to the spec file.
 type Source struct {
 	Body       Text   `json:"body,omitempty"`
 	BodyFile   string `json:"body_file,omitempty"`
@@ -79,6 +80,110 @@ type Source struct {
 	OpenCLFile string `json:"opencl_file,omitempty"`
 	// Function is the kernel function's name (default kt_<name>).
 	Function string `json:"function,omitempty"`
+	// MLX is a kernel written for MLX's mx.fast.metal_kernel, as the
+	// application passes it to MLX (Metal only).
+	MLX *MLXSource `json:"mlx,omitempty"`
+}
+
+// MLXSource is the arguments of an application's mx.fast.metal_kernel
+// call: kerntune generates the kernel's signature from them as MLX does
+// and launches it with MLX's semantics (launch.grid counts threads).
+type MLXSource struct {
+	// Name is metal_kernel's name (default: the spec's name).
+	Name string `json:"name,omitempty"`
+	// Source or SourceFile is the kernel body (metal_kernel's source).
+	Source     Text   `json:"source,omitempty"`
+	SourceFile string `json:"source_file,omitempty"`
+	// Header or HeaderFile is metal_kernel's header (optional).
+	Header     Text   `json:"header,omitempty"`
+	HeaderFile string `json:"header_file,omitempty"`
+	// InputNames are the inputs in order: input buffers and Constants.
+	InputNames []string `json:"input_names"`
+	// OutputNames is the output buffer's name (kerntune verifies one output).
+	OutputNames []string `json:"output_names"`
+	// Template binds the template arguments, in the order the application
+	// passes them: "dtype" (the tuned element type), "param" (the tunable
+	// parameter of that name), an integer or a boolean constant.
+	Template TemplateArgs `json:"template,omitempty"`
+	// EnsureRowContiguous is metal_kernel's flag (default true); kerntune's
+	// inputs are always row-contiguous, so it changes nothing here.
+	EnsureRowContiguous *bool `json:"ensure_row_contiguous,omitempty"`
+	// Constants are inputs computed from the shape, such as the
+	// mx.array([m, k], dtype=mx.uint32) an application passes as "shape".
+	Constants []MLXConstant `json:"constants,omitempty"`
+}
+
+// MLXConstant is an input whose values come from the shape.
+type MLXConstant struct {
+	Name string `json:"name"`
+	// DType is the array's MLX dtype: int32, uint32, int64, uint64, float32.
+	DType string `json:"dtype"`
+	// Values are the elements of a 1-d array, expressions over the dims,
+	// bias and eps; Value instead makes a scalar (a 0-d array, or a
+	// Python number passed as an input).
+	Values []string `json:"values,omitempty"`
+	Value  string   `json:"value,omitempty"`
+}
+
+// TemplateArg is one template argument: its name and its binding as
+// written in JSON (checked when the spec is compiled).
+type TemplateArg struct {
+	Name  string
+	Value json.RawMessage
+}
+
+// TemplateArgs is a JSON object whose key order is kept: MLX declares the
+// template parameters in that order.
+type TemplateArgs []TemplateArg
+
+// UnmarshalJSON reads an object, keeping its keys in order.
+func (t *TemplateArgs) UnmarshalJSON(b []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return errors.New("source.mlx.template must be an object of template argument names to \"dtype\", \"param\", an integer or a boolean")
+	}
+	var out TemplateArgs
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		name, _ := tok.(string)
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return err
+		}
+		out = append(out, TemplateArg{Name: name, Value: v})
+	}
+	if _, err := dec.Token(); err != nil {
+		return err
+	}
+	*t = out
+	return nil
+}
+
+// MarshalJSON writes the object in order.
+func (t TemplateArgs) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, a := range t {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k, err := json.Marshal(a.Name)
+		if err != nil {
+			return nil, err
+		}
+		b.Write(k)
+		b.WriteByte(':')
+		b.Write(a.Value)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
 }
 
 // Text is a string written in JSON as a string or an array of lines.
@@ -104,8 +209,13 @@ type Buffer struct {
 	Name string `json:"name"`
 	// IO is "in" or "out"; a kernel has exactly one output buffer.
 	IO string `json:"io"`
-	// Length is an expression over the dims: the number of elements.
-	Length string `json:"length"`
+	// Length is an expression over the dims: the number of elements
+	// (the product of Shape when omitted).
+	Length string `json:"length,omitempty"`
+	// Shape is the array's dims as an MLX application passes it,
+	// expressions over the dims (mlx source only; default [length]): what
+	// <name>_shape, <name>_strides and <name>_ndim hold.
+	Shape []string `json:"shape,omitempty"`
 	// Optional input buffers are present only for cases with a bias.
 	Optional bool `json:"optional,omitempty"`
 }
@@ -129,9 +239,13 @@ type Param struct {
 // Launch is the dispatch geometry: expressions over the dims and params.
 type Launch struct {
 	// Threads per threadgroup (1-D), over the params only; NTHREADS in the source.
-	Threads string `json:"threads"`
-	// Grid is the number of threadgroups in x (and y).
+	Threads string `json:"threads,omitempty"`
+	// Grid is the number of threadgroups in x (and y); for an mlx source,
+	// MLX's grid: threads (not threadgroups) in x, y, z (dispatchThreads).
 	Grid []string `json:"grid"`
+	// Threadgroup is MLX's threadgroup (mlx source only, instead of
+	// Threads): threads per threadgroup in x, y, z, over the params.
+	Threadgroup []string `json:"threadgroup,omitempty"`
 	// SharedBytes is the threadgroup memory the kernel declares, over the params.
 	SharedBytes string `json:"shared_bytes,omitempty"`
 	// Defines are more #defines derived from the params.

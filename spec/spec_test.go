@@ -2,6 +2,7 @@ package spec
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -19,7 +20,7 @@ import (
 	"github.com/kerntune/kerntune/params"
 )
 
-var examples = []string{"m1_gemv.json", "gemm_av.json", "swiglu.json", "swiglu_raw.json"}
+var examples = []string{"m1_gemv.json", "gemm_av.json", "swiglu.json", "swiglu_raw.json", "mlx_qr_col_dot.json", "mlx_gemm_av.json"}
 
 func examplePath(name string) string { return filepath.Join("..", "examples", name) }
 
@@ -86,6 +87,8 @@ func TestEnumeration(t *testing.T) {
 		{"gemm_av.json", func(c map[string]int) bool { return c["TILE"]*c["TILE"] >= 32 }},
 		{"swiglu.json", func(map[string]int) bool { return true }},
 		{"swiglu_raw.json", func(map[string]int) bool { return true }},
+		{"mlx_qr_col_dot.json", func(map[string]int) bool { return true }},
+		{"mlx_gemm_av.json", func(map[string]int) bool { return true }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
@@ -427,30 +430,22 @@ func TestImportVariants(t *testing.T) {
 	}
 }
 
-// Generated MSL sources of the examples (bodies and the raw .metal file)
-// pass clang's syntax check with the shim of kernels/gpu, and OpenCL
-// sources clang's OpenCL C check: about eight candidates spread over each
-// space per API and dtype (parameters change only constants, and one clang
-// run per source is slow on CI's two cores).
+// Generated MSL sources of the examples (bodies, the raw .metal file and
+// MLX sources) pass the MSL syntax check, every candidate in every dtype
+// (gpu.CheckMSL batches them into few clang runs), and OpenCL sources
+// clang's OpenCL C check: about eight candidates spread over each space per
+// dtype (parameters change only constants, and one clang run per source is
+// slow on CI's two cores).
 func TestGeneratedSourcesSyntax(t *testing.T) {
-	cc := ""
-	for _, n := range []string{os.Getenv("KERNTUNE_CLANG"), "clang-14", "clang"} {
-		if n == "" {
-			continue
-		}
-		if p, err := exec.LookPath(n); err == nil {
-			cc = p
-			break
-		}
-	}
-	if cc == "" {
+	cc, err := gpu.FindClang()
+	if err != nil {
 		if os.Getenv("KTDEV_REQUIRE_CLANG") != "" {
-			t.Fatal("clang not found but KTDEV_REQUIRE_CLANG is set")
+			t.Fatalf("%v but KTDEV_REQUIRE_CLANG is set", err)
 		}
-		t.Skip("clang not found")
+		t.Skip(err)
 	}
-	shim, _ := filepath.Abs(filepath.Join("..", "kernels", "gpu", "testdata", "mslshim"))
 	dir := t.TempDir()
+	var msl []string
 	checked := 0
 	for _, name := range examples {
 		c := loadExample(t, name)
@@ -460,25 +455,28 @@ func TestGeneratedSourcesSyntax(t *testing.T) {
 				continue // NVRTC on the GPU machine checks CUDA (scripts/gpu-spec.sh)
 			}
 			for _, dt := range c.DTypes() {
+				if api == gpu.Metal {
+					for _, cand := range cands {
+						src, err := c.Body.SourceFor(api, dt, cand)
+						if err != nil {
+							t.Fatal(err)
+						}
+						msl = append(msl, src)
+					}
+					continue
+				}
 				for i := 0; i < len(cands); i += max(1, len(cands)/8) {
 					cand := cands[i]
 					src, err := c.Body.SourceFor(api, dt, cand)
 					if err != nil {
 						t.Fatal(err)
 					}
-					path := filepath.Join(dir, fmt.Sprintf("%s_%s_%s_%d", c.Kernel.Name, api, dt, i))
-					var args []string
-					if api == gpu.Metal {
-						path += ".metal"
-						args = []string{"--target=aarch64-linux-gnu", "-x", "c++", "-std=c++17", "-fsyntax-only", "-Wno-unknown-attributes", "-ferror-limit=5", "-I", shim, path}
-					} else {
-						path += ".cl"
-						if dt == kernels.F16 {
-							src = "#pragma OPENCL EXTENSION cl_khr_fp16 : enable\n" + src
-						}
-						args = []string{"-x", "cl", "-cl-std=CL1.2", "-fsyntax-only", "-ferror-limit=5", "-Xclang", "-finclude-default-header", path}
+					path := filepath.Join(dir, fmt.Sprintf("%s_%s_%s_%d.cl", c.Kernel.Name, api, dt, i))
+					if dt == kernels.F16 {
+						src = "#pragma OPENCL EXTENSION cl_khr_fp16 : enable\n" + src
 					}
 					os.WriteFile(path, []byte(src), 0o644)
+					args := []string{"-x", "cl", "-cl-std=CL1.2", "-fsyntax-only", "-ferror-limit=5", "-Xclang", "-finclude-default-header", path}
 					if out, err := exec.Command(cc, args...).CombinedOutput(); err != nil {
 						t.Fatalf("%s %s %s %s: %v\n%s", name, api, dt, cand.Key(), err, out)
 					}
@@ -487,5 +485,8 @@ func TestGeneratedSourcesSyntax(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d MSL and OpenCL sources checked", checked)
+	if err := gpu.CheckMSL(context.Background(), cc, msl); err != nil {
+		t.Fatal(err)
+	}
+	summary(t, fmt.Sprintf("MSL syntax check of the spec examples: %d sources (every candidate of %d examples); OpenCL C: %d sampled", len(msl), len(examples), checked))
 }

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -61,14 +64,20 @@ func newCheckCmd() *cobra.Command {
 		Short: "Validate a kernel spec, enumerate its space, generate its sources and verify a sample on the GPU",
 		Long: `check loads each spec file (every error names the file, the JSON field and the
 expression), enumerates the parameter space per shape class, generates the
-kernel source of every valid candidate for each API the spec supports, and,
-on a GPU backend, builds every --sample-th valid candidate and verifies it on
-the spec's verification shapes against its reference.
+kernel source of every valid candidate for each API the spec supports,
+syntax-checks every Metal source with clang against kerntune's MSL shim
+(when a clang is found: $KERNTUNE_CLANG, clang-14 or clang), and, on a GPU
+backend, builds every --sample-th valid candidate and verifies it on the
+spec's verification shapes against its reference.
+
+A spec with an mlx source (MLX's fast.metal_kernel) runs on the metal
+backend only; the other backends reject it.
 
 Spec kernels are GPU code (a body in the GPU dialect, or .cu/.metal/.cl
 files), so the cpu backend cannot run them; with --backend auto and no GPU,
 check does the static checks only and says so.`,
 		Example: `  kerntune check --spec examples/m1_gemv.json
+  kerntune check --spec examples/mlx_qr_col_dot.json --backend none
   kerntune check --spec examples/gemm_av.json --backend cuda --sample 1`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -92,12 +101,22 @@ check does the static checks only and says so.`,
 			}
 			out, log := cmd.OutOrStdout(), cmd.ErrOrStderr()
 			for _, c := range cs {
-				if err := staticCheck(out, c); err != nil {
+				if err := staticCheck(cmd.Context(), out, c); err != nil {
 					return err
 				}
 			}
 			if backend == "none" {
 				return nil
+			}
+			if backend != "auto" {
+				for _, c := range cs {
+					if backend == "cpu" && c.Body.MLX == nil {
+						continue // openGPUBackend says why no spec kernel runs there
+					}
+					if err := specRunsOn(c, backend); err != nil {
+						return usageError{fmt.Errorf("--backend %s: %w", backend, err)}
+					}
+				}
 			}
 			b, err := openGPUBackend(backend, log)
 			if err != nil {
@@ -114,6 +133,10 @@ check does the static checks only and says so.`,
 			tu := tuner.New(b, tuner.Config{})
 			failed := 0
 			for _, c := range cs {
+				if err := specRunsOn(c, info.Backend); err != nil {
+					fmt.Fprintf(out, "device check of %s skipped: %v\n", c.Kernel.Name, err)
+					continue
+				}
 				use := dts
 				if len(use) == 0 {
 					use = c.DTypes()
@@ -192,9 +215,22 @@ func openGPUBackend(name string, log io.Writer) (tuner.Backend, error) {
 	return nil, nil
 }
 
-// staticCheck prints the space per class and generates every valid
-// candidate's source for each API the spec has.
-func staticCheck(w io.Writer, c *spec.Compiled) error {
+// specRunsOn says why a spec kernel cannot run on a backend (naming the
+// spec, the kernel and the backend), or returns nil.
+func specRunsOn(c *spec.Compiled, backend string) error {
+	if slices.Contains(c.APIs, gpu.API(backend)) {
+		return nil
+	}
+	if c.Body.MLX != nil {
+		return fmt.Errorf("%s: kernel %s has an mlx source (MLX's fast.metal_kernel) and runs on the metal backend only, not %s", c.File, c.Kernel.Name, backend)
+	}
+	return fmt.Errorf("%s: kernel %s has sources for %s only; the %s backend cannot build it", c.File, c.Kernel.Name, apiList(c.APIs), backend)
+}
+
+// staticCheck prints the space per class, generates every valid
+// candidate's source for each API the spec has, and syntax-checks the
+// Metal sources when a clang is found.
+func staticCheck(ctx context.Context, w io.Writer, c *spec.Compiled) error {
 	k := c.Kernel
 	how := "reference expression"
 	if c.Base != nil {
@@ -228,17 +264,34 @@ func staticCheck(w io.Writer, c *spec.Compiled) error {
 	}
 	fmt.Fprintf(w, "  verification shapes: %d\n", len(k.Odd))
 	n := 0
+	var msl []string
 	for _, api := range c.APIs {
 		for _, dt := range c.DTypes() {
 			for _, cand := range all {
-				if _, err := c.Body.SourceFor(api, dt, cand); err != nil {
+				src, err := c.Body.SourceFor(api, dt, cand)
+				if err != nil {
 					return fmt.Errorf("%s: generating %s source for %s: %w", c.File, api, cand.Key(), err)
+				}
+				if api == gpu.Metal {
+					msl = append(msl, src)
 				}
 				n++
 			}
 		}
 	}
 	fmt.Fprintf(w, "  sources generated: %d (%d candidates × %d dtypes × %d APIs)\n", n, len(all), len(c.DTypes()), len(c.APIs))
+	if len(msl) == 0 {
+		return nil
+	}
+	cc, err := gpu.FindClang()
+	if err != nil {
+		fmt.Fprintf(w, "  MSL syntax check: skipped: %v\n", err)
+		return nil
+	}
+	if err := gpu.CheckMSL(ctx, cc, msl); err != nil {
+		return fmt.Errorf("%s: %w", c.File, err)
+	}
+	fmt.Fprintf(w, "  MSL syntax check: %d Metal sources passed (every candidate × dtype; %s)\n", len(msl), filepath.Base(cc))
 	return nil
 }
 

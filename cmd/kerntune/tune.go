@@ -210,6 +210,13 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 		if _, err := ks[0].Classify(shape); err != nil {
 			return usageErrorf("--shape %s: %v", s, err)
 		}
+		for _, c := range specs {
+			if c.Kernel == ks[0] {
+				if err := c.CheckShape(shape); err != nil {
+					return usageErrorf("--shape %s: %v", s, err)
+				}
+			}
+		}
 		tasks = append(tasks, tuner.Task{Kernel: ks[0], DType: dt, Cases: []kernels.Case{{Shape: shape}}})
 	}
 	if len(f.shapes) == 0 {
@@ -223,6 +230,16 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 	}
 
 	sort.SliceStable(tasks, func(i, j int) bool { return tasks[i].Cost() < tasks[j].Cost() })
+	if f.backend != "auto" {
+		// Before opening a backend that could never run the kernel.
+		for _, c := range specs {
+			if c.Body.MLX != nil {
+				if err := specRunsOn(c, f.backend); err != nil {
+					return usageErrorf("--spec: %v", err)
+				}
+			}
+		}
+	}
 	b, err := pickBackend(f.backend, log, f.backendOpts)
 	if err != nil {
 		return err
@@ -232,8 +249,20 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 	}
 	defer b.Close()
 	info := b.Info()
+	for _, c := range specs {
+		if c.Body.MLX != nil {
+			if err := specRunsOn(c, info.Backend); err != nil {
+				return usageErrorf("--spec: %v", err)
+			}
+		}
+	}
 	if len(specs) > 0 && params.SpaceKind(info.Backend) != "gpu" {
 		return usageErrorf("--spec: spec kernels are GPU code and the %s backend cannot run them; use --backend cuda or metal", info.Backend)
+	}
+	for _, c := range specs {
+		if err := specRunsOn(c, info.Backend); err != nil {
+			return usageErrorf("--spec: %v", err)
+		}
 	}
 	ui := newProgressUI(cmd.ErrOrStderr(), f.quiet, len(tasks), f.budget)
 	defer ui.close()

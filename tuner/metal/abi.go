@@ -1,8 +1,12 @@
 package metal
 
 import (
+	"errors"
+	"fmt"
 	"structs"
 	"unsafe"
+
+	"github.com/kerntune/kerntune/kernels/gpu"
 )
 
 // mtlSize is Metal's MTLSize: three NSUIntegers (unsigned long, 64 bits on
@@ -61,6 +65,59 @@ type (
 func grid(groupsX, groupsY, threads int) (groups, perGroup mtlSize) {
 	return mtlSize{Width: uint64(groupsX), Height: uint64(groupsY), Depth: 1},
 		mtlSize{Width: uint64(threads), Height: 1, Depth: 1}
+}
+
+// launchSizes converts a kernel launch to the two MTLSizes of its
+// dispatch and says which dispatch takes them: threadgroups in x and y
+// (dispatchThreadgroups:threadsPerThreadgroup:), or, for an MLX kernel,
+// threads in x, y, z (dispatchThreads:threadsPerThreadgroup:, as MLX
+// launches fast.metal_kernel: its grid counts threads).
+func launchSizes(g gpu.Launch) (size, perGroup mtlSize, threads bool, err error) {
+	if g.ThreadGrid[0] > 0 {
+		for i := range 3 {
+			if g.ThreadGrid[i] <= 0 || g.Group[i] <= 0 {
+				return mtlSize{}, mtlSize{}, false, fmt.Errorf("empty MLX launch %+v", g)
+			}
+		}
+		return mtlSize{Width: uint64(g.ThreadGrid[0]), Height: uint64(g.ThreadGrid[1]), Depth: uint64(g.ThreadGrid[2])},
+			mtlSize{Width: uint64(g.Group[0]), Height: uint64(g.Group[1]), Depth: uint64(g.Group[2])}, true, nil
+	}
+	if g.Grid[0] <= 0 || g.Grid[1] <= 0 || g.Threads <= 0 {
+		return mtlSize{}, mtlSize{}, false, fmt.Errorf("empty launch %+v", g)
+	}
+	size, perGroup = grid(g.Grid[0], g.Grid[1], g.Threads)
+	return size, perGroup, false, nil
+}
+
+// boundBytes is one argument bound by value with setBytes:length:atIndex:.
+type boundBytes struct {
+	index int
+	data  []byte
+}
+
+// bytesArgs pairs a body's Bytes arguments (an MLX kernel's constant
+// inputs, shapes, strides, ndims) with their contents for a case; setBytes
+// takes at most 4 KB.
+func bytesArgs(args []gpu.Arg, consts [][]byte) ([]boundBytes, error) {
+	var out []boundBytes
+	j := 0
+	for i, a := range args {
+		if a.Kind != gpu.Bytes {
+			continue
+		}
+		if j >= len(consts) {
+			return nil, fmt.Errorf("argument %s has no contents (%d given)", a.Name, len(consts))
+		}
+		if len(consts[j]) == 0 || len(consts[j]) > 4096 {
+			return nil, fmt.Errorf("argument %s has %d bytes; setBytes binds 1..4096", a.Name, len(consts[j]))
+		}
+		out = append(out, boundBytes{index: i, data: consts[j]})
+		j++
+	}
+	if j != len(consts) {
+		return nil, errors.New("more argument contents than Bytes arguments")
+	}
+	return out, nil
 }
 
 // cString copies a NUL-terminated C string.

@@ -366,6 +366,12 @@ func (b *Backend) dispatch(enc objc.ID, groups, threads mtlSize) {
 	b.rt.sendDispatch(uintptr(enc), uintptr(sel.dispatch), groups, threads)
 }
 
+// dispatchThreads encodes a dispatch of threads (not threadgroups), as MLX
+// launches its custom kernels; the same two-MTLSize ABI as dispatch.
+func (b *Backend) dispatchThreads(enc objc.ID, threads, perGroup mtlSize) {
+	b.rt.sendDispatch(uintptr(enc), uintptr(sel.dispatchThreads), threads, perGroup)
+}
+
 // encodeEmpty adds n dispatches of the empty kernel (one threadgroup of
 // 32), in one compute encoder or, with ownEncoder, each in its own (as every
 // timed run of a candidate or of MPS is).

@@ -232,7 +232,7 @@ var sel struct {
 	commandBuffer, computeCommandEncoder, blitCommandEncoder objc.SEL
 	setComputePipelineState, setBuffer, setBytes, dispatch   objc.SEL
 	endEncoding, commit, waitUntilCompleted, status, err     objc.SEL
-	gpuStartTime, gpuEndTime, copyBuffer                     objc.SEL
+	gpuStartTime, gpuEndTime, copyBuffer, dispatchThreads    objc.SEL
 	matrixDescriptor, vectorDescriptor, initWithBuffer       objc.SEL
 	initMatMul, initMatVec, encodeMatMul, encodeMatVec       objc.SEL
 }
@@ -266,6 +266,7 @@ func registerSelectors() {
 		sel.setComputePipelineState = r("setComputePipelineState:")
 		sel.setBuffer, sel.setBytes = r("setBuffer:offset:atIndex:"), r("setBytes:length:atIndex:")
 		sel.dispatch = r("dispatchThreadgroups:threadsPerThreadgroup:")
+		sel.dispatchThreads = r("dispatchThreads:threadsPerThreadgroup:")
 		sel.endEncoding, sel.commit, sel.waitUntilCompleted = r("endEncoding"), r("commit"), r("waitUntilCompleted")
 		sel.status, sel.err = r("status"), r("error")
 		sel.gpuStartTime, sel.gpuEndTime = r("GPUStartTime"), r("GPUEndTime")

@@ -231,7 +231,7 @@ func (b *Backend) compile(body *gpu.Body, k *kernels.Kernel, dt kernels.DType, c
 		if err != nil {
 			return nil, err
 		}
-		p, err := b.newPipeline(src, body.Func)
+		p, err := b.newPipeline(src, body.FuncName(dt, c))
 		if err != nil {
 			return nil, err
 		}
@@ -290,12 +290,21 @@ func (b *Backend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate)
 	c = c.Clone()
 	enc := func(cb objc.ID, in *instance, cp int, _ bool) error {
 		g := body.Geometry(in.p.Case.Shape, c)
-		if g.Grid[0] <= 0 || g.Grid[1] <= 0 || g.Threads <= 0 {
-			return fmt.Errorf("metal: empty launch %v for %s", g, in.p.Case)
+		size, perGroup, threads, err := launchSizes(g)
+		if err != nil {
+			return fmt.Errorf("metal: %w for %s", err, in.p.Case)
 		}
 		scal, err := words(in)
 		if err != nil {
 			return err
+		}
+		var consts [][]byte
+		if body.Consts != nil {
+			consts = body.Consts(in.p.Case)
+		}
+		bound, err := bytesArgs(body.Args, consts)
+		if err != nil {
+			return fmt.Errorf("metal: %s on %s: %w", k.Name, in.p.Case, err)
 		}
 		e, err := computeEncoder(cb, pso)
 		if err != nil {
@@ -308,6 +317,9 @@ func (b *Backend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate)
 				e.Send(sel.setBytes, unsafe.Pointer(&scal[s]), uint64(4), uint64(i))
 				s++
 			}
+		}
+		for _, bb := range bound {
+			e.Send(sel.setBytes, unsafe.Pointer(&bb.data[0]), uint64(len(bb.data)), uint64(bb.index))
 		}
 		ops, nIn := in.inputs[cp], 0
 		for i, a := range body.Args {
@@ -323,10 +335,14 @@ func (b *Backend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate)
 				e.Send(sel.setBuffer, in.out.id, uint64(0), uint64(i))
 			}
 		}
-		groups, threads := grid(g.Grid[0], g.Grid[1], g.Threads)
-		b.dispatch(e, groups, threads)
+		if threads {
+			b.dispatchThreads(e, size, perGroup)
+		} else {
+			b.dispatch(e, size, perGroup)
+		}
 		e.Send(sel.endEncoding)
 		runtime.KeepAlive(scal)
+		runtime.KeepAlive(bound)
 		return nil
 	}
 	return newProgram(b, enc, func() { release(pso) }, false), nil

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kerntune/kerntune/kernels/gpu"
+)
+
+// kerntune check generates every candidate of an mlx spec and
+// syntax-checks it; the backends that cannot run MLX kernels reject them
+// naming the spec and the backend.
+func TestCheckSpecMLX(t *testing.T) {
+	_, clangErr := gpu.FindClang()
+	if clangErr != nil && os.Getenv("KTDEV_REQUIRE_CLANG") != "" {
+		t.Fatalf("%v but KTDEV_REQUIRE_CLANG is set", clangErr)
+	}
+	qr, gemm := "../../examples/mlx_qr_col_dot.json", "../../examples/mlx_gemm_av.json"
+	syntax := []string{"MSL syntax check: 48 Metal sources passed", "MSL syntax check: 54 Metal sources passed"}
+	if clangErr != nil {
+		syntax = []string{"MSL syntax check: skipped"}
+	}
+	// A body that MLX's generated signature does not fit: it names an
+	// input the kernel does not have.
+	dir := t.TempDir()
+	body, err := os.ReadFile("../../examples/mlx_qr_col_dot.body.metal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"mlx.header.metal", "mlx_qr_col_dot.json"} {
+		data, err := os.ReadFile(filepath.Join("../../examples", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(dir, f), data, 0o644)
+	}
+	os.WriteFile(filepath.Join(dir, "mlx_qr_col_dot.body.metal"), []byte(strings.Replace(string(body), "float(v[i])", "float(w[i])", 1)), 0o644)
+	broken := filepath.Join(dir, "mlx_qr_col_dot.json")
+
+	tests := []struct {
+		args []string
+		code int
+		want []string
+	}{
+		{[]string{"check", "--spec", qr, "--spec", gemm, "--backend", "none"}, 0,
+			append([]string{"kernel mlx_qr_col_dot", "APIs metal", "sources generated: 48 (24 candidates × 2 dtypes × 1 APIs)", "sources generated: 54"}, syntax...)},
+		{[]string{"check", "--spec", qr, "--backend", "cuda"}, 2, []string{"--backend cuda", qr, "kernel mlx_qr_col_dot has an mlx source", "metal backend only, not cuda"}},
+		{[]string{"check", "--spec", qr, "--backend", "opencl"}, 2, []string{qr, "metal backend only, not opencl"}},
+		{[]string{"tune", "--spec", qr, "--backend", "cpu", "--out", filepath.Join(t.TempDir(), "p.json")}, 2, []string{"--spec", qr, "metal backend only, not cpu"}},
+		{[]string{"tune", "--spec", gemm, "--backend", "cuda", "--out", filepath.Join(t.TempDir(), "p.json")}, 2, []string{gemm, "metal backend only, not cuda"}},
+		{[]string{"tune", "--spec", qr, "--backend", "opencl", "--out", filepath.Join(t.TempDir(), "p.json")}, 2, []string{qr, "metal backend only, not opencl"}},
+		{[]string{"tune", "--spec", qr, "--backend", "metal", "--shape", "5x4096", "--out", filepath.Join(t.TempDir(), "p.json")}, 2, []string{"--shape 5x4096", "input v has 5 elements", "constant address space"}},
+	}
+	if clangErr == nil {
+		tests = append(tests, struct {
+			args []string
+			code int
+			want []string
+		}{[]string{"check", "--spec", broken, "--backend", "none"}, 1, []string{broken, "MSL syntax check", "'w'"}})
+	}
+	for _, tt := range tests {
+		code, out := runCLI(t, tt.args...)
+		if code != tt.code {
+			t.Errorf("%v: exit %d, want %d\n%s", tt.args, code, tt.code, out)
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("%v: output lacks %q:\n%s", tt.args, w, out)
+			}
+		}
+	}
+}

@@ -1,0 +1,2 @@
+#include <metal_stdlib>
+using namespace metal;

@@ -1,0 +1,238 @@
+package spec
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/kerntune/kerntune/kernels"
+	"github.com/kerntune/kerntune/kernels/gpu"
+)
+
+// emuStdlib stands in for <metal_stdlib> so that an MLX kernel's generated
+// source runs on the CPU: every thread of a threadgroup is a std::thread,
+// threadgroup memory is a static local shared by them (threadgroups run
+// one after another), threadgroup_barrier is a std::barrier. (No thread
+// address-space macro: it would rewrite std::thread.)
+const emuStdlib = `#pragma once
+#include <barrier>
+#include <cmath>
+#include <cstdint>
+#define kernel
+#define device
+#define constant
+#define threadgroup static
+namespace metal {
+typedef unsigned int uint;
+typedef __fp16 half;  // storage only; the emulation runs f32
+struct uint3 { uint x, y, z; };
+enum class mem_flags { mem_none = 0, mem_device = 1, mem_threadgroup = 2, mem_texture = 4 };
+inline std::barrier<>* kt_barrier;
+inline void threadgroup_barrier(mem_flags) { kt_barrier->arrive_and_wait(); }
+using std::fma;
+}  // namespace metal
+`
+
+// emuRunner is the C++ that launches one case as Metal's dispatchThreads
+// would: threadgroups over the grid, each min(threadgroup, rest of the
+// grid) threads, and prints the output.
+const emuRunner = `
+namespace kt_run_%[1]d {
+%[2]s
+void run() {
+  const unsigned G[3] = {%[3]d, %[4]d, %[5]d}, TG[3] = {%[6]d, %[7]d, %[8]d};
+  static float out[%[9]d];
+  for (auto& o : out) o = NAN;
+  for (unsigned bz = 0; bz * TG[2] < G[2]; ++bz)
+    for (unsigned by = 0; by * TG[1] < G[1]; ++by)
+      for (unsigned bx = 0; bx * TG[0] < G[0]; ++bx) {
+        const unsigned n0 = std::min(TG[0], G[0] - bx * TG[0]), n1 = std::min(TG[1], G[1] - by * TG[1]), n2 = std::min(TG[2], G[2] - bz * TG[2]);
+        std::barrier<> bar(n0 * n1 * n2);
+        metal::kt_barrier = &bar;
+        std::vector<std::thread> ts;
+        for (unsigned lz = 0; lz < n2; ++lz)
+          for (unsigned ly = 0; ly < n1; ++ly)
+            for (unsigned lx = 0; lx < n0; ++lx)
+              ts.emplace_back([=] {
+                const metal::uint3 tpig{bx * TG[0] + lx, by * TG[1] + ly, bz * TG[2] + lz}, tpitg{lx, ly, lz}, tgpig{bx, by, bz};
+                const metal::uint3 tptg{n0, n1, n2}, grid{G[0], G[1], G[2]};
+                (void)tpig; (void)tpitg; (void)tgpig; (void)tptg; (void)grid;
+                kt_candidate_%[1]d::%[10]s(%[11]s);
+              });
+        for (auto& t : ts) t.join();
+      }
+  std::printf("case %[1]d\n");
+  for (float o : out) std::printf("%%a\n", o);
+}
+}  // namespace kt_run_%[1]d
+`
+
+// emuCase is one example candidate run on one shape.
+type emuCase struct {
+	example string
+	cand    map[string]int
+	shape   []int
+	// edit breaks the body (the check must then fail verification)
+	edit func(string) string
+}
+
+// The MLX examples compute what their float64 references say when their
+// generated sources run under MLX's launch (grid in threads, threadgroups
+// of min(threadgroup, grid)), emulated on the CPU: the kernels are checked
+// for results, not only for syntax, off a Mac.
+func TestMLXExamplesComputeOnCPU(t *testing.T) {
+	cc, err := gpu.FindClang()
+	if err != nil {
+		if os.Getenv("KTDEV_REQUIRE_CLANG") != "" {
+			t.Fatalf("%v but KTDEV_REQUIRE_CLANG is set", err)
+		}
+		t.Skip(err)
+	}
+	cases := []emuCase{
+		{"mlx_qr_col_dot.json", map[string]int{"TG": 32, "UNROLL": 4}, []int{33, 7}, nil},
+		{"mlx_qr_col_dot.json", map[string]int{"TG": 64, "UNROLL": 8}, []int{130, 29}, nil},
+		{"mlx_gemm_av.json", map[string]int{"BM": 32, "BN": 8, "BK": 16}, []int{37, 53, 29}, nil},
+		{"mlx_gemm_av.json", map[string]int{"BM": 8, "BN": 16, "BK": 32}, []int{130, 7, 65}, nil},
+		// Teeth: without the tail loop the last rows of Q are dropped;
+		// staging A without the slice offset k0 multiplies the first slice
+		// of A with every slice of V.
+		{"mlx_qr_col_dot.json", map[string]int{"TG": 32, "UNROLL": 4}, []int{33, 7}, func(s string) string {
+			return strings.Replace(s, "for (; i < m; ++i) {", "for (; false; ++i) {", 1)
+		}},
+		{"mlx_gemm_av.json", map[string]int{"BM": 16, "BN": 16, "BK": 8}, []int{37, 53, 29}, func(s string) string {
+			return strings.Replace(s, "A[(row0 + r) * k + k0 + c]", "A[(row0 + r) * k + c]", 1)
+		}},
+	}
+	var srcs, runners []string
+	var problems []*kernels.Problem
+	for i, ec := range cases {
+		c := loadExample(t, ec.example)
+		p, err := kernels.NewProblem(c.Kernel, kernels.F32, kernels.Case{Shape: ec.shape}, rand.New(rand.NewPCG(uint64(i), 7)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		problems = append(problems, p)
+		m := *c.Body.MLX
+		if ec.edit != nil {
+			edited := ec.edit(m.Source)
+			if edited == m.Source {
+				t.Fatalf("case %d: the edit changed nothing", i)
+			}
+			m.Source = edited
+		}
+		body := *c.Body
+		body.MLX = &m
+		src, err := body.SourceFor(gpu.Metal, kernels.F32, ec.cand)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srcs = append(srcs, src)
+		runners = append(runners, emuRun(t, i, &body, p, ec.cand))
+	}
+	dir := t.TempDir()
+	inc := filepath.Join(dir, "emu")
+	os.Mkdir(inc, 0o755)
+	os.WriteFile(filepath.Join(inc, "metal_stdlib"), []byte(emuStdlib), 0o644)
+	prog := "#include <algorithm>\n#include <cstdio>\n#include <thread>\n#include <vector>\n" + gpu.MSLBatch(srcs) + strings.Join(runners, "") + "int main() {\n"
+	for i := range cases {
+		prog += fmt.Sprintf("  kt_run_%d::run();\n", i)
+	}
+	prog += "}\n"
+	path := filepath.Join(dir, "emu.cpp")
+	os.WriteFile(path, []byte(prog), 0o644)
+	bin := filepath.Join(dir, "emu.bin")
+	if out, err := exec.Command(cc, "-x", "c++", "-std=c++20", "-O1", "-pthread", "-Wno-unknown-attributes", "-I", inc, path, "-lstdc++", "-lm", "-o", bin).CombinedOutput(); err != nil {
+		t.Fatalf("compiling the emulation: %v\n%s", err, out)
+	}
+	out, err := exec.Command(bin).Output()
+	if err != nil {
+		t.Fatalf("running the emulation: %v", err)
+	}
+	results := strings.Split(string(out), "case ")[1:]
+	if len(results) != len(cases) {
+		t.Fatalf("%d results for %d cases", len(results), len(cases))
+	}
+	for i, r := range results {
+		lines := strings.Fields(r)[1:]
+		got := make([]float32, len(lines))
+		for j, l := range lines {
+			v, err := strconv.ParseFloat(l, 32)
+			if err != nil {
+				v = math.NaN()
+			}
+			got[j] = float32(v)
+		}
+		err := problems[i].Verify(got)
+		ec := cases[i]
+		switch {
+		case ec.edit == nil && err != nil:
+			t.Errorf("%s %v on %v: %v", ec.example, ec.cand, ec.shape, err)
+		case ec.edit != nil && err == nil:
+			t.Errorf("%s %v on %v: a broken body passed verification", ec.example, ec.cand, ec.shape)
+		case ec.edit != nil:
+			t.Logf("%s %v on %v, broken body: %v", ec.example, ec.cand, ec.shape, err)
+		default:
+			t.Logf("%s %v on %v: %d outputs verified", ec.example, ec.cand, ec.shape, len(got))
+		}
+	}
+}
+
+// emuRun writes the runner of one case: the inputs, the Bytes arguments
+// and the attributes, bound in the order of MLX's signature.
+func emuRun(t *testing.T, i int, b *gpu.Body, p *kernels.Problem, cand map[string]int) string {
+	t.Helper()
+	var decls, args []string
+	consts := b.Consts(p.Case)
+	nIn, nConst := 0, 0
+	for _, bd := range b.MLX.Bindings() {
+		name := fmt.Sprintf("a_%s", bd.Name)
+		switch bd.Kind {
+		case gpu.In:
+			vals := make([]string, len(p.Inputs[nIn]))
+			for j, v := range p.Inputs[nIn] {
+				vals[j] = strconv.FormatFloat(float64(v), 'x', -1, 32) + "f"
+			}
+			nIn++
+			decls = append(decls, fmt.Sprintf("static const float %s[] = {%s};", name, strings.Join(vals, ", ")))
+			args = append(args, "KtPtr{"+name+"}")
+		case gpu.Out:
+			args = append(args, "KtPtr{out}")
+		case gpu.Bytes:
+			vals := make([]string, len(consts[nConst]))
+			for j, v := range consts[nConst] {
+				vals[j] = strconv.Itoa(int(v))
+			}
+			nConst++
+			decls = append(decls, fmt.Sprintf("alignas(8) static const unsigned char %s[] = {%s};", name, strings.Join(vals, ", ")))
+			if bd.Part == gpu.PartNDim || bd.Part == gpu.PartValue && b.MLX.Inputs[bd.Input].Scalar {
+				args = append(args, "KtRef{"+name+"}")
+			} else {
+				args = append(args, "KtPtr{"+name+"}")
+			}
+		}
+	}
+	attrs := map[string]string{
+		"thread_position_in_grid": "tpig", "thread_position_in_threadgroup": "tpitg", "threadgroup_position_in_grid": "tgpig",
+		"threads_per_threadgroup": "tptg", "threads_per_grid": "grid", "grid_size": "grid",
+	}
+	for _, a := range b.MLX.Attributes() {
+		v, ok := attrs[a]
+		if !ok {
+			t.Fatalf("the emulation does not provide attribute %s", a)
+		}
+		args = append(args, v)
+	}
+	decls = append(decls,
+		"struct KtPtr { const void* p; template <typename T> operator T*() const { return (T*)p; } };",
+		"struct KtRef { const void* p; template <typename T> operator T&() const { return *(T*)p; } };")
+	l := b.Geometry(p.Case.Shape, cand)
+	fn := "kt_instance_" + b.FuncName(kernels.F32, cand)
+	return fmt.Sprintf(emuRunner, i, strings.Join(decls, "\n"), l.ThreadGrid[0], l.ThreadGrid[1], l.ThreadGrid[2],
+		l.Group[0], l.Group[1], l.Group[2], p.Kernel.OutLen(p.Case.Shape), fn, strings.Join(args, ", "))
+}
