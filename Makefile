@@ -6,7 +6,7 @@ PKGS    := ./...
 # The commit, for kerntune version where Go records no VCS data itself.
 LDFLAGS := -X main.commit=$(shell git rev-parse HEAD 2>/dev/null)
 
-.PHONY: build tune test test-short check fuzz bench release clean gpu-binaries search-table
+.PHONY: build tune test test-short test-arm64-abi check fuzz bench release clean gpu-binaries search-table
 
 build:
 	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/kerntune
@@ -23,6 +23,22 @@ test:
 
 test-short:
 	$(GO) test -short -count=1 $(PKGS)
+
+# The Metal backend's tests, its purego struct-by-value ABI test
+# (tuner/metal/abi_test.go) above all, built for linux/arm64 and run under
+# qemu-user: the arm64 calling convention darwin/arm64 shares for these
+# calls (MTLSize by reference, returned through x8). The test compiles its C
+# half with $$CC. Needs qemu-user, gcc-aarch64-linux-gnu and
+# libc6-dev-arm64-cross (Debian); fails if the ABI test did not run.
+ARM64_SYSROOT ?= /usr/aarch64-linux-gnu
+ARM64_CC      ?= aarch64-linux-gnu-gcc
+test-arm64-abi:
+	@mkdir -p bin
+	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) test -c -o bin/metal-linux-arm64.test ./tuner/metal
+	cd tuner/metal && CC=$(ARM64_CC) KTDEV_REQUIRE_CC=1 qemu-aarch64 -L $(ARM64_SYSROOT) \
+		../../bin/metal-linux-arm64.test -test.count=1 -test.v > ../../bin/metal-linux-arm64.log 2>&1; \
+		rc=$$?; cat ../../bin/metal-linux-arm64.log; [ $$rc -eq 0 ] || exit $$rc; \
+		grep -q -- '^--- PASS: TestTypedSendABI' ../../bin/metal-linux-arm64.log || { echo "TestTypedSendABI did not pass on linux/arm64"; exit 1; }
 
 # Formatting, vet, and cross-builds for the other platforms.
 check:

@@ -1,5 +1,7 @@
-// SwiGLU as a raw Metal source: kerntune #defines the parameters (TG, EPT),
-// NTHREADS and KT_F16 before this text. Buffers, then scalars, in order.
+// SwiGLU as a raw Metal source: kerntune puts #include <metal_stdlib> and
+// using namespace metal; first, then #defines the parameters (TG, EPT),
+// NTHREADS and KT_F16, then this text (whose own include is then a no-op).
+// Buffers, then scalars, in order.
 #include <metal_stdlib>
 using namespace metal;
 #if KT_F16

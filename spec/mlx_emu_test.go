@@ -232,7 +232,7 @@ func emuRun(t *testing.T, i int, b *gpu.Body, p *kernels.Problem, cand map[strin
 		"struct KtPtr { const void* p; template <typename T> operator T*() const { return (T*)p; } };",
 		"struct KtRef { const void* p; template <typename T> operator T&() const { return *(T*)p; } };")
 	l := b.Geometry(p.Case.Shape, cand)
-	fn := "kt_instance_" + b.FuncName(kernels.F32, cand)
+	fn := b.FuncName(kernels.F32, cand) // ForSyntaxCheck made the instantiation a plain kernel
 	return fmt.Sprintf(emuRunner, i, strings.Join(decls, "\n"), l.ThreadGrid[0], l.ThreadGrid[1], l.ThreadGrid[2],
 		l.Group[0], l.Group[1], l.Group[2], p.Kernel.OutLen(p.Case.Shape), fn, strings.Join(args, ", "))
 }

@@ -309,7 +309,7 @@ func TestMLXExamplesSyntax(t *testing.T) {
 		}
 		t.Skip(err)
 	}
-	var srcs []string
+	var srcs []gpu.MSLSource
 	for _, name := range mlxExamples {
 		c := loadExample(t, name)
 		for _, dt := range c.DTypes() {
@@ -318,23 +318,23 @@ func TestMLXExamplesSyntax(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				srcs = append(srcs, src)
+				srcs = append(srcs, gpu.MSLSource{Name: fmt.Sprintf("%s %s %s", name, dt, cand.Key()), Func: c.Body.FuncName(dt, cand), Text: src})
 			}
 		}
 	}
-	if err := gpu.CheckMSL(context.Background(), cc, srcs); err != nil {
+	if _, err := gpu.CheckMSL(context.Background(), cc, srcs); err != nil {
 		t.Fatal(err)
 	}
 	if len(srcs) != 2*(24+27) {
 		t.Fatalf("%d sources, want every candidate of both examples in f32 and f16", len(srcs))
 	}
-	summary(t, fmt.Sprintf("MSL syntax check of the mlx spec examples: %d sources (every candidate of %s, f32 and f16)", len(srcs), strings.Join(mlxExamples, ", ")))
+	summary(t, fmt.Sprintf("MSL syntax and address-space checks of the mlx spec examples: %d sources (every candidate of %s, f32 and f16)", len(srcs), strings.Join(mlxExamples, ", ")))
 	// The check has teeth on an MLX source: a template instantiation that
 	// does not compile fails it.
 	c := loadExample(t, "mlx_qr_col_dot.json")
 	src, _ := c.Body.SourceFor(gpu.Metal, kernels.F32, p1)
 	bad := strings.Replace(src, "out[j] = T(s);", "out[j] = T::zero;", 1)
-	if err := gpu.CheckMSL(context.Background(), cc, []string{bad}); err == nil || !strings.Contains(err.Error(), "T::zero") {
+	if _, err := gpu.CheckMSL(context.Background(), cc, []gpu.MSLSource{{Name: "bad", Func: c.Body.FuncName(kernels.F32, p1), Text: bad}}); err == nil || !strings.Contains(err.Error(), "T::zero") {
 		t.Fatalf("a broken template body passed: %v", err)
 	}
 }

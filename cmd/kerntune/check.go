@@ -264,7 +264,7 @@ func staticCheck(ctx context.Context, w io.Writer, c *spec.Compiled) error {
 	}
 	fmt.Fprintf(w, "  verification shapes: %d\n", len(k.Odd))
 	n := 0
-	var msl []string
+	var msl []gpu.MSLSource
 	for _, api := range c.APIs {
 		for _, dt := range c.DTypes() {
 			for _, cand := range all {
@@ -273,7 +273,7 @@ func staticCheck(ctx context.Context, w io.Writer, c *spec.Compiled) error {
 					return fmt.Errorf("%s: generating %s source for %s: %w", c.File, api, cand.Key(), err)
 				}
 				if api == gpu.Metal {
-					msl = append(msl, src)
+					msl = append(msl, gpu.MSLSource{Name: fmt.Sprintf("%s %s %s", c.Kernel.Name, dt, cand.Key()), Func: c.Body.FuncName(dt, cand), Text: src})
 				}
 				n++
 			}
@@ -288,10 +288,11 @@ func staticCheck(ctx context.Context, w io.Writer, c *spec.Compiled) error {
 		fmt.Fprintf(w, "  MSL syntax check: skipped: %v\n", err)
 		return nil
 	}
-	if err := gpu.CheckMSL(ctx, cc, msl); err != nil {
+	runs, err := gpu.CheckMSL(ctx, cc, msl)
+	if err != nil {
 		return fmt.Errorf("%s: %w", c.File, err)
 	}
-	fmt.Fprintf(w, "  MSL syntax check: %d Metal sources passed (every candidate × dtype; %s)\n", len(msl), filepath.Base(cc))
+	fmt.Fprintf(w, "  MSL syntax and address-space checks: %d Metal sources passed (every candidate × dtype; %s, %d runs)\n", len(msl), filepath.Base(cc), runs)
 	return nil
 }
 

@@ -18,7 +18,7 @@ func TestCheckSpecMLX(t *testing.T) {
 		t.Fatalf("%v but KTDEV_REQUIRE_CLANG is set", clangErr)
 	}
 	qr, gemm := "../../examples/mlx_qr_col_dot.json", "../../examples/mlx_gemm_av.json"
-	syntax := []string{"MSL syntax check: 48 Metal sources passed", "MSL syntax check: 54 Metal sources passed"}
+	syntax := []string{"MSL syntax and address-space checks: 48 Metal sources passed", "MSL syntax and address-space checks: 54 Metal sources passed"}
 	if clangErr != nil {
 		syntax = []string{"MSL syntax check: skipped"}
 	}

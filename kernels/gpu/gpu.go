@@ -1,8 +1,11 @@
 // Package gpu holds the GPU kernel bodies of every family, written once in a
 // small dialect, and generates from each body the CUDA C++, Metal Shading
-// Language and OpenCL C source of one candidate: a per-API prelude, the
-// tuning parameters as #defines, and a signature generated from the body's
-// argument list, as MLX's fast.metal_kernel does for a body-only source.
+// Language and OpenCL C source of one candidate: the tuning parameters as
+// #defines, a per-API prelude, and a signature generated from the body's
+// argument list, as MLX's fast.metal_kernel does for a body-only source. MSL
+// (generated or raw) opens with #include <metal_stdlib> and using namespace
+// metal, before any #define, so that no parameter macro reaches Apple's
+// headers.
 //
 // # The dialect
 //
@@ -190,6 +193,11 @@ func (b *Body) SourceFor(api API, dt kernels.DType, p map[string]int) (string, e
 	}
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "// kerntune %s kernel %s (%s, %s)\n", api, b.Func, b.Family, dt)
+	if api == Metal {
+		// Apple's headers first: a parameter macro (N, BM, VEC...) defined
+		// before them would rewrite their templates and names.
+		sb.WriteString(metalInclude)
+	}
 	names := make([]string, 0, len(defs))
 	for k := range defs {
 		names = append(names, k)

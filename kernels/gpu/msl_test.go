@@ -2,151 +2,114 @@ package gpu
 
 import (
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
+	"time"
 
+	"github.com/kerntune/kerntune/internal/mslcheck"
 	"github.com/kerntune/kerntune/kernels"
 )
 
-// clang finds a clang for the syntax checks: $KERNTUNE_CLANG, clang-14, clang.
-// CI installs clang-14, and there the check is required (KTDEV_REQUIRE_CLANG=1).
-func clang(t *testing.T) string {
+// mslSources generates the MSL of every candidate of every family, f32 and f16.
+func mslSources(t *testing.T) []mslcheck.Source {
 	t.Helper()
-	for _, name := range []string{os.Getenv("KERNTUNE_CLANG"), "clang-14", "clang"} {
-		if name == "" {
-			continue
-		}
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("KTDEV_REQUIRE_CLANG") != "" {
-		t.Fatal("clang not found but KTDEV_REQUIRE_CLANG is set")
-	}
-	t.Skip("clang not found; the MSL syntax check needs clang (apt-get install clang-14)")
-	return ""
-}
-
-// mslBatch wraps each candidate's source in its own namespace, with its
-// #defines undone after it, so one clang run checks many candidates.
-func mslBatch(srcs []string) string {
-	var b strings.Builder
-	b.WriteString("#include <metal_stdlib>\n")
-	for i, s := range srcs {
-		var defs []string
-		for _, line := range strings.Split(s, "\n") {
-			if strings.HasPrefix(line, "#define ") && !strings.Contains(line, "(") {
-				if f := strings.Fields(line); len(f) == 3 {
-					defs = append(defs, f[1])
-				}
-			}
-		}
-		s = strings.Replace(s, "#include <metal_stdlib>\n", "", 1)
-		fmt.Fprintf(&b, "namespace kt_candidate_%d {\n%s\n}\n", i, s)
-		for _, d := range defs {
-			fmt.Fprintf(&b, "#undef %s\n", d)
-		}
-	}
-	return b.String()
-}
-
-// TestMSLSyntax checks every generated MSL candidate of every family and
-// dtype with clang against the shim header: 100% of the Metal space.
-func TestMSLSyntax(t *testing.T) {
-	cc := clang(t)
-	shim, err := filepath.Abs(filepath.Join("testdata", "mslshim"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	type job struct {
-		name string
-		srcs []string
-	}
-	var jobs []job
-	total := 0
+	var srcs []mslcheck.Source
 	for _, k := range kernels.All() {
 		b, err := Get(k.Name)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, dt := range kernels.DTypes {
-			var srcs []string
 			for _, c := range spaceOf(t, k) {
 				s, err := b.SourceFor(Metal, dt, c)
 				if err != nil {
 					t.Fatal(err)
 				}
-				srcs = append(srcs, s)
-			}
-			total += len(srcs)
-			for i := 0; i < len(srcs); i += 250 {
-				jobs = append(jobs, job{fmt.Sprintf("%s_%s_%d", k.Name, dt, i/250), srcs[i:min(i+250, len(srcs))]})
+				srcs = append(srcs, mslcheck.Source{Name: fmt.Sprintf("%s %s %s", k.Name, dt, c.Key()), Func: b.Func, Text: s})
 			}
 		}
 	}
-	dir := t.TempDir()
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 4)
-	errs := make(chan string, len(jobs))
-	for _, j := range jobs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			path := filepath.Join(dir, j.name+".metal")
-			if err := os.WriteFile(path, []byte(mslBatch(j.srcs)), 0o644); err != nil {
-				errs <- err.Error()
-				return
-			}
-			out, err := exec.Command(cc, "--target=aarch64-linux-gnu", "-x", "c++", "-std=c++17", "-fsyntax-only",
-				"-Wno-unknown-attributes", "-ferror-limit=5", "-I", shim, path).CombinedOutput()
-			if err != nil {
-				errs <- fmt.Sprintf("%s: %v\n%s", j.name, err, out)
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for e := range errs {
-		t.Error(e)
-	}
-	t.Logf("MSL syntax check: %d candidates (every family, f32 and f16) in %d clang runs", total, len(jobs))
-	line := fmt.Sprintf("MSL syntax check: %d candidates checked (100%% of the Metal candidates of every family, f32 and f16)", total)
-	fmt.Println(line)
-	// A passing package's output is hidden under go test ./...: CI reads the
-	// count from this file.
-	if f := os.Getenv("KTDEV_SUMMARY"); f != "" {
-		fh, err := os.OpenFile(f, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-		if err != nil {
-			t.Fatalf("KTDEV_SUMMARY=%s: %v", f, err)
-		}
-		fmt.Fprintln(fh, line)
-		fh.Close()
-	}
+	return srcs
 }
 
-// The check has teeth: a body with an identifier MSL lacks is rejected.
-func TestMSLSyntaxRejectsBrokenBody(t *testing.T) {
-	cc := clang(t)
-	shim, _ := filepath.Abs(filepath.Join("testdata", "mslshim"))
-	b := *bodies["softmax"]
-	b.Source = strings.Replace(b.Source, "EXP(", "__expf(", 1) // a CUDA-only intrinsic
-	k, _ := kernels.Get("softmax")
-	ps, _ := k.Space("metal")
-	src, err := b.SourceFor(Metal, kernels.F32, ps.Defaults())
+// Every generated MSL source opens with #include <metal_stdlib> and using
+// namespace metal, before any parameter #define: a macro named like a
+// template parameter of Apple's headers (N, Rows, T...) would rewrite them.
+func TestMSLIncludeBeforeDefines(t *testing.T) {
+	srcs := mslSources(t)
+	for _, s := range srcs {
+		if err := mslcheck.IncludeFirst(s.Text); err != nil {
+			t.Fatalf("%s: %v\n%s", s.Name, err, s.Text[:min(len(s.Text), 400)])
+		}
+	}
+	t.Logf("%d MSL sources open with the include", len(srcs))
+}
+
+// TestMSLSyntax checks every generated MSL candidate of every family and
+// dtype with clang against the stand-in headers, in both modes: syntax
+// (C++) and address spaces (C++ for OpenCL, device/threadgroup/constant/
+// thread as __global/__local/__constant/__private). 100% of the Metal space,
+// 400 candidates per clang run.
+func TestMSLSyntax(t *testing.T) {
+	chk, err := mslcheck.New(mslcheck.Require(t), t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), "broken.metal")
-	os.WriteFile(path, []byte(src), 0o644)
-	out, err := exec.Command(cc, "--target=aarch64-linux-gnu", "-x", "c++", "-std=c++17", "-fsyntax-only",
-		"-Wno-unknown-attributes", "-I", shim, path).CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "__expf") {
-		t.Fatalf("broken MSL passed the syntax check: %v\n%s", err, out)
+	srcs := mslSources(t)
+	lines := map[mslcheck.Mode]string{
+		mslcheck.Syntax:        "MSL syntax check: %d candidates checked (100%% of the Metal candidates of every family, f32 and f16; %d clang runs, %s)",
+		mslcheck.AddressSpaces: "MSL address-space check: %d candidates checked (100%% of the Metal candidates of every family, f32 and f16, as C++ for OpenCL; %d clang runs, %s)",
+	}
+	for _, mode := range mslcheck.Modes {
+		start := time.Now()
+		runs, err := chk.CheckAll(mode, srcs, 400)
+		if err != nil {
+			t.Fatal(err)
+		}
+		line := fmt.Sprintf(lines[mode], len(srcs), runs, time.Since(start).Round(100*time.Millisecond))
+		t.Log(line)
+		// A passing package's output is hidden under go test ./...: CI
+		// prints the summary file.
+		if err := mslcheck.Summary(line); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// The checks have teeth on real bodies: a CUDA-only intrinsic fails both;
+// threadgroup memory passed to LOADV, which reads device memory, passes the
+// syntax check and fails the address-space check.
+func TestMSLChecksRejectBrokenBodies(t *testing.T) {
+	chk, err := mslcheck.New(mslcheck.Require(t), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	broken := func(family, old, new string) string {
+		t.Helper()
+		b := *bodies[family]
+		if !strings.Contains(b.Source, old) {
+			t.Fatalf("%s body has no %q", family, old)
+		}
+		b.Source = strings.Replace(b.Source, old, new, 1)
+		k, _ := kernels.Get(family)
+		ps, _ := k.Space("metal")
+		src, err := b.SourceFor(Metal, kernels.F32, ps.Defaults())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return src
+	}
+	cuda := broken("softmax", "EXP(", "__expf(")
+	for _, mode := range mslcheck.Modes {
+		if err := chk.CheckText(mode, "softmax with __expf", cuda); err == nil || !strings.Contains(err.Error(), "__expf") {
+			t.Errorf("%s check: broken MSL passed: %v", mode, err)
+		}
+	}
+	tg := broken("gemv_nt", "LOADV(x, c, xv)", "LOADV(red, c, xv)")
+	if err := chk.CheckText(mslcheck.Syntax, "gemv_nt LOADV(red)", tg); err != nil {
+		t.Errorf("syntax check: f32 threadgroup float where device float is read should pass it (it erases address spaces): %v", err)
+	}
+	if err := chk.CheckText(mslcheck.AddressSpaces, "gemv_nt LOADV(red)", tg); err == nil || !strings.Contains(err.Error(), "__local float") {
+		t.Errorf("address-space check: threadgroup memory passed to kt_loadv(device const T*) passed: %v", err)
 	}
 }

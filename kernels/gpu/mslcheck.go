@@ -2,36 +2,23 @@ package gpu
 
 import (
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
+
+	"github.com/kerntune/kerntune/internal/mslcheck"
 )
 
-// mslShim stands in for <metal_stdlib> so that clang can syntax-check MSL
-// off a Mac (testdata/mslshim/metal_stdlib says how).
-//
-//go:embed testdata/mslshim/metal_stdlib
-var mslShim []byte
-
 // MSLBatchSize is how many sources one clang run checks.
-const MSLBatchSize = 250
+const MSLBatchSize = 400
 
-// FindClang returns the clang the MSL syntax check uses: $KERNTUNE_CLANG,
-// else clang-14, else clang on the PATH.
+// FindClang returns the clang the MSL checks use: $KERNTUNE_CLANG, else
+// clang-14, else clang on the PATH.
 func FindClang() (string, error) {
-	for _, name := range []string{os.Getenv("KERNTUNE_CLANG"), "clang-14", "clang"} {
-		if name == "" {
-			continue
-		}
-		if p, err := exec.LookPath(name); err == nil {
-			return p, nil
-		}
+	if p := mslcheck.FindClang(); p != "" {
+		return p, nil
 	}
 	return "", errors.New("no clang found (set KERNTUNE_CLANG, or install clang-14)")
 }
@@ -39,15 +26,56 @@ func FindClang() (string, error) {
 // mlxInstantiation is MLX's explicit instantiation of a templated kernel.
 // Metal's compiler accepts attributes there and decltype of a function
 // template specialization; clang's C++ rejects both.
-var mlxInstantiation = regexp.MustCompile(`(?m)^template \[\[host_name\("([A-Za-z0-9_]+)"\)\]\] \[\[kernel\]\] decltype\(([^;]*)\) ([^;]*);$`)
+var mlxInstantiation = regexp.MustCompile(`(?m)^template \[\[host_name\("[A-Za-z0-9_]+"\)\]\] \[\[kernel\]\] decltype\(([A-Za-z0-9_]+)(<[^;]*>)\) [^;]*;$`)
+
+// templateHead is the template parameter list just before a templated
+// MLX kernel.
+var templateHead = regexp.MustCompile(`(?m)^template <([^>]*)>\n\[\[kernel\]\] void ([A-Za-z0-9_]+)\(`)
 
 // ForSyntaxCheck rewrites the one Metal construct of generated sources that
-// clang's C++ cannot parse: MLX's `template [[host_name("f")]] [[kernel]]
-// decltype(f<...>) f<...>;` becomes a use of f<...> (its address), which
-// instantiates the template with the same arguments, so the body is
-// checked with them just the same.
+// clang cannot parse: MLX's templated [[kernel]] with its attributed
+// explicit instantiation `template [[host_name("f")]] [[kernel]]
+// decltype(f<...>) f<...>;`. Neither C++ (decltype of a specialization)
+// nor C++ for OpenCL (no kernel templates, threadgroup memory only in a
+// kernel) accepts it, so the template parameters become the instantiation's
+// arguments (typedef T float; enum { BN = 8 };) in front of a plain kernel,
+// which checks the body with exactly the arguments MLX compiles it with.
 func ForSyntaxCheck(src string) string {
-	return mlxInstantiation.ReplaceAllString(src, "[[maybe_unused]] static const auto kt_instance_$1 = &$3;")
+	for _, m := range mlxInstantiation.FindAllStringSubmatch(src, -1) {
+		name, args := m[1], splitArgs(m[2][1:len(m[2])-1])
+		h := templateHead.FindStringSubmatchIndex(src)
+		if h == nil || src[h[4]:h[5]] != name {
+			continue // left for clang to reject
+		}
+		decls := splitArgs(src[h[2]:h[3]])
+		if len(decls) != len(args) {
+			continue
+		}
+		var pre strings.Builder
+		for k, d := range decls {
+			f := strings.Fields(d)
+			if len(f) != 2 {
+				return src
+			}
+			if f[0] == "typename" || f[0] == "class" {
+				fmt.Fprintf(&pre, "typedef %s %s; ", args[k], f[1])
+			} else {
+				fmt.Fprintf(&pre, "enum { %s = %s }; ", f[1], args[k])
+			}
+		}
+		src = src[:h[0]] + pre.String() + "\nkernel void " + name + "(" + src[h[1]:]
+		src = strings.Replace(src, m[0], "", 1)
+	}
+	return src
+}
+
+// splitArgs splits a template argument or parameter list at its commas.
+func splitArgs(s string) []string {
+	var out []string
+	for _, a := range strings.Split(s, ",") {
+		out = append(out, strings.TrimSpace(a))
+	}
+	return out
 }
 
 // MSLBatch joins sources for one clang run: each in its own namespace,
@@ -73,53 +101,40 @@ func MSLBatch(srcs []string) string {
 	return b.String()
 }
 
-// CheckMSL syntax-checks Metal sources with clang against the shim:
-// MSLBatchSize sources per clang run, up to four runs at a time. The
-// error holds each failing batch's first errors, with the indexes of its
-// sources.
-func CheckMSL(ctx context.Context, clang string, srcs []string) error {
+// MSLSource is one candidate's Metal source for CheckMSL.
+type MSLSource struct {
+	Name string // the candidate in errors
+	Func string // the kernel function's name (renamed per candidate in a batch)
+	Text string
+}
+
+// CheckMSL checks Metal sources with clang off a Mac, in both of
+// internal/mslcheck's modes: C++ syntax against a stand-in <metal_stdlib>,
+// and address spaces as C++ for OpenCL. MLX's attributed instantiations are
+// rewritten by ForSyntaxCheck first. It returns the number of clang runs.
+func CheckMSL(ctx context.Context, clang string, srcs []MSLSource) (runs int, err error) {
 	dir, err := os.MkdirTemp("", "kerntune-msl-")
 	if err != nil {
-		return fmt.Errorf("MSL syntax check: %w", err)
+		return 0, fmt.Errorf("MSL check: %w", err)
 	}
 	defer os.RemoveAll(dir)
-	shim := filepath.Join(dir, "shim")
-	if err := os.Mkdir(shim, 0o755); err != nil {
-		return fmt.Errorf("MSL syntax check: %w", err)
+	chk, err := mslcheck.New(clang, dir)
+	if err != nil {
+		return 0, fmt.Errorf("MSL check: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(shim, "metal_stdlib"), mslShim, 0o644); err != nil {
-		return fmt.Errorf("MSL syntax check: %w", err)
+	in := make([]mslcheck.Source, len(srcs))
+	for i, s := range srcs {
+		in[i] = mslcheck.Source{Name: s.Name, Func: s.Func, Text: ForSyntaxCheck(s.Text)}
 	}
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
-	)
-	sem := make(chan struct{}, 4)
-	for start := 0; start < len(srcs); start += MSLBatchSize {
-		end := min(start+MSLBatchSize, len(srcs))
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			path := filepath.Join(dir, fmt.Sprintf("batch_%d.metal", start))
-			err := os.WriteFile(path, []byte(MSLBatch(srcs[start:end])), 0o644)
-			if err == nil {
-				var out []byte
-				out, err = exec.CommandContext(ctx, clang, "--target=aarch64-linux-gnu", "-x", "c++", "-std=c++17", "-fsyntax-only",
-					"-Wno-unknown-attributes", "-ferror-limit=5", "-I", shim, path).CombinedOutput()
-				if err != nil {
-					err = fmt.Errorf("%w\n%s", err, out)
-				}
-			}
-			if err != nil {
-				mu.Lock()
-				errs = append(errs, fmt.Errorf("MSL syntax check of sources %d..%d (namespace kt_candidate_<i> is source start+i): %w", start, end-1, err))
-				mu.Unlock()
-			}
-		}()
+	for _, mode := range mslcheck.Modes {
+		if err := ctx.Err(); err != nil {
+			return runs, err
+		}
+		n, err := chk.CheckAll(mode, in, MSLBatchSize)
+		runs += n
+		if err != nil {
+			return runs, err
+		}
 	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return runs, nil
 }

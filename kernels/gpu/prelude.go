@@ -154,9 +154,13 @@ KT_INLINE void kt_storev(T* __restrict__ p, int i, const float* d) {
 #define STOREV(p, i, d) kt_storev((p), (i), (d))
 `
 
-const metalCommon = `#include <metal_stdlib>
+// metalInclude opens every MSL source, generated or raw, before the
+// parameter #defines.
+const metalInclude = `#include <metal_stdlib>
 using namespace metal;
-#define LID ((int)kt_tid.x)
+`
+
+const metalCommon = `#define LID ((int)kt_tid.x)
 #define GROUP_X ((int)kt_gid.x)
 #define GROUP_Y ((int)kt_gid.y)
 #define SHARED(type, name, n) threadgroup type name[n]

@@ -1,0 +1,216 @@
+package spec
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kerntune/kerntune/internal/mslcheck"
+	"github.com/kerntune/kerntune/kernels/gpu"
+)
+
+// exampleSpecs compiles every spec in examples/, and the spec that
+// `kerntune import-variants` makes of each variants manifest there (with
+// m1_gemv.json as the template, as its doc suggests).
+func exampleSpecs(t *testing.T) map[string]*Compiled {
+	t.Helper()
+	files, err := filepath.Glob(examplePath("*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]*Compiled{}
+	for _, f := range files {
+		name := filepath.Base(f)
+		c, err := Load(f)
+		if err == nil {
+			out[name] = c
+			continue
+		}
+		data, rerr := os.ReadFile(f)
+		if rerr != nil {
+			t.Fatal(rerr)
+		}
+		vs, merr := ParseManifest(data, name)
+		if merr != nil {
+			t.Fatalf("%s is neither a spec (%v) nor a variants manifest (%v)", name, err, merr)
+		}
+		s, _, err := ImportVariants(vs, name, ImportOptions{Name: "imported", Template: loadExample(t, "m1_gemv.json").Spec})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		data, err = json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out[name], err = Parse(data, examplePath("imported.json")); err != nil {
+			t.Fatalf("%s imported: %v", name, err)
+		}
+	}
+	for _, name := range examples {
+		if out[name] == nil {
+			t.Fatalf("examples/%s not found", name)
+		}
+	}
+	return out
+}
+
+// mslOf generates the MSL of every candidate of c, each dtype.
+func mslOf(t *testing.T, label string, c *Compiled) []mslcheck.Source {
+	t.Helper()
+	if !slices.Contains(c.APIs, gpu.Metal) {
+		return nil
+	}
+	var srcs []mslcheck.Source
+	for _, dt := range c.DTypes() {
+		for _, cand := range c.Space().Enumerate() {
+			src, err := c.Body.SourceFor(gpu.Metal, dt, cand)
+			if err != nil {
+				t.Fatalf("%s %s %s: %v", label, dt, cand.Key(), err)
+			}
+			srcs = append(srcs, mslcheck.Source{Name: fmt.Sprintf("%s %s %s", label, dt, cand.Key()), Func: c.Body.FuncName(dt, cand), Text: gpu.ForSyntaxCheck(src)})
+		}
+	}
+	return srcs
+}
+
+// Every candidate of every example spec, bodies and the raw .metal file
+// alike, opens with the include (no #define before it) and passes both MSL
+// checks: syntax and address spaces.
+func TestExamplesMSL(t *testing.T) {
+	chk, err := mslcheck.New(mslcheck.Require(t), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	specs := exampleSpecs(t)
+	var srcs []mslcheck.Source
+	names := slices.Sorted(maps.Keys(specs))
+	withMSL := 0
+	for _, name := range names {
+		s := mslOf(t, name, specs[name])
+		if len(s) > 0 {
+			withMSL++
+		}
+		srcs = append(srcs, s...)
+	}
+	if withMSL < len(examples) {
+		t.Fatalf("only %d example specs have MSL", withMSL)
+	}
+	for _, s := range srcs {
+		if err := mslcheck.IncludeFirst(s.Text); err != nil {
+			t.Fatalf("%s: %v", s.Name, err)
+		}
+	}
+	for _, mode := range mslcheck.Modes {
+		start := time.Now()
+		runs, err := chk.CheckAll(mode, srcs, 400)
+		if err != nil {
+			t.Fatal(err)
+		}
+		line := fmt.Sprintf("MSL %s check: %d candidates of %d example specs checked (%s; f32 and f16; %d clang runs, %s)",
+			mode, len(srcs), withMSL, strings.Join(names, ", "), runs, time.Since(start).Round(100*time.Millisecond))
+		t.Log(line)
+		if err := mslcheck.Summary(line); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A spec parameter named N, as a template parameter of Apple's headers (and
+// of the stand-in's) is named, compiles: the include comes before the
+// parameter #defines, in a body and in a raw .metal file. Each source is
+// checked alone, as Metal compiles it; the same source with the defines
+// moved before the include (the order kerntune once generated) fails.
+func TestParamNamedLikeAHeaderName(t *testing.T) {
+	chk, err := mslcheck.New(mslcheck.Require(t), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	raw := `#include <metal_stdlib>
+using namespace metal;
+#if KT_F16
+typedef half elem;
+#else
+typedef float elem;
+#endif
+[[max_total_threads_per_threadgroup(NTHREADS)]] kernel void kt_scale_n(
+    device const elem* x [[buffer(0)]], device elem* y [[buffer(1)]], constant int& rows [[buffer(2)]],
+    constant int& cols [[buffer(3)]], uint3 tid [[thread_position_in_threadgroup]], uint3 gid [[threadgroup_position_in_grid]]) {
+  const int base = int(gid.x) * (NTHREADS * N);
+  for (int e = 0; e < N; ++e) {
+    const int i = base + e * NTHREADS + int(tid.x);
+    if (i < rows * cols) y[i] = elem(2.0f * float(x[i]));
+  }
+}
+`
+	if err := os.WriteFile(filepath.Join(dir, "scale_n.metal"), []byte(raw), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	spec := func(source string) string {
+		return `{
+  "name": "scale_n",
+  "dims": ["rows", "cols"],
+  "source": ` + source + `,
+  "buffers": [{"name": "x", "io": "in", "length": "rows * cols"}, {"name": "y", "io": "out", "length": "rows * cols"}],
+  "scalars": [{"name": "rows", "type": "int", "value": "rows"}, {"name": "cols", "type": "int", "value": "cols"}],
+  "params": [{"name": "TG", "values": [64, 256]}, {"name": "N", "values": [1, 4], "doc": "elements per thread"}],
+  "launch": {"threads": "TG", "grid": ["cdiv(rows * cols, TG * N)"]},
+  "shapes": [[4, 1000]],
+  "reference": {"expr": "2 * x[i]"}
+}`
+	}
+	for _, tt := range []struct{ name, source string }{
+		{"body", `{"function": "kt_scale_n", "body": [
+      "for (int e = 0; e < N; ++e) {",
+      "  const int i = GROUP_X * (NTHREADS * N) + e * NTHREADS + LID;",
+      "  if (i < rows * cols) STORE(y, i, 2.0f * LOAD(x, i));",
+      "}"]}`},
+		{"raw metal_file", `{"function": "kt_scale_n", "metal_file": "scale_n.metal"}`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Parse([]byte(spec(tt.source)), filepath.Join(dir, "scale_n.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			srcs := mslOf(t, "scale_n "+tt.name, c)
+			if len(srcs) != 8 {
+				t.Fatalf("%d sources, want 2 TG × 2 N × 2 dtypes", len(srcs))
+			}
+			for _, s := range srcs {
+				if !strings.Contains(s.Text, "\n#define N ") {
+					t.Fatalf("%s: N is not #defined:\n%s", s.Name, s.Text)
+				}
+				if err := mslcheck.IncludeFirst(s.Text); err != nil {
+					t.Fatalf("%s: %v", s.Name, err)
+				}
+				for _, mode := range mslcheck.Modes {
+					if err := chk.CheckText(mode, s.Name, s.Text); err != nil {
+						t.Errorf("%s check: %v", mode, err)
+					}
+				}
+			}
+			// The old order: parameters first, then the include (the
+			// prelude's, or the raw file's own). N then rewrites the
+			// stand-in's template <typename T, int N>, and the checks fail.
+			const inc = "#include <metal_stdlib>\nusing namespace metal;\n"
+			old := strings.Replace(srcs[0].Text, inc, "", 1)
+			if tt.name == "body" {
+				old = strings.Replace(old, "typedef ", inc+"typedef ", 1)
+			}
+			if i := strings.Index(old, inc); i < 0 || strings.Index(old, "#define N ") > i {
+				t.Fatalf("could not rebuild the old order:\n%s", old)
+			}
+			for _, mode := range mslcheck.Modes {
+				if err := chk.CheckText(mode, "old order", old); err == nil || !strings.Contains(err.Error(), "expanded from macro 'N'") {
+					t.Errorf("%s check: a #define N before the include should fail in the header: %v", mode, err)
+				}
+			}
+		})
+	}
+}
