@@ -60,7 +60,19 @@ type Entry struct {
 	// "evaluation budget spent", "interrupted"), or empty.
 	Evaluations int    `json:"evaluations,omitempty"`
 	Stopped     string `json:"stopped,omitempty"`
+
+	// Use tells applications which implementation to call: UseBaseline
+	// when the baseline (Baseline.Name) measured faster than the tuned
+	// kernel beyond noise, UseTuned otherwise; empty (older files, or no
+	// decision) reads as UseTuned.
+	Use string `json:"use,omitempty"`
 }
+
+// Values of Entry.Use and of <PREFIX>_<FAMILY>_USE.
+const (
+	UseBaseline = "baseline"
+	UseTuned    = "tuned"
+)
 
 // Reference is the un-tuned default configuration and its time.
 type Reference struct {
@@ -394,6 +406,13 @@ func (w *walker) entry(path string, v any) *Entry {
 	}
 	if v, ok := m["stopped"]; ok {
 		e.Stopped = w.str(child(path, "stopped"), v)
+	}
+	if v, ok := m["use"]; ok {
+		up := child(path, "use")
+		e.Use = w.str(up, v)
+		if w.err == nil && e.Use != UseBaseline && e.Use != UseTuned {
+			w.fail(up, "is %q; must be %q or %q", e.Use, UseBaseline, UseTuned)
+		}
 	}
 	if v, ok := m["shape_median_us"]; ok {
 		sp := child(path, "shape_median_us")
