@@ -343,3 +343,15 @@ func TestStandardLibraryOnly(t *testing.T) {
 		t.Fatal("no imports found; the test reads the wrong directory")
 	}
 }
+
+// TestVariableCollision: every variable the loader reads has one meaning; a
+// family whose parameter's variable is one of the loader's own is refused.
+func TestVariableCollision(t *testing.T) {
+	fam := boundedFamily()
+	fam.Name = "device"
+	fam.Spaces["gpu"].Params = append(fam.Spaces["gpu"].Params, Param{Name: "NAME", Values: []int{1}, Default: 1})
+	_, err := LoadBytes([]byte(`{"schema_version":1,"devices":{}}`), Options{Families: map[string]*Family{"device": fam}, Lookup: env()})
+	if err == nil || !strings.Contains(err.Error(), "variable KERNTUNE_DEVICE_NAME would be both the loader's DEVICE_NAME and device parameter NAME") {
+		t.Errorf("err = %v", err)
+	}
+}

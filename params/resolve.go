@@ -16,6 +16,9 @@ var (
 	ErrInvalidShape  = errors.New("invalid shape")
 	// ErrNoSpace: the family has no parameters for the device's kind of backend.
 	ErrNoSpace = errors.New("no parameters for this backend")
+	// ErrDefaults: the built-in defaults of a family break its constraints
+	// for a shape (possible for a family whose Check depends on the shape).
+	ErrDefaults = errors.New("the built-in defaults break the family's constraints")
 )
 
 // ReservedParamName cannot name a parameter: <PREFIX>_<FAMILY>_USE is the
@@ -105,6 +108,26 @@ type Options struct {
 	// a file. Each must be an allowed value of every space that has the
 	// parameter.
 	Defaults map[string]map[string]int
+
+	// Aliases are composite variables the application declares, each
+	// setting several parameters at once (see Alias).
+	Aliases []Alias
+}
+
+// Alias is one variable that sets several parameters, values joined by
+// Sep: Alias{Name: "MLX_GEMM_TILE_AV", Family: "gemm_av", Params:
+// []string{"BM", "BN"}, Sep: "x"} makes MLX_GEMM_TILE_AV=32x8 set BM=32 and
+// BN=8 (source "env:MLX_GEMM_TILE_AV"). It applies to Family, or, when
+// Family is empty, to every family whose parameter space has all of
+// Params. A parameter's own variable (<PREFIX>_<FAMILY>_<PARAM>) beats an
+// alias, and an earlier alias a later one; an alias beats the file. Each
+// value must be a base-10 integer among the parameter's allowed values, as
+// for the parameter's own variable; an empty variable counts as unset.
+type Alias struct {
+	Name   string
+	Family string
+	Params []string
+	Sep    string
 }
 
 // Value is a resolved parameter value and where it came from: "default",
@@ -204,9 +227,11 @@ type Loader struct {
 	chain    []*devState // the device itself (if in the file), then fallbacks
 	knownEnv map[string]bool
 	warnings []string
+	aliases  []Alias // validated; never modified
 }
 
 type famState struct {
+	aliases   []aliasState // the aliases that apply to the family's space
 	fam       *Family
 	kind      string
 	space     *Space // nil when the family has none for the device's kind
@@ -354,6 +379,19 @@ func newLoader(f *File, name string, o Options) (*Loader, error) {
 		}
 		fams[key] = fam
 	}
+	// Every variable the loader reads has one meaning: owner says which.
+	owner := map[string]string{}
+	claim := func(name, what string) error {
+		if prev, ok := owner[name]; ok && prev != what {
+			return fmt.Errorf("params: variable %s would be both %s and %s", name, prev, what)
+		}
+		owner[name] = what
+		l.knownEnv[name] = true
+		return nil
+	}
+	for _, v := range []string{"_PARAMS", "_DEVICE", "_DEVICE_NAME"} {
+		claim(o.EnvPrefix+v, "the loader's "+strings.TrimPrefix(v, "_"))
+	}
 	byEnv := map[string]string{}
 	for _, key := range sortedKeys(fams) {
 		if err := validateFamily(fams[key]); err != nil {
@@ -364,16 +402,17 @@ func newLoader(f *File, name string, o Options) (*Loader, error) {
 			return nil, fmt.Errorf("params: families %s and %s share the variable names %s_%s_*", other, key, o.EnvPrefix, e)
 		}
 		byEnv[e] = key
-		l.knownEnv[EnvVarName(o.EnvPrefix, key, "USE")] = true
-		for _, s := range fams[key].Spaces {
-			for _, p := range s.Params {
-				l.knownEnv[EnvVarName(o.EnvPrefix, key, p.Name)] = true
+		if err := claim(EnvVarName(o.EnvPrefix, key, ReservedParamName), key+"'s choice of the baseline"); err != nil {
+			return nil, err
+		}
+		for _, kind := range sortedKeys(fams[key].Spaces) {
+			for _, p := range fams[key].Spaces[kind].Params {
+				if err := claim(EnvVarName(o.EnvPrefix, key, p.Name), key+" parameter "+p.Name); err != nil {
+					return nil, err
+				}
 			}
 		}
 	}
-	l.knownEnv[o.EnvPrefix+"_PARAMS"] = true
-	l.knownEnv[o.EnvPrefix+"_DEVICE"] = true
-	l.knownEnv[o.EnvPrefix+"_DEVICE_NAME"] = true
 	// A setting of the kerntune tool itself (its Metal backend's MPS
 	// baseline), not a parameter; known so that it is not reported as unused.
 	l.knownEnv[o.EnvPrefix+"_METAL_MPS"] = true
@@ -381,6 +420,10 @@ func newLoader(f *File, name string, o Options) (*Loader, error) {
 	if err := validateDefaults(fams, o.Defaults); err != nil {
 		return nil, err
 	}
+	if err := validateAliases(fams, o.Aliases, claim); err != nil {
+		return nil, err
+	}
+	l.aliases = o.Aliases
 	if f != nil {
 		if err := l.validateFile(f, name, fams); err != nil {
 			return nil, err
@@ -413,6 +456,7 @@ func newLoader(f *File, name string, o Options) (*Loader, error) {
 				fs.params = append(fs.params, ps)
 				fs.names = append(fs.names, p.Name)
 			}
+			fs.aliases = aliasesFor(key, sp, o.Aliases)
 		}
 		l.fams[key] = fs
 	}
@@ -825,7 +869,27 @@ func (l *Loader) Resolve(family, dtype string, shape []int) (*Resolved, error) {
 		Shape: slices.Clone(shape), Class: class, Params: make(map[string]Value, len(fs.params)), names: fs.names,
 		Matched: l.device.Matched, UseSource: SourceDefault,
 	}
-	var env []EnvVar
+	var env, aliasVars []EnvVar
+	var aliased map[string]Value // parameter → value set by an alias
+	for _, a := range fs.aliases {
+		raw, ok := l.lookup(a.Name)
+		if !ok || strings.TrimSpace(raw) == "" {
+			continue
+		}
+		vals, err := a.parse(family, fs.kind, raw)
+		if err != nil {
+			return nil, err
+		}
+		aliasVars = append(aliasVars, EnvVar{a.Name, raw})
+		for i, p := range a.params {
+			if _, done := aliased[p.Name]; !done {
+				if aliased == nil {
+					aliased = map[string]Value{}
+				}
+				aliased[p.Name] = Value{vals[i], a.source}
+			}
+		}
+	}
 	for i := range fs.params {
 		p := &fs.params[i]
 		if raw, ok := l.lookup(p.env); ok && strings.TrimSpace(raw) != "" {
@@ -837,7 +901,20 @@ func (l *Loader) Resolve(family, dtype string, shape []int) (*Resolved, error) {
 			env = append(env, EnvVar{p.env, raw})
 			continue
 		}
+		if v, ok := aliased[p.Name]; ok {
+			r.Params[p.Name] = v
+			continue
+		}
 		r.Params[p.Name] = fromLayers(p, layers)
+	}
+	for _, v := range aliasVars {
+		// An alias whose every parameter has its own variable set counts for nothing.
+		for _, name := range fs.names {
+			if r.Params[name].Source == SourceEnvPrefix+v.Name {
+				env = append(env, v)
+				break
+			}
+		}
 	}
 	if len(layers) > 0 {
 		r.UseBaseline, r.Baseline, r.UseSource = layers[0].use == UseBaseline, layers[0].baseline, layers[0].source
@@ -868,7 +945,7 @@ func (l *Loader) Resolve(family, dtype string, shape []int) (*Resolved, error) {
 		return nil, &EnvError{Vars: env, Msg: fmt.Sprintf("breaks the constraints of %s for shape %s (class %s), even with the defaults for the other parameters: %v",
 			family, ShapeString(shape), class, err)}
 	}
-	return nil, fmt.Errorf("params: the built-in defaults of %s break its constraints for shape %s: %w", family, ShapeString(shape), err)
+	return nil, fmt.Errorf("params: %w: %s for shape %s: %w", ErrDefaults, family, ShapeString(shape), err)
 }
 
 // degrade handles a set that breaks the family's constraints, say because a
@@ -891,7 +968,7 @@ func (r *Resolved) degrade(fs *famState, shape []int, layers []*entryState, err 
 		}
 		for i := range fs.params {
 			p := &fs.params[i]
-			if r.Params[p.Name].Source != p.envSource {
+			if !strings.HasPrefix(r.Params[p.Name].Source, SourceEnvPrefix) {
 				r.Params[p.Name] = fromLayers(p, sub)
 			}
 		}
