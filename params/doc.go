@@ -82,6 +82,10 @@
 //	<PREFIX>_<FAMILY>_USE     baseline or tuned: call the baseline or the tuned kernel,
 //	                          replacing the entry's "use" (read at every Resolve)
 //
+// An application may add composite variables, Options.Aliases: one variable
+// setting several parameters, e.g. MLX_GEMM_TILE_AV=32x8 for BM and BN (see
+// Alias). A parameter's own variable beats an alias, an alias the file.
+//
 // The family is upper-cased, with characters other than letters, digits and _
 // turned into _. A parameter variable must hold a base-10 integer (spaces
 // around it are ignored; an empty value counts as unset) that is among the
@@ -154,6 +158,12 @@
 // as they are; entries with an unknown dtype or shape class are ignored with a
 // warning. Unknown extra fields are accepted. No input makes the package
 // panic (see FuzzLoad).
+//
+// # Other languages
+//
+// python/kerntune_params is this loader for Python, with the same
+// precedence, variables, device matching, fallback and validation; both run
+// the conformance suite in testdata/conformance.
 //
 // params/schema.json is a JSON Schema (draft 2020-12) of the file. The
 // loader is stricter in one respect: integers must be written without a
