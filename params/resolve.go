@@ -192,9 +192,9 @@ type DeviceChoice struct {
 	// asked for ("" when none was given).
 	Key string
 	// How names what chose Key: "Options.Device", "env:<PREFIX>_DEVICE",
-	// "Options.DeviceName", "env:<PREFIX>_DEVICE_NAME", "Options.Local" (the
-	// local device, LocalDevice() by default), "only device in file", or ""
-	// when nothing did.
+	// "Options.DeviceName", "env:<PREFIX>_DEVICE_NAME", "local device"
+	// (Options.Local, LocalDevice() by default), "only device in file", or
+	// "" when nothing did.
 	How string
 	// Matched is how the device whose entries apply was found: "key",
 	// "only device in file", "name" (possibly with a note on compute
