@@ -178,6 +178,10 @@ func compile(s *Spec, file, dir string) (*Compiled, error) {
 			c.fail(f+".name", "", "%q is not an upper-case identifier ([A-Z][A-Z0-9_]*)", p.Name)
 			continue
 		}
+		if p.Name == params.ReservedParamName {
+			c.fail(f+".name", "", "%s is reserved: KERNTUNE_%s_USE chooses between the tuned kernel and the baseline", p.Name, strings.ToUpper(s.Name))
+			continue
+		}
 		if !claim(f+".name", p.Name) || !claimC(f+".name", p.Name) {
 			continue
 		}

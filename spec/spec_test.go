@@ -309,6 +309,7 @@ func TestBadSpecs(t *testing.T) {
 		{"no candidate", func(m map[string]any) { m["constraints"] = []any{"TG > 512"} }, []string{"constraints:", "no candidate"}, false},
 		{"bad param name", func(m map[string]any) { m["params"] = []any{map[string]any{"name": "tg", "values": []any{32}}} }, []string{"params[0].name", "upper-case"}, true},
 		{"reserved param", func(m map[string]any) { m["params"] = []any{map[string]any{"name": "T", "values": []any{32}}} }, []string{"params[0].name", "dialect"}, false},
+		{"USE is no param", func(m map[string]any) { m["params"] = []any{map[string]any{"name": "USE", "values": []any{32}}} }, []string{"params[0].name", "USE is reserved", "_USE chooses"}, true},
 		{"bad default", func(m map[string]any) {
 			m["params"] = []any{map[string]any{"name": "TG", "values": []any{32}, "default": 64}}
 		}, []string{"params[0].default", "64"}, false},

@@ -7,7 +7,6 @@ package cpu
 import (
 	"fmt"
 	"math"
-	"runtime"
 	"time"
 
 	"github.com/kerntune/kerntune/internal/half"
@@ -30,14 +29,16 @@ type Backend struct {
 // is recorded: the SIMD width and clock a pure-Go program could use are not
 // known, so GEMM rooflines give GFLOP/s without a percentage.
 func Open() (*Backend, error) {
-	cores := runtime.NumCPU()
-	model := cpuModel()
+	// The key, name and core count come from params.LocalDevice, so that an
+	// application on this CPU finds its entries without options.
+	local := params.LocalDevice()
+	cores := local.ComputeUnits
 	llc := lastLevelCache()
 	b := &Backend{info: tuner.DeviceInfo{
-		Key:          DeviceKey(model, cores),
-		Name:         model,
-		Backend:      "cpu",
-		Family:       runtime.GOARCH,
+		Key:          local.Key,
+		Name:         local.Name,
+		Backend:      local.Backend,
+		Family:       local.Family,
 		ComputeUnits: cores,
 		LLCBytes:     llc,
 		// Ceilings far above any CPU: 64 flop/cycle at 6 GHz, 400 GB/s per core.
@@ -52,9 +53,7 @@ func Open() (*Backend, error) {
 }
 
 // DeviceKey is the CPU's key in the params file: the model name and core count.
-func DeviceKey(model string, cores int) string {
-	return fmt.Sprintf("cpu:%s:%d", model, cores)
-}
+func DeviceKey(model string, cores int) string { return params.CPUDeviceKey(model, cores) }
 
 // Info describes the CPU.
 func (b *Backend) Info() tuner.DeviceInfo { return b.info }
