@@ -1051,7 +1051,11 @@ def load_spec(path: str) -> Family:
     for i, b in enumerate(typed("buffers", list, "an array") or []):
         if not isinstance(b, dict):
             raise fail(f"buffers[{i}]", "must be an object")
-        lengths.append((str(b.get("name", "")), compile_(f"buffers[{i}].length", b.get("length"), dims)))
+        length, field = b.get("length"), f"buffers[{i}].length"
+        if not length and isinstance(b.get("shape"), list) and b["shape"]:
+            # An mlx buffer's length is the product of its shape, as in Go.
+            length, field = "(" + ") * (".join(str(d) for d in b["shape"]) + ")", f"buffers[{i}].shape"
+        lengths.append((str(b.get("name", "")), compile_(field, length, dims)))
     classes: List[Tuple[str, Optional[_Expr]]] = []
     cls_list = typed("classes", list, "an array") or []
     for i, c in enumerate(cls_list):
