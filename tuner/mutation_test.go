@@ -116,12 +116,12 @@ func (pr *mutantProg) Output(ti Instance) ([]float32, error) {
 			ldw = k + 1
 		}
 		var bias []float32
-		if p.Case.Bias {
+		if p.Case.Has(kernels.Bias) {
 			bias = in[2]
 		}
 		contract(1, n, k, func(_, q int) float32 { return get(in[0], q) }, func(q, j int) float32 { return get(in[1], j*ldw+q) }, bias, out, mut)
 	case "softmax", "rmsnorm":
-		rowwise(p.Kernel.Name, sh[0], sh[1], in, p.Eps, out, mut)
+		rowwise(p.Kernel.Name, sh[0], sh[1], in, float32(p.Kernel.Scalars["eps"]), out, mut)
 	default:
 		return nil, fmt.Errorf("no mutant of %s", p.Kernel.Name)
 	}

@@ -104,7 +104,7 @@ func TestGeometryCoversOutput(t *testing.T) {
 		}
 	}
 	b, _ := Get("gemm_at_b")
-	if got := b.Scalars(kernels.Case{Shape: []int{29, 37, 53}}, 0); got[0] != int32(37) || got[1] != int32(53) || got[2] != int32(29) {
+	if got := b.Scalars(kernels.Case{Shape: []int{29, 37, 53}}, nil); got[0] != int32(37) || got[1] != int32(53) || got[2] != int32(29) {
 		t.Errorf("gemm_at_b scalars %v: want M=n, N=k, K=m", got)
 	}
 }
