@@ -3,6 +3,26 @@
 // share), default workloads, operand layouts, flop and byte counts for
 // rooflines, and float64 reference implementations used to verify every
 // candidate.
+//
+// # Adding a family
+//
+// Every layer keeps a family in a file of its own and finds it by name, so
+// a new family NAME adds files and two lines:
+//
+//	params/family_NAME.go           name, dims, classes, parameter spaces; one line in params' builtins list
+//	kernels/NAME.go                 workload, odd shapes, operands, reference, flops, and when it has
+//	                                them its Options, Scalars and Fill (builtin, from init)
+//	kernels/gpu/NAME.go             the GPU body; one entry in the bodies map of bodies.go
+//	tuner/cpu/kern_NAME.go          the CPU kernel functions
+//	tuner/cpu/family_NAME.go        the CPU builder and a gonum baseline if there is one (register)
+//	tuner/cuda/baseline_NAME.go     a cuBLAS baseline, if there is one (registerBLAS)
+//	tuner/metal/mps_NAME_darwin.go  an MPS baseline, if there is one (registerMPS)
+//
+// Its tests: a naive implementation with the mutations in the tuner's
+// mutation test (an entry in mutants), and rows in the table-driven tests
+// of its classes and reference. The tests that range over every family
+// (verification on the CPU, source generation for every GPU API, the MSL
+// check, OpenCL execution) then cover it. README's family table documents it.
 package kernels
 
 import (
@@ -96,9 +116,10 @@ type Kernel struct {
 	Reference func(c Case, in [][]float32) []float64
 	// Flops counts floating-point operations of one run.
 	Flops func(c Case) float64
-	// Implements names the built-in family whose operands, input
-	// distribution and reference a user-defined kernel reuses ("" for the
-	// built-in families themselves and for kernels with their own reference).
+	// Implements names the built-in family whose operands, shapes and
+	// reference a user-defined kernel reuses; the spec package gives it
+	// that family's Fill too ("" for the built-in families themselves and
+	// for kernels with their own reference).
 	Implements string
 	// Tolerances overrides DType.Tolerance per dtype (user-defined kernels).
 	Tolerances map[DType]float64
