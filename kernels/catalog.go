@@ -14,9 +14,9 @@
 //	                                them its Options, Scalars and Fill (builtin, from init)
 //	kernels/gpu/NAME.go             the GPU body; one entry in the bodies map of bodies.go
 //	tuner/cpu/kern_NAME.go          the CPU kernel functions
-//	tuner/cpu/family_NAME.go        the CPU builder and a gonum baseline if there is one (register)
-//	tuner/cuda/baseline_NAME.go     a cuBLAS baseline, if there is one (registerBLAS)
-//	tuner/metal/mps_NAME_darwin.go  an MPS baseline, if there is one (registerMPS)
+//	tuner/cpu/family_NAME.go        the CPU builder and a gonum baseline if there is one (families.Add)
+//	tuner/cuda/baseline_NAME.go     a cuBLAS baseline, if there is one (blasCalls.Add)
+//	tuner/metal/mps_NAME_darwin.go  an MPS baseline, if there is one (mpsEncoders.Add)
 //
 // Its tests: a naive implementation with the mutations in the tuner's
 // mutation test (an entry in mutants), and rows in the table-driven tests

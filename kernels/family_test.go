@@ -25,16 +25,14 @@ func TestBuiltinsMatchParams(t *testing.T) {
 // the family says it adds (gemv_nt's bias operand) and shows in the case's name.
 func TestCaseOptions(t *testing.T) {
 	tests := []struct {
-		family  string
-		c       Case
-		wantErr string
-		inputs  int
-		name    string
+		family, wantErr, name string // name: the case's String
+		c                     Case
+		inputs                int
 	}{
-		{"gemv_nt", Case{Shape: []int{1, 5, 7}}, "", 2, "1x5x7"},
-		{"gemv_nt", Case{Shape: []int{1, 5, 7}, Options: []string{Bias}}, "", 3, "1x5x7+bias"},
-		{"gemv_nt", Case{Shape: []int{1, 5, 7}, Options: []string{"relu"}}, `gemv_nt has no option "relu" (allowed: bias)`, 0, ""},
-		{"gemm_av", Case{Shape: []int{2, 3, 4}, Options: []string{Bias}}, `gemm_av has no option "bias" (it has no options)`, 0, ""},
+		{family: "gemv_nt", c: Case{Shape: []int{1, 5, 7}}, inputs: 2, name: "1x5x7"},
+		{family: "gemv_nt", c: Case{Shape: []int{1, 5, 7}, Options: []string{Bias}}, inputs: 3, name: "1x5x7+bias"},
+		{family: "gemv_nt", c: Case{Shape: []int{1, 5, 7}, Options: []string{"relu"}}, wantErr: `gemv_nt has no option "relu" (allowed: bias)`},
+		{family: "gemm_av", c: Case{Shape: []int{2, 3, 4}, Options: []string{Bias}}, wantErr: `gemm_av has no option "bias" (it has no options)`},
 	}
 	for _, tt := range tests {
 		k, err := Get(tt.family)

@@ -205,7 +205,7 @@ func (pr *program) Output(ti tuner.Instance) ([]float32, error) {
 
 // Build binds a candidate's parameters to the family's kernel functions.
 func (b *Backend) Build(k *kernels.Kernel, _ kernels.DType, c search.Candidate) (tuner.Program, error) {
-	f, ok := families[k.Name]
+	f, ok := families.Get(k.Name)
 	if !ok {
 		return nil, fmt.Errorf("cpu backend has no implementation of %s", k.Name)
 	}

@@ -18,13 +18,4 @@ type family struct {
 }
 
 // families holds the CPU implementations by family name.
-var families = map[string]family{}
-
-// register adds a family's CPU implementation; two files registering one
-// name is a programming error.
-func register(name string, f family) {
-	if _, dup := families[name]; dup {
-		panic("cpu: family " + name + " registered twice")
-	}
-	families[name] = f
-}
+var families = kernels.NewTable[family]("CPU implementation")

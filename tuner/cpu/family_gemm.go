@@ -12,14 +12,14 @@ import (
 )
 
 func init() {
-	register(params.GemmAV, family{
+	families.Add(params.GemmAV, family{
 		build: gemmBuild(GemmAV, GemmAVHalf),
 		baseline: func(p *kernels.Problem, in [][]float32, out []float32) {
 			m, n, kk := shape3(p)
 			gonum.Implementation{}.Sgemm(blas.NoTrans, blas.NoTrans, m, n, kk, 1, in[0], kk, in[1], n, 0, out, n)
 		},
 	})
-	register(params.GemmAtB, family{
+	families.Add(params.GemmAtB, family{
 		build: gemmBuild(GemmAtB, GemmAtBHalf),
 		baseline: func(p *kernels.Problem, in [][]float32, out []float32) {
 			m, n, kk := shape3(p)

@@ -10,7 +10,7 @@ import (
 )
 
 func init() {
-	register(params.GemvNT, family{
+	families.Add(params.GemvNT, family{
 		build: func(c search.Candidate) (*program, error) {
 			gp := GemvParams{BN: c["BN"], Rows: c["ROWS"], Unroll: c["UNROLL"], Threads: c["THREADS"]}
 			return &program{

@@ -8,7 +8,7 @@ import (
 
 // RMSNorm has no gonum routine, so no baseline.
 func init() {
-	register(params.RMSNorm, family{build: func(c search.Candidate) (*program, error) {
+	families.Add(params.RMSNorm, family{build: func(c search.Candidate) (*program, error) {
 		rp := RowParams{RowsPerTask: c["ROWS"], Unroll: c["UNROLL"], Threads: c["THREADS"]}
 		return &program{
 			f32: func(p *kernels.Problem, in [][]float32, out []float32) {

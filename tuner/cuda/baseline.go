@@ -13,7 +13,7 @@ import (
 // have no vendor routine: their entries are held to the copy bandwidth
 // instead. Row-major operands are passed as their column-major transposes.
 func (b *Backend) Baseline(k *kernels.Kernel, dt kernels.DType) (tuner.Program, string, error) {
-	call, ok := blasCalls[k.Name]
+	call, ok := blasCalls.Get(k.Name)
 	if !ok || !b.lib.HasCUBLAS() {
 		return nil, "", nil
 	}
@@ -36,13 +36,4 @@ func (b *Backend) Baseline(k *kernels.Kernel, dt kernels.DType) (tuner.Program, 
 type blasCall func(t *cudadrv.Thread, bl *cudadrv.ThreadBlas, in *instance, c int, ty cudadrv.DataType) error
 
 // blasCalls holds the cuBLAS routine of each family that has one.
-var blasCalls = map[string]blasCall{}
-
-// registerBLAS adds a family's cuBLAS routine from the init of its file;
-// two files registering one name is a programming error.
-func registerBLAS(name string, call blasCall) {
-	if _, dup := blasCalls[name]; dup {
-		panic("cuda: cuBLAS baseline of " + name + " registered twice")
-	}
-	blasCalls[name] = call
-}
+var blasCalls = kernels.NewTable[blasCall]("cuBLAS baseline")

@@ -10,7 +10,7 @@ import (
 // has no bias epilogue: the bias is copied into y first and added with
 // beta = 1.
 func init() {
-	registerBLAS(params.GemvNT, func(t *cudadrv.Thread, bl *cudadrv.ThreadBlas, in *instance, c int, ty cudadrv.DataType) error {
+	blasCalls.Add(params.GemvNT, func(t *cudadrv.Thread, bl *cudadrv.ThreadBlas, in *instance, c int, ty cudadrv.DataType) error {
 		n, kk := in.p.Case.Shape[1], in.p.Case.Shape[2]
 		x, w := in.inputs[c][0], in.inputs[c][1]
 		dt := in.p.DType

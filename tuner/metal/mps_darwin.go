@@ -21,7 +21,7 @@ import (
 // entries are held to the copy bandwidth instead. KERNTUNE_METAL_MPS=0
 // turns it off.
 func (b *Backend) Baseline(k *kernels.Kernel, dt kernels.DType) (tuner.Program, string, error) {
-	encoder, ok := mpsEncoders[k.Name]
+	encoder, ok := mpsEncoders.Get(k.Name)
 	if !b.mpsOK || !ok {
 		return nil, "", nil
 	}
@@ -37,16 +37,7 @@ func (b *Backend) Baseline(k *kernels.Kernel, dt kernels.DType) (tuner.Program, 
 type mpsEncoder func(m *mps) encodeFn
 
 // mpsEncoders holds the MPS routine of each family that has one.
-var mpsEncoders = map[string]mpsEncoder{}
-
-// registerMPS adds a family's MPS routine from the init of its file; two
-// files registering one name is a programming error.
-func registerMPS(name string, enc mpsEncoder) {
-	if _, dup := mpsEncoders[name]; dup {
-		panic("metal: MPS baseline of " + name + " registered twice")
-	}
-	mpsEncoders[name] = enc
-}
+var mpsEncoders = kernels.NewTable[mpsEncoder]("MPS baseline")
 
 // mps holds one baseline program's MPS objects, made on the GPU thread on
 // first use: kernels by size, and MPSMatrix/MPSVector wrappers of the

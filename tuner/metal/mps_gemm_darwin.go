@@ -10,8 +10,8 @@ import (
 
 // The GEMMs are MPSMatrixMultiplication; gemm_at_b uses transposeLeft.
 func init() {
-	registerMPS(params.GemmAV, func(m *mps) encodeFn { return m.gemmAV })
-	registerMPS(params.GemmAtB, func(m *mps) encodeFn { return m.gemmAtB })
+	mpsEncoders.Add(params.GemmAV, func(m *mps) encodeFn { return m.gemmAV })
+	mpsEncoders.Add(params.GemmAtB, func(m *mps) encodeFn { return m.gemmAtB })
 }
 
 // gemmAV: C[m×n] = A[m×k]·V[k×n].

@@ -17,7 +17,7 @@ import (
 // bias (read y, write y) like the candidates, and the baseline is not
 // charged for a copy an application could arrange differently.
 func init() {
-	registerMPS(params.GemvNT, func(m *mps) encodeFn { return m.gemvNT })
+	mpsEncoders.Add(params.GemvNT, func(m *mps) encodeFn { return m.gemvNT })
 }
 
 // gemvNT: y[n] = W[n×k]·x[k] (+ bias, kept with beta = 1: blitted into y
