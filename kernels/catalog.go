@@ -165,16 +165,9 @@ func (k *Kernel) ClassOf(shape []int) (string, error) { return k.Classify(shape)
 
 // catalog holds the built-in families, each added by builtin from the
 // init of its own file (gemm.go, gemv.go, softmax.go, rmsnorm.go).
-var catalog = map[string]*Kernel{}
+var catalog = NewTable[*Kernel]("kernel")
 
-// builtin adds a built-in family to the catalog. Two files adding one name
-// is a programming error.
-func builtin(k *Kernel) {
-	if _, dup := catalog[k.Name]; dup {
-		panic("kernels: built-in family " + k.Name + " added twice")
-	}
-	catalog[k.Name] = k
-}
+func builtin(k *Kernel) { catalog.Add(k.Name, k) }
 
 // family is the params package's description of a built-in family: params
 // lists the built-in families, and each has its file here too.
@@ -199,7 +192,7 @@ func Register(k *Kernel) error {
 	if k == nil || k.Family == nil || k.Name == "" {
 		return fmt.Errorf("kernels.Register: kernel without a family name")
 	}
-	if _, ok := catalog[k.Name]; ok {
+	if _, ok := catalog.Get(k.Name); ok {
 		return fmt.Errorf("kernel name %q is a built-in family; choose another name", k.Name)
 	}
 	registeredMu.Lock()
@@ -209,7 +202,7 @@ func Register(k *Kernel) error {
 }
 
 func lookup(name string) (*Kernel, bool) {
-	if k, ok := catalog[name]; ok {
+	if k, ok := catalog.Get(name); ok {
 		return k, true
 	}
 	registeredMu.RLock()
@@ -229,10 +222,7 @@ func Get(name string) (*Kernel, error) {
 
 // Names lists the families, built in and registered, in a stable order.
 func Names() []string {
-	names := make([]string, 0, len(catalog))
-	for n := range catalog {
-		names = append(names, n)
-	}
+	names := catalog.Families()
 	registeredMu.RLock()
 	for n := range registered {
 		names = append(names, n)
