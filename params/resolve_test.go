@@ -350,7 +350,7 @@ func TestResolveErrors(t *testing.T) {
 			contain: []string{`KERNTUNE_GEMV_NT_BN="7"`, "not an allowed value of gemv_nt BN on cpu backends; allowed: 4, 8, 16, 32, 64, 128, 256"}},
 		{name: "env negative", opts: Options{Lookup: env("KERNTUNE_GEMV_NT_BN", "-8")}, envErr: true, contain: []string{"not an allowed value"}},
 		{name: "env overflow", opts: Options{Lookup: env("KERNTUNE_GEMV_NT_BN", "99999999999999999999999")}, envErr: true, contain: []string{"not an allowed value"}},
-		{name: "unknown family", family: "gemv_tn", is: ErrUnknownFamily, contain: []string{`unknown kernel family "gemv_tn" (known: gemm_at_b, gemm_av, gemv_nt, rmsnorm, softmax)`}},
+		{name: "unknown family", family: "gemv_tn", is: ErrUnknownFamily, contain: []string{`unknown kernel family "gemv_tn" (known: ` + strings.Join(BuiltinNames(), ", ") + ")"}},
 		{name: "unknown dtype", dtype: "f64", is: ErrUnknownDType, contain: []string{`unknown dtype "f64" (known: f32, f16, bf16)`}},
 		{name: "too few dims", shape: []int{1, 896}, is: ErrInvalidShape, contain: []string{"gemv_nt takes a shape of 3 dims (m×n×k), got 2"}},
 		{name: "nil shape", shape: []int{}, is: ErrInvalidShape},

@@ -117,7 +117,7 @@ func gemvTask(t *testing.T) Task {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Task{Kernel: k, DType: kernels.F32, Cases: []kernels.Case{{Shape: []int{1, 300, 200}}, {Shape: []int{1, 129, 77}, Bias: true}}, Class: "tiny"}
+	return Task{Kernel: k, DType: kernels.F32, Cases: []kernels.Case{{Shape: []int{1, 300, 200}}, {Shape: []int{1, 129, 77}, Options: []string{kernels.Bias}}}, Class: "tiny"}
 }
 
 func TestRunFindsOptimumAndRecordsFailures(t *testing.T) {

@@ -11,7 +11,6 @@ import (
 
 	"github.com/kerntune/kerntune/internal/half"
 	"github.com/kerntune/kerntune/kernels"
-	"github.com/kerntune/kerntune/params"
 	"github.com/kerntune/kerntune/search"
 	"github.com/kerntune/kerntune/tuner"
 )
@@ -203,80 +202,17 @@ func (pr *program) Output(ti tuner.Instance) ([]float32, error) {
 	return out, nil
 }
 
-func shape3(p *kernels.Problem) (int, int, int) {
-	return p.Case.Shape[0], p.Case.Shape[1], p.Case.Shape[2]
-}
-
-// Build binds a candidate's parameters to the family's kernel function.
-func (b *Backend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate) (tuner.Program, error) {
-	switch k.Name {
-	case params.GemmAV, params.GemmAtB:
-		gp := GemmParams{MC: c["MC"], NC: c["NC"], KC: c["KC"], MR: c["MR"], NR: c["NR"], Threads: c["THREADS"]}
-		if gp.MC%gp.MR != 0 || gp.NC%gp.NR != 0 || gp.KC < 1 || gp.Threads < 1 {
-			return nil, fmt.Errorf("invalid GEMM parameters %s", c.Key())
-		}
-		if k.Name == params.GemmAV {
-			return &program{
-				f32: func(p *kernels.Problem, in [][]float32, out []float32) {
-					m, n, kk := shape3(p)
-					GemmAV(gp, m, n, kk, in[0], in[1], out)
-				},
-				f16: func(p *kernels.Problem, in [][]uint16, out []uint16) {
-					m, n, kk := shape3(p)
-					GemmAVHalf(gp, m, n, kk, in[0], in[1], out)
-				},
-			}, nil
-		}
-		return &program{
-			f32: func(p *kernels.Problem, in [][]float32, out []float32) {
-				m, n, kk := shape3(p)
-				GemmAtB(gp, m, n, kk, in[0], in[1], out)
-			},
-			f16: func(p *kernels.Problem, in [][]uint16, out []uint16) {
-				m, n, kk := shape3(p)
-				GemmAtBHalf(gp, m, n, kk, in[0], in[1], out)
-			},
-		}, nil
-	case params.GemvNT:
-		gp := GemvParams{BN: c["BN"], Rows: c["ROWS"], Unroll: c["UNROLL"], Threads: c["THREADS"]}
-		return &program{
-			f32: func(p *kernels.Problem, in [][]float32, out []float32) {
-				var bias []float32
-				if p.Case.Bias {
-					bias = in[2]
-				}
-				GemvNT(gp, p.Case.Shape[1], p.Case.Shape[2], in[0], in[1], bias, out)
-			},
-			f16: func(p *kernels.Problem, in [][]uint16, out []uint16) {
-				var bias []uint16
-				if p.Case.Bias {
-					bias = in[2]
-				}
-				GemvNTHalf(gp, p.Case.Shape[1], p.Case.Shape[2], in[0], in[1], bias, out)
-			},
-		}, nil
-	case params.Softmax:
-		rp := RowParams{RowsPerTask: c["ROWS"], Unroll: c["UNROLL"], Threads: c["THREADS"]}
-		return &program{
-			f32: func(p *kernels.Problem, in [][]float32, out []float32) {
-				Softmax(rp, p.Case.Shape[0], p.Case.Shape[1], in[0], out)
-			},
-			f16: func(p *kernels.Problem, in [][]uint16, out []uint16) {
-				SoftmaxHalf(rp, p.Case.Shape[0], p.Case.Shape[1], in[0], out)
-			},
-		}, nil
-	case params.RMSNorm:
-		rp := RowParams{RowsPerTask: c["ROWS"], Unroll: c["UNROLL"], Threads: c["THREADS"]}
-		return &program{
-			f32: func(p *kernels.Problem, in [][]float32, out []float32) {
-				RMSNorm(rp, p.Case.Shape[0], p.Case.Shape[1], p.Eps, in[0], in[1], out)
-			},
-			f16: func(p *kernels.Problem, in [][]uint16, out []uint16) {
-				RMSNormHalf(rp, p.Case.Shape[0], p.Case.Shape[1], p.Eps, in[0], in[1], out)
-			},
-		}, nil
+// Build binds a candidate's parameters to the family's kernel functions.
+func (b *Backend) Build(k *kernels.Kernel, _ kernels.DType, c search.Candidate) (tuner.Program, error) {
+	f, ok := families.Get(k.Name)
+	if !ok {
+		return nil, fmt.Errorf("cpu backend has no implementation of %s", k.Name)
 	}
-	return nil, fmt.Errorf("cpu backend has no implementation of %s", k.Name)
+	pr, err := f.build(c)
+	if err != nil {
+		return nil, err
+	}
+	return pr, nil
 }
 
 // checkGuards reports a write outside the output and re-arms the canaries.

@@ -258,7 +258,7 @@ func (b *Backend) program(body *gpu.Body, c search.Candidate, image []byte) (tun
 	pr.launch = func(t *cudadrv.Thread, in *instance, copy int) error {
 		g := body.Geometry(in.p.Case.Shape, c)
 		args := make([]any, 0, len(body.Args))
-		scalars := body.Scalars(in.p.Case, in.p.Eps)
+		scalars := body.Scalars(in.p.Case, in.p.Kernel.Scalars)
 		nIn, nScalar := 0, 0
 		for _, a := range body.Args {
 			switch a.Kind {

@@ -235,7 +235,7 @@ func TestScalarWords(t *testing.T) {
 		k, _ := kernels.Get(name)
 		b, _ := gpu.Get(name)
 		for _, c := range append(append([]kernels.Case{}, k.Workload...), k.Odd...) {
-			if _, err := scalarWords(b.Scalars(c, kernels.RMSNormEps)); err != nil {
+			if _, err := scalarWords(b.Scalars(c, k.Scalars)); err != nil {
 				t.Errorf("%s %s: %v", name, c, err)
 			}
 		}

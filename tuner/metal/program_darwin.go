@@ -286,7 +286,7 @@ func (b *Backend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate)
 			return nil, err
 		}
 	}
-	words := func(in *instance) ([]uint32, error) { return scalarWords(body.Scalars(in.p.Case, in.p.Eps)) }
+	words := func(in *instance) ([]uint32, error) { return scalarWords(body.Scalars(in.p.Case, in.p.Kernel.Scalars)) }
 	c = c.Clone()
 	enc := func(cb objc.ID, in *instance, cp int, _ bool) error {
 		g := body.Geometry(in.p.Case.Shape, c)

@@ -194,7 +194,7 @@ func (b *Backend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate)
 			return 0, fmt.Errorf("opencl: empty launch %v for %s", g, in.p.Case)
 		}
 		args := make([]any, 0, len(body.Args))
-		scalars := body.Scalars(in.p.Case, in.p.Eps)
+		scalars := body.Scalars(in.p.Case, in.p.Kernel.Scalars)
 		nIn, nScalar := 0, 0
 		for _, a := range body.Args {
 			switch a.Kind {

@@ -64,18 +64,17 @@ type response struct {
 // problemSpec is a problem as sent to the worker: its seed, or for a
 // problem not drawn from a seed, its inputs.
 type problemSpec struct {
-	Kernel string
-	DType  string
-	Shape  []int
-	Bias   bool
-	Seed   uint64
-	Seeded bool
-	Inputs [][]float32
-	Eps    float32
+	Kernel  string
+	DType   string
+	Shape   []int
+	Options []string
+	Seed    uint64
+	Seeded  bool
+	Inputs  [][]float32
 }
 
 func specOf(p *kernels.Problem) *problemSpec {
-	s := &problemSpec{Kernel: p.Kernel.Name, DType: string(p.DType), Shape: p.Case.Shape, Bias: p.Case.Bias, Seed: p.Seed, Seeded: p.Seeded, Eps: p.Eps}
+	s := &problemSpec{Kernel: p.Kernel.Name, DType: string(p.DType), Shape: p.Case.Shape, Options: p.Case.Options, Seed: p.Seed, Seeded: p.Seeded}
 	if !p.Seeded {
 		s.Inputs = p.Inputs
 	}
@@ -87,16 +86,11 @@ func (s *problemSpec) problem() (*kernels.Problem, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := kernels.Case{Shape: s.Shape, Bias: s.Bias}
+	c := kernels.Case{Shape: s.Shape, Options: s.Options}
 	if s.Seeded {
-		p, err := kernels.NewSeededProblem(k, dt, c, s.Seed)
-		if err != nil {
-			return nil, err
-		}
-		p.Eps = s.Eps
-		return p, nil
+		return kernels.NewSeededProblem(k, dt, c, s.Seed)
 	}
-	return &kernels.Problem{Kernel: k, DType: dt, Case: c, Inputs: s.Inputs, Eps: s.Eps}, nil
+	return &kernels.Problem{Kernel: k, DType: dt, Case: c, Inputs: s.Inputs}, nil
 }
 
 func kernelDType(name, dtype string) (*kernels.Kernel, kernels.DType, error) {
