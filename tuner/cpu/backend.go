@@ -11,6 +11,7 @@ import (
 
 	"github.com/kerntune/kerntune/internal/half"
 	"github.com/kerntune/kerntune/kernels"
+	"github.com/kerntune/kerntune/params"
 	"github.com/kerntune/kerntune/search"
 	"github.com/kerntune/kerntune/tuner"
 )
