@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/kerntune/kerntune/kernels"
+	"github.com/kerntune/kerntune/kernels/gpu"
 	"github.com/kerntune/kerntune/search"
 )
 
@@ -32,14 +33,46 @@ type DeviceInfo struct {
 	PeakBandwidth float64
 	// Facts are measured or queried numbers recorded in the file (bandwidth_gbps, ...).
 	Facts map[string]float64
+	// Limits are the device's limits on candidates.
+	Limits Limits
+}
+
+// Limits are a device's limits on candidates as plain data. The tuner
+// turns them into the search space's constraints itself (Constraints), so
+// a backend in a worker process sends them once, with its DeviceInfo,
+// rather than answering a call for every check of every candidate.
+type Limits struct {
+	// Threads caps a CPU candidate's THREADS parameter (goroutines); 0: no cap.
+	Threads int
+	// GPU are a GPU's limits, checked by the family's GPU body; nil for the CPU.
+	GPU *gpu.Limits
+}
+
+// Constraints hold family k's candidates to the limits.
+func (l Limits) Constraints(k *kernels.Kernel) []search.Constraint {
+	var cs []search.Constraint
+	if n := l.Threads; n > 0 {
+		cs = append(cs, search.Constraint{Name: fmt.Sprintf("THREADS ≤ %d", n), Check: func(c search.Candidate) error {
+			if c["THREADS"] > n {
+				return fmt.Errorf("THREADS=%d exceeds %d", c["THREADS"], n)
+			}
+			return nil
+		}})
+	}
+	if l.GPU != nil {
+		body, err := gpu.Get(k.Name)
+		if err != nil {
+			return append(cs, search.Constraint{Name: "has a GPU body", Check: func(search.Candidate) error { return err }})
+		}
+		cs = append(cs, body.Constraints(*l.GPU)...)
+	}
+	return cs
 }
 
 // Backend runs kernels on one device.
 type Backend interface {
+	// Info describes the device, with its limits on candidates.
 	Info() DeviceInfo
-	// Constraints are the device's limits on a family's candidates (threads,
-	// memory), added to the family's own parameter space.
-	Constraints(k *kernels.Kernel, dt kernels.DType) []search.Constraint
 	// Load copies a problem's inputs to the device, in copies distinct
 	// buffers that Run rotates through, and allocates the output.
 	Load(p *kernels.Problem, copies int) (Instance, error)

@@ -47,6 +47,8 @@ func Open() (*Backend, error) {
 			"llc_bytes":      float64(llc),
 			"bandwidth_gbps": copyBandwidth(llc),
 		},
+		// Goroutines beyond twice the cores only add scheduling.
+		Limits: tuner.Limits{Threads: 2 * cores},
 	}}
 	return b, nil
 }
@@ -61,20 +63,6 @@ func (b *Backend) Info() tuner.DeviceInfo { return b.info }
 
 // Close releases nothing: the CPU backend holds no device resources.
 func (b *Backend) Close() error { return nil }
-
-// Constraints limits goroutines to twice the cores: more only adds scheduling.
-func (b *Backend) Constraints(k *kernels.Kernel, _ kernels.DType) []search.Constraint {
-	maxThreads := 2 * b.info.ComputeUnits
-	return []search.Constraint{{
-		Name: fmt.Sprintf("THREADS ≤ %d (2 × cores)", maxThreads),
-		Check: func(c search.Candidate) error {
-			if c["THREADS"] > maxThreads {
-				return fmt.Errorf("THREADS=%d exceeds %d", c["THREADS"], maxThreads)
-			}
-			return nil
-		},
-	}}
-}
 
 // instance holds a problem's input copies in the kernel's storage type.
 type instance struct {

@@ -29,9 +29,9 @@ func (b *Backend) Baseline(k *kernels.Kernel, dt kernels.DType) (tuner.Program, 
 			if err != nil {
 				return err
 			}
-			m, n, kk := in.p.Case.Shape[0], in.p.Case.Shape[1], in.p.Case.Shape[2]
-			a, v := in.inputs[c][0], in.inputs[c][1]
-			return bl.GemmEx(false, false, n, m, kk, 1, v, ty, n, a, ty, kk, 0, in.out, ty, n)
+			m, n, kk := in.Problem.Case.Shape[0], in.Problem.Case.Shape[1], in.Problem.Case.Shape[2]
+			a, v := in.Inputs[c][0], in.Inputs[c][1]
+			return bl.GemmEx(false, false, n, m, kk, 1, v, ty, n, a, ty, kk, 0, in.Out, ty, n)
 		}
 	case params.GemmAtB:
 		launch = func(t *cudadrv.Thread, in *instance, c int) error {
@@ -39,9 +39,9 @@ func (b *Backend) Baseline(k *kernels.Kernel, dt kernels.DType) (tuner.Program, 
 			if err != nil {
 				return err
 			}
-			m, n, kk := in.p.Case.Shape[0], in.p.Case.Shape[1], in.p.Case.Shape[2]
-			a, bb := in.inputs[c][0], in.inputs[c][1]
-			return bl.GemmEx(false, true, kk, n, m, 1, bb, ty, kk, a, ty, n, 0, in.out, ty, kk)
+			m, n, kk := in.Problem.Case.Shape[0], in.Problem.Case.Shape[1], in.Problem.Case.Shape[2]
+			a, bb := in.Inputs[c][0], in.Inputs[c][1]
+			return bl.GemmEx(false, true, kk, n, m, 1, bb, ty, kk, a, ty, n, 0, in.Out, ty, kk)
 		}
 	case params.GemvNT:
 		launch = func(t *cudadrv.Thread, in *instance, c int) error {
@@ -49,19 +49,19 @@ func (b *Backend) Baseline(k *kernels.Kernel, dt kernels.DType) (tuner.Program, 
 			if err != nil {
 				return err
 			}
-			n, kk := in.p.Case.Shape[1], in.p.Case.Shape[2]
-			x, w := in.inputs[c][0], in.inputs[c][1]
+			n, kk := in.Problem.Case.Shape[1], in.Problem.Case.Shape[2]
+			x, w := in.Inputs[c][0], in.Inputs[c][1]
 			beta := float32(0)
-			if in.p.Case.Bias {
-				if err := t.CopyDtoD(in.out, in.inputs[c][2], int64(n*dt.Size())); err != nil {
+			if in.Problem.Case.Bias {
+				if err := t.CopyDtoD(in.Out, in.Inputs[c][2], int64(n*dt.Size())); err != nil {
 					return err
 				}
 				beta = 1
 			}
 			if dt == kernels.F32 {
-				return bl.Sgemv(true, kk, n, 1, w, kk, x, 1, beta, in.out, 1)
+				return bl.Sgemv(true, kk, n, 1, w, kk, x, 1, beta, in.Out, 1)
 			}
-			return bl.GemmEx(true, false, n, 1, kk, 1, w, ty, kk, x, ty, kk, beta, in.out, ty, n)
+			return bl.GemmEx(true, false, n, 1, kk, 1, w, ty, kk, x, ty, kk, beta, in.Out, ty, n)
 		}
 	default:
 		return nil, "", nil

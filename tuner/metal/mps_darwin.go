@@ -145,20 +145,20 @@ func (m *mps) matVec(rows, cols int, beta float64) (objc.ID, error) {
 
 // gemmAV: C[m×n] = A[m×k]·V[k×n].
 func (m *mps) gemmAV(cb objc.ID, in *instance, cp int, _ bool) error {
-	mm, n, k := in.p.Case.Shape[0], in.p.Case.Shape[1], in.p.Case.Shape[2]
+	mm, n, k := in.Problem.Case.Shape[0], in.Problem.Case.Shape[1], in.Problem.Case.Shape[2]
 	kern, err := m.matMul(false, mm, n, k)
 	if err != nil {
 		return err
 	}
-	c, err := m.matrix(in.out.id, mm, n)
+	c, err := m.matrix(in.Out.id, mm, n)
 	if err != nil {
 		return err
 	}
-	a, err := m.matrix(in.inputs[cp][0].id, mm, k)
+	a, err := m.matrix(in.Inputs[cp][0].id, mm, k)
 	if err != nil {
 		return err
 	}
-	v, err := m.matrix(in.inputs[cp][1].id, k, n)
+	v, err := m.matrix(in.Inputs[cp][1].id, k, n)
 	if err != nil {
 		return err
 	}
@@ -168,20 +168,20 @@ func (m *mps) gemmAV(cb objc.ID, in *instance, cp int, _ bool) error {
 
 // gemmAtB: Z[n×k] = Aᵀ·B with A m×n and B m×k (transposeLeft).
 func (m *mps) gemmAtB(cb objc.ID, in *instance, cp int, _ bool) error {
-	mm, n, k := in.p.Case.Shape[0], in.p.Case.Shape[1], in.p.Case.Shape[2]
+	mm, n, k := in.Problem.Case.Shape[0], in.Problem.Case.Shape[1], in.Problem.Case.Shape[2]
 	kern, err := m.matMul(true, n, k, mm)
 	if err != nil {
 		return err
 	}
-	z, err := m.matrix(in.out.id, n, k)
+	z, err := m.matrix(in.Out.id, n, k)
 	if err != nil {
 		return err
 	}
-	a, err := m.matrix(in.inputs[cp][0].id, mm, n)
+	a, err := m.matrix(in.Inputs[cp][0].id, mm, n)
 	if err != nil {
 		return err
 	}
-	bb, err := m.matrix(in.inputs[cp][1].id, mm, k)
+	bb, err := m.matrix(in.Inputs[cp][1].id, mm, k)
 	if err != nil {
 		return err
 	}
@@ -193,23 +193,23 @@ func (m *mps) gemmAtB(cb objc.ID, in *instance, cp int, _ bool) error {
 // before the verified run; timed runs accumulate into whatever y holds,
 // which costs the GPU the same).
 func (m *mps) gemvNT(cb objc.ID, in *instance, cp int, verify bool) error {
-	n, k := in.p.Case.Shape[1], in.p.Case.Shape[2]
+	n, k := in.Problem.Case.Shape[1], in.Problem.Case.Shape[2]
 	beta := 0.0
-	if in.p.Case.Bias {
+	if in.Problem.Case.Bias {
 		beta = 1
 	}
 	kern, err := m.matVec(n, k, beta)
 	if err != nil {
 		return err
 	}
-	y, err := m.vector(in.out.id, n)
+	y, err := m.vector(in.Out.id, n)
 	if err != nil {
 		return err
 	}
 	// macOS wants blit sizes in multiples of 4 bytes; buffers are allocated
-	// in multiples of 16 (bufferBytes), so the rounded copy stays inside both.
+	// in multiples of 16 (gpuhost.BufferBytes), so the rounded copy stays inside both.
 	biasBytes := uint64(roundUp(n*m.size, 4))
-	ops := in.inputs[cp]
+	ops := in.Inputs[cp]
 	x, err := m.vector(ops[0].id, k)
 	if err != nil {
 		return err
@@ -218,12 +218,12 @@ func (m *mps) gemvNT(cb objc.ID, in *instance, cp int, verify bool) error {
 	if err != nil {
 		return err
 	}
-	if in.p.Case.Bias && verify {
+	if in.Problem.Case.Bias && verify {
 		blit := cb.Send(sel.blitCommandEncoder)
 		if blit == 0 {
 			return fmt.Errorf("metal: blitCommandEncoder returned nil")
 		}
-		blit.Send(sel.copyBuffer, ops[2].id, uint64(0), in.out.id, uint64(0), biasBytes)
+		blit.Send(sel.copyBuffer, ops[2].id, uint64(0), in.Out.id, uint64(0), biasBytes)
 		blit.Send(sel.endEncoding)
 	}
 	kern.Send(sel.encodeMatVec, cb, w, x, y)
