@@ -25,7 +25,8 @@ import (
 var errClosed = errors.New("cuda backend: closed")
 
 func init() {
-	tuner.Register("cuda", func() (tuner.Backend, error) { return Open(0) })
+	tuner.Register("cuda", func() (tuner.Backend, error) { return Open(0) },
+		tuner.Traits{Space: tuner.SpaceGPU, Isolate: true, AutoRank: 2})
 }
 
 // Backend runs kernels on one NVIDIA GPU.

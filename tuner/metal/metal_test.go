@@ -19,6 +19,13 @@ func TestRegistered(t *testing.T) {
 	if !slices.Contains(tuner.Backends(), "metal") {
 		t.Fatalf("metal is not registered: %v", tuner.Backends())
 	}
+	// Auto picks Metal first on macOS and never elsewhere, where it cannot open.
+	for goos, want := range map[string]int{"darwin": 1, "linux": 0, "windows": 0} {
+		tr := traits(goos)
+		if tr.AutoRank != want || tr.Space != tuner.SpaceGPU || !tr.Isolate {
+			t.Errorf("%s: traits %+v, want auto rank %d, gpu space, isolated", goos, tr, want)
+		}
+	}
 }
 
 func TestDeviceKey(t *testing.T) {

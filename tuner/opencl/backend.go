@@ -22,7 +22,12 @@ import (
 	"github.com/kerntune/kerntune/tuner/internal/gpuhost"
 )
 
-func init() { tuner.Register("opencl", func() (tuner.Backend, error) { return Open() }) }
+// Auto never picks OpenCL: where it runs, CUDA, Metal or the pure-Go CPU
+// backend is the better default.
+func init() {
+	tuner.Register("opencl", func() (tuner.Backend, error) { return Open() },
+		tuner.Traits{Space: tuner.SpaceGPU, Isolate: true})
+}
 
 // errClosed ends compiles that had not started when the backend closed.
 var errClosed = errors.New("opencl backend: closed")
