@@ -14,9 +14,7 @@ import (
 
 	"github.com/kerntune/kerntune/internal/cudadrv"
 	"github.com/kerntune/kerntune/internal/stats"
-	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/kernels/gpu"
-	"github.com/kerntune/kerntune/search"
 	"github.com/kerntune/kerntune/tuner"
 	"github.com/kerntune/kerntune/tuner/internal/gpuhost"
 )
@@ -233,12 +231,6 @@ func (b *Backend) nvrtcOptions() []string {
 
 // Info describes the GPU.
 func (b *Backend) Info() tuner.DeviceInfo { return b.info }
-
-// Prefetch hands candidates the tuner will ask for soon to NVRTC on the
-// compile pool, while the GPU times others.
-func (b *Backend) Prefetch(k *kernels.Kernel, dt kernels.DType, cands []search.Candidate) {
-	b.compiles.Prefetch(k, dt, cands)
-}
 
 // Close stops the compile pool and releases the context.
 func (b *Backend) Close() error {

@@ -177,3 +177,9 @@ func (b *Backend) program(body *gpu.Body, c search.Candidate, image []byte) (tun
 	}
 	return pr, nil
 }
+
+// Prefetch hands candidates the tuner will ask for soon to NVRTC on the
+// compile pool, while the GPU times others.
+func (b *Backend) Prefetch(k *kernels.Kernel, dt kernels.DType, cands []search.Candidate) {
+	b.compiles.Prefetch(k, dt, cands)
+}

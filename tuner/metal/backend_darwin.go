@@ -15,8 +15,6 @@ import (
 	"github.com/ebitengine/purego/objc"
 
 	"github.com/kerntune/kerntune/internal/stats"
-	"github.com/kerntune/kerntune/kernels"
-	"github.com/kerntune/kerntune/search"
 	"github.com/kerntune/kerntune/tuner"
 	"github.com/kerntune/kerntune/tuner/internal/gpuhost"
 )
@@ -548,12 +546,6 @@ func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
 
 // Info describes the GPU.
 func (b *Backend) Info() tuner.DeviceInfo { return b.info }
-
-// Prefetch hands candidates the tuner will ask for soon to the Metal
-// compiler on the compile pool, while the GPU times others.
-func (b *Backend) Prefetch(k *kernels.Kernel, dt kernels.DType, cands []search.Candidate) {
-	b.compiles.Prefetch(k, dt, cands)
-}
 
 // Close waits for compiles in flight, releases the cached pipelines, the
 // helpers, the queue and the device, and ends the GPU thread. Programs and

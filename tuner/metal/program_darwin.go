@@ -302,3 +302,9 @@ func (b *Backend) noteBuilt(key string) {
 		}
 	}
 }
+
+// Prefetch hands candidates the tuner will ask for soon to the Metal
+// compiler on the compile pool, while the GPU times others.
+func (b *Backend) Prefetch(k *kernels.Kernel, dt kernels.DType, cands []search.Candidate) {
+	b.compiles.Prefetch(k, dt, cands)
+}

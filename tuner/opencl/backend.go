@@ -17,7 +17,6 @@ import (
 	"github.com/kerntune/kerntune/internal/cldrv"
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/kernels/gpu"
-	"github.com/kerntune/kerntune/search"
 	"github.com/kerntune/kerntune/tuner"
 	"github.com/kerntune/kerntune/tuner/internal/gpuhost"
 )
@@ -212,12 +211,6 @@ func (b *Backend) copyBandwidth() (float64, error) {
 
 // Info describes the device.
 func (b *Backend) Info() tuner.DeviceInfo { return b.info }
-
-// Prefetch hands candidates the tuner will ask for soon to the OpenCL
-// compiler on the compile pool, while the device times others.
-func (b *Backend) Prefetch(k *kernels.Kernel, dt kernels.DType, cands []search.Candidate) {
-	b.compiles.Prefetch(k, dt, cands)
-}
 
 // Close waits for compiles in flight, releases the cached programs and the
 // context. Programs and instances should be closed first.

@@ -190,3 +190,9 @@ func (pr *program) Output(ti tuner.Instance) ([]float32, error) {
 	}
 	return in.ReadOutput(device{pr.b}) // in-order queue: the read waits for the launch
 }
+
+// Prefetch hands candidates the tuner will ask for soon to the OpenCL
+// compiler on the compile pool, while the device times others.
+func (b *Backend) Prefetch(k *kernels.Kernel, dt kernels.DType, cands []search.Candidate) {
+	b.compiles.Prefetch(k, dt, cands)
+}
