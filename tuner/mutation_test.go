@@ -35,8 +35,7 @@ func (m *mutantBackend) Info() DeviceInfo {
 	return DeviceInfo{Key: "mutant:1", Name: "mutant", Backend: "cpu", Family: "test", ComputeUnits: 2, PeakFlops: 1e15, PeakBandwidth: 1e13}
 }
 
-func (*mutantBackend) Constraints(*kernels.Kernel, kernels.DType) []search.Constraint { return nil }
-func (*mutantBackend) Close() error                                                   { return nil }
+func (*mutantBackend) Close() error { return nil }
 func (*mutantBackend) Baseline(*kernels.Kernel, kernels.DType) (Program, string, error) {
 	return nil, "", nil
 }

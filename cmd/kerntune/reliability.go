@@ -13,15 +13,16 @@ import (
 	"github.com/kerntune/kerntune/tuner/worker"
 )
 
-// gpuBackends run candidates in a worker process unless --isolate=false:
-// one faulting kernel can poison a GPU context for good.
-var gpuBackends = map[string]bool{"cuda": true, "metal": true, "opencl": true}
-
 // isolateBackend replaces b by the same backend in a worker process when
-// --isolate says so (by default for GPU backends).
+// --isolate says so, by default for the backends whose traits say so (the
+// GPU backends: one faulting kernel can poison a GPU context for good).
 func isolateBackend(b tuner.Backend, f tuneFlags, log io.Writer) (tuner.Backend, error) {
 	name := b.Info().Backend
-	on := gpuBackends[name]
+	traits, err := tuner.TraitsOf(name)
+	if err != nil {
+		return nil, err
+	}
+	on := traits.Isolate
 	if f.isolateSet {
 		on = f.isolate
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
 	"sort"
 	"strings"
 	"time"
@@ -114,8 +113,9 @@ An interrupted run (Ctrl-C, SIGTERM) writes what it finished and exits 130
 	return cmd
 }
 
-// pickBackend resolves "auto": metal on macOS, else cuda where it opens,
-// else cpu; it refuses options the backend it opened does not take.
+// pickBackend resolves "auto" (tuner.AutoOrder: metal on macOS, else cuda
+// where it opens, else cpu); it refuses options the backend it opened does
+// not take.
 func pickBackend(name string, log io.Writer, o backendOptions) (tuner.Backend, error) {
 	b, err := openPicked(name, log, o)
 	if err != nil {
@@ -136,19 +136,12 @@ func openPicked(name string, log io.Writer, o backendOptions) (tuner.Backend, er
 		}
 		return b, nil
 	}
-	var order []string
-	if runtime.GOOS == "darwin" {
-		order = append(order, "metal")
-	}
-	order = append(order, "cuda", "cpu")
-	for _, n := range order {
+	for _, n := range tuner.AutoOrder("") {
 		b, err := openBackend(n, o)
 		if err == nil {
 			return b, nil
 		}
-		if !strings.Contains(err.Error(), "unknown backend") {
-			fmt.Fprintf(log, "backend %s not used: %v\n", n, err)
-		}
+		fmt.Fprintf(log, "backend %s not used: %v\n", n, err)
 	}
 	return nil, usageErrorf("no backend could be opened")
 }
@@ -256,7 +249,7 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 			}
 		}
 	}
-	if len(specs) > 0 && params.SpaceKind(info.Backend) != "gpu" {
+	if len(specs) > 0 && backendSpace(info.Backend) != tuner.SpaceGPU {
 		return usageErrorf("--spec: spec kernels are GPU code and the %s backend cannot run them; use --backend cuda or metal", info.Backend)
 	}
 	for _, c := range specs {

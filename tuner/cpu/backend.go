@@ -17,7 +17,8 @@ import (
 )
 
 func init() {
-	tuner.Register("cpu", func() (tuner.Backend, error) { return Open() })
+	tuner.Register("cpu", func() (tuner.Backend, error) { return Open() },
+		tuner.Traits{Space: tuner.SpaceCPU, AutoRank: 3}) // auto: the last resort, it runs everywhere
 }
 
 // Backend runs the pure-Go kernels on this machine's CPU.
@@ -48,6 +49,8 @@ func Open() (*Backend, error) {
 			"llc_bytes":      float64(llc),
 			"bandwidth_gbps": copyBandwidth(llc),
 		},
+		// Goroutines beyond twice the cores only add scheduling.
+		Limits: tuner.Limits{Threads: 2 * cores},
 	}}
 	return b, nil
 }
@@ -60,20 +63,6 @@ func (b *Backend) Info() tuner.DeviceInfo { return b.info }
 
 // Close releases nothing: the CPU backend holds no device resources.
 func (b *Backend) Close() error { return nil }
-
-// Constraints limits goroutines to twice the cores: more only adds scheduling.
-func (b *Backend) Constraints(k *kernels.Kernel, _ kernels.DType) []search.Constraint {
-	maxThreads := 2 * b.info.ComputeUnits
-	return []search.Constraint{{
-		Name: fmt.Sprintf("THREADS ≤ %d (2 × cores)", maxThreads),
-		Check: func(c search.Candidate) error {
-			if c["THREADS"] > maxThreads {
-				return fmt.Errorf("THREADS=%d exceeds %d", c["THREADS"], maxThreads)
-			}
-			return nil
-		},
-	}}
-}
 
 // instance holds a problem's input copies in the kernel's storage type.
 type instance struct {

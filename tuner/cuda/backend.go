@@ -14,18 +14,17 @@ import (
 
 	"github.com/kerntune/kerntune/internal/cudadrv"
 	"github.com/kerntune/kerntune/internal/stats"
-	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/kernels/gpu"
-	"github.com/kerntune/kerntune/search"
 	"github.com/kerntune/kerntune/tuner"
-	"github.com/kerntune/kerntune/tuner/internal/compilepool"
+	"github.com/kerntune/kerntune/tuner/internal/gpuhost"
 )
 
 // errClosed ends compiles that had not started when the backend closed.
 var errClosed = errors.New("cuda backend: closed")
 
 func init() {
-	tuner.Register("cuda", func() (tuner.Backend, error) { return Open(0) })
+	tuner.Register("cuda", func() (tuner.Backend, error) { return Open(0) },
+		tuner.Traits{Space: tuner.SpaceGPU, Isolate: true, AutoRank: 2})
 }
 
 // Backend runs kernels on one NVIDIA GPU.
@@ -37,7 +36,7 @@ type Backend struct {
 
 	// compiles holds NVRTC images by family|dtype|candidate key, compiled
 	// on one goroutine per CPU.
-	compiles *compilepool.Pool[[]byte]
+	compiles *gpuhost.Compiles[[]byte]
 
 	empty, spinFn *cudadrv.Function
 	hostLaunchUS  float64
@@ -64,7 +63,8 @@ func Open(ordinal int) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Backend{lib: lib, ctx: ctx, props: ctx.Props(), compiles: compilepool.New[[]byte](runtime.NumCPU(), errClosed)}
+	b := &Backend{lib: lib, ctx: ctx, props: ctx.Props()}
+	b.compiles = gpuhost.NewCompiles(runtime.NumCPU(), errClosed, b.nvrtc)
 	if err := b.describe(); err != nil {
 		ctx.Close()
 		return nil, err
@@ -105,12 +105,14 @@ func (b *Backend) describe() error {
 			"registers_per_block":     float64(p.RegsPerBlock),
 			"max_shared_per_sm_bytes": float64(p.MaxSharedPerSM),
 		},
+		// The device's limits on threads per block and static shared memory.
+		Limits: tuner.Limits{GPU: &gpu.Limits{API: gpu.CUDA, MaxThreads: p.MaxThreadsPerBlock, MaxShared: p.MaxSharedPerBlock, SIMDWidth: p.WarpSize}},
 	}
 	bw, err := b.copyBandwidth()
 	if err != nil {
 		return fmt.Errorf("measuring copy bandwidth: %w", err)
 	}
-	b.info.Facts["bandwidth_gbps"] = math.Round(bw*10) / 10
+	b.info.Facts["bandwidth_gbps"] = bw
 	lo, err := b.launchOverhead()
 	if err != nil {
 		return fmt.Errorf("measuring launch overhead: %w", err)
@@ -121,7 +123,8 @@ func (b *Backend) describe() error {
 }
 
 // copyBandwidth times device-to-device copies of 512 MiB (far past L2) and
-// returns read+write GB/s, the median of 10 copies after a warmup.
+// returns read+write GB/s, the median of 10 copies after a warmup, rounded
+// to 0.1.
 func (b *Backend) copyBandwidth() (float64, error) {
 	const size = 512 << 20
 	var gbps float64
@@ -143,8 +146,8 @@ func (b *Backend) copyBandwidth() (float64, error) {
 		if err != nil {
 			return err
 		}
-		gbps = 2 * size / (stats.Median(ms[1:]) / 1e3) / 1e9
-		return nil
+		gbps, err = gpuhost.CopyGBps(size, seconds(ms))
+		return err
 	})
 	return gbps, err
 }
@@ -234,43 +237,3 @@ func (b *Backend) Close() error {
 	b.compiles.Close()
 	return b.ctx.Close()
 }
-
-// Constraints: threads per block, static shared memory, and 32-bit indexing.
-func (b *Backend) Constraints(k *kernels.Kernel, _ kernels.DType) []search.Constraint {
-	body, err := gpu.Get(k.Name)
-	if err != nil {
-		return []search.Constraint{{Name: "has a GPU body", Check: func(search.Candidate) error { return err }}}
-	}
-	maxThreads, maxShared := b.props.MaxThreadsPerBlock, b.props.MaxSharedPerBlock
-	return []search.Constraint{
-		{Name: fmt.Sprintf("threads ≤ %d", maxThreads), Check: func(c search.Candidate) error {
-			if n := body.Threads(c); n > maxThreads {
-				return fmt.Errorf("%d threads per block", n)
-			}
-			return nil
-		}},
-		{Name: fmt.Sprintf("static shared memory ≤ %d bytes", maxShared), Check: func(c search.Candidate) error {
-			if s := body.SharedBytes(c); s > maxShared {
-				return fmt.Errorf("%d bytes of shared memory", s)
-			}
-			return nil
-		}},
-		{Name: "features CUDA has", Check: func(c search.Candidate) error {
-			_, err := body.Supported(gpu.CUDA, c)
-			return err
-		}},
-		// Emulated variants (Metal's simdgroup_matrix) run only to verify the
-		// shared body; they are never worth timing here.
-		{Name: "native features only", TuneOnly: true, Check: func(c search.Candidate) error {
-			if native, err := body.Supported(gpu.CUDA, c); err == nil && !native {
-				return fmt.Errorf("emulated on CUDA")
-			}
-			return nil
-		}},
-	}
-}
-
-// toDevice and fromDevice convert between float32 and the buffer bytes.
-func toDevice(dt kernels.DType, xs []float32) []byte { return kernels.Encode(dt, xs) }
-
-func fromDevice(dt kernels.DType, b []byte) []float32 { return kernels.Decode(dt, b) }

@@ -11,19 +11,19 @@ import (
 // beta = 1.
 func init() {
 	blasCalls.Add(params.GemvNT, func(t *cudadrv.Thread, bl *cudadrv.ThreadBlas, in *instance, c int, ty cudadrv.DataType) error {
-		n, kk := in.p.Case.Shape[1], in.p.Case.Shape[2]
-		x, w := in.inputs[c][0], in.inputs[c][1]
-		dt := in.p.DType
+		n, kk := in.Problem.Case.Shape[1], in.Problem.Case.Shape[2]
+		x, w := in.Inputs[c][0], in.Inputs[c][1]
+		dt := in.Problem.DType
 		beta := float32(0)
-		if in.p.Case.Has(kernels.Bias) {
-			if err := t.CopyDtoD(in.out, in.inputs[c][2], int64(n*dt.Size())); err != nil {
+		if in.Problem.Case.Has(kernels.Bias) {
+			if err := t.CopyDtoD(in.Out, in.Inputs[c][2], int64(n*dt.Size())); err != nil {
 				return err
 			}
 			beta = 1
 		}
 		if dt == kernels.F32 {
-			return bl.Sgemv(true, kk, n, 1, w, kk, x, 1, beta, in.out, 1)
+			return bl.Sgemv(true, kk, n, 1, w, kk, x, 1, beta, in.Out, 1)
 		}
-		return bl.GemmEx(true, false, n, 1, kk, 1, w, ty, kk, x, ty, kk, beta, in.out, ty, n)
+		return bl.GemmEx(true, false, n, 1, kk, 1, w, ty, kk, x, ty, kk, beta, in.Out, ty, n)
 	})
 }

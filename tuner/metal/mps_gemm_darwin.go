@@ -16,20 +16,20 @@ func init() {
 
 // gemmAV: C[m×n] = A[m×k]·V[k×n].
 func (m *mps) gemmAV(cb objc.ID, in *instance, cp int, _ bool) error {
-	mm, n, k := in.p.Case.Shape[0], in.p.Case.Shape[1], in.p.Case.Shape[2]
+	mm, n, k := in.Problem.Case.Shape[0], in.Problem.Case.Shape[1], in.Problem.Case.Shape[2]
 	kern, err := m.matMul(false, mm, n, k)
 	if err != nil {
 		return err
 	}
-	c, err := m.matrix(in.out.id, mm, n)
+	c, err := m.matrix(in.Out.id, mm, n)
 	if err != nil {
 		return err
 	}
-	a, err := m.matrix(in.inputs[cp][0].id, mm, k)
+	a, err := m.matrix(in.Inputs[cp][0].id, mm, k)
 	if err != nil {
 		return err
 	}
-	v, err := m.matrix(in.inputs[cp][1].id, k, n)
+	v, err := m.matrix(in.Inputs[cp][1].id, k, n)
 	if err != nil {
 		return err
 	}
@@ -39,20 +39,20 @@ func (m *mps) gemmAV(cb objc.ID, in *instance, cp int, _ bool) error {
 
 // gemmAtB: Z[n×k] = Aᵀ·B with A m×n and B m×k (transposeLeft).
 func (m *mps) gemmAtB(cb objc.ID, in *instance, cp int, _ bool) error {
-	mm, n, k := in.p.Case.Shape[0], in.p.Case.Shape[1], in.p.Case.Shape[2]
+	mm, n, k := in.Problem.Case.Shape[0], in.Problem.Case.Shape[1], in.Problem.Case.Shape[2]
 	kern, err := m.matMul(true, n, k, mm)
 	if err != nil {
 		return err
 	}
-	z, err := m.matrix(in.out.id, n, k)
+	z, err := m.matrix(in.Out.id, n, k)
 	if err != nil {
 		return err
 	}
-	a, err := m.matrix(in.inputs[cp][0].id, mm, n)
+	a, err := m.matrix(in.Inputs[cp][0].id, mm, n)
 	if err != nil {
 		return err
 	}
-	bb, err := m.matrix(in.inputs[cp][1].id, mm, k)
+	bb, err := m.matrix(in.Inputs[cp][1].id, mm, k)
 	if err != nil {
 		return err
 	}

@@ -24,23 +24,23 @@ func init() {
 // before the verified run; timed runs accumulate into whatever y holds,
 // which costs the GPU the same).
 func (m *mps) gemvNT(cb objc.ID, in *instance, cp int, verify bool) error {
-	n, k := in.p.Case.Shape[1], in.p.Case.Shape[2]
+	n, k := in.Problem.Case.Shape[1], in.Problem.Case.Shape[2]
 	beta := 0.0
-	if in.p.Case.Has(kernels.Bias) {
+	if in.Problem.Case.Has(kernels.Bias) {
 		beta = 1
 	}
 	kern, err := m.matVec(n, k, beta)
 	if err != nil {
 		return err
 	}
-	y, err := m.vector(in.out.id, n)
+	y, err := m.vector(in.Out.id, n)
 	if err != nil {
 		return err
 	}
 	// macOS wants blit sizes in multiples of 4 bytes; buffers are allocated
 	// in multiples of 16 (bufferBytes), so the rounded copy stays inside both.
 	biasBytes := uint64(roundUp(n*m.size, 4))
-	ops := in.inputs[cp]
+	ops := in.Inputs[cp]
 	x, err := m.vector(ops[0].id, k)
 	if err != nil {
 		return err
@@ -49,12 +49,12 @@ func (m *mps) gemvNT(cb objc.ID, in *instance, cp int, verify bool) error {
 	if err != nil {
 		return err
 	}
-	if in.p.Case.Has(kernels.Bias) && verify {
+	if in.Problem.Case.Has(kernels.Bias) && verify {
 		blit := cb.Send(sel.blitCommandEncoder)
 		if blit == 0 {
 			return fmt.Errorf("metal: blitCommandEncoder returned nil")
 		}
-		blit.Send(sel.copyBuffer, ops[2].id, uint64(0), in.out.id, uint64(0), biasBytes)
+		blit.Send(sel.copyBuffer, ops[2].id, uint64(0), in.Out.id, uint64(0), biasBytes)
 		blit.Send(sel.endEncoding)
 	}
 	kern.Send(sel.encodeMatVec, cb, w, x, y)

@@ -21,31 +21,28 @@ import (
 
 // Operations of the protocol.
 const (
-	opInfo        = "info"
-	opConstraints = "constraints"
-	opCheck       = "check"
-	opLoad        = "load"
-	opCloseInst   = "close-instance"
-	opBuild       = "build"
-	opBaseline    = "baseline"
-	opPrefetch    = "prefetch"
-	opRun         = "run"
-	opOutput      = "output"
-	opCloseProg   = "close-program"
+	opInfo      = "info"
+	opLoad      = "load"
+	opCloseInst = "close-instance"
+	opBuild     = "build"
+	opBaseline  = "baseline"
+	opPrefetch  = "prefetch"
+	opRun       = "run"
+	opOutput    = "output"
+	opCloseProg = "close-program"
 )
 
 type request struct {
-	Op         string
-	Kernel     string
-	DType      string
-	Cand       map[string]int
-	Cands      []map[string]int
-	Problem    *problemSpec
-	Copies     int
-	ID         int // instance or program
-	Inst       int
-	N          int
-	Constraint int
+	Op      string
+	Kernel  string
+	DType   string
+	Cand    map[string]int
+	Cands   []map[string]int
+	Problem *problemSpec
+	Copies  int
+	ID      int // instance or program
+	Inst    int
+	N       int
 }
 
 type response struct {
@@ -54,7 +51,6 @@ type response struct {
 	// CUDA error), which exits after answering.
 	Fatal bool
 	Info  tuner.DeviceInfo
-	Names []string
 	ID    int
 	Name  string
 	Times []float64
