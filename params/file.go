@@ -93,8 +93,8 @@ type DriftSummary struct {
 	// MaxPct is the largest drift of the anchor from its reference, in
 	// percent of the reference, over all checks.
 	MaxPct float64 `json:"max_pct"`
-	// Remeasured counts the batches of samples that were discarded and
-	// measured again after a drift event.
+	// Remeasured counts the candidates whose samples since the last good
+	// check were discarded and measured again after a drift event.
 	Remeasured int `json:"remeasured"`
 	// Settled counts events after which the anchor did not come back to
 	// its reference after the cool-downs: its new speed became the reference.

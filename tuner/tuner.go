@@ -102,6 +102,17 @@ type Config struct {
 	// Progress, when set, is called after every candidate measurement, on
 	// the tuning goroutine; it must return quickly.
 	Progress func(Event)
+	// Finalists is how many of the search's best candidates are re-timed
+	// interleaved before the winner is chosen; 0 means DefaultFinalists, 1
+	// times the search's winner alone (retime.go).
+	Finalists int
+	// DriftEvery is how many new candidates are measured between two
+	// re-timings of the anchor (the default) by the drift guard; 0 means
+	// DefaultDriftEvery, a negative value turns the guard off (drift.go).
+	DriftEvery int
+	// DriftCooldown is how long the drift guard idles after the anchor
+	// drifted before it times the anchor again; 0 does not wait.
+	DriftCooldown time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -128,6 +139,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxCV <= 0 {
 		c.MaxCV = 0.25
+	}
+	if c.Finalists <= 0 {
+		c.Finalists = DefaultFinalists
+	}
+	if c.DriftEvery == 0 {
+		c.DriftEvery = DefaultDriftEvery
 	}
 	return c
 }
@@ -158,6 +175,9 @@ type Result struct {
 	// beyond the default (build, verification, samples and the final
 	// timing), from what the default took; 0 when unknown.
 	Needed time.Duration
+	// Finalists are the candidates the final timing re-timed interleaved,
+	// the search's winner first, with their search and final medians.
+	Finalists []Finalist
 }
 
 // Retiming is the incumbent (the parameters of the entry already in the
@@ -181,10 +201,15 @@ type Retiming struct {
 type Tuner struct {
 	b   Backend
 	cfg Config
+	// sleep idles for the drift guard's cool-down; tests replace it with
+	// a virtual clock.
+	sleep func(ctx context.Context, d time.Duration)
 }
 
 // New creates a tuner.
-func New(b Backend, cfg Config) *Tuner { return &Tuner{b: b, cfg: cfg.withDefaults()} }
+func New(b Backend, cfg Config) *Tuner {
+	return &Tuner{b: b, cfg: cfg.withDefaults(), sleep: sleepCtx}
+}
 
 // loaded is a problem on the device with its physical floor.
 type loaded struct {
@@ -218,6 +243,9 @@ type run struct {
 	replay   map[string][]Record // journaled measurements by candidate key
 	plan     *Record
 	valid    int // size of the valid space, for progress events
+	// drift is the drift guard (drift.go); nil when off, as in Bench.
+	drift        *driftGuard
+	replayAnchor []Record // journaled anchor timings, in order
 }
 
 // Run tunes one task within budget. It returns an error only when nothing
@@ -250,16 +278,17 @@ func (t *Tuner) Run(ctx context.Context, task Task, budget time.Duration) (*Resu
 	// reference point of the entry.
 	perSample := 0.0
 	calStart := time.Now()
+	var anchor search.Candidate // what the drift guard re-times
 	if defErr == nil {
 		if s, err := r.measure(def, 3); err == nil {
-			perSample = stats.Median(s)
+			perSample, anchor = stats.Median(s), def
 		}
 	}
 	if perSample == 0 {
 		// Default invalid here: calibrate on the first valid candidate.
 		for _, c := range valid[:min(len(valid), 5)] {
 			if s, err := r.measure(c, 3); err == nil {
-				perSample = stats.Median(s)
+				perSample, anchor = stats.Median(s), c
 				break
 			}
 		}
@@ -267,11 +296,12 @@ func (t *Tuner) Run(ctx context.Context, task Task, budget time.Duration) (*Resu
 
 	calTime := time.Since(calStart)
 	setup := time.Since(start)
+	r.drift = newDriftGuard(r, anchor, budget)
 
-	// Programs in the final timing: winner, default, baseline, and the incumbent.
-	finalProgs := 3.0
+	// Programs in the final timing: the finalists, default, baseline, and the incumbent.
+	finalProgs := float64(t.cfg.Finalists + 2)
 	if task.Incumbent != nil {
-		finalProgs = 4
+		finalProgs++
 	}
 	finalSamples := t.cfg.FinalSamples
 	if perSample > 0 {
@@ -334,6 +364,8 @@ search:
 	if stopped == "" && t.cfg.MaxEvals > 0 && len(r.cands) >= t.cfg.MaxEvals && len(r.cands) < len(valid) {
 		stopped = "evaluation budget spent" // the strategy itself stopped at MaxCandidates
 	}
+	// What was measured since the anchor's last check is checked too.
+	r.drift.final()
 	best, _, ok := strat.Best()
 	if !ok {
 		// The strategy measured nothing (stopped at once): fall back to the
@@ -348,102 +380,14 @@ search:
 			fmt.Errorf("%s %s: every measured candidate failed (%s)", task.Kernel.Name, task.Key(), r.firstError())
 	}
 
-	// Final numbers: winner, default, baseline and incumbent timed
-	// interleaved, same sample count.
-	entry := &params.Entry{Params: best, Strategy: t.cfg.Strategy, Evaluations: len(r.cands), Stopped: stopped}
-	var baseProg Program
-	baseName := ""
-	if bp, name, err := t.b.Baseline(task.Kernel, task.DType); err == nil && bp != nil {
-		if verr := r.verify(bp, nil); verr == nil {
-			baseProg, baseName = bp, name
-		} else {
-			fmt.Fprintf(t.cfg.Log, "  baseline %s failed verification: %v\n", name, verr)
-		}
-		defer bp.Close()
-	}
-	var bestTot, defTot, baseTot []float64
-	var bestPer, defPer [][]float64
-	bestProg, err := r.program(best)
+	// Final numbers: the search's best few, default, baseline and incumbent
+	// timed interleaved, same sample count; the winner is chosen on them.
+	fin, err := r.finalTiming(space, best, def, defErr == nil, finalSamples)
 	if err != nil {
-		return nil, fmt.Errorf("%s %s: building the winner %s: %w", task.Kernel.Name, task.Key(), best.Key(), err)
+		return nil, err
 	}
-	// When the winner is the default it is timed once and both numbers are
-	// the same measurement (two noisy timings of one kernel would record a
-	// spurious speedup).
-	var defProg Program
-	sameAsDefault := best.Key() == def.Key()
-	if !sameAsDefault && defErr == nil && r.cands[def.Key()] != nil && r.cands[def.Key()].err == nil {
-		defProg, _ = r.program(def)
-	}
-	var retime *Retiming
-	var incProg Program
-	if task.Incumbent != nil {
-		retime = &Retiming{Params: task.Incumbent}
-		var own bool
-		if incProg, own = r.incumbent(space, retime, best, def, defProg != nil || sameAsDefault); own {
-			defer incProg.Close()
-		}
-	}
-	for i := 0; i < finalSamples; i += 5 {
-		n := min(5, finalSamples-i)
-		tot, per, err := r.sample(bestProg, n)
-		if err != nil {
-			return nil, fmt.Errorf("%s %s: timing the winner %s: %w", task.Kernel.Name, task.Key(), best.Key(), err)
-		}
-		bestTot = append(bestTot, tot...)
-		bestPer = append(bestPer, per...)
-		if defProg != nil {
-			if tot, per, err := r.sample(defProg, n); err == nil {
-				defTot = append(defTot, tot...)
-				defPer = append(defPer, per...)
-			}
-		}
-		if baseProg != nil {
-			if tot, _, err := r.sample(baseProg, n); err == nil {
-				baseTot = append(baseTot, tot...)
-			}
-		}
-		if incProg != nil && retime.Err == "" {
-			if tot, _, err := r.sample(incProg, n); err == nil {
-				retime.Samples = append(retime.Samples, tot...)
-			} else {
-				retime.Err, retime.Samples = "timing: "+err.Error(), nil
-			}
-		}
-	}
-	found, foundTot := best, bestTot // the search's winner, before the default may take its place
-	if best.Key() != def.Key() && len(defTot) == len(bestTot) && stats.Median(defTot) < stats.Median(bestTot) {
-		// On the final, longer comparison the default won: record it.
-		fmt.Fprintf(t.cfg.Log, "  %s %s: the default beat %s in the final timing; keeping the default\n", task.Kernel.Name, task.Key(), best.Key())
-		best, bestTot, bestPer = def, defTot, defPer
-		entry.Params = best
-	}
-	sum := stats.Summarize(bestTot)
-	entry.MedianUS = round3(sum.Median * 1e6)
-	entry.IQRUS = round3(sum.IQR * 1e6)
-	entry.MinUS = round3(sum.Min * 1e6)
-	entry.Samples = sum.Count
-	for i := range r.problems {
-		col := make([]float64, len(bestPer))
-		for j := range bestPer {
-			col[j] = bestPer[j][i]
-		}
-		entry.ShapeMedianUS = append(entry.ShapeMedianUS, round3(stats.Median(col)*1e6))
-	}
-	entry.Default = &params.Reference{Params: ps.Defaults()}
-	if sameAsDefault {
-		defTot = bestTot
-	}
-	if len(defTot) > 0 {
-		entry.Default.MedianUS = round3(stats.Median(defTot) * 1e6)
-	}
-	if len(baseTot) > 0 {
-		entry.Baseline = &params.Baseline{Name: baseName, MedianUS: round3(stats.Median(baseTot) * 1e6)}
-	}
-	entry.Use = UseOf(bestTot, baseTot)
-	if retime != nil {
-		finishRetiming(retime, best, bestTot, []search.Candidate{found, def}, [][]float64{foundTot, defTot})
-	}
+	entry := &params.Entry{Strategy: t.cfg.Strategy, Evaluations: len(r.cands), Stopped: stopped}
+	fin.record(entry, ps.Defaults(), len(r.problems))
 	for _, c := range task.Cases {
 		entry.Shapes = append(entry.Shapes, append([]int(nil), c.Shape...))
 	}
@@ -456,20 +400,25 @@ search:
 			entry.Candidates.Measured++
 		}
 	}
-	entry.Roofline = r.roofline(sum.Median)
-	return &Result{Task: task, Entry: entry, Trace: r.trace(), Stopped: stopped, DataSeed: r.dataSeed, Retiming: retime, Needed: needed}, nil
+	entry.Roofline = r.roofline(stats.Median(fin.chosen.tot))
+	entry.Drift = r.drift.summary()
+	return &Result{Task: task, Entry: entry, Trace: r.trace(), Stopped: stopped, DataSeed: r.dataSeed,
+		Retiming: fin.retime, Needed: needed, Finalists: fin.finalistsOf()}, nil
 }
 
 // incumbent prepares the final timing of the incumbent: it returns the
 // program to time in the interleaved rounds, and whether the caller owns
-// (must close) it. The program is nil when the incumbent is the winner or
-// the default (whose samples it shares, when defTimed) or cannot run here
-// (recorded in rt). An incumbent the search did not measure is built apart
-// from the run's candidates, so that it does not count as measured.
-func (r *run) incumbent(space *search.Space, rt *Retiming, best, def search.Candidate, defTimed bool) (Program, bool) {
+// (must close) it. The program is nil when the incumbent is one of the
+// contest (the finalists and the default, whose samples it shares) or
+// cannot run here (recorded in rt). An incumbent the search did not measure
+// is built apart from the run's candidates, so that it does not count as
+// measured.
+func (r *run) incumbent(space *search.Space, rt *Retiming, contest []*timed) (Program, bool) {
 	inc := search.Candidate(rt.Params)
-	if inc.Key() == best.Key() || (inc.Key() == def.Key() && defTimed) {
-		return nil, false
+	for _, c := range contest {
+		if inc.Key() == c.cand.Key() {
+			return nil, false
+		}
 	}
 	if err := space.Check(inc); err != nil {
 		rt.Invalid, rt.Err = true, "not valid here: "+err.Error()
