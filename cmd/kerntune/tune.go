@@ -45,6 +45,9 @@ type tuneFlags struct {
 	trace       string
 	asJSON      bool
 	backendOpts backendOptions
+	// Drift guard (tuner/drift.go).
+	driftEvery    int
+	driftCooldown time.Duration
 }
 
 func newTuneCmd() *cobra.Command {
@@ -109,6 +112,8 @@ An interrupted run (Ctrl-C, SIGTERM) writes what it finished and exits 130
 	fl.BoolVar(&f.resume, "resume", false, "finish an interrupted run from its journal (--out plus .journal), reusing its measurements")
 	fl.StringVar(&f.trace, "trace", "", "append every measured candidate to this JSON-lines file (read by kerntune report)")
 	fl.BoolVar(&f.asJSON, "json", false, "print the tuned entries as JSON on stdout")
+	fl.IntVar(&f.driftEvery, "drift-every", tuner.DefaultDriftEvery, "re-time the default every N new candidates and measure again what was measured while it drifted more than 10% (0: off)")
+	fl.DurationVar(&f.driftCooldown, "drift-cooldown", 10*time.Second, "idle this long after a drift before timing again (at most a fifth of an entry's budget in all)")
 	addBackendFlags(cmd, &f.backendOpts)
 	return cmd
 }
@@ -156,6 +161,12 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 	}
 	if _, err := search.New(f.strategy, []search.Candidate{{}}, search.Options{}); err != nil {
 		return usageErrorf("--strategy: %v", err)
+	}
+	if f.driftEvery < 0 {
+		return usageErrorf("--drift-every must be 0 (off) or a positive number of candidates, got %d", f.driftEvery)
+	}
+	if f.driftCooldown < 0 {
+		return usageErrorf("--drift-cooldown must not be negative, got %s", f.driftCooldown)
 	}
 	specs, err := loadSpecs(f.specs)
 	if err != nil {
@@ -273,7 +284,11 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 	}
 	completed := false
 	defer func() { jr.Close(completed) }()
-	cfg := tuner.Config{Strategy: f.strategy, Seed: f.seed, Log: log, Verbose: f.verbose, Journal: jr, MaxEvals: f.maxEvals, Progress: ui.event}
+	cfg := tuner.Config{Strategy: f.strategy, Seed: f.seed, Log: log, Verbose: f.verbose, Journal: jr, MaxEvals: f.maxEvals, Progress: ui.event,
+		DriftEvery: f.driftEvery, DriftCooldown: f.driftCooldown}
+	if f.driftEvery == 0 {
+		cfg.DriftEvery = -1 // 0 on the command line turns the guard off
+	}
 	tu := tuner.New(b, cfg)
 	deadline := time.Now().Add(f.budget)
 	var results []*tuner.Result
