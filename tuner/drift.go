@@ -42,6 +42,12 @@ const (
 	maxCooldowns = 3
 	// maxWaitShare caps the guard's idling at this share of the entry's budget.
 	maxWaitShare = 0.2
+	// maxRedoEvents is how many events of an entry lead to measuring again:
+	// a device whose speed keeps changing (a shared machine whose other
+	// core comes and goes) would spend the budget on it, and the final
+	// interleaved timing compares the finalists at one speed anyway.
+	// Later events are recorded only.
+	maxRedoEvents = 3
 )
 
 // sleepCtx idles for d or until ctx is done.
@@ -148,8 +154,9 @@ func (g *driftGuard) beforeFinal() {
 
 // finalDrifted checks the anchor's samples in the final timing (one of
 // progs, in rounds of 5): when its last round is more than DriftLimit off
-// its first, beyond noise, the final timing drifted and is an event.
-func (g *driftGuard) finalDrifted(progs []*timed) bool {
+// its first, beyond noise, the final timing drifted and is an event. It
+// reports whether to time it again: on drift, when again allows it.
+func (g *driftGuard) finalDrifted(progs []*timed, again bool) bool {
 	if g == nil || g.r.ctx.Err() != nil {
 		return false
 	}
@@ -173,12 +180,16 @@ func (g *driftGuard) finalDrifted(progs []*timed) bool {
 	g.sum.Events++
 	g.slowed = g.slowed || pct > 0
 	r := g.r
-	fmt.Fprintf(r.t.cfg.Log, "  %s %s: the anchor %s drifted %+.0f%% during the final timing; timing it again\n",
-		r.task.Kernel.Name, r.task.Key(), g.anchor.Key(), pct)
+	what := "timing it again"
+	if !again {
+		what = "too little budget is left to time it again"
+	}
+	fmt.Fprintf(r.t.cfg.Log, "  %s %s: the anchor %s drifted %+.0f%% during the final timing; %s\n",
+		r.task.Kernel.Name, r.task.Key(), g.anchor.Key(), pct, what)
 	if j := r.t.cfg.Journal; j != nil {
 		j.Record(r.record(Record{Kind: RecordDrift, Cand: g.anchor.Key(), DriftPct: round3(pct), Samples: last, Final: true}))
 	}
-	return true
+	return again
 }
 
 // summary is the entry's record of the guard; nil when it never checked.
@@ -208,6 +219,20 @@ func (g *driftGuard) check() {
 	}
 	refUS := stats.Median(g.ref) * 1e6
 	ev := Record{Kind: RecordDrift, Cand: g.anchor.Key(), DriftPct: round3(pct), Samples: s}
+	if g.sum.Events >= maxRedoEvents {
+		// The speed keeps changing: record the event, take the new speed
+		// as the reference, and measure nothing again.
+		g.sum.Events++
+		g.ref, ev.Settled = s, true
+		g.sum.Settled++
+		fmt.Fprintf(r.t.cfg.Log, "  %s %s: the anchor %s drifted %+.0f%% (%.2f → %.2f µs); after %d events the guard no longer measures again\n",
+			r.task.Kernel.Name, r.task.Key(), g.anchor.Key(), pct, refUS, stats.Median(s)*1e6, maxRedoEvents)
+		if j := r.t.cfg.Journal; j != nil && !replayed {
+			j.Record(r.record(ev))
+		}
+		g.good()
+		return
+	}
 	before := g.waited
 	// A device that slowed down idles to cool and is timed again, up to
 	// maxCooldowns times; one that sped up cannot be helped by waiting and
@@ -345,11 +370,12 @@ func (g *driftGuard) remeasure() int {
 	for _, key := range order {
 		d := redos[key]
 		cd := r.cands[key]
-		if r.ctx.Err() != nil || time.Now().After(r.deadline) {
-			break
-		}
 		if cd == nil || cd.err != nil || len(cd.samples) < d.start+d.n {
 			continue
+		}
+		cost := time.Duration(stats.Median(cd.samples) * float64(d.n) * float64(time.Second))
+		if r.ctx.Err() != nil || time.Until(r.deadline) < r.reserve+cost {
+			break // the final timing's share of the budget is not spent here
 		}
 		old := cd.samples
 		cd.samples = append([]float64(nil), old[:d.start]...)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/kerntune/kerntune/internal/stats"
 	"github.com/kerntune/kerntune/params"
@@ -154,14 +155,16 @@ func (r *run) finalTiming(space *search.Space, best, def search.Candidate, defOK
 	if inc != nil {
 		progs = append(progs, inc)
 	}
-	// A device that drifted during the search cools down first; when the
-	// anchor drifts within the final rounds, they are taken again (drift.go).
+	// A device that slowed down during the search cools down first; when
+	// the anchor drifts within the final rounds, they are taken again once,
+	// when what is left of the budget allows (drift.go).
 	for attempt := 0; ; attempt++ {
 		r.drift.beforeFinal()
+		start := time.Now()
 		if err := f.rounds(r, progs, n); err != nil {
 			return nil, err
 		}
-		if attempt >= maxCooldowns || !r.drift.finalDrifted(progs) {
+		if attempt > 0 || !r.drift.finalDrifted(progs, time.Until(r.deadline) >= time.Since(start)) {
 			break
 		}
 		for _, p := range progs {

@@ -246,6 +246,9 @@ type run struct {
 	// drift is the drift guard (drift.go); nil when off, as in Bench.
 	drift        *driftGuard
 	replayAnchor []Record // journaled anchor timings, in order
+	// reserve is what the final timing is expected to take: the drift
+	// guard measures nothing again that would eat into it.
+	reserve time.Duration
 }
 
 // Run tunes one task within budget. It returns an error only when nothing
@@ -320,6 +323,7 @@ func (t *Tuner) Run(ctx context.Context, task Task, budget time.Duration) (*Resu
 		opts.MaxCandidates = n
 	}
 	finalSamples, opts.MaxCandidates = r.journalPlan(finalSamples, opts.MaxCandidates)
+	r.reserve = time.Duration(perSample * finalProgs * float64(finalSamples) * float64(time.Second))
 	// The default always competes: a tuned entry is never slower than no tuning.
 	pool := valid
 	if defErr == nil {
