@@ -409,13 +409,17 @@ func TestFinalistsUndoSelectionBias(t *testing.T) {
 		if got := search.Candidate(e.Params); got.Key() != truth.Key() {
 			t.Fatalf("winner %s, want %s (finalists %+v)", got.Key(), truth.Key(), res.Finalists)
 		}
-		if len(res.Finalists) < DefaultFinalists {
-			t.Errorf("%d finalists, want %d or more", len(res.Finalists), DefaultFinalists)
-		}
+		final := 0
 		for _, f := range res.Finalists {
-			if f.Err == "" && f.FinalUS < e.MedianUS {
+			if f.Final {
+				final++
+			}
+			if f.Final && f.Err == "" && f.FinalUS < e.MedianUS {
 				t.Errorf("finalist %+v is faster than the chosen %.2f µs", f, e.MedianUS)
 			}
+		}
+		if final != DefaultFinalists+1 || len(res.Finalists) != screenFactor*DefaultFinalists+1 {
+			t.Errorf("%d finalists of %d screened; want %d of %d (the default included)", final, len(res.Finalists), DefaultFinalists+1, screenFactor*DefaultFinalists+1)
 		}
 		// Bench times the chosen parameters as kerntune bench does, shape by
 		// shape, interleaved with no baseline: with 1 % noise the medians of
@@ -498,5 +502,62 @@ func TestDriftGuardStopsChasing(t *testing.T) {
 	d := res.Entry.Drift
 	if d == nil || d.Events <= maxRedoEvents || d.Remeasured > maxRedoEvents*(DefaultDriftEvery+1) {
 		t.Fatalf("drift %+v: want more than %d events and at most %d candidates measured again", d, maxRedoEvents, maxRedoEvents*(DefaultDriftEvery+1))
+	}
+}
+
+// A quiet stretch of the search made six candidates in a row look 0.55 of
+// their time, more than the final timing re-times: the screen, which times
+// the search's best nine together, sees their real speed, and the truly
+// fastest (seventh in the search) goes on to the final timing and wins.
+func TestScreenOutlastsAQuietStretch(t *testing.T) {
+	truth := search.Candidate{"BN": 16, "ROWS": 4, "UNROLL": 1, "THREADS": 1}
+	var lucky map[string]bool
+	fb := newModel(func(c search.Candidate, shape []int) float64 {
+		us := 110.0
+		switch {
+		case c.Key() == truth.Key():
+			us = 95
+		case lucky[c.Key()]:
+			us = 105
+		}
+		return us * 1e-6 * float64(shape[1]) / 300
+	})
+	seen := map[string]int{}
+	fb.speed = func(c search.Candidate) float64 {
+		seen[c.Key()]++
+		if lucky[c.Key()] && seen[c.Key()] <= 20 { // the search's 10 samples on 2 shapes
+			return 0.55
+		}
+		return 1
+	}
+	tu := New(fb, Config{Strategy: "exhaustive", Samples: 10, FinalSamples: 20, Warmup: time.Microsecond})
+	cands, _ := verifiable(t, tu, gemvTask(t))
+	lucky = map[string]bool{}
+	for _, c := range cands[40:46] {
+		if c.Key() == truth.Key() {
+			t.Fatal("the truth is among the lucky")
+		}
+		lucky[c.Key()] = true
+	}
+	res, err := tu.Run(context.Background(), gemvTask(t), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := search.Candidate(res.Entry.Params); got.Key() != truth.Key() {
+		t.Fatalf("winner %s, want %s (finalists %+v)", got.Key(), truth.Key(), res.Finalists)
+	}
+	// The search ranked the six lucky ones first: without the screen they
+	// alone would have been re-timed.
+	nLucky := 0
+	for _, f := range res.Finalists {
+		if lucky[search.Candidate(f.Params).Key()] {
+			nLucky++
+			if f.SearchUS > 0.6*f.ScreenUS {
+				t.Errorf("lucky %+v: want its search median about 0.55 of the screen's", f)
+			}
+		}
+	}
+	if nLucky != len(lucky) {
+		t.Errorf("%d of the %d lucky candidates were screened: want all (they lead the search)", nLucky, len(lucky))
 	}
 }

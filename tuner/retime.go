@@ -11,8 +11,10 @@ import (
 	"github.com/kerntune/kerntune/search"
 )
 
-// DefaultFinalists is how many of the search's best candidates the final
-// timing re-times interleaved before one is chosen (Config.Finalists).
+// DefaultFinalists is how many candidates the final timing re-times
+// interleaved before one is chosen (Config.Finalists); screenFactor times
+// as many of the search's best are screened first, in two short
+// interleaved rounds, and the fastest there go on.
 //
 // A candidate's search median comes from one short stretch of samples
 // (a few milliseconds on a CPU), and the search keeps the lowest of
@@ -20,19 +22,27 @@ import (
 // quiet wins, and its median is not what it runs at (on a shared 2-core
 // machine a multi-threaded candidate ran 0.53× its usual time in 2–3 % of
 // 5-sample batches, and the search's winner recorded half its final time;
-// docs/search.md). Re-timing the top few in the same interleaved rounds,
+// docs/measurement.md). Re-timing the top few in the same interleaved rounds,
 // as llama.cpp's Metal tuner and Triton's do_bench re-benchmark near-ties,
 // chooses on comparable samples, and the chosen candidate's recorded
-// figures are those samples.
-const DefaultFinalists = 4
+// figures are those samples. The screen keeps a run of candidates timed in
+// one quiet stretch of the search from filling the final timing.
+const (
+	DefaultFinalists = 3
+	screenFactor     = 3
+)
 
-// Finalist is one candidate of the final interleaved timing: its median in
-// the search and in the final rounds, per-sample totals over the task's
-// shapes in µs.
+// Finalist is one candidate the final timing screened or re-timed: its
+// median in the search, in the screen and in the final rounds, per-sample
+// totals over the task's shapes in µs (0 where it was not timed).
 type Finalist struct {
 	Params   map[string]int
 	SearchUS float64
+	ScreenUS float64
 	FinalUS  float64
+	// Final is set for the candidates of the final rounds; the others
+	// were screened out.
+	Final bool
 	// Default is set for the un-tuned default, which always competes.
 	Default bool
 	// Err says why it dropped out of the final timing, or "".
@@ -44,6 +54,7 @@ type timed struct {
 	cand     search.Candidate // nil for the baseline
 	prog     Program
 	searchUS float64
+	screen   []float64   // the screen's samples
 	tot      []float64   // per-sample totals over the task's shapes
 	per      [][]float64 // per sample, per shape
 	err      error
@@ -51,16 +62,18 @@ type timed struct {
 
 // finals is the outcome of the final timing.
 type finals struct {
-	contest []*timed // the finalists, search winner first, and the default
-	def     *timed   // the default's timing (also in contest), or nil
-	base    *timed
-	chosen  *timed
-	baseNm  string
-	retime  *Retiming
-	noHarm  string
+	screened []*timed // every candidate screened, in order of search median
+	contest  []*timed // the finalists, fastest in the screen first, and the default
+	def      *timed   // the default's timing (also in contest), or nil
+	base     *timed
+	chosen   *timed
+	baseNm   string
+	retime   *Retiming
+	noHarm   string
+	best     string // the search's winner
 }
 
-// finalists are the candidates the final timing re-times: the search's
+// finalists are the candidates the final timing screens: the search's
 // winner, then the others measured without error in order of their search
 // median, up to k in all.
 func (r *run) finalists(best search.Candidate, k int) []search.Candidate {
@@ -96,20 +109,26 @@ func (r *run) finalists(best search.Candidate, k int) []search.Candidate {
 	return out
 }
 
-// finalTiming times the finalists, the default, the baseline and the
-// incumbent interleaved, n samples each in rounds of 5 whose order rotates,
-// and chooses the winner: the fastest in median over the task's shapes that
-// is not slower than the default beyond noise on any shape (noharm.go).
+// finalTiming screens the search's best, then times the finalists, the
+// default, the baseline and the incumbent interleaved, n samples each in
+// rounds of 5 whose order rotates, and chooses the winner: the fastest in
+// median over the task's shapes that is not slower than the default beyond
+// noise on any shape (noharm.go).
 func (r *run) finalTiming(space *search.Space, best, def search.Candidate, defOK bool, n int) (*finals, error) {
 	t, task := r.t, r.task
-	f := &finals{}
+	f := &finals{best: best.Key()}
 	searchUS := func(c search.Candidate) float64 {
 		if cd := r.cands[c.Key()]; cd != nil && len(cd.samples) > 0 {
 			return stats.Median(cd.samples) * 1e6
 		}
 		return 0
 	}
-	for i, c := range r.finalists(best, max(1, t.cfg.Finalists)) {
+	k := max(1, t.cfg.Finalists)
+	screen := screenFactor * k
+	if k == 1 {
+		screen = 1 // the search's winner alone, as Config.Finalists says
+	}
+	for i, c := range r.finalists(best, screen) {
 		prog, err := r.program(c)
 		if err != nil {
 			if i == 0 {
@@ -118,16 +137,23 @@ func (r *run) finalTiming(space *search.Space, best, def search.Candidate, defOK
 			continue
 		}
 		tm := &timed{cand: c, prog: prog, searchUS: searchUS(c)}
-		f.contest = append(f.contest, tm)
 		if c.Key() == def.Key() {
-			f.def = tm
+			f.def = tm // the default is never screened out
+			continue
 		}
+		f.screened = append(f.screened, tm)
 	}
+	f.contest = f.screen(r, k, max(2, n/5))
 	if f.def == nil && defOK && r.cands[def.Key()] != nil && r.cands[def.Key()].err == nil {
 		if prog, err := r.program(def); err == nil {
 			f.def = &timed{cand: def, prog: prog, searchUS: searchUS(def)}
-			f.contest = append(f.contest, f.def)
 		}
+	}
+	if f.def != nil {
+		f.contest = append(f.contest, f.def)
+	}
+	if len(f.contest) == 0 {
+		return nil, fmt.Errorf("%s %s: screening the finalists: %w", task.Kernel.Name, task.Key(), firstErr(f.screened))
 	}
 	if bp, name, err := t.b.Baseline(task.Kernel, task.DType); err == nil && bp != nil {
 		if verr := r.verify(bp, nil); verr == nil {
@@ -190,9 +216,55 @@ func (r *run) finalTiming(space *search.Space, best, def search.Candidate, defOK
 	return f, nil
 }
 
+// screen times the screened candidates interleaved in two rounds of n/2
+// samples, the second in reverse order, and returns the k fastest by
+// median, all of them when there are no more than k. A candidate that fails
+// drops out.
+func (f *finals) screen(r *run, k, n int) []*timed {
+	cs := f.screened
+	if len(cs) <= k {
+		return append([]*timed(nil), cs...)
+	}
+	m := max(1, n/2)
+	for round := 0; round < 2; round++ {
+		for j := range cs {
+			p := cs[j]
+			if round == 1 {
+				p = cs[len(cs)-1-j]
+			}
+			if p.err != nil {
+				continue
+			}
+			tot, _, err := r.sample(p.prog, m)
+			if err != nil {
+				p.err = err
+				continue
+			}
+			p.screen = append(p.screen, tot...)
+		}
+	}
+	var ok []*timed
+	for _, c := range cs {
+		if c.err == nil {
+			ok = append(ok, c)
+		}
+	}
+	sort.SliceStable(ok, func(i, j int) bool { return stats.Median(ok[i].screen) < stats.Median(ok[j].screen) })
+	return ok[:min(k, len(ok))]
+}
+
+func firstErr(ts []*timed) error {
+	for _, t := range ts {
+		if t.err != nil {
+			return t.err
+		}
+	}
+	return fmt.Errorf("no candidate to time")
+}
+
 // rounds times progs interleaved, n samples each in rounds of 5 whose
 // order rotates so that no program always follows the same one. A program
-// that fails drops out; the search's winner failing is an error.
+// that fails drops out; every finalist failing is an error.
 func (f *finals) rounds(r *run, progs []*timed, n int) error {
 	for round, i := 0, 0; i < n; round, i = round+1, i+5 {
 		m := min(5, n-i)
@@ -203,8 +275,6 @@ func (f *finals) rounds(r *run, progs []*timed, n int) error {
 			}
 			tot, per, err := r.sample(p.prog, m)
 			switch {
-			case err != nil && p == f.contest[0]:
-				return fmt.Errorf("%s %s: timing the winner %s: %w", r.task.Kernel.Name, r.task.Key(), p.cand.Key(), err)
 			case err != nil && p == f.base:
 				// A baseline round that fails is left out, as before.
 			case err != nil:
@@ -215,7 +285,12 @@ func (f *finals) rounds(r *run, progs []*timed, n int) error {
 			}
 		}
 	}
-	return nil
+	for _, c := range f.contest {
+		if c.err == nil {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s %s: timing the finalists: %w", r.task.Kernel.Name, r.task.Key(), firstErr(f.contest))
 }
 
 // choose picks the winner among the finalists that were timed to the end,
@@ -228,23 +303,24 @@ func (f *finals) choose(r *run) {
 		}
 	}
 	sort.SliceStable(ok, func(i, j int) bool { return stats.Median(ok[i].tot) < stats.Median(ok[j].tot) })
-	f.chosen = f.contest[0] // timed to the end, or finalTiming returned an error
-	if len(ok) > 0 {
-		f.chosen, f.noHarm = chooseNoHarm(ok, f.def, r.shapeNames())
-	}
+	f.chosen, f.noHarm = chooseNoHarm(ok, f.def, r.shapeNames()) // ok is not empty: rounds succeeded
 	t, task := r.t, r.task
-	if f.chosen != f.contest[0] || t.cfg.Verbose {
+	if f.chosen.cand.Key() != f.best || t.cfg.Verbose {
 		var parts []string
-		for _, c := range f.contest {
-			s := fmt.Sprintf("%s %.2f→", c.cand.Key(), c.searchUS)
-			if c.err != nil {
-				s += "failed"
-			} else {
-				s += fmt.Sprintf("%.2f µs", stats.Median(c.tot)*1e6)
+		for _, fi := range f.finalistsOf() {
+			s := fmt.Sprintf("%s %.2f", search.Candidate(fi.Params).Key(), fi.SearchUS)
+			if fi.ScreenUS > 0 {
+				s += fmt.Sprintf("→%.2f", fi.ScreenUS)
 			}
-			parts = append(parts, s)
+			switch {
+			case fi.Err != "":
+				s += "→failed"
+			case fi.Final:
+				s += fmt.Sprintf("→%.2f", fi.FinalUS)
+			}
+			parts = append(parts, s+" µs")
 		}
-		fmt.Fprintf(t.cfg.Log, "  %s %s: re-timed interleaved (search→final median): %s; chose %s\n",
+		fmt.Fprintf(t.cfg.Log, "  %s %s: re-timed interleaved (search→screen→final median): %s; chose %s\n",
 			task.Kernel.Name, task.Key(), strings.Join(parts, ", "), f.chosen.cand.Key())
 	}
 	if f.noHarm != "" {
@@ -277,17 +353,32 @@ func (f *finals) record(e *params.Entry, defaults map[string]int, nshapes int) {
 	e.NoHarm = f.noHarm
 }
 
-// finalistsOf reports the final timing for Result.Finalists.
+// finalistsOf reports the screen and the final timing for
+// Result.Finalists: the final rounds' candidates first, then those the
+// screen left out.
 func (f *finals) finalistsOf() []Finalist {
 	var out []Finalist
-	for _, c := range f.contest {
-		fi := Finalist{Params: c.cand, SearchUS: round3(c.searchUS), Default: c == f.def}
+	add := func(c *timed, final bool) {
+		fi := Finalist{Params: c.cand, SearchUS: round3(c.searchUS), Default: c == f.def, Final: final}
+		if len(c.screen) > 0 {
+			fi.ScreenUS = round3(stats.Median(c.screen) * 1e6)
+		}
 		if c.err != nil {
 			fi.Err = c.err.Error()
-		} else if len(c.tot) > 0 {
+		} else if final && len(c.tot) > 0 {
 			fi.FinalUS = round3(stats.Median(c.tot) * 1e6)
 		}
 		out = append(out, fi)
+	}
+	inFinal := map[*timed]bool{}
+	for _, c := range f.contest {
+		inFinal[c] = true
+		add(c, true)
+	}
+	for _, c := range f.screened {
+		if !inFinal[c] {
+			add(c, false)
+		}
 	}
 	return out
 }

@@ -102,9 +102,11 @@ type Config struct {
 	// Progress, when set, is called after every candidate measurement, on
 	// the tuning goroutine; it must return quickly.
 	Progress func(Event)
-	// Finalists is how many of the search's best candidates are re-timed
-	// interleaved before the winner is chosen; 0 means DefaultFinalists, 1
-	// times the search's winner alone (retime.go).
+	// Finalists is how many candidates the final timing re-times
+	// interleaved, with the default, before the winner is chosen; they are
+	// the fastest of the search's best screenFactor × Finalists in a short
+	// interleaved screen. 0 means DefaultFinalists; 1 times the search's
+	// winner alone (retime.go).
 	Finalists int
 	// DriftEvery is how many new candidates are measured between two
 	// re-timings of the anchor (the default) by the drift guard; 0 means
@@ -301,8 +303,10 @@ func (t *Tuner) Run(ctx context.Context, task Task, budget time.Duration) (*Resu
 	setup := time.Since(start)
 	r.drift = newDriftGuard(r, anchor, budget)
 
-	// Programs in the final timing: the finalists, default, baseline, and the incumbent.
-	finalProgs := float64(t.cfg.Finalists + 2)
+	// Programs in the final timing: the finalists, default, baseline, and
+	// the incumbent; the screen of screenFactor × Finalists candidates, a
+	// fifth of the samples each, costs about 0.6 × Finalists more.
+	finalProgs := float64(t.cfg.Finalists)*(1+screenFactor/5.0) + 2
 	if task.Incumbent != nil {
 		finalProgs++
 	}
