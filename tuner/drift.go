@@ -332,11 +332,12 @@ func (g *driftGuard) time(n int) (s []float64, replayed, ok bool) {
 }
 
 // wait idles for the cool-down, within the guard's share of the budget and
-// never past half of what is left of it.
+// never past half of what is left of it beyond the time kept for the final
+// timing.
 func (g *driftGuard) wait() {
 	r := g.r
 	d := r.t.cfg.DriftCooldown
-	d = min(d, g.maxWait-g.waited, time.Until(r.deadline)/2)
+	d = min(d, g.maxWait-g.waited, (time.Until(r.deadline)-r.reserve)/2)
 	if d <= 0 {
 		return
 	}
