@@ -674,7 +674,7 @@ func (r *run) verify(prog Program, cand search.Candidate) error {
 		if err != nil {
 			return fmt.Errorf("running on %s: %w", l.p.Case, err)
 		}
-		if err := l.p.Verify(out); err != nil {
+		if err := l.p.VerifyFor(out, cand); err != nil {
 			return err
 		}
 		checked++

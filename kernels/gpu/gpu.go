@@ -119,6 +119,47 @@ type Body struct {
 	MLX *MLX
 	// Consts computes the contents of the Bytes arguments for a case, in order.
 	Consts func(c kernels.Case) [][]byte
+	// APIDefines adds constants that depend on the API and dtype (the
+	// fragment shape and tile padding of MMA=1), or refuses a candidate
+	// the API cannot build in that dtype. Nil: none.
+	APIDefines func(api API, dt kernels.DType, p map[string]int) (map[string]int, error)
+	// SharedBytesAPI is the threadgroup memory of a candidate on one API
+	// and dtype, where that differs from SharedBytes (nil: SharedBytes).
+	SharedBytesAPI func(api API, dt kernels.DType, p map[string]int) int
+	// DynamicShared is the part of it that the source declares with
+	// SHARED_DYN and the launch passes (CUDA's dynamic shared memory, which
+	// may exceed the 48 KiB of static arrays). Nil or 0: none.
+	DynamicShared func(api API, dt kernels.DType, p map[string]int) int
+}
+
+// Shared is the threadgroup memory a candidate declares on api in dt.
+func (b *Body) Shared(api API, dt kernels.DType, p map[string]int) int {
+	if b.SharedBytesAPI != nil {
+		return b.SharedBytesAPI(api, dt, p)
+	}
+	return b.SharedBytes(p)
+}
+
+// Dynamic is the dynamic threadgroup memory a launch of the candidate passes.
+func (b *Body) Dynamic(api API, dt kernels.DType, p map[string]int) int {
+	if b.DynamicShared == nil {
+		return 0
+	}
+	return b.DynamicShared(api, dt, p)
+}
+
+// Buildable reports whether api can build candidate p in dt: Supported,
+// and the body's own API and dtype rules (APIDefines).
+func (b *Body) Buildable(api API, dt kernels.DType, p map[string]int) error {
+	if _, err := b.Supported(api, p); err != nil {
+		return err
+	}
+	if b.APIDefines != nil {
+		if _, err := b.APIDefines(api, dt, p); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // FuncName is the name of the kernel function a candidate's source
@@ -134,16 +175,82 @@ func (b *Body) FuncName(dt kernels.DType, p map[string]int) string {
 // Feature is an optional capability a candidate may need from an API.
 type Feature string
 
-// SIMDMatrix is the 8×8 SIMD-group matrix multiply of the MMA dialect
-// operations: native in Metal (simdgroup_matrix, Apple7 and later), emulated
-// with warp shuffles in CUDA for verification, absent from OpenCL C 1.2.
-const SIMDMatrix Feature = "simdgroup_matrix"
+// Features of the fragment (matrix-unit) operations.
+const (
+	// SIMDMatrix is the fragment API itself: Metal's simdgroup_matrix
+	// (Apple7 and later), CUDA's mma.sync (sm_80 and later); OpenCL C 1.2
+	// has no matrix units.
+	SIMDMatrix Feature = "simdgroup_matrix"
+	// TF32 multiplies f32 inputs rounded to TF32 (CUDA mma.sync m16n8k8);
+	// Apple GPUs have no such mode (their f32 fragments are exact).
+	TF32 Feature = "tf32"
+	// AsyncCopy copies global memory into threadgroup memory while the
+	// threads compute (CUDA cp.async), which makes more than two
+	// threadgroup buffers (STAGES > 2) worth having.
+	AsyncCopy Feature = "async_copy"
+)
 
 // features says which features each API's prelude provides, and whether
 // natively (false: emulated, correct but not worth tuning).
 var features = map[API]map[Feature]bool{
-	CUDA:  {SIMDMatrix: false},
+	CUDA:  {SIMDMatrix: true, TF32: true, AsyncCopy: true},
 	Metal: {SIMDMatrix: true},
+}
+
+// Fragment is the matrix-unit operand shape of one API and dtype, with the
+// threadgroup tile layout its loads need.
+type Fragment struct {
+	M, N, K int // FRAG_M × FRAG_N accumulator, FRAG_K deep
+	// Instr names the instructions behind a fragment operation.
+	Instr string
+	// SmemBytes is the size of one threadgroup tile element (SMEM_T).
+	SmemBytes int
+	// PadA, PadAT and PadB pad a row of the A tile (row-major, or k-major
+	// for gemm_at_b) and of the B tile, in elements, against bank conflicts.
+	PadA, PadAT, PadB int
+	// Scratch is the threadgroup floats per SIMD-group FRAG_STORE uses.
+	Scratch int
+}
+
+// metalFragment: simdgroup_float8x8 from float tiles padded by 16 bytes a
+// row, as MLX pads its tiles (tgp_padding = 16 / sizeof(T)).
+var metalFragment = Fragment{M: 8, N: 8, K: 8, Instr: "simdgroup_multiply_accumulate 8×8×8 (f32)", SmemBytes: 4, PadA: 4, PadAT: 4, PadB: 4, Scratch: 64}
+
+// GemmFragment is the fragment an API uses for an MMA=1 GEMM candidate in
+// dt, or an error naming why the API cannot build it: the block of each
+// SIMD-group must be a whole number of fragments, and on CUDA f32 needs
+// TF32=1 (NVIDIA's matrix units have no f32 mode) while f16 needs TF32=0.
+func GemmFragment(api API, dt kernels.DType, p map[string]int) (Fragment, error) {
+	var f Fragment
+	switch api {
+	case Metal:
+		if p["TF32"] == 1 {
+			return f, fmt.Errorf("TF32=1: Apple GPUs have no TF32 mode (their f32 fragments are exact); use TF32=0")
+		}
+		f = metalFragment
+	case CUDA:
+		switch {
+		case dt == kernels.F16 && p["TF32"] == 0:
+			// ldmatrix rows of 16 bytes: pad by 8 halves.
+			f = Fragment{M: 16, N: 16, K: 16, Instr: "ldmatrix.x4 + 2× mma.sync.m16n8k16 (f16 in, f32 accumulate)", SmemBytes: 2, PadA: 8, PadAT: 8, PadB: 8}
+		case dt == kernels.F32 && p["TF32"] == 1:
+			// A by ldmatrix (16-byte rows: pad 4 floats); k-major A and B by
+			// 32-bit loads at k·ld + n for 8 n and 4 k: ld ≡ 8 (mod 32) banks.
+			f = Fragment{M: 16, N: 16, K: 8, Instr: "2× mma.sync.m16n8k8 (TF32 in, f32 accumulate)", SmemBytes: 4, PadA: 4, PadAT: 8, PadB: 8}
+		case dt == kernels.F32:
+			return f, fmt.Errorf("MMA=1 in f32 needs TF32=1 on CUDA (NVIDIA's matrix units have no f32 mode; TF32 must be allowed with --allow-tf32)")
+		default:
+			return f, fmt.Errorf("TF32=1 applies to f32 only, not %s", dt)
+		}
+	default:
+		return f, fmt.Errorf("%s has no matrix-unit fragments (needs %s)", api, SIMDMatrix)
+	}
+	wm, wn := max(p["WM"], 1), max(p["WN"], 1)
+	if p["BM"]%(wm*f.M) != 0 || p["BN"]%(wn*f.N) != 0 || p["BK"]%f.K != 0 {
+		return f, fmt.Errorf("%s fragments are %d×%d×%d: BM/WM=%d/%d, BN/WN=%d/%d and BK=%d must be multiples of them",
+			api, f.M, f.N, f.K, p["BM"], wm, p["BN"], wn, p["BK"])
+	}
+	return f, nil
 }
 
 // Supported reports whether api can run candidate p: nil, or an error
@@ -187,6 +294,15 @@ func (b *Body) SourceFor(api API, dt kernels.DType, p map[string]int) (string, e
 	}
 	for k, v := range b.Defines(p) {
 		defs[k] = v
+	}
+	if b.APIDefines != nil {
+		extra, err := b.APIDefines(api, dt, p)
+		if err != nil {
+			return "", fmt.Errorf("%s candidate %v on %s in %s: %w", b.Family, p, api, dt, err)
+		}
+		for k, v := range extra {
+			defs[k] = v
+		}
 	}
 	if _, ok := defs["VEC"]; !ok {
 		defs["VEC"] = 1

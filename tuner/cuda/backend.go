@@ -28,6 +28,15 @@ func init() {
 	tuner.Register("cuda", func() (tuner.Backend, error) { return Open(0) })
 }
 
+// Options configure the backend. The zero value is the default.
+type Options struct {
+	// AllowTF32 admits candidates with TF32=1: f32 GEMMs on the matrix
+	// units with inputs rounded to TF32 (10-bit mantissas), verified
+	// against kernels.TF32Tolerance instead of the f32 tolerance. Off by
+	// default, since it changes f32 results.
+	AllowTF32 bool
+}
+
 // Backend runs kernels on one NVIDIA GPU.
 type Backend struct {
 	lib   *cudadrv.Lib
@@ -38,6 +47,7 @@ type Backend struct {
 	// compiles holds NVRTC images by family|dtype|candidate key, compiled
 	// on one goroutine per CPU.
 	compiles *compilepool.Pool[[]byte]
+	opts     Options
 
 	empty, spinFn *cudadrv.Function
 	hostLaunchUS  float64
@@ -45,7 +55,10 @@ type Backend struct {
 
 // Open initialises the driver and a context on the GPU with the given ordinal.
 // Without a driver or a GPU it returns an error wrapping tuner.ErrUnavailable.
-func Open(ordinal int) (*Backend, error) {
+func Open(ordinal int) (*Backend, error) { return OpenWith(ordinal, Options{}) }
+
+// OpenWith is Open with options.
+func OpenWith(ordinal int, o Options) (*Backend, error) {
 	lib, err := cudadrv.Load()
 	if err != nil {
 		if errors.Is(err, cudadrv.ErrNoDriver) {
@@ -64,7 +77,7 @@ func Open(ordinal int) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Backend{lib: lib, ctx: ctx, props: ctx.Props(), compiles: compilepool.New[[]byte](runtime.NumCPU(), errClosed)}
+	b := &Backend{lib: lib, ctx: ctx, props: ctx.Props(), compiles: compilepool.New[[]byte](runtime.NumCPU(), errClosed), opts: o}
 	if err := b.describe(); err != nil {
 		ctx.Close()
 		return nil, err
@@ -104,6 +117,7 @@ func (b *Backend) describe() error {
 			"memory_clock_mhz":        float64(p.MemClockKHz) / 1e3,
 			"registers_per_block":     float64(p.RegsPerBlock),
 			"max_shared_per_sm_bytes": float64(p.MaxSharedPerSM),
+			"allow_tf32":              boolFact(b.opts.AllowTF32),
 		},
 	}
 	bw, err := b.copyBandwidth()
@@ -235,13 +249,16 @@ func (b *Backend) Close() error {
 	return b.ctx.Close()
 }
 
-// Constraints: threads per block, static shared memory, and 32-bit indexing.
-func (b *Backend) Constraints(k *kernels.Kernel, _ kernels.DType) []search.Constraint {
+// Constraints: threads per block, shared memory (static arrays up to the
+// 48 KiB limit, dynamic ones up to the opt-in limit), the features and
+// fragment shapes CUDA has for the dtype, and TF32 only when allowed.
+func (b *Backend) Constraints(k *kernels.Kernel, dt kernels.DType) []search.Constraint {
 	body, err := gpu.Get(k.Name)
 	if err != nil {
 		return []search.Constraint{{Name: "has a GPU body", Check: func(search.Candidate) error { return err }}}
 	}
 	maxThreads, maxShared := b.props.MaxThreadsPerBlock, b.props.MaxSharedPerBlock
+	maxOptin := max(b.props.MaxSharedPerBlockOptin, maxShared)
 	return []search.Constraint{
 		{Name: fmt.Sprintf("threads ≤ %d", maxThreads), Check: func(c search.Candidate) error {
 			if n := body.Threads(c); n > maxThreads {
@@ -249,15 +266,30 @@ func (b *Backend) Constraints(k *kernels.Kernel, _ kernels.DType) []search.Const
 			}
 			return nil
 		}},
-		{Name: fmt.Sprintf("static shared memory ≤ %d bytes", maxShared), Check: func(c search.Candidate) error {
-			if s := body.SharedBytes(c); s > maxShared {
-				return fmt.Errorf("%d bytes of shared memory", s)
+		{Name: fmt.Sprintf("shared memory ≤ %d bytes static, %d in all", maxShared, maxOptin), Check: func(c search.Candidate) error {
+			all := body.Shared(gpu.CUDA, dt, c)
+			if s := all - body.Dynamic(gpu.CUDA, dt, c); s > maxShared {
+				return fmt.Errorf("%d bytes of static shared memory", s)
+			}
+			if all > maxOptin {
+				return fmt.Errorf("%d bytes of shared memory", all)
 			}
 			return nil
 		}},
 		{Name: "features CUDA has", Check: func(c search.Candidate) error {
-			_, err := body.Supported(gpu.CUDA, c)
-			return err
+			if err := body.Buildable(gpu.CUDA, dt, c); err != nil {
+				return err
+			}
+			if c["MMA"] == 1 && b.props.Major < 8 {
+				return fmt.Errorf("MMA=1 needs mma.sync, ldmatrix and cp.async (sm_80 or later); this GPU is %s", b.props.Arch())
+			}
+			return nil
+		}},
+		{Name: "TF32 only with --allow-tf32", Check: func(c search.Candidate) error {
+			if c["TF32"] == 1 && !b.opts.AllowTF32 {
+				return fmt.Errorf("TF32=1 rounds f32 inputs to 10-bit mantissas; allow it with --allow-tf32")
+			}
+			return nil
 		}},
 		// Emulated variants (Metal's simdgroup_matrix) run only to verify the
 		// shared body; they are never worth timing here.
@@ -268,6 +300,13 @@ func (b *Backend) Constraints(k *kernels.Kernel, _ kernels.DType) []search.Const
 			return nil
 		}},
 	}
+}
+
+func boolFact(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // toDevice and fromDevice convert between float32 and the buffer bytes.
