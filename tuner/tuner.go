@@ -102,6 +102,9 @@ type Config struct {
 	// Progress, when set, is called after every candidate measurement, on
 	// the tuning goroutine; it must return quickly.
 	Progress func(Event)
+	// Where narrows the search space (tune --where MMA=1): candidates
+	// failing any of these are not valid in this run.
+	Where []search.Constraint
 }
 
 func (c Config) withDefaults() Config {
@@ -550,6 +553,7 @@ func (t *Tuner) Space(task Task) (*search.Space, error) {
 		}
 	}
 	sp.Constraints = append(sp.Constraints, t.b.Constraints(task.Kernel, task.DType)...)
+	sp.Constraints = append(sp.Constraints, t.cfg.Where...)
 	return sp, nil
 }
 

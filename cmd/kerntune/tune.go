@@ -46,6 +46,7 @@ type tuneFlags struct {
 	trace       string
 	asJSON      bool
 	backendOpts backendOptions
+	where       []string
 }
 
 func newTuneCmd() *cobra.Command {
@@ -110,6 +111,7 @@ An interrupted run (Ctrl-C, SIGTERM) writes what it finished and exits 130
 	fl.BoolVar(&f.resume, "resume", false, "finish an interrupted run from its journal (--out plus .journal), reusing its measurements")
 	fl.StringVar(&f.trace, "trace", "", "append every measured candidate to this JSON-lines file (read by kerntune report)")
 	fl.BoolVar(&f.asJSON, "json", false, "print the tuned entries as JSON on stdout")
+	fl.StringArrayVar(&f.where, "where", nil, "search only candidates with this parameter value, e.g. MMA=1 (repeatable; all must hold)")
 	addBackendFlags(cmd, &f.backendOpts)
 	return cmd
 }
@@ -163,6 +165,10 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 	}
 	if _, err := search.New(f.strategy, []search.Candidate{{}}, search.Options{}); err != nil {
 		return usageErrorf("--strategy: %v", err)
+	}
+	where, err := whereConstraints(f.where)
+	if err != nil {
+		return err
 	}
 	specs, err := loadSpecs(f.specs)
 	if err != nil {
@@ -280,7 +286,7 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 	}
 	completed := false
 	defer func() { jr.Close(completed) }()
-	cfg := tuner.Config{Strategy: f.strategy, Seed: f.seed, Log: log, Verbose: f.verbose, Journal: jr, MaxEvals: f.maxEvals, Progress: ui.event}
+	cfg := tuner.Config{Strategy: f.strategy, Seed: f.seed, Log: log, Verbose: f.verbose, Journal: jr, MaxEvals: f.maxEvals, Progress: ui.event, Where: where}
 	tu := tuner.New(b, cfg)
 	deadline := time.Now().Add(f.budget)
 	var results []*tuner.Result

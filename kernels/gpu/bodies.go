@@ -302,6 +302,8 @@ const gemmMMASource = `
 #define B_TILE (BK * LDB)
 #define FM (BM / WM / FRAG_M)
 #define FN (BN / WN / FRAG_N)
+#define A_CHUNKS (A_ROWS * A_COLS / COPY_N)
+#define B_CHUNKS (BK * BN / COPY_N)
   SHARED_DYN(SMEM_T, tiles, STAGES * (A_TILE + B_TILE));
   SHARED(float, Cs, (NTHREADS / 32) * FRAG_SCRATCH);
   const int warp = LID / 32;
@@ -331,20 +333,49 @@ const gemmMMASource = `
       const int k0 = lt * BK;
       SHARED_PTR(SMEM_T) As_ = tiles + (lt % STAGES) * (A_TILE + B_TILE);
       SHARED_PTR(SMEM_T) Bs_ = As_ + A_TILE;
-      for (int c = LID; c < A_ROWS * A_COLS / COPY_N; c += NTHREADS) {
-        const int r = c / (A_COLS / COPY_N), q = (c % (A_COLS / COPY_N)) * COPY_N;
+      // A slice inside the matrix whose rows start at multiples of
+      // COPY_N is copied without a check per chunk; an edge slice checks
+      // each chunk's bounds and alignment.
 #if A_TRANS
-        const int n = k0 + r < K ? KT_CLAMP(M - row0 - q, 0, COPY_N) : 0;
-        COPY_CHUNK(As_ + r * LDA + q, A, (k0 + r) * M + row0 + q, n);
+      const bool a_full = k0 + BK <= K && row0 + BM <= M && M % COPY_N == 0;
+#define A_SRC(r, q) ((k0 + (r)) * M + row0 + (q))
+#define A_VALID(r, q) (k0 + (r) < K ? KT_CLAMP(M - row0 - (q), 0, COPY_N) : 0)
 #else
-        const int n = row0 + r < M ? KT_CLAMP(K - k0 - q, 0, COPY_N) : 0;
-        COPY_CHUNK(As_ + r * LDA + q, A, (row0 + r) * K + k0 + q, n);
+      const bool a_full = row0 + BM <= M && k0 + BK <= K && K % COPY_N == 0;
+#define A_SRC(r, q) ((row0 + (r)) * K + k0 + (q))
+#define A_VALID(r, q) (row0 + (r) < M ? KT_CLAMP(K - k0 - (q), 0, COPY_N) : 0)
 #endif
+#define A_RQ(u) const int c = LID + (u) * NTHREADS; \
+        const int r = c / (A_COLS / COPY_N), q = (c % (A_COLS / COPY_N)) * COPY_N
+#define B_RQ(u) const int c = LID + (u) * NTHREADS; \
+        const int r = c / (BN / COPY_N), q = (c % (BN / COPY_N)) * COPY_N
+      if (a_full) {
+        UNROLL_LOOP
+        for (int u = 0; u < (A_CHUNKS + NTHREADS - 1) / NTHREADS; ++u) {
+          A_RQ(u);
+          if (A_CHUNKS % NTHREADS == 0 || c < A_CHUNKS) COPY_FULL(As_ + r * LDA + q, A, A_SRC(r, q));
+        }
+      } else {
+        UNROLL_LOOP
+        for (int u = 0; u < (A_CHUNKS + NTHREADS - 1) / NTHREADS; ++u) {
+          A_RQ(u);
+          if (A_CHUNKS % NTHREADS == 0 || c < A_CHUNKS) COPY_CHUNK(As_ + r * LDA + q, A, A_SRC(r, q), A_VALID(r, q));
+        }
       }
-      for (int c = LID; c < BK * BN / COPY_N; c += NTHREADS) {
-        const int r = c / (BN / COPY_N), q = (c % (BN / COPY_N)) * COPY_N;
-        const int n = k0 + r < K ? KT_CLAMP(N - col0 - q, 0, COPY_N) : 0;
-        COPY_CHUNK(Bs_ + r * LDB + q, B, (k0 + r) * N + col0 + q, n);
+      if (k0 + BK <= K && col0 + BN <= N && N % COPY_N == 0) {
+        UNROLL_LOOP
+        for (int u = 0; u < (B_CHUNKS + NTHREADS - 1) / NTHREADS; ++u) {
+          B_RQ(u);
+          if (B_CHUNKS % NTHREADS == 0 || c < B_CHUNKS) COPY_FULL(Bs_ + r * LDB + q, B, (k0 + r) * N + col0 + q);
+        }
+      } else {
+        UNROLL_LOOP
+        for (int u = 0; u < (B_CHUNKS + NTHREADS - 1) / NTHREADS; ++u) {
+          B_RQ(u);
+          if (B_CHUNKS % NTHREADS == 0 || c < B_CHUNKS) {
+            COPY_CHUNK(Bs_ + r * LDB + q, B, (k0 + r) * N + col0 + q, k0 + r < K ? KT_CLAMP(N - col0 - q, 0, COPY_N) : 0);
+          }
+        }
       }
     }
     COPY_COMMIT();

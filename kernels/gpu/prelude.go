@@ -12,7 +12,7 @@ import (
 const cudaCommon = `#define LID ((int)threadIdx.x)
 #define GROUP_X ((int)blockIdx.x)
 #define GROUP_Y ((int)blockIdx.y)
-#define SHARED(type, name, n) __shared__ type name[n]
+#define SHARED(type, name, n) __shared__ __align__(16) type name[n]
 #define BARRIER() __syncthreads()
 #define EXP(x) __expf(x)
 #define RSQRT(x) rsqrtf(x)
@@ -122,7 +122,7 @@ KT_INLINE void kt_store2(T* __restrict__ p, int i, float a, float b) { *reinterp
 // later), so that the rest of the prelude is plain CUDA C++.
 const cudaPTX = `KT_INLINE unsigned kt_smem_addr(const void* p) {
   unsigned a;
-  asm volatile("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
+  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
   return a;
 }
 KT_INLINE void kt_cp_async16(void* dst, const void* src) {
@@ -172,6 +172,7 @@ KT_INLINE void kt_copy_chunk(SMEM_T* dst, const T* __restrict__ src, int i, int 
   }
 }
 #define COPY_CHUNK(d, s, i, n) kt_copy_chunk((d), (s), (i), (n))
+#define COPY_FULL(d, s, i) kt_cp_async16((d), (s) + (i))
 #define COPY_COMMIT() kt_cp_commit()
 #define COPY_WAIT(n) kt_cp_wait<(n)>()
 struct kt_frag_a { unsigned r[4]; };
@@ -340,6 +341,7 @@ inline void kt_copy_chunk(threadgroup float* dst, device const T* src, int i, in
   for (int j = 0; j < COPY_N; ++j) dst[j] = j < n ? (float)src[i + j] : 0.0f;
 }
 #define COPY_CHUNK(d, s, i, n) kt_copy_chunk((d), (s), (i), (n))
+#define COPY_FULL(d, s, i) kt_copy_chunk((d), (s), (i), COPY_N)
 #define COPY_COMMIT()
 #define COPY_WAIT(n)
 #define FRAG_A simdgroup_float8x8

@@ -128,7 +128,10 @@ func constraints(k *kernels.Kernel, maxThreads, maxShared int, simdMatrix bool) 
 					return fmt.Errorf("needs simdgroup_matrix (Apple7 or later: M1 on; not Intel Macs' GPUs)")
 				}
 			}
-			return nil
+			// Features no Apple GPU has (TF32, asynchronous copies for
+			// STAGES > 2): the MSL cannot be generated.
+			_, err := body.Supported(gpu.Metal, c)
+			return err
 		}},
 	}
 }
