@@ -9,7 +9,9 @@
 #   scripts/gpu-mma.sh profile   Nsight Compute on the tuned kernels of the targets
 #   scripts/gpu-mma.sh all       verify, bench, profile
 # Environment: TUNE_BUDGET (per shape, default 40s), SIMT_SAMPLE (default 10),
-# SAMPLES (bench samples, default 100), VERIFY_SAMPLE (MMA, default 1: all).
+# SAMPLES (bench samples, default 100), VERIFY_SAMPLE (MMA, default 1: all),
+# ONLY (a regular expression: bench only the targets whose line matches),
+# PROFILE (the targets to profile, default "f16-4096x4096x4096 f32-4096x4096x4096").
 set -uo pipefail
 mode=${1:-all}
 OUT=${OUT:-$PWD/gpu-out}
@@ -47,6 +49,7 @@ verify() {
 
 bench() {
   for t in "${targets[@]}"; do
+    [[ -n "${ONLY:-}" && ! "$t" =~ ${ONLY} ]] && continue
     read -r fam dt shape where flags <<<"$t"
     name=$(tag "$fam" "$dt" "$shape")
     [ "$where" = TF32=1 ] && name="$name-tf32"
@@ -63,6 +66,7 @@ bench() {
     read -r fam dt shape where flags <<<"$t"
     name=$(tag "$fam" "$dt" "$shape")
     [ "$where" = TF32=1 ] && name="$name-tf32"
+    [ -f "$OUT/bench-$name.txt" ] || continue
     grep -h "^$fam" "$OUT/bench-$name.txt" | awk -v w="$where" '{printf "%-9s %-4s %-16s %-6s tuned %10s us  %s  ratio(tuned/base) %s  speed %.2f\n", $1, $2, $3, w, $5, $6" "$7, $8, ($8>0 ? 1/$8 : 0)}'
   done | tee "$OUT/summary.txt"
 }
@@ -72,8 +76,8 @@ profile() {
     for d in /usr/local/cuda/bin /opt/nvidia/nsight-compute/*; do [ -x "$d/ncu" ] && PATH="$d:$PATH"; done
   fi
   command -v ncu >/dev/null || { echo "ncu not found"; return; }
-  for t in "gemm_av f16 4096x4096x4096" "gemm_av f16 512x4864x896" "gemm_av f32 4096x4096x4096"; do
-    read -r fam dt shape <<<"$t"
+  for p in ${PROFILE:-f16-4096x4096x4096 f32-4096x4096x4096}; do
+    fam=gemm_av dt=${p%%-*} shape=${p#*-}
     name=$(tag "$fam" "$dt" "$shape")
     [ -f "$OUT/hp-$name.json" ] || continue
     step "ncu $name"
