@@ -8,6 +8,11 @@
 #                                against cuBLAS in the same run (the table at the end)
 #   scripts/gpu-mma.sh profile   Nsight Compute on the tuned kernels of the targets
 #   scripts/gpu-mma.sh all       verify, bench, profile
+#   scripts/gpu-mma.sh xcheck    without the binary: the generated sources
+#                                (bin/gemm-src, written by make gpu-binaries)
+#                                through CuPy/NVRTC, every MMA candidate verified,
+#                                the targets timed against cuBLAS (torch) with
+#                                CUDA graphs (scripts/gemm_xcheck.py)
 # Environment: TUNE_BUDGET (per shape, default 40s), SIMT_SAMPLE (default 10),
 # SAMPLES (bench samples, default 100), VERIFY_SAMPLE (MMA, default 1: all),
 # ONLY (a regular expression: bench only the targets whose line matches),
@@ -97,6 +102,9 @@ case "$mode" in
   bench) bench ;;
   profile) profile ;;
   all) verify; bench; profile ;;
-  *) echo "unknown mode $mode (verify, bench, profile, all)"; exit 2 ;;
+  xcheck)
+    run python3 scripts/gemm_xcheck.py bin/gemm-src all 2>&1 | tee "$OUT/xcheck.log"
+    python3 scripts/gemm_xcheck.py bin/gemm-src ncucmds "$OUT" | bash ;;
+  *) echo "unknown mode $mode (verify, bench, profile, all, xcheck)"; exit 2 ;;
 esac
 exit $status

@@ -3,6 +3,8 @@ package gpu
 import (
 	"fmt"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/kerntune/kerntune/kernels"
@@ -612,4 +614,37 @@ func Families() []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// GemmTemplate is the CUDA source of gemm_av in dt without its header line
+// and parameter #defines: the prelude, the signature and the body, which no
+// parameter changes. scripts/gemm_xcheck.py compiles candidates from it on a
+// GPU machine without the kerntune binary.
+func GemmTemplate(dt kernels.DType) (string, error) {
+	b := bodies["gemm_av"]
+	p := map[string]int{"BM": 64, "BN": 64, "BK": 32, "TM": 1, "TN": 1, "PAD": 0, "MMA": 1, "WM": 2, "WN": 2, "STAGES": 2, "TF32": 0}
+	if dt == kernels.F32 {
+		p["TF32"] = 1
+	}
+	src, err := b.SourceFor(CUDA, dt, p)
+	if err != nil {
+		return "", err
+	}
+	// The header line, then one #define per parameter and derived constant.
+	lines := strings.SplitAfter(src, "\n")
+	skip := 1
+	for skip < len(lines) && isIntDefine(lines[skip]) {
+		skip++
+	}
+	return strings.Join(lines[skip:], ""), nil
+}
+
+// isIntDefine reports a line "#define NAME INTEGER".
+func isIntDefine(line string) bool {
+	f := strings.Fields(line)
+	if len(f) != 3 || f[0] != "#define" {
+		return false
+	}
+	_, err := strconv.Atoi(f[2])
+	return err == nil
 }
