@@ -3,7 +3,6 @@ package main
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/kerntune/kerntune/params"
 	"github.com/kerntune/kerntune/tuner"
 	_ "github.com/kerntune/kerntune/tuner/cpu" // the backends register themselves with the tuner when imported
 	_ "github.com/kerntune/kerntune/tuner/cuda"
@@ -44,19 +43,4 @@ func checkBackendOptions(b tuner.Backend, o backendOptions) error {
 		return usageErrorf("--metal-fast-math applies to the metal backend only; this run uses %s (name --backend metal on a Mac)", name)
 	}
 	return nil
-}
-
-// recordBackendOptions writes into a tuned entry the backend options its
-// numbers depend on: for Metal, whether the kernels were compiled with
-// fast math (the backend's fact fast_math, 0 or 1), as "fast_math".
-func recordBackendOptions(info tuner.DeviceInfo, e *params.Entry) {
-	if e == nil || info.Backend != "metal" {
-		return
-	}
-	v, ok := info.Facts["fast_math"]
-	if !ok {
-		return
-	}
-	fast := v == 1
-	e.FastMath = &fast
 }

@@ -3,8 +3,10 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -88,3 +90,10 @@ func isCobraUsage(err error) bool {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// printJSON writes v as indented JSON, as every --json output is.
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

@@ -111,9 +111,9 @@ func orDash(s string) string {
 	return s
 }
 
-// entryNote marks a partial entry (see partial).
+// entryNote marks a partial entry (see params.Partial).
 func entryNote(e *params.Entry) string {
-	if partial(e) {
+	if params.Partial(e) {
 		return "PARTIAL (stopped: interrupted)"
 	}
 	return ""
