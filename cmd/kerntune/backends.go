@@ -1,6 +1,9 @@
 package main
 
 import (
+	"fmt"
+	"io"
+
 	"github.com/spf13/cobra"
 
 	"github.com/kerntune/kerntune/tuner"
@@ -43,4 +46,37 @@ func checkBackendOptions(b tuner.Backend, o backendOptions) error {
 		return usageErrorf("--metal-fast-math applies to the metal backend only; this run uses %s (name --backend metal on a Mac)", name)
 	}
 	return nil
+}
+
+// pickBackend resolves "auto" (tuner.AutoOrder: metal on macOS, else cuda
+// where it opens, else cpu); it refuses options the backend it opened does
+// not take.
+func pickBackend(name string, log io.Writer, o backendOptions) (tuner.Backend, error) {
+	b, err := openPicked(name, log, o)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkBackendOptions(b, o); err != nil {
+		b.Close()
+		return nil, err
+	}
+	return b, nil
+}
+
+func openPicked(name string, log io.Writer, o backendOptions) (tuner.Backend, error) {
+	if name != "auto" {
+		b, err := openBackend(name, o)
+		if err != nil {
+			return nil, usageError{fmt.Errorf("--backend %s: %w", name, err)}
+		}
+		return b, nil
+	}
+	for _, n := range tuner.AutoOrder("") {
+		b, err := openBackend(n, o)
+		if err == nil {
+			return b, nil
+		}
+		fmt.Fprintf(log, "backend %s not used: %v\n", n, err)
+	}
+	return nil, usageErrorf("no backend could be opened")
 }

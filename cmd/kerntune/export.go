@@ -1,9 +1,7 @@
 package main
 
 import (
-	"errors"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -39,21 +37,14 @@ gzip-compressed; the default is stdout.`,
 			if !f.t4 {
 				return usageErrorf("choose the format: --t4 (Kernel Tuner's T4 results) is the one supported")
 			}
-			path := params.DefaultFileName
-			if len(args) == 1 {
-				path = args[0]
-			}
-			pf, err := params.ReadFile(path)
-			if errors.Is(err, os.ErrNotExist) {
-				return usageErrorf("%s: no such file (run kerntune tune first, or name the file)", path)
-			}
+			pf, err := readParamsFile(paramsFileArg(args))
 			if err != nil {
-				return usageError{err}
+				return err
 			}
 			var recs []trace.Record
 			if f.tracePath != "" {
-				if recs, err = trace.ReadFile(f.tracePath); err != nil {
-					return usageErrorf("--trace %v", err)
+				if recs, err = readTrace(f.tracePath); err != nil {
+					return err
 				}
 			}
 			sel := t4.Select{Device: f.device, Kernel: f.kernel, Key: f.key}

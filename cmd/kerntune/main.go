@@ -32,6 +32,20 @@ func usageErrorf(format string, args ...any) error {
 	return usageError{fmt.Errorf(format, args...)}
 }
 
+// usageErrorCause is a usage error with a message of its own that still
+// wraps cause, for errors.Is and errors.As.
+func usageErrorCause(cause error, format string, args ...any) error {
+	return usageError{causedError{msg: fmt.Sprintf(format, args...), cause: cause}}
+}
+
+type causedError struct {
+	msg   string
+	cause error
+}
+
+func (e causedError) Error() string { return e.msg }
+func (e causedError) Unwrap() error { return e.cause }
+
 func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "kerntune",

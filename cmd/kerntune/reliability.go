@@ -53,14 +53,14 @@ func checkOutDir(path string) error {
 	dir := filepath.Dir(path)
 	st, err := os.Stat(dir)
 	if err != nil {
-		return usageErrorf("--out %s: directory %s: %v", path, dir, err)
+		return usageErrorf("--out %s: directory %s: %w", path, dir, err)
 	}
 	if !st.IsDir() {
 		return usageErrorf("--out %s: %s is not a directory", path, dir)
 	}
 	probe, err := os.CreateTemp(dir, "."+filepath.Base(path)+".probe-*")
 	if err != nil {
-		return usageErrorf("--out %s: directory %s is not writable: %v", path, dir, err)
+		return usageErrorf("--out %s: directory %s is not writable: %w", path, dir, err)
 	}
 	probe.Close()
 	os.Remove(probe.Name())

@@ -109,7 +109,7 @@ func runReplay(cmd *cobra.Command, f replayFlags) error {
 	}
 	for _, s := range f.strategies {
 		if _, err := search.New(s, []search.Candidate{{}}, search.Options{}); err != nil {
-			return usageErrorf("--strategy: %v", err)
+			return usageErrorf("--strategy: %w", err)
 		}
 	}
 	warmCaches, err := loadCaches("--warm", f.warm)

@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kerntune/kerntune/internal/trace"
-	"github.com/kerntune/kerntune/params"
 	"github.com/kerntune/kerntune/report"
 )
 
@@ -33,11 +32,7 @@ params file) each entry also gets the time of every measured candidate, sorted,
 and the effect of each parameter (best and all times per value).`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			path := params.DefaultFileName
-			if len(args) == 1 {
-				path = args[0]
-			}
-			return runReport(cmd, path, f)
+			return runReport(cmd, paramsFileArg(args), f)
 		},
 	}
 	fl := cmd.Flags()
@@ -52,18 +47,15 @@ func runReport(cmd *cobra.Command, path string, f reportFlags) error {
 	if f.format != "svg" && f.format != "png" {
 		return usageErrorf("--format %q: allowed are svg and png", f.format)
 	}
-	pf, err := params.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return usageErrorf("%s: no such file (run kerntune tune first, or name the file)", path)
-	}
+	pf, err := readParamsFile(path)
 	if err != nil {
-		return usageError{err}
+		return err
 	}
 	var recs []trace.Record
 	tracePath := f.tracePath
 	if tracePath != "" {
-		if recs, err = trace.ReadFile(tracePath); err != nil {
-			return usageErrorf("--trace %v", err)
+		if recs, err = readTrace(tracePath); err != nil {
+			return err
 		}
 	} else {
 		for _, cand := range []string{path + ".trace.jsonl", path + ".journal"} {

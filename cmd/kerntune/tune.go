@@ -89,7 +89,7 @@ An interrupted run (Ctrl-C, SIGTERM) writes what it finished and exits 130
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.backend, "backend", "auto", "backend: auto, "+strings.Join(tuner.Backends(), ", ")+" (auto: metal on macOS, else cuda if a GPU is found, else cpu)")
+	addBackendFlag(cmd, &f.backend, " (auto: metal on macOS, else cuda if a GPU is found, else cpu)")
 	fl.StringArrayVar(&f.kernels, "kernel", nil, "kernel family to tune (repeatable; default all): "+strings.Join(kernels.Names(), ", "))
 	fl.StringVar(&f.dtype, "dtype", "f32", "element type: f32 or f16")
 	fl.StringArrayVar(&f.shapes, "shape", nil, "exact shape to tune, e.g. 1x896x4864 (repeatable; needs exactly one --kernel)")
@@ -111,49 +111,17 @@ An interrupted run (Ctrl-C, SIGTERM) writes what it finished and exits 130
 	return cmd
 }
 
-// pickBackend resolves "auto" (tuner.AutoOrder: metal on macOS, else cuda
-// where it opens, else cpu); it refuses options the backend it opened does
-// not take.
-func pickBackend(name string, log io.Writer, o backendOptions) (tuner.Backend, error) {
-	b, err := openPicked(name, log, o)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkBackendOptions(b, o); err != nil {
-		b.Close()
-		return nil, err
-	}
-	return b, nil
-}
-
-func openPicked(name string, log io.Writer, o backendOptions) (tuner.Backend, error) {
-	if name != "auto" {
-		b, err := openBackend(name, o)
-		if err != nil {
-			return nil, usageError{fmt.Errorf("--backend %s: %w", name, err)}
-		}
-		return b, nil
-	}
-	for _, n := range tuner.AutoOrder("") {
-		b, err := openBackend(n, o)
-		if err == nil {
-			return b, nil
-		}
-		fmt.Fprintf(log, "backend %s not used: %v\n", n, err)
-	}
-	return nil, usageErrorf("no backend could be opened")
-}
-
 func runTune(cmd *cobra.Command, f tuneFlags) error {
-	dt, err := kernels.ParseDType(f.dtype)
+	dts, err := parseDTypes(f.dtype)
 	if err != nil {
-		return usageErrorf("--dtype: %v", err)
+		return err
 	}
+	dt := dts[0]
 	if f.budget, f.maxEvals, err = parseBudget(f.budgetS); err != nil {
 		return err
 	}
 	if _, err := search.New(f.strategy, []search.Candidate{{}}, search.Options{}); err != nil {
-		return usageErrorf("--strategy: %v", err)
+		return usageErrorf("--strategy: %w", err)
 	}
 	specs, err := loadSpecs(f.specs)
 	if err != nil {
@@ -164,19 +132,13 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 			f.kernels = append(f.kernels, c.Kernel.Name)
 		}
 	}
-	ks := kernels.All()
-	if len(f.kernels) > 0 {
-		ks = nil
-		for _, name := range f.kernels {
-			k, err := kernels.Get(name)
-			if err != nil {
-				return usageErrorf("--kernel: %v", err)
-			}
-			ks = append(ks, k)
-		}
+	ks, err := parseKernels(f.kernels)
+	if err != nil {
+		return err
 	}
-	if len(f.shapes) > 0 && len(ks) != 1 {
-		return usageErrorf("--shape needs exactly one --kernel (shapes differ between families)")
+	cases, err := parseShapes(ks, f.shapes)
+	if err != nil {
+		return err
 	}
 	if err := checkOutFile(f.out, f.force); err != nil {
 		return err
@@ -193,24 +155,17 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 		log = io.Discard
 	}
 	var tasks []tuner.Task
-	for _, s := range f.shapes {
-		shape, err := params.ParseShape(s)
-		if err != nil {
-			return usageErrorf("--shape: %v", err)
-		}
-		if _, err := ks[0].Classify(shape); err != nil {
-			return usageErrorf("--shape %s: %v", s, err)
-		}
+	for i, cs := range cases {
 		for _, c := range specs {
 			if c.Kernel == ks[0] {
-				if err := c.CheckShape(shape); err != nil {
-					return usageErrorf("--shape %s: %v", s, err)
+				if err := c.CheckShape(cs.Shape); err != nil {
+					return usageErrorf("--shape %s: %w", f.shapes[i], err)
 				}
 			}
 		}
-		tasks = append(tasks, tuner.Task{Kernel: ks[0], DType: dt, Cases: []kernels.Case{{Shape: shape}}})
+		tasks = append(tasks, tuner.Task{Kernel: ks[0], DType: dt, Cases: []kernels.Case{cs}})
 	}
-	if len(f.shapes) == 0 {
+	if len(cases) == 0 {
 		for _, k := range ks {
 			ts, err := tuner.ClassTasks(k, dt)
 			if err != nil {
@@ -225,7 +180,7 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 		for _, c := range specs {
 			if c.Body.MLX != nil {
 				if err := specRunsOn(c, f.backend); err != nil {
-					return usageErrorf("--spec: %v", err)
+					return usageErrorf("--spec: %w", err)
 				}
 			}
 		}
@@ -242,7 +197,7 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 	for _, c := range specs {
 		if c.Body.MLX != nil {
 			if err := specRunsOn(c, info.Backend); err != nil {
-				return usageErrorf("--spec: %v", err)
+				return usageErrorf("--spec: %w", err)
 			}
 		}
 	}
@@ -251,7 +206,7 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 	}
 	for _, c := range specs {
 		if err := specRunsOn(c, info.Backend); err != nil {
-			return usageErrorf("--spec: %v", err)
+			return usageErrorf("--spec: %w", err)
 		}
 	}
 	ui := newProgressUI(cmd.ErrOrStderr(), f.quiet, len(tasks), f.budget)
@@ -366,10 +321,10 @@ func checkOutFile(path string, force bool) error {
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 	case err != nil:
-		return usageErrorf("--out %s: %v", path, err)
+		return usageErrorf("--out %s: %w", path, err)
 	default:
 		if _, perr := params.Parse(data); perr != nil && !force {
-			return usageErrorf("--out %s: %v; %v", path, params.ErrUnparsable, perr)
+			return usageErrorf("--out %s: %w; %w", path, params.ErrUnparsable, perr)
 		}
 	}
 	return nil
