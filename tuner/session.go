@@ -3,7 +3,9 @@ package tuner
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"sort"
 	"time"
 
@@ -448,14 +450,7 @@ func warmStartFor(path string, info DeviceInfo, task Task) []map[string]int {
 	return append(own, siblings...)
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
 
 // incumbentFor returns the parameters of the entry path holds for the
 // device and task, or nil (no file, no entry, an unreadable file).

@@ -5,8 +5,6 @@ import (
 	"compress/gzip"
 	"encoding/json"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -126,37 +124,5 @@ func TestParseErrors(t *testing.T) {
 		if _, err := Parse([]byte(tt.data)); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("Parse(%s) = %v, want an error with %q", tt.data, err, tt.want)
 		}
-	}
-}
-
-// Kernel Tuner's own T4 file parses, where the test data is present.
-func TestParseKernelTuner(t *testing.T) {
-	path := filepath.Join("..", "..", "..", "shared", "testdata", "kerneltuner", "convolution_A100_T4.json.gz")
-	f, err := os.Open(path)
-	if err != nil {
-		t.Skipf("Kernel Tuner T4 example not available: %v", err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := io.ReadAll(zr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc, err := Parse(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	timed := 0
-	for _, r := range doc.Results {
-		var ms float64
-		if json.Unmarshal(r.Time(), &ms) == nil && ms > 0 {
-			timed++
-		}
-	}
-	if len(doc.Results) == 0 || timed == 0 {
-		t.Errorf("%d results, %d with a time", len(doc.Results), timed)
 	}
 }
