@@ -168,6 +168,7 @@ func (s *Session) Run(ctx context.Context, tasks []Task) (*SessionSummary, error
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s.jr.cancel = cancel
+	tasks = slices.Clone(tasks)
 	sort.SliceStable(tasks, func(i, j int) bool { return tasks[i].Cost() < tasks[j].Cost() })
 	cfg := s.cfg.Config
 	cfg.Journal = s.jr
@@ -182,7 +183,9 @@ func (s *Session) Run(ctx context.Context, tasks []Task) (*SessionSummary, error
 			break
 		}
 		if s.jr.Done(key, task.Kernel.Name, task.Key()) {
-			call1(h.Skipped, task)
+			if h.Skipped != nil {
+				h.Skipped(task)
+			}
 			continue
 		}
 		share := time.Until(deadline) / time.Duration(len(tasks)-i)
@@ -199,7 +202,9 @@ func (s *Session) Run(ctx context.Context, tasks []Task) (*SessionSummary, error
 			h.Begin(task, share)
 		}
 		res, err := tu.Run(ctx, task, share)
-		call1(h.End, task)
+		if h.End != nil {
+			h.End(task)
+		}
 		if s.cfg.Trace != "" && res != nil {
 			if terr := trace.Append(s.cfg.Trace, traceRecords(key, res)); terr != nil {
 				return nil, terr
@@ -245,12 +250,6 @@ func (s *Session) Run(ctx context.Context, tasks []Task) (*SessionSummary, error
 	sum.Interrupted = ctx.Err() != nil
 	s.completed = !sum.Interrupted
 	return sum, nil
-}
-
-func call1(f func(Task), t Task) {
-	if f != nil {
-		f(t)
-	}
 }
 
 // sessionJournal stops the run (cancels its context) at the first write
