@@ -14,15 +14,22 @@ import (
 	"github.com/kerntune/kerntune/tuner"
 )
 
-// sessionRun tunes softmax on the given shapes on the CPU with cfg and
-// returns the summary, the hook calls in order and the error.
-func sessionRun(t *testing.T, cfg tuner.SessionConfig, shapes ...[]int) (*tuner.SessionSummary, []string, error) {
+// openCPU opens the CPU backend for the test's duration.
+func openCPU(t *testing.T) tuner.Backend {
 	t.Helper()
 	b, err := tuner.Open("cpu")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer b.Close()
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
+// sessionRun tunes softmax on the given shapes on the CPU with cfg and
+// returns the summary, the hook calls in order and the error.
+func sessionRun(t *testing.T, cfg tuner.SessionConfig, shapes ...[]int) (*tuner.SessionSummary, []string, error) {
+	t.Helper()
+	b := openCPU(t)
 	k, err := kernels.Get("softmax")
 	if err != nil {
 		t.Fatal(err)
@@ -117,11 +124,7 @@ func TestSessionTooSmall(t *testing.T) {
 // A journal of an interrupted run is in the way of a new session and
 // missing for a resumed one; errors.Is tells which.
 func TestOpenSessionJournal(t *testing.T) {
-	b, err := tuner.Open("cpu")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := openCPU(t)
 	out := filepath.Join(t.TempDir(), params.DefaultFileName)
 	if _, err := tuner.OpenSession(b, tuner.SessionConfig{Out: out, Resume: true}); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("resume without a journal: %v", err)
