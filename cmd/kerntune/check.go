@@ -29,10 +29,10 @@ func loadSpecs(paths []string) ([]*spec.Compiled, error) {
 	for _, p := range paths {
 		c, err := spec.Load(p)
 		if err != nil {
-			return nil, usageErrorf("--spec: %v", err)
+			return nil, usageErrorf("--spec: %w", err)
 		}
 		if err := c.Register(); err != nil {
-			return nil, usageErrorf("--spec: %v", err)
+			return nil, usageErrorf("--spec: %w", err)
 		}
 		out = append(out, c)
 	}
@@ -86,13 +86,9 @@ check does the static checks only and says so.`,
 			if sample < 0 {
 				return usageErrorf("--sample must be at least 0 (0: about 32 candidates per dtype)")
 			}
-			var dts []kernels.DType
-			for _, d := range dtypes {
-				dt, err := kernels.ParseDType(d)
-				if err != nil {
-					return usageErrorf("--dtype: %v", err)
-				}
-				dts = append(dts, dt)
+			dts, err := parseDTypes(dtypes...)
+			if err != nil {
+				return err
 			}
 			cs, err := loadSpecs(specs)
 			if err != nil {
