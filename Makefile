@@ -1,12 +1,13 @@
 # kerntune — build, tune, test, check.
 GO      ?= go
+PYTHON  ?= python3
 BIN     ?= bin/kerntune
 BUDGET  ?= 3m
 PKGS    := ./...
 # The commit, for kerntune version where Go records no VCS data itself.
 LDFLAGS := -X main.commit=$(shell git rev-parse HEAD 2>/dev/null)
 
-.PHONY: build tune test test-short test-arm64-abi check fuzz bench release clean gpu-binaries search-table
+.PHONY: build tune test test-go test-python test-short test-arm64-abi check fuzz bench release clean gpu-binaries search-table
 
 build:
 	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/kerntune
@@ -17,9 +18,15 @@ tune: build
 	./$(BIN) tune --budget $(BUDGET)
 	./$(BIN) show
 
-# The test suite, with the race detector.
-test:
+# The test suite: Go with the race detector, then the Python loader's tests
+# (the conformance suite both loaders run, params/testdata/conformance).
+test: test-go test-python
+
+test-go:
 	$(GO) test -race -count=1 $(PKGS)
+
+test-python:
+	PYTHONDONTWRITEBYTECODE=1 $(PYTHON) -m unittest discover -s python/tests
 
 test-short:
 	$(GO) test -short -count=1 $(PKGS)

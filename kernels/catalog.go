@@ -3,10 +3,32 @@
 // share), default workloads, operand layouts, flop and byte counts for
 // rooflines, and float64 reference implementations used to verify every
 // candidate.
+//
+// # Adding a family
+//
+// Every layer keeps a family in a file of its own and finds it by name, so
+// a new family NAME adds files and two lines:
+//
+//	params/family_NAME.go           name, dims, classes, parameter spaces; one line in params' builtins list
+//	kernels/NAME.go                 workload, odd shapes, operands, reference, flops, and when it has
+//	                                them its Options, Scalars and Fill (builtin, from init)
+//	kernels/gpu/NAME.go             the GPU body; one entry in the bodies map of bodies.go
+//	tuner/cpu/kern_NAME.go          the CPU kernel functions
+//	tuner/cpu/family_NAME.go        the CPU builder and a gonum baseline if there is one (families.Add)
+//	tuner/cuda/baseline_NAME.go     a cuBLAS baseline, if there is one (blasCalls.Add)
+//	tuner/metal/mps_NAME_darwin.go  an MPS baseline, if there is one (mpsEncoders.Add)
+//
+// Its tests: a naive implementation with the mutations in the tuner's
+// mutation test (an entry in mutants), and rows in the table-driven tests
+// of its classes and reference. The tests that range over every family
+// (verification on the CPU, source generation for every GPU API, the MSL
+// check, OpenCL execution) then cover it. README's family table documents it.
 package kernels
 
 import (
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -52,17 +74,21 @@ func (d DType) Tolerance() float64 {
 	return 1e-5
 }
 
-// Case is one problem of a workload: a shape and, for gemv_nt, whether a bias is added.
+// Case is one problem of a workload: a shape and the options of its family
+// that it turns on (gemv_nt's Bias; Kernel.Options lists a family's).
 type Case struct {
-	Shape []int
-	Bias  bool
+	Shape   []int
+	Options []string
 }
+
+// Has reports whether the case turns on the option name.
+func (c Case) Has(name string) bool { return slices.Contains(c.Options, name) }
 
 // String renders a case like 1x1152x896+bias.
 func (c Case) String() string {
 	s := params.ShapeString(c.Shape)
-	if c.Bias {
-		s += "+bias"
+	for _, o := range c.Options {
+		s += "+" + o
 	}
 	return s
 }
@@ -90,12 +116,22 @@ type Kernel struct {
 	Reference func(c Case, in [][]float32) []float64
 	// Flops counts floating-point operations of one run.
 	Flops func(c Case) float64
-	// Implements names the built-in family whose operands, input
-	// distribution and reference a user-defined kernel reuses ("" for the
-	// built-in families themselves and for kernels with their own reference).
+	// Implements names the built-in family whose operands, shapes and
+	// reference a user-defined kernel reuses; the spec package gives it
+	// that family's Fill too ("" for the built-in families themselves and
+	// for kernels with their own reference).
 	Implements string
 	// Tolerances overrides DType.Tolerance per dtype (user-defined kernels).
 	Tolerances map[DType]float64
+	// Options names the optional parts a case may turn on (gemv_nt: Bias,
+	// an added operand); NewProblem refuses a case with any other.
+	Options []string
+	// Scalars are constants of the family's problems that its kernels take
+	// as arguments, by name (rmsnorm: "eps"); nil for none.
+	Scalars map[string]float64
+	// Fill draws the values of one input operand of a new problem; nil
+	// draws them uniform in [-1, 1).
+	Fill func(op Operand, buf []float32, rng *rand.Rand)
 }
 
 // Base is the family whose conventions the kernel follows: Implements when
@@ -146,10 +182,21 @@ func (k *Kernel) Bytes(c Case, dt DType) float64 {
 // ClassOf returns the class of a shape, validating it.
 func (k *Kernel) ClassOf(shape []int) (string, error) { return k.Classify(shape) }
 
-// RMSNormEps is the epsilon of rmsnorm problems.
-const RMSNormEps = 1e-6
+// catalog holds the built-in families, each added by builtin from the
+// init of its own file (gemm.go, gemv.go, softmax.go, rmsnorm.go).
+var catalog = NewTable[*Kernel]("kernel")
 
-var catalog = build()
+func builtin(k *Kernel) { catalog.Add(k.Name, k) }
+
+// family is the params package's description of a built-in family: params
+// lists the built-in families, and each has its file here too.
+func family(name string) *params.Family {
+	f, ok := params.Builtin()[name]
+	if !ok {
+		panic("kernels: " + name + " is not a family of params.Builtin")
+	}
+	return f
+}
 
 // registered holds user-defined kernels (kernel spec files), added at run
 // time by Register so that backends find them by name like built-in ones.
@@ -164,7 +211,7 @@ func Register(k *Kernel) error {
 	if k == nil || k.Family == nil || k.Name == "" {
 		return fmt.Errorf("kernels.Register: kernel without a family name")
 	}
-	if _, ok := catalog[k.Name]; ok {
+	if _, ok := catalog.Get(k.Name); ok {
 		return fmt.Errorf("kernel name %q is a built-in family; choose another name", k.Name)
 	}
 	registeredMu.Lock()
@@ -174,7 +221,7 @@ func Register(k *Kernel) error {
 }
 
 func lookup(name string) (*Kernel, bool) {
-	if k, ok := catalog[name]; ok {
+	if k, ok := catalog.Get(name); ok {
 		return k, true
 	}
 	registeredMu.RLock()
@@ -194,10 +241,7 @@ func Get(name string) (*Kernel, error) {
 
 // Names lists the families, built in and registered, in a stable order.
 func Names() []string {
-	names := make([]string, 0, len(catalog))
-	for n := range catalog {
-		names = append(names, n)
-	}
+	names := catalog.Families()
 	registeredMu.RLock()
 	for n := range registered {
 		names = append(names, n)
@@ -223,93 +267,4 @@ func shapes(ss ...[]int) []Case {
 		cs[i] = Case{Shape: s}
 	}
 	return cs
-}
-
-func build() map[string]*Kernel {
-	fams := params.Builtin()
-	m := map[string]*Kernel{}
-	gemmFlops := func(c Case) float64 { return 2 * float64(c.Shape[0]) * float64(c.Shape[1]) * float64(c.Shape[2]) }
-	m[params.GemmAV] = &Kernel{
-		Family: fams[params.GemmAV],
-		Workload: shapes(
-			[]int{64, 64, 64}, []int{96, 128, 160}, // small
-			[]int{16, 4864, 896},                       // skinny: a short prefill
-			[]int{256, 256, 256}, []int{512, 512, 512}, // medium
-			[]int{512, 4864, 896}, // large: a prefill projection (512 tokens)
-		),
-		Odd: shapes([]int{37, 53, 29}, []int{1, 19, 300}, []int{130, 7, 65}),
-		Inputs: func(c Case) []Operand {
-			m, n, k := c.Shape[0], c.Shape[1], c.Shape[2]
-			return []Operand{{"A", m * k}, {"V", k * n}}
-		},
-		OutLen:    func(s []int) int { return s[0] * s[1] },
-		Reference: refGemmAV,
-		Flops:     gemmFlops,
-	}
-	m[params.GemmAtB] = &Kernel{
-		Family: fams[params.GemmAtB],
-		Workload: shapes(
-			[]int{64, 64, 64},                          // small
-			[]int{4096, 16, 896},                       // skinny: a LoRA-style gradient
-			[]int{256, 256, 256}, []int{512, 512, 512}, // medium
-			[]int{1024, 1024, 1024}, // large
-		),
-		Odd: shapes([]int{37, 53, 29}, []int{300, 1, 19}, []int{7, 130, 65}),
-		Inputs: func(c Case) []Operand {
-			m, n, k := c.Shape[0], c.Shape[1], c.Shape[2]
-			return []Operand{{"A", m * n}, {"B", m * k}}
-		},
-		OutLen:    func(s []int) int { return s[1] * s[2] },
-		Reference: refGemmAtB,
-		Flops:     gemmFlops,
-	}
-	m[params.GemvNT] = &Kernel{
-		Family: fams[params.GemvNT],
-		// The Qwen2.5-0.5B decode projections, plus one shape for the mid class.
-		Workload: []Case{
-			{Shape: []int{1, 896, 896}}, {Shape: []int{1, 1152, 896}, Bias: true}, // tiny: q/o and fused qkv
-			{Shape: []int{1, 896, 4864}},                                                               // largeK_smallN: down projection
-			{Shape: []int{1, 3584, 896}},                                                               // mid
-			{Shape: []int{1, 9728, 896}}, {Shape: []int{1, 4864, 896}}, {Shape: []int{1, 151936, 896}}, // largeN: gate/up, lm head
-		},
-		// 1×131×264: an odd number of rows with k a multiple of 8, for vector loads.
-		Odd:         []Case{{Shape: []int{1, 37, 29}}, {Shape: []int{1, 131, 257}, Bias: true}, {Shape: []int{1, 1, 1}}, {Shape: []int{1, 131, 264}, Bias: true}},
-		MemoryBound: true,
-		Inputs: func(c Case) []Operand {
-			n, k := c.Shape[1], c.Shape[2]
-			ops := []Operand{{"x", k}, {"W", n * k}}
-			if c.Bias {
-				ops = append(ops, Operand{"bias", n})
-			}
-			return ops
-		},
-		OutLen:    func(s []int) int { return s[1] },
-		Reference: refGemvNT,
-		Flops:     func(c Case) float64 { return 2 * float64(c.Shape[1]) * float64(c.Shape[2]) },
-	}
-	rowWorkload := shapes(
-		[]int{4096, 128},                    // short: attention over a short context
-		[]int{32768, 1024}, []int{512, 896}, // medium
-		[]int{4096, 4096}, // long
-		[]int{16, 151936}, // xlong: vocabulary
-	)
-	// 3×904: rows of a multiple of 8 that no thread count divides, for vector loads.
-	rowOdd := shapes([]int{3, 37}, []int{5, 300}, []int{2, 2049}, []int{1, 1}, []int{3, 904})
-	m[params.Softmax] = &Kernel{
-		Family: fams[params.Softmax], Workload: rowWorkload, Odd: rowOdd, MemoryBound: true,
-		Inputs:    func(c Case) []Operand { return []Operand{{"x", c.Shape[0] * c.Shape[1]}} },
-		OutLen:    func(s []int) int { return s[0] * s[1] },
-		Reference: refSoftmax,
-		Flops:     func(c Case) float64 { return 4 * float64(c.Shape[0]) * float64(c.Shape[1]) },
-	}
-	m[params.RMSNorm] = &Kernel{
-		Family: fams[params.RMSNorm], Workload: rowWorkload, Odd: rowOdd, MemoryBound: true,
-		Inputs: func(c Case) []Operand {
-			return []Operand{{"x", c.Shape[0] * c.Shape[1]}, {"w", c.Shape[1]}}
-		},
-		OutLen:    func(s []int) int { return s[0] * s[1] },
-		Reference: refRMSNorm,
-		Flops:     func(c Case) float64 { return 4 * float64(c.Shape[0]) * float64(c.Shape[1]) },
-	}
-	return m
 }

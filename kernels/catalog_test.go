@@ -112,7 +112,7 @@ func TestReferences(t *testing.T) {
 		// A (m=2 × n=1) = [1; 2], B (2×2) = [3 4; 5 6] → Z = Aᵀ·B = [13 16].
 		{"gemm_at_b", Case{Shape: []int{2, 1, 2}}, [][]float32{f(1, 2), f(3, 4, 5, 6)}, []float64{13, 16}},
 		// x = [1 2], W = [1 0; 0 1; 1 1] → y = [1 2 3] + bias [1 1 1].
-		{"gemv_nt", Case{Shape: []int{1, 3, 2}, Bias: true}, [][]float32{f(1, 2), f(1, 0, 0, 1, 1, 1), f(1, 1, 1)}, []float64{2, 3, 4}},
+		{"gemv_nt", Case{Shape: []int{1, 3, 2}, Options: []string{Bias}}, [][]float32{f(1, 2), f(1, 0, 0, 1, 1, 1), f(1, 1, 1)}, []float64{2, 3, 4}},
 		{"softmax", Case{Shape: []int{1, 2}}, [][]float32{f(1000, 1000)}, []float64{0.5, 0.5}},
 		{"rmsnorm", Case{Shape: []int{1, 2}}, [][]float32{f(3, 4), f(1, 2)}, []float64{3 / math.Sqrt(12.5+RMSNormEps), 8 / math.Sqrt(12.5+RMSNormEps)}},
 	}

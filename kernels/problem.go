@@ -3,6 +3,8 @@ package kernels
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
+	"strings"
 
 	"github.com/kerntune/kerntune/internal/half"
 )
@@ -15,7 +17,6 @@ type Problem struct {
 	DType  DType
 	Case   Case
 	Inputs [][]float32
-	Eps    float32 // rmsnorm only
 	// Seed, when Seeded, regenerates Inputs exactly with NewSeededProblem,
 	// so a worker process can rebuild a problem from a few numbers.
 	Seed   uint64
@@ -24,27 +25,26 @@ type Problem struct {
 	ref []float64
 }
 
-// NewProblem draws fresh random inputs (uniform in [-1,1), never all zero;
-// softmax rows get a few large values to exercise the max subtraction).
+// NewProblem draws fresh random inputs: uniform in [-1,1), never all zero,
+// unless the family draws its own (Kernel.Fill: softmax rows get a few large
+// values to exercise the max subtraction).
 func NewProblem(k *Kernel, dt DType, c Case, rng *rand.Rand) (*Problem, error) {
 	if _, err := k.Classify(c.Shape); err != nil {
 		return nil, err
 	}
-	if c.Bias && k.Base() != "gemv_nt" {
-		return nil, fmt.Errorf("%s has no bias operand", k.Name)
+	for _, o := range c.Options {
+		if !slices.Contains(k.Options, o) {
+			return nil, fmt.Errorf("%s has no option %q (%s)", k.Name, o, optionsString(k.Options))
+		}
 	}
-	p := &Problem{Kernel: k, DType: dt, Case: c, Eps: RMSNormEps}
+	fill := k.Fill
+	if fill == nil {
+		fill = uniform
+	}
+	p := &Problem{Kernel: k, DType: dt, Case: c}
 	for _, op := range k.Inputs(c) {
 		buf := make([]float32, op.Len)
-		for i := range buf {
-			buf[i] = float32(rng.Float64()*2 - 1)
-		}
-		if k.Base() == "softmax" {
-			// Large logits overflow a naive exp: a stable softmax must subtract the row max.
-			for i := 0; i < len(buf); i += 97 {
-				buf[i] = float32(40 + 20*rng.Float64())
-			}
-		}
+		fill(op, buf, rng)
 		if dt == F16 {
 			for i, v := range buf {
 				buf[i] = half.Round(v)
@@ -53,6 +53,20 @@ func NewProblem(k *Kernel, dt DType, c Case, rng *rand.Rand) (*Problem, error) {
 		p.Inputs = append(p.Inputs, buf)
 	}
 	return p, nil
+}
+
+// uniform draws values uniform in [-1, 1).
+func uniform(_ Operand, buf []float32, rng *rand.Rand) {
+	for i := range buf {
+		buf[i] = float32(rng.Float64()*2 - 1)
+	}
+}
+
+func optionsString(opts []string) string {
+	if len(opts) == 0 {
+		return "it has no options"
+	}
+	return "allowed: " + strings.Join(opts, ", ")
 }
 
 // NewSeededProblem draws the inputs from a generator seeded with seed

@@ -17,6 +17,23 @@
 //	bn := r.Int("BN")           // e.g. 64
 //	src := r.Params["BN"].Source // e.g. "file:cpu:…/gemv_nt/f32/largeK_smallN"
 //
+// On the CPU that is all (the loader finds this CPU's entries through
+// LocalDevice). On a GPU, name the device as the system reports it, and
+// call the vendor library where the file says it is faster:
+//
+//	l, err := params.Open(params.Options{DeviceName: mtlDevice.Name(), ComputeUnits: gpuCores, Backend: "metal"})
+//	...
+//	for _, w := range l.Warnings() {
+//		log.Print(w) // e.g. no device in the file matches; which devices it holds
+//	}
+//	r, err := l.Resolve(params.GemmAV, "f16", []int{m, n, k})
+//	...
+//	if r.UseBaseline {
+//		/* call MPS (r.Baseline names it): it measured faster than every candidate */
+//	} else {
+//		/* launch the tuned kernel with r.Int("BM"), r.Int("BN"), ... */
+//	}
+//
 // A missing file is not an error for Open (defaults and variables apply);
 // Load(path, opts) insists on the file and LoadBytes parses bytes. A Loader
 // is immutable and safe for concurrent use; Resolve reads the parameter
@@ -38,7 +55,15 @@
 //
 // An entry normally sets every parameter of the family; one that sets only
 // some leaves the others to the levels below it. A variable overrides only
-// its own parameter. If the resolved set breaks the family's constraints
+// its own parameter.
+//
+// Resolved.UseBaseline says whether to call the baseline the tuner timed
+// (Resolved.Baseline: cuBLAS, MPS, gonum, ...) instead of the tuned kernel:
+// $<PREFIX>_<FAMILY>_USE when set, else the "use" field of the first
+// matching entry in the order above (absent: tuned), else false;
+// Resolved.UseSource says which, as Source does for values.
+//
+// If the resolved set breaks the family's constraints
 // (Space.Check) for the shape (say a class entry that does not suit a small
 // member of its class), Resolve keeps the largest set of matching entries
 // that passes, preferring higher ones, down to the defaults alone, always
@@ -51,8 +76,15 @@
 //
 //	<PREFIX>_PARAMS           path of the params file (read by Open)
 //	<PREFIX>_DEVICE           key of the device whose entries apply (read when loading)
+//	<PREFIX>_DEVICE_NAME      name of the device, replacing Options.DeviceName (read when loading)
 //	<PREFIX>_<FAMILY>_<PARAM> one parameter (read at every Resolve), e.g.
 //	                          KERNTUNE_GEMM_AV_MC=128, KERNTUNE_SOFTMAX_THREADS=2
+//	<PREFIX>_<FAMILY>_USE     baseline or tuned: call the baseline or the tuned kernel,
+//	                          replacing the entry's "use" (read at every Resolve)
+//
+// An application may add composite variables, Options.Aliases: one variable
+// setting several parameters, e.g. MLX_GEMM_TILE_AV=32x8 for BM and BN (see
+// Alias). A parameter's own variable beats an alias, an alias the file.
 //
 // The family is upper-cased, with characters other than letters, digits and _
 // turned into _. A parameter variable must hold a base-10 integer (spaces
@@ -61,21 +93,52 @@
 // the variable, the value and the allowed values. A variable naming no
 // parameter of the family (KERNTUNE_GEMV_NT_XX) is ignored, since a lookup
 // function cannot enumerate the environment; Loader.UnusedEnv lists such
-// variables and `kerntune get` warns about them.
+// variables and `kerntune get` warns about them. <PREFIX>_<FAMILY>_USE must
+// be "baseline" or "tuned" (spaces around it ignored, empty is unset);
+// another value makes Resolve return an *EnvError naming the variable and
+// the allowed values. USE is therefore no parameter name (ReservedParamName).
 //
 // # Devices
 //
-// The device key is Options.Device, else $<PREFIX>_DEVICE, else the file's
-// only device when it holds exactly one. Its entries are levels 2 and 3.
-// Its fallback devices (level 4) are the file's other devices whose "family"
-// field equals the device's (e.g. another amd64 CPU, another sm_90 GPU) and
-// whose backend has the same kind of parameter space: first those with the
-// same backend, then the others, each group sorted by key. When the device
-// is not in the file (or no key was chosen and the file holds several
-// devices), Options.DeviceFamily stands for its family and Options.Backend
-// for its backend; without a family hint there are no fallbacks and the
-// defaults apply. Loader.Device tells what was chosen and Loader.Warnings why
-// entries may not apply.
+// The device whose entries apply (levels 2 and 3) is found in this order,
+// and DeviceChoice.Matched and Resolved.Matched say which step found it:
+//
+//  1. "key": the key Options.Device, else $<PREFIX>_DEVICE, if the file
+//     holds it;
+//  2. "name": a device whose "name" field equals the name
+//     $<PREFIX>_DEVICE_NAME, else Options.DeviceName, but for ASCII case
+//     and runs of white space (FoldDeviceName), and whose "backend" is
+//     Options.Backend when that is set. Use the name the system reports:
+//     MTLDevice.name and MLX's mx.metal.device_info()["device_name"] ("Apple
+//     M3 Max"), cudaDeviceProp.name and nvidia-smi ("NVIDIA H100 80GB
+//     HBM3"), the CPU model; these are the names kerntune's backends record.
+//     A name is never matched in part ("NVIDIA H100" is not "NVIDIA H100
+//     80GB HBM3"). Among several devices of that name Options.ComputeUnits
+//     picks the nearest (Matched "name, nearest compute units (40 for 38)";
+//     without it, the first by key: "name, first of 2 by key (no compute
+//     units given)");
+//  3. "only device in file": when nothing above names a device and the file
+//     holds exactly one;
+//  4. the local device, Options.Local (by default LocalDevice(), this CPU),
+//     when nothing names a device, the file holds several and Options.Backend
+//     is empty or the local device's backend: by key ("key"), then by name
+//     and compute units among the devices of its backend ("name…"). So a Go
+//     application on the CPU finds the entries the CPU backend wrote on
+//     this machine, or on a CPU of the same model, without options;
+//  5. else no device of the file applies: the fallback devices of the
+//     family Options.DeviceFamily (for the local device attempt of step 4,
+//     else its family, GOARCH) are used ("family <family>"), or the
+//     defaults alone ("none").
+//
+// Fallback devices (level 4 of the precedence) are the file's other devices
+// whose "family" field equals the device's (e.g. another amd64 CPU, another
+// sm_90 GPU, another apple9 GPU) and whose backend has the same kind of
+// parameter space: first those with the same backend, then the others, each
+// group sorted by key. For a device not in the file, Options.Backend (else
+// the local device's) stands for its backend. Whenever the file holds
+// devices and none was matched, Loader.Warnings says so, what was asked and
+// which devices the file holds; Open still succeeds, since defaults and
+// fallbacks are valid answers. Loader.Device tells what was chosen.
 //
 // Which parameter space applies (cpu or gpu, see SpaceKind) follows the
 // device's "backend" field; for a device not in the file, Options.Backend,
@@ -87,14 +150,20 @@
 // Loading rejects, with a *PathError naming the file and the JSON path
 // (e.g. devices["cpu:x"].kernels.gemv_nt["f32/tiny"].params.BN): bytes that are
 // not JSON, a schema_version other than 1, a field of the wrong type, and, for
-// every entry of a family the loader knows on a device whose backend has a
-// space for it, an unknown parameter name, a value outside the parameter's
+// an entry's "use" other than "baseline" or "tuned", and, for every entry of
+// a family the loader knows on a device whose backend has a space for it, an unknown parameter name, a value outside the parameter's
 // allowed values, a malformed or non-canonical exact-shape key, and a complete
 // entry that breaks the family's Check. Entries of unknown families, and
 // entries of known families on backends without a space for them, are kept
 // as they are; entries with an unknown dtype or shape class are ignored with a
 // warning. Unknown extra fields are accepted. No input makes the package
 // panic (see FuzzLoad).
+//
+// # Other languages
+//
+// python/kerntune_params is this loader for Python, with the same
+// precedence, variables, device matching, fallback and validation; both run
+// the conformance suite in testdata/conformance.
 //
 // params/schema.json is a JSON Schema (draft 2020-12) of the file. The
 // loader is stricter in one respect: integers must be written without a

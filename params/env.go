@@ -83,7 +83,8 @@ func (p *paramState) parseEnv(family, kind, raw string) (int, error) {
 
 // UnusedEnv returns, sorted, the names of the variables in environ (as
 // os.Environ returns it: NAME=VALUE) that carry the loader's prefix but that
-// the loader never reads: not <PREFIX>_PARAMS, not <PREFIX>_DEVICE and not
+// the loader never reads: not <PREFIX>_PARAMS, <PREFIX>_DEVICE or
+// <PREFIX>_DEVICE_NAME, not <PREFIX>_<FAMILY>_USE for a known family and not
 // <PREFIX>_<FAMILY>_<PARAM> for any parameter of any backend of a known
 // family. Resolve ignores such variables (a typo such as
 // KERNTUNE_GEMV_NT_XX changes nothing); tools call UnusedEnv to warn about

@@ -90,3 +90,38 @@ func ExampleLoadBytes_error() {
 	// Output:
 	// params data: devices["cpu:x"].kernels.gemv_nt["f32/tiny"].params.BN: 7 is not an allowed value of gemv_nt BN on cpu backends (allowed: 4, 8, 16, 32, 64, 128, 256)
 }
+
+// A GPU application names its device as the system reports it (here as
+// MLX's device_info()["device_name"] or MTLDevice.name would) and calls the
+// vendor library where the tuner measured it faster than every candidate.
+func ExampleResolved_UseBaseline() {
+	data := []byte(`{
+	  "schema_version": 1,
+	  "devices": {
+	    "metal:Apple M3 Max:40c": {"backend": "metal", "name": "Apple M3 Max", "family": "apple9", "compute_units": 40,
+	      "kernels": {"gemm_av": {"f16/large": {"params": {"BM": 64, "BN": 64, "TM": 4, "TN": 4},
+	        "baseline": {"name": "MPS", "median_us": 410.0}, "use": "baseline"}}}},
+	    "cuda:NVIDIA H200": {"backend": "cuda", "name": "NVIDIA H200", "family": "sm_90", "compute_units": 132, "kernels": {}}
+	  }
+	}`)
+	l, err := params.LoadBytes(data, params.Options{
+		DeviceName: "Apple M3 Max", ComputeUnits: 38, Backend: "metal",
+		Lookup: func(string) (string, bool) { return "", false }, // a real application leaves Lookup nil
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	r, err := l.Resolve(params.GemmAV, "f16", []int{1024, 1024, 1024})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(r.Device, "matched by", r.Matched)
+	if r.UseBaseline {
+		fmt.Println("call", r.Baseline) // e.g. MPSMatrixMultiplication
+	} else {
+		fmt.Println("launch with BM =", r.Int("BM"))
+	}
+	// Output:
+	// metal:Apple M3 Max:40c matched by name, nearest compute units (40 for 38)
+	// call MPS
+}

@@ -6,11 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -61,10 +62,10 @@ type Entry struct {
 	Evaluations int    `json:"evaluations,omitempty"`
 	Stopped     string `json:"stopped,omitempty"`
 
-	// Use is "baseline" when the final interleaved timing found the
-	// baseline faster than the winner beyond noise (the application should
-	// call the vendor library), "tuned" when a baseline was timed and was
-	// not, and empty when no baseline was timed.
+	// Use tells applications which implementation to call: UseBaseline
+	// when the baseline (Baseline.Name) measured faster than the tuned
+	// kernel beyond noise, UseTuned otherwise; empty (older files, or no
+	// decision) reads as UseTuned.
 	Use string `json:"use,omitempty"`
 
 	// FastMath says, where the backend makes it a choice (metal), whether
@@ -73,6 +74,12 @@ type Entry struct {
 	// before it was recorded.
 	FastMath *bool `json:"fast_math,omitempty"`
 }
+
+// Values of Entry.Use and of <PREFIX>_<FAMILY>_USE.
+const (
+	UseBaseline = "baseline"
+	UseTuned    = "tuned"
+)
 
 // Reference is the un-tuned default configuration and its time.
 type Reference struct {
@@ -409,8 +416,9 @@ func (w *walker) entry(path string, v any) *Entry {
 	}
 	if v, ok := m["use"]; ok {
 		up := child(path, "use")
-		if e.Use = w.str(up, v); w.err == nil && e.Use != "baseline" && e.Use != "tuned" {
-			w.fail(up, `must be "baseline" or "tuned", got %q`, e.Use)
+		e.Use = w.str(up, v)
+		if w.err == nil && e.Use != UseBaseline && e.Use != UseTuned {
+			w.fail(up, "is %q; must be %q or %q", e.Use, UseBaseline, UseTuned)
 		}
 	}
 	if v, ok := m["fast_math"]; ok {
@@ -511,14 +519,7 @@ func (w *walker) entry(path string, v any) *Entry {
 	return e
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
 
 // Merge returns existing (the bytes of a params file, or nil for none) with
 // update's devices merged in: for every device in update its scalar fields

@@ -16,7 +16,14 @@ var (
 	ErrInvalidShape  = errors.New("invalid shape")
 	// ErrNoSpace: the family has no parameters for the device's kind of backend.
 	ErrNoSpace = errors.New("no parameters for this backend")
+	// ErrDefaults: the built-in defaults of a family break its constraints
+	// for a shape (possible for a family whose Check depends on the shape).
+	ErrDefaults = errors.New("the built-in defaults break the family's constraints")
 )
+
+// ReservedParamName cannot name a parameter: <PREFIX>_<FAMILY>_USE is the
+// variable that chooses between the tuned kernel and the baseline.
+const ReservedParamName = "USE"
 
 // SourceDefault is the Source of a value that came from the built-in
 // defaults (the family's, or Options.Defaults).
@@ -54,9 +61,31 @@ type Options struct {
 	EnvPrefix string
 
 	// Device is the key of the device whose entries apply. Empty: the value
-	// of <EnvPrefix>_DEVICE, else the file's only device if it holds exactly
-	// one.
+	// of <EnvPrefix>_DEVICE. A key the file does not hold matches nothing
+	// by itself; DeviceName is tried next.
 	Device string
+
+	// DeviceName is the device's name as the system reports it ("Apple M3
+	// Max" from MTLDevice.name or MLX's device_info()["device_name"],
+	// "NVIDIA H100 80GB HBM3" from nvidia-smi or cudaDeviceProp.name, the
+	// CPU model). It matches the devices whose "name" field is equal but for
+	// ASCII case and runs of white space (see FoldDeviceName), and, when
+	// Backend is set, whose "backend" is Backend. $<EnvPrefix>_DEVICE_NAME,
+	// when set, replaces it. ComputeUnits (GPU cores, SMs, CPU cores; 0:
+	// unknown) picks among several devices of that name the one with the
+	// nearest number.
+	DeviceName   string
+	ComputeUnits int
+
+	// Local is the device this process runs on, tried when neither Device,
+	// DeviceName nor their variables name a device and the file does not
+	// hold exactly one: by key, then by name and compute units among the
+	// devices of its backend, and its family and backend stand for the
+	// device's when it is not in the file (unless DeviceFamily and Backend
+	// are set). It applies only when Backend is empty or Local's backend.
+	// nil means LocalDevice() (this CPU); a pointer to a zero DeviceID
+	// turns the attempt off.
+	Local *DeviceID
 
 	// Backend (cpu, cuda, metal, ...) and DeviceFamily (amd64, sm_90, ...)
 	// describe the device when it is not in the file: Backend picks the
@@ -79,6 +108,26 @@ type Options struct {
 	// a file. Each must be an allowed value of every space that has the
 	// parameter.
 	Defaults map[string]map[string]int
+
+	// Aliases are composite variables the application declares, each
+	// setting several parameters at once (see Alias).
+	Aliases []Alias
+}
+
+// Alias is one variable that sets several parameters, values joined by
+// Sep: Alias{Name: "MLX_GEMM_TILE_AV", Family: "gemm_av", Params:
+// []string{"BM", "BN"}, Sep: "x"} makes MLX_GEMM_TILE_AV=32x8 set BM=32 and
+// BN=8 (source "env:MLX_GEMM_TILE_AV"). It applies to Family, or, when
+// Family is empty, to every family whose parameter space has all of
+// Params. A parameter's own variable (<PREFIX>_<FAMILY>_<PARAM>) beats an
+// alias, and an earlier alias a later one; an alias beats the file. Each
+// value must be a base-10 integer among the parameter's allowed values, as
+// for the parameter's own variable; an empty variable counts as unset.
+type Alias struct {
+	Name   string
+	Family string
+	Params []string
+	Sep    string
 }
 
 // Value is a resolved parameter value and where it came from: "default",
@@ -102,6 +151,21 @@ type Resolved struct {
 	Class   string `json:"class"`
 	// Params holds every parameter of the family's space.
 	Params map[string]Value `json:"params"`
+	// Matched is how the device was found (DeviceChoice.Matched).
+	Matched string `json:"matched"`
+
+	// UseBaseline tells the application to call the baseline (Baseline,
+	// e.g. cuBLAS, MPS, gonum) instead of the tuned kernel, because it
+	// measured faster: from <PREFIX>_<FAMILY>_USE when set, else from the
+	// "use" field of the first matching entry in precedence order (the
+	// device's exact-shape entry, its class entry, then the fallback
+	// devices'); absent means tuned. UseSource says which:
+	// "env:<VARIABLE>", "file:…" or "fallback:…" (the deciding entry), or
+	// "default" (no entry matched). Baseline is the name the deciding
+	// entry's "baseline" records, "" if none.
+	UseBaseline bool   `json:"use_baseline"`
+	Baseline    string `json:"baseline,omitempty"`
+	UseSource   string `json:"use_source"`
 
 	names []string // the space's order; shared, never modified
 }
@@ -124,12 +188,19 @@ func (r *Resolved) Names() []string { return slices.Clone(r.names) }
 
 // DeviceChoice says which device a Loader resolves for and why.
 type DeviceChoice struct {
-	// Key is the device key ("" when none was given and the file does not
-	// hold exactly one device).
+	// Key is the device key: the device found in the file, else the key
+	// asked for ("" when none was given).
 	Key string
-	// How is how Key was chosen: "Options.Device", "env:<PREFIX>_DEVICE",
-	// "only device in file", or "" when no key was chosen.
+	// How names what chose Key: "Options.Device", "env:<PREFIX>_DEVICE",
+	// "Options.DeviceName", "env:<PREFIX>_DEVICE_NAME", "local device"
+	// (Options.Local, LocalDevice() by default), "only device in file", or
+	// "" when nothing did.
 	How string
+	// Matched is how the device whose entries apply was found: "key",
+	// "only device in file", "name" (possibly with a note on compute
+	// units, see Options.DeviceName), "family <family>" when only fallback
+	// devices apply, or "none".
+	Matched string
 	// InFile reports whether the file holds Key.
 	InFile bool
 	// Backend is the device's backend: from the file, else Options.Backend,
@@ -156,14 +227,18 @@ type Loader struct {
 	chain    []*devState // the device itself (if in the file), then fallbacks
 	knownEnv map[string]bool
 	warnings []string
+	aliases  []Alias // validated; never modified
 }
 
 type famState struct {
-	fam    *Family
-	kind   string
-	space  *Space // nil when the family has none for the device's kind
-	params []paramState
-	names  []string
+	aliases   []aliasState // the aliases that apply to the family's space
+	fam       *Family
+	kind      string
+	space     *Space // nil when the family has none for the device's kind
+	params    []paramState
+	names     []string
+	useEnv    string // KERNTUNE_GEMV_NT_USE
+	useSource string // env:KERNTUNE_GEMV_NT_USE
 }
 
 type paramState struct {
@@ -178,8 +253,10 @@ type devState struct {
 }
 
 type entryState struct {
-	params map[string]int
-	source string // file:<device>/<family>/<entry key> or fallback:...
+	params   map[string]int
+	source   string // file:<device>/<family>/<entry key> or fallback:...
+	use      string // the entry's "use", "" when absent
+	baseline string // the name of the entry's baseline, "" when none
 }
 
 // Open loads the params file named by opts.Path, else by the variable
@@ -284,9 +361,9 @@ func (l *Loader) Device() DeviceChoice {
 func (l *Loader) Families() []string { return slices.Clone(l.famNames) }
 
 // Warnings returns what the loader noticed but did not treat as an error:
-// a device key missing from the file, a file with several devices and none
-// chosen, entries ignored for an unknown dtype or shape class, an explicitly
-// named file that does not exist.
+// a file that holds devices of which none was matched (with what was asked
+// and every device of the file), entries ignored for an unknown dtype or
+// shape class, an explicitly named file that does not exist.
 func (l *Loader) Warnings() []string { return slices.Clone(l.warnings) }
 
 func newLoader(f *File, name string, o Options) (*Loader, error) {
@@ -302,6 +379,19 @@ func newLoader(f *File, name string, o Options) (*Loader, error) {
 		}
 		fams[key] = fam
 	}
+	// Every variable the loader reads has one meaning: owner says which.
+	owner := map[string]string{}
+	claim := func(name, what string) error {
+		if prev, ok := owner[name]; ok && prev != what {
+			return fmt.Errorf("params: variable %s would be both %s and %s", name, prev, what)
+		}
+		owner[name] = what
+		l.knownEnv[name] = true
+		return nil
+	}
+	for _, v := range []string{"_PARAMS", "_DEVICE", "_DEVICE_NAME"} {
+		claim(o.EnvPrefix+v, "the loader's "+strings.TrimPrefix(v, "_"))
+	}
 	byEnv := map[string]string{}
 	for _, key := range sortedKeys(fams) {
 		if err := validateFamily(fams[key]); err != nil {
@@ -312,14 +402,17 @@ func newLoader(f *File, name string, o Options) (*Loader, error) {
 			return nil, fmt.Errorf("params: families %s and %s share the variable names %s_%s_*", other, key, o.EnvPrefix, e)
 		}
 		byEnv[e] = key
-		for _, s := range fams[key].Spaces {
-			for _, p := range s.Params {
-				l.knownEnv[EnvVarName(o.EnvPrefix, key, p.Name)] = true
+		if err := claim(EnvVarName(o.EnvPrefix, key, ReservedParamName), key+"'s choice of the baseline"); err != nil {
+			return nil, err
+		}
+		for _, kind := range sortedKeys(fams[key].Spaces) {
+			for _, p := range fams[key].Spaces[kind].Params {
+				if err := claim(EnvVarName(o.EnvPrefix, key, p.Name), key+" parameter "+p.Name); err != nil {
+					return nil, err
+				}
 			}
 		}
 	}
-	l.knownEnv[o.EnvPrefix+"_PARAMS"] = true
-	l.knownEnv[o.EnvPrefix+"_DEVICE"] = true
 	// A setting of the kerntune tool itself (its Metal backend's MPS
 	// baseline), not a parameter; known so that it is not reported as unused.
 	l.knownEnv[o.EnvPrefix+"_METAL_MPS"] = true
@@ -327,6 +420,10 @@ func newLoader(f *File, name string, o Options) (*Loader, error) {
 	if err := validateDefaults(fams, o.Defaults); err != nil {
 		return nil, err
 	}
+	if err := validateAliases(fams, o.Aliases, claim); err != nil {
+		return nil, err
+	}
+	l.aliases = o.Aliases
 	if f != nil {
 		if err := l.validateFile(f, name, fams); err != nil {
 			return nil, err
@@ -345,7 +442,8 @@ func newLoader(f *File, name string, o Options) (*Loader, error) {
 	}
 	l.fams = make(map[string]*famState, len(fams))
 	for key, fam := range fams {
-		fs := &famState{fam: fam, kind: l.device.Kind}
+		fs := &famState{fam: fam, kind: l.device.Kind, useEnv: EnvVarName(o.EnvPrefix, key, "USE")}
+		fs.useSource = SourceEnvPrefix + fs.useEnv
 		if sp, ok := fam.Spaces[l.device.Kind]; ok && sp != nil {
 			fs.space = sp
 			over := o.Defaults[key]
@@ -358,6 +456,7 @@ func newLoader(f *File, name string, o Options) (*Loader, error) {
 				fs.params = append(fs.params, ps)
 				fs.names = append(fs.names, p.Name)
 			}
+			fs.aliases = aliasesFor(key, sp, o.Aliases)
 		}
 		l.fams[key] = fs
 	}
@@ -372,7 +471,11 @@ func newDevState(f *File, key, prefix string) *devState {
 			if e == nil {
 				continue
 			}
-			m[ek] = &entryState{params: e.Params, source: prefix + key + "/" + fam + "/" + ek}
+			es := &entryState{params: e.Params, source: prefix + key + "/" + fam + "/" + ek, use: e.Use}
+			if e.Baseline != nil {
+				es.baseline = e.Baseline.Name
+			}
+			m[ek] = es
 		}
 		d.kernels[fam] = m
 	}
@@ -394,6 +497,8 @@ func validateFamily(f *Family) error {
 			switch {
 			case !ValidParamName(p.Name):
 				return fmt.Errorf("space %s: parameter name %q is not an upper-case identifier", kind, p.Name)
+			case p.Name == ReservedParamName:
+				return fmt.Errorf("space %s: parameter name %s is reserved (<PREFIX>_<FAMILY>_USE chooses between the tuned kernel and the baseline)", kind, p.Name)
 			case seen[p.Name]:
 				return fmt.Errorf("space %s: parameter %s is listed twice", kind, p.Name)
 			case len(p.Values) == 0:
@@ -528,37 +633,84 @@ func paramNames(s *Space) []string {
 	return names
 }
 
-// chooseDevice picks the device key, its backend and its fallback devices.
+// chooseDevice finds the device whose entries apply, its backend and its
+// fallback devices. The order: the key (Options.Device, else
+// $<PREFIX>_DEVICE) if the file holds it; the name ($<PREFIX>_DEVICE_NAME,
+// else Options.DeviceName) with the nearest compute units; the file's only
+// device when nothing names one; the local device (Options.Local) when
+// nothing names one; else no device, with the fallback devices of the
+// family (Options.DeviceFamily, else the local device's).
 func (l *Loader) chooseDevice(f *File, name string, o Options) error {
 	d := &l.device
-	switch {
-	case o.Device != "":
-		d.Key, d.How = o.Device, "Options.Device"
-	default:
-		v := ""
+	if o.ComputeUnits < 0 {
+		return fmt.Errorf("params: Options.ComputeUnits is %d; it must be 0 (unknown) or positive", o.ComputeUnits)
+	}
+	key, keyHow := o.Device, "Options.Device"
+	if key == "" {
 		if x, ok := o.Lookup(o.EnvPrefix + "_DEVICE"); ok {
-			v = strings.TrimSpace(x)
-		}
-		if v != "" {
-			d.Key, d.How = v, SourceEnvPrefix+o.EnvPrefix+"_DEVICE"
-		} else if f != nil && len(f.Devices) == 1 {
-			for k := range f.Devices {
-				d.Key, d.How = k, "only device in file"
-			}
+			key, keyHow = strings.TrimSpace(x), SourceEnvPrefix+o.EnvPrefix+"_DEVICE"
 		}
 	}
+	devName, nameHow := strings.TrimSpace(o.DeviceName), "Options.DeviceName"
+	if x, ok := o.Lookup(o.EnvPrefix + "_DEVICE_NAME"); ok && strings.TrimSpace(x) != "" {
+		devName, nameHow = strings.TrimSpace(x), SourceEnvPrefix+o.EnvPrefix+"_DEVICE_NAME"
+	}
+	backend, family := o.Backend, o.DeviceFamily
+	var local DeviceID
+	useLocal := false
+	if key == "" && devName == "" && f != nil && len(f.Devices) > 1 {
+		if o.Local != nil {
+			local = *o.Local
+		} else {
+			local = LocalDevice()
+		}
+		useLocal = local.Backend != "" && (o.Backend == "" || o.Backend == local.Backend)
+	}
+
+	found := ""
+	switch {
+	case f == nil:
+	case key != "" && f.Devices[key] != nil:
+		found, d.How, d.Matched = key, keyHow, MatchedKey
+	case devName != "":
+		if k, m := matchName(f, devName, o.ComputeUnits, o.Backend); k != "" {
+			found, d.How, d.Matched = k, nameHow, m
+		}
+	case key != "":
+	case len(f.Devices) == 1:
+		for k := range f.Devices {
+			found, d.How, d.Matched = k, MatchedOnly, MatchedOnly
+		}
+	case useLocal && local.Key != "" && f.Devices[local.Key] != nil && f.Devices[local.Key].Backend == local.Backend:
+		found, d.How, d.Matched = local.Key, "local device", MatchedKey
+	case useLocal:
+		if k, m := matchName(f, local.Name, local.ComputeUnits, local.Backend); k != "" {
+			found, d.How, d.Matched = k, "local device", m
+		}
+	}
+
 	var dev *Device
-	if f != nil && d.Key != "" {
-		dev = f.Devices[d.Key]
-	}
-	if dev != nil {
-		d.InFile = true
+	switch {
+	case found != "":
+		dev = f.Devices[found]
+		d.Key, d.InFile = found, true
 		d.Backend, d.Family = dev.Backend, dev.Family
 		if o.Backend != "" && SpaceKind(o.Backend) != SpaceKind(dev.Backend) {
 			return fmt.Errorf("params: Options.Backend is %q but device %q in %s has backend %q", o.Backend, d.Key, fileLabel(name), dev.Backend)
 		}
-	} else {
-		d.Backend, d.Family = o.Backend, o.DeviceFamily
+	default:
+		if useLocal {
+			if backend == "" {
+				backend = local.Backend
+			}
+			if family == "" {
+				family = local.Family
+			}
+		}
+		d.Backend, d.Family = backend, family
+		if key != "" {
+			d.Key, d.How = key, keyHow
+		}
 	}
 	d.Fallbacks = siblings(f, d.Key, d.Family, d.Backend)
 	if d.Backend == "" {
@@ -569,19 +721,44 @@ func (l *Loader) chooseDevice(f *File, name string, o Options) error {
 		}
 	}
 	d.Kind = SpaceKind(d.Backend)
-	if f == nil || dev != nil {
+	if dev != nil {
+		return nil
+	}
+	d.Matched = MatchedNone
+	if len(d.Fallbacks) > 0 {
+		d.Matched = "family " + d.Family
+	}
+	if f == nil || len(f.Devices) == 0 {
 		return nil
 	}
 	then := "built-in defaults apply"
 	if len(d.Fallbacks) > 0 {
-		then = "using fallback devices " + strings.Join(d.Fallbacks, ", ")
+		then = fmt.Sprintf("using fallback devices %s (family %s)", strings.Join(d.Fallbacks, ", "), d.Family)
+	}
+	holds := "its devices: " + describeDevices(f)
+	var asked []string
+	if key != "" {
+		asked = append(asked, fmt.Sprintf("key %q (%s)", key, keyHow))
+	}
+	if devName != "" {
+		n := fmt.Sprintf("name %q (%s)", devName, nameHow)
+		if o.Backend != "" {
+			n += " on backend " + o.Backend
+		}
+		asked = append(asked, n)
 	}
 	switch {
-	case d.Key != "":
-		l.warnings = append(l.warnings, fmt.Sprintf("device %q (%s) is not in %s; %s", d.Key, d.How, fileLabel(name), then))
-	case len(f.Devices) > 1:
-		l.warnings = append(l.warnings, fmt.Sprintf("%s holds %d devices and none was chosen (set %s_DEVICE or choose a device key); %s",
-			fileLabel(name), len(f.Devices), o.EnvPrefix, then))
+	case key != "" && devName == "":
+		l.warnings = append(l.warnings, fmt.Sprintf("device %q (%s) is not in %s; %s; %s", key, keyHow, fileLabel(name), then, holds))
+	case len(asked) > 0:
+		l.warnings = append(l.warnings, fmt.Sprintf("no device in %s matches %s; %s; %s", fileLabel(name), strings.Join(asked, " or "), then, holds))
+	default:
+		why := ""
+		if useLocal {
+			why = fmt.Sprintf(", and none is the local device (key %q, name %q)", local.Key, local.Name)
+		}
+		l.warnings = append(l.warnings, fmt.Sprintf("%s holds %d devices and none was chosen%s (set %s_DEVICE or %s_DEVICE_NAME, or Options.Device or Options.DeviceName); %s; %s",
+			fileLabel(name), len(f.Devices), why, o.EnvPrefix, o.EnvPrefix, then, holds))
 	}
 	return nil
 }
@@ -641,8 +818,11 @@ func check(s *Space, shape []int, p map[string]int) (err error) {
 //  4. the same two entries on each fallback device in turn;
 //  5. the built-in default (Options.Defaults, else the family's).
 //
-// A variable that is not a base-10 integer or not an allowed value is an
-// *EnvError, and so is a set of variables that breaks the family's Check
+// Resolved.UseBaseline comes from <PREFIX>_<FAMILY>_USE, else the first
+// matching entry's "use" (see Resolved).
+//
+// A variable that is not a base-10 integer or not an allowed value, or a
+// <PREFIX>_<FAMILY>_USE other than baseline or tuned, is an *EnvError, and so is a set of variables that breaks the family's Check
 // for this shape even with the defaults for the other parameters. When
 // values taken from the file break it, Resolve keeps the largest set of
 // matching entries that passes, preferring higher ones (see degrade), down to
@@ -687,8 +867,29 @@ func (l *Loader) Resolve(family, dtype string, shape []int) (*Resolved, error) {
 	r := &Resolved{
 		Device: l.device.Key, Backend: l.device.Backend, Family: family, DType: dtype,
 		Shape: slices.Clone(shape), Class: class, Params: make(map[string]Value, len(fs.params)), names: fs.names,
+		Matched: l.device.Matched, UseSource: SourceDefault,
 	}
-	var env []EnvVar
+	var env, aliasVars []EnvVar
+	var aliased map[string]Value // parameter → value set by an alias
+	for _, a := range fs.aliases {
+		raw, ok := l.lookup(a.Name)
+		if !ok || strings.TrimSpace(raw) == "" {
+			continue
+		}
+		vals, err := a.parse(family, fs.kind, raw)
+		if err != nil {
+			return nil, err
+		}
+		aliasVars = append(aliasVars, EnvVar{a.Name, raw})
+		for i, p := range a.params {
+			if _, done := aliased[p.Name]; !done {
+				if aliased == nil {
+					aliased = map[string]Value{}
+				}
+				aliased[p.Name] = Value{vals[i], a.source}
+			}
+		}
+	}
 	for i := range fs.params {
 		p := &fs.params[i]
 		if raw, ok := l.lookup(p.env); ok && strings.TrimSpace(raw) != "" {
@@ -700,7 +901,35 @@ func (l *Loader) Resolve(family, dtype string, shape []int) (*Resolved, error) {
 			env = append(env, EnvVar{p.env, raw})
 			continue
 		}
+		if v, ok := aliased[p.Name]; ok {
+			r.Params[p.Name] = v
+			continue
+		}
 		r.Params[p.Name] = fromLayers(p, layers)
+	}
+	for _, v := range aliasVars {
+		// An alias whose every parameter has its own variable set counts for nothing.
+		for _, name := range fs.names {
+			if r.Params[name].Source == SourceEnvPrefix+v.Name {
+				env = append(env, v)
+				break
+			}
+		}
+	}
+	if len(layers) > 0 {
+		r.UseBaseline, r.Baseline, r.UseSource = layers[0].use == UseBaseline, layers[0].baseline, layers[0].source
+	}
+	if raw, ok := l.lookup(fs.useEnv); ok && strings.TrimSpace(raw) != "" {
+		switch strings.TrimSpace(raw) {
+		case UseBaseline:
+			r.UseBaseline = true
+		case UseTuned:
+			r.UseBaseline = false
+		default:
+			return nil, &EnvError{Vars: []EnvVar{{fs.useEnv, raw}},
+				Msg: fmt.Sprintf("not an allowed value; %s chooses between the tuned %s kernel and the baseline; allowed: %s, %s", fs.useEnv, family, UseBaseline, UseTuned)}
+		}
+		r.UseSource = fs.useSource
 	}
 	if fs.space.Check == nil {
 		return r, nil
@@ -716,7 +945,7 @@ func (l *Loader) Resolve(family, dtype string, shape []int) (*Resolved, error) {
 		return nil, &EnvError{Vars: env, Msg: fmt.Sprintf("breaks the constraints of %s for shape %s (class %s), even with the defaults for the other parameters: %v",
 			family, ShapeString(shape), class, err)}
 	}
-	return nil, fmt.Errorf("params: the built-in defaults of %s break its constraints for shape %s: %w", family, ShapeString(shape), err)
+	return nil, fmt.Errorf("params: %w: %s for shape %s: %w", ErrDefaults, family, ShapeString(shape), err)
 }
 
 // degrade handles a set that breaks the family's constraints, say because a
@@ -739,7 +968,7 @@ func (r *Resolved) degrade(fs *famState, shape []int, layers []*entryState, err 
 		}
 		for i := range fs.params {
 			p := &fs.params[i]
-			if r.Params[p.Name].Source != p.envSource {
+			if !strings.HasPrefix(r.Params[p.Name].Source, SourceEnvPrefix) {
 				r.Params[p.Name] = fromLayers(p, sub)
 			}
 		}

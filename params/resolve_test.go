@@ -175,30 +175,30 @@ func TestDeviceChoice(t *testing.T) {
 	}{
 		{
 			name: "Options.Device in file", data: precedenceFile, opts: Options{Device: "cpu:a"},
-			want: DeviceChoice{Key: "cpu:a", How: "Options.Device", InFile: true, Backend: "cpu", Kind: "cpu", Family: "amd64", Fallbacks: []string{"cpu:b"}},
+			want: DeviceChoice{Key: "cpu:a", How: "Options.Device", Matched: "key", InFile: true, Backend: "cpu", Kind: "cpu", Family: "amd64", Fallbacks: []string{"cpu:b"}},
 		},
 		{
 			name: "env device, gpu kind keeps only gpu siblings", data: precedenceFile, opts: Options{Lookup: env("KERNTUNE_DEVICE", "cuda:h")},
-			want: DeviceChoice{Key: "cuda:h", How: "env:KERNTUNE_DEVICE", InFile: true, Backend: "cuda", Kind: "gpu", Family: "amd64"},
+			want: DeviceChoice{Key: "cuda:h", How: "env:KERNTUNE_DEVICE", Matched: "key", InFile: true, Backend: "cuda", Kind: "gpu", Family: "amd64"},
 		},
 		{
 			name: "only device in file",
 			data: `{"schema_version":1,"devices":{"metal:m1":{"backend":"metal","name":"M1","family":"apple7","kernels":{}}}}`,
-			want: DeviceChoice{Key: "metal:m1", How: "only device in file", InFile: true, Backend: "metal", Kind: "gpu", Family: "apple7"},
+			want: DeviceChoice{Key: "metal:m1", How: "only device in file", Matched: "only device in file", InFile: true, Backend: "metal", Kind: "gpu", Family: "apple7"},
 		},
 		{
-			name: "several devices, none chosen", data: precedenceFile,
-			want:     DeviceChoice{Backend: "cpu", Kind: "cpu"},
-			warnings: []string{"params data holds 6 devices and none was chosen (set KERNTUNE_DEVICE or choose a device key); built-in defaults apply"},
+			name: "several devices, none chosen, no local device", data: precedenceFile, opts: Options{Local: &DeviceID{}},
+			want:     DeviceChoice{Backend: "cpu", Kind: "cpu", Matched: "none"},
+			warnings: []string{"params data holds 6 devices and none was chosen (set KERNTUNE_DEVICE or KERNTUNE_DEVICE_NAME, or Options.Device or Options.DeviceName); built-in defaults apply; its devices: cpu:a (backend cpu, name \"A\", compute units 0, family amd64); cpu:b"},
 		},
 		{
 			name: "not in file, backend from first sibling", data: precedenceFile, opts: Options{Device: "x", DeviceFamily: "amd64"},
-			want:     DeviceChoice{Key: "x", How: "Options.Device", Backend: "cpu", Kind: "cpu", Family: "amd64", Fallbacks: []string{"cpu:a", "cpu:b"}},
-			warnings: []string{`device "x" (Options.Device) is not in params data; using fallback devices cpu:a, cpu:b`},
+			want:     DeviceChoice{Key: "x", How: "Options.Device", Matched: "family amd64", Backend: "cpu", Kind: "cpu", Family: "amd64", Fallbacks: []string{"cpu:a", "cpu:b"}},
+			warnings: []string{`device "x" (Options.Device) is not in params data; using fallback devices cpu:a, cpu:b (family amd64); its devices: cpu:a`},
 		},
 		{
 			name: "not in file, Backend restricts siblings", data: precedenceFile, opts: Options{Device: "x", DeviceFamily: "amd64", Backend: "opencl"},
-			want:     DeviceChoice{Key: "x", How: "Options.Device", Backend: "opencl", Kind: "gpu", Family: "amd64", Fallbacks: []string{"cuda:h"}},
+			want:     DeviceChoice{Key: "x", How: "Options.Device", Matched: "family amd64", Backend: "opencl", Kind: "gpu", Family: "amd64", Fallbacks: []string{"cuda:h"}},
 			warnings: []string{"using fallback devices cuda:h"},
 		},
 		{
@@ -211,18 +211,18 @@ func TestDeviceChoice(t *testing.T) {
 				"cpu:a":{"backend":"cpu","name":"","family":"f","kernels":{}},
 				"metal:other":{"backend":"metal","name":"","family":"g","kernels":{}}}}`,
 			opts: Options{Device: "metal:self"},
-			want: DeviceChoice{Key: "metal:self", How: "Options.Device", InFile: true, Backend: "metal", Kind: "gpu", Family: "f", Fallbacks: []string{"metal:b", "metal:z", "cuda:a"}},
+			want: DeviceChoice{Key: "metal:self", How: "Options.Device", Matched: "key", InFile: true, Backend: "metal", Kind: "gpu", Family: "f", Fallbacks: []string{"metal:b", "metal:z", "cuda:a"}},
 		},
 		{
 			name: "empty family has no siblings",
 			data: `{"schema_version":1,"devices":{"cpu:a":{"backend":"cpu","name":"","family":"","kernels":{}},"cpu:b":{"backend":"cpu","name":"","family":"","kernels":{}}}}`,
 			opts: Options{Device: "cpu:a"},
-			want: DeviceChoice{Key: "cpu:a", How: "Options.Device", InFile: true, Backend: "cpu", Kind: "cpu"},
+			want: DeviceChoice{Key: "cpu:a", How: "Options.Device", Matched: "key", InFile: true, Backend: "cpu", Kind: "cpu"},
 		},
 		{
 			name: "unknown dtype and class are warnings",
 			data: `{"schema_version":1,"devices":{"cpu:a":{"backend":"cpu","name":"","family":"","kernels":{"gemv_nt":{"f64/tiny":{"params":{"BN":8}},"f32/tinny":{"params":{}}}}}}}`,
-			want: DeviceChoice{Key: "cpu:a", How: "only device in file", InFile: true, Backend: "cpu", Kind: "cpu"},
+			want: DeviceChoice{Key: "cpu:a", How: "only device in file", Matched: "only device in file", InFile: true, Backend: "cpu", Kind: "cpu"},
 			warnings: []string{
 				`params data: devices["cpu:a"].kernels.gemv_nt["f32/tinny"]: gemv_nt has no shape class "tinny"; entry ignored`,
 				`params data: devices["cpu:a"].kernels.gemv_nt["f64/tiny"]: unknown dtype "f64" (known: f32, f16, bf16); entry ignored`,
@@ -350,7 +350,7 @@ func TestResolveErrors(t *testing.T) {
 			contain: []string{`KERNTUNE_GEMV_NT_BN="7"`, "not an allowed value of gemv_nt BN on cpu backends; allowed: 4, 8, 16, 32, 64, 128, 256"}},
 		{name: "env negative", opts: Options{Lookup: env("KERNTUNE_GEMV_NT_BN", "-8")}, envErr: true, contain: []string{"not an allowed value"}},
 		{name: "env overflow", opts: Options{Lookup: env("KERNTUNE_GEMV_NT_BN", "99999999999999999999999")}, envErr: true, contain: []string{"not an allowed value"}},
-		{name: "unknown family", family: "gemv_tn", is: ErrUnknownFamily, contain: []string{`unknown kernel family "gemv_tn" (known: gemm_at_b, gemm_av, gemv_nt, rmsnorm, softmax)`}},
+		{name: "unknown family", family: "gemv_tn", is: ErrUnknownFamily, contain: []string{`unknown kernel family "gemv_tn" (known: ` + strings.Join(BuiltinNames(), ", ") + ")"}},
 		{name: "unknown dtype", dtype: "f64", is: ErrUnknownDType, contain: []string{`unknown dtype "f64" (known: f32, f16, bf16)`}},
 		{name: "too few dims", shape: []int{1, 896}, is: ErrInvalidShape, contain: []string{"gemv_nt takes a shape of 3 dims (m×n×k), got 2"}},
 		{name: "nil shape", shape: []int{}, is: ErrInvalidShape},

@@ -194,7 +194,7 @@ func (c *compiler) matchBase(out *Compiled, nc namedCase) {
 	}
 	bi := 0
 	for i, b := range c.s.Buffers {
-		if b.IO != "in" || b.Optional && !nc.c.Bias {
+		if b.IO != "in" || b.Optional && !nc.c.Has(kernels.Bias) {
 			continue
 		}
 		if got[bi].Len != want[bi].Len {
@@ -255,7 +255,7 @@ func (c *compiler) evalReference(cs kernels.Case, in [][]float32, workers int) (
 		if b.IO != "in" {
 			continue
 		}
-		if b.Optional && !cs.Bias {
+		if b.Optional && !cs.Has(kernels.Bias) {
 			bufs[b.Name] = nil
 			continue
 		}
@@ -275,7 +275,7 @@ func (c *compiler) evalReference(cs kernels.Case, in [][]float32, workers int) (
 		go func() {
 			defer wg.Done()
 			env := c.env(cs.Shape, nil)
-			env["bias"] = b2i(cs.Bias)
+			env["bias"] = b2i(cs.Has(kernels.Bias))
 			env["eps"] = float64(float32(kernels.RMSNormEps))
 			for name, b := range bufs {
 				env[name] = b

@@ -2,10 +2,10 @@ package spec
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/kerntune/kerntune/kernels"
@@ -176,6 +176,10 @@ func compile(s *Spec, file, dir string) (*Compiled, error) {
 		f := fmt.Sprintf("params[%d]", i)
 		if !params.ValidParamName(p.Name) {
 			c.fail(f+".name", "", "%q is not an upper-case identifier ([A-Z][A-Z0-9_]*)", p.Name)
+			continue
+		}
+		if p.Name == params.ReservedParamName {
+			c.fail(f+".name", "", "%s is reserved: KERNTUNE_%s_USE chooses between the tuned kernel and the baseline", p.Name, strings.ToUpper(s.Name))
 			continue
 		}
 		if !claim(f+".name", p.Name) || !claimC(f+".name", p.Name) {
@@ -367,8 +371,8 @@ func compile(s *Spec, file, dir string) (*Compiled, error) {
 		}
 		c.reference = c.compile("reference.expr", s.Reference.Expr, env, floatKind)
 	}
-	if s.Bias && s.Implements != params.GemvNT {
-		c.fail("bias", "", "only a kernel that implements gemv_nt has a bias operand")
+	if s.Bias && (out.Base == nil || !slices.Contains(out.Base.Options, kernels.Bias)) {
+		c.fail("bias", "", "only a kernel that implements a family with a bias operand (%s) has one", strings.Join(biasFamilies(), ", "))
 	}
 	for _, d := range sortedKeys(s.Tolerance) {
 		if _, err := kernels.ParseDType(d); err != nil {
@@ -507,7 +511,14 @@ func (c *compiler) build(out *Compiled, space params.Space) {
 		return nil
 	}
 
-	k := &kernels.Kernel{Family: fam, Implements: s.Implements}
+	// The spec language names eps for every kernel: rmsnorm's epsilon.
+	k := &kernels.Kernel{Family: fam, Implements: s.Implements, Scalars: map[string]float64{"eps": kernels.RMSNormEps}}
+	if base != nil {
+		k.Fill = base.Fill // its inputs are drawn as the family's are
+	}
+	if s.Bias {
+		k.Options = []string{kernels.Bias}
+	}
 	if len(s.Tolerance) > 0 {
 		k.Tolerances = map[kernels.DType]float64{}
 		for d, t := range s.Tolerance {
@@ -517,7 +528,7 @@ func (c *compiler) build(out *Compiled, space params.Space) {
 	keep := func(cs []kernels.Case) []kernels.Case {
 		var out []kernels.Case
 		for _, cs := range cs {
-			if !cs.Bias || s.Bias {
+			if !cs.Has(kernels.Bias) || s.Bias {
 				out = append(out, cs)
 			}
 		}
@@ -547,7 +558,7 @@ func (c *compiler) build(out *Compiled, space params.Space) {
 		env := c.env(cs.Shape, nil)
 		var ops []kernels.Operand
 		for i, b := range s.Buffers {
-			if b.IO != "in" || b.Optional && !cs.Bias {
+			if b.IO != "in" || b.Optional && !cs.Has(kernels.Bias) {
 				continue
 			}
 			n, _ := c.lengths[i].evalInt(env) // checked by Classify
@@ -563,7 +574,7 @@ func (c *compiler) build(out *Compiled, space params.Space) {
 	case c.flops != nil:
 		k.Flops = func(cs kernels.Case) float64 {
 			env := c.env(cs.Shape, nil)
-			env["bias"] = b2i(cs.Bias)
+			env["bias"] = b2i(cs.Has(kernels.Bias))
 			f, _ := c.flops.evalFloat(env)
 			return f
 		}
@@ -602,7 +613,7 @@ func (c *compiler) build(out *Compiled, space params.Space) {
 			n, _ := c.nthreads(c.env(nil, p))
 			return map[string]int{"NTHREADS": n}
 		}
-		b.Scalars = func(kernels.Case, float32) []any { return nil }
+		b.Scalars = func(kernels.Case, map[string]float64) []any { return nil }
 		b.Consts = func(cs kernels.Case) [][]byte {
 			v, _ := c.mlxConsts(cs)
 			return v
@@ -633,10 +644,21 @@ func (c *compiler) build(out *Compiled, space params.Space) {
 		return d
 	}
 	// Scalars cannot return errors either (see Geometry).
-	b.Scalars = func(cs kernels.Case, eps float32) []any {
-		vals, _ := c.scalarValues(cs, eps)
+	b.Scalars = func(cs kernels.Case, consts map[string]float64) []any {
+		vals, _ := c.scalarValues(cs, float32(consts["eps"]))
 		return vals
 	}
+}
+
+// biasFamilies lists the built-in families with the bias option.
+func biasFamilies() []string {
+	var names []string
+	for _, n := range params.BuiltinNames() {
+		if k, err := kernels.Get(n); err == nil && slices.Contains(k.Options, kernels.Bias) {
+			names = append(names, n)
+		}
+	}
+	return names
 }
 
 func b2i(b bool) int {
@@ -681,7 +703,7 @@ func (c *compiler) launch(shape []int, p map[string]int) (gpu.Launch, error) {
 
 func (c *compiler) scalarValues(cs kernels.Case, eps float32) ([]any, error) {
 	env := c.env(cs.Shape, nil)
-	env["bias"] = b2i(cs.Bias)
+	env["bias"] = b2i(cs.Has(kernels.Bias))
 	env["eps"] = float64(eps)
 	vals := make([]any, 0, len(c.scalars))
 	for i, p := range c.scalars {
@@ -766,11 +788,4 @@ func classRules(cs []Class) string {
 	return strings.Join(parts, "; ")
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }

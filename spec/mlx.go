@@ -416,7 +416,7 @@ func (c *compiler) mlxCheckShape(shape []int) error {
 // elements) as int64, ndim as int32; little-endian, as Apple GPUs are.
 func (c *compiler) mlxConsts(cs kernels.Case) ([][]byte, error) {
 	env := c.env(cs.Shape, nil)
-	env["bias"] = b2i(cs.Bias)
+	env["bias"] = b2i(cs.Has(kernels.Bias))
 	env["eps"] = float64(float32(kernels.RMSNormEps))
 	var out [][]byte
 	for _, bd := range c.mlx.kernel.Bindings() {

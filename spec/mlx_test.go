@@ -183,7 +183,7 @@ uint i = thread_position_in_grid.x; out[i] = Q_shape[1] + Q_strides[0] + v_ndim 
 			if nBytes != len(got) || len(c.Body.Args) != strings.Count(tt.want, "[[buffer(") {
 				t.Fatalf("args %v for %d consts", c.Body.Args, len(got))
 			}
-			if c.Body.Scalars(kernels.Case{Shape: []int{9, 3}}, 0) != nil {
+			if c.Body.Scalars(kernels.Case{Shape: []int{9, 3}}, c.Kernel.Scalars) != nil {
 				t.Fatal("an mlx body has scalar arguments")
 			}
 		})

@@ -152,7 +152,7 @@ func TestGeometryAndScalars(t *testing.T) {
 				t.Fatalf("%v: shared %d, want %d", cand, got, want)
 			}
 		}
-		sc := c.Body.Scalars(kernels.Case{Shape: shape}, 0)
+		sc := c.Body.Scalars(kernels.Case{Shape: shape}, c.Kernel.Scalars)
 		if fmt.Sprint(sc) != fmt.Sprint([]any{int32(shape[0]), int32(shape[1]), int32(shape[2])}) {
 			t.Fatalf("scalars %v for %v", sc, shape)
 		}
@@ -166,7 +166,7 @@ func TestGeometryAndScalars(t *testing.T) {
 	if d["TPC"] != 1 || d["CPT"] != 4 {
 		t.Fatalf("defines %v", d)
 	}
-	sc := g.Body.Scalars(kernels.Case{Shape: []int{1, 1152, 896}, Bias: true}, 0)
+	sc := g.Body.Scalars(kernels.Case{Shape: []int{1, 1152, 896}, Options: []string{kernels.Bias}}, g.Kernel.Scalars)
 	if fmt.Sprint(sc) != "[1152 896 1]" {
 		t.Fatalf("gemv scalars %v", sc)
 	}
@@ -187,7 +187,7 @@ func TestImplements(t *testing.T) {
 		t.Fatal("m=2 accepted for a gemv_nt kernel")
 	}
 	// A bias case draws the bias operand, as gemv_nt's problems do.
-	p, err := kernels.NewProblem(c.Kernel, kernels.F32, kernels.Case{Shape: []int{1, 5, 7}, Bias: true}, rand.New(rand.NewPCG(1, 1)))
+	p, err := kernels.NewProblem(c.Kernel, kernels.F32, kernels.Case{Shape: []int{1, 5, 7}, Options: []string{kernels.Bias}}, rand.New(rand.NewPCG(1, 1)))
 	if err != nil || len(p.Inputs) != 3 {
 		t.Fatalf("problem with bias: %v, %d inputs", err, len(p.Inputs))
 	}
@@ -309,6 +309,7 @@ func TestBadSpecs(t *testing.T) {
 		{"no candidate", func(m map[string]any) { m["constraints"] = []any{"TG > 512"} }, []string{"constraints:", "no candidate"}, false},
 		{"bad param name", func(m map[string]any) { m["params"] = []any{map[string]any{"name": "tg", "values": []any{32}}} }, []string{"params[0].name", "upper-case"}, true},
 		{"reserved param", func(m map[string]any) { m["params"] = []any{map[string]any{"name": "T", "values": []any{32}}} }, []string{"params[0].name", "dialect"}, false},
+		{"USE is no param", func(m map[string]any) { m["params"] = []any{map[string]any{"name": "USE", "values": []any{32}}} }, []string{"params[0].name", "USE is reserved", "_USE chooses"}, true},
 		{"bad default", func(m map[string]any) {
 			m["params"] = []any{map[string]any{"name": "TG", "values": []any{32}, "default": 64}}
 		}, []string{"params[0].default", "64"}, false},

@@ -7,12 +7,14 @@
 package tuner
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
 	"sync"
 
 	"github.com/kerntune/kerntune/kernels"
+	"github.com/kerntune/kerntune/kernels/gpu"
 	"github.com/kerntune/kerntune/search"
 )
 
@@ -32,14 +34,46 @@ type DeviceInfo struct {
 	PeakBandwidth float64
 	// Facts are measured or queried numbers recorded in the file (bandwidth_gbps, ...).
 	Facts map[string]float64
+	// Limits are the device's limits on candidates.
+	Limits Limits
+}
+
+// Limits are a device's limits on candidates as plain data. The tuner
+// turns them into the search space's constraints itself (Constraints), so
+// a backend in a worker process sends them once, with its DeviceInfo,
+// rather than answering a call for every check of every candidate.
+type Limits struct {
+	// Threads caps a CPU candidate's THREADS parameter (goroutines); 0: no cap.
+	Threads int
+	// GPU are a GPU's limits, checked by the family's GPU body; nil for the CPU.
+	GPU *gpu.Limits
+}
+
+// Constraints hold family k's candidates in dt to the limits.
+func (l Limits) Constraints(k *kernels.Kernel, dt kernels.DType) []search.Constraint {
+	var cs []search.Constraint
+	if n := l.Threads; n > 0 {
+		cs = append(cs, search.Constraint{Name: fmt.Sprintf("THREADS ≤ %d", n), Check: func(c search.Candidate) error {
+			if c["THREADS"] > n {
+				return fmt.Errorf("THREADS=%d exceeds %d", c["THREADS"], n)
+			}
+			return nil
+		}})
+	}
+	if l.GPU != nil {
+		body, err := gpu.Get(k.Name)
+		if err != nil {
+			return append(cs, search.Constraint{Name: "has a GPU body", Check: func(search.Candidate) error { return err }})
+		}
+		cs = append(cs, body.Constraints(*l.GPU, dt)...)
+	}
+	return cs
 }
 
 // Backend runs kernels on one device.
 type Backend interface {
+	// Info describes the device, with its limits on candidates.
 	Info() DeviceInfo
-	// Constraints are the device's limits on a family's candidates (threads,
-	// memory), added to the family's own parameter space.
-	Constraints(k *kernels.Kernel, dt kernels.DType) []search.Constraint
 	// Load copies a problem's inputs to the device, in copies distinct
 	// buffers that Run rotates through, and allocates the output.
 	Load(p *kernels.Problem, copies int) (Instance, error)
@@ -83,27 +117,72 @@ type Opener func() (Backend, error)
 // ErrUnavailable reports that a backend cannot run on this machine.
 var ErrUnavailable = fmt.Errorf("backend not available on this machine")
 
+// ErrUnknownBackend reports a backend name that is not registered.
+var ErrUnknownBackend = errors.New("unknown backend")
+
+// Space kinds: the GPU backends share kernel bodies and so parameters.
+const (
+	SpaceCPU = "cpu"
+	SpaceGPU = "gpu"
+)
+
+// Traits are what the layers above a backend know of it without opening
+// it, so that no layer keeps its own list of backend names.
+type Traits struct {
+	// Space is the kind of parameter space its candidates use (SpaceCPU,
+	// SpaceGPU). params.SpaceKind, which imports only the standard
+	// library, keeps the same table; a test holds the two together.
+	Space string
+	// Isolate: tune runs its candidates in a worker process unless told
+	// otherwise (one faulting GPU kernel can poison a context for good).
+	Isolate bool
+	// AutoRank orders the backends that "--backend auto" tries, lowest
+	// first; 0: auto never picks it.
+	AutoRank int
+}
+
+type registration struct {
+	open   Opener
+	traits Traits
+}
+
 var (
 	registryMu sync.Mutex
-	registry   = map[string]Opener{}
+	registry   = map[string]registration{}
 )
 
 // Register makes a backend available by name; backends call it from init.
-func Register(name string, open Opener) {
+func Register(name string, open Opener, t Traits) {
 	registryMu.Lock()
 	defer registryMu.Unlock()
-	registry[name] = open
+	registry[name] = registration{open: open, traits: t}
 }
 
-// Open opens the named backend.
-func Open(name string) (Backend, error) {
+func lookup(name string) (registration, error) {
 	registryMu.Lock()
-	open, ok := registry[name]
+	r, ok := registry[name]
 	registryMu.Unlock()
 	if !ok {
-		return nil, fmt.Errorf("unknown backend %q (built in: %s)", name, strings.Join(Backends(), ", "))
+		return r, fmt.Errorf("%w %q (built in: %s)", ErrUnknownBackend, name, strings.Join(Backends(), ", "))
 	}
-	return open()
+	return r, nil
+}
+
+// Open opens the named backend; an unregistered name gives an error
+// wrapping ErrUnknownBackend.
+func Open(name string) (Backend, error) {
+	r, err := lookup(name)
+	if err != nil {
+		return nil, err
+	}
+	return r.open()
+}
+
+// TraitsOf returns the named backend's traits; an unregistered name gives
+// an error wrapping ErrUnknownBackend.
+func TraitsOf(name string) (Traits, error) {
+	r, err := lookup(name)
+	return r.traits, err
 }
 
 // Backends lists the registered backend names.
@@ -115,5 +194,26 @@ func Backends() []string {
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	return names
+}
+
+// AutoOrder lists the backends "--backend auto" tries, in order of
+// AutoRank; with a space kind, only those of that kind ("" for all).
+func AutoOrder(space string) []string {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	var names []string
+	for n, r := range registry {
+		if r.traits.AutoRank > 0 && (space == "" || r.traits.Space == space) {
+			names = append(names, n)
+		}
+	}
+	sort.Slice(names, func(i, j int) bool {
+		ri, rj := registry[names[i]].traits.AutoRank, registry[names[j]].traits.AutoRank
+		if ri != rj {
+			return ri < rj
+		}
+		return names[i] < names[j]
+	})
 	return names
 }

@@ -35,8 +35,7 @@ func (m *mutantBackend) Info() DeviceInfo {
 	return DeviceInfo{Key: "mutant:1", Name: "mutant", Backend: "cpu", Family: "test", ComputeUnits: 2, PeakFlops: 1e15, PeakBandwidth: 1e13}
 }
 
-func (*mutantBackend) Constraints(*kernels.Kernel, kernels.DType) []search.Constraint { return nil }
-func (*mutantBackend) Close() error                                                   { return nil }
+func (*mutantBackend) Close() error { return nil }
 func (*mutantBackend) Baseline(*kernels.Kernel, kernels.DType) (Program, string, error) {
 	return nil, "", nil
 }
@@ -93,38 +92,12 @@ func (pr *mutantProg) Output(ti Instance) ([]float32, error) {
 	for i := range out {
 		out[i] = float32(math.NaN())
 	}
-	p, sh, in, mut := inst.p, inst.p.Case.Shape, inst.in, pr.mutation
-	switch p.Kernel.Name {
-	case "gemm_av":
-		m, n, k := sh[0], sh[1], sh[2]
-		ldv := n
-		if mut == "wrong stride" {
-			ldv = k
-		}
-		contract(m, n, k, func(i, q int) float32 { return get(in[0], i*k+q) }, func(q, j int) float32 { return get(in[1], q*ldv+j) }, nil, out, mut)
-	case "gemm_at_b":
-		m, n, k := sh[0], sh[1], sh[2]
-		lda := n
-		if mut == "wrong stride" {
-			lda = m
-		}
-		contract(n, k, m, func(i, q int) float32 { return get(in[0], q*lda+i) }, func(q, j int) float32 { return get(in[1], q*k+j) }, nil, out, mut)
-	case "gemv_nt":
-		n, k := sh[1], sh[2]
-		ldw := k
-		if mut == "wrong stride" {
-			ldw = k + 1
-		}
-		var bias []float32
-		if p.Case.Bias {
-			bias = in[2]
-		}
-		contract(1, n, k, func(_, q int) float32 { return get(in[0], q) }, func(q, j int) float32 { return get(in[1], j*ldw+q) }, bias, out, mut)
-	case "softmax", "rmsnorm":
-		rowwise(p.Kernel.Name, sh[0], sh[1], in, p.Eps, out, mut)
-	default:
+	p, mut := inst.p, pr.mutation
+	run, ok := mutants[p.Kernel.Name]
+	if !ok {
 		return nil, fmt.Errorf("no mutant of %s", p.Kernel.Name)
 	}
+	run(p, inst.in, out, mut)
 	if mut == "writes past the end" {
 		put(out, len(out), 0)
 	}
@@ -133,6 +106,46 @@ func (pr *mutantProg) Output(ti Instance) ([]float32, error) {
 		return nil, err
 	}
 	return append([]float32(nil), out...), nil
+}
+
+// mutants are the families' naive implementations, each with a mutation
+// ("" for none); a new family adds its own, here or from an init in its
+// own test file.
+var mutants = map[string]func(p *kernels.Problem, in [][]float32, out []float32, mut string){
+	"gemm_av": func(p *kernels.Problem, in [][]float32, out []float32, mut string) {
+		m, n, k := p.Case.Shape[0], p.Case.Shape[1], p.Case.Shape[2]
+		ldv := n
+		if mut == "wrong stride" {
+			ldv = k
+		}
+		contract(m, n, k, func(i, q int) float32 { return get(in[0], i*k+q) }, func(q, j int) float32 { return get(in[1], q*ldv+j) }, nil, out, mut)
+	},
+	"gemm_at_b": func(p *kernels.Problem, in [][]float32, out []float32, mut string) {
+		m, n, k := p.Case.Shape[0], p.Case.Shape[1], p.Case.Shape[2]
+		lda := n
+		if mut == "wrong stride" {
+			lda = m
+		}
+		contract(n, k, m, func(i, q int) float32 { return get(in[0], q*lda+i) }, func(q, j int) float32 { return get(in[1], q*k+j) }, nil, out, mut)
+	},
+	"gemv_nt": func(p *kernels.Problem, in [][]float32, out []float32, mut string) {
+		n, k := p.Case.Shape[1], p.Case.Shape[2]
+		ldw := k
+		if mut == "wrong stride" {
+			ldw = k + 1
+		}
+		var bias []float32
+		if p.Case.Has(kernels.Bias) {
+			bias = in[2]
+		}
+		contract(1, n, k, func(_, q int) float32 { return get(in[0], q) }, func(q, j int) float32 { return get(in[1], j*ldw+q) }, bias, out, mut)
+	},
+	"softmax": func(p *kernels.Problem, in [][]float32, out []float32, mut string) {
+		rowwise("softmax", p.Case.Shape[0], p.Case.Shape[1], in, 0, out, mut)
+	},
+	"rmsnorm": func(p *kernels.Problem, in [][]float32, out []float32, mut string) {
+		rowwise("rmsnorm", p.Case.Shape[0], p.Case.Shape[1], in, float32(p.Kernel.Scalars["eps"]), out, mut)
+	},
 }
 
 const tile = 8

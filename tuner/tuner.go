@@ -552,7 +552,7 @@ func (t *Tuner) Space(task Task) (*search.Space, error) {
 			})
 		}
 	}
-	sp.Constraints = append(sp.Constraints, t.b.Constraints(task.Kernel, task.DType)...)
+	sp.Constraints = append(sp.Constraints, info.Limits.Constraints(task.Kernel, task.DType)...)
 	sp.Constraints = append(sp.Constraints, t.cfg.Where...)
 	return sp, nil
 }

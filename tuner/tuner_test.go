@@ -29,16 +29,8 @@ type fakeBackend struct {
 
 func (f *fakeBackend) Info() DeviceInfo {
 	return DeviceInfo{Key: "fake:1", Name: "fake", Backend: "cpu", Family: "fake", ComputeUnits: 2,
-		LLCBytes: 1 << 20, PeakFlops: 1e15, PeakBandwidth: 1e13, Facts: map[string]float64{"bandwidth_gbps": 10}}
-}
-
-func (f *fakeBackend) Constraints(*kernels.Kernel, kernels.DType) []search.Constraint {
-	return []search.Constraint{{Name: "threads", Check: func(c search.Candidate) error {
-		if c["THREADS"] > f.threadsCap {
-			return errors.New("too many threads")
-		}
-		return nil
-	}}}
+		LLCBytes: 1 << 20, PeakFlops: 1e15, PeakBandwidth: 1e13, Facts: map[string]float64{"bandwidth_gbps": 10},
+		Limits: Limits{Threads: f.threadsCap}}
 }
 
 type fakeInst struct {
@@ -117,7 +109,7 @@ func gemvTask(t *testing.T) Task {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Task{Kernel: k, DType: kernels.F32, Cases: []kernels.Case{{Shape: []int{1, 300, 200}}, {Shape: []int{1, 129, 77}, Bias: true}}, Class: "tiny"}
+	return Task{Kernel: k, DType: kernels.F32, Cases: []kernels.Case{{Shape: []int{1, 300, 200}}, {Shape: []int{1, 129, 77}, Options: []string{kernels.Bias}}}, Class: "tiny"}
 }
 
 func TestRunFindsOptimumAndRecordsFailures(t *testing.T) {

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"fmt"
+	"io"
+
 	"github.com/spf13/cobra"
 
-	"github.com/kerntune/kerntune/params"
 	"github.com/kerntune/kerntune/tuner"
 	_ "github.com/kerntune/kerntune/tuner/cpu" // the backends register themselves with the tuner when imported
 	"github.com/kerntune/kerntune/tuner/cuda"
@@ -64,17 +66,35 @@ func checkBackendOptions(b tuner.Backend, o backendOptions) error {
 	return nil
 }
 
-// recordBackendOptions writes into a tuned entry the backend options its
-// numbers depend on: for Metal, whether the kernels were compiled with
-// fast math (the backend's fact fast_math, 0 or 1), as "fast_math".
-func recordBackendOptions(info tuner.DeviceInfo, e *params.Entry) {
-	if e == nil || info.Backend != "metal" {
-		return
+// pickBackend resolves "auto" (tuner.AutoOrder: metal on macOS, else cuda
+// where it opens, else cpu); it refuses options the backend it opened does
+// not take.
+func pickBackend(name string, log io.Writer, o backendOptions) (tuner.Backend, error) {
+	b, err := openPicked(name, log, o)
+	if err != nil {
+		return nil, err
 	}
-	v, ok := info.Facts["fast_math"]
-	if !ok {
-		return
+	if err := checkBackendOptions(b, o); err != nil {
+		b.Close()
+		return nil, err
 	}
-	fast := v == 1
-	e.FastMath = &fast
+	return b, nil
+}
+
+func openPicked(name string, log io.Writer, o backendOptions) (tuner.Backend, error) {
+	if name != "auto" {
+		b, err := openBackend(name, o)
+		if err != nil {
+			return nil, usageError{fmt.Errorf("--backend %s: %w", name, err)}
+		}
+		return b, nil
+	}
+	for _, n := range tuner.AutoOrder("") {
+		b, err := openBackend(n, o)
+		if err == nil {
+			return b, nil
+		}
+		fmt.Fprintf(log, "backend %s not used: %v\n", n, err)
+	}
+	return nil, usageErrorf("no backend could be opened")
 }

@@ -72,7 +72,7 @@ func TestFastMathRecordedInEntry(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e := &params.Entry{Params: map[string]int{"TG": 128}, MedianUS: 10, Shapes: [][]int{{1, 896, 896}}}
-			recordBackendOptions(c.info, e)
+			tuner.RecordBackendOptions(c.info, e)
 			if (e.FastMath == nil) != (c.want == nil) || (e.FastMath != nil && *e.FastMath != *c.want) {
 				t.Fatalf("FastMath = %v, want %v", e.FastMath, c.want)
 			}
@@ -84,7 +84,7 @@ func TestFastMathRecordedInEntry(t *testing.T) {
 			info.Key, info.Name, info.Family = info.Backend+":test", "Test GPU", "test"
 			path := filepath.Join(t.TempDir(), "hardware_params.json")
 			res := &tuner.Result{Task: tuner.Task{Kernel: k, DType: kernels.F16, Cases: []kernels.Case{{Shape: []int{1, 896, 896}}}}, Entry: e}
-			if _, err := writeResult(path, false, false, info, res); err != nil {
+			if _, err := tuner.WriteResult(path, false, false, info, "kerntune test", res); err != nil {
 				t.Fatal(err)
 			}
 			raw, err := os.ReadFile(path)

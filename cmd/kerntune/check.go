@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 
@@ -30,10 +29,10 @@ func loadSpecs(paths []string) ([]*spec.Compiled, error) {
 	for _, p := range paths {
 		c, err := spec.Load(p)
 		if err != nil {
-			return nil, usageErrorf("--spec: %v", err)
+			return nil, usageErrorf("--spec: %w", err)
 		}
 		if err := c.Register(); err != nil {
-			return nil, usageErrorf("--spec: %v", err)
+			return nil, usageErrorf("--spec: %w", err)
 		}
 		out = append(out, c)
 	}
@@ -87,13 +86,9 @@ check does the static checks only and says so.`,
 			if sample < 0 {
 				return usageErrorf("--sample must be at least 0 (0: about 32 candidates per dtype)")
 			}
-			var dts []kernels.DType
-			for _, d := range dtypes {
-				dt, err := kernels.ParseDType(d)
-				if err != nil {
-					return usageErrorf("--dtype: %v", err)
-				}
-				dts = append(dts, dt)
+			dts, err := parseDTypes(dtypes...)
+			if err != nil {
+				return err
 			}
 			cs, err := loadSpecs(specs)
 			if err != nil {
@@ -110,7 +105,7 @@ check does the static checks only and says so.`,
 			}
 			if backend != "auto" {
 				for _, c := range cs {
-					if backend == "cpu" && c.Body.MLX == nil {
+					if s := backendSpace(backend); s != "" && s != tuner.SpaceGPU && c.Body.MLX == nil {
 						continue // openGPUBackend says why no spec kernel runs there
 					}
 					if err := specRunsOn(c, backend); err != nil {
@@ -187,32 +182,39 @@ func supports(c *spec.Compiled, dt kernels.DType) bool {
 }
 
 // openGPUBackend opens a GPU backend for spec kernels: the named one, or
-// with "auto" metal on macOS, else cuda; nil when auto finds none.
+// with "auto" the first GPU backend of tuner.AutoOrder that opens (metal on
+// macOS, else cuda); nil when auto finds none.
 func openGPUBackend(name string, log io.Writer) (tuner.Backend, error) {
-	if name == "cpu" {
-		return nil, usageErrorf("--backend cpu: spec kernels are GPU code (a body in the GPU dialect, or .cu/.metal/.cl files) and the cpu backend cannot run them; use cuda, metal, or none")
-	}
 	if name != "auto" {
+		if t, err := tuner.TraitsOf(name); err == nil && t.Space != tuner.SpaceGPU {
+			return nil, usageErrorf("--backend %s: spec kernels are GPU code (a body in the GPU dialect, or .cu/.metal/.cl files) and the %s backend cannot run them; use cuda, metal, or none", name, name)
+		}
 		b, err := tuner.Open(name)
 		if err != nil {
 			return nil, usageError{fmt.Errorf("--backend %s: %w", name, err)}
 		}
 		return b, nil
 	}
-	order := []string{"cuda"}
-	if runtime.GOOS == "darwin" {
-		order = []string{"metal"}
-	}
-	for _, n := range order {
+	for _, n := range tuner.AutoOrder(tuner.SpaceGPU) {
 		b, err := tuner.Open(n)
 		if err == nil {
 			return b, nil
 		}
-		if !errors.Is(err, tuner.ErrUnavailable) && !strings.Contains(err.Error(), "unknown backend") {
+		if !errors.Is(err, tuner.ErrUnavailable) {
 			fmt.Fprintf(log, "backend %s not used: %v\n", n, err)
 		}
 	}
 	return nil, nil
+}
+
+// backendSpace is the kind of parameter space the named backend's
+// candidates use (tuner.SpaceGPU for GPU code), "" for an unknown name.
+func backendSpace(name string) string {
+	t, err := tuner.TraitsOf(name)
+	if err != nil {
+		return ""
+	}
+	return t.Space
 }
 
 // specRunsOn says why a spec kernel cannot run on a backend (naming the

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -26,16 +25,24 @@ type getOutput struct {
 	File    string                  `json:"file"`
 	Found   bool                    `json:"file_found"`
 	Params  map[string]params.Value `json:"params"`
+	// Matched is how the device was found, How what named it.
+	Matched     string   `json:"matched"`
+	How         string   `json:"how,omitempty"`
+	UseBaseline bool     `json:"use_baseline"`
+	Baseline    string   `json:"baseline,omitempty"`
+	UseSource   string   `json:"use_source"`
+	Warnings    []string `json:"warnings"`
 }
 
 func newGetCmd() *cobra.Command {
 	var (
-		kernel, shapeText, dtype, file, device, backend, deviceFamily string
-		asJSON                                                        bool
-		specs                                                         []string
+		kernel, shapeText, dtype, file, device, backend, deviceFamily, deviceName string
+		computeUnits                                                              int
+		asJSON                                                                    bool
+		specs                                                                     []string
 	)
 	cmd := &cobra.Command{
-		Use:   "get --kernel FAMILY --shape DIMS [--dtype f32] [--params FILE] [--device KEY] [--json]",
+		Use:   "get --kernel FAMILY --shape DIMS [--dtype f32] [--params FILE] [--device KEY | --device-name NAME [--compute-units N]] [--json]",
 		Short: "Print the parameters an application would launch a kernel with, and where each comes from",
 		Long: `get resolves the parameters of one kernel launch exactly as applications do
 through the params package: per parameter, the first of
@@ -44,11 +51,19 @@ through the params package: per parameter, the first of
   3. the device's shape-class entry (<dtype>/<class>)
   4. the same entries of a fallback device of the same device family
   5. the built-in default
-and prints each value with its source. The params file is --params, else
+and prints each value with its source, how the device was found (matched:
+key, name, only device in file, family <family>, none) and whether the
+application should call the baseline instead (use: baseline, from the entry's
+"use" field or $KERNTUNE_<FAMILY>_USE). The params file is --params, else
 $KERNTUNE_PARAMS, else ./hardware_params.json; a missing file is not an error
-(defaults apply). The device is --device, else $KERNTUNE_DEVICE, else the
-file's only device.`,
+(defaults apply). The device is the key --device (else $KERNTUNE_DEVICE) if
+the file holds it, else the device named --device-name (else
+$KERNTUNE_DEVICE_NAME; "Apple M3 Max", "NVIDIA H100 80GB HBM3"; ASCII case
+and spacing ignored) with the nearest --compute-units, else the file's only
+device, else this machine's CPU; when none matches, the devices of
+--device-family are fallbacks and a warning lists the file's devices.`,
 		Example: `  kerntune get --kernel gemv_nt --shape 1x896x4864
+  kerntune get --kernel gemm_av --dtype f16 --shape 512x4864x896 --device-name "NVIDIA H100 80GB HBM3"
   KERNTUNE_GEMV_NT_BN=8 kerntune get --kernel gemv_nt --shape 1x896x896 --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -57,15 +72,19 @@ file's only device.`,
 			}
 			shape, err := params.ParseShape(shapeText)
 			if err != nil {
-				return usageErrorf("get: --shape: %v", err)
+				return usageErrorf("get: --shape: %w", err)
 			}
 			cs, err := loadSpecs(specs)
 			if err != nil {
 				return err
 			}
-			l, err := params.Open(params.Options{Path: file, Device: device, Backend: backend, DeviceFamily: deviceFamily, Families: specFamilies(cs)})
+			if computeUnits < 0 {
+				return usageErrorf("get: --compute-units is %d; it must be 0 (unknown) or positive", computeUnits)
+			}
+			l, err := params.Open(params.Options{Path: file, Device: device, DeviceName: deviceName, ComputeUnits: computeUnits,
+				Backend: backend, DeviceFamily: deviceFamily, Families: specFamilies(cs)})
 			if err != nil {
-				return usageErrorf("get: %v", err)
+				return usageErrorf("get: %w", err)
 			}
 			stderr := cmd.ErrOrStderr()
 			for _, w := range l.Warnings() {
@@ -76,15 +95,19 @@ file's only device.`,
 			}
 			r, err := l.Resolve(kernel, dtype, shape)
 			if err != nil {
-				return usageErrorf("get: %v", err)
+				return usageErrorf("get: %w", err)
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(getOutput{
+				warnings := l.Warnings()
+				if warnings == nil {
+					warnings = []string{}
+				}
+				return printJSON(out, getOutput{
 					Device: r.Device, Backend: r.Backend, Kernel: r.Family, DType: r.DType, Shape: r.Shape,
 					Class: r.Class, File: l.Path(), Found: l.FileFound(), Params: r.Params,
+					Matched: r.Matched, How: l.Device().How, UseBaseline: r.UseBaseline, Baseline: r.Baseline,
+					UseSource: r.UseSource, Warnings: warnings,
 				})
 			}
 			return printResolved(out, l, r)
@@ -95,7 +118,9 @@ file's only device.`,
 	f.StringVar(&shapeText, "shape", "", "shape, dims joined by x (e.g. 1x896x4864 for m x n x k, 64x896 for rows x cols)")
 	f.StringVar(&dtype, "dtype", "f32", "element type: "+strings.Join(params.DTypes(), ", "))
 	f.StringVar(&file, "params", "", "params file (default $KERNTUNE_PARAMS, else ./"+params.DefaultFileName+")")
-	f.StringVar(&device, "device", "", "device key (default $KERNTUNE_DEVICE, else the file's only device)")
+	f.StringVar(&device, "device", "", "device key (default $KERNTUNE_DEVICE)")
+	f.StringVar(&deviceName, "device-name", "", `device name as the system reports it, e.g. "Apple M3 Max" (default $KERNTUNE_DEVICE_NAME)`)
+	f.IntVar(&computeUnits, "compute-units", 0, "with --device-name: GPU cores, SMs or CPU cores, to pick among devices of that name")
 	f.StringVar(&backend, "backend", "", "backend of a device not in the file (cpu, cuda, metal; default cpu)")
 	f.StringVar(&deviceFamily, "device-family", "", "device family of a device not in the file, to find fallback devices (e.g. amd64, sm_90)")
 	f.BoolVar(&asJSON, "json", false, "print JSON")
@@ -107,8 +132,11 @@ func printResolved(w io.Writer, l *params.Loader, r *params.Resolved) error {
 	d := l.Device()
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	dev, how := r.Device, d.How
-	if how == "Options.Device" {
+	switch how {
+	case "Options.Device":
 		how = "--device"
+	case "Options.DeviceName":
+		how = "--device-name"
 	}
 	switch {
 	case dev == "":
@@ -124,6 +152,7 @@ func printResolved(w io.Writer, l *params.Loader, r *params.Resolved) error {
 	}
 	fmt.Fprintf(tw, "file\t%s\n", file)
 	fmt.Fprintf(tw, "device\t%s\n", dev)
+	fmt.Fprintf(tw, "matched\t%s\n", r.Matched)
 	if len(d.Fallbacks) > 0 {
 		fmt.Fprintf(tw, "fallbacks\t%s\n", strings.Join(d.Fallbacks, ", "))
 	}
@@ -132,6 +161,14 @@ func printResolved(w io.Writer, l *params.Loader, r *params.Resolved) error {
 	fmt.Fprintf(tw, "dtype\t%s\n", r.DType)
 	fmt.Fprintf(tw, "shape\t%s\n", params.ShapeString(r.Shape))
 	fmt.Fprintf(tw, "class\t%s\n", r.Class)
+	use := params.UseTuned
+	if r.UseBaseline {
+		use = params.UseBaseline
+	}
+	if r.Baseline != "" {
+		use += " (baseline " + r.Baseline + ")"
+	}
+	fmt.Fprintf(tw, "use\t%s  [%s]\n", use, r.UseSource)
 	fmt.Fprintln(tw)
 	fmt.Fprintln(tw, "PARAM\tVALUE\tSOURCE")
 	for _, name := range r.Names() {

@@ -268,7 +268,7 @@ func TestGetFileLookup(t *testing.T) {
 	})
 	t.Run("several devices, none chosen: warning", func(t *testing.T) {
 		code, _, errOut := runGet(t, "get", "--kernel", "gemv_nt", "--shape", "1x896x896", "--params", path)
-		if code != 0 || !strings.Contains(errOut, "holds 2 devices and none was chosen (set KERNTUNE_DEVICE or choose a device key)") {
+		if code != 0 || !strings.Contains(errOut, "holds 2 devices and none was chosen") || !strings.Contains(errOut, `its devices: cpu:a (backend cpu, name "A", compute units 2, family amd64); cpu:b`) {
 			t.Fatalf("exit %d\n%s", code, errOut)
 		}
 	})
@@ -307,7 +307,7 @@ func TestGetErrors(t *testing.T) {
 		{"sign", nil, []string{"--kernel", "gemv_nt", "--shape", "1x-896x896"}, "not a positive decimal integer"},
 		{"empty part", nil, []string{"--kernel", "gemv_nt", "--shape", "1xx896"}, "dim 2 is empty"},
 		{"gemv with m > 1", nil, []string{"--kernel", "gemv_nt", "--shape", "4x896x896"}, "m must be 1"},
-		{"unknown kernel", nil, []string{"--kernel", "gemv", "--shape", "1x896x896"}, `unknown kernel family "gemv" (known: gemm_at_b, gemm_av, gemv_nt, rmsnorm, softmax)`},
+		{"unknown kernel", nil, []string{"--kernel", "gemv", "--shape", "1x896x896"}, `unknown kernel family "gemv" (known: ` + strings.Join(params.BuiltinNames(), ", ") + ")"},
 		{"unknown dtype", nil, []string{"--kernel", "gemv_nt", "--shape", "1x896x896", "--dtype", "f64"}, `unknown dtype "f64"`},
 		{"env not an integer", []string{"KERNTUNE_GEMV_NT_BN", "big"}, []string{"--kernel", "gemv_nt", "--shape", "1x896x896"},
 			`KERNTUNE_GEMV_NT_BN="big": not a base-10 integer; gemv_nt BN on cpu backends allows 4, 8, 16, 32, 64, 128, 256`},
@@ -319,6 +319,9 @@ func TestGetErrors(t *testing.T) {
 		{"backend of another kind", nil, []string{"--kernel", "gemv_nt", "--shape", "1x896x896", "--backend", "cuda"}, `Options.Backend is "cuda" but device "cpu:a"`},
 		{"no space for the backend", nil, []string{"--kernel", "gemv_nt", "--shape", "1x896x896", "--device", "tpu:x", "--backend", "tpu"},
 			"gemv_nt has no parameters for tpu backends"},
+		{"env use not allowed", []string{"KERNTUNE_GEMV_NT_USE", "cpu"}, []string{"--kernel", "gemv_nt", "--shape", "1x896x896"},
+			`KERNTUNE_GEMV_NT_USE="cpu": not an allowed value; KERNTUNE_GEMV_NT_USE chooses between the tuned gemv_nt kernel and the baseline; allowed: baseline, tuned`},
+		{"negative compute units", nil, []string{"--kernel", "gemv_nt", "--shape", "1x896x896", "--compute-units", "-2"}, "--compute-units is -2"},
 		{"unknown flag", nil, []string{"--kernel", "gemv_nt", "--shape", "1x896x896", "--bogus"}, "unknown flag: --bogus"},
 		{"extra argument", nil, []string{"gemv_nt"}, `unknown command "gemv_nt" for "kerntune get"`},
 	}
@@ -338,5 +341,65 @@ func TestGetErrors(t *testing.T) {
 				t.Errorf("stderr %q lacks %q", errOut, tt.want)
 			}
 		})
+	}
+}
+
+// TestGetDeviceName: get finds a device by name, reports how, and shows the
+// warning and the entry's use of the baseline, in text and JSON.
+func TestGetDeviceName(t *testing.T) {
+	getEnv(t)
+	path := filepath.Join(t.TempDir(), "merged.json")
+	data := `{"schema_version": 1, "devices": {
+	  "cuda:NVIDIA H100 80GB HBM3": {"backend": "cuda", "name": "NVIDIA H100 80GB HBM3", "family": "sm_90", "compute_units": 132, "kernels": {
+	    "gemm_av": {"f16/large": {"params": {"BM": 64, "BN": 64, "TM": 4, "TN": 4}, "baseline": {"name": "cuBLAS", "median_us": 13.2}, "use": "baseline"}}}},
+	  "metal:Apple M3 Max:40c": {"backend": "metal", "name": "Apple M3 Max", "family": "apple9", "compute_units": 40, "kernels": {}},
+	  "metal:Apple M3 Max:30c": {"backend": "metal", "name": "Apple M3 Max", "family": "apple9", "compute_units": 30, "kernels": {}}}}`
+	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	base := []string{"get", "--params", path, "--kernel", "gemm_av", "--dtype", "f16", "--shape", "512x4864x896"}
+
+	code, out, errOut := runGet(t, append(base, "--device-name", "nvidia h100 80GB HBM3")...)
+	if code != 0 || errOut != "" {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	for _, want := range []string{`(?m)^device\s+cuda:NVIDIA H100 80GB HBM3  \(--device-name\)$`, `(?m)^matched\s+name$`,
+		`(?m)^use\s+baseline \(baseline cuBLAS\)  \[file:cuda:NVIDIA H100 80GB HBM3/gemm_av/f16/large\]$`,
+		`(?m)^BM\s+64\s+file:cuda:NVIDIA H100 80GB HBM3/gemm_av/f16/large$`} {
+		if !regexp.MustCompile(want).MatchString(out) {
+			t.Errorf("output lacks %s:\n%s", want, out)
+		}
+	}
+
+	t.Setenv("KERNTUNE_GEMM_AV_USE", "tuned")
+	code, out, errOut = runGet(t, append(base, "--device-name", "Apple M3 Max", "--compute-units", "38", "--json")...)
+	if code != 0 || errOut != "" {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	var got getOutput
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Device != "metal:Apple M3 Max:40c" || got.Matched != "name, nearest compute units (40 for 38)" || got.How != "Options.DeviceName" ||
+		got.UseBaseline || got.UseSource != "env:KERNTUNE_GEMM_AV_USE" || len(got.Warnings) != 0 {
+		t.Errorf("got %+v", got)
+	}
+
+	t.Setenv("KERNTUNE_GEMM_AV_USE", "")
+	t.Setenv("KERNTUNE_DEVICE_NAME", "Apple M4 Max")
+	code, out, errOut = runGet(t, append(base, "--device-family", "apple9", "--backend", "metal", "--json")...)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	got = getOutput{}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	wantWarn := `no device in ` + path + ` matches name "Apple M4 Max" (env:KERNTUNE_DEVICE_NAME) on backend metal; using fallback devices metal:Apple M3 Max:30c, metal:Apple M3 Max:40c (family apple9); its devices: cuda:NVIDIA H100 80GB HBM3`
+	if got.Matched != "family apple9" || len(got.Warnings) != 1 || !strings.Contains(got.Warnings[0], wantWarn) || !strings.Contains(errOut, "kerntune: warning: "+wantWarn) {
+		t.Errorf("matched %q warnings %q stderr %q", got.Matched, got.Warnings, errOut)
+	}
+	if got.Params["BM"].Source != "default" || got.UseSource != "default" {
+		t.Errorf("params %+v use source %q", got.Params, got.UseSource)
 	}
 }

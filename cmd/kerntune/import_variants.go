@@ -40,11 +40,11 @@ printed; check it with kerntune check --spec.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			data, err := os.ReadFile(args[0])
 			if err != nil {
-				return usageErrorf("import-variants: %v", err)
+				return usageErrorf("import-variants: %w", err)
 			}
 			vs, err := spec.ParseManifest(data, args[0])
 			if err != nil {
-				return usageErrorf("import-variants: %v", err)
+				return usageErrorf("import-variants: %w", err)
 			}
 			if name == "" {
 				return usageErrorf("import-variants: --name is required (a lower-case identifier naming the kernel)")
@@ -53,7 +53,7 @@ printed; check it with kerntune check --spec.`,
 			if template != "" {
 				c, err := spec.Load(template)
 				if err != nil {
-					return usageErrorf("--into: %v", err)
+					return usageErrorf("--into: %w", err)
 				}
 				o.Template = c.Spec
 				if out != "" {
@@ -63,7 +63,7 @@ printed; check it with kerntune check --spec.`,
 			}
 			s, notes, err := spec.ImportVariants(vs, args[0], o)
 			if err != nil {
-				return usageErrorf("%v", err)
+				return usageError{err}
 			}
 			for _, n := range notes {
 				fmt.Fprintln(cmd.ErrOrStderr(), "kerntune: note:", n)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/report"
 	"github.com/kerntune/kerntune/search"
 	"github.com/kerntune/kerntune/tuner"
 	"github.com/kerntune/kerntune/tuner/cpu"
@@ -285,7 +286,7 @@ func TestTuneInterruptWritesWhatIsDone(t *testing.T) {
 				t.Errorf("show does not mark %s partial (%v):\n%s", partial, err, out)
 			}
 			out, err = kerntune(t, nil, "report", path, "--out", filepath.Join(t.TempDir(), "report"), "--json").Output()
-			var rows []reportRow
+			var rows []report.Row
 			if err != nil || json.Unmarshal(out, &rows) != nil {
 				t.Fatalf("report --json: %v\n%s", err, out)
 			}

@@ -1,15 +1,12 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -71,15 +68,6 @@ prints one table over all of them, with the mean over the caches.`,
 	return cmd
 }
 
-// replayReport is the --json output for one cache and strategy.
-type replayReport struct {
-	Cache    string          `json:"cache"`
-	Strategy string          `json:"strategy"`
-	Runs     int             `json:"runs"`
-	NoRace   bool            `json:"no_race,omitempty"`
-	Budgets  []replay.Budget `json:"budgets"`
-}
-
 func parseBudgetEvals(s string) ([]int, error) {
 	var out []int
 	for _, part := range strings.Split(s, ",") {
@@ -92,32 +80,17 @@ func parseBudgetEvals(s string) ([]int, error) {
 	return out, nil
 }
 
-// warmStarts are the best configurations of the warm caches: the best five of each.
-func warmStarts(paths []string) ([]search.Candidate, error) {
-	var out []search.Candidate
-	for _, p := range paths {
+// loadCaches loads the Kernel Tuner caches a flag names.
+func loadCaches(flag string, paths []string) ([]*ktcache.Cache, error) {
+	caches := make([]*ktcache.Cache, len(paths))
+	for i, p := range paths {
 		c, err := ktcache.Load(p)
 		if err != nil {
-			return nil, usageErrorf("--warm: %v", err)
+			return nil, usageErrorf("%s: %w", flag, err)
 		}
-		valid := make([]*ktcache.Config, 0, len(c.Configs))
-		for _, cfg := range c.Configs {
-			if cfg.Valid {
-				valid = append(valid, cfg)
-			}
-		}
-		for i := 0; i < 5 && len(valid) > 0; i++ {
-			bi := 0
-			for j, cfg := range valid {
-				if cfg.Time < valid[bi].Time {
-					bi = j
-				}
-			}
-			out = append(out, valid[bi].Candidate)
-			valid = append(valid[:bi], valid[bi+1:]...)
-		}
+		caches[i] = c
 	}
-	return out, nil
+	return caches, nil
 }
 
 func runReplay(cmd *cobra.Command, f replayFlags) error {
@@ -136,55 +109,23 @@ func runReplay(cmd *cobra.Command, f replayFlags) error {
 	}
 	for _, s := range f.strategies {
 		if _, err := search.New(s, []search.Candidate{{}}, search.Options{}); err != nil {
-			return usageErrorf("--strategy: %v", err)
+			return usageErrorf("--strategy: %w", err)
 		}
 	}
-	warm, err := warmStarts(f.warm)
+	warmCaches, err := loadCaches("--warm", f.warm)
 	if err != nil {
 		return err
 	}
-	caches := make([]*ktcache.Cache, len(f.caches))
-	for i, p := range f.caches {
-		if caches[i], err = ktcache.Load(p); err != nil {
-			return usageErrorf("--cache: %v", err)
-		}
+	warm := replay.WarmStarts(warmCaches, 5)
+	caches, err := loadCaches("--cache", f.caches)
+	if err != nil {
+		return err
 	}
-	// One job per cache and strategy, spread over the cores.
-	type job struct{ ci, si int }
-	reports := make([][]replayReport, len(caches))
-	for i := range reports {
-		reports[i] = make([]replayReport, len(f.strategies))
-	}
-	jobs := make(chan job)
-	errs := make(chan error, len(caches)*len(f.strategies))
-	var wg sync.WaitGroup
-	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := range jobs {
-				c, s := caches[j.ci], f.strategies[j.si]
-				bs, err := replay.Run(c, replay.Config{
-					Strategy: s, Budgets: budgets, BudgetTime: f.budgetTime, Runs: f.runs, Seed: f.seed,
-					Options: search.Options{NoRace: f.noRace}, Warm: warm,
-				})
-				if err != nil {
-					errs <- fmt.Errorf("%s with %s: %w", c.Path, s, err)
-					continue
-				}
-				reports[j.ci][j.si] = replayReport{Cache: c.Path, Strategy: s, Runs: f.runs, NoRace: f.noRace, Budgets: bs}
-			}
-		}()
-	}
-	for ci := range caches {
-		for si := range f.strategies {
-			jobs <- job{ci, si}
-		}
-	}
-	close(jobs)
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
+	reports, err := replay.RunAll(caches, f.strategies, func(*ktcache.Cache, string) replay.Config {
+		return replay.Config{Budgets: budgets, BudgetTime: f.budgetTime, Runs: f.runs, Seed: f.seed,
+			Options: search.Options{NoRace: f.noRace}, Warm: warm}
+	})
+	if err != nil {
 		return err
 	}
 	out := cmd.OutOrStdout()
@@ -192,16 +133,14 @@ func runReplay(cmd *cobra.Command, f replayFlags) error {
 	case f.markdown:
 		printReplayMarkdown(out, reports, f)
 	case f.json:
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
 		if len(caches) == 1 && len(f.strategies) == 1 {
-			return enc.Encode(reports[0][0])
+			return printJSON(out, reports[0][0])
 		}
-		var all []replayReport
+		var all []replay.Report
 		for _, rs := range reports {
 			all = append(all, rs...)
 		}
-		return enc.Encode(all)
+		return printJSON(out, all)
 	default:
 		for _, rs := range reports {
 			for _, r := range rs {
@@ -221,7 +160,7 @@ func runReplay(cmd *cobra.Command, f replayFlags) error {
 // independent, so the error of the mean over C caches is √(Σ se²)/C), the
 // worst ratio over caches and runs, and the mean simulated time; then the
 // per-cache mean ratios.
-func printReplayMarkdown(w io.Writer, reports [][]replayReport, f replayFlags) {
+func printReplayMarkdown(w io.Writer, reports [][]replay.Report, f replayFlags) {
 	fmt.Fprintf(w, "| strategy | evals | mean ratio | ± s.e. | worst ratio | mean sim. time (s) |")
 	for _, rs := range reports {
 		fmt.Fprintf(w, " %s |", strings.TrimSuffix(strings.TrimSuffix(filepath.Base(rs[0].Cache), ".gz"), ".json"))

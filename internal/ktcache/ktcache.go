@@ -1,8 +1,9 @@
 // Package ktcache reads Kernel Tuner cache files: the classic cache format
 // (tune_params, tune_params_keys and a cache map from "v1,v2,..." to a
-// record) and the T4 results format (metadata, results, schema_version),
-// gzip-compressed or not. A cache is a recorded search space: the
-// configurations it holds, their raw timing samples and compile times.
+// record) and the T4 results format (metadata, results, schema_version;
+// decoded by package t4), gzip-compressed or not. A cache is a recorded
+// search space: the configurations it holds, their raw timing samples and
+// compile times.
 package ktcache
 
 import (
@@ -18,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kerntune/kerntune/internal/t4"
 	"github.com/kerntune/kerntune/search"
 )
 
@@ -127,26 +129,6 @@ type classic struct {
 	TuneParamsKeys []string                     `json:"tune_params_keys"`
 	TuneParams     map[string][]json.RawMessage `json:"tune_params"`
 	Cache          map[string]map[string]json.RawMessage
-}
-
-// t4 is the T4 results format.
-type t4 struct {
-	Metadata struct {
-		TimeUnit string `json:"timeunit"`
-	} `json:"metadata"`
-	SchemaVersion string `json:"schema_version"`
-	Results       []struct {
-		Configuration map[string]json.RawMessage `json:"configuration"`
-		Times         struct {
-			Compilation *float64  `json:"compilation"`
-			Runtimes    []float64 `json:"runtimes"`
-		} `json:"times"`
-		Invalidity   string `json:"invalidity"`
-		Measurements []struct {
-			Name  string          `json:"name"`
-			Value json.RawMessage `json:"value"`
-		} `json:"measurements"`
-	} `json:"results"`
 }
 
 // Parse decodes cache data in either format. The non-standard tokens NaN,
@@ -278,12 +260,9 @@ func parseClassic(data []byte) (*Cache, error) {
 }
 
 func parseT4(data []byte) (*Cache, error) {
-	var tf t4
-	if err := json.Unmarshal(data, &tf); err != nil {
-		return nil, fmt.Errorf("T4 results: %w", err)
-	}
-	if u := tf.Metadata.TimeUnit; u != "" && !strings.HasPrefix(strings.ToLower(u), "mil") {
-		return nil, fmt.Errorf("metadata.timeunit %q: only milliseconds are supported", u)
+	tf, err := t4.Parse(data)
+	if err != nil {
+		return nil, err
 	}
 	c := &Cache{byKey: map[string]*Config{}}
 	// The T4 format has no parameter list: collect the values seen, sorted.
@@ -333,16 +312,7 @@ func parseT4(data []byte) (*Cache, error) {
 		if r.Times.Compilation != nil && *r.Times.Compilation > 0 {
 			cfg.CompileS = *r.Times.Compilation / 1e3
 		}
-		var tv json.RawMessage
-		for _, m := range r.Measurements {
-			if m.Name == "time" {
-				tv = m.Value
-			}
-		}
-		if r.Invalidity != "" && r.Invalidity != "correct" && tv == nil {
-			tv = json.RawMessage(strconv.Quote(r.Invalidity))
-		}
-		if err := cfg.setTime(tv, r.Times.Runtimes); err != nil {
+		if err := cfg.setTime(r.Time(), r.Times.Runtimes); err != nil {
 			return nil, fmt.Errorf("results[%d]: %w", i, err)
 		}
 		if err := c.add(cfg); err != nil {

@@ -3,10 +3,16 @@ package ktcache
 import (
 	"bytes"
 	"compress/gzip"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kerntune/kerntune/internal/t4"
+	"github.com/kerntune/kerntune/internal/trace"
+	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/search"
 )
 
 // A classic cache with an integer, a string-valued and a float parameter,
@@ -242,5 +248,30 @@ func TestSharedCaches(t *testing.T) {
 			b, _ := c.Best()
 			t.Logf("%d params, %d configs (%d valid), best %.4g ms", len(c.Params), len(c.Configs), c.ValidCount(), b.Time*1e3)
 		})
+	}
+}
+
+// What kerntune export --t4 writes (package t4) loads as a cache: one
+// format, one writer and one reader.
+func TestParseExportedT4(t *testing.T) {
+	recs := []trace.Record{
+		{Device: "cpu:a", Kernel: "gemv_nt", DType: "f32", Key: "f32/tiny", Params: map[string]int{"BN": 64}, MedianUS: 40, Samples: 9},
+		{Device: "cpu:a", Kernel: "gemv_nt", DType: "f32", Key: "f32/tiny", Params: map[string]int{"BN": 16}, MedianUS: 55.5, Samples: 3},
+		{Device: "cpu:a", Kernel: "gemv_nt", DType: "f32", Key: "f32/tiny", Params: map[string]int{"BN": 8}, Err: "verification: wrong"},
+	}
+	data, err := t4.FromTrace(&params.File{}, recs, "run.jsonl", t4.Select{}, "kerntune test").Encode(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	best, ok := c.Best()
+	if len(c.Configs) != 3 || c.ValidCount() != 2 || !ok || best.Candidate["BN"] != 64 || math.Abs(best.Time-40e-6) > 1e-12 {
+		t.Errorf("%d configs, %d valid, best %+v; want 3, 2, BN=64 at 40 µs", len(c.Configs), c.ValidCount(), best)
+	}
+	if cfg, ok := c.Lookup(search.Candidate{"BN": 8}); !ok || cfg.Valid || cfg.Failure != "InvalidConfig" {
+		t.Errorf("failed configuration %+v", cfg)
 	}
 }

@@ -510,7 +510,7 @@ func gemmBody(family, fn string, trans int) *Body {
 			m, n := gemmMN(shape, trans)
 			return Launch{Grid: [2]int{ceilDiv(n, p["BN"]), ceilDiv(m, p["BM"])}, Threads: gemmThreads(p)}
 		},
-		Scalars: func(c kernels.Case, _ float32) []any {
+		Scalars: func(c kernels.Case, _ map[string]float64) []any {
 			m, n := gemmMN(c.Shape, trans)
 			k := c.Shape[2]
 			if trans == 1 {
@@ -530,7 +530,7 @@ func gemmMN(shape []int, trans int) (int, int) {
 	return shape[0], shape[1]
 }
 
-func rowBody(family, fn, src string, args []Arg, scalars func(c kernels.Case, eps float32) []any) *Body {
+func rowBody(family, fn, src string, args []Arg, scalars func(c kernels.Case, consts map[string]float64) []any) *Body {
 	return &Body{
 		Family: family, Func: fn, Args: args, Source: src,
 		Defines:     func(p map[string]int) map[string]int { return map[string]int{"NTHREADS": p["TPR"] * p["RPB"]} },
@@ -554,9 +554,9 @@ var bodies = map[string]*Body{
 		Geometry: func(shape []int, p map[string]int) Launch {
 			return Launch{Grid: [2]int{ceilDiv(shape[1], p["TG"]/p["TPR"]), 1}, Threads: p["TG"]}
 		},
-		Scalars: func(c kernels.Case, _ float32) []any {
+		Scalars: func(c kernels.Case, _ map[string]float64) []any {
 			hb := int32(0)
-			if c.Bias {
+			if c.Has(kernels.Bias) {
 				hb = 1
 			}
 			return []any{int32(c.Shape[1]), int32(c.Shape[2]), hb}
@@ -564,10 +564,12 @@ var bodies = map[string]*Body{
 	},
 	"softmax": rowBody("softmax", "kt_softmax", softmaxSource,
 		[]Arg{{"x", In}, {"y", Out}, {"rows", Int}, {"cols", Int}},
-		func(c kernels.Case, _ float32) []any { return []any{int32(c.Shape[0]), int32(c.Shape[1])} }),
+		func(c kernels.Case, _ map[string]float64) []any { return []any{int32(c.Shape[0]), int32(c.Shape[1])} }),
 	"rmsnorm": rowBody("rmsnorm", "kt_rmsnorm", rmsnormSource,
 		[]Arg{{"x", In}, {"w", In}, {"y", Out}, {"rows", Int}, {"cols", Int}, {"eps", Float}},
-		func(c kernels.Case, eps float32) []any { return []any{int32(c.Shape[0]), int32(c.Shape[1]), eps} }),
+		func(c kernels.Case, consts map[string]float64) []any {
+			return []any{int32(c.Shape[0]), int32(c.Shape[1]), float32(consts["eps"])}
+		}),
 }
 
 // registered holds the bodies of user-defined kernels (kernel spec files),

@@ -94,7 +94,7 @@ func emuRun(t *testing.T, dir, bin string, b *Body, k *kernels.Kernel, dt kernel
 		}
 	}
 	g := b.Geometry(c.Shape, p)
-	sc := b.Scalars(c, 0)
+	sc := b.Scalars(c, k.Scalars)
 	outLen := k.OutLen(c.Shape)
 	args := []string{strconv.Itoa(g.Grid[0]), strconv.Itoa(g.Grid[1]), strconv.Itoa(g.Threads)}
 	for _, s := range sc {

@@ -133,8 +133,9 @@ type Body struct {
 	SharedBytes func(p map[string]int) int
 	// Geometry computes the launch for a shape.
 	Geometry func(shape []int, p map[string]int) Launch
-	// Scalars computes the scalar arguments (Int and Float args, in order) for a case.
-	Scalars func(c kernels.Case, eps float32) []any
+	// Scalars computes the scalar arguments (Int and Float args, in order)
+	// for a case, given the family's named constants (kernels.Kernel.Scalars).
+	Scalars func(c kernels.Case, consts map[string]float64) []any
 	// Needs lists the optional features a candidate uses (nil: none).
 	Needs func(p map[string]int) []Feature
 	// Raw holds complete kernel sources written for one API each (a

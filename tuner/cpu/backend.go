@@ -7,7 +7,6 @@ package cpu
 import (
 	"fmt"
 	"math"
-	"runtime"
 	"time"
 
 	"github.com/kerntune/kerntune/internal/half"
@@ -18,7 +17,8 @@ import (
 )
 
 func init() {
-	tuner.Register("cpu", func() (tuner.Backend, error) { return Open() })
+	tuner.Register("cpu", func() (tuner.Backend, error) { return Open() },
+		tuner.Traits{Space: tuner.SpaceCPU, AutoRank: 3}) // auto: the last resort, it runs everywhere
 }
 
 // Backend runs the pure-Go kernels on this machine's CPU.
@@ -30,14 +30,16 @@ type Backend struct {
 // is recorded: the SIMD width and clock a pure-Go program could use are not
 // known, so GEMM rooflines give GFLOP/s without a percentage.
 func Open() (*Backend, error) {
-	cores := runtime.NumCPU()
-	model := cpuModel()
+	// The key, name and core count come from params.LocalDevice, so that an
+	// application on this CPU finds its entries without options.
+	local := params.LocalDevice()
+	cores := local.ComputeUnits
 	llc := lastLevelCache()
 	b := &Backend{info: tuner.DeviceInfo{
-		Key:          DeviceKey(model, cores),
-		Name:         model,
-		Backend:      "cpu",
-		Family:       runtime.GOARCH,
+		Key:          local.Key,
+		Name:         local.Name,
+		Backend:      local.Backend,
+		Family:       local.Family,
 		ComputeUnits: cores,
 		LLCBytes:     llc,
 		// Ceilings far above any CPU: 64 flop/cycle at 6 GHz, 400 GB/s per core.
@@ -47,34 +49,20 @@ func Open() (*Backend, error) {
 			"llc_bytes":      float64(llc),
 			"bandwidth_gbps": copyBandwidth(llc),
 		},
+		// Goroutines beyond twice the cores only add scheduling.
+		Limits: tuner.Limits{Threads: 2 * cores},
 	}}
 	return b, nil
 }
 
 // DeviceKey is the CPU's key in the params file: the model name and core count.
-func DeviceKey(model string, cores int) string {
-	return fmt.Sprintf("cpu:%s:%d", model, cores)
-}
+func DeviceKey(model string, cores int) string { return params.CPUDeviceKey(model, cores) }
 
 // Info describes the CPU.
 func (b *Backend) Info() tuner.DeviceInfo { return b.info }
 
 // Close releases nothing: the CPU backend holds no device resources.
 func (b *Backend) Close() error { return nil }
-
-// Constraints limits goroutines to twice the cores: more only adds scheduling.
-func (b *Backend) Constraints(k *kernels.Kernel, _ kernels.DType) []search.Constraint {
-	maxThreads := 2 * b.info.ComputeUnits
-	return []search.Constraint{{
-		Name: fmt.Sprintf("THREADS ≤ %d (2 × cores)", maxThreads),
-		Check: func(c search.Candidate) error {
-			if c["THREADS"] > maxThreads {
-				return fmt.Errorf("THREADS=%d exceeds %d", c["THREADS"], maxThreads)
-			}
-			return nil
-		},
-	}}
-}
 
 // instance holds a problem's input copies in the kernel's storage type.
 type instance struct {
@@ -204,80 +192,17 @@ func (pr *program) Output(ti tuner.Instance) ([]float32, error) {
 	return out, nil
 }
 
-func shape3(p *kernels.Problem) (int, int, int) {
-	return p.Case.Shape[0], p.Case.Shape[1], p.Case.Shape[2]
-}
-
-// Build binds a candidate's parameters to the family's kernel function.
-func (b *Backend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate) (tuner.Program, error) {
-	switch k.Name {
-	case params.GemmAV, params.GemmAtB:
-		gp := GemmParams{MC: c["MC"], NC: c["NC"], KC: c["KC"], MR: c["MR"], NR: c["NR"], Threads: c["THREADS"]}
-		if gp.MC%gp.MR != 0 || gp.NC%gp.NR != 0 || gp.KC < 1 || gp.Threads < 1 {
-			return nil, fmt.Errorf("invalid GEMM parameters %s", c.Key())
-		}
-		if k.Name == params.GemmAV {
-			return &program{
-				f32: func(p *kernels.Problem, in [][]float32, out []float32) {
-					m, n, kk := shape3(p)
-					GemmAV(gp, m, n, kk, in[0], in[1], out)
-				},
-				f16: func(p *kernels.Problem, in [][]uint16, out []uint16) {
-					m, n, kk := shape3(p)
-					GemmAVHalf(gp, m, n, kk, in[0], in[1], out)
-				},
-			}, nil
-		}
-		return &program{
-			f32: func(p *kernels.Problem, in [][]float32, out []float32) {
-				m, n, kk := shape3(p)
-				GemmAtB(gp, m, n, kk, in[0], in[1], out)
-			},
-			f16: func(p *kernels.Problem, in [][]uint16, out []uint16) {
-				m, n, kk := shape3(p)
-				GemmAtBHalf(gp, m, n, kk, in[0], in[1], out)
-			},
-		}, nil
-	case params.GemvNT:
-		gp := GemvParams{BN: c["BN"], Rows: c["ROWS"], Unroll: c["UNROLL"], Threads: c["THREADS"]}
-		return &program{
-			f32: func(p *kernels.Problem, in [][]float32, out []float32) {
-				var bias []float32
-				if p.Case.Bias {
-					bias = in[2]
-				}
-				GemvNT(gp, p.Case.Shape[1], p.Case.Shape[2], in[0], in[1], bias, out)
-			},
-			f16: func(p *kernels.Problem, in [][]uint16, out []uint16) {
-				var bias []uint16
-				if p.Case.Bias {
-					bias = in[2]
-				}
-				GemvNTHalf(gp, p.Case.Shape[1], p.Case.Shape[2], in[0], in[1], bias, out)
-			},
-		}, nil
-	case params.Softmax:
-		rp := RowParams{RowsPerTask: c["ROWS"], Unroll: c["UNROLL"], Threads: c["THREADS"]}
-		return &program{
-			f32: func(p *kernels.Problem, in [][]float32, out []float32) {
-				Softmax(rp, p.Case.Shape[0], p.Case.Shape[1], in[0], out)
-			},
-			f16: func(p *kernels.Problem, in [][]uint16, out []uint16) {
-				SoftmaxHalf(rp, p.Case.Shape[0], p.Case.Shape[1], in[0], out)
-			},
-		}, nil
-	case params.RMSNorm:
-		rp := RowParams{RowsPerTask: c["ROWS"], Unroll: c["UNROLL"], Threads: c["THREADS"]}
-		return &program{
-			f32: func(p *kernels.Problem, in [][]float32, out []float32) {
-				RMSNorm(rp, p.Case.Shape[0], p.Case.Shape[1], p.Eps, in[0], in[1], out)
-			},
-			f16: func(p *kernels.Problem, in [][]uint16, out []uint16) {
-				RMSNormHalf(rp, p.Case.Shape[0], p.Case.Shape[1], p.Eps, in[0], in[1], out)
-			},
-		}, nil
+// Build binds a candidate's parameters to the family's kernel functions.
+func (b *Backend) Build(k *kernels.Kernel, _ kernels.DType, c search.Candidate) (tuner.Program, error) {
+	f, ok := families.Get(k.Name)
+	if !ok {
+		return nil, fmt.Errorf("cpu backend has no implementation of %s", k.Name)
 	}
-	return nil, fmt.Errorf("cpu backend has no implementation of %s", k.Name)
+	pr, err := f.build(c)
+	if err != nil {
+		return nil, err
+	}
+	return pr, nil
 }
 
 // checkGuards reports a write outside the output and re-arms the canaries.

@@ -74,16 +74,23 @@ func TestBackendVerifiesEveryFamily(t *testing.T) {
 	}
 }
 
-func TestConstraintsLimitThreads(t *testing.T) {
-	b := &Backend{}
-	b.info.ComputeUnits = 2
+func TestLimitsCapThreads(t *testing.T) {
+	b, err := Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := b.Info()
+	if info.Limits.Threads != 2*info.ComputeUnits || info.Limits.GPU != nil {
+		t.Fatalf("limits %+v on %d cores, want THREADS ≤ 2 × cores and no GPU limits", info.Limits, info.ComputeUnits)
+	}
 	k, _ := kernels.Get("softmax")
-	cons := b.Constraints(k, kernels.F32)
+	cons := info.Limits.Constraints(k, kernels.F32)
 	if len(cons) != 1 {
 		t.Fatalf("%d constraints", len(cons))
 	}
-	if cons[0].Check(search.Candidate{"THREADS": 4}) != nil || cons[0].Check(search.Candidate{"THREADS": 8}) == nil {
-		t.Error("THREADS must be limited to 2 × cores")
+	n := info.Limits.Threads
+	if cons[0].Check(search.Candidate{"THREADS": n}) != nil || cons[0].Check(search.Candidate{"THREADS": n + 1}) == nil {
+		t.Errorf("THREADS must be limited to 2 × cores = %d", n)
 	}
 }
 

@@ -1,7 +1,6 @@
 package cpu
 
 import (
-	"bufio"
 	"os"
 	"runtime"
 	"strconv"
@@ -11,32 +10,6 @@ import (
 
 	"github.com/kerntune/kerntune/internal/stats"
 )
-
-// cpuModel reads the model name (Linux /proc/cpuinfo); "/" is replaced
-// because source strings in the params package use it as a separator.
-func cpuModel() string {
-	name := runtime.GOARCH
-	if f, err := os.Open("/proc/cpuinfo"); err == nil {
-		defer f.Close()
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			k, v, ok := strings.Cut(sc.Text(), ":")
-			if !ok {
-				continue
-			}
-			k = strings.TrimSpace(k)
-			if k == "model name" || k == "Model" || k == "Hardware" {
-				if v = strings.TrimSpace(v); v != "" {
-					name = v
-					break
-				}
-			}
-		}
-	} else if m := sysctlModel(); m != "" {
-		name = m
-	}
-	return strings.NewReplacer("/", "-", "\"", "").Replace(strings.Join(strings.Fields(name), " "))
-}
 
 // lastLevelCache reads the largest cache size Linux reports, else assumes 32 MiB.
 func lastLevelCache() int64 {

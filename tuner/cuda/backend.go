@@ -14,18 +14,17 @@ import (
 
 	"github.com/kerntune/kerntune/internal/cudadrv"
 	"github.com/kerntune/kerntune/internal/stats"
-	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/kernels/gpu"
-	"github.com/kerntune/kerntune/search"
 	"github.com/kerntune/kerntune/tuner"
-	"github.com/kerntune/kerntune/tuner/internal/compilepool"
+	"github.com/kerntune/kerntune/tuner/internal/gpuhost"
 )
 
 // errClosed ends compiles that had not started when the backend closed.
 var errClosed = errors.New("cuda backend: closed")
 
 func init() {
-	tuner.Register("cuda", func() (tuner.Backend, error) { return Open(0) })
+	tuner.Register("cuda", func() (tuner.Backend, error) { return Open(0) },
+		tuner.Traits{Space: tuner.SpaceGPU, Isolate: true, AutoRank: 2})
 }
 
 // Options configure the backend. The zero value is the default.
@@ -46,7 +45,7 @@ type Backend struct {
 
 	// compiles holds NVRTC images by family|dtype|candidate key, compiled
 	// on one goroutine per CPU.
-	compiles *compilepool.Pool[[]byte]
+	compiles *gpuhost.Compiles[[]byte]
 	opts     Options
 
 	empty, spinFn *cudadrv.Function
@@ -77,7 +76,8 @@ func OpenWith(ordinal int, o Options) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Backend{lib: lib, ctx: ctx, props: ctx.Props(), compiles: compilepool.New[[]byte](runtime.NumCPU(), errClosed), opts: o}
+	b := &Backend{lib: lib, ctx: ctx, props: ctx.Props(), opts: o}
+	b.compiles = gpuhost.NewCompiles(runtime.NumCPU(), errClosed, b.nvrtc)
 	if err := b.describe(); err != nil {
 		ctx.Close()
 		return nil, err
@@ -119,12 +119,13 @@ func (b *Backend) describe() error {
 			"max_shared_per_sm_bytes": float64(p.MaxSharedPerSM),
 			"allow_tf32":              boolFact(b.opts.AllowTF32),
 		},
+		Limits: tuner.Limits{GPU: deviceLimits(p, b.opts)},
 	}
 	bw, err := b.copyBandwidth()
 	if err != nil {
 		return fmt.Errorf("measuring copy bandwidth: %w", err)
 	}
-	b.info.Facts["bandwidth_gbps"] = math.Round(bw*10) / 10
+	b.info.Facts["bandwidth_gbps"] = bw
 	lo, err := b.launchOverhead()
 	if err != nil {
 		return fmt.Errorf("measuring launch overhead: %w", err)
@@ -134,8 +135,32 @@ func (b *Backend) describe() error {
 	return nil
 }
 
+// deviceLimits are the device's limits on candidates: threads per block,
+// static shared memory and, for kernels that size theirs at launch, the
+// opt-in limit; from sm_80 on the matrix-unit features (mma.sync with
+// ldmatrix, cp.async), and TF32 only where the options allow it.
+func deviceLimits(p cudadrv.DeviceProps, o Options) *gpu.Limits {
+	l := &gpu.Limits{API: gpu.CUDA, MaxThreads: p.MaxThreadsPerBlock, MaxShared: p.MaxSharedPerBlock,
+		MaxSharedDynamic: max(p.MaxSharedPerBlockOptin, p.MaxSharedPerBlock), SIMDWidth: p.WarpSize}
+	if p.Major >= 8 {
+		l.Features = []gpu.Feature{gpu.SIMDMatrix, gpu.AsyncCopy}
+		if o.AllowTF32 {
+			l.Features = append(l.Features, gpu.TF32)
+		}
+	}
+	return l
+}
+
+func boolFact(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // copyBandwidth times device-to-device copies of 512 MiB (far past L2) and
-// returns read+write GB/s, the median of 10 copies after a warmup.
+// returns read+write GB/s, the median of 10 copies after a warmup, rounded
+// to 0.1.
 func (b *Backend) copyBandwidth() (float64, error) {
 	const size = 512 << 20
 	var gbps float64
@@ -157,8 +182,8 @@ func (b *Backend) copyBandwidth() (float64, error) {
 		if err != nil {
 			return err
 		}
-		gbps = 2 * size / (stats.Median(ms[1:]) / 1e3) / 1e9
-		return nil
+		gbps, err = gpuhost.CopyGBps(size, seconds(ms))
+		return err
 	})
 	return gbps, err
 }
@@ -248,68 +273,3 @@ func (b *Backend) Close() error {
 	b.compiles.Close()
 	return b.ctx.Close()
 }
-
-// Constraints: threads per block, shared memory (static arrays up to the
-// 48 KiB limit, dynamic ones up to the opt-in limit), the features and
-// fragment shapes CUDA has for the dtype, and TF32 only when allowed.
-func (b *Backend) Constraints(k *kernels.Kernel, dt kernels.DType) []search.Constraint {
-	body, err := gpu.Get(k.Name)
-	if err != nil {
-		return []search.Constraint{{Name: "has a GPU body", Check: func(search.Candidate) error { return err }}}
-	}
-	maxThreads, maxShared := b.props.MaxThreadsPerBlock, b.props.MaxSharedPerBlock
-	maxOptin := max(b.props.MaxSharedPerBlockOptin, maxShared)
-	return []search.Constraint{
-		{Name: fmt.Sprintf("threads ≤ %d", maxThreads), Check: func(c search.Candidate) error {
-			if n := body.Threads(c); n > maxThreads {
-				return fmt.Errorf("%d threads per block", n)
-			}
-			return nil
-		}},
-		{Name: fmt.Sprintf("shared memory ≤ %d bytes static, %d in all", maxShared, maxOptin), Check: func(c search.Candidate) error {
-			all := body.Shared(gpu.CUDA, dt, c)
-			if s := all - body.Dynamic(gpu.CUDA, dt, c); s > maxShared {
-				return fmt.Errorf("%d bytes of static shared memory", s)
-			}
-			if all > maxOptin {
-				return fmt.Errorf("%d bytes of shared memory", all)
-			}
-			return nil
-		}},
-		{Name: "features CUDA has", Check: func(c search.Candidate) error {
-			if err := body.Buildable(gpu.CUDA, dt, c); err != nil {
-				return err
-			}
-			if c["MMA"] == 1 && b.props.Major < 8 {
-				return fmt.Errorf("MMA=1 needs mma.sync, ldmatrix and cp.async (sm_80 or later); this GPU is %s", b.props.Arch())
-			}
-			return nil
-		}},
-		{Name: "TF32 only with --allow-tf32", Check: func(c search.Candidate) error {
-			if c["TF32"] == 1 && !b.opts.AllowTF32 {
-				return fmt.Errorf("TF32=1 rounds f32 inputs to 10-bit mantissas; allow it with --allow-tf32")
-			}
-			return nil
-		}},
-		// Emulated variants (Metal's simdgroup_matrix) run only to verify the
-		// shared body; they are never worth timing here.
-		{Name: "native features only", TuneOnly: true, Check: func(c search.Candidate) error {
-			if native, err := body.Supported(gpu.CUDA, c); err == nil && !native {
-				return fmt.Errorf("emulated on CUDA")
-			}
-			return nil
-		}},
-	}
-}
-
-func boolFact(b bool) float64 {
-	if b {
-		return 1
-	}
-	return 0
-}
-
-// toDevice and fromDevice convert between float32 and the buffer bytes.
-func toDevice(dt kernels.DType, xs []float32) []byte { return kernels.Encode(dt, xs) }
-
-func fromDevice(dt kernels.DType, b []byte) []float32 { return kernels.Decode(dt, b) }

@@ -3,68 +3,37 @@ package cuda
 import (
 	"github.com/kerntune/kerntune/internal/cudadrv"
 	"github.com/kerntune/kerntune/kernels"
-	"github.com/kerntune/kerntune/params"
 	"github.com/kerntune/kerntune/tuner"
 )
 
-// Baseline is cuBLAS, called in the same harness: cublasGemmEx (f32 without
-// TF32, or f16 with f32 accumulation) for the GEMMs, cublasSgemv or GemmEx
-// with one column for gemv_nt (the bias is copied into y first and added
-// with beta = 1, since cuBLAS has no bias epilogue). Softmax and rmsnorm have
-// no vendor routine: their entries are held to the copy bandwidth instead.
-// Row-major operands are passed as their column-major transposes.
+// Baseline is cuBLAS, called in the same harness, for the families that
+// register a routine (baseline_gemm.go, baseline_gemv.go): cublasGemmEx
+// (f32 without TF32, or f16 with f32 accumulation) for the GEMMs,
+// cublasSgemv or GemmEx with one column for gemv_nt. Softmax and rmsnorm
+// have no vendor routine: their entries are held to the copy bandwidth
+// instead. Row-major operands are passed as their column-major transposes.
 func (b *Backend) Baseline(k *kernels.Kernel, dt kernels.DType) (tuner.Program, string, error) {
-	if !b.lib.HasCUBLAS() {
+	call, ok := blasCalls.Get(k.Name)
+	if !ok || !b.lib.HasCUBLAS() {
 		return nil, "", nil
 	}
 	ty := cudadrv.R32F
 	if dt == kernels.F16 {
 		ty = cudadrv.R16F
 	}
-	var launch launcher
-	switch k.Name {
-	case params.GemmAV:
-		launch = func(t *cudadrv.Thread, in *instance, c int) error {
-			bl, err := t.Blas()
-			if err != nil {
-				return err
-			}
-			m, n, kk := in.p.Case.Shape[0], in.p.Case.Shape[1], in.p.Case.Shape[2]
-			a, v := in.inputs[c][0], in.inputs[c][1]
-			return bl.GemmEx(false, false, n, m, kk, 1, v, ty, n, a, ty, kk, 0, in.out, ty, n)
+	launch := func(t *cudadrv.Thread, in *instance, c int) error {
+		bl, err := t.Blas()
+		if err != nil {
+			return err
 		}
-	case params.GemmAtB:
-		launch = func(t *cudadrv.Thread, in *instance, c int) error {
-			bl, err := t.Blas()
-			if err != nil {
-				return err
-			}
-			m, n, kk := in.p.Case.Shape[0], in.p.Case.Shape[1], in.p.Case.Shape[2]
-			a, bb := in.inputs[c][0], in.inputs[c][1]
-			return bl.GemmEx(false, true, kk, n, m, 1, bb, ty, kk, a, ty, n, 0, in.out, ty, kk)
-		}
-	case params.GemvNT:
-		launch = func(t *cudadrv.Thread, in *instance, c int) error {
-			bl, err := t.Blas()
-			if err != nil {
-				return err
-			}
-			n, kk := in.p.Case.Shape[1], in.p.Case.Shape[2]
-			x, w := in.inputs[c][0], in.inputs[c][1]
-			beta := float32(0)
-			if in.p.Case.Bias {
-				if err := t.CopyDtoD(in.out, in.inputs[c][2], int64(n*dt.Size())); err != nil {
-					return err
-				}
-				beta = 1
-			}
-			if dt == kernels.F32 {
-				return bl.Sgemv(true, kk, n, 1, w, kk, x, 1, beta, in.out, 1)
-			}
-			return bl.GemmEx(true, false, n, 1, kk, 1, w, ty, kk, x, ty, kk, beta, in.out, ty, n)
-		}
-	default:
-		return nil, "", nil
+		return call(t, bl, in, c, ty)
 	}
 	return &program{b: b, launch: launch}, "cublas", nil
 }
+
+// blasCall runs a family's cuBLAS routine once on input copy c of in, its
+// operands of cuBLAS element type ty.
+type blasCall func(t *cudadrv.Thread, bl *cudadrv.ThreadBlas, in *instance, c int, ty cudadrv.DataType) error
+
+// blasCalls holds the cuBLAS routine of each family that has one.
+var blasCalls = kernels.NewTable[blasCall]("cuBLAS baseline")

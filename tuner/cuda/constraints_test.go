@@ -7,13 +7,14 @@ import (
 	"github.com/kerntune/kerntune/internal/cudadrv"
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/search"
+	"github.com/kerntune/kerntune/tuner"
 )
 
-// The CUDA backend's limits on GEMM candidates, without a GPU: fragment
+// The CUDA device's limits on GEMM candidates, without a GPU: fragment
 // shapes per dtype, TF32 only when allowed, mma.sync only from sm_80, and
 // dynamic shared memory up to the opt-in limit.
 func TestGemmConstraints(t *testing.T) {
-	h100 := cudadrv.DeviceProps{Major: 9, Minor: 0, MaxThreadsPerBlock: 1024, MaxSharedPerBlock: 48 << 10, MaxSharedPerBlockOptin: 232448}
+	h100 := cudadrv.DeviceProps{Major: 9, Minor: 0, MaxThreadsPerBlock: 1024, WarpSize: 32, MaxSharedPerBlock: 48 << 10, MaxSharedPerBlockOptin: 232448}
 	t4 := h100
 	t4.Major, t4.Minor, t4.MaxSharedPerBlockOptin = 7, 5, 64<<10
 	k, err := kernels.Get("gemm_av")
@@ -43,9 +44,9 @@ func TestGemmConstraints(t *testing.T) {
 		{"SIMT double-buffered", h100, false, kernels.F32, search.Candidate{"BM": 128, "BN": 128, "BK": 16, "TM": 8, "TN": 8, "PAD": 4, "MMA": 0, "WM": 1, "WN": 1, "STAGES": 2, "TF32": 0}, ""},
 	}
 	for _, tt := range tests {
-		b := &Backend{props: tt.props, opts: Options{AllowTF32: tt.allow}}
+		l := tuner.Limits{GPU: deviceLimits(tt.props, Options{AllowTF32: tt.allow})}
 		var got error
-		for _, con := range b.Constraints(k, tt.dt) {
+		for _, con := range l.Constraints(k, tt.dt) {
 			if err := con.Check(tt.c); err != nil {
 				got = err
 				break

@@ -15,10 +15,8 @@ import (
 	"github.com/ebitengine/purego/objc"
 
 	"github.com/kerntune/kerntune/internal/stats"
-	"github.com/kerntune/kerntune/kernels"
-	"github.com/kerntune/kerntune/search"
 	"github.com/kerntune/kerntune/tuner"
-	"github.com/kerntune/kerntune/tuner/internal/compilepool"
+	"github.com/kerntune/kerntune/tuner/internal/gpuhost"
 )
 
 // Warmup: Apple GPUs raise their clocks only under sustained load, so the
@@ -39,14 +37,13 @@ type Backend struct {
 	queue  objc.ID // id<MTLCommandQueue>, owned
 	info   tuner.DeviceInfo
 
-	maxThreads, maxShared int
-	mpsOK                 bool
-	family                gpuFamily
-	compileOpts           compileSettings
+	mpsOK       bool
+	family      gpuFamily
+	compileOpts compileSettings
 
 	// compiles holds pipelines by family|dtype|candidate key, compiled on
 	// a pool of goroutines (Metal's device methods are thread-safe).
-	compiles *compilepool.Pool[*compiled]
+	compiles *gpuhost.Compiles[*compiled]
 
 	mu     sync.Mutex
 	closed bool
@@ -79,7 +76,8 @@ func open(o Options) (tuner.Backend, error) {
 		return nil, fmt.Errorf("%w: %v", tuner.ErrUnavailable, err)
 	}
 	registerSelectors()
-	b := &Backend{rt: r, compileOpts: compileSettingsFor(o), compiles: compilepool.New[*compiled](max(2, runtime.NumCPU()), errClosed)}
+	b := &Backend{rt: r, compileOpts: compileSettingsFor(o)}
+	b.compiles = gpuhost.NewCompiles(max(2, runtime.NumCPU()), errClosed, b.compilePipeline)
 	b.gpu = startGPUThread(r)
 	if err := b.gpu.do(b.setup); err != nil {
 		b.gpu.do(func() error { b.teardown(); return nil })
@@ -135,14 +133,6 @@ func (b *Backend) describe() {
 	unified := objc.Send[bool](d, sel.hasUnifiedMemory)
 	cores, coreErr := b.rt.gpuCoreCount()
 
-	b.maxThreads = maxThreadsPerGroup
-	if w := int(maxTPT.Width); w > 0 {
-		b.maxThreads = min(b.maxThreads, w)
-	}
-	b.maxShared = maxSharedPerGroup
-	if tgMem > 0 {
-		b.maxShared = min(b.maxShared, tgMem)
-	}
 	b.mpsOK = b.rt.mpsSupportsDevice != nil && b.rt.mpsSupportsDevice(uintptr(d)) && os.Getenv("KERNTUNE_METAL_MPS") != "0"
 
 	facts := map[string]float64{
@@ -171,6 +161,7 @@ func (b *Backend) describe() {
 		ComputeUnits: cores,
 		LLCBytes:     slcBytes(name), // an estimate: see slcBytes
 		Facts:        facts,
+		Limits:       tuner.Limits{GPU: deviceLimits(int(maxTPT.Width), tgMem, b.family)},
 	}
 	for _, n := range b.rt.notes {
 		fmt.Fprintf(os.Stderr, "metal: %s\n", n)
@@ -482,8 +473,8 @@ func (b *Backend) measure() error {
 		}
 		ts = append(ts, t)
 	}
-	if t := stats.Median(ts[1:]); t > 0 {
-		f["bandwidth_gbps"] = math.Round(2*bwBytes/t/1e8) / 10
+	if gbps, err := gpuhost.CopyGBps(bwBytes, ts); err == nil {
+		f["bandwidth_gbps"] = gbps
 	}
 
 	// FMA rate of the burn kernel: a measured arithmetic peak for the roofline.
@@ -555,11 +546,6 @@ func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
 
 // Info describes the GPU.
 func (b *Backend) Info() tuner.DeviceInfo { return b.info }
-
-// Constraints: threads per threadgroup and static threadgroup memory.
-func (b *Backend) Constraints(k *kernels.Kernel, _ kernels.DType) []search.Constraint {
-	return constraints(k, b.maxThreads, b.maxShared, b.family.simdgroupMatrix())
-}
 
 // Close waits for compiles in flight, releases the cached pipelines, the
 // helpers, the queue and the device, and ends the GPU thread. Programs and

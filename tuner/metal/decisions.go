@@ -5,6 +5,8 @@ import (
 	"math"
 
 	"github.com/kerntune/kerntune/kernels"
+	"github.com/kerntune/kerntune/kernels/gpu"
+	"github.com/kerntune/kerntune/tuner/internal/gpuhost"
 )
 
 // The decisions the darwin code takes about the device, the pipelines and
@@ -57,7 +59,7 @@ func (g gpuFamily) simdgroupMatrix() bool { return g.apple >= 7 }
 
 // simdWidth is the SIMD-group width the generated kernels assume: their
 // reductions shuffle across 32 lanes (kernels/gpu prelude).
-const simdWidth = 32
+const simdWidth = gpu.ReductionLanes
 
 // pipelineLimits is what a compute pipeline state reports about itself.
 type pipelineLimits struct {
@@ -166,5 +168,5 @@ func prepareOutput(dst []byte, dt kernels.DType, vendor bool) {
 		clear(dst)
 		return
 	}
-	poison(dst, dt)
+	gpuhost.FillWords(dst, gpuhost.NaNWord(dt))
 }

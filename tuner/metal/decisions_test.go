@@ -8,6 +8,8 @@ import (
 
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/search"
+	"github.com/kerntune/kerntune/tuner"
+	"github.com/kerntune/kerntune/tuner/internal/gpuhost"
 )
 
 // supportsUpTo is a fake supportsFamily: of a device that supports the
@@ -84,7 +86,7 @@ func TestSIMDGroupMatrixGate(t *testing.T) {
 				t.Errorf("simdgroupMatrix() = %t, want %t", got, c.want)
 			}
 			var featureErr error
-			for _, con := range constraints(k, maxThreadsPerGroup, maxSharedPerGroup, c.fam.simdgroupMatrix()) {
+			for _, con := range (tuner.Limits{GPU: deviceLimits(0, 0, c.fam)}).Constraints(k, kernels.F32) {
 				if con.Name == "GPU family features" {
 					featureErr = con.Check(mma)
 				}
@@ -221,10 +223,10 @@ func TestPrepareOutput(t *testing.T) {
 			vendor bool
 			nan    bool
 		}{{false, true}, {true, false}} {
-			buf := make([]byte, bufferBytes(dt, 37))
-			poison(buf, dt) // a previous candidate's poison must not survive for MPS
+			buf := make([]byte, gpuhost.BufferBytes(dt, 37))
+			gpuhost.FillWords(buf, gpuhost.NaNWord(dt)) // a previous candidate's poison must not survive for MPS
 			prepareOutput(buf, dt, c.vendor)
-			for i, v := range decode(buf, dt, 37) {
+			for i, v := range kernels.Decode(dt, buf[:37*dt.Size()]) {
 				if c.nan && !math.IsNaN(float64(v)) {
 					t.Fatalf("%s candidate: element %d = %g, want NaN", dt, i, v)
 				}
@@ -234,7 +236,7 @@ func TestPrepareOutput(t *testing.T) {
 			}
 			// What an MPS GEMM with beta = 0 computes if it reads C: 0·C + A·B.
 			if !c.nan {
-				for i, v := range decode(buf, dt, 37) {
+				for i, v := range kernels.Decode(dt, buf[:37*dt.Size()]) {
 					if r := 0*v + 1.5; r != 1.5 {
 						t.Fatalf("%s: 0·C[%d] + 1.5 = %g", dt, i, r)
 					}

@@ -7,10 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/kerntune/kerntune/internal/half"
-	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/kernels/gpu"
-	"github.com/kerntune/kerntune/search"
 )
 
 // Limits every Metal candidate is held to, whatever the device reports:
@@ -99,92 +96,27 @@ func peakBandwidthCeiling(measuredGBPS float64) float64 {
 	return math.Max(1.2e12, 4*measuredGBPS*1e9)
 }
 
-// constraints are the device limits on a family's candidates: threads per
-// threadgroup and static threadgroup memory.
-func constraints(k *kernels.Kernel, maxThreads, maxShared int, simdMatrix bool) []search.Constraint {
-	body, err := gpu.Get(k.Name)
-	if err != nil {
-		return []search.Constraint{{Name: "has a GPU body", Check: func(search.Candidate) error { return err }}}
+// deviceLimits are the device's limits on candidates: threads per
+// threadgroup and static threadgroup memory, each the lower of what the
+// device reports (0: nothing) and what every Metal candidate is held to,
+// and simdgroup_matrix where the GPU family has it. The SIMD width is left
+// unknown: Metal reports it per pipeline, which Build checks (checkPipeline).
+func deviceLimits(maxThreads, maxShared int, fam gpuFamily) *gpu.Limits {
+	l := &gpu.Limits{API: gpu.Metal, MaxThreads: maxThreadsPerGroup, MaxShared: maxSharedPerGroup}
+	if maxThreads > 0 {
+		l.MaxThreads = min(l.MaxThreads, maxThreads)
 	}
-	return []search.Constraint{
-		{Name: fmt.Sprintf("threads ≤ %d", maxThreads), Check: func(c search.Candidate) error {
-			if n := body.Threads(c); n > maxThreads {
-				return fmt.Errorf("%d threads per threadgroup", n)
-			}
-			return nil
-		}},
-		{Name: fmt.Sprintf("threadgroup memory ≤ %d bytes", maxShared), Check: func(c search.Candidate) error {
-			if s := body.SharedBytes(c); s > maxShared {
-				return fmt.Errorf("%d bytes of threadgroup memory", s)
-			}
-			return nil
-		}},
-		{Name: "GPU family features", Check: func(c search.Candidate) error {
-			if body.Needs == nil {
-				return nil
-			}
-			for _, f := range body.Needs(c) {
-				if f == gpu.SIMDMatrix && !simdMatrix {
-					return fmt.Errorf("needs simdgroup_matrix (Apple7 or later: M1 on; not Intel Macs' GPUs)")
-				}
-			}
-			// Features no Apple GPU has (TF32, asynchronous copies for
-			// STAGES > 2): the MSL cannot be generated.
-			_, err := body.Supported(gpu.Metal, c)
-			return err
-		}},
+	if maxShared > 0 {
+		l.MaxShared = min(l.MaxShared, maxShared)
 	}
+	if fam.simdgroupMatrix() {
+		l.Features = []gpu.Feature{gpu.SIMDMatrix}
+	}
+	return l
 }
 
 // roundUp rounds n up to a multiple of m.
 func roundUp(n, m int) int { return (n + m - 1) / m * m }
-
-// bufferBytes is the allocation for n elements of dt: at least 16 bytes and
-// a multiple of 16, so every buffer can be poisoned word-wise and copied by
-// a blit (macOS wants blit sizes and offsets in multiples of 4).
-func bufferBytes(dt kernels.DType, n int) int { return max(16, roundUp(n*dt.Size(), 16)) }
-
-// encode writes xs as dt elements (little-endian) into dst.
-func encode(dst []byte, dt kernels.DType, xs []float32) {
-	if dt == kernels.F16 {
-		for i, v := range xs {
-			h := half.FromFloat32(v)
-			dst[2*i], dst[2*i+1] = byte(h), byte(h>>8)
-		}
-		return
-	}
-	for i, v := range xs {
-		u := math.Float32bits(v)
-		dst[4*i], dst[4*i+1], dst[4*i+2], dst[4*i+3] = byte(u), byte(u>>8), byte(u>>16), byte(u>>24)
-	}
-}
-
-// decode reads n dt elements from src.
-func decode(src []byte, dt kernels.DType, n int) []float32 {
-	out := make([]float32, n)
-	if dt == kernels.F16 {
-		for i := range out {
-			out[i] = half.ToFloat32(uint16(src[2*i]) | uint16(src[2*i+1])<<8)
-		}
-		return out
-	}
-	for i := range out {
-		out[i] = math.Float32frombits(uint32(src[4*i]) | uint32(src[4*i+1])<<8 | uint32(src[4*i+2])<<16 | uint32(src[4*i+3])<<24)
-	}
-	return out
-}
-
-// poison fills dst with NaN of dt, so that elements a kernel does not write
-// fail verification.
-func poison(dst []byte, dt kernels.DType) {
-	word := uint32(0x7fc00000)
-	if dt == kernels.F16 {
-		word = 0x7e007e00
-	}
-	for i := 0; i+4 <= len(dst); i += 4 {
-		dst[i], dst[i+1], dst[i+2], dst[i+3] = byte(word), byte(word>>8), byte(word>>16), byte(word>>24)
-	}
-}
 
 // scalarWords converts a body's scalar arguments (int32 and float32, in
 // order) to the 4-byte words bound with setBytes:length:atIndex: as

@@ -8,16 +8,23 @@ import (
 	"testing"
 	"unsafe"
 
-	"github.com/kerntune/kerntune/internal/half"
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/kernels/gpu"
 	"github.com/kerntune/kerntune/search"
 	"github.com/kerntune/kerntune/tuner"
+	"github.com/kerntune/kerntune/tuner/internal/gpuhost"
 )
 
 func TestRegistered(t *testing.T) {
 	if !slices.Contains(tuner.Backends(), "metal") {
 		t.Fatalf("metal is not registered: %v", tuner.Backends())
+	}
+	// Auto picks Metal first on macOS and never elsewhere, where it cannot open.
+	for goos, want := range map[string]int{"darwin": 1, "linux": 0, "windows": 0} {
+		tr := traits(goos)
+		if tr.AutoRank != want || tr.Space != tuner.SpaceGPU || !tr.Isolate {
+			t.Errorf("%s: traits %+v, want auto rank %d, gpu space, isolated", goos, tr, want)
+		}
 	}
 }
 
@@ -124,12 +131,30 @@ func TestCeilings(t *testing.T) {
 	}
 }
 
-func TestConstraints(t *testing.T) {
+// The device's limits: what it reports, capped at 1024 threads and 32 KB
+// per threadgroup, and held by the family's body.
+func TestDeviceLimits(t *testing.T) {
 	k, err := kernels.Get("gemm_av")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs := constraints(k, maxThreadsPerGroup, maxSharedPerGroup, true)
+	m3 := gpuFamily{9, true}
+	for _, c := range []struct {
+		name                 string
+		threads, shared      int
+		wantThreads, wantMem int
+	}{
+		{"reports the caps", 1024, 32768, 1024, 32768},
+		{"reports nothing", 0, 0, maxThreadsPerGroup, maxSharedPerGroup},
+		{"reports more", 4096, 65536, maxThreadsPerGroup, maxSharedPerGroup},
+		{"reports less", 512, 16384, 512, 16384},
+	} {
+		l := deviceLimits(c.threads, c.shared, m3)
+		if l.API != gpu.Metal || l.MaxThreads != c.wantThreads || l.MaxShared != c.wantMem || l.SIMDWidth != 0 {
+			t.Errorf("%s: limits %+v, want metal, %d threads, %d bytes, SIMD width unknown", c.name, *l, c.wantThreads, c.wantMem)
+		}
+	}
+	cs := tuner.Limits{GPU: deviceLimits(1024, 32768, m3)}.Constraints(k, kernels.F32)
 	check := func(c search.Candidate) error {
 		for _, con := range cs {
 			if err := con.Check(c); err != nil {
@@ -177,65 +202,17 @@ func TestConstraints(t *testing.T) {
 	famCopy := *k.Family
 	famCopy.Name = "no_such_family"
 	fake.Family = &famCopy
-	if err := constraints(&fake, 1024, 32768, true)[0].Check(ok); err == nil {
+	if err := (tuner.Limits{GPU: deviceLimits(1024, 32768, m3)}).Constraints(&fake, kernels.F32)[0].Check(ok); err == nil {
 		t.Error("a family without a GPU body was accepted")
 	}
 }
 
-func TestEncodeDecode(t *testing.T) {
-	xs := []float32{0, 1, -2.5, 3.14159, -0, 65504, 1e-3}
-	for _, dt := range kernels.DTypes {
-		buf := make([]byte, bufferBytes(dt, len(xs)))
-		encode(buf, dt, xs)
-		got := decode(buf, dt, len(xs))
-		for i, x := range xs {
-			want := x
-			if dt == kernels.F16 {
-				want = half.Round(x)
-			}
-			if got[i] != want {
-				t.Errorf("%s element %d: got %g, want %g", dt, i, got[i], want)
-			}
-		}
-		if dt == kernels.F32 && (buf[4] != 0x00 || buf[7] != 0x3f) { // 1.0 = 0x3f800000, little-endian
-			t.Errorf("f32 encoding is not little-endian IEEE: % x", buf[4:8])
-		}
-	}
-}
-
-func TestPoison(t *testing.T) {
-	for _, dt := range kernels.DTypes {
-		for _, n := range []int{1, 3, 131} {
-			buf := make([]byte, bufferBytes(dt, n))
-			poison(buf, dt)
-			for i, v := range decode(buf, dt, n) {
-				if !math.IsNaN(float64(v)) {
-					t.Fatalf("%s n=%d: element %d = %g after poisoning", dt, n, i, v)
-				}
-			}
-		}
-	}
-}
-
-func TestBufferBytes(t *testing.T) {
-	for _, c := range []struct {
-		dt   kernels.DType
-		n    int
-		want int
-	}{
-		{kernels.F32, 0, 16}, {kernels.F32, 1, 16}, {kernels.F32, 5, 32},
-		{kernels.F16, 131, 272}, {kernels.F16, 8, 16}, {kernels.F16, 9, 32},
-	} {
-		got := bufferBytes(c.dt, c.n)
-		if got != c.want || got%16 != 0 || got < c.n*c.dt.Size() {
-			t.Errorf("bufferBytes(%s, %d) = %d, want %d", c.dt, c.n, got, c.want)
-		}
-	}
-	// The MPS bias blit copies roundUp(n·size, 4) bytes: inside the buffer.
+// The MPS bias blit copies roundUp(n·size, 4) bytes: inside the buffer.
+func TestBiasBlitInsideBuffer(t *testing.T) {
 	for n := 1; n < 300; n++ {
 		for _, dt := range kernels.DTypes {
-			if roundUp(n*dt.Size(), 4) > bufferBytes(dt, n) {
-				t.Fatalf("%s n=%d: blit of %d bytes overruns a %d-byte buffer", dt, n, roundUp(n*dt.Size(), 4), bufferBytes(dt, n))
+			if roundUp(n*dt.Size(), 4) > gpuhost.BufferBytes(dt, n) {
+				t.Fatalf("%s n=%d: blit of %d bytes overruns a %d-byte buffer", dt, n, roundUp(n*dt.Size(), 4), gpuhost.BufferBytes(dt, n))
 			}
 		}
 	}
@@ -257,7 +234,7 @@ func TestScalarWords(t *testing.T) {
 		k, _ := kernels.Get(name)
 		b, _ := gpu.Get(name)
 		for _, c := range append(append([]kernels.Case{}, k.Workload...), k.Odd...) {
-			if _, err := scalarWords(b.Scalars(c, kernels.RMSNormEps)); err != nil {
+			if _, err := scalarWords(b.Scalars(c, k.Scalars)); err != nil {
 				t.Errorf("%s %s: %v", name, c, err)
 			}
 		}

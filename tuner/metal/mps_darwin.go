@@ -8,43 +8,36 @@ import (
 	"github.com/ebitengine/purego/objc"
 
 	"github.com/kerntune/kerntune/kernels"
-	"github.com/kerntune/kerntune/params"
 	"github.com/kerntune/kerntune/tuner"
 )
 
 // Baseline is Metal Performance Shaders in the same harness as the
 // candidates (D encodes per command buffer, each in its own encoder, as each
-// candidate run is; rotating copies): MPSMatrixMultiplication for the GEMMs
-// and MPSMatrixVectorMultiplication for gemv_nt. MPS matrices are
-// row-major, like kerntune's operands, so they map directly; gemm_at_b uses
-// transposeLeft. The bias of gemv_nt is accumulated with beta = 1: for the
-// verified run it is blitted into y first; timed runs skip the blit, so MPS
-// does the arithmetic and memory traffic of a fused bias (read y, write y)
-// like the candidates, and the baseline is not charged for a copy an
-// application could arrange differently. Softmax and rmsnorm have no MPS
-// routine of this form: their entries are held to the copy bandwidth
-// instead. KERNTUNE_METAL_MPS=0 turns it off.
+// candidate run is; rotating copies), for the families that register an
+// MPS routine (mps_gemm_darwin.go, mps_gemv_darwin.go):
+// MPSMatrixMultiplication for the GEMMs and MPSMatrixVectorMultiplication
+// for gemv_nt. MPS matrices are row-major, like kerntune's operands, so they
+// map directly. Softmax and rmsnorm have no MPS routine of this form: their
+// entries are held to the copy bandwidth instead. KERNTUNE_METAL_MPS=0
+// turns it off.
 func (b *Backend) Baseline(k *kernels.Kernel, dt kernels.DType) (tuner.Program, string, error) {
-	if !b.mpsOK {
+	encoder, ok := mpsEncoders.Get(k.Name)
+	if !b.mpsOK || !ok {
 		return nil, "", nil
 	}
 	m := &mps{b: b, size: dt.Size(), ty: mpsDataTypeFloat32, kernels: map[string]objc.ID{}, wrappers: map[mpsKey]objc.ID{}}
 	if dt == kernels.F16 {
 		m.ty = mpsDataTypeFloat16
 	}
-	var enc encodeFn
-	switch k.Name {
-	case params.GemmAV:
-		enc = m.gemmAV
-	case params.GemmAtB:
-		enc = m.gemmAtB
-	case params.GemvNT:
-		enc = m.gemvNT
-	default:
-		return nil, "", nil
-	}
-	return newProgram(b, enc, m.free, true), "mps", nil
+	return newProgram(b, encoder(m), m.free, true), "mps", nil
 }
+
+// mpsEncoder returns the encodeFn of a family's MPS routine, whose MPS
+// objects m holds.
+type mpsEncoder func(m *mps) encodeFn
+
+// mpsEncoders holds the MPS routine of each family that has one.
+var mpsEncoders = kernels.NewTable[mpsEncoder]("MPS baseline")
 
 // mps holds one baseline program's MPS objects, made on the GPU thread on
 // first use: kernels by size, and MPSMatrix/MPSVector wrappers of the
@@ -141,91 +134,4 @@ func (m *mps) matVec(rows, cols int, beta float64) (objc.ID, error) {
 	}
 	m.kernels[key] = id
 	return id, nil
-}
-
-// gemmAV: C[m×n] = A[m×k]·V[k×n].
-func (m *mps) gemmAV(cb objc.ID, in *instance, cp int, _ bool) error {
-	mm, n, k := in.p.Case.Shape[0], in.p.Case.Shape[1], in.p.Case.Shape[2]
-	kern, err := m.matMul(false, mm, n, k)
-	if err != nil {
-		return err
-	}
-	c, err := m.matrix(in.out.id, mm, n)
-	if err != nil {
-		return err
-	}
-	a, err := m.matrix(in.inputs[cp][0].id, mm, k)
-	if err != nil {
-		return err
-	}
-	v, err := m.matrix(in.inputs[cp][1].id, k, n)
-	if err != nil {
-		return err
-	}
-	kern.Send(sel.encodeMatMul, cb, a, v, c)
-	return nil
-}
-
-// gemmAtB: Z[n×k] = Aᵀ·B with A m×n and B m×k (transposeLeft).
-func (m *mps) gemmAtB(cb objc.ID, in *instance, cp int, _ bool) error {
-	mm, n, k := in.p.Case.Shape[0], in.p.Case.Shape[1], in.p.Case.Shape[2]
-	kern, err := m.matMul(true, n, k, mm)
-	if err != nil {
-		return err
-	}
-	z, err := m.matrix(in.out.id, n, k)
-	if err != nil {
-		return err
-	}
-	a, err := m.matrix(in.inputs[cp][0].id, mm, n)
-	if err != nil {
-		return err
-	}
-	bb, err := m.matrix(in.inputs[cp][1].id, mm, k)
-	if err != nil {
-		return err
-	}
-	kern.Send(sel.encodeMatMul, cb, a, bb, z)
-	return nil
-}
-
-// gemvNT: y[n] = W[n×k]·x[k] (+ bias, kept with beta = 1: blitted into y
-// before the verified run; timed runs accumulate into whatever y holds,
-// which costs the GPU the same).
-func (m *mps) gemvNT(cb objc.ID, in *instance, cp int, verify bool) error {
-	n, k := in.p.Case.Shape[1], in.p.Case.Shape[2]
-	beta := 0.0
-	if in.p.Case.Bias {
-		beta = 1
-	}
-	kern, err := m.matVec(n, k, beta)
-	if err != nil {
-		return err
-	}
-	y, err := m.vector(in.out.id, n)
-	if err != nil {
-		return err
-	}
-	// macOS wants blit sizes in multiples of 4 bytes; buffers are allocated
-	// in multiples of 16 (bufferBytes), so the rounded copy stays inside both.
-	biasBytes := uint64(roundUp(n*m.size, 4))
-	ops := in.inputs[cp]
-	x, err := m.vector(ops[0].id, k)
-	if err != nil {
-		return err
-	}
-	w, err := m.matrix(ops[1].id, n, k)
-	if err != nil {
-		return err
-	}
-	if in.p.Case.Bias && verify {
-		blit := cb.Send(sel.blitCommandEncoder)
-		if blit == 0 {
-			return fmt.Errorf("metal: blitCommandEncoder returned nil")
-		}
-		blit.Send(sel.copyBuffer, ops[2].id, uint64(0), in.out.id, uint64(0), biasBytes)
-		blit.Send(sel.endEncoding)
-	}
-	kern.Send(sel.encodeMatVec, cb, w, x, y)
-	return nil
 }

@@ -15,77 +15,41 @@ import (
 	"github.com/kerntune/kerntune/kernels/gpu"
 	"github.com/kerntune/kerntune/search"
 	"github.com/kerntune/kerntune/tuner"
-	"github.com/kerntune/kerntune/tuner/internal/compilepool"
+	"github.com/kerntune/kerntune/tuner/internal/gpuhost"
 )
 
 // instance is a problem resident in shared-storage buffers: input copies
 // and the output.
-type instance struct {
-	b      *Backend
-	p      *kernels.Problem
-	inputs [][]buffer // [copy][operand]
-	out    buffer
-	outLen int
-	next   int // next input copy, rotating (GPU thread)
+type instance = gpuhost.Instance[buffer]
+
+// device gives the buffer operations on the GPU thread. Buffers are shared
+// storage: the CPU writes and reads them through -[MTLBuffer contents].
+type device struct{ b *Backend }
+
+func (d device) Memory(f func(gpuhost.Memory[buffer]) error) error {
+	return d.b.gpu.do(func() error { return f(d) })
 }
 
-// Load writes copies of the inputs and allocates the output. Buffers are
-// shared storage: the CPU writes them through -[MTLBuffer contents].
+func (d device) Alloc(n int) (buffer, error)       { return d.b.newBuffer(n) }
+func (d device) Read(dst []byte, src buffer) error { copy(dst, src.bytes()); return nil }
+func (d device) Free(bf buffer) error              { freeBuffer(&bf); return nil }
+
+func (d device) Write(dst buffer, src []byte) error {
+	if len(src) > dst.size {
+		return fmt.Errorf("metal: writing %d bytes into a buffer of %d", len(src), dst.size)
+	}
+	copy(dst.bytes(), src)
+	return nil
+}
+
+func (d device) Fill(dst buffer, word uint32, words int) error {
+	gpuhost.FillWords(dst.bytes()[:4*words], word)
+	return nil
+}
+
+// Load writes copies of the inputs and allocates the output.
 func (b *Backend) Load(p *kernels.Problem, copies int) (tuner.Instance, error) {
-	copies = max(copies, 1)
-	in := &instance{b: b, p: p, outLen: p.Kernel.OutLen(p.Case.Shape)}
-	host := make([][]byte, len(p.Inputs))
-	for i, x := range p.Inputs {
-		host[i] = make([]byte, bufferBytes(p.DType, len(x)))
-		encode(host[i], p.DType, x)
-	}
-	err := b.gpu.do(func() error {
-		for range copies {
-			var ops []buffer
-			for _, h := range host {
-				bf, err := b.newBuffer(len(h))
-				if err != nil {
-					in.inputs = append(in.inputs, ops) // freed by Close
-					return err
-				}
-				copy(bf.bytes(), h)
-				ops = append(ops, bf)
-			}
-			in.inputs = append(in.inputs, ops)
-		}
-		var err error
-		in.out, err = b.newBuffer(bufferBytes(p.DType, in.outLen))
-		return err
-	})
-	if err != nil {
-		in.Close()
-		return nil, fmt.Errorf("loading %s on %s: %w", p.Case, b.info.Key, err)
-	}
-	return in, nil
-}
-
-// Close releases the buffers.
-func (in *instance) Close() error {
-	return in.b.gpu.do(func() error {
-		for _, ops := range in.inputs {
-			for i := range ops {
-				freeBuffer(&ops[i])
-			}
-		}
-		in.inputs = nil
-		freeBuffer(&in.out)
-		return nil
-	})
-}
-
-// take returns the next n input copies, rotating.
-func (in *instance) take(n int) []int {
-	cs := make([]int, n)
-	for i := range cs {
-		cs[i] = in.next % len(in.inputs)
-		in.next++
-	}
-	return cs
+	return gpuhost.Load[buffer](device{b}, p, copies, b.info.Key)
 }
 
 // encodeFn adds one run of a program on one input copy to a command
@@ -136,14 +100,7 @@ func (pr *program) Close() error {
 }
 
 func (pr *program) instance(ti tuner.Instance) (*instance, error) {
-	in, ok := ti.(*instance)
-	if !ok || in.b != pr.b {
-		return nil, fmt.Errorf("metal backend: foreign instance %T", ti)
-	}
-	if len(in.inputs) == 0 {
-		return nil, errors.New("metal backend: instance is closed")
-	}
-	return in, nil
+	return gpuhost.Of(ti, device{pr.b}, "metal")
 }
 
 // Run times n samples. Each sample is one command buffer holding D runs of
@@ -165,10 +122,10 @@ func (pr *program) Run(ti tuner.Instance, n int) ([]float64, error) {
 		}
 		d, ok := pr.perBuffer[in]
 		if !ok {
-			if err := pr.b.runUntimed(func(cb objc.ID) error { return pr.encodeRuns(cb, in, in.take(calibrationDispatch)) }); err != nil {
+			if err := pr.b.runUntimed(func(cb objc.ID) error { return pr.encodeRuns(cb, in, in.Take(calibrationDispatch)) }); err != nil {
 				return err
 			}
-			t, err := pr.b.runCommandBuffer(func(cb objc.ID) error { return pr.encodeRuns(cb, in, in.take(calibrationDispatch)) })
+			t, err := pr.b.runCommandBuffer(func(cb objc.ID) error { return pr.encodeRuns(cb, in, in.Take(calibrationDispatch)) })
 			if err != nil {
 				return err
 			}
@@ -176,7 +133,7 @@ func (pr *program) Run(ti tuner.Instance, n int) ([]float64, error) {
 		}
 		secs = make([]float64, n)
 		for i := range secs {
-			t, err := pr.b.runCommandBuffer(func(cb objc.ID) error { return pr.encodeRuns(cb, in, in.take(d)) })
+			t, err := pr.b.runCommandBuffer(func(cb objc.ID) error { return pr.encodeRuns(cb, in, in.Take(d)) })
 			if err != nil {
 				return err
 			}
@@ -197,11 +154,11 @@ func (pr *program) Output(ti tuner.Instance) ([]float32, error) {
 	}
 	var out []float32
 	err = pr.b.gpu.do(func() error {
-		prepareOutput(in.out.bytes(), in.p.DType, pr.vendor)
+		prepareOutput(in.Out.bytes(), in.Problem.DType, pr.vendor)
 		if err := pr.b.runUntimed(func(cb objc.ID) error { return pr.encode(cb, in, 0, true) }); err != nil {
 			return err
 		}
-		out = decode(in.out.bytes(), in.p.DType, in.outLen)
+		out = kernels.Decode(in.Problem.DType, in.Out.bytes()[:in.OutLen*in.Problem.DType.Size()])
 		return nil
 	})
 	return out, err
@@ -217,41 +174,19 @@ type compiled struct {
 // maxCachedBuilt bounds the compiled pipelines kept after a Build used them.
 const maxCachedBuilt = 256
 
-func jobKey(k *kernels.Kernel, dt kernels.DType, c search.Candidate) string {
-	return k.Name + "|" + string(dt) + "|" + c.Key()
-}
-
-// compile finds or creates the compile job of a candidate: MSL generated
-// from the family's body, newLibraryWithSource, newFunctionWithName,
+// compilePipeline compiles a candidate: MSL generated from the family's
+// body, newLibraryWithSource, newFunctionWithName,
 // newComputePipelineStateWithFunction.
-func (b *Backend) compile(body *gpu.Body, k *kernels.Kernel, dt kernels.DType, c search.Candidate) *compilepool.Job[*compiled] {
-	c = c.Clone()
-	return b.compiles.Job(jobKey(k, dt, c), func() (*compiled, error) {
-		src, err := body.SourceFor(gpu.Metal, dt, c)
-		if err != nil {
-			return nil, err
-		}
-		p, err := b.newPipeline(src, body.FuncName(dt, c))
-		if err != nil {
-			return nil, err
-		}
-		return &compiled{p: p}, nil
-	})
-}
-
-// Prefetch queues candidates the tuner will ask for soon. A pool of
-// goroutines (one per CPU) compiles them in order while the GPU times
-// others; Build compiles a candidate itself if the pool has not reached it.
-func (b *Backend) Prefetch(k *kernels.Kernel, dt kernels.DType, cands []search.Candidate) {
-	body, err := gpu.Get(k.Name)
+func (b *Backend) compilePipeline(body *gpu.Body, dt kernels.DType, c search.Candidate) (*compiled, error) {
+	src, err := body.SourceFor(gpu.Metal, dt, c)
 	if err != nil {
-		return
+		return nil, err
 	}
-	jobs := make([]*compilepool.Job[*compiled], len(cands))
-	for i, c := range cands {
-		jobs[i] = b.compile(body, k, dt, c)
+	p, err := b.newPipeline(src, body.FuncName(dt, c))
+	if err != nil {
+		return nil, err
 	}
-	b.compiles.Enqueue(jobs...)
+	return &compiled{p: p}, nil
 }
 
 // Build waits for a candidate's compile and checks that its pipeline can
@@ -259,13 +194,13 @@ func (b *Backend) Prefetch(k *kernels.Kernel, dt kernels.DType, cands []search.C
 // maxTotalThreadsPerThreadgroup threads, at most 32 KB of threadgroup
 // memory, and for generated kernels a threadExecutionWidth of 32.
 func (b *Backend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate) (tuner.Program, error) {
-	body, err := gpu.Get(k.Name)
+	body, err := b.compiles.Body(k.Name)
 	if err != nil {
 		return nil, err
 	}
 	var pso objc.ID
 	for pso == 0 {
-		cp, err := b.compile(body, k, dt, c).Wait()
+		cp, err := b.compiles.For(body, k, dt, c).Wait()
 		if err != nil {
 			return nil, err
 		}
@@ -276,23 +211,25 @@ func (b *Backend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate)
 		}
 		// Raw sources (a user's .metal file) make no assumption kerntune
 		// knows of; the generated kernels' reductions need 32 lanes.
-		err = checkPipeline(body.Threads(c), b.maxShared, cp.p.pipelineLimits, body.Source != "")
+		err = checkPipeline(body.Threads(c), b.info.Limits.GPU.MaxShared, cp.p.pipelineLimits, body.Source != "")
 		if err == nil {
 			pso = retain(cp.p.id)
 		}
-		b.noteBuilt(jobKey(k, dt, c))
+		b.noteBuilt(gpuhost.Key(k, dt, c))
 		b.mu.Unlock()
 		if err != nil {
 			return nil, err
 		}
 	}
-	words := func(in *instance) ([]uint32, error) { return scalarWords(body.Scalars(in.p.Case, in.p.Eps)) }
+	words := func(in *instance) ([]uint32, error) {
+		return scalarWords(body.Scalars(in.Problem.Case, in.Problem.Kernel.Scalars))
+	}
 	c = c.Clone()
 	enc := func(cb objc.ID, in *instance, cp int, _ bool) error {
-		g := body.Geometry(in.p.Case.Shape, c)
+		g := body.Geometry(in.Problem.Case.Shape, c)
 		size, perGroup, threads, err := launchSizes(g)
 		if err != nil {
-			return fmt.Errorf("metal: %w for %s", err, in.p.Case)
+			return fmt.Errorf("metal: %w for %s", err, in.Problem.Case)
 		}
 		scal, err := words(in)
 		if err != nil {
@@ -300,11 +237,11 @@ func (b *Backend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate)
 		}
 		var consts [][]byte
 		if body.Consts != nil {
-			consts = body.Consts(in.p.Case)
+			consts = body.Consts(in.Problem.Case)
 		}
 		bound, err := bytesArgs(body.Args, consts)
 		if err != nil {
-			return fmt.Errorf("metal: %s on %s: %w", k.Name, in.p.Case, err)
+			return fmt.Errorf("metal: %s on %s: %w", k.Name, in.Problem.Case, err)
 		}
 		e, err := computeEncoder(cb, pso)
 		if err != nil {
@@ -321,18 +258,14 @@ func (b *Backend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate)
 		for _, bb := range bound {
 			e.Send(sel.setBytes, unsafe.Pointer(&bb.data[0]), uint64(len(bb.data)), uint64(bb.index))
 		}
-		ops, nIn := in.inputs[cp], 0
+		nIn := 0
 		for i, a := range body.Args {
 			switch a.Kind {
 			case gpu.In:
-				bf := ops[0] // an absent optional input (gemv's bias): bound, never read
-				if nIn < len(ops) {
-					bf = ops[nIn]
-				}
+				e.Send(sel.setBuffer, in.Input(cp, nIn).id, uint64(0), uint64(i))
 				nIn++
-				e.Send(sel.setBuffer, bf.id, uint64(0), uint64(i))
 			case gpu.Out:
-				e.Send(sel.setBuffer, in.out.id, uint64(0), uint64(i))
+				e.Send(sel.setBuffer, in.Out.id, uint64(0), uint64(i))
 			}
 		}
 		if threads {
@@ -368,4 +301,10 @@ func (b *Backend) noteBuilt(key string) {
 			}
 		}
 	}
+}
+
+// Prefetch hands candidates the tuner will ask for soon to the Metal
+// compiler on the compile pool, while the GPU times others.
+func (b *Backend) Prefetch(k *kernels.Kernel, dt kernels.DType, cands []search.Candidate) {
+	b.compiles.Prefetch(k, dt, cands)
 }

@@ -17,9 +17,23 @@
 // See docs/metal.md for running it on a Mac.
 package metal
 
-import "github.com/kerntune/kerntune/tuner"
+import (
+	"runtime"
 
-func init() { tuner.Register("metal", Open) }
+	"github.com/kerntune/kerntune/tuner"
+)
+
+func init() { tuner.Register("metal", Open, traits(runtime.GOOS)) }
+
+// traits: "--backend auto" tries Metal first, on macOS only (elsewhere it
+// cannot open).
+func traits(goos string) tuner.Traits {
+	t := tuner.Traits{Space: tuner.SpaceGPU, Isolate: true}
+	if goos == "darwin" {
+		t.AutoRank = 1
+	}
+	return t
+}
 
 // Options configure the backend. The zero value is the default.
 type Options struct {

@@ -10,21 +10,23 @@ package opencl
 import (
 	"errors"
 	"fmt"
-	"math"
 	"runtime"
 	"strings"
 	"sync"
 
 	"github.com/kerntune/kerntune/internal/cldrv"
-	"github.com/kerntune/kerntune/internal/stats"
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/kernels/gpu"
-	"github.com/kerntune/kerntune/search"
 	"github.com/kerntune/kerntune/tuner"
-	"github.com/kerntune/kerntune/tuner/internal/compilepool"
+	"github.com/kerntune/kerntune/tuner/internal/gpuhost"
 )
 
-func init() { tuner.Register("opencl", func() (tuner.Backend, error) { return Open() }) }
+// Auto never picks OpenCL: where it runs, CUDA, Metal or the pure-Go CPU
+// backend is the better default.
+func init() {
+	tuner.Register("opencl", func() (tuner.Backend, error) { return Open() },
+		tuner.Traits{Space: tuner.SpaceGPU, Isolate: true})
+}
 
 // errClosed ends compiles that had not started when the backend closed.
 var errClosed = errors.New("opencl backend: closed")
@@ -42,10 +44,9 @@ type Backend struct {
 
 	// compiles holds built programs by family|dtype|candidate key, built
 	// on one goroutine per CPU; Build takes a program out of the cache.
-	compiles *compilepool.Pool[*built]
-	// body looks up a family's kernel body: gpu.Get, replaced in tests
-	// that check verification catches a broken body.
-	body func(family string) (*gpu.Body, error)
+	// Its Body is replaced in tests that check verification catches a
+	// broken body.
+	compiles *gpuhost.Compiles[*built]
 	// queueMu serialises sequences of commands on the one queue (poison,
 	// launch, read back).
 	queueMu sync.Mutex
@@ -64,7 +65,8 @@ func Open() (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Backend{lib: lib, body: gpu.Get, compiles: compilepool.New[*built](runtime.NumCPU(), errClosed)}
+	b := &Backend{lib: lib}
+	b.compiles = gpuhost.NewCompiles(runtime.NumCPU(), errClosed, b.buildSource)
 	if b.platform, err = lib.PlatformInfo(plat); err != nil {
 		return nil, err
 	}
@@ -136,12 +138,14 @@ func (b *Backend) describe() error {
 			"global_cache_bytes":  float64(p.GlobalCacheBytes),
 			"timer_resolution_ns": float64(p.TimerResolutionNS),
 		},
+		// The device's limits on work-group size and local memory.
+		Limits: tuner.Limits{GPU: &gpu.Limits{API: gpu.OpenCL, MaxThreads: p.MaxWorkGroupSize, MaxShared: int(p.LocalMemBytes)}},
 	}
 	bw, err := b.copyBandwidth()
 	if err != nil {
 		return fmt.Errorf("opencl: measuring copy bandwidth on %s: %w", p.Name, err)
 	}
-	b.info.Facts["bandwidth_gbps"] = math.Round(bw*10) / 10
+	b.info.Facts["bandwidth_gbps"] = bw
 	return nil
 }
 
@@ -157,7 +161,7 @@ const copyKernel = `__kernel void kt_copy(__global const float4* src, __global f
 
 // copyBandwidth times a copy kernel over 64 MiB (or a quarter of the
 // largest allocation) and returns read+write GB/s, the median of 9 runs
-// after a warmup.
+// after a warmup, rounded to 0.1.
 func (b *Backend) copyBandwidth() (float64, error) {
 	size := min(64<<20, int(b.props.MaxAllocBytes/4))
 	size -= size % (16 * 256)
@@ -202,11 +206,7 @@ func (b *Backend) copyBandwidth() (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	med := stats.Median(secs[1:])
-	if !(med > 0) {
-		return 0, fmt.Errorf("copy kernel time %g s is not positive", med)
-	}
-	return 2 * float64(size) / med / 1e9, nil
+	return gpuhost.CopyGBps(size, secs)
 }
 
 // Info describes the device.
@@ -221,33 +221,6 @@ func (b *Backend) Close() error {
 		}
 	}
 	return b.ctx.Close()
-}
-
-// Constraints: work-group size and local memory of the device.
-func (b *Backend) Constraints(k *kernels.Kernel, _ kernels.DType) []search.Constraint {
-	body, err := b.body(k.Name)
-	if err != nil {
-		return []search.Constraint{{Name: "has a GPU body", Check: func(search.Candidate) error { return err }}}
-	}
-	maxThreads, maxLocal := b.props.MaxWorkGroupSize, int(b.props.LocalMemBytes)
-	return []search.Constraint{
-		{Name: fmt.Sprintf("work-group size ≤ %d", maxThreads), Check: func(c search.Candidate) error {
-			if n := body.Threads(c); n > maxThreads {
-				return fmt.Errorf("%d work-items per work-group", n)
-			}
-			return nil
-		}},
-		{Name: fmt.Sprintf("local memory ≤ %d bytes", maxLocal), Check: func(c search.Candidate) error {
-			if s := body.SharedBytes(c); s > maxLocal {
-				return fmt.Errorf("%d bytes of local memory", s)
-			}
-			return nil
-		}},
-		{Name: "features OpenCL C 1.2 has", Check: func(c search.Candidate) error {
-			_, err := body.Supported(gpu.OpenCL, c)
-			return err
-		}},
-	}
 }
 
 // Baseline: OpenCL has no vendor library kerntune times against.

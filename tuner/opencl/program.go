@@ -10,77 +10,29 @@ import (
 	"github.com/kerntune/kerntune/kernels/gpu"
 	"github.com/kerntune/kerntune/search"
 	"github.com/kerntune/kerntune/tuner"
-	"github.com/kerntune/kerntune/tuner/internal/compilepool"
+	"github.com/kerntune/kerntune/tuner/internal/gpuhost"
 )
 
 // instance is a problem resident on the device: input copies and the output.
-type instance struct {
-	b      *Backend
-	p      *kernels.Problem
-	inputs [][]cldrv.Buffer // [copy][operand]
-	out    cldrv.Buffer
-	outLen int
-	words  int // 32-bit words of the output buffer, for poisoning
-	next   int
+type instance = gpuhost.Instance[cldrv.Buffer]
+
+// device gives the buffer operations of the backend's context, whose one
+// in-order queue orders them with the launches.
+type device struct{ b *Backend }
+
+func (d device) Memory(f func(gpuhost.Memory[cldrv.Buffer]) error) error { return f(d) }
+
+func (d device) Alloc(n int) (cldrv.Buffer, error)        { return d.b.ctx.Alloc(n) }
+func (d device) Write(dst cldrv.Buffer, src []byte) error { return d.b.ctx.Write(dst, src) }
+func (d device) Read(dst []byte, src cldrv.Buffer) error  { return d.b.ctx.Read(dst, src) }
+func (d device) Free(buf cldrv.Buffer) error              { return d.b.ctx.Free(buf) }
+func (d device) Fill(dst cldrv.Buffer, word uint32, words int) error {
+	return d.b.ctx.Fill32(dst, word, words)
 }
 
-// Load uploads copies of the inputs and allocates the output (rounded up to
-// whole 32-bit words so it can be poisoned with NaN words).
+// Load uploads copies of the inputs and allocates the output.
 func (b *Backend) Load(p *kernels.Problem, copies int) (tuner.Instance, error) {
-	copies = max(copies, 1)
-	in := &instance{b: b, p: p, outLen: p.Kernel.OutLen(p.Case.Shape)}
-	in.words = (in.outLen*p.DType.Size() + 3) / 4
-	host := make([][]byte, len(p.Inputs))
-	for i, x := range p.Inputs {
-		host[i] = toDevice(p.DType, x)
-	}
-	err := func() error {
-		for range copies {
-			var ops []cldrv.Buffer
-			for _, h := range host {
-				d, err := b.ctx.Alloc(max(len(h), 4))
-				if err != nil {
-					in.inputs = append(in.inputs, ops) // freed by Close
-					return err
-				}
-				ops = append(ops, d)
-				if err := b.ctx.Write(d, h); err != nil {
-					in.inputs = append(in.inputs, ops)
-					return err
-				}
-			}
-			in.inputs = append(in.inputs, ops)
-		}
-		var err error
-		in.out, err = b.ctx.Alloc(4 * in.words)
-		return err
-	}()
-	if err != nil {
-		in.Close()
-		return nil, fmt.Errorf("loading %s on %s: %w", p.Case, b.info.Key, err)
-	}
-	return in, nil
-}
-
-// Close frees the device buffers.
-func (in *instance) Close() error {
-	var first error
-	keep := func(err error) {
-		if err != nil && first == nil {
-			first = err
-		}
-	}
-	for _, ops := range in.inputs {
-		for _, d := range ops {
-			keep(in.b.ctx.Free(d))
-		}
-	}
-	in.inputs = nil
-	if in.out != 0 {
-		keep(in.b.ctx.Free(in.out))
-		in.out = 0
-	}
-	return first
+	return gpuhost.Load[cldrv.Buffer](device{b}, p, copies, b.info.Key)
 }
 
 // built is a compiled candidate: its program and kernel. Build claims it
@@ -107,18 +59,8 @@ func (bl *built) release() error {
 	return errors.Join(bl.kern.Release(), bl.prog.Release())
 }
 
-func jobKey(k *kernels.Kernel, dt kernels.DType, c search.Candidate) string {
-	return k.Name + "|" + string(dt) + "|" + c.Key()
-}
-
-// compile finds or creates the compile job of a candidate: OpenCL C
-// generated from the family's body, built for the device, its kernel and
-// work-group limits.
-func (b *Backend) compile(body *gpu.Body, k *kernels.Kernel, dt kernels.DType, c search.Candidate) *compilepool.Job[*built] {
-	c = c.Clone()
-	return b.compiles.Job(jobKey(k, dt, c), func() (*built, error) { return b.buildSource(body, dt, c) })
-}
-
+// buildSource builds a candidate: OpenCL C generated from the family's
+// body, built for the device, its kernel and work-group limits.
 func (b *Backend) buildSource(body *gpu.Body, dt kernels.DType, c search.Candidate) (*built, error) {
 	src, err := body.SourceFor(gpu.OpenCL, dt, c)
 	if err != nil {
@@ -142,30 +84,15 @@ func (b *Backend) buildSource(body *gpu.Body, dt kernels.DType, c search.Candida
 	return &built{prog: prog, kern: kern, wg: wg}, nil
 }
 
-// Prefetch queues candidates the tuner will ask for soon. A pool of
-// goroutines (one per CPU) builds them in order while the device times
-// others; Build builds a candidate itself if the pool has not reached it.
-func (b *Backend) Prefetch(k *kernels.Kernel, dt kernels.DType, cands []search.Candidate) {
-	body, err := b.body(k.Name)
-	if err != nil {
-		return
-	}
-	jobs := make([]*compilepool.Job[*built], len(cands))
-	for i, c := range cands {
-		jobs[i] = b.compile(body, k, dt, c)
-	}
-	b.compiles.Enqueue(jobs...)
-}
-
 // Build takes a candidate's program out of the compile cache (building it
 // if needed; again if another Build took it) and checks that the kernel
 // can run the candidate's work-group in the device's local memory.
 func (b *Backend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate) (tuner.Program, error) {
-	body, err := b.body(k.Name)
+	body, err := b.compiles.Body(k.Name)
 	if err != nil {
 		return nil, err
 	}
-	j := b.compile(body, k, dt, c)
+	j := b.compiles.For(body, k, dt, c)
 	bl, err := j.Wait()
 	b.compiles.Forget(j) // the program (or the error) goes to this caller only
 	if err != nil {
@@ -189,31 +116,11 @@ func (b *Backend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate)
 	c = c.Clone()
 	pr := &program{b: b, bl: bl}
 	pr.launch = func(in *instance, copy int, event bool) (cldrv.Event, error) {
-		g := body.Geometry(in.p.Case.Shape, c)
+		g := body.Geometry(in.Problem.Case.Shape, c)
 		if g.Grid[0] <= 0 || g.Grid[1] <= 0 || g.Threads <= 0 {
-			return 0, fmt.Errorf("opencl: empty launch %v for %s", g, in.p.Case)
+			return 0, fmt.Errorf("opencl: empty launch %v for %s", g, in.Problem.Case)
 		}
-		args := make([]any, 0, len(body.Args))
-		scalars := body.Scalars(in.p.Case, in.p.Eps)
-		nIn, nScalar := 0, 0
-		for _, a := range body.Args {
-			switch a.Kind {
-			case gpu.In:
-				ops := in.inputs[copy]
-				if nIn < len(ops) {
-					args = append(args, ops[nIn])
-				} else {
-					args = append(args, ops[0]) // an absent optional input (gemv's bias): never read
-				}
-				nIn++
-			case gpu.Out:
-				args = append(args, in.out)
-			default:
-				args = append(args, scalars[nScalar])
-				nScalar++
-			}
-		}
-		return bl.kern.Launch(g.Grid, [2]int{g.Threads, 1}, event, args...)
+		return bl.kern.Launch(g.Grid, [2]int{g.Threads, 1}, event, in.Args(body, copy)...)
 	}
 	return pr, nil
 }
@@ -235,9 +142,9 @@ func (pr *program) Close() error {
 }
 
 func (pr *program) instance(ti tuner.Instance) (*instance, error) {
-	in, ok := ti.(*instance)
-	if !ok || in.b != pr.b {
-		return nil, fmt.Errorf("opencl backend: foreign instance %T", ti)
+	in, err := gpuhost.Of(ti, device{pr.b}, "opencl")
+	if err != nil {
+		return nil, err
 	}
 	if pr.bl == nil {
 		return nil, fmt.Errorf("opencl backend: program is closed")
@@ -256,9 +163,7 @@ func (pr *program) Run(ti tuner.Instance, n int) ([]float64, error) {
 	defer pr.b.queueMu.Unlock()
 	evs := make([]cldrv.Event, 0, n)
 	for range n {
-		c := in.next % len(in.inputs)
-		in.next++
-		ev, err := pr.launch(in, c, true)
+		ev, err := pr.launch(in, in.Next(), true)
 		if err != nil {
 			pr.b.ctx.Times(evs) // waits for and releases those enqueued
 			return nil, err
@@ -277,24 +182,17 @@ func (pr *program) Output(ti tuner.Instance) ([]float32, error) {
 	}
 	pr.b.queueMu.Lock()
 	defer pr.b.queueMu.Unlock()
-	pattern := uint32(0x7fc00000)
-	if in.p.DType == kernels.F16 {
-		pattern = 0x7e007e00
-	}
-	if err := pr.b.ctx.Fill32(in.out, pattern, in.words); err != nil {
+	if err := in.Poison(device{pr.b}); err != nil {
 		return nil, err
 	}
 	if _, err := pr.launch(in, 0, false); err != nil {
 		return nil, err
 	}
-	buf := make([]byte, 4*in.words)
-	if err := pr.b.ctx.Read(buf, in.out); err != nil { // in-order queue: waits for the launch
-		return nil, err
-	}
-	return fromDevice(in.p.DType, buf[:in.outLen*in.p.DType.Size()]), nil
+	return in.ReadOutput(device{pr.b}) // in-order queue: the read waits for the launch
 }
 
-// toDevice and fromDevice convert between float32 and the buffer bytes.
-func toDevice(dt kernels.DType, xs []float32) []byte { return kernels.Encode(dt, xs) }
-
-func fromDevice(dt kernels.DType, b []byte) []float32 { return kernels.Decode(dt, b) }
+// Prefetch hands candidates the tuner will ask for soon to the OpenCL
+// compiler on the compile pool, while the device times others.
+func (b *Backend) Prefetch(k *kernels.Kernel, dt kernels.DType, cands []search.Candidate) {
+	b.compiles.Prefetch(k, dt, cands)
+}

@@ -147,7 +147,7 @@ func TestVerifyCatchesBrokenBody(t *testing.T) {
 		t.Fatal("softmax body changed: update the broken variant of this test")
 	}
 	broken.Source = strings.Replace(good.Source, loop, strings.Replace(loop, "c < cols", "c + step < cols", 1), 1)
-	b.body = func(family string) (*gpu.Body, error) {
+	b.compiles.Body = func(family string) (*gpu.Body, error) {
 		if family == "softmax" {
 			return &broken, nil
 		}

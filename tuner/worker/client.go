@@ -39,6 +39,8 @@ type Backend struct {
 	gen      int // incremented for each worker started
 	info     tuner.DeviceInfo
 	restarts int
+	// sent counts the requests sent, by operation (tests read it).
+	sent map[string]int
 }
 
 // proc is one running worker.
@@ -138,6 +140,10 @@ func (b *Backend) callLocked(req *request, limit time.Duration) (*response, erro
 		}
 	}
 	p := b.p
+	if b.sent == nil {
+		b.sent = map[string]int{}
+	}
+	b.sent[req.Op]++
 	if err := p.enc.Encode(req); err != nil {
 		return nil, b.lost(p, fmt.Sprintf("sending %s", req.Op))
 	}
@@ -195,7 +201,8 @@ func (b *Backend) lost(p *proc, op string) error {
 	return fmt.Errorf("%w during %s: %s", tuner.ErrCrashed, op, reason)
 }
 
-// Info describes the worker's device.
+// Info describes the worker's device. Its limits on candidates came with
+// it, as data: the tuner checks candidates here, with no call per check.
 func (b *Backend) Info() tuner.DeviceInfo { return b.info }
 
 // Close ends the worker: it exits when its input closes.
@@ -217,23 +224,6 @@ func (b *Backend) Close() error {
 	<-p.done
 	b.p = nil
 	return nil
-}
-
-// Constraints asks the worker for the device's constraints; each check is a call.
-func (b *Backend) Constraints(k *kernels.Kernel, dt kernels.DType) []search.Constraint {
-	resp, err := b.call(&request{Op: opConstraints, Kernel: k.Name, DType: string(dt)}, b.setupLimit())
-	if err != nil {
-		// No answer: every candidate is refused with the reason.
-		return []search.Constraint{{Name: "worker", Check: func(search.Candidate) error { return err }}}
-	}
-	var cs []search.Constraint
-	for i, name := range resp.Names {
-		cs = append(cs, search.Constraint{Name: name, Check: func(c search.Candidate) error {
-			_, err := b.call(&request{Op: opCheck, Kernel: k.Name, DType: string(dt), Cand: c, Constraint: i}, b.setupLimit())
-			return err
-		}})
-	}
-	return cs
 }
 
 // instance is a problem loaded in a worker; after a restart it is loaded

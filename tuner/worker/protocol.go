@@ -21,31 +21,28 @@ import (
 
 // Operations of the protocol.
 const (
-	opInfo        = "info"
-	opConstraints = "constraints"
-	opCheck       = "check"
-	opLoad        = "load"
-	opCloseInst   = "close-instance"
-	opBuild       = "build"
-	opBaseline    = "baseline"
-	opPrefetch    = "prefetch"
-	opRun         = "run"
-	opOutput      = "output"
-	opCloseProg   = "close-program"
+	opInfo      = "info"
+	opLoad      = "load"
+	opCloseInst = "close-instance"
+	opBuild     = "build"
+	opBaseline  = "baseline"
+	opPrefetch  = "prefetch"
+	opRun       = "run"
+	opOutput    = "output"
+	opCloseProg = "close-program"
 )
 
 type request struct {
-	Op         string
-	Kernel     string
-	DType      string
-	Cand       map[string]int
-	Cands      []map[string]int
-	Problem    *problemSpec
-	Copies     int
-	ID         int // instance or program
-	Inst       int
-	N          int
-	Constraint int
+	Op      string
+	Kernel  string
+	DType   string
+	Cand    map[string]int
+	Cands   []map[string]int
+	Problem *problemSpec
+	Copies  int
+	ID      int // instance or program
+	Inst    int
+	N       int
 }
 
 type response struct {
@@ -54,7 +51,6 @@ type response struct {
 	// CUDA error), which exits after answering.
 	Fatal bool
 	Info  tuner.DeviceInfo
-	Names []string
 	ID    int
 	Name  string
 	Times []float64
@@ -64,18 +60,17 @@ type response struct {
 // problemSpec is a problem as sent to the worker: its seed, or for a
 // problem not drawn from a seed, its inputs.
 type problemSpec struct {
-	Kernel string
-	DType  string
-	Shape  []int
-	Bias   bool
-	Seed   uint64
-	Seeded bool
-	Inputs [][]float32
-	Eps    float32
+	Kernel  string
+	DType   string
+	Shape   []int
+	Options []string
+	Seed    uint64
+	Seeded  bool
+	Inputs  [][]float32
 }
 
 func specOf(p *kernels.Problem) *problemSpec {
-	s := &problemSpec{Kernel: p.Kernel.Name, DType: string(p.DType), Shape: p.Case.Shape, Bias: p.Case.Bias, Seed: p.Seed, Seeded: p.Seeded, Eps: p.Eps}
+	s := &problemSpec{Kernel: p.Kernel.Name, DType: string(p.DType), Shape: p.Case.Shape, Options: p.Case.Options, Seed: p.Seed, Seeded: p.Seeded}
 	if !p.Seeded {
 		s.Inputs = p.Inputs
 	}
@@ -87,16 +82,11 @@ func (s *problemSpec) problem() (*kernels.Problem, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := kernels.Case{Shape: s.Shape, Bias: s.Bias}
+	c := kernels.Case{Shape: s.Shape, Options: s.Options}
 	if s.Seeded {
-		p, err := kernels.NewSeededProblem(k, dt, c, s.Seed)
-		if err != nil {
-			return nil, err
-		}
-		p.Eps = s.Eps
-		return p, nil
+		return kernels.NewSeededProblem(k, dt, c, s.Seed)
 	}
-	return &kernels.Problem{Kernel: k, DType: dt, Case: c, Inputs: s.Inputs, Eps: s.Eps}, nil
+	return &kernels.Problem{Kernel: k, DType: dt, Case: c, Inputs: s.Inputs}, nil
 }
 
 func kernelDType(name, dtype string) (*kernels.Kernel, kernels.DType, error) {

@@ -21,7 +21,7 @@ type DeviceLoser interface {
 // nil at the end of in, and an error when the device was lost (the caller
 // exits) or the stream is broken.
 func Serve(b tuner.Backend, in io.Reader, out io.Writer) error {
-	s := &server{b: b, insts: map[int]tuner.Instance{}, progs: map[int]tuner.Program{}, cons: map[string][]search.Constraint{}}
+	s := &server{b: b, insts: map[int]tuner.Instance{}, progs: map[int]tuner.Program{}}
 	dec, enc := gob.NewDecoder(in), gob.NewEncoder(out)
 	for {
 		var req request
@@ -52,7 +52,6 @@ type server struct {
 	next  int
 	insts map[int]tuner.Instance
 	progs map[int]tuner.Program
-	cons  map[string][]search.Constraint
 }
 
 func (s *server) handle(req *request) (*response, error) {
@@ -60,27 +59,6 @@ func (s *server) handle(req *request) (*response, error) {
 	switch req.Op {
 	case opInfo:
 		resp.Info = s.b.Info()
-	case opConstraints, opCheck:
-		k, dt, err := kernelDType(req.Kernel, req.DType)
-		if err != nil {
-			return resp, err
-		}
-		key := req.Kernel + "/" + req.DType
-		cs, ok := s.cons[key]
-		if !ok {
-			cs = s.b.Constraints(k, dt)
-			s.cons[key] = cs
-		}
-		if req.Op == opConstraints {
-			for _, c := range cs {
-				resp.Names = append(resp.Names, c.Name)
-			}
-			return resp, nil
-		}
-		if req.Constraint < 0 || req.Constraint >= len(cs) {
-			return resp, fmt.Errorf("constraint %d of %d", req.Constraint, len(cs))
-		}
-		return resp, cs[req.Constraint].Check(search.Candidate(req.Cand))
 	case opLoad:
 		if req.Problem == nil {
 			return resp, errors.New("load without a problem")

@@ -242,10 +242,65 @@ func TestWorkerMatchesInProcess(t *testing.T) {
 			}
 		}
 	}
-	// Constraints are answered by the worker.
-	for _, con := range b.Constraints(k, kernels.F32) {
+	// The worker's device limits came with its description.
+	if got, want := b.Info().Limits, local.Info().Limits; got.Threads != want.Threads || got.Threads == 0 {
+		t.Errorf("limits through the worker %+v, in process %+v", got, want)
+	}
+	for _, con := range b.Info().Limits.Constraints(k, kernels.F32) {
 		if err := con.Check(search.Candidate{"THREADS": 1 << 20}); err == nil {
 			t.Errorf("constraint %q accepted 2^20 threads", con.Name)
+		}
+	}
+}
+
+// calls is how many requests b has sent to its workers.
+func (b *Backend) calls() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := 0
+	for _, c := range b.sent {
+		n += c
+	}
+	return n
+}
+
+// Listing a space through the worker sends no request: the device's limits
+// are data that came with Info. (When the worker answered every check, one
+// listing of the CPU gemm_av f32 space on 2 cores took 6 301 requests: one
+// for the constraints' names, then one per check, 6 300 for 2 700 candidates.)
+func TestSpaceChecksMakeNoCalls(t *testing.T) {
+	b := openTestWorker(t, "", time.Minute, &strings.Builder{})
+	local, err := cpu.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"gemm_av", "softmax"} {
+		k, err := kernels.Get(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		task := tuner.Task{Kernel: k, DType: kernels.F32, Cases: k.Workload[:1]}
+		before := b.calls()
+		sp, err := tuner.New(b, tuner.Config{}).Space(task)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := sp.Enumerate()
+		if n := b.calls() - before; n != 0 {
+			t.Errorf("%s: %d requests to list %d candidates, want 0", name, n, len(got))
+		}
+		lsp, err := tuner.New(local, tuner.Config{}).Space(task)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := lsp.Enumerate()
+		if len(got) == 0 || len(got) != len(want) {
+			t.Fatalf("%s: %d candidates through the worker, %d in process", name, len(got), len(want))
+		}
+		for i := range got {
+			if got[i].Key() != want[i].Key() {
+				t.Fatalf("%s: candidate %d is %s through the worker, %s in process", name, i, got[i].Key(), want[i].Key())
+			}
 		}
 	}
 }

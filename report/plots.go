@@ -1,4 +1,4 @@
-package main
+package report
 
 import (
 	"fmt"
@@ -92,7 +92,7 @@ func newPlot(title string) *plot.Plot {
 
 // speedupPlot: per entry, horizontal bars of the speedup over the default and
 // over the baseline, with a line at 1 (no change).
-func speedupPlot(path, device string, rows []reportRow) error {
+func speedupPlot(path, device string, rows []Row) error {
 	// One empty row on top holds the legend.
 	n := len(rows) + 1
 	labels := make([]string, n)
@@ -155,7 +155,7 @@ func speedupPlot(path, device string, rows []reportRow) error {
 
 // sortedPlot: the median of every measured candidate, fastest first, with
 // the recorded winner, default and baseline times as lines.
-func sortedPlot(path string, r *reportRow, cands []trace.Record) error {
+func sortedPlot(path string, r *Row, cands []trace.Record) error {
 	var ts []float64
 	for _, c := range cands {
 		if c.Err == "" && c.MedianUS > 0 {
@@ -201,9 +201,9 @@ func sortedPlot(path string, r *reportRow, cands []trace.Record) error {
 		p.Legend.Add(name, l)
 		lo, hi = math.Min(lo, y), math.Max(hi, y)
 	}
-	hline(r.MedianUS, colWinner, fmt.Sprintf("winner, final timing %s", fmtUS(r.MedianUS)), false)
-	hline(r.DefaultUS, colDefault, fmt.Sprintf("default %s", fmtUS(r.DefaultUS)), true)
-	hline(r.BaselineUS, colBaseline, fmt.Sprintf("%s %s", r.Baseline, fmtUS(r.BaselineUS)), true)
+	hline(r.MedianUS, colWinner, fmt.Sprintf("winner, final timing %s", FormatUS(r.MedianUS)), false)
+	hline(r.DefaultUS, colDefault, fmt.Sprintf("default %s", FormatUS(r.DefaultUS)), true)
+	hline(r.BaselineUS, colBaseline, fmt.Sprintf("%s %s", r.Baseline, FormatUS(r.BaselineUS)), true)
 	if hi/lo > 8 {
 		p.Y.Scale = plot.LogScale{}
 		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
@@ -220,7 +220,7 @@ func sortedPlot(path string, r *reportRow, cands []trace.Record) error {
 // paramPlot: for each parameter, every candidate's time at each value
 // (grey) and the best per value (blue line), one small plot per parameter.
 // It reports false when no parameter takes more than one value.
-func paramPlot(path string, r *reportRow, cands []trace.Record) (bool, error) {
+func paramPlot(path string, r *Row, cands []trace.Record) (bool, error) {
 	names := map[string]bool{}
 	for _, c := range cands {
 		for k := range c.Params {
@@ -228,7 +228,7 @@ func paramPlot(path string, r *reportRow, cands []trace.Record) (bool, error) {
 		}
 	}
 	var plots []*plot.Plot
-	for _, name := range sortedMapKeys(names) {
+	for _, name := range sortedKeys(names) {
 		vals := map[int]bool{}
 		for _, c := range cands {
 			if v, ok := c.Params[name]; ok && c.Err == "" && c.MedianUS > 0 {
@@ -330,4 +330,15 @@ func (rankTicks) Ticks(lo, hi float64) []plot.Tick {
 		ts = append([]plot.Tick{{Value: 1, Label: "1"}}, ts...)
 	}
 	return ts
+}
+
+// FormatUS shows a time in µs in the unit that suits it (µs, ms or s).
+func FormatUS(us float64) string {
+	switch {
+	case us >= 1e6:
+		return fmt.Sprintf("%.3g s", us/1e6)
+	case us >= 1e3:
+		return fmt.Sprintf("%.4g ms", us/1e3)
+	}
+	return fmt.Sprintf("%.4g µs", us)
 }

@@ -1,0 +1,87 @@
+package kernels
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/kerntune/kerntune/params"
+)
+
+// Every family params lists has its file here, and no other family is built in.
+func TestBuiltinsMatchParams(t *testing.T) {
+	if got, want := catalog.Families(), params.BuiltinNames(); !slices.Equal(got, want) {
+		t.Fatalf("built-in kernels %v, params families %v", got, want)
+	}
+}
+
+// A case turns on only the options its family has; an option adds what
+// the family says it adds (gemv_nt's bias operand) and shows in the case's name.
+func TestCaseOptions(t *testing.T) {
+	tests := []struct {
+		family, wantErr, name string // name: the case's String
+		c                     Case
+		inputs                int
+	}{
+		{family: "gemv_nt", c: Case{Shape: []int{1, 5, 7}}, inputs: 2, name: "1x5x7"},
+		{family: "gemv_nt", c: Case{Shape: []int{1, 5, 7}, Options: []string{Bias}}, inputs: 3, name: "1x5x7+bias"},
+		{family: "gemv_nt", c: Case{Shape: []int{1, 5, 7}, Options: []string{"relu"}}, wantErr: `gemv_nt has no option "relu" (allowed: bias)`},
+		{family: "gemm_av", c: Case{Shape: []int{2, 3, 4}, Options: []string{Bias}}, wantErr: `gemm_av has no option "bias" (it has no options)`},
+	}
+	for _, tt := range tests {
+		k, err := Get(tt.family)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := NewProblem(k, F32, tt.c, rand.New(rand.NewPCG(1, 2)))
+		if tt.wantErr != "" {
+			if err == nil || err.Error() != tt.wantErr {
+				t.Errorf("%s %v: error %v, want %q", tt.family, tt.c, err, tt.wantErr)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s %v: %v", tt.family, tt.c, err)
+		}
+		if len(p.Inputs) != tt.inputs || tt.c.String() != tt.name || tt.c.Has(Bias) != (tt.inputs == 3) {
+			t.Errorf("%s: %d inputs, name %q, has bias %v; want %d, %q", tt.family, len(p.Inputs), tt.c, tt.c.Has(Bias), tt.inputs, tt.name)
+		}
+	}
+}
+
+// Softmax draws large logits (its Fill); the other families draw uniform
+// values in [-1, 1).
+func TestFill(t *testing.T) {
+	for _, k := range All() {
+		p, err := NewProblem(k, F32, k.Odd[0], rand.New(rand.NewPCG(3, 4)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		large := 0
+		for _, in := range p.Inputs {
+			for _, v := range in {
+				if v >= 40 && v < 60 {
+					large++
+				} else if v < -1 || v >= 1 {
+					t.Fatalf("%s: input %v outside [-1, 1) and not a large logit", k.Name, v)
+				}
+			}
+		}
+		if want := k.Fill != nil; (large > 0) != want {
+			t.Errorf("%s: %d large inputs; a family draws them only with its own Fill (set: %v)", k.Name, large, want)
+		}
+	}
+	sm, _ := Get(params.Softmax)
+	if sm.Fill == nil {
+		t.Error("softmax draws no large logits: a naive exp would pass verification")
+	}
+}
+
+// rmsnorm's kernels take its scalar eps; its reference uses RMSNormEps:
+// they must agree, or every candidate fails verification by a little.
+func TestRMSNormEps(t *testing.T) {
+	k, _ := Get(params.RMSNorm)
+	if got := k.Scalars["eps"]; got != RMSNormEps {
+		t.Errorf("rmsnorm scalar eps = %v, want the reference's %v", got, RMSNormEps)
+	}
+}

@@ -1,0 +1,44 @@
+package cpu
+
+import (
+	"testing"
+
+	"github.com/kerntune/kerntune/kernels"
+	"github.com/kerntune/kerntune/params"
+)
+
+// Every built-in family has a CPU implementation (the table refuses a name
+// that is not a built-in family).
+func TestFamiliesRegistered(t *testing.T) {
+	for _, name := range params.BuiltinNames() {
+		if _, ok := families.Get(name); !ok {
+			t.Errorf("built-in family %s has no CPU implementation", name)
+		}
+	}
+}
+
+// Baseline gives gonum's routine for f32 where the family registered one,
+// and nothing for f16 or for a kernel the backend does not know.
+func TestBaselineByFamily(t *testing.T) {
+	b := &Backend{}
+	for _, k := range kernels.All() {
+		for _, dt := range kernels.DTypes {
+			prog, name, err := b.Baseline(k, dt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, _ := families.Get(k.Name)
+			want := dt == kernels.F32 && f.baseline != nil
+			if (prog != nil) != want || (name == "gonum") != want {
+				t.Errorf("%s %s: baseline %v named %q, want one: %v", k.Name, dt, prog, name, want)
+			}
+		}
+	}
+	user := &kernels.Kernel{Family: &params.Family{Name: "user_kernel"}}
+	if prog, _, _ := b.Baseline(user, kernels.F32); prog != nil {
+		t.Error("a kernel without a CPU family got a baseline")
+	}
+	if _, err := b.Build(user, kernels.F32, nil); err == nil {
+		t.Error("a kernel without a CPU family was built")
+	}
+}

@@ -1,5 +1,0 @@
-//go:build !darwin
-
-package cpu
-
-func sysctlModel() string { return "" }

@@ -1,0 +1,231 @@
+// Package gpuhost is the host side that the GPU backends (cuda, opencl,
+// metal) share: a problem resident on the device as input copies and an
+// output, behind one small interface of buffer operations (Alloc, Write,
+// Read, Fill, Free) that each API implements; the arguments of a run in a
+// kernel body's order; compile jobs keyed by family, dtype and candidate;
+// and the arithmetic of a copy-bandwidth measurement. What differs between
+// the APIs (compiling, launching, timing) stays in the backends.
+package gpuhost
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/kerntune/kerntune/internal/stats"
+	"github.com/kerntune/kerntune/kernels"
+	"github.com/kerntune/kerntune/kernels/gpu"
+	"github.com/kerntune/kerntune/tuner"
+)
+
+// Memory is one API's buffer operations; B is its buffer handle (a CUDA
+// device pointer, an OpenCL cl_mem, a Metal shared-storage buffer).
+type Memory[B any] interface {
+	// Alloc allocates bytes of device memory; the contents are undefined.
+	Alloc(bytes int) (B, error)
+	// Write copies src to the start of dst.
+	Write(dst B, src []byte) error
+	// Read copies the first len(dst) bytes of src to dst, after the
+	// commands queued before it have finished.
+	Read(dst []byte, src B) error
+	// Fill sets the first words 32-bit words of dst to word.
+	Fill(dst B, word uint32, words int) error
+	Free(B) error
+}
+
+// Device gives the buffer operations where an API allows them: on the
+// CUDA context's locked thread, on Metal's GPU thread, or directly.
+// Implementations must be comparable: an instance remembers its device.
+type Device[B any] interface {
+	Memory(f func(Memory[B]) error) error
+}
+
+// Instance is a problem resident on a device: copies of its inputs, which
+// runs rotate through, and one output. It implements tuner.Instance.
+type Instance[B any] struct {
+	Problem *kernels.Problem
+	Inputs  [][]B // [copy][operand]
+	Out     B
+	OutLen  int // output elements
+
+	dev    Device[B]
+	hasOut bool
+	closed bool
+	next   int
+}
+
+// BufferBytes is the allocation for n elements of dt: at least 16 bytes
+// and a multiple of 16, so that every buffer can be filled word-wise and
+// copied by a blit (macOS wants blit sizes and offsets in multiples of 4).
+func BufferBytes(dt kernels.DType, n int) int { return max(16, (n*dt.Size()+15)/16*16) }
+
+// Load writes copies (at least one) distinct copies of the problem's
+// inputs to the device and allocates the output; where names the device
+// in an error.
+func Load[B any](d Device[B], p *kernels.Problem, copies int, where string) (*Instance[B], error) {
+	in := &Instance[B]{Problem: p, OutLen: p.Kernel.OutLen(p.Case.Shape), dev: d}
+	host := make([][]byte, len(p.Inputs))
+	for i, x := range p.Inputs {
+		host[i] = kernels.Encode(p.DType, x)
+	}
+	err := d.Memory(func(m Memory[B]) error {
+		for range max(copies, 1) {
+			ops := make([]B, 0, len(host))
+			for i, h := range host {
+				buf, err := m.Alloc(BufferBytes(p.DType, len(p.Inputs[i])))
+				if err != nil {
+					in.Inputs = append(in.Inputs, ops) // freed by Close
+					return err
+				}
+				ops = append(ops, buf)
+				if err := m.Write(buf, h); err != nil {
+					in.Inputs = append(in.Inputs, ops)
+					return err
+				}
+			}
+			in.Inputs = append(in.Inputs, ops)
+		}
+		out, err := m.Alloc(in.OutBytes())
+		if err != nil {
+			return err
+		}
+		in.Out, in.hasOut = out, true
+		return nil
+	})
+	if err != nil {
+		in.Close()
+		return nil, fmt.Errorf("loading %s on %s: %w", p.Case, where, err)
+	}
+	return in, nil
+}
+
+// Close frees the device buffers.
+func (in *Instance[B]) Close() error {
+	if in.closed {
+		return nil
+	}
+	return in.dev.Memory(func(m Memory[B]) error {
+		var errs []error
+		for _, ops := range in.Inputs {
+			for _, buf := range ops {
+				errs = append(errs, m.Free(buf))
+			}
+		}
+		in.Inputs = nil
+		if in.hasOut {
+			errs = append(errs, m.Free(in.Out))
+			in.hasOut = false
+		}
+		in.closed = true
+		return errors.Join(errs...)
+	})
+}
+
+// Of returns ti as an open instance of device d, or an error naming the
+// backend when it is another backend's or closed.
+func Of[B any](ti tuner.Instance, d Device[B], backend string) (*Instance[B], error) {
+	in, ok := ti.(*Instance[B])
+	if !ok || in.dev != d {
+		return nil, fmt.Errorf("%s backend: foreign instance %T", backend, ti)
+	}
+	if in.closed {
+		return nil, fmt.Errorf("%s backend: instance is closed", backend)
+	}
+	return in, nil
+}
+
+// Next is the input copy of the next run: the copies in turn.
+func (in *Instance[B]) Next() int {
+	c := in.next % len(in.Inputs)
+	in.next++
+	return c
+}
+
+// Take is the input copies of the next n runs.
+func (in *Instance[B]) Take(n int) []int {
+	cs := make([]int, n)
+	for i := range cs {
+		cs[i] = in.Next()
+	}
+	return cs
+}
+
+// Input is operand i of input copy cp. An absent optional input (gemv's
+// bias) is bound to the first operand, which the kernel never reads there.
+func (in *Instance[B]) Input(cp, i int) B {
+	ops := in.Inputs[cp]
+	if i < len(ops) {
+		return ops[i]
+	}
+	return ops[0]
+}
+
+// Args are the arguments of one run of body on input copy cp, in the
+// body's order: the buffers of its In and Out arguments and the case's
+// scalars for its Int and Float arguments.
+func (in *Instance[B]) Args(body *gpu.Body, cp int) []any {
+	scalars := body.Scalars(in.Problem.Case, in.Problem.Kernel.Scalars)
+	args := make([]any, 0, len(body.Args))
+	nIn, nScalar := 0, 0
+	for _, a := range body.Args {
+		switch a.Kind {
+		case gpu.In:
+			args = append(args, in.Input(cp, nIn))
+			nIn++
+		case gpu.Out:
+			args = append(args, in.Out)
+		default:
+			args = append(args, scalars[nScalar])
+			nScalar++
+		}
+	}
+	return args
+}
+
+// OutBytes is the size of the output buffer.
+func (in *Instance[B]) OutBytes() int { return BufferBytes(in.Problem.DType, in.OutLen) }
+
+// Poison fills the output with NaN, so that elements a kernel does not
+// write fail verification.
+func (in *Instance[B]) Poison(m Memory[B]) error {
+	return m.Fill(in.Out, NaNWord(in.Problem.DType), in.OutBytes()/4)
+}
+
+// ReadOutput reads the output back as float32.
+func (in *Instance[B]) ReadOutput(m Memory[B]) ([]float32, error) {
+	buf := make([]byte, in.OutBytes())
+	if err := m.Read(buf, in.Out); err != nil {
+		return nil, err
+	}
+	return kernels.Decode(in.Problem.DType, buf[:in.OutLen*in.Problem.DType.Size()]), nil
+}
+
+// NaNWord is a 32-bit word of NaN in dt: one f32 quiet NaN, or two f16 ones.
+func NaNWord(dt kernels.DType) uint32 {
+	if dt == kernels.F16 {
+		return 0x7e007e00
+	}
+	return 0x7fc00000
+}
+
+// FillWords sets every whole 32-bit word of dst to word, little-endian:
+// Fill for a buffer the host can write.
+func FillWords(dst []byte, word uint32) {
+	for i := 0; i+4 <= len(dst); i += 4 {
+		dst[i], dst[i+1], dst[i+2], dst[i+3] = byte(word), byte(word>>8), byte(word>>16), byte(word>>24)
+	}
+}
+
+// CopyGBps is the read plus write bandwidth, in GB/s rounded to 0.1, of
+// copies of bytes each that took secs seconds; the first is a warmup and
+// left out, the rest give their median.
+func CopyGBps(bytes int, secs []float64) (float64, error) {
+	if len(secs) < 2 {
+		return 0, fmt.Errorf("%d copy timings, want a warmup and at least one more", len(secs))
+	}
+	med := stats.Median(secs[1:])
+	if !(med > 0) || math.IsInf(med, 0) {
+		return 0, fmt.Errorf("copy time %g s is not a positive time", med)
+	}
+	return math.Round(2*float64(bytes)/med/1e8) / 10, nil
+}
