@@ -99,7 +99,8 @@ func New(name string, cands []Candidate, opts Options) (Strategy, error) {
 	case "random":
 		return &fixed{name: name, book: b, order: limit(keepShuffled(cands, opts), opts.MaxCandidates), samples: opts.Samples}, nil
 	case "halving":
-		return &halving{book: b, survivors: limit(keepShuffled(cands, opts), opts.MaxCandidates), opts: opts}, nil
+		order := keepShuffled(cands, opts)
+		return &halving{book: b, order: order, survivors: limit(order, opts.MaxCandidates), opts: opts}, nil
 	case "racing":
 		return newRaced(name, &randomOrder{order: keepShuffled(cands, opts)}, opts.raceDefaults()), nil
 	case "ils", "default":
@@ -263,6 +264,7 @@ func (f *fixed) Best() (Candidate, []float64, bool) { return f.book.best(1) }
 // count grows by Eta each round until one candidate is left.
 type halving struct {
 	book      *book
+	order     []Candidate // every candidate, Keep first, the rest shuffled
 	survivors []Candidate
 	opts      Options
 	round     int
@@ -321,6 +323,21 @@ func (h *halving) Next() []Request {
 }
 
 func (h *halving) Tell(r Result) { h.book.tell(r) }
+
+// SizeTo sizes the first round: the largest count, shrinking by a fifth
+// from the whole pool, whose search (HalvingSamples, plus one sample per
+// candidate for building it) fits into samples, but at least 2 candidates.
+func (h *halving) SizeTo(evals int, samples float64) int {
+	n := len(h.order)
+	for n > 2 && float64(HalvingSamples(n, h.opts)+n) > samples {
+		n = n * 4 / 5
+	}
+	if evals > 0 && evals < n {
+		n = evals
+	}
+	h.survivors = limit(limit(h.order, n), h.opts.MaxCandidates)
+	return n
+}
 
 func (h *halving) Best() (Candidate, []float64, bool) {
 	if len(h.survivors) == 1 && h.done {
