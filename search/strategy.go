@@ -53,7 +53,7 @@ type Options struct {
 	// MaxSamples caps any candidate's total samples in halving.
 	MaxSamples int
 	// RaceFirst is the first batch of samples of a raced candidate (racing,
-	// ils, anneal, default); RaceMax caps its samples (a candidate not shown
+	// ils, anneal, warm); RaceMax caps its samples (a candidate not shown
 	// slower than the incumbent is sampled up to RaceMax, doubling).
 	RaceFirst int
 	RaceMax   int
@@ -84,7 +84,17 @@ func (o Options) withDefaults() Options {
 }
 
 // Names lists the strategies New knows.
-var Names = []string{"exhaustive", "random", "halving", "racing", "anneal", "ils", "default", "model", "bo"}
+var Names = []string{"exhaustive", "random", "halving", "racing", "anneal", "ils", "warm", "model", "bo"}
+
+// Canonical returns the name New gives the strategy called name: "default",
+// the earlier name of warm (it clashed with "the default parameters"), is
+// accepted for it.
+func Canonical(name string) string {
+	if name == "default" {
+		return "warm"
+	}
+	return name
+}
 
 // New creates a strategy over the given (valid) candidates.
 func New(name string, cands []Candidate, opts Options) (Strategy, error) {
@@ -93,7 +103,7 @@ func New(name string, cands []Candidate, opts Options) (Strategy, error) {
 		return nil, fmt.Errorf("no valid candidates to search")
 	}
 	b := newBook()
-	switch name {
+	switch name = Canonical(name); name {
 	case "exhaustive":
 		return &fixed{name: name, book: b, order: limit(cands, opts.MaxCandidates), samples: opts.Samples}, nil
 	case "random":
@@ -103,12 +113,12 @@ func New(name string, cands []Candidate, opts Options) (Strategy, error) {
 		return &halving{book: b, order: order, survivors: limit(order, opts.MaxCandidates), opts: opts}, nil
 	case "racing":
 		return newRaced(name, &randomOrder{order: keepShuffled(cands, opts)}, opts.raceDefaults()), nil
-	case "ils", "default":
-		// default is ils from the Keep candidates (the un-tuned default and
+	case "ils", "warm":
+		// warm is ils from the Keep candidates (the un-tuned default and
 		// warm starts from existing entries) without random starts, unless
 		// there is no warm start beyond the default.
 		n := localStarts(opts)
-		if name == "default" && opts.Keep > 1 {
+		if name == "warm" && opts.Keep > 1 {
 			n = 0
 		}
 		return newRaced(name, &ils{localState: newLocalState(cands, opts, n), perturbK: perturbK(opts)}, opts.raceDefaults()), nil

@@ -64,6 +64,8 @@ func (t Task) Cost() float64 {
 
 // Config controls a tuning run.
 type Config struct {
+	// Strategy names the search strategy (search.Names; default
+	// search.DefaultStrategy); the alias "default" is recorded as "warm".
 	Strategy string
 	Seed     uint64
 	// Samples per candidate for fixed-sample strategies (exhaustive, random).
@@ -93,7 +95,7 @@ type Config struct {
 	MaxEvals int
 	// WarmStart are candidates measured right after the default, e.g. the
 	// entries of the same family for other classes or sibling devices; the
-	// default strategy climbs from them.
+	// warm strategy climbs from them.
 	WarmStart []map[string]int
 	// Progress, when set, is called after every candidate measurement, on
 	// the tuning goroutine; it must return quickly.
@@ -102,8 +104,9 @@ type Config struct {
 
 func (c Config) withDefaults() Config {
 	if c.Strategy == "" {
-		c.Strategy = "halving"
+		c.Strategy = search.DefaultStrategy
 	}
+	c.Strategy = search.Canonical(c.Strategy)
 	if c.Samples <= 0 {
 		c.Samples = 10
 	}

@@ -59,7 +59,7 @@ prints one table over all of them, with the mean over the caches.`,
 	}
 	fl := cmd.Flags()
 	fl.StringSliceVar(&f.caches, "cache", nil, "Kernel Tuner cache file (repeatable)")
-	fl.StringSliceVar(&f.strategies, "strategy", []string{"ils"}, "search strategy (repeatable): "+strings.Join(search.Names, ", "))
+	fl.StringSliceVar(&f.strategies, "strategy", []string{search.DefaultStrategy}, "search strategy (repeatable): "+strings.Join(search.Names, ", ")+" (default: the old name of warm)")
 	fl.StringVar(&f.budgets, "budget-evals", "100", "evaluation budgets, a comma list, e.g. 25,100,400,1600")
 	fl.DurationVar(&f.budgetTime, "budget-time", 0, "also stop a run after this much simulated measurement time (e.g. 90s; 0: no limit)")
 	fl.IntVar(&f.runs, "runs", 20, "seeded runs per strategy and budget")
@@ -67,7 +67,7 @@ prints one table over all of them, with the mean over the caches.`,
 	fl.BoolVar(&f.json, "json", false, "print JSON")
 	fl.BoolVar(&f.markdown, "markdown", false, "print a Markdown table over every cache and strategy")
 	fl.BoolVar(&f.noRace, "no-race", false, "give every candidate of "+strings.Join(racedNames(), ", ")+" the maximum samples (the fixed-sample variant)")
-	fl.StringSliceVar(&f.warm, "warm", nil, "cache of the same kernel on a sibling device whose best configurations warm-start the default strategy (repeatable)")
+	fl.StringSliceVar(&f.warm, "warm", nil, "cache of the same kernel on a sibling device whose best configurations warm-start the warm strategy (repeatable)")
 	return cmd
 }
 
