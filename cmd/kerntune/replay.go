@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -32,6 +33,7 @@ type replayFlags struct {
 	markdown   bool
 	noRace     bool
 	warm       []string
+	def        string
 }
 
 func newReplayCmd() *cobra.Command {
@@ -47,6 +49,15 @@ times; a configuration recorded as failed counts as an evaluation that
 fails). Measuring draws samples, seeded and with replacement, from the
 recorded raw times; the simulated measurement time is the sum of the samples
 drawn plus the recorded compile time of each configuration evaluated.
+
+Each run is the search kerntune tune makes: the default configuration is
+measured first (it always competes), then the --warm starts and the
+strategy. Caches do not record the kernel's default: --default first (the
+default) takes every parameter's first value (the first listed in
+tune_params, the smallest for T4 results), --default none measures none,
+as Kernel Tuner's simulation mode, and NAME=value,... names one (it must be
+in every cache). With --budget-time, halving sizes its first round to the
+time left after the default, as tune sizes it to an entry's budget.
 
 For each budget it prints the mean and worst, over --runs seeded runs, of
 t_opt/t_found (t_found: the recorded mean time of the configuration the
@@ -67,17 +78,20 @@ prints one table over all of them, with the mean over the caches.`,
 	fl.BoolVar(&f.json, "json", false, "print JSON")
 	fl.BoolVar(&f.markdown, "markdown", false, "print a Markdown table over every cache and strategy")
 	fl.BoolVar(&f.noRace, "no-race", false, "give every candidate of "+strings.Join(racedNames(), ", ")+" the maximum samples (the fixed-sample variant)")
+	fl.StringVar(&f.def, "default", "first", "the configuration measured first, standing for the un-tuned kernel: first (every parameter's first value), none, or NAME=value,...")
 	fl.StringSliceVar(&f.warm, "warm", nil, "cache of the same kernel on a sibling device whose best configurations warm-start the warm strategy (repeatable)")
 	return cmd
 }
 
 // replayReport is the --json output for one cache and strategy.
 type replayReport struct {
-	Cache    string          `json:"cache"`
-	Strategy string          `json:"strategy"`
-	Runs     int             `json:"runs"`
-	NoRace   bool            `json:"no_race,omitempty"`
-	Budgets  []replay.Budget `json:"budgets"`
+	Cache    string `json:"cache"`
+	Strategy string `json:"strategy"`
+	Runs     int    `json:"runs"`
+	NoRace   bool   `json:"no_race,omitempty"`
+	// Default is the key of the configuration measured first, "" for none.
+	Default string          `json:"default,omitempty"`
+	Budgets []replay.Budget `json:"budgets"`
 }
 
 func parseBudgetEvals(s string) ([]int, error) {
@@ -120,6 +134,37 @@ func warmStarts(paths []string) ([]search.Candidate, error) {
 	return out, nil
 }
 
+// replayDefaults resolves --default for each cache: every parameter's
+// first value ("first"; ignored by the search where the cache lacks it, as
+// tune ignores a default the device cannot run), none, or a configuration
+// key every cache must hold.
+func replayDefaults(s string, caches []*ktcache.Cache) ([]search.Candidate, error) {
+	out := make([]search.Candidate, len(caches))
+	switch s {
+	case "none":
+		return out, nil
+	case "first":
+		for i, c := range caches {
+			out[i] = c.FirstValues()
+		}
+		return out, nil
+	}
+	cand, err := search.ParseKey(s)
+	if err == nil && len(cand) == 0 {
+		err = errors.New("empty")
+	}
+	if err != nil {
+		return nil, usageErrorf("--default %q: want first, none or a configuration NAME=value,... (%v)", s, err)
+	}
+	for i, c := range caches {
+		if _, ok := c.Lookup(cand); !ok {
+			return nil, usageErrorf("--default %s is not a configuration of %s (want first, none or one of its configurations)", s, c.Path)
+		}
+		out[i] = cand
+	}
+	return out, nil
+}
+
 func runReplay(cmd *cobra.Command, f replayFlags) error {
 	if len(f.caches) == 0 {
 		return usageErrorf("--cache is required (a Kernel Tuner cache file, e.g. gemm_RTX_3090.json.gz)")
@@ -149,6 +194,10 @@ func runReplay(cmd *cobra.Command, f replayFlags) error {
 			return usageErrorf("--cache: %v", err)
 		}
 	}
+	defaults, err := replayDefaults(f.def, caches)
+	if err != nil {
+		return err
+	}
 	// One job per cache and strategy, spread over the cores.
 	type job struct{ ci, si int }
 	reports := make([][]replayReport, len(caches))
@@ -166,13 +215,19 @@ func runReplay(cmd *cobra.Command, f replayFlags) error {
 				c, s := caches[j.ci], f.strategies[j.si]
 				bs, err := replay.Run(c, replay.Config{
 					Strategy: s, Budgets: budgets, BudgetTime: f.budgetTime, Runs: f.runs, Seed: f.seed,
-					Options: search.Options{NoRace: f.noRace}, Warm: warm,
+					Options: search.Options{NoRace: f.noRace}, Default: defaults[j.ci], Warm: warm,
 				})
 				if err != nil {
 					errs <- fmt.Errorf("%s with %s: %w", c.Path, s, err)
 					continue
 				}
-				reports[j.ci][j.si] = replayReport{Cache: c.Path, Strategy: s, Runs: f.runs, NoRace: f.noRace, Budgets: bs}
+				rep := replayReport{Cache: c.Path, Strategy: s, Runs: f.runs, NoRace: f.noRace, Budgets: bs}
+				if d := defaults[j.ci]; d != nil {
+					if _, ok := c.Lookup(d); ok {
+						rep.Default = d.Key()
+					}
+				}
+				reports[j.ci][j.si] = rep
 			}
 		}()
 	}
