@@ -111,19 +111,16 @@ func (d Driver) Run() (Outcome, error) {
 	if keep > 0 && d.Default != nil && pool[0].Key() == d.Default.Key() {
 		out.PerSample = s.calibrate(pool[0])
 	}
-	if d.Budget != nil {
-		if out.PerSample == 0 {
-			// No default to measure: calibrate on the first candidate that can be measured.
-			for _, c := range d.Pool[:min(len(d.Pool), 5)] {
-				if out.PerSample = s.calibrate(c); out.PerSample > 0 {
-					break
-				}
-			}
-		}
-	}
 	sz, sizes := st.(Sizer)
 	size := 0
 	if d.Budget != nil {
+		// No default measured: calibrate on the first candidate that can be measured.
+		for _, c := range d.Pool[:min(len(d.Pool), 5)] {
+			if out.PerSample > 0 {
+				break
+			}
+			out.PerSample = s.calibrate(c)
+		}
 		left := d.Budget(out.PerSample)
 		if sizes && out.PerSample > 0 {
 			size = sz.SizeTo(0, left/out.PerSample)
