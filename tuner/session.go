@@ -190,7 +190,7 @@ func (s *Session) Run(ctx context.Context, tasks []Task) (*SessionSummary, error
 		}
 		share := time.Until(deadline) / time.Duration(len(tasks)-i)
 		start := time.Now()
-		if cfg.Strategy == "default" {
+		if search.Canonical(cfg.Strategy) == "warm" {
 			cfg.WarmStart = warmStartFor(s.cfg.Out, s.info, task)
 			tu = New(s.b, cfg)
 		}

@@ -263,3 +263,18 @@ func TestWhereNarrowsSpace(t *testing.T) {
 		t.Errorf("winner %v", res.Entry.Params)
 	}
 }
+
+// The entry records the strategy by its canonical name: the default one
+// when none is configured, warm for its alias "default".
+func TestRunRecordsCanonicalStrategy(t *testing.T) {
+	for _, tc := range []struct{ strategy, want string }{{"", search.DefaultStrategy}, {"default", "warm"}, {"ils", "ils"}} {
+		fb := &fakeBackend{rng: rand.New(rand.NewPCG(1, 2)), threadsCap: 4}
+		res, err := New(fb, Config{Strategy: tc.strategy, Seed: 1, FinalSamples: 5, MaxEvals: 4, Warmup: time.Microsecond}).Run(context.Background(), gemvTask(t), time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Entry.Strategy != tc.want || res.Entry.Evaluations != 4 || res.Entry.Stopped != "evaluation budget spent" {
+			t.Errorf("strategy %q: entry records %q, %d evaluations, stopped %q; want %q, 4, evaluation budget spent", tc.strategy, res.Entry.Strategy, res.Entry.Evaluations, res.Entry.Stopped, tc.want)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -29,6 +30,7 @@ type replayFlags struct {
 	markdown   bool
 	noRace     bool
 	warm       []string
+	def        string
 }
 
 func newReplayCmd() *cobra.Command {
@@ -45,6 +47,15 @@ fails). Measuring draws samples, seeded and with replacement, from the
 recorded raw times; the simulated measurement time is the sum of the samples
 drawn plus the recorded compile time of each configuration evaluated.
 
+Each run is the search kerntune tune makes: the default configuration is
+measured first (it always competes), then the --warm starts and the
+strategy. Caches do not record the kernel's default: --default first (the
+default) takes every parameter's first value (the first listed in
+tune_params, the smallest for T4 results), --default none measures none,
+as Kernel Tuner's simulation mode, and NAME=value,... names one (it must be
+in every cache). With --budget-time, halving sizes its first round to the
+time left after the default, as tune sizes it to an entry's budget.
+
 For each budget it prints the mean and worst, over --runs seeded runs, of
 t_opt/t_found (t_found: the recorded mean time of the configuration the
 strategy picks; 0 when it picks none) and the mean simulated time.
@@ -56,7 +67,7 @@ prints one table over all of them, with the mean over the caches.`,
 	}
 	fl := cmd.Flags()
 	fl.StringSliceVar(&f.caches, "cache", nil, "Kernel Tuner cache file (repeatable)")
-	fl.StringSliceVar(&f.strategies, "strategy", []string{"ils"}, "search strategy (repeatable): "+strings.Join(search.Names, ", "))
+	fl.StringSliceVar(&f.strategies, "strategy", []string{search.DefaultStrategy}, "search strategy (repeatable): "+strings.Join(search.Names, ", ")+" (default: the old name of warm)")
 	fl.StringVar(&f.budgets, "budget-evals", "100", "evaluation budgets, a comma list, e.g. 25,100,400,1600")
 	fl.DurationVar(&f.budgetTime, "budget-time", 0, "also stop a run after this much simulated measurement time (e.g. 90s; 0: no limit)")
 	fl.IntVar(&f.runs, "runs", 20, "seeded runs per strategy and budget")
@@ -64,7 +75,8 @@ prints one table over all of them, with the mean over the caches.`,
 	fl.BoolVar(&f.json, "json", false, "print JSON")
 	fl.BoolVar(&f.markdown, "markdown", false, "print a Markdown table over every cache and strategy")
 	fl.BoolVar(&f.noRace, "no-race", false, "give every candidate of "+strings.Join(racedNames(), ", ")+" the maximum samples (the fixed-sample variant)")
-	fl.StringSliceVar(&f.warm, "warm", nil, "cache of the same kernel on a sibling device whose best configurations warm-start the default strategy (repeatable)")
+	fl.StringVar(&f.def, "default", "first", "the configuration measured first, standing for the un-tuned kernel: first (every parameter's first value), none, or NAME=value,...")
+	fl.StringSliceVar(&f.warm, "warm", nil, "cache of the same kernel on a sibling device whose best configurations warm-start the warm strategy (repeatable)")
 	return cmd
 }
 
@@ -91,6 +103,37 @@ func loadCaches(flag string, paths []string) ([]*ktcache.Cache, error) {
 		caches[i] = c
 	}
 	return caches, nil
+}
+
+// replayDefaults resolves --default for each cache: every parameter's
+// first value ("first"; ignored by the search where the cache lacks it, as
+// tune ignores a default the device cannot run), none, or a configuration
+// key every cache must hold.
+func replayDefaults(s string, caches []*ktcache.Cache) ([]search.Candidate, error) {
+	out := make([]search.Candidate, len(caches))
+	switch s {
+	case "none":
+		return out, nil
+	case "first":
+		for i, c := range caches {
+			out[i] = c.FirstValues()
+		}
+		return out, nil
+	}
+	cand, err := search.ParseKey(s)
+	if err == nil && len(cand) == 0 {
+		err = errors.New("empty")
+	}
+	if err != nil {
+		return nil, usageErrorf("--default %q: want first, none or a configuration NAME=value,... (%v)", s, err)
+	}
+	for i, c := range caches {
+		if _, ok := c.Lookup(cand); !ok {
+			return nil, usageErrorf("--default %s is not a configuration of %s (want first, none or one of its configurations)", s, c.Path)
+		}
+		out[i] = cand
+	}
+	return out, nil
 }
 
 func runReplay(cmd *cobra.Command, f replayFlags) error {
@@ -121,9 +164,17 @@ func runReplay(cmd *cobra.Command, f replayFlags) error {
 	if err != nil {
 		return err
 	}
-	reports, err := replay.RunAll(caches, f.strategies, func(*ktcache.Cache, string) replay.Config {
+	defaults, err := replayDefaults(f.def, caches)
+	if err != nil {
+		return err
+	}
+	index := make(map[*ktcache.Cache]int, len(caches))
+	for i, c := range caches {
+		index[c] = i
+	}
+	reports, err := replay.RunAll(caches, f.strategies, func(c *ktcache.Cache, _ string) replay.Config {
 		return replay.Config{Budgets: budgets, BudgetTime: f.budgetTime, Runs: f.runs, Seed: f.seed,
-			Options: search.Options{NoRace: f.noRace}, Warm: warm}
+			Options: search.Options{NoRace: f.noRace}, Default: defaults[index[c]], Warm: warm}
 	})
 	if err != nil {
 		return err

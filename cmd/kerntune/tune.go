@@ -94,7 +94,7 @@ An interrupted run (Ctrl-C, SIGTERM) writes what it finished and exits 130
 	fl.StringArrayVar(&f.kernels, "kernel", nil, "kernel family to tune (repeatable; default all): "+strings.Join(kernels.Names(), ", "))
 	fl.StringVar(&f.dtype, "dtype", "f32", "element type: f32 or f16")
 	fl.StringArrayVar(&f.shapes, "shape", nil, "exact shape to tune, e.g. 1x896x4864 (repeatable; needs exactly one --kernel)")
-	fl.StringVar(&f.strategy, "strategy", "bo", "search strategy: "+strings.Join(search.Names, ", ")+" (default = ils climbing from the family's entries already in --out)")
+	fl.StringVar(&f.strategy, "strategy", search.DefaultStrategy, "search strategy: "+strings.Join(search.Names, ", ")+" (warm = ils climbing from the family's entries already in --out; default: the old name of warm)")
 	fl.StringVar(&f.budgetS, "budget", "3m", "budget: "+budgetHelp)
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the search strategy")
 	fl.StringVar(&f.out, "out", params.DefaultFileName, "params file to merge the results into")

@@ -72,6 +72,17 @@ func (c *Cache) Candidates() []search.Candidate {
 	return out
 }
 
+// FirstValues is the configuration of every parameter's first value (the
+// first listed in tune_params; the smallest for T4 results, which list
+// none). It need not be in the cache.
+func (c *Cache) FirstValues() search.Candidate {
+	cand := make(search.Candidate, len(c.Params))
+	for _, p := range c.Params {
+		cand[p.Name] = p.Values[0]
+	}
+	return cand
+}
+
 // Best returns the valid configuration with the lowest recorded time.
 func (c *Cache) Best() (*Config, bool) {
 	var best *Config

@@ -51,9 +51,10 @@ func TestParseSynthetic(t *testing.T) {
 		values0    []int // values of the first parameter
 		compileOf  string
 		compileSec float64
+		first      string // FirstValues: first listed (classic), smallest (T4; not recorded here)
 	}{
-		{"classic", synthClassic, 3, 4, 2, "bx=64,f=0,method=0", 1.5e-3, 3, []int{32, 64}, "bx=32,f=0,method=0", 0.5},
-		{"t4", synthT4, 2, 3, 2, "bx=16,ty=2", 1e-3, 1, []int{16, 32, 64}, "bx=32,ty=1", 0.8},
+		{"classic", synthClassic, 3, 4, 2, "bx=64,f=0,method=0", 1.5e-3, 3, []int{32, 64}, "bx=32,f=0,method=0", 0.5, "bx=32,f=0,method=0"},
+		{"t4", synthT4, 2, 3, 2, "bx=16,ty=2", 1e-3, 1, []int{16, 32, 64}, "bx=32,ty=1", 0.8, "bx=16,ty=1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -66,6 +67,9 @@ func TestParseSynthetic(t *testing.T) {
 			}
 			if got := c.Params[0].Values; len(got) != len(tt.values0) || got[0] != tt.values0[0] || got[len(got)-1] != tt.values0[len(got)-1] {
 				t.Errorf("first parameter values %v, want %v", got, tt.values0)
+			}
+			if got := c.FirstValues().Key(); got != tt.first {
+				t.Errorf("first values %s, want %s", got, tt.first)
 			}
 			b, ok := c.Best()
 			if !ok || b.Candidate.Key() != tt.best || b.Time != tt.bestTime || len(b.Times) != tt.bestTimes {

@@ -12,11 +12,13 @@ import (
 // Report is the outcome of one cache and strategy (kerntune replay --json
 // prints it).
 type Report struct {
-	Cache    string   `json:"cache"`
-	Strategy string   `json:"strategy"`
-	Runs     int      `json:"runs"`
-	NoRace   bool     `json:"no_race,omitempty"`
-	Budgets  []Budget `json:"budgets"`
+	Cache    string `json:"cache"`
+	Strategy string `json:"strategy"`
+	Runs     int    `json:"runs"`
+	NoRace   bool   `json:"no_race,omitempty"`
+	// Default is the key of the configuration measured first, "" for none.
+	Default string   `json:"default,omitempty"`
+	Budgets []Budget `json:"budgets"`
 }
 
 // RunAll replays every strategy on every cache, one job per pair spread
@@ -45,7 +47,13 @@ func RunAll(caches []*ktcache.Cache, strategies []string, configFor func(c *ktca
 					errs <- fmt.Errorf("%s with %s: %w", c.Path, s, err)
 					continue
 				}
-				reports[j.ci][j.si] = Report{Cache: c.Path, Strategy: s, Runs: cfg.Runs, NoRace: cfg.Options.NoRace, Budgets: bs}
+				rep := Report{Cache: c.Path, Strategy: s, Runs: cfg.Runs, NoRace: cfg.Options.NoRace, Budgets: bs}
+				if d := cfg.Default; d != nil {
+					if _, ok := c.Lookup(d); ok {
+						rep.Default = d.Key()
+					}
+				}
+				reports[j.ci][j.si] = rep
 			}
 		}()
 	}
