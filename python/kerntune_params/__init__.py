@@ -500,7 +500,8 @@ def _gpu_gemm_space() -> Space:
             Param("TM", (1, 2, 4, 8), 1, "output rows per thread"),
             Param("TN", (1, 2, 4, 8), 1, "output columns per thread"),
             Param("PAD", (0, 1, 4), 0, "padding of threadgroup tiles against bank conflicts"),
-            Param("MMA", (0, 1), 0, "1: SIMD-group 8×8 matrix multiply"),
+            Param("MMA", (0, 1), 0, "1: SIMD-group 8×8 matrix multiply (Metal simdgroup_matrix); "
+                                    "TM×TN are then 8×8 fragments per SIMD-group of 32 threads"),
         ],
         check,
     )
