@@ -489,12 +489,15 @@ def _gpu_gemm_space() -> Space:
             Param("BK", (8, 16, 24, 32, 64), 16, "depth of a tile staged in threadgroup memory (24, 64: MMA=1 only)"),
             Param("TM", (1, 2, 4, 8), 1, "output rows per thread (MMA=0; 1 with MMA=1)"),
             Param("TN", (1, 2, 4, 8), 1, "output columns per thread (MMA=0; 1 with MMA=1)"),
-            Param("PAD", (0, 1, 4), 0, "padding of threadgroup tiles against bank conflicts (MMA=0; 0 with MMA=1)"),
+            Param("PAD", (0, 1, 4), 0, "padding of threadgroup tiles against bank conflicts "
+                                       "(MMA=0; 0 with MMA=1, whose tiles are padded by 16 bytes a row)"),
             Param("MMA", (0, 1), 0, "1: matrix units through fragments (Metal simdgroup_matrix 8×8, CUDA mma.sync); 0: SIMT"),
             Param("WM", (1, 2, 4), 1, "SIMD-groups (warps) along the tile's rows (MMA=1; 1 with MMA=0)"),
             Param("WN", (1, 2, 4), 1, "SIMD-groups (warps) along the tile's columns (MMA=1; 1 with MMA=0)"),
-            Param("STAGES", (1, 2, 3, 4), 1, "threadgroup buffers of the K loop (3, 4: MMA=1 only)"),
-            Param("TF32", (0, 1), 0, "1: f32 products on TF32 matrix units (MMA=1, f32, CUDA, allowed by the user only)"),
+            Param("STAGES", (1, 2, 3, 4), 1, "threadgroup buffers of the K loop: 2 overlaps the next tile's loads "
+                                             "with this one's math (3, 4: MMA=1 only)"),
+            Param("TF32", (0, 1), 0, "1: f32 products on TF32 matrix units (MMA=1, f32, CUDA, allowed by the user "
+                                     "only: TF32 rounds inputs to 10-bit mantissas)"),
         ],
         check,
     )
