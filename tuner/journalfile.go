@@ -8,11 +8,17 @@ import (
 	"fmt"
 	"os"
 	"sync"
+
+	"github.com/kerntune/kerntune/params"
 )
 
 // JournalSuffix names the journal kept next to the params file:
 // hardware_params.json.journal.
 const JournalSuffix = ".journal"
+
+// MaxJournalSize is the largest journal a resumed run reads: 256 MiB, far
+// more than a run measures.
+const MaxJournalSize = 256 << 20
 
 // FileJournal is a Journal kept as a file of JSON lines, each appended and
 // fsynced before the tuner goes on, so a killed run loses at most the
@@ -32,7 +38,11 @@ type FileJournal struct {
 func OpenFileJournal(path string, resume bool) (*FileJournal, error) {
 	j := &FileJournal{path: path, done: map[string]bool{}}
 	if resume {
-		data, err := os.ReadFile(path)
+		data, err := params.ReadFileLimit(path, MaxJournalSize)
+		var tl *params.TooLargeError
+		if errors.As(err, &tl) {
+			return nil, fmt.Errorf("%s: %s", path, tl.Reason("a journal"))
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"os"
 	"slices"
 	"sort"
 	"time"
@@ -416,11 +415,7 @@ func traceRecords(device string, res *Result) []trace.Record {
 // and on other devices of the same backend: starting points for the
 // warm-start strategy. A missing or unreadable file gives none.
 func warmStartFor(path string, info DeviceInfo, task Task) []map[string]int {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil
-	}
-	f, err := params.Parse(data)
+	f, err := params.ReadFile(path) // within params.MaxFileSize
 	if err != nil {
 		return nil
 	}

@@ -69,6 +69,11 @@ the default workload or the --shape list. The ratio is tuned/baseline time.`,
 			if err != nil {
 				return err
 			}
+			if jsonOut != "" {
+				if err := checkOutputFile("--json-out", jsonOut); err != nil {
+					return err
+				}
+			}
 			log := cmd.ErrOrStderr()
 			if quiet {
 				log = io.Discard
@@ -124,7 +129,7 @@ the default workload or the --shape list. The ratio is tuned/baseline time.`,
 				if err != nil {
 					return err
 				}
-				if err := params.WriteFileAtomic(jsonOut, append(data, '\n')); err != nil {
+				if err := writeOutput("--json-out", jsonOut, append(data, '\n')); err != nil {
 					return err
 				}
 			}

@@ -314,18 +314,25 @@ func describe(e *params.Entry) string {
 	return s
 }
 
-// checkOutFile refuses, before any work, an output file that exists but is
-// not a valid params file (unless --force), or a directory that cannot be written.
+// checkOutFile refuses, before any work, an output path that is not a
+// regular file (/dev/full, a directory: the atomic write would rename over
+// it), or a file that exists but is not a valid params file (unless
+// --force; a file over params.MaxFileSize is not one). It reads at most
+// params.MaxFileSize bytes.
 func checkOutFile(path string, force bool) error {
-	data, err := os.ReadFile(path)
+	if err := params.CheckRegular(path); err != nil {
+		return usageErrorCause(err, "--out %s: %v; name a file", path, err)
+	}
+	_, err := params.ReadFile(path)
+	var perr *params.PathError
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-	case err != nil:
-		return usageErrorf("--out %s: %w", path, err)
-	default:
-		if _, perr := params.Parse(data); perr != nil && !force {
+	case errors.As(err, &perr):
+		if !force {
 			return usageErrorf("--out %s: %w; %w", path, params.ErrUnparsable, perr)
 		}
+	case err != nil:
+		return usageErrorf("--out %s: %w", path, err)
 	}
 	return nil
 }
