@@ -78,7 +78,7 @@ the default workload or the --shape list. The ratio is tuned/baseline time.`,
 			if quiet {
 				log = io.Discard
 			}
-			b, err := pickBackend(backend, log, backendOpts)
+			b, err := pickBackend(backend, log, false, backendOpts)
 			if err != nil {
 				return err
 			}

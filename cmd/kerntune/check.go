@@ -59,7 +59,7 @@ func newCheckCmd() *cobra.Command {
 		sample  int
 	)
 	cmd := &cobra.Command{
-		Use:   "check --spec FILE [--backend auto|cuda|metal|none] [--sample N]",
+		Use:   "check --spec FILE [--backend auto|cuda|metal|opencl|none] [--sample N]",
 		Short: "Validate a kernel spec, enumerate its space, generate its sources and verify a sample on the GPU",
 		Long: `check loads each spec file (every error names the file, the JSON field and the
 expression), enumerates the parameter space per shape class, generates the
@@ -105,8 +105,8 @@ check does the static checks only and says so.`,
 			}
 			if backend != "auto" {
 				for _, c := range cs {
-					if s := backendSpace(backend); s != "" && s != tuner.SpaceGPU && c.Body.MLX == nil {
-						continue // openGPUBackend says why no spec kernel runs there
+					if s := backendSpace(backend); s == "" || (s != tuner.SpaceGPU && c.Body.MLX == nil) {
+						continue // openGPUBackend says why no spec kernel runs there (or that the name is unknown)
 					}
 					if err := specRunsOn(c, backend); err != nil {
 						return usageError{fmt.Errorf("--backend %s: %w", backend, err)}
@@ -118,7 +118,7 @@ check does the static checks only and says so.`,
 				return err
 			}
 			if b == nil {
-				fmt.Fprintln(out, "device check skipped: no GPU backend could be opened (spec kernels are GPU code; the cpu backend cannot run them)")
+				fmt.Fprintln(out, "device check skipped: no GPU backend could be opened (spec kernels are GPU code; the cpu backend cannot run them; --backend opencl runs them where an OpenCL device is, PoCL on a CPU included)")
 				return nil
 			}
 			defer b.Close()
@@ -187,7 +187,7 @@ func supports(c *spec.Compiled, dt kernels.DType) bool {
 func openGPUBackend(name string, log io.Writer) (tuner.Backend, error) {
 	if name != "auto" {
 		if t, err := tuner.TraitsOf(name); err == nil && t.Space != tuner.SpaceGPU {
-			return nil, usageErrorf("--backend %s: spec kernels are GPU code (a body in the GPU dialect, or .cu/.metal/.cl files) and the %s backend cannot run them; use cuda, metal, or none", name, name)
+			return nil, usageErrorf("--backend %s: spec kernels are GPU code (a body in the GPU dialect, or .cu/.metal/.cl files) and the %s backend cannot run them; use cuda, metal, opencl, or none", name, name)
 		}
 		b, err := tuner.Open(name)
 		if err != nil {

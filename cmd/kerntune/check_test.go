@@ -19,8 +19,10 @@ func TestCheckSpecCLI(t *testing.T) {
 		{[]string{"check", "--spec", "../../examples/m1_gemv.json", "--spec", "../../examples/swiglu.json", "--backend", "none"}, 0,
 			[]string{"kernel m1_gemv", "implements gemv_nt", "class largeK_smallN", "kernel swiglu", "reference expression", "sources generated"}},
 		{[]string{"check", "--spec", bad, "--backend", "none"}, 2, []string{bad, "launch.grid[0]", `"cdiv(n, BN)"`, "unknown name BN"}},
-		{[]string{"check", "--spec", "../../examples/swiglu.json", "--backend", "cpu"}, 2, []string{"cpu backend cannot run them"}},
-		{[]string{"tune", "--spec", "../../examples/swiglu.json", "--backend", "cpu", "--out", filepath.Join(t.TempDir(), "p.json")}, 2, []string{"cpu backend cannot run them"}},
+		// Every GPU backend is named where the spec's backends are listed, OpenCL included.
+		{[]string{"check", "--spec", "../../examples/swiglu.json", "--backend", "cpu"}, 2, []string{"cpu backend cannot run them", "use cuda, metal, opencl, or none"}},
+		{[]string{"tune", "--spec", "../../examples/swiglu.json", "--backend", "cpu", "--out", filepath.Join(t.TempDir(), "p.json")}, 2, []string{"cpu backend cannot run them", "use --backend cuda, metal or opencl"}},
+		{[]string{"check", "--spec", "../../examples/swiglu.json", "--backend", "vulkan"}, 2, []string{`unknown backend "vulkan"`, "opencl"}},
 		{[]string{"import-variants", "../../examples/variants_enhanced.json", "--name", "imported", "--only-listed"}, 0, []string{`"BN"`, "5 disabled variants", "supports.smallK"}},
 	}
 	for _, tt := range tests {

@@ -51,6 +51,7 @@ func TestTuneNewUserErrors(t *testing.T) {
 		{"malformed duration", append(cpu, "--out", fresh, "--candidate-timeout", "soon"), "invalid argument"},
 		{"bad boolean", append(cpu, "--out", fresh, "--isolate=maybe"), "invalid argument"},
 		{"budget without unit", append(cpu, "--out", fresh, "--budget", "10"), `--budget "10"`},
+		{"-v and -q together", append(cpu, "--out", fresh, "-v", "-q"), "-v/--verbose and -q/--quiet together"},
 		{"missing flag value", []string{"tune", "--out"}, "flag needs an argument"},
 		{"stray argument", []string{"tune", "gemv_nt"}, "unknown command"},
 	}

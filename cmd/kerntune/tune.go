@@ -112,6 +112,9 @@ An interrupted run (Ctrl-C, SIGTERM) writes what it finished and exits 130
 }
 
 func runTune(cmd *cobra.Command, f tuneFlags) error {
+	if f.verbose && f.quiet {
+		return usageErrorf("-v/--verbose and -q/--quiet together: choose one (-v logs every candidate, -q prints only errors)")
+	}
 	dts, err := parseDTypes(f.dtype)
 	if err != nil {
 		return err
@@ -185,7 +188,7 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 			}
 		}
 	}
-	b, err := pickBackend(f.backend, log, f.backendOpts)
+	b, err := pickBackend(f.backend, log, f.verbose, f.backendOpts)
 	if err != nil {
 		return err
 	}
@@ -202,7 +205,7 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 		}
 	}
 	if len(specs) > 0 && backendSpace(info.Backend) != tuner.SpaceGPU {
-		return usageErrorf("--spec: spec kernels are GPU code and the %s backend cannot run them; use --backend cuda or metal", info.Backend)
+		return usageErrorf("--spec: spec kernels are GPU code and the %s backend cannot run them; use --backend cuda, metal or opencl", info.Backend)
 	}
 	for _, c := range specs {
 		if err := specRunsOn(c, info.Backend); err != nil {
