@@ -1,6 +1,9 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -34,6 +37,58 @@ func TestCheckSpecCLI(t *testing.T) {
 			if !strings.Contains(out, w) {
 				t.Errorf("%v: output lacks %q:\n%s", tt.args, w, out)
 			}
+		}
+	}
+}
+
+// check --json prints the static checks (and the device checks) as one
+// JSON document on stdout, with the numbers the text shows.
+func TestCheckJSON(t *testing.T) {
+	code, text := runCLI(t, "check", "--spec", "../../examples/swiglu.json", "--backend", "none")
+	if code != 0 {
+		t.Fatalf("check: exit %d\n%s", code, text)
+	}
+	root := newRootCmd()
+	var out strings.Builder
+	root.SetOut(&out)
+	root.SetErr(io.Discard)
+	root.SetArgs([]string{"check", "--spec", "../../examples/swiglu.json", "--backend", "none", "--json"})
+	if err := root.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	var got checkJSON
+	if err := json.Unmarshal([]byte(out.String()), &got); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out.String())
+	}
+	if len(got.Specs) != 1 || got.DeviceCheck != "not run (--backend none)" || len(got.Reports) != 0 {
+		t.Fatalf("got %+v", got)
+	}
+	sc := got.Specs[0]
+	if sc.Kernel != "swiglu" || sc.Valid == 0 || len(sc.APIs) == 0 || len(sc.Params) == 0 || len(sc.Classes) == 0 {
+		t.Errorf("spec check %+v", sc)
+	}
+	for _, w := range []string{
+		fmt.Sprintf("space: %d points, %d valid for every shape", sc.SpaceSize, sc.Valid),
+		fmt.Sprintf("sources generated: %d (", sc.Sources),
+		fmt.Sprintf("verification shapes: %d", sc.VerificationShapes),
+	} {
+		if !strings.Contains(text, w) {
+			t.Errorf("the text lacks %q, which --json says:\n%s", w, text)
+		}
+	}
+}
+
+// Every command that prints data takes --json, as the README says; the
+// exceptions print no data (completion, help) or write JSON already
+// (export writes T4 JSON, import-variants a JSON spec).
+func TestEveryDataCommandTakesJSON(t *testing.T) {
+	noJSON := map[string]bool{"completion": true, "help": true, "export": true, "import-variants": true}
+	for _, c := range newRootCmd().Commands() {
+		if c.Hidden || noJSON[c.Name()] {
+			continue
+		}
+		if c.Flags().Lookup("json") == nil {
+			t.Errorf("%s has no --json", c.Name())
 		}
 	}
 }
