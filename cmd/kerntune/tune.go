@@ -248,9 +248,13 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 		return journalOpenError(f, err)
 	}
 	defer s.Close()
+	if spent, recorded := s.Resumed(); f.resume && spent > 0 {
+		fmt.Fprintln(log, resumeNote(spent, recorded, f.budget, f.budgetS))
+	}
 	sum, err := s.Run(ctx, tasks)
 	if err != nil {
-		return sessionError(f, err)
+		spent, _ := s.Resumed()
+		return sessionError(f, err, spent)
 	}
 	if sum.StoppedEarly {
 		fmt.Fprintln(log, "interrupted: stopping; finished entries are saved")
@@ -278,17 +282,33 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 	return nil
 }
 
+// resumeNote says how much of the budget a resumed run goes on with.
+func resumeNote(spent, recorded, budget time.Duration, budgetS string) string {
+	spent = spent.Round(100 * time.Millisecond)
+	if budget >= noWallLimit {
+		return fmt.Sprintf("resuming: the interrupted run spent %s (no wall-time budget)", spent)
+	}
+	left := (budget - spent).Round(100 * time.Millisecond)
+	if recorded > 0 && recorded != budget {
+		return fmt.Sprintf("resuming: the interrupted run spent %s of its %s budget; %s of --budget %s left", spent, recorded, left, budgetS)
+	}
+	return fmt.Sprintf("resuming: the interrupted run spent %s of --budget %s; %s left", spent, budgetS, left)
+}
+
 // sessionError turns the errors of a tuning session that the user must act
 // on into usage errors naming the flag.
-func sessionError(f tuneFlags, err error) error {
+func sessionError(f tuneFlags, err error, resumedSpent time.Duration) error {
 	var (
 		small *tuner.TooSmallError
 		jerr  *tuner.JournalError
 		werr  *tuner.WriteError
+		spent *tuner.BudgetSpentError
 	)
 	switch {
+	case errors.As(err, &spent):
+		return usageErrorCause(err, "--resume: %v; give a --budget larger than %s to finish it (the journal %s is kept)", err, spent.Spent.Round(time.Second), tuner.JournalPath(f.out))
 	case errors.As(err, &small):
-		return usageError{budgetTooSmall(f.budgetS, small)}
+		return usageError{budgetTooSmall(f.budgetS, small, resumedSpent)}
 	case errors.As(err, &jerr):
 		return usageError{fmt.Errorf("%w; nothing more was measured, and --out was not changed after the error (resume with --resume)", jerr)}
 	case errors.As(err, &werr):
