@@ -92,3 +92,28 @@ func TestEveryDataCommandTakesJSON(t *testing.T) {
 		}
 	}
 }
+
+// The README's command list names every command kerntune --help lists.
+func TestREADMEListsEveryCommand(t *testing.T) {
+	data, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(data)
+	start := strings.Index(readme, "## The command line")
+	if start < 0 {
+		t.Fatal("README has no section \"The command line\"")
+	}
+	list := readme[start:]
+	if end := strings.Index(list[3:], "\n## "); end >= 0 {
+		list = list[:end+3]
+	}
+	for _, c := range newRootCmd().Commands() {
+		if c.Hidden || c.Name() == "help" {
+			continue
+		}
+		if !strings.Contains(list, "\nkerntune "+c.Name()+" ") {
+			t.Errorf("the README's command list lacks kerntune %s", c.Name())
+		}
+	}
+}
