@@ -63,10 +63,10 @@ func runReport(cmd *cobra.Command, path string, f reportFlags) error {
 		}
 	} else {
 		for _, cand := range []string{path + ".trace.jsonl", path + ".journal"} {
-			if r, err := trace.ReadFile(cand); err == nil {
+			if r, err := trace.ReadFile(cand); err == nil && len(r) > 0 {
 				recs, tracePath = r, cand
 				break
-			} else if !errors.Is(err, os.ErrNotExist) {
+			} else if err != nil && !errors.Is(err, os.ErrNotExist) {
 				fmt.Fprintf(cmd.ErrOrStderr(), "report: ignoring %v\n", err)
 			}
 		}
