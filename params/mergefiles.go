@@ -46,9 +46,13 @@ func MergeFiles(paths []string) (*MergeSummary, []byte, error) {
 	// origin[device \0 kernel \0 key] is the input an entry currently comes from.
 	origin := map[string]string{}
 	for _, path := range paths {
-		data, err := os.ReadFile(path)
+		data, err := readParams(path)
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, nil, &PathError{File: path, Msg: "no such file"}
+		}
+		var pe *PathError
+		if errors.As(err, &pe) {
+			return nil, nil, err // over MaxFileSize
 		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("reading %s: %w", path, err)

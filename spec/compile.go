@@ -1,9 +1,9 @@
 package spec
 
 import (
+	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -412,7 +412,12 @@ func (c *compiler) source(out *Compiled) {
 		if !filepath.IsAbs(path) {
 			path = filepath.Join(c.dir, name)
 		}
-		data, err := os.ReadFile(path)
+		data, err := params.ReadFileLimit(path, params.MaxFileSize)
+		var tl *params.TooLargeError
+		if errors.As(err, &tl) {
+			c.fail(field, "", "%s: %s", path, tl.Reason("a kernel source file"))
+			return ""
+		}
 		if err != nil {
 			c.fail(field, "", "%v", err)
 			return ""

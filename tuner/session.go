@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"os"
 	"slices"
 	"sort"
 	"time"
@@ -153,6 +152,22 @@ func (e *TooSmallError) Error() string {
 // time) ran out.
 func (e *TooSmallError) EvaluationsSpent() bool { return e.Result.Stopped == "evaluation budget spent" }
 
+// BudgetSpentError is a resumed run whose interrupted run had already
+// spent the whole wall-time budget: nothing is left to tune with. The
+// journal stays; a larger budget finishes the run.
+type BudgetSpentError struct {
+	Budget, Spent time.Duration
+}
+
+func (e *BudgetSpentError) Error() string {
+	return fmt.Sprintf("the interrupted run already spent %s of its %s budget; nothing is left to finish it with", e.Spent.Round(100*time.Millisecond), e.Budget)
+}
+
+// Resumed says what the interrupted run this session resumes recorded:
+// the wall time it spent and its budget (0 when it recorded none). Both
+// are 0 for a new run.
+func (s *Session) Resumed() (spent, budget time.Duration) { return s.jr.Spent(), s.jr.Budget() }
+
 // tooSmall reports whether res is no result (see TooSmallError).
 func tooSmall(res *Result) bool {
 	e := res.Entry
@@ -174,9 +189,16 @@ func (s *Session) Run(ctx context.Context, tasks []Task) (*SessionSummary, error
 	cfg.Journal = s.jr
 	tu := New(s.b, cfg)
 	h := s.cfg.Hooks
-	deadline := time.Now().Add(s.cfg.Budget)
 	sum := &SessionSummary{Tasks: len(tasks)}
 	key := s.info.Key
+	// A resumed run goes on with the budget the interrupted one left.
+	spent := s.jr.Spent()
+	if spent > 0 && spent >= s.cfg.Budget {
+		return nil, &BudgetSpentError{Budget: s.cfg.Budget, Spent: spent}
+	}
+	deadline := time.Now().Add(s.cfg.Budget - spent)
+	s.jr.start, s.jr.base = time.Now(), spent
+	s.jr.Record(Record{Kind: RecordSession, BudgetS: s.cfg.Budget.Seconds()})
 	for i, task := range tasks {
 		if ctx.Err() != nil {
 			sum.StoppedEarly = true
@@ -252,14 +274,21 @@ func (s *Session) Run(ctx context.Context, tasks []Task) (*SessionSummary, error
 	return sum, nil
 }
 
-// sessionJournal stops the run (cancels its context) at the first write
-// error, since measurements that cannot be journaled could be lost.
+// sessionJournal stamps every record with the session's wall time (base,
+// what interrupted runs spent, plus the time since start), and stops the
+// run (cancels its context) at the first write error, since measurements
+// that cannot be journaled could be lost.
 type sessionJournal struct {
 	*FileJournal
 	cancel context.CancelFunc
+	start  time.Time
+	base   time.Duration
 }
 
 func (j *sessionJournal) Record(rec Record) {
+	if !j.start.IsZero() {
+		rec.ElapsedS = round3((j.base + time.Since(j.start)).Seconds())
+	}
 	j.FileJournal.Record(rec)
 	if j.Err() != nil && j.cancel != nil {
 		j.cancel()
@@ -416,11 +445,7 @@ func traceRecords(device string, res *Result) []trace.Record {
 // and on other devices of the same backend: starting points for the
 // warm-start strategy. A missing or unreadable file gives none.
 func warmStartFor(path string, info DeviceInfo, task Task) []map[string]int {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil
-	}
-	f, err := params.Parse(data)
+	f, err := params.ReadFile(path) // within params.MaxFileSize
 	if err != nil {
 		return nil
 	}

@@ -2,6 +2,7 @@ package tuner_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -142,5 +143,122 @@ func TestOpenSessionJournal(t *testing.T) {
 	s.Close() // not completed: the journal stays for a resume
 	if _, err := os.Stat(tuner.JournalPath(out)); err != nil {
 		t.Errorf("the journal of a run that did not complete is gone: %v", err)
+	}
+}
+
+// journalTimes reads what a journal records of the session's time: the
+// budgets of its session records and the largest elapsed_s.
+func journalTimes(t *testing.T, path string) (budgets []float64, sessionElapsed []float64, spent float64) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var rec tuner.Record
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			continue
+		}
+		if rec.Kind == tuner.RecordSession {
+			budgets = append(budgets, rec.BudgetS)
+			sessionElapsed = append(sessionElapsed, rec.ElapsedS)
+		}
+		spent = max(spent, rec.ElapsedS)
+	}
+	return budgets, sessionElapsed, spent
+}
+
+// A resumed run goes on with the budget the interrupted run left, not a
+// fresh one: the journal records the budget and stamps every record with
+// the session's wall time, interrupted runs included; a run whose budget
+// is spent cannot be resumed without a larger one.
+func TestSessionResumeKeepsBudget(t *testing.T) {
+	b := openCPU(t)
+	k, err := kernels.Get("softmax")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tasks []tuner.Task
+	for _, s := range [][]int{{8, 300}, {16, 300}, {24, 300}} {
+		tasks = append(tasks, tuner.Task{Kernel: k, DType: kernels.F32, Cases: []kernels.Case{{Shape: s}}})
+	}
+	out := filepath.Join(t.TempDir(), params.DefaultFileName)
+	journal := tuner.JournalPath(out)
+	const budget = time.Minute
+	// run tunes, interrupting after stopAfter tasks of this run (0: never),
+	// and returns the share of the budget each task was given.
+	run := func(resume bool, stopAfter int) []time.Duration {
+		t.Helper()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		var shares []time.Duration
+		cfg := tuner.SessionConfig{Config: tuner.Config{Strategy: "ils", Seed: 1, MaxEvals: 3, FinalSamples: 5},
+			Out: out, Budget: budget, Resume: resume, Generator: "kerntune test",
+			Hooks: tuner.SessionHooks{
+				Begin: func(_ tuner.Task, share time.Duration) { shares = append(shares, share) },
+				Decided: func(tuner.Task, *tuner.KeepDecision) {
+					if len(shares) == stopAfter {
+						cancel()
+					}
+				},
+			}}
+		s, err := tuner.OpenSession(b, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Run(ctx, tasks); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return shares
+	}
+	// checkShare: the first task of a resumed run gets what is left of the
+	// budget over the tasks left, not a share of a fresh budget.
+	checkShare := func(got time.Duration, spent float64, left int) {
+		t.Helper()
+		want := (budget - time.Duration(spent*float64(time.Second))) / time.Duration(left)
+		if got > want+time.Millisecond || got < want-time.Second {
+			t.Errorf("share %v; want about %v (%.3fs of %v spent, %d tasks left)", got, want, spent, budget, left)
+		}
+	}
+
+	run(false, 1)
+	budgets, sessions, spent1 := journalTimes(t, journal)
+	if len(budgets) != 1 || budgets[0] != budget.Seconds() || sessions[0] != 0 || spent1 <= 0 {
+		t.Fatalf("after the first run: session budgets %v, elapsed %v, spent %.3fs; want one session record of %v and time spent", budgets, sessions, spent1, budget)
+	}
+	shares := run(true, 1)
+	checkShare(shares[0], spent1, 2)
+	budgets, sessions, spent2 := journalTimes(t, journal)
+	if len(budgets) != 2 || sessions[1] < spent1 || spent2 <= spent1 {
+		t.Fatalf("after the resumed run: session elapsed %v, spent %.3fs; want the second session to start at %.3fs and the time to add up", sessions, spent2, spent1)
+	}
+	shares = run(true, 0)
+	checkShare(shares[0], spent2, 1)
+	if _, err := os.Stat(journal); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the journal of the finished run is still there: %v", err)
+	}
+
+	// An interrupted run that spent its whole budget.
+	if err := os.WriteFile(journal, []byte(`{"kind":"session","device":"","kernel":"","entry":"","budget_s":60,"elapsed_s":61.5}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := tuner.OpenSession(b, tuner.SessionConfig{Config: tuner.Config{Strategy: "ils"}, Out: out, Budget: budget, Resume: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spent, recorded := s.Resumed(); spent != 61500*time.Millisecond || recorded != budget {
+		t.Errorf("Resumed() = %v, %v; want 1m1.5s, 1m0s", spent, recorded)
+	}
+	_, err = s.Run(context.Background(), tasks)
+	var bs *tuner.BudgetSpentError
+	if !errors.As(err, &bs) || bs.Spent != 61500*time.Millisecond || !strings.Contains(err.Error(), "already spent 1m1.5s of its 1m0s budget") {
+		t.Errorf("resume with the budget spent: %v", err)
+	}
+	s.Close()
+	if _, err := os.Stat(journal); err != nil {
+		t.Errorf("the journal went with the refused run: %v", err)
 	}
 }

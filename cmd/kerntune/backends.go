@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 
@@ -68,9 +69,11 @@ func checkBackendOptions(b tuner.Backend, o backendOptions) error {
 
 // pickBackend resolves "auto" (tuner.AutoOrder: metal on macOS, else cuda
 // where it opens, else cpu); it refuses options the backend it opened does
-// not take.
-func pickBackend(name string, log io.Writer, o backendOptions) (tuner.Backend, error) {
-	b, err := openPicked(name, log, o)
+// not take. Why auto passed over a backend this machine lacks (no GPU, no
+// driver) is logged only when verbose (kerntune devices says it too); a
+// backend that is present but failed to open is always logged.
+func pickBackend(name string, log io.Writer, verbose bool, o backendOptions) (tuner.Backend, error) {
+	b, err := openPicked(name, log, verbose, o)
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +84,7 @@ func pickBackend(name string, log io.Writer, o backendOptions) (tuner.Backend, e
 	return b, nil
 }
 
-func openPicked(name string, log io.Writer, o backendOptions) (tuner.Backend, error) {
+func openPicked(name string, log io.Writer, verbose bool, o backendOptions) (tuner.Backend, error) {
 	if name != "auto" {
 		b, err := openBackend(name, o)
 		if err != nil {
@@ -94,7 +97,9 @@ func openPicked(name string, log io.Writer, o backendOptions) (tuner.Backend, er
 		if err == nil {
 			return b, nil
 		}
-		fmt.Fprintf(log, "backend %s not used: %v\n", n, err)
+		if verbose || !errors.Is(err, tuner.ErrUnavailable) {
+			fmt.Fprintf(log, "backend %s not used: %v\n", n, err)
+		}
 	}
 	return nil, usageErrorf("no backend could be opened")
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -172,5 +173,43 @@ func TestTuneWhere(t *testing.T) {
 	}
 	if code, log := runCLI(t, "tune", "--backend", "cpu", "--kernel", "softmax", "--shape", "4x64", "--where", "THREADS", "--out", out); code != exitUsage || !strings.Contains(log, `--where "THREADS": want NAME=INTEGER`) {
 		t.Errorf("malformed --where: exit %d:\n%s", code, log)
+	}
+}
+
+// auto says why it passed over a backend this machine lacks (no CUDA
+// device: a long driver message) only with -v; kerntune devices says it
+// always.
+func TestAutoSkipsQuietly(t *testing.T) {
+	var missing []string
+	for _, n := range tuner.AutoOrder("") {
+		b, err := tuner.Open(n)
+		if err == nil {
+			b.Close()
+			break // auto stops here
+		}
+		if errors.Is(err, tuner.ErrUnavailable) {
+			missing = append(missing, n)
+		}
+	}
+	if len(missing) == 0 {
+		t.Skip("auto's first backend opens here: nothing is passed over")
+	}
+	for _, verbose := range []bool{false, true} {
+		var log strings.Builder
+		b, err := pickBackend("auto", &log, verbose, backendOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Close()
+		for _, n := range missing {
+			said := strings.Contains(log.String(), "backend "+n+" not used: ")
+			if said != verbose {
+				t.Errorf("verbose %v: log %q; want the line about %s only with -v", verbose, log.String(), n)
+			}
+		}
+	}
+	code, out := runCLI(t, "devices")
+	if code != 0 || !strings.Contains(out, missing[0]) {
+		t.Errorf("devices (exit %d) does not say why %s is not used:\n%s", code, missing[0], out)
 	}
 }

@@ -69,11 +69,16 @@ the default workload or the --shape list. The ratio is tuned/baseline time.`,
 			if err != nil {
 				return err
 			}
+			if jsonOut != "" {
+				if err := checkOutputFile("--json-out", jsonOut); err != nil {
+					return err
+				}
+			}
 			log := cmd.ErrOrStderr()
 			if quiet {
 				log = io.Discard
 			}
-			b, err := pickBackend(backend, log, backendOpts)
+			b, err := pickBackend(backend, log, false, backendOpts)
 			if err != nil {
 				return err
 			}
@@ -124,7 +129,7 @@ the default workload or the --shape list. The ratio is tuned/baseline time.`,
 				if err != nil {
 					return err
 				}
-				if err := params.WriteFileAtomic(jsonOut, append(data, '\n')); err != nil {
+				if err := writeOutput("--json-out", jsonOut, append(data, '\n')); err != nil {
 					return err
 				}
 			}

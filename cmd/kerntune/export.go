@@ -1,14 +1,12 @@
 package main
 
 import (
-	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kerntune/kerntune/internal/t4"
 	"github.com/kerntune/kerntune/internal/trace"
-	"github.com/kerntune/kerntune/params"
 )
 
 func init() { commands = append(commands, newExportCmd) }
@@ -36,6 +34,11 @@ gzip-compressed; the default is stdout.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !f.t4 {
 				return usageErrorf("choose the format: --t4 (Kernel Tuner's T4 results) is the one supported")
+			}
+			if f.out != "" && f.out != "-" {
+				if err := checkOutPath(f.out); err != nil {
+					return err
+				}
 			}
 			pf, err := readParamsFile(paramsFileArg(args))
 			if err != nil {
@@ -65,10 +68,7 @@ gzip-compressed; the default is stdout.`,
 				_, err := cmd.OutOrStdout().Write(data)
 				return err
 			}
-			if err := params.WriteFileAtomic(f.out, data); err != nil {
-				return fmt.Errorf("--out: %w", err)
-			}
-			return nil
+			return writeOut(f.out, data)
 		},
 	}
 	fl := cmd.Flags()

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -103,4 +104,52 @@ func readTrace(path string) ([]trace.Record, error) {
 		return nil, usageErrorf("--trace %w", err)
 	}
 	return recs, nil
+}
+
+// checkOutPath refuses, before any work, an --out file that cannot be
+// written (see checkOutputFile).
+func checkOutPath(path string) error { return checkOutputFile("--out", path) }
+
+// checkOutputFile refuses, before any work, an output file (named by flag)
+// that cannot be written: a path that exists and is not a regular file
+// (/dev/full, a directory; the atomic write would rename over it) or a
+// directory that is missing or read-only. Each is a usage error (exit 2).
+func checkOutputFile(flag, path string) error {
+	if err := params.CheckRegular(path); err != nil {
+		return usageErrorCause(err, "%s %s: %v; name a file", flag, path, err)
+	}
+	return checkOutputDir(flag, path)
+}
+
+// checkOutputDir refuses an output file whose directory cannot be written
+// (the write makes a temporary file there and renames it).
+func checkOutputDir(flag, path string) error {
+	dir := filepath.Dir(path)
+	st, err := os.Stat(dir)
+	if err != nil {
+		return usageErrorf("%s %s: directory %s: %w", flag, path, dir, err)
+	}
+	if !st.IsDir() {
+		return usageErrorf("%s %s: %s is not a directory", flag, path, dir)
+	}
+	probe, err := os.CreateTemp(dir, "."+filepath.Base(path)+".probe-*")
+	if err != nil {
+		return usageErrorf("%s %s: directory %s is not writable: %w", flag, path, dir, err)
+	}
+	probe.Close()
+	os.Remove(probe.Name())
+	return nil
+}
+
+// writeOut writes data to the file --out names (see writeOutput).
+func writeOut(path string, data []byte) error { return writeOutput("--out", path, data) }
+
+// writeOutput writes data to the output file flag names, atomically; a
+// failure (a full disk, a directory that went away) is a usage error naming
+// the flag, as every bad output location is (exit 2).
+func writeOutput(flag, path string, data []byte) error {
+	if err := params.WriteFileAtomic(path, data); err != nil {
+		return usageErrorCause(err, "%s %s: %v", flag, path, err)
+	}
+	return nil
 }

@@ -121,7 +121,7 @@ device, else this machine's CPU; when none matches, the devices of
 	f.StringVar(&device, "device", "", "device key (default $KERNTUNE_DEVICE)")
 	f.StringVar(&deviceName, "device-name", "", `device name as the system reports it, e.g. "Apple M3 Max" (default $KERNTUNE_DEVICE_NAME)`)
 	f.IntVar(&computeUnits, "compute-units", 0, "with --device-name: GPU cores, SMs or CPU cores, to pick among devices of that name")
-	f.StringVar(&backend, "backend", "", "backend of a device not in the file (cpu, cuda, metal; default cpu)")
+	f.StringVar(&backend, "backend", "", "backend of a device not in the file (cpu, cuda, metal, opencl; default cpu)")
 	f.StringVar(&deviceFamily, "device-family", "", "device family of a device not in the file, to find fallback devices (e.g. amd64, sm_90)")
 	f.BoolVar(&asJSON, "json", false, "print JSON")
 	f.StringArrayVar(&specs, "spec", nil, "kernel spec file whose kernel --kernel may name (repeatable)")

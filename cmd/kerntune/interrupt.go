@@ -83,7 +83,7 @@ func signalName(s os.Signal) string {
 
 // budgetTooSmall is the usage error for a budget (as --budget gave it)
 // that measured nothing beyond the default.
-func budgetTooSmall(budget string, e *tuner.TooSmallError) error {
+func budgetTooSmall(budget string, e *tuner.TooSmallError, spent time.Duration) error {
 	if e.EvaluationsSpent() {
 		return fmt.Errorf("--budget %s is too small: %w; give at least 2 evaluations per entry (e.g. --budget 2e; more find better winners)", budget, e)
 	}
@@ -91,7 +91,12 @@ func budgetTooSmall(budget string, e *tuner.TooSmallError) error {
 	if needed <= 0 {
 		return fmt.Errorf("--budget %s is too small: %w; give a larger --budget", budget, e)
 	}
-	total := roundUpDuration(needed * time.Duration(e.Entries))
+	total := roundUpDuration(needed*time.Duration(e.Entries) + spent)
+	if spent > 0 {
+		// A resumed run: the interrupted run's time counts against --budget.
+		return fmt.Errorf("--budget %s is too small: %w; one more candidate there needs about %s, so the %d entries left need about %s, and with the %s the interrupted run spent --budget %s or more (more find better winners)",
+			budget, e, roundUpDuration(needed), e.Entries, roundUpDuration(needed*time.Duration(e.Entries)), spent.Round(100*time.Millisecond), total)
+	}
 	return fmt.Errorf("--budget %s is too small: %w; one more candidate there needs about %s, so the %d entries of this run need --budget %s or more (more find better winners)",
 		budget, e, roundUpDuration(needed), e.Entries, total)
 }

@@ -29,6 +29,9 @@ Fields this version does not know are kept. --out may be one of the inputs.`,
 			if out == "" {
 				return usageErrorf("--out is required: the file to write the merged result to")
 			}
+			if err := checkOutPath(out); err != nil {
+				return err
+			}
 			sum, data, err := params.MergeFiles(args)
 			var pe *params.PathError
 			if errors.As(err, &pe) && slices.Contains(args, pe.File) {
@@ -37,7 +40,7 @@ Fields this version does not know are kept. --out may be one of the inputs.`,
 			if err != nil {
 				return err
 			}
-			if err := params.WriteFileAtomic(out, data); err != nil {
+			if err := writeOut(out, data); err != nil {
 				return err
 			}
 			sum.Out = out

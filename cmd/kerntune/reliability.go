@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/kerntune/kerntune/tuner"
@@ -49,23 +48,7 @@ func isolateBackend(b tuner.Backend, f tuneFlags, log io.Writer) (tuner.Backend,
 
 // checkOutDir refuses, before any work, an --out whose directory cannot be
 // written (the merge writes a temporary file there and renames it).
-func checkOutDir(path string) error {
-	dir := filepath.Dir(path)
-	st, err := os.Stat(dir)
-	if err != nil {
-		return usageErrorf("--out %s: directory %s: %w", path, dir, err)
-	}
-	if !st.IsDir() {
-		return usageErrorf("--out %s: %s is not a directory", path, dir)
-	}
-	probe, err := os.CreateTemp(dir, "."+filepath.Base(path)+".probe-*")
-	if err != nil {
-		return usageErrorf("--out %s: directory %s is not writable: %w", path, dir, err)
-	}
-	probe.Close()
-	os.Remove(probe.Name())
-	return nil
-}
+func checkOutDir(path string) error { return checkOutputDir("--out", path) }
 
 // journalStateError is the usage error for the journal of an interrupted
 // run in the way (err: os.ErrExist, without --resume) or missing (err:

@@ -204,6 +204,9 @@ func TestTuneResumeAfterKill(t *testing.T) {
 	if err != nil {
 		t.Fatalf("resume: %v\n%s", err, out)
 	}
+	if !strings.Contains(string(out), "resuming: the interrupted run spent ") || !strings.Contains(string(out), " of --budget 5m; ") {
+		t.Errorf("the resumed run does not say how much of the budget is left:\n%s", out)
+	}
 	live, replayed := countMeasured(string(out))
 	t.Logf("clean run: %d measurements; killed after %d journaled (%d of finished entries); resume replayed %d, measured %d", total, journaled, ofDone, replayed, live)
 	if replayed != journaled-ofDone {

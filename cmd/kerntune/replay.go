@@ -61,7 +61,20 @@ t_opt/t_found (t_found: the recorded mean time of the configuration the
 strategy picks; 0 when it picks none) and the mean simulated time.
 
 --cache and --strategy may be repeated (or comma lists); --markdown then
-prints one table over all of them, with the mean over the caches.`,
+prints one table over all of them, with the mean over the caches.
+
+Where to get caches: Kernel Tuner writes one when tune_kernel is given
+cache="name.json" (the classic format), so a Kernel Tuner run of your own
+kernel gives one. Kernel Tuner's repository (KernelTuner/kernel_tuner)
+keeps small ones among its tests (test/test_cache_file.json,
+test/test_cache_files/). The AutoTuningAssociation's benchmark_hub
+repository, the data set of the autotuning methodology
+(AutoTuningAssociation/autotuning_methodology), holds brute-forced spaces
+of GEMM, convolution, dedispersion, hotspot and pnpoly on NVIDIA and AMD
+GPUs under cachefiles/ (.json.gz in the classic format, the _T4 files in
+the T4 format). replay reads .json and .json.gz files in either format; a
+cache Kernel Tuner is still writing (without its closing braces) and KTT's
+output are not read.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runReplay(cmd, f) },
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -51,6 +52,9 @@ func runReport(cmd *cobra.Command, path string, f reportFlags) error {
 	if err != nil {
 		return err
 	}
+	if err := checkReportDir(f.out); err != nil {
+		return err
+	}
 	var recs []trace.Record
 	tracePath := f.tracePath
 	if tracePath != "" {
@@ -59,15 +63,20 @@ func runReport(cmd *cobra.Command, path string, f reportFlags) error {
 		}
 	} else {
 		for _, cand := range []string{path + ".trace.jsonl", path + ".journal"} {
-			if r, err := trace.ReadFile(cand); err == nil {
+			if r, err := trace.ReadFile(cand); err == nil && len(r) > 0 {
 				recs, tracePath = r, cand
 				break
-			} else if !errors.Is(err, os.ErrNotExist) {
+			} else if err != nil && !errors.Is(err, os.ErrNotExist) {
 				fmt.Fprintf(cmd.ErrOrStderr(), "report: ignoring %v\n", err)
 			}
 		}
 	}
 	rows, err := report.Write(pf, trace.Latest(recs), report.Options{Dir: f.out, Format: f.format, Source: path, Trace: tracePath})
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		// Writing into --out failed (a full disk, a file in the way).
+		return usageErrorCause(err, "--out %s: %v", f.out, err)
+	}
 	if err != nil {
 		return err
 	}
@@ -75,5 +84,23 @@ func runReport(cmd *cobra.Command, path string, f reportFlags) error {
 		return printJSON(cmd.OutOrStdout(), rows)
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "wrote %s (%d devices, %d entries)\n", filepath.Join(f.out, "report.md"), len(pf.Devices), len(rows))
+	return nil
+}
+
+// checkReportDir refuses, before any work, a report --out that is not a
+// directory or cannot be created or written: a usage error (exit 2).
+func checkReportDir(dir string) error {
+	if st, err := os.Stat(dir); err == nil && !st.IsDir() {
+		return usageErrorf("--out %s: not a directory (report writes DIR/report.md and DIR/plots/)", dir)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return usageErrorCause(err, "--out %s: cannot create the directory: %v", dir, err)
+	}
+	probe, err := os.CreateTemp(dir, ".report.probe-*")
+	if err != nil {
+		return usageErrorCause(err, "--out %s: the directory is not writable: %v", dir, err)
+	}
+	probe.Close()
+	os.Remove(probe.Name())
 	return nil
 }

@@ -114,6 +114,9 @@ An interrupted run (Ctrl-C, SIGTERM) writes what it finished and exits 130
 }
 
 func runTune(cmd *cobra.Command, f tuneFlags) error {
+	if f.verbose && f.quiet {
+		return usageErrorf("-v/--verbose and -q/--quiet together: choose one (-v logs every candidate, -q prints only errors)")
+	}
 	dts, err := parseDTypes(f.dtype)
 	if err != nil {
 		return err
@@ -191,7 +194,7 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 			}
 		}
 	}
-	b, err := pickBackend(f.backend, log, f.backendOpts)
+	b, err := pickBackend(f.backend, log, f.verbose, f.backendOpts)
 	if err != nil {
 		return err
 	}
@@ -208,7 +211,7 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 		}
 	}
 	if len(specs) > 0 && backendSpace(info.Backend) != tuner.SpaceGPU {
-		return usageErrorf("--spec: spec kernels are GPU code and the %s backend cannot run them; use --backend cuda or metal", info.Backend)
+		return usageErrorf("--spec: spec kernels are GPU code and the %s backend cannot run them; use --backend cuda, metal or opencl", info.Backend)
 	}
 	for _, c := range specs {
 		if err := specRunsOn(c, info.Backend); err != nil {
@@ -251,9 +254,13 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 		return journalOpenError(f, err)
 	}
 	defer s.Close()
+	if spent, recorded := s.Resumed(); f.resume && spent > 0 {
+		fmt.Fprintln(log, resumeNote(spent, recorded, f.budget, f.budgetS))
+	}
 	sum, err := s.Run(ctx, tasks)
 	if err != nil {
-		return sessionError(f, err)
+		spent, _ := s.Resumed()
+		return sessionError(f, err, spent)
 	}
 	if sum.StoppedEarly {
 		fmt.Fprintln(log, "interrupted: stopping; finished entries are saved")
@@ -281,17 +288,33 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 	return nil
 }
 
+// resumeNote says how much of the budget a resumed run goes on with.
+func resumeNote(spent, recorded, budget time.Duration, budgetS string) string {
+	spent = spent.Round(100 * time.Millisecond)
+	if budget >= noWallLimit {
+		return fmt.Sprintf("resuming: the interrupted run spent %s (no wall-time budget)", spent)
+	}
+	left := (budget - spent).Round(100 * time.Millisecond)
+	if recorded > 0 && recorded != budget {
+		return fmt.Sprintf("resuming: the interrupted run spent %s of its %s budget; %s of --budget %s left", spent, recorded, left, budgetS)
+	}
+	return fmt.Sprintf("resuming: the interrupted run spent %s of --budget %s; %s left", spent, budgetS, left)
+}
+
 // sessionError turns the errors of a tuning session that the user must act
 // on into usage errors naming the flag.
-func sessionError(f tuneFlags, err error) error {
+func sessionError(f tuneFlags, err error, resumedSpent time.Duration) error {
 	var (
 		small *tuner.TooSmallError
 		jerr  *tuner.JournalError
 		werr  *tuner.WriteError
+		spent *tuner.BudgetSpentError
 	)
 	switch {
+	case errors.As(err, &spent):
+		return usageErrorCause(err, "--resume: %v; give a --budget larger than %s to finish it (the journal %s is kept)", err, spent.Spent.Round(time.Second), tuner.JournalPath(f.out))
 	case errors.As(err, &small):
-		return usageError{budgetTooSmall(f.budgetS, small)}
+		return usageError{budgetTooSmall(f.budgetS, small, resumedSpent)}
 	case errors.As(err, &jerr):
 		return usageError{fmt.Errorf("%w; nothing more was measured, and --out was not changed after the error (resume with --resume)", jerr)}
 	case errors.As(err, &werr):
@@ -320,18 +343,25 @@ func describe(e *params.Entry) string {
 	return s
 }
 
-// checkOutFile refuses, before any work, an output file that exists but is
-// not a valid params file (unless --force), or a directory that cannot be written.
+// checkOutFile refuses, before any work, an output path that is not a
+// regular file (/dev/full, a directory: the atomic write would rename over
+// it), or a file that exists but is not a valid params file (unless
+// --force; a file over params.MaxFileSize is not one). It reads at most
+// params.MaxFileSize bytes.
 func checkOutFile(path string, force bool) error {
-	data, err := os.ReadFile(path)
+	if err := params.CheckRegular(path); err != nil {
+		return usageErrorCause(err, "--out %s: %v; name a file", path, err)
+	}
+	_, err := params.ReadFile(path)
+	var perr *params.PathError
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-	case err != nil:
-		return usageErrorf("--out %s: %w", path, err)
-	default:
-		if _, perr := params.Parse(data); perr != nil && !force {
+	case errors.As(err, &perr):
+		if !force {
 			return usageErrorf("--out %s: %w; %w", path, params.ErrUnparsable, perr)
 		}
+	case err != nil:
+		return usageErrorf("--out %s: %w", path, err)
 	}
 	return nil
 }

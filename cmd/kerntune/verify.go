@@ -61,7 +61,7 @@ by reason; the command fails if any candidate fails.`,
 				return err
 			}
 			log := cmd.ErrOrStderr()
-			b, err := pickBackend(backend, log, backendOpts)
+			b, err := pickBackend(backend, log, false, backendOpts)
 			if err != nil {
 				return err
 			}

@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -20,6 +21,7 @@ import (
 	"strings"
 
 	"github.com/kerntune/kerntune/internal/t4"
+	"github.com/kerntune/kerntune/params"
 	"github.com/kerntune/kerntune/search"
 )
 
@@ -105,7 +107,15 @@ func (c *Cache) ValidCount() int {
 	return n
 }
 
-// Load reads a cache file; a name ending in .gz is decompressed.
+// MaxSize is the most JSON Load reads from one cache, after
+// decompression: 1 GiB (the brute-forced caches of benchmark_hub are
+// tens of megabytes). A larger cache, or a device such as /dev/zero, is an
+// error rather than a read that fills memory.
+const MaxSize = 1 << 30
+
+// Load reads a cache file; a name ending in .gz is decompressed. Data that
+// does not start with a JSON object (after white space) is refused at its
+// first byte; more than MaxSize bytes of JSON are refused.
 func Load(path string) (*Cache, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -121,9 +131,16 @@ func Load(path string) (*Cache, error) {
 		defer gz.Close()
 		r = gz
 	}
-	data, err := io.ReadAll(r)
+	br := bufio.NewReader(io.LimitReader(r, MaxSize+1))
+	if err := startsObject(br); err != nil {
+		return nil, fmt.Errorf("%s: not a Kernel Tuner cache (a JSON object, .json or .json.gz): %w", path, err)
+	}
+	data, err := io.ReadAll(br)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(data) > MaxSize {
+		return nil, fmt.Errorf("%s: more than %s of JSON, the limit of a Kernel Tuner cache", path, params.SizeString(MaxSize))
 	}
 	c, err := Parse(data)
 	if err != nil {
@@ -131,6 +148,31 @@ func Load(path string) (*Cache, error) {
 	}
 	c.Path = path
 	return c, nil
+}
+
+// startsObject checks, without consuming it, that the first byte after
+// white space opens a JSON object.
+func startsObject(br *bufio.Reader) error {
+	for i := 0; ; i++ {
+		b, err := br.Peek(i + 1)
+		if err == io.EOF && len(b) <= i {
+			return errors.New("empty")
+		}
+		if err != nil && len(b) <= i {
+			return err
+		}
+		switch c := b[i]; c {
+		case ' ', '\t', '\n', '\r':
+			if i+1 >= br.Size() {
+				return errors.New("only white space in its first kilobytes")
+			}
+			continue
+		case '{':
+			return nil
+		default:
+			return fmt.Errorf("it starts with %q", c)
+		}
+	}
 }
 
 // classic is the classic cache format.

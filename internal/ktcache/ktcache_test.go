@@ -209,6 +209,43 @@ func TestLoadGzip(t *testing.T) {
 	}
 }
 
+// What is not a cache is refused at its first byte, before it is read
+// whole: a device that never ends (/dev/zero), an array, an empty file;
+// leading white space is allowed.
+func TestLoadNotACache(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	tests := []struct{ name, path, want string }{
+		{"a device that never ends", "/dev/zero", `/dev/zero: not a Kernel Tuner cache (a JSON object, .json or .json.gz): it starts with '\x00'`},
+		{"an array", write("a.json", " [1, 2]"), "it starts with '['"},
+		{"empty", write("e.json", ""), "e.json: not a Kernel Tuner cache (a JSON object, .json or .json.gz): empty"},
+		{"white space before the object", write("w.json", "\n\t "+synthClassic), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := os.Stat(tt.path); err != nil {
+				t.Skip(err)
+			}
+			_, err := Load(tt.path)
+			if tt.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Load(%s): %v; want %q", tt.path, err, tt.want)
+			}
+		})
+	}
+}
+
 // SharedCaches lists the Kernel Tuner caches of the shared test data: the
 // directory named by KTDEV_KT_CACHES, else shared/testdata/kerneltuner next
 // to the repository. Without them the test skips, unless

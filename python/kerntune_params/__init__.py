@@ -36,6 +36,7 @@ import operator
 import os
 import platform
 import re
+import stat
 import sys
 from dataclasses import dataclass, field
 from typing import (
@@ -93,6 +94,10 @@ DEFAULT_FILE_NAME = "hardware_params.json"
 DEFAULT_ENV_PREFIX = "KERNTUNE"
 MAX_DIM = 2**31 - 1
 MAX_ELEMENTS = 1 << 40
+# The largest params or spec file read, as Go's params.MaxFileSize: a real
+# file is a few kilobytes per device; a larger one is a wrong path or a
+# device such as /dev/zero, and reading it whole could exhaust memory.
+MAX_FILE_SIZE = 64 << 20
 USE_BASELINE = "baseline"
 USE_TUNED = "tuned"
 RESERVED_PARAM_NAME = "USE"
@@ -193,6 +198,34 @@ class PathError(ParamsError):
         self.file, self.path, self.msg = file, path, msg
         src = file or "params data"
         super().__init__(f"{src}: {msg}" if path == "" else f"{src}: {path}: {msg}")
+
+
+class _TooLarge(Exception):
+    """A file over MAX_FILE_SIZE; regular is False for a device or pipe."""
+
+    def __init__(self, regular: bool) -> None:
+        super().__init__()
+        self.regular = regular
+
+    def message(self, what: str) -> str:
+        lead = "larger" if self.regular else "not a regular file, and it yields more"
+        return f"{lead} than {MAX_FILE_SIZE >> 20} MiB, the limit of {what}"
+
+
+def _read_limited(path: str) -> bytes:
+    """Reads path when it holds at most MAX_FILE_SIZE bytes (Go's
+    params.ReadFileLimit): a larger regular file is refused before it is
+    read, and from anything else (a device such as /dev/zero, a pipe) at
+    most MAX_FILE_SIZE + 1 bytes are read; both raise _TooLarge."""
+    with open(path, "rb") as f:
+        st = os.fstat(f.fileno())
+        regular = stat.S_ISREG(st.st_mode)
+        if regular and st.st_size > MAX_FILE_SIZE:
+            raise _TooLarge(True)
+        data = f.read(MAX_FILE_SIZE + 1)
+    if len(data) > MAX_FILE_SIZE:
+        raise _TooLarge(regular)
+    return data
 
 
 class EnvError(ParamsError):
@@ -1011,8 +1044,9 @@ def load_spec(path: str) -> Family:
     source and launch are the tuner's business and are not checked here.
     Errors are SpecErrors naming the file, the field and the expression."""
     try:
-        with open(path, "rb") as f:
-            raw = f.read()
+        raw = _read_limited(path)
+    except _TooLarge as e:
+        raise SpecError(path, "", "", e.message("a spec file")) from None
     except OSError as e:
         raise SpecError(path, "", "", f"spec: {e}") from None
     try:
@@ -2243,8 +2277,9 @@ def load(
         else:
             p = DEFAULT_FILE_NAME
     try:
-        with open(p, "rb") as f:
-            data = f.read()
+        data = _read_limited(p)
+    except _TooLarge as x:
+        raise PathError(p, "", x.message("a params file")) from None
     except FileNotFoundError:
         l = Loader(None, p, **o)
         if explicit:

@@ -112,6 +112,17 @@ class EntryPoints(unittest.TestCase):
         with self.assertRaises(kp.SpecError):
             kp.loads(json.dumps(FILE), env={}, specs=[os.path.join(self.dir.name, "missing.json")])
 
+    @unittest.skipUnless(os.path.exists("/dev/zero"), "no /dev/zero here")
+    def test_a_device_is_read_up_to_the_limit(self) -> None:
+        # /dev/zero never ends: reading stops after MAX_FILE_SIZE + 1 bytes, as in Go.
+        with self.assertRaises(kp.PathError) as cm:
+            kp.load("/dev/zero", env={}, local=False)
+        self.assertEqual(str(cm.exception),
+                         "/dev/zero: not a regular file, and it yields more than 64 MiB, the limit of a params file")
+        with self.assertRaises(kp.SpecError) as sm:
+            kp.load_spec("/dev/zero")
+        self.assertIn("the limit of a spec file", str(sm.exception))
+
 
 class LocalDevice(unittest.TestCase):
     def test_as_the_cpu_backend_records_it(self) -> None:
