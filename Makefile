@@ -79,10 +79,12 @@ release:
 clean:
 	rm -rf bin dist
 
-# Binaries for a GPU machine without Go: the CLI and the driver smoke test.
+# Binaries for a GPU machine without Go: the CLI, the driver smoke test and
+# the GEMM templates of scripts/gemm_xcheck.py.
 gpu-binaries:
 	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -o bin/kerntune ./cmd/kerntune
 	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) test -c -o bin/cudadrv.test ./internal/cudadrv
+	$(GO) run ./scripts/gemmsrc bin/gemm-src
 
 # The strategy table of docs/search.md, replayed on the Kernel Tuner caches
 # (KT_CACHES, default ../shared/testdata/kerneltuner).

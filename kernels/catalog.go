@@ -153,6 +153,25 @@ func (k *Kernel) Tolerance(dt DType) float64 {
 	return dt.Tolerance()
 }
 
+// TF32Tolerance is the relative-norm error allowed to an f32 candidate that
+// multiplies on TF32 matrix units (parameter TF32=1). TF32 keeps 10 of
+// f32's 23 mantissa bits: rounding both inputs to nearest costs each
+// product a relative error of at most 2·2⁻¹¹ ≈ 9.8e-4, and about 4e-4 in
+// the norm for independent uniform inputs (measured norms are near 3e-4);
+// accumulation stays f32. 1e-3 sits above that and 100 times below the
+// error of a misplaced fragment element (order 1e-1).
+const TF32Tolerance = 1e-3
+
+// ToleranceFor is the tolerance of one candidate: Tolerance, except that a
+// candidate with TF32=1 in f32 gets TF32Tolerance (when that is looser).
+func (k *Kernel) ToleranceFor(dt DType, p map[string]int) float64 {
+	tol := k.Tolerance(dt)
+	if dt == F32 && p["TF32"] == 1 {
+		tol = max(tol, TF32Tolerance)
+	}
+	return tol
+}
+
 // Bytes counts the bytes one run must move at least: every input read once, the output written once.
 func (k *Kernel) Bytes(c Case, dt DType) float64 {
 	n := k.OutLen(c.Shape)

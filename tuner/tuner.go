@@ -104,6 +104,9 @@ type Config struct {
 	// Progress, when set, is called after every candidate measurement, on
 	// the tuning goroutine; it must return quickly.
 	Progress func(Event)
+	// Where narrows the search space (tune --where MMA=1): candidates
+	// failing any of these are not valid in this run.
+	Where []search.Constraint
 }
 
 func (c Config) withDefaults() Config {
@@ -508,7 +511,8 @@ func (t *Tuner) Space(task Task) (*search.Space, error) {
 			})
 		}
 	}
-	sp.Constraints = append(sp.Constraints, info.Limits.Constraints(task.Kernel)...)
+	sp.Constraints = append(sp.Constraints, info.Limits.Constraints(task.Kernel, task.DType)...)
+	sp.Constraints = append(sp.Constraints, t.cfg.Where...)
 	return sp, nil
 }
 
@@ -600,7 +604,7 @@ func (r *run) verify(prog Program, cand search.Candidate) error {
 		if err != nil {
 			return fmt.Errorf("running on %s: %w", l.p.Case, err)
 		}
-		if err := l.p.Verify(out); err != nil {
+		if err := l.p.VerifyFor(out, cand); err != nil {
 			return err
 		}
 		checked++

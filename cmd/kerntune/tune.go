@@ -43,6 +43,7 @@ type tuneFlags struct {
 	trace       string
 	asJSON      bool
 	backendOpts backendOptions
+	where       []string
 }
 
 func newTuneCmd() *cobra.Command {
@@ -107,6 +108,7 @@ An interrupted run (Ctrl-C, SIGTERM) writes what it finished and exits 130
 	fl.BoolVar(&f.resume, "resume", false, "finish an interrupted run from its journal (--out plus .journal), reusing its measurements")
 	fl.StringVar(&f.trace, "trace", "", "append every measured candidate to this JSON-lines file (read by kerntune report)")
 	fl.BoolVar(&f.asJSON, "json", false, "print the tuned entries as JSON on stdout")
+	fl.StringArrayVar(&f.where, "where", nil, "search only candidates with this parameter value, e.g. MMA=1 (repeatable; all must hold)")
 	addBackendFlags(cmd, &f.backendOpts)
 	return cmd
 }
@@ -125,6 +127,10 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 	}
 	if _, err := search.New(f.strategy, []search.Candidate{{}}, search.Options{}); err != nil {
 		return usageErrorf("--strategy: %w", err)
+	}
+	where, err := whereConstraints(f.where)
+	if err != nil {
+		return err
 	}
 	specs, err := loadSpecs(f.specs)
 	if err != nil {
@@ -226,7 +232,7 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 		fmt.Fprintf(log, "%-10s %-22s "+format+"\n", append([]any{task.Kernel.Name, task.Key()}, args...)...)
 	}
 	s, err := tuner.OpenSession(b, tuner.SessionConfig{
-		Config: tuner.Config{Strategy: f.strategy, Seed: f.seed, Log: log, Verbose: f.verbose, MaxEvals: f.maxEvals, Progress: ui.event},
+		Config: tuner.Config{Strategy: f.strategy, Seed: f.seed, Log: log, Verbose: f.verbose, MaxEvals: f.maxEvals, Progress: ui.event, Where: where},
 		Out:    f.out, Force: f.force, Replace: f.replace, Resume: f.resume,
 		Budget: f.budget, Trace: f.trace, Generator: "kerntune " + version(),
 		Hooks: tuner.SessionHooks{

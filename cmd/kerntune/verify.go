@@ -116,6 +116,26 @@ by reason; the command fails if any candidate fails.`,
 	return cmd
 }
 
+// whereConstraints turns tune's --where NAME=VALUE flags into constraints
+// of the search space.
+func whereConstraints(ws []string) ([]search.Constraint, error) {
+	fs, err := parseWhere(ws)
+	if err != nil {
+		return nil, err
+	}
+	cs := make([]search.Constraint, len(fs))
+	for i, f := range fs {
+		w := ws[i]
+		cs[i] = search.Constraint{Name: "--where " + w, Check: func(c search.Candidate) error {
+			if !f(c) {
+				return fmt.Errorf("not %s (--where)", w)
+			}
+			return nil
+		}}
+	}
+	return cs, nil
+}
+
 // parseWhere turns --where NAME=VALUE flags into candidate filters.
 func parseWhere(ws []string) ([]func(search.Candidate) bool, error) {
 	var fs []func(search.Candidate) bool
