@@ -7,7 +7,7 @@ PKGS    := ./...
 # The commit, for kerntune version where Go records no VCS data itself.
 LDFLAGS := -X main.commit=$(shell git rev-parse HEAD 2>/dev/null)
 
-.PHONY: build tune test test-go test-python test-short test-arm64-abi check fuzz bench release clean gpu-binaries search-table
+.PHONY: build tune test test-go test-python test-short test-arm64-abi check check-generated fuzz bench release clean gpu-binaries search-table
 
 build:
 	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/kerntune
@@ -47,8 +47,9 @@ test-arm64-abi:
 		rc=$$?; cat ../../bin/metal-linux-arm64.log; [ $$rc -eq 0 ] || exit $$rc; \
 		grep -q -- '^--- PASS: TestTypedSendABI' ../../bin/metal-linux-arm64.log || { echo "TestTypedSendABI did not pass on linux/arm64"; exit 1; }
 
-# Formatting, vet, and cross-builds for the other platforms.
-check:
+# Formatting, vet, the generated CPU kernels up to date, and cross-builds
+# for the other platforms.
+check: check-generated
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet $(PKGS)
@@ -56,6 +57,11 @@ check:
 	GOOS=darwin GOARCH=amd64 CGO_ENABLED=0 $(GO) vet $(PKGS)
 	GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 $(GO) build -o /dev/null ./cmd/kerntune
 	GOOS=darwin GOARCH=amd64 CGO_ENABLED=0 $(GO) build -o /dev/null ./cmd/kerntune
+
+# Fails when tuner/cpu's generated kernels (kern_gemm_micro.go,
+# kern_*_kernels.go) differ from what tuner/cpu/kern_gen.go writes now.
+check-generated:
+	GO=$(GO) scripts/check-generated.sh
 
 fuzz:
 	$(GO) test ./params -run '^$$' -fuzz FuzzLoad -fuzztime 60s
@@ -73,10 +79,12 @@ release:
 clean:
 	rm -rf bin dist
 
-# Binaries for a GPU machine without Go: the CLI and the driver smoke test.
+# Binaries for a GPU machine without Go: the CLI, the driver smoke test and
+# the GEMM templates of scripts/gemm_xcheck.py.
 gpu-binaries:
 	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -o bin/kerntune ./cmd/kerntune
 	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) test -c -o bin/cudadrv.test ./internal/cudadrv
+	$(GO) run ./scripts/gemmsrc bin/gemm-src
 
 # The strategy table of docs/search.md, replayed on the Kernel Tuner caches
 # (KT_CACHES, default ../shared/testdata/kerneltuner).

@@ -7,16 +7,18 @@
 // # Adding a family
 //
 // Every layer keeps a family in a file of its own and finds it by name, so
-// a new family NAME adds files and two lines:
+// a new family NAME adds files, two lines and its twin in the Python loader:
 //
-//	params/family_NAME.go           name, dims, classes, parameter spaces; one line in params' builtins list
-//	kernels/NAME.go                 workload, odd shapes, operands, reference, flops, and when it has
-//	                                them its Options, Scalars and Fill (builtin, from init)
-//	kernels/gpu/NAME.go             the GPU body; one entry in the bodies map of bodies.go
-//	tuner/cpu/kern_NAME.go          the CPU kernel functions
-//	tuner/cpu/family_NAME.go        the CPU builder and a gonum baseline if there is one (families.Add)
-//	tuner/cuda/baseline_NAME.go     a cuBLAS baseline, if there is one (blasCalls.Add)
-//	tuner/metal/mps_NAME_darwin.go  an MPS baseline, if there is one (mpsEncoders.Add)
+//	params/family_NAME.go               name, dims, classes, parameter spaces; one line in params' builtins list
+//	kernels/NAME.go                     workload, odd shapes, operands, reference, flops, and when it has
+//	                                    them its Options, Scalars and Fill (builtin, from init)
+//	kernels/gpu/NAME.go                 the GPU body; one entry in the bodies map of bodies.go
+//	tuner/cpu/kern_NAME.go              the CPU kernel functions
+//	tuner/cpu/family_NAME.go            the CPU builder and a gonum baseline if there is one (families.Add)
+//	tuner/cuda/baseline_NAME.go         a cuBLAS baseline, if there is one (blasCalls.Add)
+//	tuner/metal/mps_NAME_darwin.go      an MPS baseline, if there is one (mpsEncoders.Add)
+//	python/kerntune_params/__init__.py  the family as params/family_NAME.go has it, in builtin_families
+//	                                    (params' TestPythonBuiltinFamilies holds the two equal)
 //
 // Its tests: a naive implementation with the mutations in the tuner's
 // mutation test (an entry in mutants), and rows in the table-driven tests
@@ -149,6 +151,25 @@ func (k *Kernel) Tolerance(dt DType) float64 {
 		return t
 	}
 	return dt.Tolerance()
+}
+
+// TF32Tolerance is the relative-norm error allowed to an f32 candidate that
+// multiplies on TF32 matrix units (parameter TF32=1). TF32 keeps 10 of
+// f32's 23 mantissa bits: rounding both inputs to nearest costs each
+// product a relative error of at most 2·2⁻¹¹ ≈ 9.8e-4, and about 4e-4 in
+// the norm for independent uniform inputs (measured norms are near 3e-4);
+// accumulation stays f32. 1e-3 sits above that and 100 times below the
+// error of a misplaced fragment element (order 1e-1).
+const TF32Tolerance = 1e-3
+
+// ToleranceFor is the tolerance of one candidate: Tolerance, except that a
+// candidate with TF32=1 in f32 gets TF32Tolerance (when that is looser).
+func (k *Kernel) ToleranceFor(dt DType, p map[string]int) float64 {
+	tol := k.Tolerance(dt)
+	if dt == F32 && p["TF32"] == 1 {
+		tol = max(tol, TF32Tolerance)
+	}
+	return tol
 }
 
 // Bytes counts the bytes one run must move at least: every input read once, the output written once.

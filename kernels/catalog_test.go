@@ -181,3 +181,44 @@ func TestBytesAndFlops(t *testing.T) {
 		t.Error("f64 accepted")
 	}
 }
+
+// A TF32=1 candidate in f32 is held to TF32Tolerance, every other to the
+// dtype's: an error between 1e-5 and 1e-3 passes the first only.
+func TestToleranceForTF32(t *testing.T) {
+	k, _ := Get("gemm_av")
+	tf32 := map[string]int{"MMA": 1, "TF32": 1}
+	for _, tt := range []struct {
+		dt   DType
+		p    map[string]int
+		want float64
+	}{
+		{F32, nil, 1e-5},
+		{F32, map[string]int{"MMA": 1, "TF32": 0}, 1e-5},
+		{F32, tf32, TF32Tolerance},
+		{F16, tf32, 1e-3},
+	} {
+		if got := k.ToleranceFor(tt.dt, tt.p); got != tt.want {
+			t.Errorf("%s %v: tolerance %g, want %g", tt.dt, tt.p, got, tt.want)
+		}
+	}
+	p, err := NewProblem(k, F32, Case{Shape: []int{37, 53, 29}}, rand.New(rand.NewPCG(1, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]float32, len(p.Reference()))
+	for i, v := range p.Reference() {
+		out[i] = float32(v * (1 + 3e-4)) // about the error TF32 rounding leaves
+	}
+	if err := p.VerifyFor(out, nil); err == nil || !strings.Contains(err.Error(), "f32 tolerance") {
+		t.Errorf("f32 candidate with a 3e-4 error: %v", err)
+	}
+	if err := p.VerifyFor(out, tf32); err != nil {
+		t.Errorf("TF32 candidate with a 3e-4 error rejected: %v", err)
+	}
+	for i := range out {
+		out[i] *= 1.01
+	}
+	if err := p.VerifyFor(out, tf32); err == nil || !strings.Contains(err.Error(), "f32 TF32 tolerance") {
+		t.Errorf("TF32 candidate with a 1e-2 error: %v", err)
+	}
+}

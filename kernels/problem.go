@@ -90,12 +90,22 @@ func (p *Problem) Reference() []float64 {
 
 // Verify compares an output against the reference with the dtype's tolerance.
 func (p *Problem) Verify(out []float32) error {
+	return p.VerifyFor(out, nil)
+}
+
+// VerifyFor compares the output of candidate params (nil: a baseline)
+// against the reference with the candidate's tolerance (Kernel.ToleranceFor).
+func (p *Problem) VerifyFor(out []float32, params map[string]int) error {
 	rel, bad := RelError(out, p.Reference())
 	if bad >= 0 {
 		return fmt.Errorf("output element %d of %d is not finite (unwritten or overflowed) on %s", bad, len(out), p.Case)
 	}
-	if tol := p.Kernel.Tolerance(p.DType); rel > tol || rel != rel {
-		return fmt.Errorf("relative error %.3g exceeds the %s tolerance %.0e on %s", rel, p.DType, tol, p.Case)
+	if tol := p.Kernel.ToleranceFor(p.DType, params); rel > tol || rel != rel {
+		what := string(p.DType)
+		if tol != p.Kernel.Tolerance(p.DType) {
+			what += " TF32"
+		}
+		return fmt.Errorf("relative error %.3g exceeds the %s tolerance %.0e on %s", rel, what, tol, p.Case)
 	}
 	return nil
 }

@@ -30,6 +30,7 @@ type confCase struct {
 	Name          string            `json:"name"`
 	File          json.RawMessage   `json:"file"`
 	FileText      *string           `json:"file_text"`
+	FileSize      int64             `json:"file_size"`
 	ParamsFromEnv bool              `json:"params_from_env"`
 	Options       confOptions       `json:"options"`
 	Specs         []string          `json:"specs"`
@@ -139,6 +140,12 @@ func runCase(t *testing.T, s *confSuite, c confCase) {
 		writeFile(t, path, c.File)
 	default:
 		path = filepath.Join(dir, "absent.json")
+	}
+	if c.FileSize > 0 {
+		// Zeros up to the size, without writing them (a sparse file).
+		if err := os.Truncate(path, c.FileSize); err != nil {
+			t.Fatal(err)
+		}
 	}
 	env := map[string]string{}
 	for k, v := range c.Env {

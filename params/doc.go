@@ -35,7 +35,9 @@
 //	}
 //
 // A missing file is not an error for Open (defaults and variables apply);
-// Load(path, opts) insists on the file and LoadBytes parses bytes. A Loader
+// Load(path, opts) insists on the file and LoadBytes parses bytes. A file
+// larger than MaxFileSize (64 MiB) is an error naming the file and the
+// limit; from a device or pipe at most that much is read. A Loader
 // is immutable and safe for concurrent use; Resolve reads the parameter
 // variables at every call (through Options.Lookup, os.LookupEnv by default)
 // and is cheap enough for hot paths (see BenchmarkResolve).

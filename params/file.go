@@ -6,11 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -179,7 +180,7 @@ func (e *PathError) Error() string {
 // ReadFile reads and parses a params file. A missing file returns an error
 // satisfying errors.Is(err, os.ErrNotExist).
 func ReadFile(path string) (*File, error) {
-	data, err := os.ReadFile(path)
+	data, err := readParams(path)
 	if err != nil {
 		return nil, err
 	}
@@ -577,14 +578,7 @@ func (w *walker) entry(path string, v any) *Entry {
 	return e
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
 
 // Merge returns existing (the bytes of a params file, or nil for none) with
 // update's devices merged in: for every device in update its scalar fields
@@ -781,13 +775,22 @@ func MergeIntoFile(path string, update *File, force bool) error {
 // runs under the lock, against the file's content at that moment, so a
 // decision cannot be undone by a concurrent writer.
 func MergeIntoFileKeep(path string, update *File, force bool, keep KeepFunc) error {
+	if err := CheckRegular(path); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err) // before a lock file appears next to a device
+	}
 	unlock, err := lockFile(path + LockSuffix)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	existing, err := os.ReadFile(path)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
+	existing, err := readParams(path)
+	var tooLarge *PathError // over MaxFileSize: it cannot be a params file
+	switch {
+	case errors.As(err, &tooLarge):
+		if !force {
+			return fmt.Errorf("%s: %w: %v", path, ErrUnparsable, err)
+		}
+	case err != nil && !errors.Is(err, os.ErrNotExist):
 		return fmt.Errorf("reading %s: %w", path, err)
 	}
 	if existing != nil {
@@ -807,7 +810,14 @@ func MergeIntoFileKeep(path string, update *File, force bool, keep KeepFunc) err
 
 // WriteFileAtomic writes data to path through a synced temporary file and a rename,
 // so readers see either the old or the new file, never a partial one.
+//
+// A path that exists and is not a regular file (a device such as
+// /dev/full, a pipe, a directory) is refused with an error wrapping
+// ErrNotRegular: the rename would replace it.
 func WriteFileAtomic(path string, data []byte) error {
+	if err := CheckRegular(path); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {

@@ -277,7 +277,7 @@ func Open(opts Options) (*Loader, error) {
 			path = DefaultFileName
 		}
 	}
-	data, err := os.ReadFile(path)
+	data, err := readParams(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		l, err := newLoader(nil, path, o)
 		if err == nil && explicit {
@@ -298,7 +298,7 @@ func Load(path string, opts Options) (*Loader, error) {
 	if err != nil {
 		return nil, err
 	}
-	data, err := os.ReadFile(path)
+	data, err := readParams(path)
 	if err != nil {
 		return nil, fmt.Errorf("params: %w", err)
 	}

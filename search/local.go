@@ -10,7 +10,7 @@ import (
 
 // This file holds the strategies that spend samples where they matter:
 // racing (random order, losers stopped early), iterated local search (ils),
-// simulated annealing (anneal) and default (ils from warm starts). They share
+// simulated annealing (anneal) and warm (ils from warm starts). They share
 // one evaluation engine: a proposer names the next candidate, the engine
 // races it against the incumbent and reports its cost back.
 

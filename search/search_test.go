@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -231,10 +232,35 @@ func TestMaxCandidatesAndSeed(t *testing.T) {
 func TestRaces(t *testing.T) {
 	for name, want := range map[string]bool{
 		"exhaustive": false, "random": false, "halving": false, "unknown": false,
-		"racing": true, "anneal": true, "ils": true, "default": true, "model": true, "bo": true,
+		"racing": true, "anneal": true, "ils": true, "warm": true, "default": true, "model": true, "bo": true,
 	} {
 		if got := Races(name); got != want {
 			t.Errorf("Races(%q) = %v, want %v", name, got, want)
 		}
+	}
+}
+
+// "default" is the earlier name of warm and still accepted; every other
+// name is its own canonical name.
+func TestCanonicalNames(t *testing.T) {
+	cands := testSpace().Enumerate()
+	for _, name := range append([]string{"default"}, Names...) {
+		st, err := New(name, cands, Options{Seed: 1})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		want := name
+		if name == "default" {
+			want = "warm"
+		}
+		if got := Canonical(name); got != want || st.Name() != want {
+			t.Errorf("%s: Canonical %q, Name %q; want %q", name, got, st.Name(), want)
+		}
+	}
+	if Canonical("magic") != "magic" {
+		t.Error("an unknown name must pass through for New to reject it")
+	}
+	if !slices.Contains(Names, DefaultStrategy) || slices.Contains(Names, "default") {
+		t.Errorf("Names %v must hold DefaultStrategy %q and not the alias", Names, DefaultStrategy)
 	}
 }

@@ -53,7 +53,7 @@ type Options struct {
 	// MaxSamples caps any candidate's total samples in halving.
 	MaxSamples int
 	// RaceFirst is the first batch of samples of a raced candidate (racing,
-	// ils, anneal, default); RaceMax caps its samples (a candidate not shown
+	// ils, anneal, warm); RaceMax caps its samples (a candidate not shown
 	// slower than the incumbent is sampled up to RaceMax, doubling).
 	RaceFirst int
 	RaceMax   int
@@ -84,7 +84,17 @@ func (o Options) withDefaults() Options {
 }
 
 // Names lists the strategies New knows.
-var Names = []string{"exhaustive", "random", "halving", "racing", "anneal", "ils", "default", "model", "bo"}
+var Names = []string{"exhaustive", "random", "halving", "racing", "anneal", "ils", "warm", "model", "bo"}
+
+// Canonical returns the name New gives the strategy called name: "default",
+// the earlier name of warm (it clashed with "the default parameters"), is
+// accepted for it.
+func Canonical(name string) string {
+	if name == "default" {
+		return "warm"
+	}
+	return name
+}
 
 // New creates a strategy over the given (valid) candidates.
 func New(name string, cands []Candidate, opts Options) (Strategy, error) {
@@ -93,21 +103,22 @@ func New(name string, cands []Candidate, opts Options) (Strategy, error) {
 		return nil, fmt.Errorf("no valid candidates to search")
 	}
 	b := newBook()
-	switch name {
+	switch name = Canonical(name); name {
 	case "exhaustive":
 		return &fixed{name: name, book: b, order: limit(cands, opts.MaxCandidates), samples: opts.Samples}, nil
 	case "random":
 		return &fixed{name: name, book: b, order: limit(keepShuffled(cands, opts), opts.MaxCandidates), samples: opts.Samples}, nil
 	case "halving":
-		return &halving{book: b, survivors: limit(keepShuffled(cands, opts), opts.MaxCandidates), opts: opts}, nil
+		order := keepShuffled(cands, opts)
+		return &halving{book: b, order: order, survivors: limit(order, opts.MaxCandidates), opts: opts}, nil
 	case "racing":
 		return newRaced(name, &randomOrder{order: keepShuffled(cands, opts)}, opts.raceDefaults()), nil
-	case "ils", "default":
-		// default is ils from the Keep candidates (the un-tuned default and
+	case "ils", "warm":
+		// warm is ils from the Keep candidates (the un-tuned default and
 		// warm starts from existing entries) without random starts, unless
 		// there is no warm start beyond the default.
 		n := localStarts(opts)
-		if name == "default" && opts.Keep > 1 {
+		if name == "warm" && opts.Keep > 1 {
 			n = 0
 		}
 		return newRaced(name, &ils{localState: newLocalState(cands, opts, n), perturbK: perturbK(opts)}, opts.raceDefaults()), nil
@@ -263,6 +274,7 @@ func (f *fixed) Best() (Candidate, []float64, bool) { return f.book.best(1) }
 // count grows by Eta each round until one candidate is left.
 type halving struct {
 	book      *book
+	order     []Candidate // every candidate, Keep first, the rest shuffled
 	survivors []Candidate
 	opts      Options
 	round     int
@@ -321,6 +333,21 @@ func (h *halving) Next() []Request {
 }
 
 func (h *halving) Tell(r Result) { h.book.tell(r) }
+
+// SizeTo sizes the first round: the largest count, shrinking by a fifth
+// from the whole pool, whose search (HalvingSamples, plus one sample per
+// candidate for building it) fits into samples, but at least 2 candidates.
+func (h *halving) SizeTo(evals int, samples float64) int {
+	n := len(h.order)
+	for n > 2 && float64(HalvingSamples(n, h.opts)+n) > samples {
+		n = n * 4 / 5
+	}
+	if evals > 0 && evals < n {
+		n = evals
+	}
+	h.survivors = limit(limit(h.order, n), h.opts.MaxCandidates)
+	return n
+}
 
 func (h *halving) Best() (Candidate, []float64, bool) {
 	if len(h.survivors) == 1 && h.done {

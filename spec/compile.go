@@ -1,11 +1,11 @@
 package spec
 
 import (
+	"errors"
 	"fmt"
-	"os"
+	"maps"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/kerntune/kerntune/kernels"
@@ -412,7 +412,12 @@ func (c *compiler) source(out *Compiled) {
 		if !filepath.IsAbs(path) {
 			path = filepath.Join(c.dir, name)
 		}
-		data, err := os.ReadFile(path)
+		data, err := params.ReadFileLimit(path, params.MaxFileSize)
+		var tl *params.TooLargeError
+		if errors.As(err, &tl) {
+			c.fail(field, "", "%s: %s", path, tl.Reason("a kernel source file"))
+			return ""
+		}
 		if err != nil {
 			c.fail(field, "", "%v", err)
 			return ""
@@ -788,11 +793,4 @@ func classRules(cs []Class) string {
 	return strings.Join(parts, "; ")
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }

@@ -21,10 +21,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/kerntune/kerntune/params"
 )
 
 // SchemaJSON is the JSON Schema (draft 2020-12) of a spec file.
@@ -297,7 +298,11 @@ var (
 
 // Load reads and compiles a spec file.
 func Load(path string) (*Compiled, error) {
-	data, err := os.ReadFile(path)
+	data, err := params.ReadFileLimit(path, params.MaxFileSize)
+	var tl *params.TooLargeError
+	if errors.As(err, &tl) {
+		return nil, &Error{File: path, Msg: tl.Reason("a spec file")}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("spec: %w", err)
 	}

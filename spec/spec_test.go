@@ -377,6 +377,28 @@ func TestBadSpecs(t *testing.T) {
 	}
 }
 
+// A spec or source file is read up to params.MaxFileSize: a device that
+// never ends (/dev/zero) is an error naming the file and the limit, not a
+// read that fills memory.
+func TestSpecFileLimit(t *testing.T) {
+	if _, err := os.Stat("/dev/zero"); err != nil {
+		t.Skip("no /dev/zero here")
+	}
+	_, err := Load("/dev/zero")
+	if err == nil || err.Error() != "/dev/zero: not a regular file, and it yields more than 64 MiB, the limit of a spec file" {
+		t.Errorf("Load(/dev/zero): %v", err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(base), &m); err != nil {
+		t.Fatal(err)
+	}
+	m["source"] = map[string]any{"body_file": "/dev/zero"}
+	data, _ := json.Marshal(m)
+	if _, err := Parse(data, "big.json"); err == nil || !strings.Contains(err.Error(), "source.body_file: /dev/zero: not a regular file, and it yields more than 64 MiB, the limit of a kernel source file") {
+		t.Errorf("body_file /dev/zero: %v", err)
+	}
+}
+
 func TestImportVariants(t *testing.T) {
 	data, err := os.ReadFile(examplePath("variants_enhanced.json"))
 	if err != nil {

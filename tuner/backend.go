@@ -49,8 +49,8 @@ type Limits struct {
 	GPU *gpu.Limits
 }
 
-// Constraints hold family k's candidates to the limits.
-func (l Limits) Constraints(k *kernels.Kernel) []search.Constraint {
+// Constraints hold family k's candidates in dt to the limits.
+func (l Limits) Constraints(k *kernels.Kernel, dt kernels.DType) []search.Constraint {
 	var cs []search.Constraint
 	if n := l.Threads; n > 0 {
 		cs = append(cs, search.Constraint{Name: fmt.Sprintf("THREADS ≤ %d", n), Check: func(c search.Candidate) error {
@@ -65,7 +65,7 @@ func (l Limits) Constraints(k *kernels.Kernel) []search.Constraint {
 		if err != nil {
 			return append(cs, search.Constraint{Name: "has a GPU body", Check: func(search.Candidate) error { return err }})
 		}
-		cs = append(cs, body.Constraints(*l.GPU)...)
+		cs = append(cs, body.Constraints(*l.GPU, dt)...)
 	}
 	return cs
 }

@@ -46,6 +46,10 @@ const (
 	RecordDone    = "done"    // the task's entry was written (or the task failed for good)
 	RecordAnchor  = "anchor"  // the drift guard timed the anchor (drift.go)
 	RecordDrift   = "drift"   // the drift guard found the anchor drifted and measured again
+	// RecordSession opens each run (and each resumed run) of a session:
+	// its wall-time budget (BudgetS) and the time the run spent before it
+	// (ElapsedS), so that a resumed run goes on with what is left.
+	RecordSession = "session"
 )
 
 // Record is one line of the journal: what a run learned, in order, so an
@@ -76,6 +80,12 @@ type Record struct {
 	MaxCandidates int    `json:"max_candidates,omitempty"`
 	FinalSamples  int    `json:"final_samples,omitempty"`
 	DataSeed      uint64 `json:"data_seed,omitempty"`
+	// Session records: the run's wall-time budget in seconds.
+	BudgetS float64 `json:"budget_s,omitempty"`
+	// ElapsedS is the session's wall time in seconds when the record was
+	// written, interrupted runs included (a session's journal stamps every
+	// record), so the last record tells how much of the budget was spent.
+	ElapsedS float64 `json:"elapsed_s,omitempty"`
 }
 
 // Journal receives every measurement as it is made and hands back those of

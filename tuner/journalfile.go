@@ -8,11 +8,18 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"time"
+
+	"github.com/kerntune/kerntune/params"
 )
 
 // JournalSuffix names the journal kept next to the params file:
 // hardware_params.json.journal.
 const JournalSuffix = ".journal"
+
+// MaxJournalSize is the largest journal a resumed run reads: 256 MiB, far
+// more than a run measures.
+const MaxJournalSize = 256 << 20
 
 // FileJournal is a Journal kept as a file of JSON lines, each appended and
 // fsynced before the tuner goes on, so a killed run loses at most the
@@ -24,6 +31,11 @@ type FileJournal struct {
 	old  []Record
 	done map[string]bool
 	err  error
+	// spent is the largest ElapsedS of the interrupted run's records;
+	// budget the BudgetS of its last session record (0: none recorded).
+	spent, budget time.Duration
+	// newline: write a line break before the first record.
+	newline bool
 }
 
 // OpenFileJournal opens the journal at path for appending. With resume it
@@ -32,7 +44,11 @@ type FileJournal struct {
 func OpenFileJournal(path string, resume bool) (*FileJournal, error) {
 	j := &FileJournal{path: path, done: map[string]bool{}}
 	if resume {
-		data, err := os.ReadFile(path)
+		data, err := params.ReadFileLimit(path, MaxJournalSize)
+		var tl *params.TooLargeError
+		if errors.As(err, &tl) {
+			return nil, fmt.Errorf("%s: %s", path, tl.Reason("a journal"))
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -52,6 +68,10 @@ func OpenFileJournal(path string, resume bool) (*FileJournal, error) {
 			if rec.Kind == RecordDone {
 				j.done[doneKey(rec.Device, rec.Kernel, rec.Entry)] = true
 			}
+			j.spent = max(j.spent, seconds(rec.ElapsedS))
+			if rec.Kind == RecordSession && rec.BudgetS > 0 {
+				j.budget = seconds(rec.BudgetS)
+			}
 		}
 	}
 	flags := os.O_WRONLY | os.O_CREATE | os.O_APPEND
@@ -62,18 +82,25 @@ func OpenFileJournal(path string, resume bool) (*FileJournal, error) {
 	if err != nil {
 		return nil, err
 	}
-	if resume && len(j.old) > 0 {
-		// A torn last line would glue onto the next record: start a fresh line.
-		if _, err := f.Write([]byte("\n")); err != nil {
-			f.Close()
-			return nil, err
-		}
-	}
+	// A torn last line would glue onto the next record: the first record
+	// starts a fresh line (not before, so that a refused resume leaves
+	// the journal as it was).
+	j.newline = resume && len(j.old) > 0
 	j.f = f
 	return j, nil
 }
 
 func doneKey(device, kernel, entry string) string { return device + "\x00" + kernel + "\x00" + entry }
+
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// Spent is the wall time the interrupted run (or runs) had spent when its
+// last record was written; 0 for a new journal or one without times.
+func (j *FileJournal) Spent() time.Duration { return j.spent }
+
+// Budget is the wall-time budget the interrupted run recorded; 0 when it
+// recorded none.
+func (j *FileJournal) Budget() time.Duration { return j.budget }
 
 // Path is the journal's file name.
 func (j *FileJournal) Path() string { return j.path }
@@ -89,6 +116,10 @@ func (j *FileJournal) Record(rec Record) {
 	line, err := json.Marshal(rec)
 	if err == nil {
 		w := bufio.NewWriter(j.f)
+		if j.newline {
+			w.WriteByte('\n')
+			j.newline = false
+		}
 		w.Write(line)
 		w.WriteByte('\n')
 		err = w.Flush()

@@ -68,6 +68,8 @@ func (t Task) Cost() float64 {
 
 // Config controls a tuning run.
 type Config struct {
+	// Strategy names the search strategy (search.Names; default
+	// search.DefaultStrategy); the alias "default" is recorded as "warm".
 	Strategy string
 	Seed     uint64
 	// Samples per candidate for fixed-sample strategies (exhaustive, random).
@@ -97,7 +99,7 @@ type Config struct {
 	MaxEvals int
 	// WarmStart are candidates measured right after the default, e.g. the
 	// entries of the same family for other classes or sibling devices; the
-	// default strategy climbs from them.
+	// warm strategy climbs from them.
 	WarmStart []map[string]int
 	// Progress, when set, is called after every candidate measurement, on
 	// the tuning goroutine; it must return quickly.
@@ -115,12 +117,16 @@ type Config struct {
 	// DriftCooldown is how long the drift guard idles after the anchor
 	// drifted before it times the anchor again; 0 does not wait.
 	DriftCooldown time.Duration
+	// Where narrows the search space (tune --where MMA=1): candidates
+	// failing any of these are not valid in this run.
+	Where []search.Constraint
 }
 
 func (c Config) withDefaults() Config {
 	if c.Strategy == "" {
-		c.Strategy = "halving"
+		c.Strategy = search.DefaultStrategy
 	}
+	c.Strategy = search.Canonical(c.Strategy)
 	if c.Samples <= 0 {
 		c.Samples = 10
 	}
@@ -279,30 +285,6 @@ func (t *Tuner) Run(ctx context.Context, task Task, budget time.Duration) (*Resu
 	def := search.Candidate(ps.Defaults())
 	defErr := space.Check(def)
 
-	// The default is measured first: it calibrates the budget and is the
-	// reference point of the entry.
-	perSample := 0.0
-	calStart := time.Now()
-	var anchor search.Candidate // what the drift guard re-times
-	if defErr == nil {
-		if s, err := r.measure(def, 3); err == nil {
-			perSample, anchor = stats.Median(s), def
-		}
-	}
-	if perSample == 0 {
-		// Default invalid here: calibrate on the first valid candidate.
-		for _, c := range valid[:min(len(valid), 5)] {
-			if s, err := r.measure(c, 3); err == nil {
-				perSample, anchor = stats.Median(s), c
-				break
-			}
-		}
-	}
-
-	calTime := time.Since(calStart)
-	setup := time.Since(start)
-	r.drift = newDriftGuard(r, anchor, budget)
-
 	// Programs in the final timing: the finalists, default, baseline, and
 	// the incumbent; the screen of screenFactor × Finalists candidates, a
 	// fifth of the samples each, costs about 0.6 × Finalists more.
@@ -310,79 +292,60 @@ func (t *Tuner) Run(ctx context.Context, task Task, budget time.Duration) (*Resu
 	if task.Incumbent != nil {
 		finalProgs++
 	}
-	finalSamples := t.cfg.FinalSamples
-	if perSample > 0 {
-		fit := int(budget.Seconds() / 5 / (finalProgs * perSample))
-		finalSamples = max(t.cfg.MinFinalSamples, min(finalSamples, fit))
+	// The search (search.Driver): the default first (it calibrates the
+	// budget and is the reference point of the entry; a tuned entry is never
+	// slower than no tuning), then the warm starts and the strategy.
+	perSample, finalSamples := 0.0, t.cfg.FinalSamples
+	var calibrated time.Duration // setup and the default's measurement, for Needed
+	d := search.Driver{
+		Strategy: t.cfg.Strategy,
+		Options:  search.Options{Seed: t.cfg.Seed, Samples: t.cfg.Samples},
+		Pool:     valid,
+		MaxEvals: t.cfg.MaxEvals,
+		Measure:  r.measure,
+		Budget: func(s float64) float64 {
+			calibrated = time.Since(start)
+			perSample = s
+			// The drift guard re-times what calibrated: the default, or
+			// the first candidate that could be measured.
+			r.drift = newDriftGuard(r, r.calibratedOn(def, defErr == nil, valid), budget)
+			if s > 0 {
+				fit := int(budget.Seconds() / 5 / (finalProgs * s))
+				finalSamples = max(t.cfg.MinFinalSamples, min(finalSamples, fit))
+			}
+			// What is left after the final timing (screen, finalists,
+			// default, baseline and the incumbent × finalSamples).
+			return time.Until(r.deadline).Seconds() - finalProgs*float64(finalSamples)*s
+		},
+		Plan: func(size int) int {
+			finalSamples, size = r.journalPlan(finalSamples, size)
+			r.reserve = time.Duration(perSample * finalProgs * float64(finalSamples) * float64(time.Second))
+			return size
+		},
+		Stop: func(req search.Request) string {
+			return r.stopReason(perSample * (float64(req.Samples) + finalProgs*float64(finalSamples)))
+		},
 	}
-	opts := search.Options{Seed: t.cfg.Seed, Samples: t.cfg.Samples}
-	if t.cfg.Strategy == "halving" && perSample > 0 {
-		// Size the first round so the whole halving fits the budget left after
-		// the final comparison (winner, default, baseline × finalSamples).
-		left := time.Until(r.deadline).Seconds() - finalProgs*float64(finalSamples)*perSample
-		n := len(valid)
-		for n > 2 && float64(search.HalvingSamples(n, opts)+n)*perSample > left {
-			n = n * 4 / 5
-		}
-		opts.MaxCandidates = n
-	}
-	finalSamples, opts.MaxCandidates = r.journalPlan(finalSamples, opts.MaxCandidates)
-	r.reserve = time.Duration(perSample * finalProgs * float64(finalSamples) * float64(time.Second))
-	// The default always competes: a tuned entry is never slower than no tuning.
-	pool := valid
 	if defErr == nil {
-		pool = append([]search.Candidate{def}, withoutKey(valid, def.Key())...)
-		opts.Keep = 1
+		d.Default = def
 	}
-	pool, opts.Keep = withWarmStart(space, pool, opts.Keep, t.cfg.WarmStart)
-	if t.cfg.MaxEvals > 0 && (opts.MaxCandidates == 0 || t.cfg.MaxEvals < opts.MaxCandidates) {
-		opts.MaxCandidates = t.cfg.MaxEvals
+	for _, w := range t.cfg.WarmStart {
+		d.Warm = append(d.Warm, search.Candidate(w))
 	}
-	strat, err := search.New(t.cfg.Strategy, pool, opts)
+	if pf, ok := t.b.(Prefetcher); ok {
+		d.Prefetch = func(fresh []search.Candidate) { pf.Prefetch(task.Kernel, task.DType, fresh) }
+	}
+	out, err := d.Run()
 	if err != nil {
 		return nil, err
 	}
-	// Samples already taken (default, calibration) count for the strategy too.
-	stopped := ""
-search:
-	for reqs := strat.Next(); reqs != nil; reqs = strat.Next() {
-		if pf, ok := t.b.(Prefetcher); ok {
-			var fresh []search.Candidate
-			for _, req := range reqs {
-				if r.cands[req.Candidate.Key()] == nil {
-					fresh = append(fresh, req.Candidate)
-				}
-			}
-			pf.Prefetch(task.Kernel, task.DType, fresh)
-		}
-		for _, req := range reqs {
-			if reason := r.stopReason(perSample * (float64(req.Samples) + finalProgs*float64(finalSamples))); reason != "" {
-				stopped = reason
-				break search
-			}
-			if t.cfg.MaxEvals > 0 && r.cands[req.Candidate.Key()] == nil && len(r.cands) >= t.cfg.MaxEvals {
-				stopped = "evaluation budget spent"
-				break search
-			}
-			s, err := r.measure(req.Candidate, req.Samples)
-			strat.Tell(search.Result{Candidate: req.Candidate, Samples: s, Err: err})
-		}
-	}
-
-	if stopped == "" && t.cfg.MaxEvals > 0 && len(r.cands) >= t.cfg.MaxEvals && len(r.cands) < len(valid) {
-		stopped = "evaluation budget spent" // the strategy itself stopped at MaxCandidates
-	}
 	// What was measured since the anchor's last check is checked too.
 	r.drift.final()
-	best, _, ok := strat.Best()
-	if !ok {
-		// The strategy measured nothing (stopped at once): fall back to the
-		// best candidate the calibration measured.
-		best, ok = r.bestMeasured()
-	}
+	best, stopped := out.Best, out.Stopped
+	ok := best != nil
 	// One more candidate costs about what the default did (build, verify,
 	// first samples) plus a batch of samples; then comes the final timing.
-	needed := setup + calTime + time.Duration(perSample*float64(t.cfg.Samples+int(finalProgs)*t.cfg.MinFinalSamples)*float64(time.Second))
+	needed := calibrated + time.Duration(perSample*float64(t.cfg.Samples+int(finalProgs)*t.cfg.MinFinalSamples)*float64(time.Second))
 	if !ok {
 		return &Result{Task: task, Trace: r.trace(), Stopped: stopped, DataSeed: r.dataSeed, Needed: needed},
 			fmt.Errorf("%s %s: every measured candidate failed (%s)", task.Kernel.Name, task.Key(), r.firstError())
@@ -412,6 +375,25 @@ search:
 	entry.Drift = r.drift.summary()
 	return &Result{Task: task, Entry: entry, Trace: r.trace(), Stopped: stopped, DataSeed: r.dataSeed,
 		Retiming: fin.retime, Needed: needed, Finalists: fin.finalistsOf()}, nil
+}
+
+// calibratedOn is the candidate the search driver calibrated on (the
+// default, else the first of the pool's first five measured without error),
+// or nil when none was.
+func (r *run) calibratedOn(def search.Candidate, defOK bool, pool []search.Candidate) search.Candidate {
+	ok := func(c search.Candidate) bool {
+		cd := r.cands[c.Key()]
+		return cd != nil && cd.err == nil && len(cd.samples) > 0
+	}
+	if defOK && ok(def) {
+		return def
+	}
+	for _, c := range pool[:min(len(pool), 5)] {
+		if ok(c) {
+			return c
+		}
+	}
+	return nil
 }
 
 // incumbent prepares the final timing of the incumbent: it returns the
@@ -506,41 +488,9 @@ func (t *Tuner) Space(task Task) (*search.Space, error) {
 			})
 		}
 	}
-	sp.Constraints = append(sp.Constraints, info.Limits.Constraints(task.Kernel)...)
+	sp.Constraints = append(sp.Constraints, info.Limits.Constraints(task.Kernel, task.DType)...)
+	sp.Constraints = append(sp.Constraints, t.cfg.Where...)
 	return sp, nil
-}
-
-// withWarmStart puts the valid warm-start candidates after the first keep
-// candidates of pool and keeps them too.
-func withWarmStart(space *search.Space, pool []search.Candidate, keep int, warm []map[string]int) ([]search.Candidate, int) {
-	if len(warm) == 0 {
-		return pool, keep
-	}
-	head := append([]search.Candidate(nil), pool[:keep]...)
-	rest := pool[keep:]
-	for _, w := range warm {
-		c := search.Candidate(w)
-		dup := false
-		for _, h := range head {
-			dup = dup || h.Key() == c.Key()
-		}
-		if dup || space.Check(c) != nil {
-			continue
-		}
-		head = append(head, c)
-		rest = withoutKey(rest, c.Key())
-	}
-	return append(head, rest...), len(head)
-}
-
-func withoutKey(cs []search.Candidate, key string) []search.Candidate {
-	out := make([]search.Candidate, 0, len(cs))
-	for _, c := range cs {
-		if c.Key() != key {
-			out = append(out, c)
-		}
-	}
-	return out
 }
 
 func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
@@ -631,7 +581,7 @@ func (r *run) verify(prog Program, cand search.Candidate) error {
 		if err != nil {
 			return fmt.Errorf("running on %s: %w", l.p.Case, err)
 		}
-		if err := l.p.Verify(out); err != nil {
+		if err := l.p.VerifyFor(out, cand); err != nil {
 			return err
 		}
 		checked++
@@ -808,20 +758,4 @@ func (r *run) firstError() string {
 		parts = append(parts[:4], fmt.Sprintf("and %d more reasons", len(parts)-4))
 	}
 	return strings.Join(parts, "; ")
-}
-
-func (r *run) bestMeasured() (search.Candidate, bool) {
-	bestKey, bestMed := "", math.Inf(1)
-	for key, c := range r.cands {
-		if c.err == nil && len(c.samples) > 0 {
-			if m := stats.Median(c.samples); m < bestMed || (m == bestMed && key < bestKey) {
-				bestKey, bestMed = key, m
-			}
-		}
-	}
-	if bestKey == "" {
-		return nil, false
-	}
-	c, err := search.ParseKey(bestKey)
-	return c, err == nil
 }

@@ -235,3 +235,46 @@ func TestProgressEventsFollowMeasurements(t *testing.T) {
 		t.Errorf("last event %+v; entry candidates %+v", last, res.Entry.Candidates)
 	}
 }
+
+// Config.Where narrows the space: only candidates it admits are valid and
+// measured, and the entry counts the narrowed space.
+func TestWhereNarrowsSpace(t *testing.T) {
+	fb := &fakeBackend{rng: rand.New(rand.NewPCG(1, 2)), threadsCap: 4}
+	where := search.Constraint{Name: "--where ROWS=2", Check: func(c search.Candidate) error {
+		if c["ROWS"] != 2 {
+			return errors.New("not ROWS=2")
+		}
+		return nil
+	}}
+	tu := New(fb, Config{Strategy: "exhaustive", Seed: 3, FinalSamples: 5, Warmup: time.Microsecond, Where: []search.Constraint{where}})
+	res, err := tu.Run(context.Background(), gemvTask(t), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Entry.Candidates.Valid; got != 7*4*3 {
+		t.Errorf("valid = %d, want %d (one ROWS value of three)", got, 7*4*3)
+	}
+	for _, m := range res.Trace {
+		if c, _ := search.ParseKey(m.Key); c["ROWS"] != 2 {
+			t.Errorf("%s measured although --where excludes it", m.Key)
+		}
+	}
+	if res.Entry.Params["ROWS"] != 2 {
+		t.Errorf("winner %v", res.Entry.Params)
+	}
+}
+
+// The entry records the strategy by its canonical name: the default one
+// when none is configured, warm for its alias "default".
+func TestRunRecordsCanonicalStrategy(t *testing.T) {
+	for _, tc := range []struct{ strategy, want string }{{"", search.DefaultStrategy}, {"default", "warm"}, {"ils", "ils"}} {
+		fb := &fakeBackend{rng: rand.New(rand.NewPCG(1, 2)), threadsCap: 4}
+		res, err := New(fb, Config{Strategy: tc.strategy, Seed: 1, FinalSamples: 5, MaxEvals: 4, Warmup: time.Microsecond}).Run(context.Background(), gemvTask(t), time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Entry.Strategy != tc.want || res.Entry.Evaluations != 4 || res.Entry.Stopped != "evaluation budget spent" {
+			t.Errorf("strategy %q: entry records %q, %d evaluations, stopped %q; want %q, 4, evaluation budget spent", tc.strategy, res.Entry.Strategy, res.Entry.Evaluations, res.Entry.Stopped, tc.want)
+		}
+	}
+}

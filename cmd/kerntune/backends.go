@@ -1,12 +1,15 @@
 package main
 
 import (
+	"errors"
+	"fmt"
+	"io"
+
 	"github.com/spf13/cobra"
 
-	"github.com/kerntune/kerntune/params"
 	"github.com/kerntune/kerntune/tuner"
 	_ "github.com/kerntune/kerntune/tuner/cpu" // the backends register themselves with the tuner when imported
-	_ "github.com/kerntune/kerntune/tuner/cuda"
+	"github.com/kerntune/kerntune/tuner/cuda"
 	"github.com/kerntune/kerntune/tuner/metal"
 	_ "github.com/kerntune/kerntune/tuner/opencl"
 )
@@ -15,48 +18,88 @@ import (
 // (tune, verify, bench and the worker process take them).
 type backendOptions struct {
 	metalFastMath bool // --metal-fast-math
+	allowTF32     bool // --allow-tf32
 }
 
 func addBackendFlags(cmd *cobra.Command, o *backendOptions) {
 	cmd.Flags().BoolVar(&o.metalFastMath, "metal-fast-math", false,
 		"metal: compile kernels with fast math (MTLCompileOptions.fastMathEnabled); off by default; tuned entries record it as fast_math")
+	cmd.Flags().BoolVar(&o.allowTF32, "allow-tf32", false,
+		"cuda: admit GEMM candidates with TF32=1 (f32 on the matrix units, inputs rounded to 10-bit mantissas; verified to 1e-3 instead of 1e-5); off by default")
 }
 
 // args are the flags that give a worker process the same options.
 func (o backendOptions) args() []string {
+	var a []string
 	if o.metalFastMath {
-		return []string{"--metal-fast-math"}
+		a = append(a, "--metal-fast-math")
 	}
-	return nil
+	if o.allowTF32 {
+		a = append(a, "--allow-tf32")
+	}
+	return a
 }
 
 // openBackend opens the named backend with the options that apply to it.
 func openBackend(name string, o backendOptions) (tuner.Backend, error) {
-	if name == "metal" {
+	switch name {
+	case "metal":
 		return metal.OpenWith(metal.Options{FastMath: o.metalFastMath})
+	case "cuda":
+		b, err := cuda.OpenWith(0, cuda.Options{AllowTF32: o.allowTF32})
+		if err != nil {
+			return nil, err
+		}
+		return b, nil
 	}
 	return tuner.Open(name)
 }
 
 // checkBackendOptions refuses options that the opened backend does not take.
 func checkBackendOptions(b tuner.Backend, o backendOptions) error {
-	if name := b.Info().Backend; o.metalFastMath && name != "metal" {
+	name := b.Info().Backend
+	if o.metalFastMath && name != "metal" {
 		return usageErrorf("--metal-fast-math applies to the metal backend only; this run uses %s (name --backend metal on a Mac)", name)
+	}
+	if o.allowTF32 && name != "cuda" {
+		return usageErrorf("--allow-tf32 applies to the cuda backend only; this run uses %s (Apple GPUs have no TF32 mode)", name)
 	}
 	return nil
 }
 
-// recordBackendOptions writes into a tuned entry the backend options its
-// numbers depend on: for Metal, whether the kernels were compiled with
-// fast math (the backend's fact fast_math, 0 or 1), as "fast_math".
-func recordBackendOptions(info tuner.DeviceInfo, e *params.Entry) {
-	if e == nil || info.Backend != "metal" {
-		return
+// pickBackend resolves "auto" (tuner.AutoOrder: metal on macOS, else cuda
+// where it opens, else cpu); it refuses options the backend it opened does
+// not take. Why auto passed over a backend this machine lacks (no GPU, no
+// driver) is logged only when verbose (kerntune devices says it too); a
+// backend that is present but failed to open is always logged.
+func pickBackend(name string, log io.Writer, verbose bool, o backendOptions) (tuner.Backend, error) {
+	b, err := openPicked(name, log, verbose, o)
+	if err != nil {
+		return nil, err
 	}
-	v, ok := info.Facts["fast_math"]
-	if !ok {
-		return
+	if err := checkBackendOptions(b, o); err != nil {
+		b.Close()
+		return nil, err
 	}
-	fast := v == 1
-	e.FastMath = &fast
+	return b, nil
+}
+
+func openPicked(name string, log io.Writer, verbose bool, o backendOptions) (tuner.Backend, error) {
+	if name != "auto" {
+		b, err := openBackend(name, o)
+		if err != nil {
+			return nil, usageError{fmt.Errorf("--backend %s: %w", name, err)}
+		}
+		return b, nil
+	}
+	for _, n := range tuner.AutoOrder("") {
+		b, err := openBackend(n, o)
+		if err == nil {
+			return b, nil
+		}
+		if verbose || !errors.Is(err, tuner.ErrUnavailable) {
+			fmt.Fprintf(log, "backend %s not used: %v\n", n, err)
+		}
+	}
+	return nil, usageErrorf("no backend could be opened")
 }

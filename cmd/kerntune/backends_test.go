@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -72,7 +73,7 @@ func TestFastMathRecordedInEntry(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e := &params.Entry{Params: map[string]int{"TG": 128}, MedianUS: 10, Shapes: [][]int{{1, 896, 896}}}
-			recordBackendOptions(c.info, e)
+			tuner.RecordBackendOptions(c.info, e)
 			if (e.FastMath == nil) != (c.want == nil) || (e.FastMath != nil && *e.FastMath != *c.want) {
 				t.Fatalf("FastMath = %v, want %v", e.FastMath, c.want)
 			}
@@ -84,7 +85,7 @@ func TestFastMathRecordedInEntry(t *testing.T) {
 			info.Key, info.Name, info.Family = info.Backend+":test", "Test GPU", "test"
 			path := filepath.Join(t.TempDir(), "hardware_params.json")
 			res := &tuner.Result{Task: tuner.Task{Kernel: k, DType: kernels.F16, Cases: []kernels.Case{{Shape: []int{1, 896, 896}}}}, Entry: e}
-			if _, err := writeResult(path, false, false, info, res); err != nil {
+			if _, err := tuner.WriteResult(path, false, false, info, "kerntune test", res); err != nil {
 				t.Fatal(err)
 			}
 			raw, err := os.ReadFile(path)
@@ -118,5 +119,97 @@ func TestFastMathRecordedInEntry(t *testing.T) {
 				t.Errorf("read back %+v", got)
 			}
 		})
+	}
+}
+
+// --allow-tf32 configures the cuda backend only, reaches the worker, and
+// every command that opens a backend takes it.
+func TestAllowTF32Flag(t *testing.T) {
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"tune", "--backend", "cpu", "--allow-tf32", "--kernel", "softmax", "--shape", "2x3", "--budget", "1s", "--out", filepath.Join(dir, "p.json")},
+		{"verify", "--backend", "cpu", "--allow-tf32", "--kernel", "softmax", "--sample", "1000"},
+	} {
+		code, log := runCLI(t, args...)
+		if code != exitUsage || !strings.Contains(log, "--allow-tf32 applies to the cuda backend only; this run uses cpu") {
+			t.Errorf("%s: exit %d, output:\n%s", args[0], code, log)
+		}
+	}
+	if got := (backendOptions{allowTF32: true, metalFastMath: true}).args(); !slices.Equal(got, []string{"--metal-fast-math", "--allow-tf32"}) {
+		t.Errorf("args() = %q", got)
+	}
+	for _, mk := range []func() *cobra.Command{newTuneCmd, newVerifyCmd, newBenchCmd, newWorkerCmd} {
+		if c := mk(); c.Flags().Lookup("allow-tf32") == nil {
+			t.Errorf("%s does not take --allow-tf32", c.Name())
+		}
+	}
+}
+
+// tune --where narrows the search (the entry's valid count shrinks) and
+// refuses a malformed filter naming the flag.
+func TestTuneWhere(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "p.json")
+	code, log := runCLI(t, "tune", "--backend", "cpu", "--kernel", "softmax", "--shape", "4x64", "--budget", "4e", "--where", "THREADS=1", "--out", out, "-q")
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, log)
+	}
+	f, err := params.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, dev := range f.Devices {
+		for _, e := range dev.Kernels["softmax"] {
+			n++
+			// The cpu space of softmax is ROWS(6)·UNROLL(4)·THREADS(7); THREADS=1 leaves 24.
+			if e.Params["THREADS"] != 1 || e.Candidates.Valid > 24 {
+				t.Errorf("winner %v of %d valid: --where THREADS=1 not applied", e.Params, e.Candidates.Valid)
+			}
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d softmax entries written, want 1", n)
+	}
+	if code, log := runCLI(t, "tune", "--backend", "cpu", "--kernel", "softmax", "--shape", "4x64", "--where", "THREADS", "--out", out); code != exitUsage || !strings.Contains(log, `--where "THREADS": want NAME=INTEGER`) {
+		t.Errorf("malformed --where: exit %d:\n%s", code, log)
+	}
+}
+
+// auto says why it passed over a backend this machine lacks (no CUDA
+// device: a long driver message) only with -v; kerntune devices says it
+// always.
+func TestAutoSkipsQuietly(t *testing.T) {
+	var missing []string
+	for _, n := range tuner.AutoOrder("") {
+		b, err := tuner.Open(n)
+		if err == nil {
+			b.Close()
+			break // auto stops here
+		}
+		if errors.Is(err, tuner.ErrUnavailable) {
+			missing = append(missing, n)
+		}
+	}
+	if len(missing) == 0 {
+		t.Skip("auto's first backend opens here: nothing is passed over")
+	}
+	for _, verbose := range []bool{false, true} {
+		var log strings.Builder
+		b, err := pickBackend("auto", &log, verbose, backendOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Close()
+		for _, n := range missing {
+			said := strings.Contains(log.String(), "backend "+n+" not used: ")
+			if said != verbose {
+				t.Errorf("verbose %v: log %q; want the line about %s only with -v", verbose, log.String(), n)
+			}
+		}
+	}
+	code, out := runCLI(t, "devices")
+	if code != 0 || !strings.Contains(out, missing[0]) {
+		t.Errorf("devices (exit %d) does not say why %s is not used:\n%s", code, missing[0], out)
 	}
 }

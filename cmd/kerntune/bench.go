@@ -12,7 +12,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/params"
 	"github.com/kerntune/kerntune/search"
 	"github.com/kerntune/kerntune/tuner"
@@ -60,43 +59,32 @@ verifies them, and times them and the baseline (cuBLAS, gonum) interleaved on
 the default workload or the --shape list. The ratio is tuned/baseline time.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			dt, err := kernels.ParseDType(dtype)
+			dts, err := parseDTypes(dtype)
 			if err != nil {
-				return usageErrorf("--dtype: %v", err)
+				return err
 			}
+			dt := dts[0]
 			if samples < 1 {
 				return usageErrorf("--samples must be at least 1")
 			}
-			ks := kernels.All()
-			if len(kernelNames) > 0 {
-				ks = nil
-				for _, n := range kernelNames {
-					k, err := kernels.Get(n)
-					if err != nil {
-						return usageErrorf("--kernel: %v", err)
-					}
-					ks = append(ks, k)
-				}
+			ks, err := parseKernels(kernelNames)
+			if err != nil {
+				return err
 			}
-			if len(shapes) > 0 && len(ks) != 1 {
-				return usageErrorf("--shape needs exactly one --kernel")
+			custom, err := parseShapes(ks, shapes)
+			if err != nil {
+				return err
 			}
-			var custom []kernels.Case
-			for _, s := range shapes {
-				shape, err := params.ParseShape(s)
-				if err != nil {
-					return usageErrorf("--shape: %v", err)
+			if jsonOut != "" {
+				if err := checkOutputFile("--json-out", jsonOut); err != nil {
+					return err
 				}
-				if _, err := ks[0].Classify(shape); err != nil {
-					return usageErrorf("--shape %s: %v", s, err)
-				}
-				custom = append(custom, kernels.Case{Shape: shape})
 			}
 			log := cmd.ErrOrStderr()
 			if quiet {
 				log = io.Discard
 			}
-			b, err := pickBackend(backend, log, backendOpts)
+			b, err := pickBackend(backend, log, false, backendOpts)
 			if err != nil {
 				return err
 			}
@@ -152,14 +140,12 @@ the default workload or the --shape list. The ratio is tuned/baseline time.`,
 				if err != nil {
 					return err
 				}
-				if err := params.WriteFileAtomic(jsonOut, append(data, '\n')); err != nil {
+				if err := writeOutput("--json-out", jsonOut, append(data, '\n')); err != nil {
 					return err
 				}
 			}
 			if asJSON {
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(doc)
+				return printJSON(out, doc)
 			}
 			fmt.Fprintf(out, "device %s (%s)\n", info.Key, info.Backend)
 			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
@@ -191,7 +177,7 @@ the default workload or the --shape list. The ratio is tuned/baseline time.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&backend, "backend", "auto", "backend: auto, "+strings.Join(tuner.Backends(), ", "))
+	addBackendFlag(cmd, &backend, "")
 	fl.StringArrayVar(&kernelNames, "kernel", nil, "kernel family (repeatable; default all)")
 	fl.StringVar(&dtype, "dtype", "f32", "element type: f32 or f16")
 	fl.StringArrayVar(&shapes, "shape", nil, "shape to time (repeatable; needs one --kernel); default the workload")

@@ -1,14 +1,9 @@
 package main
 
 import (
-	"os"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/kerntune/kerntune/params"
-	"github.com/kerntune/kerntune/tuner"
 )
 
 // budgetHelp documents --budget for tune's help and errors.
@@ -55,51 +50,4 @@ func parseBudget(s string) (time.Duration, int, error) {
 		wall = noWallLimit
 	}
 	return wall, evals, nil
-}
-
-// warmStartFor collects, from the existing params file, the parameters
-// recorded for the task's family on this device (other classes or shapes)
-// and on other devices of the same backend: starting points for the
-// default strategy. A missing or unreadable file gives none.
-func warmStartFor(path string, info tuner.DeviceInfo, task tuner.Task) []map[string]int {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil
-	}
-	f, err := params.Parse(data)
-	if err != nil {
-		return nil
-	}
-	var own, siblings []map[string]int
-	for _, key := range sortedKeys(f.Devices) {
-		dev := f.Devices[key]
-		if dev == nil || dev.Backend != info.Backend {
-			continue
-		}
-		entries := dev.Kernels[task.Kernel.Name]
-		for _, entryKey := range sortedKeys(entries) {
-			if e := entries[entryKey]; e == nil || len(e.Params) == 0 {
-				continue
-			}
-			e := entries[entryKey]
-			switch {
-			case key == info.Key && entryKey == task.Key():
-				own = append([]map[string]int{e.Params}, own...) // the previous result first
-			case key == info.Key:
-				own = append(own, e.Params)
-			default:
-				siblings = append(siblings, e.Params)
-			}
-		}
-	}
-	return append(own, siblings...)
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

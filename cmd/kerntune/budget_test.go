@@ -55,7 +55,7 @@ func TestParseBudget(t *testing.T) {
 	}
 }
 
-// Tuning with an evaluation budget stops there and records it; the default
+// Tuning with an evaluation budget stops there and records it; the warm
 // strategy then starts from the entry just written (--replace: each run's
 // entry is written, whatever the keep rule would choose).
 func TestTuneEvaluationBudgetCPU(t *testing.T) {
@@ -63,7 +63,7 @@ func TestTuneEvaluationBudgetCPU(t *testing.T) {
 		t.Skip("tunes on the CPU for a few seconds")
 	}
 	out := filepath.Join(t.TempDir(), "hardware_params.json")
-	for _, strategy := range []string{"ils", "racing", "anneal", "default"} {
+	for _, strategy := range []string{"ils", "racing", "anneal", "warm"} {
 		code, log := runCLI(t, "tune", "--backend", "cpu", "--kernel", "softmax", "--shape", "64x500", "--budget", "20s,6e", "--strategy", strategy, "--replace", "--out", out)
 		if code != 0 {
 			t.Fatalf("%s: tune exited %d:\n%s", strategy, code, log)

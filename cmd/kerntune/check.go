@@ -29,10 +29,10 @@ func loadSpecs(paths []string) ([]*spec.Compiled, error) {
 	for _, p := range paths {
 		c, err := spec.Load(p)
 		if err != nil {
-			return nil, usageErrorf("--spec: %v", err)
+			return nil, usageErrorf("--spec: %w", err)
 		}
 		if err := c.Register(); err != nil {
-			return nil, usageErrorf("--spec: %v", err)
+			return nil, usageErrorf("--spec: %w", err)
 		}
 		out = append(out, c)
 	}
@@ -57,9 +57,10 @@ func newCheckCmd() *cobra.Command {
 		backend string
 		dtypes  []string
 		sample  int
+		asJSON  bool
 	)
 	cmd := &cobra.Command{
-		Use:   "check --spec FILE [--backend auto|cuda|metal|none] [--sample N]",
+		Use:   "check --spec FILE [--backend auto|cuda|metal|opencl|none] [--sample N]",
 		Short: "Validate a kernel spec, enumerate its space, generate its sources and verify a sample on the GPU",
 		Long: `check loads each spec file (every error names the file, the JSON field and the
 expression), enumerates the parameter space per shape class, generates the
@@ -86,31 +87,44 @@ check does the static checks only and says so.`,
 			if sample < 0 {
 				return usageErrorf("--sample must be at least 0 (0: about 32 candidates per dtype)")
 			}
-			var dts []kernels.DType
-			for _, d := range dtypes {
-				dt, err := kernels.ParseDType(d)
-				if err != nil {
-					return usageErrorf("--dtype: %v", err)
-				}
-				dts = append(dts, dt)
+			dts, err := parseDTypes(dtypes...)
+			if err != nil {
+				return err
 			}
 			cs, err := loadSpecs(specs)
 			if err != nil {
 				return err
 			}
 			out, log := cmd.OutOrStdout(), cmd.ErrOrStderr()
+			text := out // the human-readable lines; with --json, JSON alone goes to stdout
+			if asJSON {
+				text = io.Discard
+			}
+			res := checkJSON{Specs: []*specCheck{}, Reports: []checkReport{}}
+			done := func(err error) error {
+				if asJSON {
+					if perr := printJSON(out, res); perr != nil && err == nil {
+						return perr
+					}
+				}
+				return err
+			}
 			for _, c := range cs {
-				if err := staticCheck(cmd.Context(), out, c); err != nil {
+				sc, err := staticCheck(cmd.Context(), c)
+				if err != nil {
 					return err
 				}
+				sc.print(text)
+				res.Specs = append(res.Specs, sc)
 			}
 			if backend == "none" {
-				return nil
+				res.DeviceCheck = "not run (--backend none)"
+				return done(nil)
 			}
 			if backend != "auto" {
 				for _, c := range cs {
-					if s := backendSpace(backend); s != "" && s != tuner.SpaceGPU && c.Body.MLX == nil {
-						continue // openGPUBackend says why no spec kernel runs there
+					if s := backendSpace(backend); s == "" || (s != tuner.SpaceGPU && c.Body.MLX == nil) {
+						continue // openGPUBackend says why no spec kernel runs there (or that the name is unknown)
 					}
 					if err := specRunsOn(c, backend); err != nil {
 						return usageError{fmt.Errorf("--backend %s: %w", backend, err)}
@@ -122,18 +136,21 @@ check does the static checks only and says so.`,
 				return err
 			}
 			if b == nil {
-				fmt.Fprintln(out, "device check skipped: no GPU backend could be opened (spec kernels are GPU code; the cpu backend cannot run them)")
-				return nil
+				res.DeviceCheck = "skipped: no GPU backend could be opened (spec kernels are GPU code; the cpu backend cannot run them; --backend opencl runs them where an OpenCL device is, PoCL on a CPU included)"
+				fmt.Fprintln(text, "device check "+res.DeviceCheck)
+				return done(nil)
 			}
 			defer b.Close()
 			info := b.Info()
+			res.Device, res.DeviceCheck = info.Key, "run"
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
 			defer stop()
 			tu := tuner.New(b, tuner.Config{})
 			failed := 0
 			for _, c := range cs {
 				if err := specRunsOn(c, info.Backend); err != nil {
-					fmt.Fprintf(out, "device check of %s skipped: %v\n", c.Kernel.Name, err)
+					fmt.Fprintf(text, "device check of %s skipped: %v\n", c.Kernel.Name, err)
+					res.Skipped = append(res.Skipped, checkSkip{Kernel: c.Kernel.Name, File: c.File, Reason: err.Error()})
 					continue
 				}
 				use := dts
@@ -150,22 +167,24 @@ check does the static checks only and says so.`,
 					}
 					rep, err := tu.VerifyAll(ctx, c.Kernel, dt, n)
 					if err != nil {
-						return fmt.Errorf("%s on %s: %w", c.File, info.Key, err)
+						return done(fmt.Errorf("%s on %s: %w", c.File, info.Key, err))
 					}
-					fmt.Fprintf(out, "%s %s on %s: %d valid on the device, %d checked (every %d), %d passed, %.1fs\n",
+					fmt.Fprintf(text, "%s %s on %s: %d valid on the device, %d checked (every %d), %d passed, %.1fs\n",
 						c.Kernel.Name, dt, info.Key, rep.Valid, rep.Checked, n, rep.Passed, rep.Elapsed.Seconds())
 					for _, r := range rep.Reasons() {
-						fmt.Fprintf(out, "  %4d× %s (e.g. %s)\n", rep.Failed[r], r, rep.Example[r])
+						fmt.Fprintf(text, "  %4d× %s (e.g. %s)\n", rep.Failed[r], r, rep.Example[r])
 					}
+					res.Reports = append(res.Reports, checkReport{File: c.File, Every: n,
+						verifyJSON: verifyJSON{c.Kernel.Name, string(dt), rep.Valid, rep.Checked, rep.Passed, rep.Failed, rep.Example, rep.Elapsed.Seconds()}})
 					if rep.Checked == 0 || rep.Passed < rep.Checked {
 						failed++
 					}
 				}
 			}
 			if failed > 0 {
-				return fmt.Errorf("check: %d kernel/dtype pairs had candidates that failed or none checked", failed)
+				return done(fmt.Errorf("check: %d kernel/dtype pairs had candidates that failed or none checked", failed))
 			}
-			return nil
+			return done(nil)
 		},
 	}
 	f := cmd.Flags()
@@ -173,6 +192,7 @@ check does the static checks only and says so.`,
 	f.StringVar(&backend, "backend", "auto", "GPU backend for the device check: auto, none, "+strings.Join(tuner.Backends(), ", "))
 	f.StringArrayVar(&dtypes, "dtype", nil, "element type to verify (repeatable; default: the spec's dtypes)")
 	f.IntVar(&sample, "sample", 0, "verify every N-th valid candidate (0: about 32 per dtype; 1: all)")
+	f.BoolVar(&asJSON, "json", false, "print the checks as JSON on stdout")
 	return cmd
 }
 
@@ -191,7 +211,7 @@ func supports(c *spec.Compiled, dt kernels.DType) bool {
 func openGPUBackend(name string, log io.Writer) (tuner.Backend, error) {
 	if name != "auto" {
 		if t, err := tuner.TraitsOf(name); err == nil && t.Space != tuner.SpaceGPU {
-			return nil, usageErrorf("--backend %s: spec kernels are GPU code (a body in the GPU dialect, or .cu/.metal/.cl files) and the %s backend cannot run them; use cuda, metal, or none", name, name)
+			return nil, usageErrorf("--backend %s: spec kernels are GPU code (a body in the GPU dialect, or .cu/.metal/.cl files) and the %s backend cannot run them; use cuda, metal, opencl, or none", name, name)
 		}
 		b, err := tuner.Open(name)
 		if err != nil {
@@ -233,27 +253,97 @@ func specRunsOn(c *spec.Compiled, backend string) error {
 	return fmt.Errorf("%s: kernel %s has sources for %s only; the %s backend cannot build it", c.File, c.Kernel.Name, apiList(c.APIs), backend)
 }
 
-// staticCheck prints the space per class, generates every valid
+// checkJSON is what check --json prints: the static checks of every spec,
+// then the device checks (one report per kernel and dtype, and the kernels
+// whose check was skipped, with why).
+type checkJSON struct {
+	Specs []*specCheck `json:"specs"`
+	// Device is the key of the device checked on ("" when none was).
+	Device string `json:"device,omitempty"`
+	// DeviceCheck: "run", "not run (--backend none)" or "skipped: why".
+	DeviceCheck string        `json:"device_check"`
+	Reports     []checkReport `json:"reports"`
+	Skipped     []checkSkip   `json:"skipped,omitempty"`
+}
+
+// checkReport is the device check of one spec kernel and dtype: verify's
+// report, the spec file and the sampling step (every N-th candidate).
+type checkReport struct {
+	verifyJSON
+	File  string `json:"file"`
+	Every int    `json:"every"`
+}
+
+// checkSkip is a spec kernel the device cannot run (an mlx kernel off
+// Metal, a spec without sources for this API).
+type checkSkip struct {
+	Kernel string `json:"kernel"`
+	File   string `json:"file"`
+	Reason string `json:"reason"`
+}
+
+// specCheck is the static check of one spec file.
+type specCheck struct {
+	File               string       `json:"file"`
+	Kernel             string       `json:"kernel"`
+	Dims               []string     `json:"dims"`
+	Correctness        string       `json:"correctness"` // "reference expression" or "implements <family> (its float64 reference)"
+	APIs               []string     `json:"apis"`
+	Params             []specParam  `json:"params"`
+	SpaceSize          int          `json:"space_size"`
+	Valid              int          `json:"valid"` // valid for every shape
+	Classes            []specClass  `json:"classes"`
+	VerificationShapes int          `json:"verification_shapes"`
+	Sources            int          `json:"sources_generated"`
+	DTypes             int          `json:"-"`
+	MSL                *mslCheckRes `json:"msl_check,omitempty"` // absent without Metal sources
+}
+
+type specParam struct {
+	Name    string `json:"name"`
+	Values  []int  `json:"values"`
+	Default int    `json:"default"`
+}
+
+type specClass struct {
+	Name   string   `json:"name"`
+	Valid  int      `json:"valid"`
+	Shapes []string `json:"shapes"`
+}
+
+// mslCheckRes is the clang check of the Metal sources: passed (with the
+// count, the compiler and its runs) or skipped (no clang found).
+type mslCheckRes struct {
+	Passed  int    `json:"passed"`
+	Clang   string `json:"clang,omitempty"`
+	Runs    int    `json:"runs,omitempty"`
+	Skipped string `json:"skipped,omitempty"`
+}
+
+// staticCheck enumerates the space per class, generates every valid
 // candidate's source for each API the spec has, and syntax-checks the
 // Metal sources when a clang is found.
-func staticCheck(ctx context.Context, w io.Writer, c *spec.Compiled) error {
+func staticCheck(ctx context.Context, c *spec.Compiled) (*specCheck, error) {
 	k := c.Kernel
-	how := "reference expression"
+	sc := &specCheck{File: c.File, Kernel: k.Name, Dims: k.Dims, Correctness: "reference expression",
+		Params: []specParam{}, Classes: []specClass{}, VerificationShapes: len(k.Odd), DTypes: len(c.DTypes())}
 	if c.Base != nil {
-		how = "implements " + c.Base.Name + " (its float64 reference)"
+		sc.Correctness = "implements " + c.Base.Name + " (its float64 reference)"
 	}
-	fmt.Fprintf(w, "%s: kernel %s, dims %s, %s; APIs %s\n", c.File, k.Name, strings.Join(k.Dims, "×"), how, apiList(c.APIs))
+	for _, a := range c.APIs {
+		sc.APIs = append(sc.APIs, string(a))
+	}
 	ps, _ := k.Space("gpu")
 	for _, p := range ps.Params {
-		fmt.Fprintf(w, "  param %-8s %s (default %d)\n", p.Name, p.ValuesString(), p.Default)
+		sc.Params = append(sc.Params, specParam{Name: p.Name, Values: p.Values, Default: p.Default})
 	}
 	all := c.Space().Enumerate()
-	fmt.Fprintf(w, "  space: %d points, %d valid for every shape\n", c.Space().Size(), len(all))
+	sc.SpaceSize, sc.Valid = c.Space().Size(), len(all)
 	byClass := map[string][][]int{}
 	for _, cs := range k.Workload {
 		cl, err := k.Classify(cs.Shape)
 		if err != nil {
-			return fmt.Errorf("%s: %w", c.File, err)
+			return nil, fmt.Errorf("%s: %w", c.File, err)
 		}
 		byClass[cl] = append(byClass[cl], cs.Shape)
 	}
@@ -266,40 +356,58 @@ func staticCheck(ctx context.Context, w io.Writer, c *spec.Compiled) error {
 		for _, s := range shapes {
 			names = append(names, params.ShapeString(s))
 		}
-		fmt.Fprintf(w, "  class %-14s %3d valid on %s\n", cl.Name, len(c.Space(shapes...).Enumerate()), strings.Join(names, ", "))
+		sc.Classes = append(sc.Classes, specClass{Name: cl.Name, Valid: len(c.Space(shapes...).Enumerate()), Shapes: names})
 	}
-	fmt.Fprintf(w, "  verification shapes: %d\n", len(k.Odd))
-	n := 0
 	var msl []gpu.MSLSource
 	for _, api := range c.APIs {
 		for _, dt := range c.DTypes() {
 			for _, cand := range all {
 				src, err := c.Body.SourceFor(api, dt, cand)
 				if err != nil {
-					return fmt.Errorf("%s: generating %s source for %s: %w", c.File, api, cand.Key(), err)
+					return nil, fmt.Errorf("%s: generating %s source for %s: %w", c.File, api, cand.Key(), err)
 				}
 				if api == gpu.Metal {
 					msl = append(msl, gpu.MSLSource{Name: fmt.Sprintf("%s %s %s", c.Kernel.Name, dt, cand.Key()), Func: c.Body.FuncName(dt, cand), Text: src})
 				}
-				n++
+				sc.Sources++
 			}
 		}
 	}
-	fmt.Fprintf(w, "  sources generated: %d (%d candidates × %d dtypes × %d APIs)\n", n, len(all), len(c.DTypes()), len(c.APIs))
 	if len(msl) == 0 {
-		return nil
+		return sc, nil
 	}
 	cc, err := gpu.FindClang()
 	if err != nil {
-		fmt.Fprintf(w, "  MSL syntax check: skipped: %v\n", err)
-		return nil
+		sc.MSL = &mslCheckRes{Skipped: err.Error()}
+		return sc, nil
 	}
 	runs, err := gpu.CheckMSL(ctx, cc, msl)
 	if err != nil {
-		return fmt.Errorf("%s: %w", c.File, err)
+		return nil, fmt.Errorf("%s: %w", c.File, err)
 	}
-	fmt.Fprintf(w, "  MSL syntax and address-space checks: %d Metal sources passed (every candidate × dtype; %s, %d runs)\n", len(msl), filepath.Base(cc), runs)
-	return nil
+	sc.MSL = &mslCheckRes{Passed: len(msl), Clang: filepath.Base(cc), Runs: runs}
+	return sc, nil
+}
+
+// print writes the static check as check prints it.
+func (sc *specCheck) print(w io.Writer) {
+	fmt.Fprintf(w, "%s: kernel %s, dims %s, %s; APIs %s\n", sc.File, sc.Kernel, strings.Join(sc.Dims, "×"), sc.Correctness, strings.Join(sc.APIs, ", "))
+	for _, p := range sc.Params {
+		fmt.Fprintf(w, "  param %-8s %s (default %d)\n", p.Name, params.Param{Values: p.Values}.ValuesString(), p.Default)
+	}
+	fmt.Fprintf(w, "  space: %d points, %d valid for every shape\n", sc.SpaceSize, sc.Valid)
+	for _, cl := range sc.Classes {
+		fmt.Fprintf(w, "  class %-14s %3d valid on %s\n", cl.Name, cl.Valid, strings.Join(cl.Shapes, ", "))
+	}
+	fmt.Fprintf(w, "  verification shapes: %d\n", sc.VerificationShapes)
+	fmt.Fprintf(w, "  sources generated: %d (%d candidates × %d dtypes × %d APIs)\n", sc.Sources, sc.Valid, sc.DTypes, len(sc.APIs))
+	switch {
+	case sc.MSL == nil:
+	case sc.MSL.Skipped != "":
+		fmt.Fprintf(w, "  MSL syntax check: skipped: %s\n", sc.MSL.Skipped)
+	default:
+		fmt.Fprintf(w, "  MSL syntax and address-space checks: %d Metal sources passed (every candidate × dtype; %s, %d runs)\n", sc.MSL.Passed, sc.MSL.Clang, sc.MSL.Runs)
+	}
 }
 
 func apiList(apis []gpu.API) string {

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,8 +22,10 @@ func TestCheckSpecCLI(t *testing.T) {
 		{[]string{"check", "--spec", "../../examples/m1_gemv.json", "--spec", "../../examples/swiglu.json", "--backend", "none"}, 0,
 			[]string{"kernel m1_gemv", "implements gemv_nt", "class largeK_smallN", "kernel swiglu", "reference expression", "sources generated"}},
 		{[]string{"check", "--spec", bad, "--backend", "none"}, 2, []string{bad, "launch.grid[0]", `"cdiv(n, BN)"`, "unknown name BN"}},
-		{[]string{"check", "--spec", "../../examples/swiglu.json", "--backend", "cpu"}, 2, []string{"cpu backend cannot run them"}},
-		{[]string{"tune", "--spec", "../../examples/swiglu.json", "--backend", "cpu", "--out", filepath.Join(t.TempDir(), "p.json")}, 2, []string{"cpu backend cannot run them"}},
+		// Every GPU backend is named where the spec's backends are listed, OpenCL included.
+		{[]string{"check", "--spec", "../../examples/swiglu.json", "--backend", "cpu"}, 2, []string{"cpu backend cannot run them", "use cuda, metal, opencl, or none"}},
+		{[]string{"tune", "--spec", "../../examples/swiglu.json", "--backend", "cpu", "--out", filepath.Join(t.TempDir(), "p.json")}, 2, []string{"cpu backend cannot run them", "use --backend cuda, metal or opencl"}},
+		{[]string{"check", "--spec", "../../examples/swiglu.json", "--backend", "vulkan"}, 2, []string{`unknown backend "vulkan"`, "opencl"}},
 		{[]string{"import-variants", "../../examples/variants_enhanced.json", "--name", "imported", "--only-listed"}, 0, []string{`"BN"`, "5 disabled variants", "supports.smallK"}},
 	}
 	for _, tt := range tests {
@@ -32,6 +37,83 @@ func TestCheckSpecCLI(t *testing.T) {
 			if !strings.Contains(out, w) {
 				t.Errorf("%v: output lacks %q:\n%s", tt.args, w, out)
 			}
+		}
+	}
+}
+
+// check --json prints the static checks (and the device checks) as one
+// JSON document on stdout, with the numbers the text shows.
+func TestCheckJSON(t *testing.T) {
+	code, text := runCLI(t, "check", "--spec", "../../examples/swiglu.json", "--backend", "none")
+	if code != 0 {
+		t.Fatalf("check: exit %d\n%s", code, text)
+	}
+	root := newRootCmd()
+	var out strings.Builder
+	root.SetOut(&out)
+	root.SetErr(io.Discard)
+	root.SetArgs([]string{"check", "--spec", "../../examples/swiglu.json", "--backend", "none", "--json"})
+	if err := root.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	var got checkJSON
+	if err := json.Unmarshal([]byte(out.String()), &got); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out.String())
+	}
+	if len(got.Specs) != 1 || got.DeviceCheck != "not run (--backend none)" || len(got.Reports) != 0 {
+		t.Fatalf("got %+v", got)
+	}
+	sc := got.Specs[0]
+	if sc.Kernel != "swiglu" || sc.Valid == 0 || len(sc.APIs) == 0 || len(sc.Params) == 0 || len(sc.Classes) == 0 {
+		t.Errorf("spec check %+v", sc)
+	}
+	for _, w := range []string{
+		fmt.Sprintf("space: %d points, %d valid for every shape", sc.SpaceSize, sc.Valid),
+		fmt.Sprintf("sources generated: %d (", sc.Sources),
+		fmt.Sprintf("verification shapes: %d", sc.VerificationShapes),
+	} {
+		if !strings.Contains(text, w) {
+			t.Errorf("the text lacks %q, which --json says:\n%s", w, text)
+		}
+	}
+}
+
+// Every command that prints data takes --json, as the README says; the
+// exceptions print no data (completion, help) or write JSON already
+// (export writes T4 JSON, import-variants a JSON spec).
+func TestEveryDataCommandTakesJSON(t *testing.T) {
+	noJSON := map[string]bool{"completion": true, "help": true, "export": true, "import-variants": true}
+	for _, c := range newRootCmd().Commands() {
+		if c.Hidden || noJSON[c.Name()] {
+			continue
+		}
+		if c.Flags().Lookup("json") == nil {
+			t.Errorf("%s has no --json", c.Name())
+		}
+	}
+}
+
+// The README's command list names every command kerntune --help lists.
+func TestREADMEListsEveryCommand(t *testing.T) {
+	data, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(data)
+	start := strings.Index(readme, "## The command line")
+	if start < 0 {
+		t.Fatal("README has no section \"The command line\"")
+	}
+	list := readme[start:]
+	if end := strings.Index(list[3:], "\n## "); end >= 0 {
+		list = list[:end+3]
+	}
+	for _, c := range newRootCmd().Commands() {
+		if c.Hidden || c.Name() == "help" {
+			continue
+		}
+		if !strings.Contains(list, "\nkerntune "+c.Name()+" ") {
+			t.Errorf("the README's command list lacks kerntune %s", c.Name())
 		}
 	}
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -46,9 +45,7 @@ func newDevicesCmd() *cobra.Command {
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(map[string]any{"devices": devs})
+				return printJSON(out, map[string]any{"devices": devs})
 			}
 			for _, d := range devs {
 				if !d.Available {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kerntune/kerntune/kernels"
+	"github.com/kerntune/kerntune/report"
 	"github.com/kerntune/kerntune/tuner"
 )
 
@@ -67,7 +68,7 @@ func TestReport(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("report exited %d: %s", code, stderr)
 		}
-		var rows []reportRow
+		var rows []report.Row
 		if err := json.Unmarshal([]byte(stdout), &rows); err != nil || len(rows) != 2 {
 			t.Fatalf("report --json: %v, %d rows:\n%s", err, len(rows), stdout)
 		}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -73,7 +72,7 @@ device, else this machine's CPU; when none matches, the devices of
 			}
 			shape, err := params.ParseShape(shapeText)
 			if err != nil {
-				return usageErrorf("get: --shape: %v", err)
+				return usageErrorf("get: --shape: %w", err)
 			}
 			cs, err := loadSpecs(specs)
 			if err != nil {
@@ -85,7 +84,7 @@ device, else this machine's CPU; when none matches, the devices of
 			l, err := params.Open(params.Options{Path: file, Device: device, DeviceName: deviceName, ComputeUnits: computeUnits,
 				Backend: backend, DeviceFamily: deviceFamily, Families: specFamilies(cs)})
 			if err != nil {
-				return usageErrorf("get: %v", err)
+				return usageErrorf("get: %w", err)
 			}
 			stderr := cmd.ErrOrStderr()
 			for _, w := range l.Warnings() {
@@ -96,17 +95,15 @@ device, else this machine's CPU; when none matches, the devices of
 			}
 			r, err := l.Resolve(kernel, dtype, shape)
 			if err != nil {
-				return usageErrorf("get: %v", err)
+				return usageErrorf("get: %w", err)
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
 				warnings := l.Warnings()
 				if warnings == nil {
 					warnings = []string{}
 				}
-				return enc.Encode(getOutput{
+				return printJSON(out, getOutput{
 					Device: r.Device, Backend: r.Backend, Kernel: r.Family, DType: r.DType, Shape: r.Shape,
 					Class: r.Class, File: l.Path(), Found: l.FileFound(), Params: r.Params,
 					Matched: r.Matched, How: l.Device().How, UseBaseline: r.UseBaseline, Baseline: r.Baseline,
@@ -124,7 +121,7 @@ device, else this machine's CPU; when none matches, the devices of
 	f.StringVar(&device, "device", "", "device key (default $KERNTUNE_DEVICE)")
 	f.StringVar(&deviceName, "device-name", "", `device name as the system reports it, e.g. "Apple M3 Max" (default $KERNTUNE_DEVICE_NAME)`)
 	f.IntVar(&computeUnits, "compute-units", 0, "with --device-name: GPU cores, SMs or CPU cores, to pick among devices of that name")
-	f.StringVar(&backend, "backend", "", "backend of a device not in the file (cpu, cuda, metal; default cpu)")
+	f.StringVar(&backend, "backend", "", "backend of a device not in the file (cpu, cuda, metal, opencl; default cpu)")
 	f.StringVar(&deviceFamily, "device-family", "", "device family of a device not in the file, to find fallback devices (e.g. amd64, sm_90)")
 	f.BoolVar(&asJSON, "json", false, "print JSON")
 	f.StringArrayVar(&specs, "spec", nil, "kernel spec file whose kernel --kernel may name (repeatable)")

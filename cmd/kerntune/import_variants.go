@@ -3,12 +3,13 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
 
+	"github.com/kerntune/kerntune/params"
 	"github.com/kerntune/kerntune/spec"
 )
 
@@ -38,13 +39,22 @@ body_file you write. The space is the cartesian product of the values, or with
 printed; check it with kerntune check --spec.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			data, err := os.ReadFile(args[0])
+			data, err := params.ReadFileLimit(args[0], params.MaxFileSize)
+			var tl *params.TooLargeError
+			if errors.As(err, &tl) {
+				return usageErrorf("import-variants: %s: %s", args[0], tl.Reason("a variants manifest"))
+			}
 			if err != nil {
-				return usageErrorf("import-variants: %v", err)
+				return usageErrorf("import-variants: %w", err)
+			}
+			if out != "" {
+				if err := checkOutPath(out); err != nil {
+					return err
+				}
 			}
 			vs, err := spec.ParseManifest(data, args[0])
 			if err != nil {
-				return usageErrorf("import-variants: %v", err)
+				return usageErrorf("import-variants: %w", err)
 			}
 			if name == "" {
 				return usageErrorf("import-variants: --name is required (a lower-case identifier naming the kernel)")
@@ -53,7 +63,7 @@ printed; check it with kerntune check --spec.`,
 			if template != "" {
 				c, err := spec.Load(template)
 				if err != nil {
-					return usageErrorf("--into: %v", err)
+					return usageErrorf("--into: %w", err)
 				}
 				o.Template = c.Spec
 				if out != "" {
@@ -63,7 +73,7 @@ printed; check it with kerntune check --spec.`,
 			}
 			s, notes, err := spec.ImportVariants(vs, args[0], o)
 			if err != nil {
-				return usageErrorf("%v", err)
+				return usageError{err}
 			}
 			for _, n := range notes {
 				fmt.Fprintln(cmd.ErrOrStderr(), "kerntune: note:", n)
@@ -80,8 +90,8 @@ printed; check it with kerntune check --spec.`,
 				_, err = cmd.OutOrStdout().Write(enc)
 				return err
 			}
-			if err := os.WriteFile(out, enc, 0o644); err != nil {
-				return fmt.Errorf("import-variants: %w", err)
+			if err := writeOut(out, enc); err != nil {
+				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s (%d parameters); check it with: kerntune check --spec %s\n", out, len(s.Params), out)
 			return nil

@@ -81,31 +81,24 @@ func signalName(s os.Signal) string {
 	return s.String()
 }
 
-// budgetStops are the values of Entry.Stopped that mean the budget ran out.
-var budgetStops = map[string]bool{"budget spent": true, "evaluation budget spent": true}
-
-// tooSmall reports whether the budget ran out before a candidate beyond
-// the default was tried, in a space that has others: such an entry is no
-// result (it only restates the default) and is not written.
-func tooSmall(res *tuner.Result) bool {
-	e := res.Entry
-	return e != nil && budgetStops[res.Stopped] && e.Evaluations <= 1 && e.Candidates.Valid > 1
-}
-
-// budgetTooSmall is the usage error for a tooSmall result of a run of
-// entries tasks.
-func budgetTooSmall(f tuneFlags, res *tuner.Result, entries int) error {
-	what := fmt.Sprintf("%s %s measured only the default before the budget ran out, so it has nothing to compare the default with and no entry was written",
-		res.Task.Kernel.Name, res.Task.Key())
-	if res.Stopped == "evaluation budget spent" {
-		return fmt.Errorf("--budget %s is too small: %s; give at least 2 evaluations per entry (e.g. --budget 2e; more find better winners)", f.budgetS, what)
+// budgetTooSmall is the usage error for a budget (as --budget gave it)
+// that measured nothing beyond the default.
+func budgetTooSmall(budget string, e *tuner.TooSmallError, spent time.Duration) error {
+	if e.EvaluationsSpent() {
+		return fmt.Errorf("--budget %s is too small: %w; give at least 2 evaluations per entry (e.g. --budget 2e; more find better winners)", budget, e)
 	}
-	if res.Needed <= 0 {
-		return fmt.Errorf("--budget %s is too small: %s; give a larger --budget", f.budgetS, what)
+	needed := e.Result.Needed
+	if needed <= 0 {
+		return fmt.Errorf("--budget %s is too small: %w; give a larger --budget", budget, e)
 	}
-	total := roundUpDuration(res.Needed * time.Duration(entries))
-	return fmt.Errorf("--budget %s is too small: %s; one more candidate there needs about %s, so the %d entries of this run need --budget %s or more (more find better winners)",
-		f.budgetS, what, roundUpDuration(res.Needed), entries, total)
+	total := roundUpDuration(needed*time.Duration(e.Entries) + spent)
+	if spent > 0 {
+		// A resumed run: the interrupted run's time counts against --budget.
+		return fmt.Errorf("--budget %s is too small: %w; one more candidate there needs about %s, so the %d entries left need about %s, and with the %s the interrupted run spent --budget %s or more (more find better winners)",
+			budget, e, roundUpDuration(needed), e.Entries, roundUpDuration(needed*time.Duration(e.Entries)), spent.Round(100*time.Millisecond), total)
+	}
+	return fmt.Errorf("--budget %s is too small: %w; one more candidate there needs about %s, so the %d entries of this run need --budget %s or more (more find better winners)",
+		budget, e, roundUpDuration(needed), e.Entries, total)
 }
 
 // roundUpDuration rounds d up to a whole second, or a whole minute above ten.

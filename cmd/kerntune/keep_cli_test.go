@@ -49,19 +49,19 @@ func checkNotLowered(t *testing.T, old, now *params.Entry, te tunedEntry) {
 	}
 	t.Logf("%s: %s %s", te.Key, d.Action, d.Reason)
 	switch d.Action {
-	case actionKept:
+	case tuner.KeepKept:
 		if !reflect.DeepEqual(old, now) {
 			t.Errorf("%s: reported kept, but the entry changed:\nold %+v\nnow %+v", te.Key, old, now)
 		}
-		if d.Old == nil || !sameParams(d.Old.Params, old.Params) {
+		if d.Old == nil || !params.SameParams(d.Old.Params, old.Params) {
 			t.Errorf("%s: the decision names %+v, the file held %v", te.Key, d.Old, old.Params)
 		}
-	case actionReplaced:
+	case tuner.KeepReplaced:
 		if !reflect.DeepEqual(te.Entry, now) {
 			t.Errorf("%s: reported replaced, but the file does not hold the run's entry", te.Key)
 		}
 		faster := strings.Contains(d.Reason, "faster in this run's interleaved timing") && d.NewRetimedUS < d.OldRetimedUS*(1-tuner.NoiseMinGain)
-		complete := !partial(now) && now.Candidates.Measured >= old.Candidates.Measured
+		complete := !params.Partial(now) && now.Candidates.Measured >= old.Candidates.Measured
 		if !faster && !complete {
 			t.Errorf("%s: a %s entry measuring %d candidates replaced one measuring %d (%s)",
 				te.Key, orDash(now.Stopped), now.Candidates.Measured, old.Candidates.Measured, d.Reason)
@@ -86,7 +86,7 @@ func TestTuneNeverLowersAnEntry(t *testing.T) {
 		t.Fatalf("complete run exited %d:\n%s", code, log)
 	}
 	first := parseTuneJSON(t, []byte(log))
-	if len(first.Entries) != 1 || first.Entries[0].Decision.Action != actionAdded {
+	if len(first.Entries) != 1 || first.Entries[0].Decision.Action != tuner.KeepAdded {
 		t.Fatalf("first run: %s", log)
 	}
 	complete := readEntry(t, out, "gemv_nt", key)
@@ -131,7 +131,7 @@ func TestTuneNeverLowersAnEntry(t *testing.T) {
 		}
 		d := parseTuneJSON(t, []byte(log)).Entries[0].Decision
 		now := readEntry(t, out, "gemv_nt", key)
-		if d.Action != actionReplaced || d.Reason != "--replace" || now.Candidates.Measured > 3 {
+		if d.Action != tuner.KeepReplaced || d.Reason != "--replace" || now.Candidates.Measured > 3 {
 			t.Errorf("decision %+v, entry measured %d: want the 3-evaluation entry written", d, now.Candidates.Measured)
 		}
 	})

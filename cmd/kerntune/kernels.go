@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -63,9 +62,7 @@ func newKernelsCmd() *cobra.Command {
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(map[string]any{"kernels": all})
+				return printJSON(out, map[string]any{"kernels": all})
 			}
 			for _, k := range all {
 				fmt.Fprintf(out, "%s — %s\n  shape: %s\n  classes:\n", k.Name, k.Doc, strings.Join(k.Dims, "x"))

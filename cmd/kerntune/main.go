@@ -3,8 +3,10 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -29,6 +31,20 @@ func (e usageError) Unwrap() error { return e.err }
 func usageErrorf(format string, args ...any) error {
 	return usageError{fmt.Errorf(format, args...)}
 }
+
+// usageErrorCause is a usage error with a message of its own that still
+// wraps cause, for errors.Is and errors.As.
+func usageErrorCause(cause error, format string, args ...any) error {
+	return usageError{causedError{msg: fmt.Sprintf(format, args...), cause: cause}}
+}
+
+type causedError struct {
+	msg   string
+	cause error
+}
+
+func (e causedError) Error() string { return e.msg }
+func (e causedError) Unwrap() error { return e.cause }
 
 func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
@@ -88,3 +104,10 @@ func isCobraUsage(err error) bool {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// printJSON writes v as indented JSON, as every --json output is.
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

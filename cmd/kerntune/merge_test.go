@@ -49,7 +49,7 @@ func TestMerge(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("merge exited %d: %s", code, stderr)
 	}
-	var sum mergeSummary
+	var sum params.MergeSummary
 	if err := json.Unmarshal([]byte(stdout), &sum); err != nil {
 		t.Fatalf("--json output does not parse: %v\n%s", err, stdout)
 	}

@@ -27,6 +27,8 @@ func TestTuneNewUserErrors(t *testing.T) {
 	v2 := write("v2/hardware_params.json", `{"schema_version": 2, "devices": {}}`)
 	withJournal := write("interrupted/hardware_params.json", valid)
 	write("interrupted/hardware_params.json"+tuner.JournalSuffix, `{"kind":"plan"}`+"\n")
+	spent := write("spent/hardware_params.json", valid)
+	write("spent/hardware_params.json"+tuner.JournalSuffix, `{"kind":"session","budget_s":2,"elapsed_s":3}`+"\n")
 	fresh := filepath.Join(dir, "fresh", "hardware_params.json")
 	os.MkdirAll(filepath.Dir(fresh), 0o755)
 	readOnly := filepath.Join(dir, "ro")
@@ -51,11 +53,13 @@ func TestTuneNewUserErrors(t *testing.T) {
 		{"malformed duration", append(cpu, "--out", fresh, "--candidate-timeout", "soon"), "invalid argument"},
 		{"bad boolean", append(cpu, "--out", fresh, "--isolate=maybe"), "invalid argument"},
 		{"budget without unit", append(cpu, "--out", fresh, "--budget", "10"), `--budget "10"`},
+		{"-v and -q together", append(cpu, "--out", fresh, "-v", "-q"), "-v/--verbose and -q/--quiet together"},
+		{"resume with the budget spent", append(cpu, "--out", spent, "--resume"), "--resume: the interrupted run already spent 3s of its 2s budget"},
 		{"missing flag value", []string{"tune", "--out"}, "flag needs an argument"},
 		{"stray argument", []string{"tune", "gemv_nt"}, "unknown command"},
 	}
 	before := map[string]string{}
-	for _, p := range []string{v2, withJournal, withJournal + tuner.JournalSuffix} {
+	for _, p := range []string{v2, withJournal, withJournal + tuner.JournalSuffix, spent, spent + tuner.JournalSuffix} {
 		b, _ := os.ReadFile(p)
 		before[p] = string(b)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/vbauerster/mpb/v8/decor"
 	"golang.org/x/term"
 
+	"github.com/kerntune/kerntune/report"
 	"github.com/kerntune/kerntune/tuner"
 )
 
@@ -150,7 +151,7 @@ func (u *progressUI) status() string {
 	ev := u.ev
 	s := fmt.Sprintf("%d/%d measured, %d failed", ev.Measured, ev.Valid, ev.Failed)
 	if ev.BestKey != "" {
-		s += fmt.Sprintf(", best %s", fmtUS(ev.BestUS))
+		s += fmt.Sprintf(", best %s", report.FormatUS(ev.BestUS))
 	}
 	el := time.Since(u.start)
 	return s + fmt.Sprintf(", %s, left ≤%s", fmtDur(el), fmtDur(max(0, u.share-el)))
@@ -208,16 +209,6 @@ func (u *progressUI) close() {
 	case <-time.After(2 * time.Second):
 		u.p.Shutdown()
 	}
-}
-
-func fmtUS(us float64) string {
-	switch {
-	case us >= 1e6:
-		return fmt.Sprintf("%.3g s", us/1e6)
-	case us >= 1e3:
-		return fmt.Sprintf("%.4g ms", us/1e3)
-	}
-	return fmt.Sprintf("%.4g µs", us)
 }
 
 func fmtDur(d time.Duration) string {

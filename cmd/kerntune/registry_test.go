@@ -13,7 +13,7 @@ import (
 // so callers test it with errors.Is rather than by its text.
 func TestUnknownBackendWrapsSentinel(t *testing.T) {
 	for name, open := range map[string]func() error{
-		"tune":  func() error { _, err := pickBackend("vulkan", io.Discard, backendOptions{}); return err },
+		"tune":  func() error { _, err := pickBackend("vulkan", io.Discard, false, backendOptions{}); return err },
 		"check": func() error { _, err := openGPUBackend("vulkan", io.Discard); return err },
 	} {
 		err := open()

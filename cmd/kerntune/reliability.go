@@ -1,12 +1,10 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/kerntune/kerntune/tuner"
@@ -50,72 +48,38 @@ func isolateBackend(b tuner.Backend, f tuneFlags, log io.Writer) (tuner.Backend,
 
 // checkOutDir refuses, before any work, an --out whose directory cannot be
 // written (the merge writes a temporary file there and renames it).
-func checkOutDir(path string) error {
-	dir := filepath.Dir(path)
-	st, err := os.Stat(dir)
-	if err != nil {
-		return usageErrorf("--out %s: directory %s: %v", path, dir, err)
-	}
-	if !st.IsDir() {
-		return usageErrorf("--out %s: %s is not a directory", path, dir)
-	}
-	probe, err := os.CreateTemp(dir, "."+filepath.Base(path)+".probe-*")
-	if err != nil {
-		return usageErrorf("--out %s: directory %s is not writable: %v", path, dir, err)
-	}
-	probe.Close()
-	os.Remove(probe.Name())
-	return nil
-}
+func checkOutDir(path string) error { return checkOutputDir("--out", path) }
 
-// runJournal is the tune command's journal: it stops the run (cancels its
-// context) at the first write error, since measurements that cannot be
-// journaled could be lost.
-type runJournal struct {
-	*tuner.FileJournal
-	cancel context.CancelFunc
-}
-
-func (j *runJournal) Record(rec tuner.Record) {
-	j.FileJournal.Record(rec)
-	if j.Err() != nil {
-		j.cancel()
-	}
-}
-
-// openJournal opens --out's journal: a new one, or with --resume the one an
-// interrupted run left.
-func openJournal(f tuneFlags, cancel context.CancelFunc) (*runJournal, error) {
-	path := f.out + tuner.JournalSuffix
-	fj, err := tuner.OpenFileJournal(path, f.resume)
-	switch {
-	case err == nil:
-		return &runJournal{FileJournal: fj, cancel: cancel}, nil
-	case f.resume && errors.Is(err, os.ErrNotExist):
-		return nil, usageErrorf("--resume: no journal %s: there is no interrupted run of --out %s to finish", path, f.out)
-	case !f.resume && errors.Is(err, os.ErrExist):
-		return nil, usageErrorf("--out %s: the journal %s of an interrupted run exists; finish that run with --resume (same flags) or delete the journal", f.out, path)
-	}
-	return nil, usageErrorf("journal %s: %v", path, err)
-}
-
-// journalErr is the journal's write error as a usage error (the user must
-// free space or fix permissions), or nil.
-func (j *runJournal) journalErr() error {
-	if err := j.Err(); err != nil {
-		return usageError{fmt.Errorf("%w; nothing more was measured, and --out was not changed after the error (resume with --resume)", err)}
-	}
-	return nil
-}
-
-func validateReliabilityFlags(f tuneFlags) error {
-	path := f.out + tuner.JournalSuffix
-	_, err := os.Stat(path)
+// journalStateError is the usage error for the journal of an interrupted
+// run in the way (err: os.ErrExist, without --resume) or missing (err:
+// os.ErrNotExist, with --resume); nil for any other err.
+func journalStateError(f tuneFlags, err error) error {
+	path := tuner.JournalPath(f.out)
 	switch {
 	case f.resume && errors.Is(err, os.ErrNotExist):
 		return usageErrorf("--resume: no journal %s: there is no interrupted run of --out %s to finish", path, f.out)
-	case !f.resume && err == nil:
+	case !f.resume && errors.Is(err, os.ErrExist):
 		return usageErrorf("--out %s: the journal %s of an interrupted run exists; finish that run with --resume (same flags) or delete the journal", f.out, path)
+	}
+	return nil
+}
+
+// journalOpenError is the usage error for a journal tuner.OpenSession
+// could not open.
+func journalOpenError(f tuneFlags, err error) error {
+	if e := journalStateError(f, err); e != nil {
+		return e
+	}
+	return usageErrorf("journal %s: %w", tuner.JournalPath(f.out), err)
+}
+
+func validateReliabilityFlags(f tuneFlags) error {
+	_, err := os.Stat(tuner.JournalPath(f.out))
+	if err == nil {
+		err = os.ErrExist
+	}
+	if e := journalStateError(f, err); e != nil {
+		return e
 	}
 	if f.candTimeout <= 0 {
 		return usageErrorf("--candidate-timeout must be positive, got %s", f.candTimeout)

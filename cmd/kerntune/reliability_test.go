@@ -15,6 +15,7 @@ import (
 
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/report"
 	"github.com/kerntune/kerntune/search"
 	"github.com/kerntune/kerntune/tuner"
 	"github.com/kerntune/kerntune/tuner/cpu"
@@ -205,6 +206,9 @@ func TestTuneResumeAfterKill(t *testing.T) {
 	if err != nil {
 		t.Fatalf("resume: %v\n%s", err, out)
 	}
+	if !strings.Contains(string(out), "resuming: the interrupted run spent ") || !strings.Contains(string(out), " of --budget 5m; ") {
+		t.Errorf("the resumed run does not say how much of the budget is left:\n%s", out)
+	}
 	live, replayed := countMeasured(string(out))
 	t.Logf("clean run: %d measurements; killed after %d journaled (%d of finished entries); resume replayed %d, measured %d", total, journaled, ofDone, replayed, live)
 	if replayed != journaled-ofDone {
@@ -287,7 +291,7 @@ func TestTuneInterruptWritesWhatIsDone(t *testing.T) {
 				t.Errorf("show does not mark %s partial (%v):\n%s", partial, err, out)
 			}
 			out, err = kerntune(t, nil, "report", path, "--out", filepath.Join(t.TempDir(), "report"), "--json").Output()
-			var rows []reportRow
+			var rows []report.Row
 			if err != nil || json.Unmarshal(out, &rows) != nil {
 				t.Fatalf("report --json: %v\n%s", err, out)
 			}

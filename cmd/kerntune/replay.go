@@ -1,15 +1,13 @@
 package main
 
 import (
-	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -32,6 +30,7 @@ type replayFlags struct {
 	markdown   bool
 	noRace     bool
 	warm       []string
+	def        string
 }
 
 func newReplayCmd() *cobra.Command {
@@ -48,18 +47,40 @@ fails). Measuring draws samples, seeded and with replacement, from the
 recorded raw times; the simulated measurement time is the sum of the samples
 drawn plus the recorded compile time of each configuration evaluated.
 
+Each run is the search kerntune tune makes: the default configuration is
+measured first (it always competes), then the --warm starts and the
+strategy. Caches do not record the kernel's default: --default first (the
+default) takes every parameter's first value (the first listed in
+tune_params, the smallest for T4 results), --default none measures none,
+as Kernel Tuner's simulation mode, and NAME=value,... names one (it must be
+in every cache). With --budget-time, halving sizes its first round to the
+time left after the default, as tune sizes it to an entry's budget.
+
 For each budget it prints the mean and worst, over --runs seeded runs, of
 t_opt/t_found (t_found: the recorded mean time of the configuration the
 strategy picks; 0 when it picks none) and the mean simulated time.
 
 --cache and --strategy may be repeated (or comma lists); --markdown then
-prints one table over all of them, with the mean over the caches.`,
+prints one table over all of them, with the mean over the caches.
+
+Where to get caches: Kernel Tuner writes one when tune_kernel is given
+cache="name.json" (the classic format), so a Kernel Tuner run of your own
+kernel gives one. Kernel Tuner's repository (KernelTuner/kernel_tuner)
+keeps small ones among its tests (test/test_cache_file.json,
+test/test_cache_files/). The AutoTuningAssociation's benchmark_hub
+repository, the data set of the autotuning methodology
+(AutoTuningAssociation/autotuning_methodology), holds brute-forced spaces
+of GEMM, convolution, dedispersion, hotspot and pnpoly on NVIDIA and AMD
+GPUs under cachefiles/ (.json.gz in the classic format, the _T4 files in
+the T4 format). replay reads .json and .json.gz files in either format; a
+cache Kernel Tuner is still writing (without its closing braces) and KTT's
+output are not read.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runReplay(cmd, f) },
 	}
 	fl := cmd.Flags()
 	fl.StringSliceVar(&f.caches, "cache", nil, "Kernel Tuner cache file (repeatable)")
-	fl.StringSliceVar(&f.strategies, "strategy", []string{"ils"}, "search strategy (repeatable): "+strings.Join(search.Names, ", "))
+	fl.StringSliceVar(&f.strategies, "strategy", []string{search.DefaultStrategy}, "search strategy (repeatable): "+strings.Join(search.Names, ", ")+" (default: the old name of warm)")
 	fl.StringVar(&f.budgets, "budget-evals", "100", "evaluation budgets, a comma list, e.g. 25,100,400,1600")
 	fl.DurationVar(&f.budgetTime, "budget-time", 0, "also stop a run after this much simulated measurement time (e.g. 90s; 0: no limit)")
 	fl.IntVar(&f.runs, "runs", 20, "seeded runs per strategy and budget")
@@ -67,17 +88,9 @@ prints one table over all of them, with the mean over the caches.`,
 	fl.BoolVar(&f.json, "json", false, "print JSON")
 	fl.BoolVar(&f.markdown, "markdown", false, "print a Markdown table over every cache and strategy")
 	fl.BoolVar(&f.noRace, "no-race", false, "give every candidate of "+strings.Join(racedNames(), ", ")+" the maximum samples (the fixed-sample variant)")
-	fl.StringSliceVar(&f.warm, "warm", nil, "cache of the same kernel on a sibling device whose best configurations warm-start the default strategy (repeatable)")
+	fl.StringVar(&f.def, "default", "first", "the configuration measured first, standing for the un-tuned kernel: first (every parameter's first value), none, or NAME=value,...")
+	fl.StringSliceVar(&f.warm, "warm", nil, "cache of the same kernel on a sibling device whose best configurations warm-start the warm strategy (repeatable)")
 	return cmd
-}
-
-// replayReport is the --json output for one cache and strategy.
-type replayReport struct {
-	Cache    string          `json:"cache"`
-	Strategy string          `json:"strategy"`
-	Runs     int             `json:"runs"`
-	NoRace   bool            `json:"no_race,omitempty"`
-	Budgets  []replay.Budget `json:"budgets"`
 }
 
 func parseBudgetEvals(s string) ([]int, error) {
@@ -92,30 +105,46 @@ func parseBudgetEvals(s string) ([]int, error) {
 	return out, nil
 }
 
-// warmStarts are the best configurations of the warm caches: the best five of each.
-func warmStarts(paths []string) ([]search.Candidate, error) {
-	var out []search.Candidate
-	for _, p := range paths {
+// loadCaches loads the Kernel Tuner caches a flag names.
+func loadCaches(flag string, paths []string) ([]*ktcache.Cache, error) {
+	caches := make([]*ktcache.Cache, len(paths))
+	for i, p := range paths {
 		c, err := ktcache.Load(p)
 		if err != nil {
-			return nil, usageErrorf("--warm: %v", err)
+			return nil, usageErrorf("%s: %w", flag, err)
 		}
-		valid := make([]*ktcache.Config, 0, len(c.Configs))
-		for _, cfg := range c.Configs {
-			if cfg.Valid {
-				valid = append(valid, cfg)
-			}
+		caches[i] = c
+	}
+	return caches, nil
+}
+
+// replayDefaults resolves --default for each cache: every parameter's
+// first value ("first"; ignored by the search where the cache lacks it, as
+// tune ignores a default the device cannot run), none, or a configuration
+// key every cache must hold.
+func replayDefaults(s string, caches []*ktcache.Cache) ([]search.Candidate, error) {
+	out := make([]search.Candidate, len(caches))
+	switch s {
+	case "none":
+		return out, nil
+	case "first":
+		for i, c := range caches {
+			out[i] = c.FirstValues()
 		}
-		for i := 0; i < 5 && len(valid) > 0; i++ {
-			bi := 0
-			for j, cfg := range valid {
-				if cfg.Time < valid[bi].Time {
-					bi = j
-				}
-			}
-			out = append(out, valid[bi].Candidate)
-			valid = append(valid[:bi], valid[bi+1:]...)
+		return out, nil
+	}
+	cand, err := search.ParseKey(s)
+	if err == nil && len(cand) == 0 {
+		err = errors.New("empty")
+	}
+	if err != nil {
+		return nil, usageErrorf("--default %q: want first, none or a configuration NAME=value,... (%v)", s, err)
+	}
+	for i, c := range caches {
+		if _, ok := c.Lookup(cand); !ok {
+			return nil, usageErrorf("--default %s is not a configuration of %s (want first, none or one of its configurations)", s, c.Path)
 		}
+		out[i] = cand
 	}
 	return out, nil
 }
@@ -136,55 +165,31 @@ func runReplay(cmd *cobra.Command, f replayFlags) error {
 	}
 	for _, s := range f.strategies {
 		if _, err := search.New(s, []search.Candidate{{}}, search.Options{}); err != nil {
-			return usageErrorf("--strategy: %v", err)
+			return usageErrorf("--strategy: %w", err)
 		}
 	}
-	warm, err := warmStarts(f.warm)
+	warmCaches, err := loadCaches("--warm", f.warm)
 	if err != nil {
 		return err
 	}
-	caches := make([]*ktcache.Cache, len(f.caches))
-	for i, p := range f.caches {
-		if caches[i], err = ktcache.Load(p); err != nil {
-			return usageErrorf("--cache: %v", err)
-		}
+	warm := replay.WarmStarts(warmCaches, 5)
+	caches, err := loadCaches("--cache", f.caches)
+	if err != nil {
+		return err
 	}
-	// One job per cache and strategy, spread over the cores.
-	type job struct{ ci, si int }
-	reports := make([][]replayReport, len(caches))
-	for i := range reports {
-		reports[i] = make([]replayReport, len(f.strategies))
+	defaults, err := replayDefaults(f.def, caches)
+	if err != nil {
+		return err
 	}
-	jobs := make(chan job)
-	errs := make(chan error, len(caches)*len(f.strategies))
-	var wg sync.WaitGroup
-	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := range jobs {
-				c, s := caches[j.ci], f.strategies[j.si]
-				bs, err := replay.Run(c, replay.Config{
-					Strategy: s, Budgets: budgets, BudgetTime: f.budgetTime, Runs: f.runs, Seed: f.seed,
-					Options: search.Options{NoRace: f.noRace}, Warm: warm,
-				})
-				if err != nil {
-					errs <- fmt.Errorf("%s with %s: %w", c.Path, s, err)
-					continue
-				}
-				reports[j.ci][j.si] = replayReport{Cache: c.Path, Strategy: s, Runs: f.runs, NoRace: f.noRace, Budgets: bs}
-			}
-		}()
+	index := make(map[*ktcache.Cache]int, len(caches))
+	for i, c := range caches {
+		index[c] = i
 	}
-	for ci := range caches {
-		for si := range f.strategies {
-			jobs <- job{ci, si}
-		}
-	}
-	close(jobs)
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
+	reports, err := replay.RunAll(caches, f.strategies, func(c *ktcache.Cache, _ string) replay.Config {
+		return replay.Config{Budgets: budgets, BudgetTime: f.budgetTime, Runs: f.runs, Seed: f.seed,
+			Options: search.Options{NoRace: f.noRace}, Default: defaults[index[c]], Warm: warm}
+	})
+	if err != nil {
 		return err
 	}
 	out := cmd.OutOrStdout()
@@ -192,16 +197,14 @@ func runReplay(cmd *cobra.Command, f replayFlags) error {
 	case f.markdown:
 		printReplayMarkdown(out, reports, f)
 	case f.json:
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
 		if len(caches) == 1 && len(f.strategies) == 1 {
-			return enc.Encode(reports[0][0])
+			return printJSON(out, reports[0][0])
 		}
-		var all []replayReport
+		var all []replay.Report
 		for _, rs := range reports {
 			all = append(all, rs...)
 		}
-		return enc.Encode(all)
+		return printJSON(out, all)
 	default:
 		for _, rs := range reports {
 			for _, r := range rs {
@@ -221,7 +224,7 @@ func runReplay(cmd *cobra.Command, f replayFlags) error {
 // independent, so the error of the mean over C caches is √(Σ se²)/C), the
 // worst ratio over caches and runs, and the mean simulated time; then the
 // per-cache mean ratios.
-func printReplayMarkdown(w io.Writer, reports [][]replayReport, f replayFlags) {
+func printReplayMarkdown(w io.Writer, reports [][]replay.Report, f replayFlags) {
 	fmt.Fprintf(w, "| strategy | evals | mean ratio | ± s.e. | worst ratio | mean sim. time (s) |")
 	for _, rs := range reports {
 		fmt.Fprintf(w, " %s |", strings.TrimSuffix(strings.TrimSuffix(filepath.Base(rs[0].Cache), ".gz"), ".json"))

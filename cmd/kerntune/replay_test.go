@@ -93,6 +93,8 @@ func TestReplayBadInput(t *testing.T) {
 		{"unknown strategy", []string{"replay", "--cache", cache, "--strategy", "magic"}, []string{"--strategy", "magic", "bo"}},
 		{"zero runs", []string{"replay", "--cache", cache, "--runs", "0"}, []string{"--runs"}},
 		{"bad budget", []string{"replay", "--cache", cache, "--budget-evals", "10,x"}, []string{"--budget-evals", "x"}},
+		{"default not in the cache", []string{"replay", "--cache", cache, "--default", "x=9,y=9"}, []string{"--default", "x=9,y=9", cache}},
+		{"default not a configuration", []string{"replay", "--cache", cache, "--default", "fast"}, []string{"--default", "fast", "first, none"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { wantUsageError(t, tc.args, tc.want) })
@@ -136,5 +138,39 @@ func TestReplayMarkdownStandardError(t *testing.T) {
 	}
 	if r1.MeanRatioSE == 0 && r2.MeanRatioSE == 0 {
 		t.Errorf("no spread over 6 random runs of 4 evaluations: the check is vacuous (json %s)", js)
+	}
+}
+
+// --default picks the configuration measured first: with one evaluation
+// every run ends there. writeKTCache's times are 1 + 0.2·((x−3)² + (y−1)²),
+// so the first values (0, 0) take 3 and the optimum (3, 1) takes 1.
+func TestReplayDefault(t *testing.T) {
+	cache := writeKTCache(t)
+	for _, tc := range []struct {
+		flag, key string
+		ratio     float64 // 0: not fixed
+	}{{"first", "x=0,y=0", 1.0 / 3}, {"x=3,y=1", "x=3,y=1", 1}, {"none", "", 0}} {
+		t.Run(tc.flag, func(t *testing.T) {
+			code, stdout, stderr := runGet(t, "replay", "--cache", cache, "--strategy", "ils", "--budget-evals", "1", "--runs", "4", "--default", tc.flag, "--json")
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			var rep struct {
+				Default string `json:"default"`
+				Budgets []struct {
+					MeanRatio  float64 `json:"mean_ratio"`
+					WorstRatio float64 `json:"worst_ratio"`
+				} `json:"budgets"`
+			}
+			if err := json.Unmarshal([]byte(stdout), &rep); err != nil || len(rep.Budgets) != 1 {
+				t.Fatalf("report: %v\n%s", err, stdout)
+			}
+			if rep.Default != tc.key {
+				t.Errorf("default %q, want %q", rep.Default, tc.key)
+			}
+			if b := rep.Budgets[0]; tc.ratio > 0 && (math.Abs(b.MeanRatio-tc.ratio) > 1e-9 || b.WorstRatio != b.MeanRatio) {
+				t.Errorf("one evaluation from %s: mean %v, worst %v; want every run at %v", tc.flag, b.MeanRatio, b.WorstRatio, tc.ratio)
+			}
+		})
 	}
 }

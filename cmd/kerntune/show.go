@@ -1,11 +1,8 @@
 package main
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -25,21 +22,12 @@ func newShowCmd() *cobra.Command {
 		Short: "Print a params file as a table per device, kernel and entry",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			path := params.DefaultFileName
-			if len(args) == 1 {
-				path = args[0]
-			}
-			f, err := params.ReadFile(path)
-			if errors.Is(err, os.ErrNotExist) {
-				return usageErrorf("%s: no such file (run kerntune tune first, or name the file)", path)
-			}
+			f, err := readParamsFile(paramsFileArg(args))
 			if err != nil {
-				return usageError{err}
+				return err
 			}
 			if asJSON {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(f)
+				return printJSON(cmd.OutOrStdout(), f)
 			}
 			printFile(cmd.OutOrStdout(), f)
 			return nil
@@ -113,11 +101,11 @@ func orDash(s string) string {
 	return s
 }
 
-// entryNote marks a partial entry (see partial), a choice the no-harm rule
+// entryNote marks a partial entry (see params.Partial), a choice the no-harm rule
 // changed, and drift the tuner's guard found.
 func entryNote(e *params.Entry) string {
 	var notes []string
-	if partial(e) {
+	if params.Partial(e) {
 		notes = append(notes, "PARTIAL (stopped: interrupted)")
 	}
 	if e.NoHarm != "" {

@@ -6,13 +6,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/kerntune/kerntune/internal/trace"
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/params"
 	"github.com/kerntune/kerntune/search"
@@ -45,6 +43,7 @@ type tuneFlags struct {
 	trace       string
 	asJSON      bool
 	backendOpts backendOptions
+	where       []string
 	// Drift guard (tuner/drift.go).
 	driftEvery    int
 	driftCooldown time.Duration
@@ -94,11 +93,11 @@ An interrupted run (Ctrl-C, SIGTERM) writes what it finished and exits 130
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.backend, "backend", "auto", "backend: auto, "+strings.Join(tuner.Backends(), ", ")+" (auto: metal on macOS, else cuda if a GPU is found, else cpu)")
+	addBackendFlag(cmd, &f.backend, " (auto: metal on macOS, else cuda if a GPU is found, else cpu)")
 	fl.StringArrayVar(&f.kernels, "kernel", nil, "kernel family to tune (repeatable; default all): "+strings.Join(kernels.Names(), ", "))
 	fl.StringVar(&f.dtype, "dtype", "f32", "element type: f32 or f16")
 	fl.StringArrayVar(&f.shapes, "shape", nil, "exact shape to tune, e.g. 1x896x4864 (repeatable; needs exactly one --kernel)")
-	fl.StringVar(&f.strategy, "strategy", "bo", "search strategy: "+strings.Join(search.Names, ", ")+" (default = ils climbing from the family's entries already in --out)")
+	fl.StringVar(&f.strategy, "strategy", search.DefaultStrategy, "search strategy: "+strings.Join(search.Names, ", ")+" (warm = ils climbing from the family's entries already in --out; default: the old name of warm)")
 	fl.StringVar(&f.budgetS, "budget", "3m", "budget: "+budgetHelp)
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the search strategy")
 	fl.StringVar(&f.out, "out", params.DefaultFileName, "params file to merge the results into")
@@ -114,53 +113,29 @@ An interrupted run (Ctrl-C, SIGTERM) writes what it finished and exits 130
 	fl.BoolVar(&f.asJSON, "json", false, "print the tuned entries as JSON on stdout")
 	fl.IntVar(&f.driftEvery, "drift-every", tuner.DefaultDriftEvery, "re-time the default every N new candidates and measure again what was measured while it drifted more than 10% (0: off)")
 	fl.DurationVar(&f.driftCooldown, "drift-cooldown", 10*time.Second, "idle this long after a drift before timing again (at most a fifth of an entry's budget in all)")
+	fl.StringArrayVar(&f.where, "where", nil, "search only candidates with this parameter value, e.g. MMA=1 (repeatable; all must hold)")
 	addBackendFlags(cmd, &f.backendOpts)
 	return cmd
 }
 
-// pickBackend resolves "auto" (tuner.AutoOrder: metal on macOS, else cuda
-// where it opens, else cpu); it refuses options the backend it opened does
-// not take.
-func pickBackend(name string, log io.Writer, o backendOptions) (tuner.Backend, error) {
-	b, err := openPicked(name, log, o)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkBackendOptions(b, o); err != nil {
-		b.Close()
-		return nil, err
-	}
-	return b, nil
-}
-
-func openPicked(name string, log io.Writer, o backendOptions) (tuner.Backend, error) {
-	if name != "auto" {
-		b, err := openBackend(name, o)
-		if err != nil {
-			return nil, usageError{fmt.Errorf("--backend %s: %w", name, err)}
-		}
-		return b, nil
-	}
-	for _, n := range tuner.AutoOrder("") {
-		b, err := openBackend(n, o)
-		if err == nil {
-			return b, nil
-		}
-		fmt.Fprintf(log, "backend %s not used: %v\n", n, err)
-	}
-	return nil, usageErrorf("no backend could be opened")
-}
-
 func runTune(cmd *cobra.Command, f tuneFlags) error {
-	dt, err := kernels.ParseDType(f.dtype)
-	if err != nil {
-		return usageErrorf("--dtype: %v", err)
+	if f.verbose && f.quiet {
+		return usageErrorf("-v/--verbose and -q/--quiet together: choose one (-v logs every candidate, -q prints only errors)")
 	}
+	dts, err := parseDTypes(f.dtype)
+	if err != nil {
+		return err
+	}
+	dt := dts[0]
 	if f.budget, f.maxEvals, err = parseBudget(f.budgetS); err != nil {
 		return err
 	}
 	if _, err := search.New(f.strategy, []search.Candidate{{}}, search.Options{}); err != nil {
-		return usageErrorf("--strategy: %v", err)
+		return usageErrorf("--strategy: %w", err)
+	}
+	where, err := whereConstraints(f.where)
+	if err != nil {
+		return err
 	}
 	if f.driftEvery < 0 {
 		return usageErrorf("--drift-every must be 0 (off) or a positive number of candidates, got %d", f.driftEvery)
@@ -177,19 +152,13 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 			f.kernels = append(f.kernels, c.Kernel.Name)
 		}
 	}
-	ks := kernels.All()
-	if len(f.kernels) > 0 {
-		ks = nil
-		for _, name := range f.kernels {
-			k, err := kernels.Get(name)
-			if err != nil {
-				return usageErrorf("--kernel: %v", err)
-			}
-			ks = append(ks, k)
-		}
+	ks, err := parseKernels(f.kernels)
+	if err != nil {
+		return err
 	}
-	if len(f.shapes) > 0 && len(ks) != 1 {
-		return usageErrorf("--shape needs exactly one --kernel (shapes differ between families)")
+	cases, err := parseShapes(ks, f.shapes)
+	if err != nil {
+		return err
 	}
 	if err := checkOutFile(f.out, f.force); err != nil {
 		return err
@@ -206,24 +175,17 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 		log = io.Discard
 	}
 	var tasks []tuner.Task
-	for _, s := range f.shapes {
-		shape, err := params.ParseShape(s)
-		if err != nil {
-			return usageErrorf("--shape: %v", err)
-		}
-		if _, err := ks[0].Classify(shape); err != nil {
-			return usageErrorf("--shape %s: %v", s, err)
-		}
+	for i, cs := range cases {
 		for _, c := range specs {
 			if c.Kernel == ks[0] {
-				if err := c.CheckShape(shape); err != nil {
-					return usageErrorf("--shape %s: %v", s, err)
+				if err := c.CheckShape(cs.Shape); err != nil {
+					return usageErrorf("--shape %s: %w", f.shapes[i], err)
 				}
 			}
 		}
-		tasks = append(tasks, tuner.Task{Kernel: ks[0], DType: dt, Cases: []kernels.Case{{Shape: shape}}})
+		tasks = append(tasks, tuner.Task{Kernel: ks[0], DType: dt, Cases: []kernels.Case{cs}})
 	}
-	if len(f.shapes) == 0 {
+	if len(cases) == 0 {
 		for _, k := range ks {
 			ts, err := tuner.ClassTasks(k, dt)
 			if err != nil {
@@ -233,18 +195,17 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 		}
 	}
 
-	sort.SliceStable(tasks, func(i, j int) bool { return tasks[i].Cost() < tasks[j].Cost() })
 	if f.backend != "auto" {
 		// Before opening a backend that could never run the kernel.
 		for _, c := range specs {
 			if c.Body.MLX != nil {
 				if err := specRunsOn(c, f.backend); err != nil {
-					return usageErrorf("--spec: %v", err)
+					return usageErrorf("--spec: %w", err)
 				}
 			}
 		}
 	}
-	b, err := pickBackend(f.backend, log, f.backendOpts)
+	b, err := pickBackend(f.backend, log, f.verbose, f.backendOpts)
 	if err != nil {
 		return err
 	}
@@ -256,16 +217,16 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 	for _, c := range specs {
 		if c.Body.MLX != nil {
 			if err := specRunsOn(c, info.Backend); err != nil {
-				return usageErrorf("--spec: %v", err)
+				return usageErrorf("--spec: %w", err)
 			}
 		}
 	}
 	if len(specs) > 0 && backendSpace(info.Backend) != tuner.SpaceGPU {
-		return usageErrorf("--spec: spec kernels are GPU code and the %s backend cannot run them; use --backend cuda or metal", info.Backend)
+		return usageErrorf("--spec: spec kernels are GPU code and the %s backend cannot run them; use --backend cuda, metal or opencl", info.Backend)
 	}
 	for _, c := range specs {
 		if err := specRunsOn(c, info.Backend); err != nil {
-			return usageErrorf("--spec: %v", err)
+			return usageErrorf("--spec: %w", err)
 		}
 	}
 	ui := newProgressUI(cmd.ErrOrStderr(), f.quiet, len(tasks), f.budget)
@@ -278,108 +239,104 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 	defer cancel()
 	sig := notifySignals(cancel)
 	defer sig.stop()
-	jr, err := openJournal(f, cancel)
-	if err != nil {
-		return err
+	line := func(task tuner.Task, format string, args ...any) {
+		fmt.Fprintf(log, "%-10s %-22s "+format+"\n", append([]any{task.Kernel.Name, task.Key()}, args...)...)
 	}
-	completed := false
-	defer func() { jr.Close(completed) }()
-	cfg := tuner.Config{Strategy: f.strategy, Seed: f.seed, Log: log, Verbose: f.verbose, Journal: jr, MaxEvals: f.maxEvals, Progress: ui.event,
+	cfg := tuner.Config{Strategy: f.strategy, Seed: f.seed, Log: log, Verbose: f.verbose, MaxEvals: f.maxEvals, Progress: ui.event, Where: where,
 		DriftEvery: f.driftEvery, DriftCooldown: f.driftCooldown}
 	if f.driftEvery == 0 {
 		cfg.DriftEvery = -1 // 0 on the command line turns the guard off
 	}
-	tu := tuner.New(b, cfg)
-	deadline := time.Now().Add(f.budget)
-	var results []*tuner.Result
-	var decisions []*keepDecision
-	failed := 0
-	for i, task := range tasks {
-		if ctx.Err() != nil {
-			fmt.Fprintln(log, "interrupted: stopping; finished entries are saved")
-			break
-		}
-		if jr.Done(info.Key, task.Kernel.Name, task.Key()) {
-			fmt.Fprintf(log, "%-10s %-22s done before the interruption (in %s)\n", task.Kernel.Name, task.Key(), f.out)
-			continue
-		}
-		// Each task gets an equal share of what is left; time a task does not use goes to the next.
-		share := time.Until(deadline) / time.Duration(len(tasks)-i)
-		start := time.Now()
-		if f.strategy == "default" {
-			cfg.WarmStart = warmStartFor(f.out, info, task)
-			tu = tuner.New(b, cfg)
-		}
-		if !f.replace {
-			// Re-checked under the file's lock when the entry is written.
-			task.Incumbent = incumbentFor(f.out, info.Key, task)
-		}
-		ui.begin(task, share)
-		res, err := tu.Run(ctx, task, share)
-		ui.end()
-		if f.trace != "" && res != nil {
-			if terr := trace.Append(f.trace, traceRecords(info.Key, res)); terr != nil {
-				return terr
-			}
-		}
-		if jerr := jr.journalErr(); jerr != nil {
-			return jerr
-		}
-		if err != nil {
-			if ctx.Err() == nil {
-				jr.MarkDone(info.Key, task.Kernel.Name, task.Key(), err.Error())
-			}
-			failed++
-			fmt.Fprintf(log, "%-10s %-22s FAILED: %v\n", task.Kernel.Name, task.Key(), err)
-			continue
-		}
-		if tooSmall(res) {
-			// Nothing is written and the journal goes: the run is to be
-			// repeated with a larger budget, not resumed.
-			completed = true
-			return usageError{budgetTooSmall(f, res, len(tasks)-i)}
-		}
-		recordBackendOptions(info, res.Entry)
-		results = append(results, res)
-		fmt.Fprintf(log, "%-10s %-22s %s (%.1fs%s)\n", task.Kernel.Name, task.Key(), describe(res.Entry), time.Since(start).Seconds(), stoppedNote(res.Stopped))
-		d, err := writeResult(f.out, f.force, f.replace, info, res)
-		if err != nil {
-			return usageErrorf("--out %s: %v (the file was not changed; the journal keeps the measurements: fix this and run again with --resume)", f.out, err)
-		}
-		decisions = append(decisions, d)
-		if d.Action != actionAdded {
-			fmt.Fprintf(log, "%-10s %-22s %s\n", task.Kernel.Name, task.Key(), d)
-		}
-		if res.Stopped != "interrupted" {
-			jr.MarkDone(info.Key, task.Kernel.Name, task.Key(), "")
-		}
+	s, err := tuner.OpenSession(b, tuner.SessionConfig{
+		Config: cfg,
+		Out:    f.out, Force: f.force, Replace: f.replace, Resume: f.resume,
+		Budget: f.budget, Trace: f.trace, Generator: "kerntune " + version(),
+		Hooks: tuner.SessionHooks{
+			Begin:   ui.begin,
+			End:     func(tuner.Task) { ui.end() },
+			Skipped: func(t tuner.Task) { line(t, "done before the interruption (in %s)", f.out) },
+			Failed:  func(t tuner.Task, err error) { line(t, "FAILED: %v", err) },
+			Tuned: func(res *tuner.Result, took time.Duration) {
+				line(res.Task, "%s (%.1fs%s)", describe(res.Entry), took.Seconds(), stoppedNote(res.Stopped))
+			},
+			Decided: func(t tuner.Task, d *tuner.KeepDecision) {
+				if d.Action != tuner.KeepAdded {
+					line(t, "%s", d)
+				}
+			},
+		},
+	})
+	if err != nil {
+		return journalOpenError(f, err)
 	}
-	if jerr := jr.journalErr(); jerr != nil {
-		return jerr
+	defer s.Close()
+	if spent, recorded := s.Resumed(); f.resume && spent > 0 {
+		fmt.Fprintln(log, resumeNote(spent, recorded, f.budget, f.budgetS))
 	}
-	if ctx.Err() == nil {
-		completed = true
-	} else {
-		fmt.Fprintf(log, "the journal %s keeps this run's measurements: finish it with the same command and --resume\n", jr.Path())
+	sum, err := s.Run(ctx, tasks)
+	if err != nil {
+		spent, _ := s.Resumed()
+		return sessionError(f, err, spent)
+	}
+	if sum.StoppedEarly {
+		fmt.Fprintln(log, "interrupted: stopping; finished entries are saved")
+	}
+	if sum.Interrupted {
+		fmt.Fprintf(log, "the journal %s keeps this run's measurements: finish it with the same command and --resume\n", s.JournalPath())
 	}
 	ui.close()
 	if f.asJSON {
-		if err := printTuneJSON(cmd.OutOrStdout(), info.Key, f.out, results, decisions); err != nil {
+		if err := printTuneJSON(cmd.OutOrStdout(), info.Key, f.out, sum); err != nil {
 			return err
 		}
-	} else if len(results) > 0 && !f.quiet {
-		fmt.Fprintf(cmd.OutOrStdout(), "%s for %s in %s\n", decisionCounts(decisions), info.Key, f.out)
+	} else if len(sum.Results) > 0 && !f.quiet {
+		fmt.Fprintf(cmd.OutOrStdout(), "%s for %s in %s\n", decisionCounts(sum), info.Key, f.out)
 	}
-	if s := sig.received(); s != nil {
-		return interruptedError{sig: s, written: len(decisions) - countAction(decisions, actionKept), journal: jr.Path()}
+	if sig := sig.received(); sig != nil {
+		return interruptedError{sig: sig, written: len(sum.Decisions) - sum.Count(tuner.KeepKept), journal: s.JournalPath()}
 	}
-	if failed > 0 {
-		return fmt.Errorf("%d of %d entries could not be tuned", failed, len(tasks))
+	if sum.Failed > 0 {
+		return fmt.Errorf("%d of %d entries could not be tuned", sum.Failed, len(tasks))
 	}
-	if len(results) == 0 {
+	if len(sum.Results) == 0 {
 		return errors.New("nothing was tuned")
 	}
 	return nil
+}
+
+// resumeNote says how much of the budget a resumed run goes on with.
+func resumeNote(spent, recorded, budget time.Duration, budgetS string) string {
+	spent = spent.Round(100 * time.Millisecond)
+	if budget >= noWallLimit {
+		return fmt.Sprintf("resuming: the interrupted run spent %s (no wall-time budget)", spent)
+	}
+	left := (budget - spent).Round(100 * time.Millisecond)
+	if recorded > 0 && recorded != budget {
+		return fmt.Sprintf("resuming: the interrupted run spent %s of its %s budget; %s of --budget %s left", spent, recorded, left, budgetS)
+	}
+	return fmt.Sprintf("resuming: the interrupted run spent %s of --budget %s; %s left", spent, budgetS, left)
+}
+
+// sessionError turns the errors of a tuning session that the user must act
+// on into usage errors naming the flag.
+func sessionError(f tuneFlags, err error, resumedSpent time.Duration) error {
+	var (
+		small *tuner.TooSmallError
+		jerr  *tuner.JournalError
+		werr  *tuner.WriteError
+		spent *tuner.BudgetSpentError
+	)
+	switch {
+	case errors.As(err, &spent):
+		return usageErrorCause(err, "--resume: %v; give a --budget larger than %s to finish it (the journal %s is kept)", err, spent.Spent.Round(time.Second), tuner.JournalPath(f.out))
+	case errors.As(err, &small):
+		return usageError{budgetTooSmall(f.budgetS, small, resumedSpent)}
+	case errors.As(err, &jerr):
+		return usageError{fmt.Errorf("%w; nothing more was measured, and --out was not changed after the error (resume with --resume)", jerr)}
+	case errors.As(err, &werr):
+		return usageErrorf("--out %s: %w (the file was not changed; the journal keeps the measurements: fix this and run again with --resume)", f.out, werr.Err)
+	}
+	return err
 }
 
 func stoppedNote(s string) string {
@@ -402,66 +359,32 @@ func describe(e *params.Entry) string {
 	return s
 }
 
-// checkOutFile refuses, before any work, an output file that exists but is
-// not a valid params file (unless --force), or a directory that cannot be written.
+// checkOutFile refuses, before any work, an output path that is not a
+// regular file (/dev/full, a directory: the atomic write would rename over
+// it), or a file that exists but is not a valid params file (unless
+// --force; a file over params.MaxFileSize is not one). It reads at most
+// params.MaxFileSize bytes.
 func checkOutFile(path string, force bool) error {
-	data, err := os.ReadFile(path)
+	if err := params.CheckRegular(path); err != nil {
+		return usageErrorCause(err, "--out %s: %v; name a file", path, err)
+	}
+	_, err := params.ReadFile(path)
+	var perr *params.PathError
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-	case err != nil:
-		return usageErrorf("--out %s: %v", path, err)
-	default:
-		if _, perr := params.Parse(data); perr != nil && !force {
-			return usageErrorf("--out %s: %v; %v", path, params.ErrUnparsable, perr)
+	case errors.As(err, &perr):
+		if !force {
+			return usageErrorf("--out %s: %w; %w", path, params.ErrUnparsable, perr)
 		}
+	case err != nil:
+		return usageErrorf("--out %s: %w", path, err)
 	}
 	return nil
 }
 
-// writeResult merges a tuned entry into the params file, keeping the
-// file's entry for the same device, kernel and key when it is better
-// (chooseEntry; never with replace). The choice is made under the file's
-// lock, against the entry the file holds at that moment.
-func writeResult(path string, force, replace bool, info tuner.DeviceInfo, res *tuner.Result) (*keepDecision, error) {
-	dev := &params.Device{
-		Backend: info.Backend, Name: info.Name, Family: info.Family,
-		ComputeUnits: info.ComputeUnits, TunedAt: time.Now().UTC().Format(time.RFC3339),
-		Facts: info.Facts, Kernels: map[string]map[string]*params.Entry{
-			res.Task.Kernel.Name: {res.Task.Key(): res.Entry},
-		},
-	}
-	upd := &params.File{SchemaVersion: params.SchemaVersion, Generator: "kerntune " + version(), Devices: map[string]*params.Device{info.Key: dev}}
-	d := &keepDecision{Action: actionAdded, New: briefOf(res.Entry)}
-	keep := func(_, _, _ string, old, nw any) any {
-		oe, err := entryOf(old)
-		if err != nil {
-			// Cannot happen for a file that parsed; never lose the file's entry.
-			d.Action, d.Reason = actionKept, "the file's entry could not be compared: "+err.Error()
-			d.Old = &entryBrief{}
-			return old
-		}
-		c := chooseEntry(oe, res.Entry, evidence{replace: replace, retime: res.Retiming})
-		d.Old, d.Reason = briefOf(oe), c.reason
-		d.OldRetimedUS, d.NewRetimedUS, d.PValue = c.oldUS, c.newUS, c.p
-		if c.keepNew {
-			d.Action = actionReplaced
-			return nw
-		}
-		d.Action = actionKept
-		return old
-	}
-	if err := params.MergeIntoFileKeep(path, upd, force, keep); err != nil {
-		if errors.Is(err, params.ErrUnparsable) {
-			return nil, usageError{err}
-		}
-		return nil, err
-	}
-	return d, nil
-}
-
 // decisionCounts summarises what a run did to the file.
-func decisionCounts(ds []*keepDecision) string {
-	added, replaced, kept := countAction(ds, actionAdded), countAction(ds, actionReplaced), countAction(ds, actionKept)
+func decisionCounts(sum *tuner.SessionSummary) string {
+	added, replaced, kept := sum.Count(tuner.KeepAdded), sum.Count(tuner.KeepReplaced), sum.Count(tuner.KeepKept)
 	s := fmt.Sprintf("wrote %d entries", added+replaced)
 	if replaced > 0 {
 		s += fmt.Sprintf(" (%d replaced)", replaced)
@@ -472,29 +395,32 @@ func decisionCounts(ds []*keepDecision) string {
 	return s
 }
 
-func countAction(ds []*keepDecision, action string) int {
-	n := 0
-	for _, d := range ds {
-		if d.Action == action {
-			n++
-		}
-	}
-	return n
+// tunedJSON is what tune --json prints: the entries this run tuned, and
+// for each whether it was written.
+type tunedJSON struct {
+	Device  string       `json:"device"`
+	Out     string       `json:"out"`
+	Entries []tunedEntry `json:"entries"`
 }
 
-// incumbentFor returns the parameters of the entry path holds for the
-// device and task, or nil (no file, no entry, an unreadable file).
-func incumbentFor(path, device string, task tuner.Task) map[string]int {
-	pf, err := params.ReadFile(path)
-	if err != nil {
-		return nil
+type tunedEntry struct {
+	Kernel  string        `json:"kernel"`
+	Key     string        `json:"key"`
+	Stopped string        `json:"stopped,omitempty"`
+	Entry   *params.Entry `json:"entry"`
+	// Decision says whether Entry was written to Out (added, replaced) or
+	// the better entry already there was kept, and why.
+	Decision *tuner.KeepDecision `json:"decision,omitempty"`
+}
+
+func printTuneJSON(w io.Writer, device, out string, sum *tuner.SessionSummary) error {
+	tj := tunedJSON{Device: device, Out: out, Entries: []tunedEntry{}}
+	for i, r := range sum.Results {
+		te := tunedEntry{Kernel: r.Task.Kernel.Name, Key: r.Task.Key(), Stopped: r.Stopped, Entry: r.Entry}
+		if i < len(sum.Decisions) {
+			te.Decision = sum.Decisions[i]
+		}
+		tj.Entries = append(tj.Entries, te)
 	}
-	d := pf.Devices[device]
-	if d == nil {
-		return nil
-	}
-	if e := d.Kernels[task.Kernel.Name][task.Key()]; e != nil {
-		return e.Params
-	}
-	return nil
+	return printJSON(w, tj)
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/signal"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/search"
 	"github.com/kerntune/kerntune/tuner"
 )
@@ -47,24 +45,13 @@ not multiples of any tile, with the output poisoned first. Failures are counted
 by reason; the command fails if any candidate fails.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ks := kernels.All()
-			if len(kernelNames) > 0 {
-				ks = nil
-				for _, n := range kernelNames {
-					k, err := kernels.Get(n)
-					if err != nil {
-						return usageErrorf("--kernel: %v", err)
-					}
-					ks = append(ks, k)
-				}
+			ks, err := parseKernels(kernelNames)
+			if err != nil {
+				return err
 			}
-			var dts []kernels.DType
-			for _, d := range dtypes {
-				dt, err := kernels.ParseDType(d)
-				if err != nil {
-					return usageErrorf("--dtype: %v", err)
-				}
-				dts = append(dts, dt)
+			dts, err := parseDTypes(dtypes...)
+			if err != nil {
+				return err
 			}
 			if sample < 1 {
 				return usageErrorf("--sample must be at least 1")
@@ -74,7 +61,7 @@ by reason; the command fails if any candidate fails.`,
 				return err
 			}
 			log := cmd.ErrOrStderr()
-			b, err := pickBackend(backend, log, backendOpts)
+			b, err := pickBackend(backend, log, false, backendOpts)
 			if err != nil {
 				return err
 			}
@@ -103,9 +90,7 @@ by reason; the command fails if any candidate fails.`,
 				}
 			}
 			if asJSON {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(map[string]any{"device": b.Info().Key, "reports": reps}); err != nil {
+				if err := printJSON(cmd.OutOrStdout(), map[string]any{"device": b.Info().Key, "reports": reps}); err != nil {
 					return err
 				}
 			}
@@ -120,7 +105,7 @@ by reason; the command fails if any candidate fails.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&backend, "backend", "auto", "backend: auto, "+strings.Join(tuner.Backends(), ", "))
+	addBackendFlag(cmd, &backend, "")
 	fl.StringArrayVar(&kernelNames, "kernel", nil, "kernel family (repeatable; default all)")
 	fl.StringArrayVar(&dtypes, "dtype", []string{"f32", "f16"}, "element types (repeatable)")
 	fl.IntVar(&sample, "sample", 1, "verify every N-th candidate only")
@@ -129,6 +114,26 @@ by reason; the command fails if any candidate fails.`,
 	fl.BoolVarP(&quiet, "quiet", "q", false, "print only the total")
 	addBackendFlags(cmd, &backendOpts)
 	return cmd
+}
+
+// whereConstraints turns tune's --where NAME=VALUE flags into constraints
+// of the search space.
+func whereConstraints(ws []string) ([]search.Constraint, error) {
+	fs, err := parseWhere(ws)
+	if err != nil {
+		return nil, err
+	}
+	cs := make([]search.Constraint, len(fs))
+	for i, f := range fs {
+		w := ws[i]
+		cs[i] = search.Constraint{Name: "--where " + w, Check: func(c search.Candidate) error {
+			if !f(c) {
+				return fmt.Errorf("not %s (--where)", w)
+			}
+			return nil
+		}}
+	}
+	return cs, nil
 }
 
 // parseWhere turns --where NAME=VALUE flags into candidate filters.

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"runtime"
 	"runtime/debug"
@@ -75,9 +74,7 @@ func newVersionCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			bv := readVersion()
 			if asJSON {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(bv)
+				return printJSON(cmd.OutOrStdout(), bv)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "kerntune %s (%s, %s, %s)\n", version(), bv.Module, bv.Go, bv.Platform)
 			return nil

@@ -1,8 +1,9 @@
 // Package ktcache reads Kernel Tuner cache files: the classic cache format
 // (tune_params, tune_params_keys and a cache map from "v1,v2,..." to a
-// record) and the T4 results format (metadata, results, schema_version),
-// gzip-compressed or not. A cache is a recorded search space: the
-// configurations it holds, their raw timing samples and compile times.
+// record) and the T4 results format (metadata, results, schema_version;
+// decoded by package t4), gzip-compressed or not. A cache is a recorded
+// search space: the configurations it holds, their raw timing samples and
+// compile times.
 package ktcache
 
 import (
@@ -10,6 +11,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -18,6 +20,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kerntune/kerntune/internal/t4"
+	"github.com/kerntune/kerntune/params"
 	"github.com/kerntune/kerntune/search"
 )
 
@@ -70,6 +74,17 @@ func (c *Cache) Candidates() []search.Candidate {
 	return out
 }
 
+// FirstValues is the configuration of every parameter's first value (the
+// first listed in tune_params; the smallest for T4 results, which list
+// none). It need not be in the cache.
+func (c *Cache) FirstValues() search.Candidate {
+	cand := make(search.Candidate, len(c.Params))
+	for _, p := range c.Params {
+		cand[p.Name] = p.Values[0]
+	}
+	return cand
+}
+
 // Best returns the valid configuration with the lowest recorded time.
 func (c *Cache) Best() (*Config, bool) {
 	var best *Config
@@ -92,7 +107,15 @@ func (c *Cache) ValidCount() int {
 	return n
 }
 
-// Load reads a cache file; a name ending in .gz is decompressed.
+// MaxSize is the most JSON Load reads from one cache, after
+// decompression: 1 GiB (the brute-forced caches of benchmark_hub are
+// tens of megabytes). A larger cache, or a device such as /dev/zero, is an
+// error rather than a read that fills memory.
+const MaxSize = 1 << 30
+
+// Load reads a cache file; a name ending in .gz is decompressed. Data that
+// does not start with a JSON object (after white space) is refused at its
+// first byte; more than MaxSize bytes of JSON are refused.
 func Load(path string) (*Cache, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -108,9 +131,16 @@ func Load(path string) (*Cache, error) {
 		defer gz.Close()
 		r = gz
 	}
-	data, err := io.ReadAll(r)
+	br := bufio.NewReader(io.LimitReader(r, MaxSize+1))
+	if err := startsObject(br); err != nil {
+		return nil, fmt.Errorf("%s: not a Kernel Tuner cache (a JSON object, .json or .json.gz): %w", path, err)
+	}
+	data, err := io.ReadAll(br)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(data) > MaxSize {
+		return nil, fmt.Errorf("%s: more than %s of JSON, the limit of a Kernel Tuner cache", path, params.SizeString(MaxSize))
 	}
 	c, err := Parse(data)
 	if err != nil {
@@ -120,6 +150,31 @@ func Load(path string) (*Cache, error) {
 	return c, nil
 }
 
+// startsObject checks, without consuming it, that the first byte after
+// white space opens a JSON object.
+func startsObject(br *bufio.Reader) error {
+	for i := 0; ; i++ {
+		b, err := br.Peek(i + 1)
+		if err == io.EOF && len(b) <= i {
+			return errors.New("empty")
+		}
+		if err != nil && len(b) <= i {
+			return err
+		}
+		switch c := b[i]; c {
+		case ' ', '\t', '\n', '\r':
+			if i+1 >= br.Size() {
+				return errors.New("only white space in its first kilobytes")
+			}
+			continue
+		case '{':
+			return nil
+		default:
+			return fmt.Errorf("it starts with %q", c)
+		}
+	}
+}
+
 // classic is the classic cache format.
 type classic struct {
 	DeviceName     string                       `json:"device_name"`
@@ -127,26 +182,6 @@ type classic struct {
 	TuneParamsKeys []string                     `json:"tune_params_keys"`
 	TuneParams     map[string][]json.RawMessage `json:"tune_params"`
 	Cache          map[string]map[string]json.RawMessage
-}
-
-// t4 is the T4 results format.
-type t4 struct {
-	Metadata struct {
-		TimeUnit string `json:"timeunit"`
-	} `json:"metadata"`
-	SchemaVersion string `json:"schema_version"`
-	Results       []struct {
-		Configuration map[string]json.RawMessage `json:"configuration"`
-		Times         struct {
-			Compilation *float64  `json:"compilation"`
-			Runtimes    []float64 `json:"runtimes"`
-		} `json:"times"`
-		Invalidity   string `json:"invalidity"`
-		Measurements []struct {
-			Name  string          `json:"name"`
-			Value json.RawMessage `json:"value"`
-		} `json:"measurements"`
-	} `json:"results"`
 }
 
 // Parse decodes cache data in either format. The non-standard tokens NaN,
@@ -278,12 +313,9 @@ func parseClassic(data []byte) (*Cache, error) {
 }
 
 func parseT4(data []byte) (*Cache, error) {
-	var tf t4
-	if err := json.Unmarshal(data, &tf); err != nil {
-		return nil, fmt.Errorf("T4 results: %w", err)
-	}
-	if u := tf.Metadata.TimeUnit; u != "" && !strings.HasPrefix(strings.ToLower(u), "mil") {
-		return nil, fmt.Errorf("metadata.timeunit %q: only milliseconds are supported", u)
+	tf, err := t4.Parse(data)
+	if err != nil {
+		return nil, err
 	}
 	c := &Cache{byKey: map[string]*Config{}}
 	// The T4 format has no parameter list: collect the values seen, sorted.
@@ -333,16 +365,7 @@ func parseT4(data []byte) (*Cache, error) {
 		if r.Times.Compilation != nil && *r.Times.Compilation > 0 {
 			cfg.CompileS = *r.Times.Compilation / 1e3
 		}
-		var tv json.RawMessage
-		for _, m := range r.Measurements {
-			if m.Name == "time" {
-				tv = m.Value
-			}
-		}
-		if r.Invalidity != "" && r.Invalidity != "correct" && tv == nil {
-			tv = json.RawMessage(strconv.Quote(r.Invalidity))
-		}
-		if err := cfg.setTime(tv, r.Times.Runtimes); err != nil {
+		if err := cfg.setTime(r.Time(), r.Times.Runtimes); err != nil {
 			return nil, fmt.Errorf("results[%d]: %w", i, err)
 		}
 		if err := c.add(cfg); err != nil {

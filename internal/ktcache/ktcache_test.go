@@ -3,10 +3,16 @@ package ktcache
 import (
 	"bytes"
 	"compress/gzip"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kerntune/kerntune/internal/t4"
+	"github.com/kerntune/kerntune/internal/trace"
+	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/search"
 )
 
 // A classic cache with an integer, a string-valued and a float parameter,
@@ -45,9 +51,10 @@ func TestParseSynthetic(t *testing.T) {
 		values0    []int // values of the first parameter
 		compileOf  string
 		compileSec float64
+		first      string // FirstValues: first listed (classic), smallest (T4; not recorded here)
 	}{
-		{"classic", synthClassic, 3, 4, 2, "bx=64,f=0,method=0", 1.5e-3, 3, []int{32, 64}, "bx=32,f=0,method=0", 0.5},
-		{"t4", synthT4, 2, 3, 2, "bx=16,ty=2", 1e-3, 1, []int{16, 32, 64}, "bx=32,ty=1", 0.8},
+		{"classic", synthClassic, 3, 4, 2, "bx=64,f=0,method=0", 1.5e-3, 3, []int{32, 64}, "bx=32,f=0,method=0", 0.5, "bx=32,f=0,method=0"},
+		{"t4", synthT4, 2, 3, 2, "bx=16,ty=2", 1e-3, 1, []int{16, 32, 64}, "bx=32,ty=1", 0.8, "bx=16,ty=1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -60,6 +67,9 @@ func TestParseSynthetic(t *testing.T) {
 			}
 			if got := c.Params[0].Values; len(got) != len(tt.values0) || got[0] != tt.values0[0] || got[len(got)-1] != tt.values0[len(got)-1] {
 				t.Errorf("first parameter values %v, want %v", got, tt.values0)
+			}
+			if got := c.FirstValues().Key(); got != tt.first {
+				t.Errorf("first values %s, want %s", got, tt.first)
 			}
 			b, ok := c.Best()
 			if !ok || b.Candidate.Key() != tt.best || b.Time != tt.bestTime || len(b.Times) != tt.bestTimes {
@@ -199,6 +209,43 @@ func TestLoadGzip(t *testing.T) {
 	}
 }
 
+// What is not a cache is refused at its first byte, before it is read
+// whole: a device that never ends (/dev/zero), an array, an empty file;
+// leading white space is allowed.
+func TestLoadNotACache(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	tests := []struct{ name, path, want string }{
+		{"a device that never ends", "/dev/zero", `/dev/zero: not a Kernel Tuner cache (a JSON object, .json or .json.gz): it starts with '\x00'`},
+		{"an array", write("a.json", " [1, 2]"), "it starts with '['"},
+		{"empty", write("e.json", ""), "e.json: not a Kernel Tuner cache (a JSON object, .json or .json.gz): empty"},
+		{"white space before the object", write("w.json", "\n\t "+synthClassic), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := os.Stat(tt.path); err != nil {
+				t.Skip(err)
+			}
+			_, err := Load(tt.path)
+			if tt.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Load(%s): %v; want %q", tt.path, err, tt.want)
+			}
+		})
+	}
+}
+
 // SharedCaches lists the Kernel Tuner caches of the shared test data: the
 // directory named by KTDEV_KT_CACHES, else shared/testdata/kerneltuner next
 // to the repository. Without them the test skips, unless
@@ -242,5 +289,30 @@ func TestSharedCaches(t *testing.T) {
 			b, _ := c.Best()
 			t.Logf("%d params, %d configs (%d valid), best %.4g ms", len(c.Params), len(c.Configs), c.ValidCount(), b.Time*1e3)
 		})
+	}
+}
+
+// What kerntune export --t4 writes (package t4) loads as a cache: one
+// format, one writer and one reader.
+func TestParseExportedT4(t *testing.T) {
+	recs := []trace.Record{
+		{Device: "cpu:a", Kernel: "gemv_nt", DType: "f32", Key: "f32/tiny", Params: map[string]int{"BN": 64}, MedianUS: 40, Samples: 9},
+		{Device: "cpu:a", Kernel: "gemv_nt", DType: "f32", Key: "f32/tiny", Params: map[string]int{"BN": 16}, MedianUS: 55.5, Samples: 3},
+		{Device: "cpu:a", Kernel: "gemv_nt", DType: "f32", Key: "f32/tiny", Params: map[string]int{"BN": 8}, Err: "verification: wrong"},
+	}
+	data, err := t4.FromTrace(&params.File{}, recs, "run.jsonl", t4.Select{}, "kerntune test").Encode(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	best, ok := c.Best()
+	if len(c.Configs) != 3 || c.ValidCount() != 2 || !ok || best.Candidate["BN"] != 64 || math.Abs(best.Time-40e-6) > 1e-12 {
+		t.Errorf("%d configs, %d valid, best %+v; want 3, 2, BN=64 at 40 µs", len(c.Configs), c.ValidCount(), best)
+	}
+	if cfg, ok := c.Lookup(search.Candidate{"BN": 8}); !ok || cfg.Valid || cfg.Failure != "InvalidConfig" {
+		t.Errorf("failed configuration %+v", cfg)
 	}
 }

@@ -21,10 +21,13 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strings"
+
+	"github.com/kerntune/kerntune/params"
 )
 
 // Record is one measured (or failed) candidate.
@@ -74,14 +77,25 @@ func Append(path string, recs []Record) error {
 	return nil
 }
 
-// ReadFile reads a trace file; see Read.
+// MaxFileSize is the largest trace (or journal read as a trace) that
+// ReadFile reads: 256 MiB, some hundred thousand candidates. A larger file
+// is refused, and a device such as /dev/zero is read no further.
+const MaxFileSize = 256 << 20
+
+// maxLine is the longest line Read takes.
+const maxLine = 16 << 20
+
+// ReadFile reads a trace file of at most MaxFileSize bytes; see Read.
 func ReadFile(path string) ([]Record, error) {
-	f, err := os.Open(path)
+	data, err := params.ReadFileLimit(path, MaxFileSize)
+	var tl *params.TooLargeError
+	if errors.As(err, &tl) {
+		return nil, fmt.Errorf("%s: %s", path, tl.Reason("a trace file"))
+	}
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	recs, err := Read(f)
+	recs, err := Read(bytes.NewReader(data))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -94,25 +108,37 @@ func ReadFile(path string) ([]Record, error) {
 func Read(r io.Reader) ([]Record, error) {
 	var out []Record
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 16<<20)
-	for n := 1; sc.Scan(); n++ {
+	sc.Buffer(make([]byte, 64*1024), maxLine)
+	n := 1
+	for ; sc.Scan(); n++ {
 		line := bytes.TrimSpace(sc.Bytes())
 		if len(line) == 0 {
+			continue
+		}
+		// Lines of other kinds (a journal's, whose samples are an array)
+		// are skipped before their fields are decoded as a Record's.
+		var head struct{ Kernel, Key any }
+		if err := json.Unmarshal(line, &head); err != nil {
+			return nil, fmt.Errorf("line %d: not a trace record: %v", n, err)
+		}
+		if k, _ := head.Kernel.(string); k == "" {
+			continue
+		}
+		if k, _ := head.Key.(string); k == "" {
 			continue
 		}
 		var rec Record
 		if err := json.Unmarshal(line, &rec); err != nil {
 			return nil, fmt.Errorf("line %d: not a trace record: %v", n, err)
 		}
-		if rec.Kernel == "" || rec.Key == "" {
-			continue
-		}
 		if rec.MedianUS < 0 {
 			return nil, fmt.Errorf("line %d: median_us must not be negative, got %g", n, rec.MedianUS)
 		}
 		out = append(out, rec)
 	}
-	if err := sc.Err(); err != nil {
+	if err := sc.Err(); errors.Is(err, bufio.ErrTooLong) {
+		return nil, fmt.Errorf("line %d: longer than %s: not a trace", n, params.SizeString(maxLine))
+	} else if err != nil {
 		return nil, err
 	}
 	return out, nil

@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -29,6 +30,18 @@ func TestAppendRead(t *testing.T) {
 	}
 }
 
+// A trace is read up to MaxFileSize: a device that never ends is an error
+// naming it and the limit.
+func TestReadFileLimit(t *testing.T) {
+	if _, err := os.Stat("/dev/zero"); err != nil {
+		t.Skip("no /dev/zero here")
+	}
+	_, err := ReadFile("/dev/zero")
+	if err == nil || err.Error() != "/dev/zero: not a regular file, and it yields more than 256 MiB, the limit of a trace file" {
+		t.Errorf("ReadFile(/dev/zero): %v", err)
+	}
+}
+
 func TestRead(t *testing.T) {
 	tests := []struct {
 		name, in string
@@ -41,6 +54,8 @@ func TestRead(t *testing.T) {
 		{"not JSON", "{\"kernel\":\"softmax\"}\n{oops", 0, "", "line 2"},
 		{"cut short", `{"kernel":"softmax","key":"f32/long","par`, 0, "", "line 1"},
 		{"negative time", `{"kernel":"softmax","key":"f32/long","median_us":-1}`, 0, "", "median_us"},
+		{"a journal's lines skipped", "{\"kind\":\"measure\",\"device\":\"d\",\"kernel\":\"softmax\",\"entry\":\"f32/long\",\"cand\":\"ROWS=1\",\"samples\":[1e-5,2e-5]}\n{\"kernel\":\"softmax\",\"key\":\"f32/long\",\"params\":{}}", 1, "f32/long", ""},
+		{"a line without an end", "{\"kernel\":\"softmax\",\"key\":\"" + strings.Repeat("x", maxLine), 0, "", "line 1: longer than 16 MiB"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

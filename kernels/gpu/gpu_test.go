@@ -28,7 +28,7 @@ func spaceOf(t *testing.T, k *kernels.Kernel) []search.Candidate {
 // Every candidate of every family generates CUDA, MSL and OpenCL source from
 // the same body text, with every parameter defined and the signature complete.
 func TestEveryCandidateGeneratesFromOneBody(t *testing.T) {
-	total, unsupported := 0, 0
+	total, unsupported, refused := 0, 0, 0
 	for _, k := range kernels.All() {
 		b, err := Get(k.Name)
 		if err != nil {
@@ -44,10 +44,18 @@ func TestEveryCandidateGeneratesFromOneBody(t *testing.T) {
 					src, err := b.SourceFor(api, dt, c)
 					if _, serr := b.Supported(api, c); serr != nil {
 						// An API without a feature the candidate needs must refuse it, by name.
-						if err == nil || !strings.Contains(err.Error(), "simdgroup_matrix") {
+						if err == nil || !strings.Contains(err.Error(), serr.Error()) {
 							t.Fatalf("%s %s %s: unsupported candidate generated (err %v)", k.Name, api, c.Key(), err)
 						}
 						unsupported++
+						continue
+					}
+					if berr := b.Buildable(api, dt, c); berr != nil {
+						// The API's fragment rules for this dtype: refused, by reason.
+						if err == nil || !strings.Contains(err.Error(), berr.Error()) {
+							t.Fatalf("%s %s %s %s: a candidate the API cannot build generated (err %v)", k.Name, api, dt, c.Key(), err)
+						}
+						refused++
 						continue
 					}
 					if err != nil {
@@ -73,16 +81,32 @@ func TestEveryCandidateGeneratesFromOneBody(t *testing.T) {
 				t.Errorf("%s %s: %d threads", k.Name, c.Key(), n)
 			}
 			// A body that declares threadgroup memory reports it, so that
-			// the device's limit is checked; an elementwise body may need none.
-			if sh := b.SharedBytes(c); sh < 0 || sh > 48*1024 || sh == 0 && strings.Contains(b.Source, "SHARED(") {
+			// the device's limit is checked; an elementwise body may need
+			// none. Static CUDA arrays fit the 48 KiB limit; the MMA body's
+			// tiles are dynamic there (bounded by the device's opt-in limit,
+			// Limits.MaxSharedDynamic) and static elsewhere (the Metal
+			// device bounds them by 32 KiB).
+			declares := strings.Contains(b.Source, "SHARED(")
+			if sh := b.SharedBytes(c); sh < 0 || sh == 0 && declares {
 				t.Errorf("%s %s: %d bytes of threadgroup memory", k.Name, c.Key(), sh)
+			}
+			for _, dt := range kernels.DTypes {
+				if b.Buildable(CUDA, dt, c) != nil {
+					continue
+				}
+				if st := b.Shared(CUDA, dt, c) - b.Dynamic(CUDA, dt, c); st < 0 || st > 48*1024 || st == 0 && declares {
+					t.Errorf("%s %s %s: %d bytes of static shared memory on CUDA", k.Name, dt, c.Key(), st)
+				}
 			}
 		}
 	}
 	if unsupported == 0 {
 		t.Error("no candidate needed a feature some API lacks: the MMA variant is missing from the space")
 	}
-	t.Logf("%d sources generated, %d refused for a missing feature", total, unsupported)
+	if refused == 0 {
+		t.Error("no candidate broke an API's fragment rules: the fragment shapes are not checked")
+	}
+	t.Logf("%d sources generated, %d refused for a missing feature, %d for an API's fragment rules", total, unsupported, refused)
 }
 
 func TestGeometryCoversOutput(t *testing.T) {
@@ -94,8 +118,8 @@ func TestGeometryCoversOutput(t *testing.T) {
 	}{
 		{"gemm_av", []int{37, 53, 29}, map[string]int{"BM": 16, "BN": 32, "TM": 1, "TN": 2}, Launch{Grid: [2]int{2, 3}, Threads: 256}},
 		{"gemm_at_b", []int{29, 37, 53}, map[string]int{"BM": 16, "BN": 32, "TM": 1, "TN": 2}, Launch{Grid: [2]int{2, 3}, Threads: 256}},
-		// MMA: one SIMD-group of 32 per (8·TM)×(8·TN) block.
-		{"gemm_av", []int{37, 53, 29}, map[string]int{"BM": 32, "BN": 64, "TM": 2, "TN": 4, "MMA": 1}, Launch{Grid: [2]int{1, 2}, Threads: 128}},
+		// MMA: one SIMD-group of 32 threads per WM×WN block.
+		{"gemm_av", []int{37, 53, 29}, map[string]int{"BM": 32, "BN": 64, "WM": 1, "WN": 4, "MMA": 1}, Launch{Grid: [2]int{1, 2}, Threads: 128}},
 		{"gemv_nt", []int{1, 1000, 64}, map[string]int{"TG": 256, "TPR": 32}, Launch{Grid: [2]int{125, 1}, Threads: 256}},
 		{"softmax", []int{5, 300}, map[string]int{"TPR": 64, "RPB": 2}, Launch{Grid: [2]int{3, 1}, Threads: 128}},
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/search"
 )
 
@@ -16,13 +17,20 @@ type Limits struct {
 	API        API // the API candidates are generated for
 	MaxThreads int // threads per block, work-group or threadgroup
 	MaxShared  int // bytes of static shared (local, threadgroup) memory per group
+	// MaxSharedDynamic is the shared memory a group may use in all where
+	// the launch sizes part of it (CUDA's dynamic shared memory, which a
+	// kernel may be allowed past the 48 KiB of static arrays, up to the
+	// device's opt-in limit); 0: MaxShared. See Body.DynamicShared.
+	MaxSharedDynamic int
 	// SIMDWidth is the lanes of the device's SIMD groups (warps); 0 when
 	// the device does not report one before a kernel is built (Metal
 	// reports it per pipeline, OpenCL 1.2 per kernel).
 	SIMDWidth int
 	// Features lists the optional features the device runs natively
-	// (Metal's simdgroup_matrix from Apple7 on). A feature an API provides
-	// natively (see Supported) is usable only where the device lists it.
+	// (Metal's simdgroup_matrix from Apple7 on; CUDA's mma.sync and
+	// cp.async from sm_80 on, TF32 where also allowed by the user). A
+	// feature an API provides natively (see Supported) is usable only where
+	// the device lists it.
 	Features []Feature
 }
 
@@ -55,10 +63,15 @@ var featureNames = map[API]string{
 	OpenCL: "features OpenCL C 1.2 has",
 }
 
-// featureHints say which devices have a feature, for the reason a
-// candidate is refused on one that lacks it.
-var featureHints = map[Feature]string{
-	SIMDMatrix: "Apple7 or later: M1 on; not Intel Macs' GPUs",
+// featureHints say, per API, which devices have a feature, for the reason
+// a candidate is refused on one that lacks it.
+var featureHints = map[API]map[Feature]string{
+	Metal: {SIMDMatrix: "Apple7 or later: M1 on; not Intel Macs' GPUs"},
+	CUDA: {
+		SIMDMatrix: "mma.sync and ldmatrix: sm_80 or later",
+		AsyncCopy:  "cp.async: sm_80 or later",
+		TF32:       "sm_80 or later, and allowed by the user (kerntune --allow-tf32): TF32 rounds f32 inputs to 10-bit mantissas",
+	},
 }
 
 // emulates reports whether api emulates any feature (correct, but never
@@ -72,12 +85,12 @@ func emulates(api API) bool {
 	return false
 }
 
-// Constraints hold the body's candidates to the device limits l: threads
-// per group, static shared memory, and the features a candidate needs,
-// named in l.API's own words. Where the API emulates a feature, a
-// tune-only constraint keeps emulated candidates out of tuning (they are
-// still verified).
-func (b *Body) Constraints(l Limits) []search.Constraint {
+// Constraints hold the body's candidates in dt to the device limits l:
+// threads per group, shared memory (static, and in all where the launch
+// sizes part of it), and the features a candidate needs, named in l.API's
+// own words. Where the API emulates a feature, a tune-only constraint
+// keeps emulated candidates out of tuning (they are still verified).
+func (b *Body) Constraints(l Limits, dt kernels.DType) []search.Constraint {
 	w, ok := apiWords[l.API]
 	if !ok {
 		err := fmt.Errorf("limits of an unknown GPU API %q (known: %v)", l.API, APIs)
@@ -90,13 +103,8 @@ func (b *Body) Constraints(l Limits) []search.Constraint {
 			}
 			return nil
 		}},
-		{Name: fmt.Sprintf("%s ≤ %d bytes", w.memory, l.MaxShared), Check: func(c search.Candidate) error {
-			if s := b.SharedBytes(c); s > l.MaxShared {
-				return fmt.Errorf("%d bytes of %s", s, w.memoryNoun)
-			}
-			return nil
-		}},
-		{Name: featureNames[l.API], Check: func(c search.Candidate) error { return b.fits(l, c) }},
+		b.sharedConstraint(l, dt, w),
+		{Name: featureNames[l.API], Check: func(c search.Candidate) error { return b.fits(l, dt, c) }},
 	}
 	if emulates(l.API) {
 		cs = append(cs, search.Constraint{Name: "native features only", TuneOnly: true, Check: func(c search.Candidate) error {
@@ -109,18 +117,42 @@ func (b *Body) Constraints(l Limits) []search.Constraint {
 	return cs
 }
 
+// sharedConstraint holds a candidate's shared memory on l.API in dt to
+// l.MaxShared, where the launch sizes none of it; where it sizes some
+// (Body.DynamicShared), the static rest to l.MaxShared and the whole to
+// l.MaxSharedDynamic.
+func (b *Body) sharedConstraint(l Limits, dt kernels.DType, w words) search.Constraint {
+	total := max(l.MaxSharedDynamic, l.MaxShared)
+	name := fmt.Sprintf("%s ≤ %d bytes", w.memory, l.MaxShared)
+	if total > l.MaxShared && b.DynamicShared != nil {
+		name += fmt.Sprintf(", %d in all", total)
+	}
+	return search.Constraint{Name: name, Check: func(c search.Candidate) error {
+		all := b.Shared(l.API, dt, c)
+		dyn := b.Dynamic(l.API, dt, c)
+		if s := all - dyn; s > l.MaxShared {
+			return fmt.Errorf("%d bytes of %s", s, w.memoryNoun)
+		}
+		if dyn > 0 && all > total {
+			return fmt.Errorf("%d bytes of %s in all (%d sized at launch)", all, w.memoryNoun, dyn)
+		}
+		return nil
+	}}
+}
+
 // fits checks what a candidate needs against the API and the device: the
-// API must provide every feature, the device must have those the API
-// provides natively, and a body in the dialect needs the SIMD width its
-// prelude's reductions assume where the device reports one.
-func (b *Body) fits(l Limits, c search.Candidate) error {
-	if _, err := b.Supported(l.API, c); err != nil {
+// API must provide every feature and be able to build the candidate in dt
+// (Buildable), the device must have the features the API provides
+// natively, and a body in the dialect needs the SIMD width its prelude's
+// reductions assume where the device reports one.
+func (b *Body) fits(l Limits, dt kernels.DType, c search.Candidate) error {
+	if err := b.Buildable(l.API, dt, c); err != nil {
 		return err
 	}
 	if b.Needs != nil {
 		for _, f := range b.Needs(c) {
 			if features[l.API][f] && !slices.Contains(l.Features, f) {
-				if hint, ok := featureHints[f]; ok {
+				if hint, ok := featureHints[l.API][f]; ok {
 					return fmt.Errorf("needs %s (%s)", f, hint)
 				}
 				return fmt.Errorf("needs %s, which this device lacks", f)

@@ -12,7 +12,7 @@ import (
 const cudaCommon = `#define LID ((int)threadIdx.x)
 #define GROUP_X ((int)blockIdx.x)
 #define GROUP_Y ((int)blockIdx.y)
-#define SHARED(type, name, n) __shared__ type name[n]
+#define SHARED(type, name, n) __shared__ __align__(16) type name[n]
 #define BARRIER() __syncthreads()
 #define EXP(x) __expf(x)
 #define RSQRT(x) rsqrtf(x)
@@ -43,44 +43,6 @@ KT_SEG_REDUCE(kt_seg_sum, KT_ADD)
 KT_SEG_REDUCE(kt_seg_max, fmaxf)
 #define SEG_SUM(v, W, s) kt_seg_sum((v), (W), (s))
 #define SEG_MAX(v, W, s) kt_seg_max((v), (W), (s))
-#if MMA
-// Metal's 8×8 SIMD-group matrix operations, emulated with the same
-// semantics: lane l holds elements 2l and 2l+1 of the row-major 8×8 matrix
-// (row l/4, columns 2(l%4) and 2(l%4)+1). Correct, not fast: CUDA runs this
-// variant to verify the body's indexing, not to tune it.
-struct kt_frag8 { float v[2]; };
-#define MMA_T kt_frag8
-#define MMA_ZERO(f) ((f).v[0] = 0.0f, (f).v[1] = 0.0f)
-#define SIMD_BARRIER() __syncwarp()
-KT_INLINE void kt_mma_load(kt_frag8& f, const float* p, int stride) {
-  const int l = LID & 31;
-  f.v[0] = p[(l >> 2) * stride + 2 * (l & 3)];
-  f.v[1] = p[(l >> 2) * stride + 2 * (l & 3) + 1];
-}
-KT_INLINE void kt_mma_store(const kt_frag8& f, float* p, int stride) {
-  const int l = LID & 31;
-  p[(l >> 2) * stride + 2 * (l & 3)] = f.v[0];
-  p[(l >> 2) * stride + 2 * (l & 3) + 1] = f.v[1];
-}
-// d += a·b: element (r, c) needs row r of a (lanes 4r..4r+3) and column c of
-// b (lane 4k + c/2 for each k).
-KT_INLINE void kt_mma_mac(kt_frag8& d, const kt_frag8& a, const kt_frag8& b) {
-  const int l = LID & 31;
-  float s0 = d.v[0], s1 = d.v[1];
-  UNROLL_LOOP
-  for (int k = 0; k < 8; ++k) {
-    const float ak = __shfl_sync(0xffffffffu, a.v[k & 1], (l & ~3) | (k >> 1));
-    const float b0 = __shfl_sync(0xffffffffu, b.v[0], 4 * k + (l & 3));
-    const float b1 = __shfl_sync(0xffffffffu, b.v[1], 4 * k + (l & 3));
-    s0 = fmaf(ak, b0, s0);
-    s1 = fmaf(ak, b1, s1);
-  }
-  d.v[0] = s0; d.v[1] = s1;
-}
-#define MMA_LOAD(f, p, stride) kt_mma_load((f), (p), (stride))
-#define MMA_STORE(f, p, stride) kt_mma_store((f), (p), (stride))
-#define MMA_MAC(d, a, b) kt_mma_mac((d), (a), (b))
-#endif
 `
 
 const cudaF32 = `typedef float T;
@@ -112,6 +74,7 @@ KT_INLINE void kt_storev(T* __restrict__ p, int i, const float* d) {
 #endif
 }
 #define STOREV(p, i, d) kt_storev((p), (i), (d))
+KT_INLINE void kt_store2(T* __restrict__ p, int i, float a, float b) { *reinterpret_cast<float2*>(p + i) = make_float2(a, b); }
 `
 
 // f16 is stored as unsigned short and converted with PTX, so NVRTC needs no
@@ -152,6 +115,148 @@ KT_INLINE void kt_storev(T* __restrict__ p, int i, const float* d) {
 #endif
 }
 #define STOREV(p, i, d) kt_storev((p), (i), (d))
+KT_INLINE void kt_store2(T* __restrict__ p, int i, float a, float b) { *reinterpret_cast<unsigned int*>(p + i) = kt_pack2(a, b); }
+`
+
+// cudaPTX holds every PTX instruction of the fragment operations (sm_80 and
+// later), so that the rest of the prelude is plain CUDA C++.
+const cudaPTX = `KT_INLINE unsigned kt_smem_addr(const void* p) {
+  unsigned a;
+  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
+  return a;
+}
+KT_INLINE void kt_cp_async16(void* dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(kt_smem_addr(dst)), "l"(src) : "memory");
+}
+KT_INLINE void kt_cp_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N> KT_INLINE void kt_cp_wait() { asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory"); }
+KT_INLINE void kt_ldsm_x4(unsigned* r, const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(kt_smem_addr(p)));
+}
+KT_INLINE void kt_ldsm_x4_trans(unsigned* r, const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(kt_smem_addr(p)));
+}
+KT_INLINE void kt_mma_f16(float* d, const unsigned* a, const unsigned* b) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+KT_INLINE void kt_mma_tf32(float* d, const unsigned* a, const unsigned* b) {
+  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+KT_INLINE unsigned kt_tf32(float f) { unsigned r; asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(f)); return r; }
+`
+
+// cudaFragments maps the fragment operations onto mma.sync. A fragment is
+// 16×16 (FRAG_K 16 for f16, 8 for TF32): one A operand of mma.sync
+// m16n8k16 (m16n8k8) and two B operands side by side, so that one
+// ldmatrix.x4 fills it, and its accumulator is two m16n8 tiles. Lane l of a
+// warp holds, per m16n8 tile h, rows l/4 and l/4+8 at columns 8h+2(l%4) and
+// +1 (PTX ISA, "Matrix Fragments for mma.m16n8k16"). Threadgroup tiles hold
+// T itself (half bits or float) and fill from global memory with cp.async,
+// 16 bytes a copy, a chunk at a misaligned or partial edge element by element.
+const cudaFragments = `typedef T SMEM_T;
+#define SHARED_PTR(type) type*
+#define SHARED_DYN(type, name, n) extern __shared__ __align__(16) type name[]
+#define COPY_N (16 / (int)sizeof(T))
+KT_INLINE void kt_copy_chunk(SMEM_T* dst, const T* __restrict__ src, int i, int n) {
+  if (n == COPY_N && (i & (COPY_N - 1)) == 0) {
+    kt_cp_async16(dst, src + i);
+  } else {
+    UNROLL_LOOP
+    for (int j = 0; j < COPY_N; ++j) dst[j] = j < n ? src[i + j] : (T)0;
+  }
+}
+#define COPY_CHUNK(d, s, i, n) kt_copy_chunk((d), (s), (i), (n))
+#define COPY_FULL(d, s, i) kt_cp_async16((d), (s) + (i))
+#define COPY_COMMIT() kt_cp_commit()
+#define COPY_WAIT(n) kt_cp_wait<(n)>()
+struct kt_frag_a { unsigned r[4]; };
+struct kt_frag_b { unsigned r[4]; };
+struct kt_frag_c { float v[8]; };
+#define FRAG_A kt_frag_a
+#define FRAG_B kt_frag_b
+#define FRAG_C kt_frag_c
+KT_INLINE void kt_frag_zero(kt_frag_c& c) {
+  UNROLL_LOOP
+  for (int i = 0; i < 8; ++i) c.v[i] = 0.0f;
+}
+// A block, element (i, k) at p[i·ld + k]: ldmatrix rows i, 16 bytes of k.
+KT_INLINE void kt_frag_load_a(kt_frag_a& f, const SMEM_T* p, int ld) {
+  const int l = LID & 31;
+#if TF32
+  kt_ldsm_x4(f.r, p + (l & 15) * ld + (l >> 4) * 4);
+  UNROLL_LOOP
+  for (int i = 0; i < 4; ++i) f.r[i] = kt_tf32(__uint_as_float(f.r[i]));
+#else
+  kt_ldsm_x4(f.r, p + (l & 15) * ld + (l >> 4) * 8);
+#endif
+}
+// A block stored k-major, element (i, k) at p[k·ld + i].
+KT_INLINE void kt_frag_load_at(kt_frag_a& f, const SMEM_T* p, int ld) {
+  const int l = LID & 31;
+#if TF32
+  const int g = l >> 2, t = l & 3;
+  f.r[0] = kt_tf32(p[t * ld + g]);
+  f.r[1] = kt_tf32(p[t * ld + g + 8]);
+  f.r[2] = kt_tf32(p[(t + 4) * ld + g]);
+  f.r[3] = kt_tf32(p[(t + 4) * ld + g + 8]);
+#else
+  kt_ldsm_x4_trans(f.r, p + ((l & 7) + ((l >> 4) << 3)) * ld + ((l >> 3) & 1) * 8);
+#endif
+}
+// B block, element (k, j) at p[k·ld + j].
+KT_INLINE void kt_frag_load_b(kt_frag_b& f, const SMEM_T* p, int ld) {
+  const int l = LID & 31;
+#if TF32
+  const int g = l >> 2, t = l & 3;
+  f.r[0] = kt_tf32(p[t * ld + g]);
+  f.r[1] = kt_tf32(p[(t + 4) * ld + g]);
+  f.r[2] = kt_tf32(p[t * ld + 8 + g]);
+  f.r[3] = kt_tf32(p[(t + 4) * ld + 8 + g]);
+#else
+  kt_ldsm_x4_trans(f.r, p + (l & 15) * ld + (l >> 4) * 8);
+#endif
+}
+KT_INLINE void kt_frag_mma(kt_frag_c& c, const kt_frag_a& a, const kt_frag_b& b) {
+#if TF32
+  kt_mma_tf32(c.v, a.r, b.r);
+  kt_mma_tf32(c.v + 4, a.r, b.r + 2);
+#else
+  kt_mma_f16(c.v, a.r, b.r);
+  kt_mma_f16(c.v + 4, a.r, b.r + 2);
+#endif
+}
+// The accumulator into rows gi.., columns gj.. of C (row stride ldc), edges checked.
+KT_INLINE void kt_frag_store(const kt_frag_c& c, T* __restrict__ C, int ldc, int gi, int gj, int M, int N) {
+  const int l = LID & 31, g = l >> 2, t = l & 3;
+  UNROLL_LOOP
+  for (int h = 0; h < 2; ++h) {
+    UNROLL_LOOP
+    for (int r = 0; r < 2; ++r) {
+      const int row = gi + g + 8 * r, col = gj + 8 * h + 2 * t;
+      const float v0 = c.v[4 * h + 2 * r], v1 = c.v[4 * h + 2 * r + 1];
+      if (row < M) {
+        if (col + 1 < N && (ldc & 1) == 0) {
+          kt_store2(C, row * ldc + col, v0, v1);
+        } else {
+          if (col < N) STORE(C, row * ldc + col, v0);
+          if (col + 1 < N) STORE(C, row * ldc + col + 1, v1);
+        }
+      }
+    }
+  }
+}
+#define FRAG_ZERO(c) kt_frag_zero(c)
+#define FRAG_LOAD_A(f, p, ld) kt_frag_load_a((f), (p), (ld))
+#define FRAG_LOAD_AT(f, p, ld) kt_frag_load_at((f), (p), (ld))
+#define FRAG_LOAD_B(f, p, ld) kt_frag_load_b((f), (p), (ld))
+#define FRAG_MMA(c, a, b) kt_frag_mma((c), (a), (b))
+#define FRAG_STORE(c, C, ldc, gi, gj, M, N, scratch) kt_frag_store((c), (C), (ldc), (gi), (gj), (M), (N))
 `
 
 // metalInclude opens every MSL source, generated or raw, before the
@@ -193,14 +298,6 @@ KT_SEG_REDUCE(kt_seg_sum, KT_ADD)
 KT_SEG_REDUCE(kt_seg_max, fmax)
 #define SEG_SUM(v, W, s) kt_seg_sum((v), (W), (s), kt_tid.x)
 #define SEG_MAX(v, W, s) kt_seg_max((v), (W), (s), kt_tid.x)
-#if MMA
-#define MMA_T simdgroup_float8x8
-#define MMA_ZERO(f) ((f) = make_filled_simdgroup_matrix<float, 8, 8>(0.0f))
-#define MMA_LOAD(f, p, stride) simdgroup_load((f), (p), (stride))
-#define MMA_STORE(f, p, stride) simdgroup_store((f), (p), (stride))
-#define MMA_MAC(d, a, b) simdgroup_multiply_accumulate((d), (a), (b), (d))
-#define SIMD_BARRIER() simdgroup_barrier(mem_flags::mem_threadgroup)
-#endif
 #define LOAD(p, i) ((float)(p)[i])
 #define STORE(p, i, v) ((p)[i] = (T)(v))
 inline void kt_loadv(device const T* p, int i, thread float* d) {
@@ -227,6 +324,45 @@ inline void kt_storev(device T* p, int i, thread const float* d) {
 #endif
 }
 #define STOREV(p, i, d) kt_storev((p), (i), (d))
+`
+
+// metalFragments maps the fragment operations onto simdgroup_matrix 8×8:
+// every fragment is a simdgroup_float8x8 loaded from float threadgroup
+// tiles (the loads convert half inputs), since simdgroup_multiply_accumulate
+// takes one element type and half accumulators would miss the f16
+// tolerance. Copies into threadgroup memory are immediate (Metal has no
+// asynchronous copy into it); the accumulator leaves through an 8×8
+// threadgroup scratch per SIMD-group so that edges can be checked.
+const metalFragments = `#define SMEM_T float
+#define SHARED_PTR(type) threadgroup type*
+#define SHARED_DYN(type, name, n) threadgroup type name[n]
+#define COPY_N (16 / (int)sizeof(T))
+inline void kt_copy_chunk(threadgroup float* dst, device const T* src, int i, int n) {
+  for (int j = 0; j < COPY_N; ++j) dst[j] = j < n ? (float)src[i + j] : 0.0f;
+}
+#define COPY_CHUNK(d, s, i, n) kt_copy_chunk((d), (s), (i), (n))
+#define COPY_FULL(d, s, i) kt_copy_chunk((d), (s), (i), COPY_N)
+#define COPY_COMMIT()
+#define COPY_WAIT(n)
+#define FRAG_A simdgroup_float8x8
+#define FRAG_B simdgroup_float8x8
+#define FRAG_C simdgroup_float8x8
+#define FRAG_ZERO(c) ((c) = make_filled_simdgroup_matrix<float, 8, 8>(0.0f))
+#define FRAG_LOAD_A(f, p, ld) simdgroup_load((f), (p), (ld))
+#define FRAG_LOAD_AT(f, p, ld) simdgroup_load((f), (p), (ld), ulong2(0, 0), true)
+#define FRAG_LOAD_B(f, p, ld) simdgroup_load((f), (p), (ld))
+#define FRAG_MMA(c, a, b) simdgroup_multiply_accumulate((c), (a), (b), (c))
+inline void kt_frag_store(simdgroup_float8x8 c, device T* C, int ldc, int gi, int gj, int M, int N, threadgroup float* s, uint lane) {
+  simdgroup_store(c, s, 8);
+  simdgroup_barrier(mem_flags::mem_threadgroup);
+  const int r = (int)lane / 4, col = ((int)lane % 4) * 2;
+  if (gi + r < M) {
+    if (gj + col < N) C[(gi + r) * ldc + gj + col] = (T)s[r * 8 + col];
+    if (gj + col + 1 < N) C[(gi + r) * ldc + gj + col + 1] = (T)s[r * 8 + col + 1];
+  }
+  simdgroup_barrier(mem_flags::mem_threadgroup);
+}
+#define FRAG_STORE(c, C, ldc, gi, gj, M, N, scratch) kt_frag_store((c), (C), (ldc), (gi), (gj), (M), (N), (scratch), kt_tid.x & 31u)
 `
 
 const openclCommon = `#define LID ((int)get_local_id(0))
@@ -293,20 +429,22 @@ func prelude(api API, dt kernels.DType, vec int) (string, error) {
 	if vec != 1 && vec != 2 && vec%4 != 0 {
 		return "", fmt.Errorf("VEC=%d: vector loads take 1, 2 or a multiple of 4 elements", vec)
 	}
+	// The fragment operations, only where a candidate uses them (MMA=1).
+	frag := func(s string) string { return "#if MMA\n" + s + "#endif\n" }
 	switch api {
 	case CUDA:
 		switch dt {
 		case kernels.F32:
-			return cudaCommon + cudaF32, nil
+			return cudaCommon + cudaF32 + frag(cudaPTX+cudaFragments), nil
 		case kernels.F16:
-			return cudaCommon + cudaF16, nil
+			return cudaCommon + cudaF16 + frag(cudaPTX+cudaFragments), nil
 		}
 	case Metal:
 		switch dt {
 		case kernels.F32:
-			return strings.Replace(metalCommon, "#define LID", "typedef float T;\n#define KT_VEC2 float2\n#define KT_VEC4 float4\n#define LID", 1), nil
+			return strings.Replace(metalCommon, "#define LID", "typedef float T;\n#define KT_VEC2 float2\n#define KT_VEC4 float4\n#define LID", 1) + frag(metalFragments), nil
 		case kernels.F16:
-			return strings.Replace(metalCommon, "#define LID", "typedef half T;\n#define KT_VEC2 half2\n#define KT_VEC4 half4\n#define LID", 1), nil
+			return strings.Replace(metalCommon, "#define LID", "typedef half T;\n#define KT_VEC2 half2\n#define KT_VEC4 half4\n#define LID", 1) + frag(metalFragments), nil
 		}
 	case OpenCL:
 		switch dt {

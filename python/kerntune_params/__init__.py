@@ -36,6 +36,7 @@ import operator
 import os
 import platform
 import re
+import stat
 import sys
 from dataclasses import dataclass, field
 from typing import (
@@ -93,6 +94,10 @@ DEFAULT_FILE_NAME = "hardware_params.json"
 DEFAULT_ENV_PREFIX = "KERNTUNE"
 MAX_DIM = 2**31 - 1
 MAX_ELEMENTS = 1 << 40
+# The largest params or spec file read, as Go's params.MaxFileSize: a real
+# file is a few kilobytes per device; a larger one is a wrong path or a
+# device such as /dev/zero, and reading it whole could exhaust memory.
+MAX_FILE_SIZE = 64 << 20
 USE_BASELINE = "baseline"
 USE_TUNED = "tuned"
 RESERVED_PARAM_NAME = "USE"
@@ -193,6 +198,34 @@ class PathError(ParamsError):
         self.file, self.path, self.msg = file, path, msg
         src = file or "params data"
         super().__init__(f"{src}: {msg}" if path == "" else f"{src}: {path}: {msg}")
+
+
+class _TooLarge(Exception):
+    """A file over MAX_FILE_SIZE; regular is False for a device or pipe."""
+
+    def __init__(self, regular: bool) -> None:
+        super().__init__()
+        self.regular = regular
+
+    def message(self, what: str) -> str:
+        lead = "larger" if self.regular else "not a regular file, and it yields more"
+        return f"{lead} than {MAX_FILE_SIZE >> 20} MiB, the limit of {what}"
+
+
+def _read_limited(path: str) -> bytes:
+    """Reads path when it holds at most MAX_FILE_SIZE bytes (Go's
+    params.ReadFileLimit): a larger regular file is refused before it is
+    read, and from anything else (a device such as /dev/zero, a pipe) at
+    most MAX_FILE_SIZE + 1 bytes are read; both raise _TooLarge."""
+    with open(path, "rb") as f:
+        st = os.fstat(f.fileno())
+        regular = stat.S_ISREG(st.st_mode)
+        if regular and st.st_size > MAX_FILE_SIZE:
+            raise _TooLarge(True)
+        data = f.read(MAX_FILE_SIZE + 1)
+    if len(data) > MAX_FILE_SIZE:
+        raise _TooLarge(regular)
+    return data
 
 
 class EnvError(ParamsError):
@@ -471,39 +504,93 @@ def _cpu_row_space() -> Space:
 
 
 def _gpu_gemm_space() -> Space:
+    # One space for both GEMM bodies, as params/family_gemm.go: MMA=0 the
+    # SIMT body, MMA=1 the matrix-unit body (WM×WN SIMD-groups, a ring of
+    # STAGES buffers, TF32 on CUDA only).
     def check(_shape: Optional[Sequence[int]], p: Mapping[str, int]) -> Optional[str]:
-        g = lambda k: p.get(k, 0)  # noqa: E731 - a missing parameter reads 0, as in Go
-        if g("TM") <= 0 or g("TN") <= 0:
-            return f"TM={g('TM')} and TN={g('TN')} must be positive"
-        if g("MMA") == 1:
-            fm, fn = 8 * g("TM"), 8 * g("TN")
-            if _go_mod(g("BM"), fm) != 0 or _go_mod(g("BN"), fn) != 0 or _go_mod(g("BK"), 8) != 0:
-                return f"MMA=1: BM={g('BM')}, BN={g('BN')} must be multiples of 8·TM={fm}, 8·TN={fn} and BK={g('BK')} of 8"
-            t = 32 * _go_div(g("BM"), fm) * _go_div(g("BN"), fn)
-            if t > 1024:
-                return f"MMA=1: 32·(BM/8TM)·(BN/8TN) = {t} threads; must be at most 1024"
-            return None
-        if g("MMA") != 0:
-            return f"MMA={g('MMA')}; must be 0 or 1"
-        if _go_mod(g("BM"), g("TM")) != 0 or _go_mod(g("BN"), g("TN")) != 0:
-            return f"BM={g('BM')} and BN={g('BN')} must be multiples of TM={g('TM')} and TN={g('TN')}"
-        t = _go_div(g("BM"), g("TM")) * _go_div(g("BN"), g("TN"))
-        if t < 32 or t > 1024:
-            return f"(BM/TM)·(BN/TN) = {t} threads; must be 32..1024"
-        return None
+        mma = p.get("MMA", 0)
+        if mma == 0:
+            return _check_gemm_simt(p)
+        if mma == 1:
+            return _check_gemm_mma(p)
+        return f"MMA={mma}; must be 0 or 1"
 
     return Space(
         [
-            Param("BM", (16, 32, 64, 128), 16, "output rows per threadgroup tile"),
-            Param("BN", (16, 32, 64, 128), 16, "output columns per threadgroup tile"),
-            Param("BK", (8, 16, 32), 16, "depth of a tile staged in threadgroup memory"),
-            Param("TM", (1, 2, 4, 8), 1, "output rows per thread"),
-            Param("TN", (1, 2, 4, 8), 1, "output columns per thread"),
-            Param("PAD", (0, 1, 4), 0, "padding of threadgroup tiles against bank conflicts"),
-            Param("MMA", (0, 1), 0, "1: SIMD-group 8×8 matrix multiply"),
+            Param("BM", (16, 32, 48, 64, 128), 16, "output rows per threadgroup tile (48: MMA=1 only)"),
+            Param("BN", (16, 32, 48, 64, 128, 256), 16, "output columns per threadgroup tile (48, 256: MMA=1 only)"),
+            Param("BK", (8, 16, 24, 32, 64), 16, "depth of a tile staged in threadgroup memory (24, 64: MMA=1 only)"),
+            Param("TM", (1, 2, 4, 8), 1, "output rows per thread (MMA=0; 1 with MMA=1)"),
+            Param("TN", (1, 2, 4, 8), 1, "output columns per thread (MMA=0; 1 with MMA=1)"),
+            Param("PAD", (0, 1, 4), 0, "padding of threadgroup tiles against bank conflicts "
+                                       "(MMA=0; 0 with MMA=1, whose tiles are padded by 16 bytes a row)"),
+            Param("MMA", (0, 1), 0, "1: matrix units through fragments (Metal simdgroup_matrix 8×8, CUDA mma.sync); 0: SIMT"),
+            Param("WM", (1, 2, 4), 1, "SIMD-groups (warps) along the tile's rows (MMA=1; 1 with MMA=0)"),
+            Param("WN", (1, 2, 4), 1, "SIMD-groups (warps) along the tile's columns (MMA=1; 1 with MMA=0)"),
+            Param("STAGES", (1, 2, 3, 4), 1, "threadgroup buffers of the K loop: 2 overlaps the next tile's loads "
+                                             "with this one's math (3, 4: MMA=1 only)"),
+            Param("TF32", (0, 1), 0, "1: f32 products on TF32 matrix units (MMA=1, f32, CUDA, allowed by the user "
+                                     "only: TF32 rounds inputs to 10-bit mantissas)"),
         ],
         check,
     )
+
+
+def _non_zero(p: Mapping[str, int], name: str) -> int:
+    """A parameter older files and hand-made maps may lack: absent (0) reads 1, its default."""
+    v = p.get(name, 0)
+    return v if v != 0 else 1
+
+
+def _check_gemm_simt(p: Mapping[str, int]) -> Optional[str]:
+    g = lambda k: p.get(k, 0)  # noqa: E731 - a missing parameter reads 0, as in Go
+    if g("TM") <= 0 or g("TN") <= 0:
+        return f"TM={g('TM')} and TN={g('TN')} must be positive"
+    if g("BM") == 48 or g("BN") == 48 or g("BN") == 256 or g("BK") == 24 or g("BK") == 64:
+        return f"MMA=0: BM={g('BM')}, BN={g('BN')}, BK={g('BK')}: 48, BN=256, BK=24 and BK=64 are for MMA=1 only"
+    if _go_mod(g("BM"), g("TM")) != 0 or _go_mod(g("BN"), g("TN")) != 0:
+        return f"BM={g('BM')} and BN={g('BN')} must be multiples of TM={g('TM')} and TN={g('TN')}"
+    t = _go_div(g("BM"), g("TM")) * _go_div(g("BN"), g("TN"))
+    if t < 32 or t > 1024:
+        return f"(BM/TM)·(BN/TN) = {t} threads; must be 32..1024"
+    if _non_zero(p, "WM") * _non_zero(p, "WN") != 1:
+        return f"MMA=0: WM={g('WM')}, WN={g('WN')} must be 1 (SIMD-group layouts are for MMA=1)"
+    s = _non_zero(p, "STAGES")
+    if s > 2:
+        return f"MMA=0: STAGES={s}; the SIMT body takes 1 or 2"
+    f = s * g("BK") * (g("BM") + g("BN") + 2 * g("PAD"))
+    if f > 12288:
+        return f"MMA=0: STAGES·BK·(BM+BN+2·PAD) = {f} floats of threadgroup memory; must be at most 12288 (48 KiB)"
+    if g("TF32") != 0:
+        return f"MMA=0: TF32={g('TF32')} must be 0 (TF32 is a matrix-unit mode)"
+    return None
+
+
+# A SIMD-group's block of an MMA=1 tile, (BM/WM)·(BN/WN) elements, at most
+# (params.MMAMaxWarpTile).
+_MMA_MAX_WARP_TILE = 64 * 64
+
+
+def _check_gemm_mma(p: Mapping[str, int]) -> Optional[str]:
+    g = lambda k: p.get(k, 0)  # noqa: E731 - a missing parameter reads 0, as in Go
+    if g("TM") != 1 or g("TN") != 1 or g("PAD") != 0:
+        return f"MMA=1: TM={g('TM')}, TN={g('TN')}, PAD={g('PAD')} must be 1, 1 and 0 (the fragment layout replaces them)"
+    wm, wn = g("WM"), g("WN")
+    if wm <= 0 or wn <= 0:
+        return f"MMA=1: WM={wm} and WN={wn} must be positive"
+    if g("BM") < 32 or g("BN") < 32:
+        return f"MMA=1: BM={g('BM')} and BN={g('BN')} must be at least 32"
+    if _go_mod(g("BM"), 8 * wm) != 0 or _go_mod(g("BN"), 8 * wn) != 0 or _go_mod(g("BK"), 8) != 0:
+        return (f"MMA=1: BM={g('BM')}, BN={g('BN')} must be multiples of 8·WM={8 * wm}, 8·WN={8 * wn}"
+                f" and BK={g('BK')} of 8")
+    t = _go_div(g("BM"), wm) * _go_div(g("BN"), wn)
+    if t > _MMA_MAX_WARP_TILE:
+        return f"MMA=1: a SIMD-group's block (BM/WM)·(BN/WN) = {t} elements; must be at most {_MMA_MAX_WARP_TILE}"
+    if g("STAGES") < 1 or g("STAGES") > 4:
+        return f"MMA=1: STAGES={g('STAGES')}; must be 1..4"
+    if g("TF32") not in (0, 1):
+        return f"TF32={g('TF32')}; must be 0 or 1"
+    return None
 
 
 def _gpu_gemv_space() -> Space:
@@ -957,8 +1044,9 @@ def load_spec(path: str) -> Family:
     source and launch are the tuner's business and are not checked here.
     Errors are SpecErrors naming the file, the field and the expression."""
     try:
-        with open(path, "rb") as f:
-            raw = f.read()
+        raw = _read_limited(path)
+    except _TooLarge as e:
+        raise SpecError(path, "", "", e.message("a spec file")) from None
     except OSError as e:
         raise SpecError(path, "", "", f"spec: {e}") from None
     try:
@@ -2200,8 +2288,9 @@ def load(
         else:
             p = DEFAULT_FILE_NAME
     try:
-        with open(p, "rb") as f:
-            data = f.read()
+        data = _read_limited(p)
+    except _TooLarge as x:
+        raise PathError(p, "", x.message("a params file")) from None
     except FileNotFoundError:
         l = Loader(None, p, **o)
         if explicit:

@@ -20,7 +20,7 @@ import kerntune_params as kp  # noqa: E402
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 CONFORMANCE = os.path.join(ROOT, "params", "testdata", "conformance")
 SUITES = sorted(glob.glob(os.path.join(CONFORMANCE, "*.json")))
-CASE_KEYS = {"name", "file", "file_text", "params_from_env", "options", "specs", "env", "load_error", "device",
+CASE_KEYS = {"name", "file", "file_text", "file_size", "params_from_env", "options", "specs", "env", "load_error", "device",
              "warnings", "unused_env", "queries"}
 OPTION_KEYS = {"device", "device_name", "compute_units", "backend", "device_family", "env_prefix", "defaults",
                "aliases", "local"}
@@ -65,6 +65,8 @@ def run_case(t: unittest.TestCase, suite: Dict[str, Any], c: Dict[str, Any]) -> 
                 json.dump(f, out)
         else:
             path = os.path.join(d, "absent.json")
+        if c.get("file_size"):
+            os.truncate(path, c["file_size"])  # zeros up to the size, without writing them
         env = dict(c.get("env") or {})
         prefix = o.get("env_prefix") or "KERNTUNE"
         load_path: Optional[str] = path

@@ -45,7 +45,7 @@ class EntryPoints(unittest.TestCase):
         self.assertTrue(r.use_baseline)
         self.assertEqual(r.baseline, "MPS")
         self.assertEqual((r["BM"], r["BN"], r.get("BK"), r.get("NOPE", -1)), (64, 32, 16, -1))
-        self.assertEqual(list(r.ints()), ["BM", "BN", "BK", "TM", "TN", "PAD", "MMA"])
+        self.assertEqual(list(r.ints()), ["BM", "BN", "BK", "TM", "TN", "PAD", "MMA", "WM", "WN", "STAGES", "TF32"])
         self.assertEqual(r.params["TM"], kp.Value(4, "file:metal:Apple M3 Max:40c/gemm_av/f16/large"))
         # A shape may be written as on the command line.
         self.assertEqual(l.resolve("gemm_av", "f16", "1024x1024x1024").ints(), r.ints())
@@ -111,6 +111,17 @@ class EntryPoints(unittest.TestCase):
         self.assertIn(bad, str(cm.exception))
         with self.assertRaises(kp.SpecError):
             kp.loads(json.dumps(FILE), env={}, specs=[os.path.join(self.dir.name, "missing.json")])
+
+    @unittest.skipUnless(os.path.exists("/dev/zero"), "no /dev/zero here")
+    def test_a_device_is_read_up_to_the_limit(self) -> None:
+        # /dev/zero never ends: reading stops after MAX_FILE_SIZE + 1 bytes, as in Go.
+        with self.assertRaises(kp.PathError) as cm:
+            kp.load("/dev/zero", env={}, local=False)
+        self.assertEqual(str(cm.exception),
+                         "/dev/zero: not a regular file, and it yields more than 64 MiB, the limit of a params file")
+        with self.assertRaises(kp.SpecError) as sm:
+            kp.load_spec("/dev/zero")
+        self.assertIn("the limit of a spec file", str(sm.exception))
 
 
 class LocalDevice(unittest.TestCase):

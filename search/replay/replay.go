@@ -1,9 +1,10 @@
 // Package replay runs search strategies against recorded Kernel Tuner
-// caches instead of a device: measuring a configuration draws timing samples
-// (with replacement, seeded) from its recorded samples, a configuration
-// recorded as failed fails, and the simulated measurement time is the sum
-// of the samples drawn plus the recorded compile time of every configuration
-// measured for the first time.
+// caches instead of a device. The search is kerntune tune's
+// (search.Driver); only its Measure function differs: measuring a
+// configuration draws timing samples (with replacement, seeded) from its
+// recorded samples, a configuration recorded as failed fails, and the
+// simulated measurement time is the sum of the samples drawn plus the
+// recorded compile time of every configuration measured for the first time.
 package replay
 
 import (
@@ -25,6 +26,7 @@ const DefaultCompileS = 1.0
 
 // Config is one replay experiment.
 type Config struct {
+	// Strategy names the strategy (search.DefaultStrategy when empty).
 	Strategy string
 	// Budgets are evaluation budgets: the number of distinct configurations
 	// a run may measure (each built once, failures included).
@@ -37,8 +39,14 @@ type Config struct {
 	// Options are passed to the strategy; Seed, MaxCandidates and Keep are
 	// set per run.
 	Options search.Options
-	// Warm are warm-start configurations (measured first, Keep), e.g. the
-	// best configurations of the same kernel on sibling devices.
+	// Default stands for the kernel's un-tuned configuration, which Kernel
+	// Tuner caches do not record (nil: none, as in Kernel Tuner's
+	// simulation mode). As in kerntune tune it is measured first and always
+	// competes; one not in the cache is ignored.
+	Default search.Candidate
+	// Warm are warm-start configurations (measured right after the
+	// default, Keep), e.g. the best configurations of the same kernel on
+	// sibling devices.
 	Warm []search.Candidate
 }
 
@@ -98,25 +106,6 @@ func Run(c *ktcache.Cache, cfg Config) ([]Budget, error) {
 		return nil, fmt.Errorf("%s: no valid configuration", c.Path)
 	}
 	pool := c.Candidates()
-	keep := 0
-	if len(cfg.Warm) > 0 {
-		var warm []search.Candidate
-		seen := map[string]bool{}
-		for _, w := range cfg.Warm {
-			if cw, ok := c.Lookup(w); ok && !seen[w.Key()] {
-				seen[w.Key()] = true
-				warm = append(warm, cw.Candidate)
-			}
-		}
-		rest := make([]search.Candidate, 0, len(pool))
-		for _, p := range pool {
-			if !seen[p.Key()] {
-				rest = append(rest, p)
-			}
-		}
-		keep = len(warm)
-		pool = append(warm, rest...)
-	}
 	var out []Budget
 	for _, n := range cfg.Budgets {
 		if n <= 0 {
@@ -126,20 +115,35 @@ func Run(c *ktcache.Cache, cfg Config) ([]Budget, error) {
 		ratios := make([]float64, 0, cfg.Runs)
 		for run := 0; run < cfg.Runs; run++ {
 			seed := cfg.Seed + uint64(run)*0x9e3779b9
+			m := &cacheMeasure{c: c, rng: rand.New(rand.NewPCG(seed, 0x2545f4914f6cdd1d)), built: map[string]bool{}}
 			opts := cfg.Options
-			opts.Seed, opts.MaxCandidates, opts.Keep = seed, n, keep
-			st, err := search.New(cfg.Strategy, pool, opts)
+			opts.Seed = seed
+			d := search.Driver{
+				Strategy: cfg.Strategy, Options: opts, Pool: pool,
+				Default: cfg.Default, Warm: cfg.Warm, MaxEvals: n, Measure: m.measure,
+			}
+			if limit := cfg.BudgetTime.Seconds(); limit > 0 {
+				d.Budget = func(float64) float64 { return limit - m.sim }
+				d.Stop = func(search.Request) string {
+					if m.sim >= limit {
+						return "budget spent"
+					}
+					return ""
+				}
+			}
+			res, err := d.Run()
 			if err != nil {
 				return nil, err
 			}
-			found, sim, evals := simulate(c, st, n, cfg.BudgetTime.Seconds(), seed)
 			ratio := 0.0
-			if found != nil {
-				ratio = best.Time / found.Time
+			if res.Best != nil {
+				if found, ok := c.Lookup(res.Best); ok && found.Valid {
+					ratio = best.Time / found.Time
+				}
 			}
 			ratios = append(ratios, ratio)
-			b.SimTimeS += sim / float64(cfg.Runs)
-			b.MeanEvals += float64(evals) / float64(cfg.Runs)
+			b.SimTimeS += m.sim / float64(cfg.Runs)
+			b.MeanEvals += float64(res.Evals) / float64(cfg.Runs)
 		}
 		b.summarize(ratios)
 		out = append(out, b)
@@ -147,53 +151,36 @@ func Run(c *ktcache.Cache, cfg Config) ([]Budget, error) {
 	return out, nil
 }
 
-// simulate drives st against the cache until it finishes, would exceed
-// maxEvals distinct configurations, or spends maxTime simulated seconds (0:
-// no limit). It returns the configuration st picks (nil when none), the
-// simulated time and the number of configurations measured.
-func simulate(c *ktcache.Cache, st search.Strategy, maxEvals int, maxTime float64, seed uint64) (*ktcache.Config, float64, int) {
-	rng := rand.New(rand.NewPCG(seed, 0x2545f4914f6cdd1d))
-	measured := map[string]bool{}
-	sim := 0.0
-loop:
-	for reqs := st.Next(); reqs != nil; reqs = st.Next() {
-		for _, req := range reqs {
-			if maxTime > 0 && sim >= maxTime {
-				break loop
-			}
-			k := req.Candidate.Key()
-			cfg, ok := c.Lookup(req.Candidate)
-			if !ok {
-				st.Tell(search.Result{Candidate: req.Candidate, Err: fmt.Errorf("configuration %s is not in the cache", k)})
-				continue
-			}
-			if !measured[k] {
-				if len(measured) >= maxEvals {
-					break loop
-				}
-				measured[k] = true
-				if cfg.CompileS > 0 {
-					sim += cfg.CompileS
-				} else {
-					sim += DefaultCompileS
-				}
-			}
-			if !cfg.Valid {
-				st.Tell(search.Result{Candidate: req.Candidate, Err: fmt.Errorf("recorded failure: %s", cfg.Failure)})
-				continue
-			}
-			s := make([]float64, req.Samples)
-			for i := range s {
-				s[i] = cfg.Times[rng.IntN(len(cfg.Times))]
-				sim += s[i]
-			}
-			st.Tell(search.Result{Candidate: req.Candidate, Samples: s})
+// cacheMeasure is the measure function of a replay: it reads the cache and
+// keeps the simulated measurement time.
+type cacheMeasure struct {
+	c     *ktcache.Cache
+	rng   *rand.Rand
+	built map[string]bool // configurations whose compile time was charged
+	sim   float64         // simulated seconds so far
+}
+
+func (m *cacheMeasure) measure(cand search.Candidate, n int) ([]float64, error) {
+	k := cand.Key()
+	cfg, ok := m.c.Lookup(cand)
+	if !ok {
+		return nil, fmt.Errorf("configuration %s is not in the cache", k)
+	}
+	if !m.built[k] {
+		m.built[k] = true
+		if cfg.CompileS > 0 {
+			m.sim += cfg.CompileS
+		} else {
+			m.sim += DefaultCompileS
 		}
 	}
-	cand, _, ok := st.Best()
-	if !ok {
-		return nil, sim, len(measured)
+	if !cfg.Valid {
+		return nil, fmt.Errorf("recorded failure: %s", cfg.Failure)
 	}
-	cfg, _ := c.Lookup(cand)
-	return cfg, sim, len(measured)
+	s := make([]float64, n)
+	for i := range s {
+		s[i] = cfg.Times[m.rng.IntN(len(cfg.Times))]
+		m.sim += s[i]
+	}
+	return s, nil
 }

@@ -143,3 +143,75 @@ func TestSummarize(t *testing.T) {
 		})
 	}
 }
+
+// flatCache is synthCache's space with every configuration's samples equal
+// to its time and compile times of 10 µs, so the time budget goes to samples.
+func flatCache(t *testing.T) *ktcache.Cache {
+	var b strings.Builder
+	b.WriteString(`{"tune_params_keys":["x","y"],"tune_params":{"x":[0,1,2,3,4,5],"y":[0,1,2,3,4,5]},"cache":{`)
+	for x := 0; x < 6; x++ {
+		for y := 0; y < 6; y++ {
+			if x+y > 0 {
+				b.WriteString(",")
+			}
+			if x == 2 {
+				fmt.Fprintf(&b, `"%d,%d":{"x":%d,"y":%d,"time":"CompilationFailedConfig","compile_time":0.01}`, x, y, x, y)
+				continue
+			}
+			m := 1 + 0.1*float64((x-4)*(x-4)+(y-1)*(y-1))
+			fmt.Fprintf(&b, `"%d,%d":{"x":%d,"y":%d,"time":%g,"times":[%g,%g,%g],"compile_time":0.01}`, x, y, x, y, m, m, m, m)
+		}
+	}
+	b.WriteString("}}")
+	c, err := ktcache.Parse([]byte(b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// The default is measured first and always competes: with one evaluation,
+// every strategy ends at the default.
+func TestReplayDefaultFirst(t *testing.T) {
+	c := flatCache(t)
+	best, _ := c.Best()
+	for _, def := range []search.Candidate{c.FirstValues(), {"x": 3, "y": 1}} {
+		dc, ok := c.Lookup(def)
+		if !ok || !dc.Valid {
+			t.Fatalf("default %s must be a valid configuration", def.Key())
+		}
+		for _, s := range search.Names {
+			bs, err := Run(c, Config{Strategy: s, Budgets: []int{1}, Runs: 3, Seed: 1, Default: def})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := best.Time / dc.Time; math.Abs(bs[0].WorstRatio-want) > 1e-12 || bs[0].MeanEvals != 1 {
+				t.Errorf("%s, default %s, 1 evaluation: %+v, want every run at ratio %.4f", s, def.Key(), bs[0], want)
+			}
+		}
+	}
+}
+
+// With a time budget, halving sizes its first round to the time left after
+// the default, from the default's time per sample, as in kerntune tune.
+func TestReplayHalvingSizedToTime(t *testing.T) {
+	c := flatCache(t)
+	def := c.FirstValues()
+	dc, _ := c.Lookup(def)
+	const budget = 0.2 // seconds
+	left := budget - dc.CompileS - 3*dc.Time
+	n := len(c.Configs)
+	for n > 2 && float64(search.HalvingSamples(n, search.Options{})+n) > left/dc.Time {
+		n = n * 4 / 5
+	}
+	if n < 4 || n >= len(c.Configs)/2 {
+		t.Fatalf("sized to %d of %d: the budget does not test the sizing", n, len(c.Configs))
+	}
+	bs, err := Run(c, Config{Strategy: "halving", Budgets: []int{36}, BudgetTime: budget * 1e9, Runs: 4, Seed: 1, Default: def})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bs[0].MeanEvals != float64(n) || bs[0].SimTimeS > budget {
+		t.Errorf("halving in %g s: %+v; want %d configurations, within the budget", budget, bs[0], n)
+	}
+}

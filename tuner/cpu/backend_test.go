@@ -84,7 +84,7 @@ func TestLimitsCapThreads(t *testing.T) {
 		t.Fatalf("limits %+v on %d cores, want THREADS ≤ 2 × cores and no GPU limits", info.Limits, info.ComputeUnits)
 	}
 	k, _ := kernels.Get("softmax")
-	cons := info.Limits.Constraints(k)
+	cons := info.Limits.Constraints(k, kernels.F32)
 	if len(cons) != 1 {
 		t.Fatalf("%d constraints", len(cons))
 	}

@@ -27,6 +27,15 @@ func init() {
 		tuner.Traits{Space: tuner.SpaceGPU, Isolate: true, AutoRank: 2})
 }
 
+// Options configure the backend. The zero value is the default.
+type Options struct {
+	// AllowTF32 admits candidates with TF32=1: f32 GEMMs on the matrix
+	// units with inputs rounded to TF32 (10-bit mantissas), verified
+	// against kernels.TF32Tolerance instead of the f32 tolerance. Off by
+	// default, since it changes f32 results.
+	AllowTF32 bool
+}
+
 // Backend runs kernels on one NVIDIA GPU.
 type Backend struct {
 	lib   *cudadrv.Lib
@@ -37,6 +46,7 @@ type Backend struct {
 	// compiles holds NVRTC images by family|dtype|candidate key, compiled
 	// on one goroutine per CPU.
 	compiles *gpuhost.Compiles[[]byte]
+	opts     Options
 
 	empty, spinFn *cudadrv.Function
 	hostLaunchUS  float64
@@ -44,7 +54,10 @@ type Backend struct {
 
 // Open initialises the driver and a context on the GPU with the given ordinal.
 // Without a driver or a GPU it returns an error wrapping tuner.ErrUnavailable.
-func Open(ordinal int) (*Backend, error) {
+func Open(ordinal int) (*Backend, error) { return OpenWith(ordinal, Options{}) }
+
+// OpenWith is Open with options.
+func OpenWith(ordinal int, o Options) (*Backend, error) {
 	lib, err := cudadrv.Load()
 	if err != nil {
 		if errors.Is(err, cudadrv.ErrNoDriver) {
@@ -63,7 +76,7 @@ func Open(ordinal int) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Backend{lib: lib, ctx: ctx, props: ctx.Props()}
+	b := &Backend{lib: lib, ctx: ctx, props: ctx.Props(), opts: o}
 	b.compiles = gpuhost.NewCompiles(runtime.NumCPU(), errClosed, b.nvrtc)
 	if err := b.describe(); err != nil {
 		ctx.Close()
@@ -104,9 +117,9 @@ func (b *Backend) describe() error {
 			"memory_clock_mhz":        float64(p.MemClockKHz) / 1e3,
 			"registers_per_block":     float64(p.RegsPerBlock),
 			"max_shared_per_sm_bytes": float64(p.MaxSharedPerSM),
+			"allow_tf32":              boolFact(b.opts.AllowTF32),
 		},
-		// The device's limits on threads per block and static shared memory.
-		Limits: tuner.Limits{GPU: &gpu.Limits{API: gpu.CUDA, MaxThreads: p.MaxThreadsPerBlock, MaxShared: p.MaxSharedPerBlock, SIMDWidth: p.WarpSize}},
+		Limits: tuner.Limits{GPU: deviceLimits(p, b.opts)},
 	}
 	bw, err := b.copyBandwidth()
 	if err != nil {
@@ -120,6 +133,29 @@ func (b *Backend) describe() error {
 	b.info.Facts["launch_overhead_us"] = math.Round(lo*1000) / 1000
 	b.info.Facts["host_launch_us"] = math.Round(b.hostLaunchUS*1000) / 1000
 	return nil
+}
+
+// deviceLimits are the device's limits on candidates: threads per block,
+// static shared memory and, for kernels that size theirs at launch, the
+// opt-in limit; from sm_80 on the matrix-unit features (mma.sync with
+// ldmatrix, cp.async), and TF32 only where the options allow it.
+func deviceLimits(p cudadrv.DeviceProps, o Options) *gpu.Limits {
+	l := &gpu.Limits{API: gpu.CUDA, MaxThreads: p.MaxThreadsPerBlock, MaxShared: p.MaxSharedPerBlock,
+		MaxSharedDynamic: max(p.MaxSharedPerBlockOptin, p.MaxSharedPerBlock), SIMDWidth: p.WarpSize}
+	if p.Major >= 8 {
+		l.Features = []gpu.Feature{gpu.SIMDMatrix, gpu.AsyncCopy}
+		if o.AllowTF32 {
+			l.Features = append(l.Features, gpu.TF32)
+		}
+	}
+	return l
+}
+
+func boolFact(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // copyBandwidth times device-to-device copies of 512 MiB (far past L2) and

@@ -42,7 +42,7 @@ func (b *Backend) BuildFault(k *kernels.Kernel, dt kernels.DType, c search.Candi
 	if err != nil {
 		return nil, fmt.Errorf("NVRTC: %w\n%s", err, log)
 	}
-	return b.program(body, c, img)
+	return b.program(body, dt, c, img)
 }
 
 // injectFault inserts a faulting statement at the start of the kernel fn.

@@ -134,13 +134,14 @@ func (b *Backend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate)
 	if err != nil {
 		return nil, err
 	}
-	return b.program(body, c, image)
+	return b.program(body, dt, c, image)
 }
 
 // program loads a compiled candidate and checks that the kernel can run
 // with the candidate's threads (registers permitting).
-func (b *Backend) program(body *gpu.Body, c search.Candidate, image []byte) (tuner.Program, error) {
+func (b *Backend) program(body *gpu.Body, dt kernels.DType, c search.Candidate, image []byte) (tuner.Program, error) {
 	threads := body.Threads(c)
+	dyn := body.Dynamic(gpu.CUDA, dt, c)
 	var mod *cudadrv.Module
 	var fn *cudadrv.Function
 	err := b.ctx.Do(func(t *cudadrv.Thread) error {
@@ -163,6 +164,13 @@ func (b *Backend) program(body *gpu.Body, c search.Candidate, image []byte) (tun
 			regs, _ := t.FuncAttr(f, cudadrv.FuncNumRegs)
 			return fmt.Errorf("needs %d threads per block but its %d registers per thread allow %d", threads, regs, maxT)
 		}
+		if dyn > 48<<10 {
+			// Dynamic shared memory past 48 KiB must be asked for per kernel.
+			if err := t.SetMaxDynamicShared(f, dyn); err != nil {
+				t.UnloadModule(m)
+				return fmt.Errorf("%d bytes of dynamic shared memory: %w", dyn, err)
+			}
+		}
 		mod, fn = m, f
 		return nil
 	})
@@ -173,7 +181,7 @@ func (b *Backend) program(body *gpu.Body, c search.Candidate, image []byte) (tun
 	pr.unload = func() error { return b.ctx.Do(func(t *cudadrv.Thread) error { return t.UnloadModule(mod) }) }
 	pr.launch = func(t *cudadrv.Thread, in *instance, copy int) error {
 		g := body.Geometry(in.Problem.Case.Shape, c)
-		return t.Launch(fn, [3]uint32{uint32(g.Grid[0]), uint32(g.Grid[1]), 1}, [3]uint32{uint32(g.Threads), 1, 1}, 0, in.Args(body, copy)...)
+		return t.Launch(fn, [3]uint32{uint32(g.Grid[0]), uint32(g.Grid[1]), 1}, [3]uint32{uint32(g.Threads), 1, 1}, uint32(dyn), in.Args(body, copy)...)
 	}
 	return pr, nil
 }

@@ -86,7 +86,7 @@ func TestSIMDGroupMatrixGate(t *testing.T) {
 				t.Errorf("simdgroupMatrix() = %t, want %t", got, c.want)
 			}
 			var featureErr error
-			for _, con := range (tuner.Limits{GPU: deviceLimits(0, 0, c.fam)}).Constraints(k) {
+			for _, con := range (tuner.Limits{GPU: deviceLimits(0, 0, c.fam)}).Constraints(k, kernels.F32) {
 				if con.Name == "GPU family features" {
 					featureErr = con.Check(mma)
 				}

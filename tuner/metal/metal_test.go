@@ -154,7 +154,7 @@ func TestDeviceLimits(t *testing.T) {
 			t.Errorf("%s: limits %+v, want metal, %d threads, %d bytes, SIMD width unknown", c.name, *l, c.wantThreads, c.wantMem)
 		}
 	}
-	cs := tuner.Limits{GPU: deviceLimits(1024, 32768, m3)}.Constraints(k)
+	cs := tuner.Limits{GPU: deviceLimits(1024, 32768, m3)}.Constraints(k, kernels.F32)
 	check := func(c search.Candidate) error {
 		for _, con := range cs {
 			if err := con.Check(c); err != nil {
@@ -175,12 +175,34 @@ func TestDeviceLimits(t *testing.T) {
 	if err := check(big); err == nil || !strings.Contains(err.Error(), "threadgroup memory") {
 		t.Errorf("%s: got %v, want a threadgroup-memory rejection", big.Key(), err)
 	}
+	// The MMA body on Apple GPUs: metal-flash-attention's M1 and M3 tiles
+	// fit; TF32 and more than two threadgroup buffers (no asynchronous
+	// copies) do not exist there; 32 KiB of threadgroup memory bounds the rest.
+	mma := func(bm, bn, bk, wm, wn, stages, tf32 int) search.Candidate {
+		return search.Candidate{"BM": bm, "BN": bn, "BK": bk, "TM": 1, "TN": 1, "PAD": 0, "MMA": 1, "WM": wm, "WN": wn, "STAGES": stages, "TF32": tf32}
+	}
+	for _, c := range []struct {
+		c    search.Candidate
+		want string
+	}{
+		{mma(48, 48, 24, 2, 2, 1, 0), ""},
+		{mma(32, 32, 8, 1, 1, 1, 0), ""},
+		{mma(64, 64, 16, 2, 2, 2, 0), ""},
+		{mma(64, 64, 16, 2, 2, 1, 1), "tf32"},
+		{mma(64, 64, 16, 2, 2, 3, 0), "async_copy"},
+		{mma(128, 128, 32, 2, 2, 2, 0), "threadgroup memory"},
+	} {
+		err := check(c.c)
+		if (c.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%s: got %v, want %q", c.c.Key(), err, c.want)
+		}
+	}
 	// A family without a GPU body is rejected by its one constraint.
 	fake := *k
 	famCopy := *k.Family
 	famCopy.Name = "no_such_family"
 	fake.Family = &famCopy
-	if err := (tuner.Limits{GPU: deviceLimits(1024, 32768, m3)}).Constraints(&fake)[0].Check(ok); err == nil {
+	if err := (tuner.Limits{GPU: deviceLimits(1024, 32768, m3)}).Constraints(&fake, kernels.F32)[0].Check(ok); err == nil {
 		t.Error("a family without a GPU body was accepted")
 	}
 }

@@ -246,7 +246,7 @@ func TestWorkerMatchesInProcess(t *testing.T) {
 	if got, want := b.Info().Limits, local.Info().Limits; got.Threads != want.Threads || got.Threads == 0 {
 		t.Errorf("limits through the worker %+v, in process %+v", got, want)
 	}
-	for _, con := range b.Info().Limits.Constraints(k) {
+	for _, con := range b.Info().Limits.Constraints(k, kernels.F32) {
 		if err := con.Check(search.Candidate{"THREADS": 1 << 20}); err == nil {
 			t.Errorf("constraint %q accepted 2^20 threads", con.Name)
 		}

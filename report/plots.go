@@ -1,6 +1,7 @@
-package main
+package report
 
 import (
+	"bytes"
 	"fmt"
 	"image/color"
 	"math"
@@ -30,13 +31,13 @@ var (
 
 // savePlots draws plots, tiled in rows × cols, to path as SVG or PNG (by extension).
 func savePlots(path string, w, h vg.Length, rows [][]*plot.Plot) error {
-	var c interface {
-		vg.CanvasWriterTo
-	}
+	var c vg.CanvasWriterTo
+	var sc *svgCanvas
 	if strings.HasSuffix(path, ".png") {
 		c = vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(110))}
 	} else {
-		c = vgsvg.New(w, h)
+		sc = &svgCanvas{Canvas: vgsvg.New(w, h)}
+		c = sc
 	}
 	dc := draw.New(c)
 	// A white background, so the plots read on dark pages too.
@@ -52,7 +53,7 @@ func savePlots(path string, w, h vg.Length, rows [][]*plot.Plot) error {
 		}
 	}
 	tiles := draw.Tiles{Rows: len(rows), Cols: cols, PadX: vg.Millimeter * 4, PadY: vg.Millimeter * 4,
-		PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 3}
+		PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 5}
 	canvases := plot.Align(rows, tiles, dc)
 	for i := range rows {
 		for j, p := range rows[i] {
@@ -61,15 +62,64 @@ func savePlots(path string, w, h vg.Length, rows [][]*plot.Plot) error {
 			}
 		}
 	}
+	var buf bytes.Buffer
+	if _, err := c.WriteTo(&buf); err != nil {
+		return fmt.Errorf("report: drawing %s: %w", filepath.Base(path), err)
+	}
+	data := buf.Bytes()
+	if sc != nil {
+		data = sc.fixText(data)
+	}
 	f, err := os.Create(path)
 	if err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
-	if _, err := c.WriteTo(f); err != nil {
+	if _, err := f.Write(data); err != nil {
 		f.Close()
 		return fmt.Errorf("report: writing %s: %w", filepath.Base(path), err)
 	}
 	return f.Close()
+}
+
+// svgFontFamily is the font list of the SVG plots. The layout is measured
+// with Liberation Sans (gonum/plot's font); Arimo, Arial and Helvetica
+// have the same metrics, so a viewer without Liberation Sans lays the text
+// out alike; sans-serif is the last resort.
+const svgFontFamily = "font-family:'Liberation Sans',Arimo,Arial,Helvetica,sans-serif;"
+
+// svgCanvas is an SVG canvas that records the width the layout gave every
+// string, so that the written file can hold each text to that width
+// (textLength): in a wider fallback font (DejaVu Sans is about 10 %
+// wider) labels would otherwise run into bars and legends and clip at the
+// edges.
+type svgCanvas struct {
+	*vgsvg.Canvas
+	widths []vg.Length
+}
+
+func (c *svgCanvas) FillString(f font.Face, pt vg.Point, s string) {
+	c.widths = append(c.widths, f.Width(s))
+	c.Canvas.FillString(f, pt, s)
+}
+
+// fixText gives every <text> element of the written SVG, in drawing
+// order, its laid-out width and the font list with generic fallbacks.
+func (c *svgCanvas) fixText(svg []byte) []byte {
+	svg = bytes.ReplaceAll(svg, []byte("font-family:Liberation Sans;"), []byte(svgFontFamily))
+	const tag = "<text "
+	if bytes.Count(svg, []byte(tag)) != len(c.widths) {
+		return svg // not the layout this was written for: leave the widths to the viewer
+	}
+	var out bytes.Buffer
+	rest := svg
+	for _, w := range c.widths {
+		i := bytes.Index(rest, []byte(tag))
+		out.Write(rest[:i+len(tag)])
+		fmt.Fprintf(&out, `textLength="%.5g" lengthAdjust="spacingAndGlyphs" `, w.Points())
+		rest = rest[i+len(tag):]
+	}
+	out.Write(rest)
+	return out.Bytes()
 }
 
 func newPlot(title string) *plot.Plot {
@@ -92,19 +142,26 @@ func newPlot(title string) *plot.Plot {
 
 // speedupPlot: per entry, horizontal bars of the speedup over the default and
 // over the baseline, with a line at 1 (no change).
-func speedupPlot(path, device string, rows []reportRow) error {
-	// One empty row on top holds the legend.
-	n := len(rows) + 1
+func speedupPlot(path, device string, rows []Row) error {
+	hasBase := false
+	for _, r := range rows {
+		hasBase = hasBase || r.VsBaseline > 0
+	}
+	// Empty rows on top hold the legend, one per entry, so that it never
+	// covers a bar.
+	legendRows := 1
+	if hasBase {
+		legendRows = 2
+	}
+	n := len(rows) + legendRows
 	labels := make([]string, n)
 	vsDef, vsBase := make(plotter.Values, n), make(plotter.Values, n)
-	hasBase := false
 	maxX := 1.0
 	// Bars are drawn bottom-up: reverse so the first row is on top.
 	for i, r := range rows {
-		k := n - 2 - i
+		k := len(rows) - 1 - i
 		labels[k] = r.Kernel + " " + r.Key
 		vsDef[k], vsBase[k] = r.VsDefault, r.VsBaseline
-		hasBase = hasBase || r.VsBaseline > 0
 		maxX = math.Max(maxX, math.Max(r.VsDefault, r.VsBaseline))
 	}
 	p := newPlot("tuned kernel speedup on " + device)
@@ -155,7 +212,7 @@ func speedupPlot(path, device string, rows []reportRow) error {
 
 // sortedPlot: the median of every measured candidate, fastest first, with
 // the recorded winner, default and baseline times as lines.
-func sortedPlot(path string, r *reportRow, cands []trace.Record) error {
+func sortedPlot(path string, r *Row, cands []trace.Record) error {
 	var ts []float64
 	for _, c := range cands {
 		if c.Err == "" && c.MedianUS > 0 {
@@ -169,9 +226,9 @@ func sortedPlot(path string, r *reportRow, cands []trace.Record) error {
 	}
 	p := newPlot(fmt.Sprintf("%s %s: %d measured %s, sorted", r.Kernel, r.Key, len(ts), noun))
 	p.X.Label.Text = "candidate rank (fastest first)"
-	p.Y.Label.Text = "median time (µs)"
 	pts := make(plotter.XYs, len(ts))
 	lo, hi := math.Inf(1), 0.0
+	legend := 0 // entries of the legend
 	for i, t := range ts {
 		pts[i] = plotter.XY{X: float64(i + 1), Y: t}
 		lo, hi = math.Min(lo, t), math.Max(hi, t)
@@ -184,6 +241,7 @@ func sortedPlot(path string, r *reportRow, cands []trace.Record) error {
 		s.GlyphStyle.Color, s.GlyphStyle.Radius, s.GlyphStyle.Shape = colWinner, vg.Points(1.8), draw.CircleGlyph{}
 		p.Add(s)
 		p.Legend.Add("candidate (search median)", s)
+		legend++
 	}
 	xmax := float64(len(ts)) + 0.5
 	p.X.Min, p.X.Max = 0.5, xmax
@@ -199,28 +257,24 @@ func sortedPlot(path string, r *reportRow, cands []trace.Record) error {
 		}
 		p.Add(l)
 		p.Legend.Add(name, l)
+		legend++
 		lo, hi = math.Min(lo, y), math.Max(hi, y)
 	}
-	hline(r.MedianUS, colWinner, fmt.Sprintf("winner, final timing %s", fmtUS(r.MedianUS)), false)
-	hline(r.DefaultUS, colDefault, fmt.Sprintf("default %s", fmtUS(r.DefaultUS)), true)
-	hline(r.BaselineUS, colBaseline, fmt.Sprintf("%s %s", r.Baseline, fmtUS(r.BaselineUS)), true)
-	if hi/lo > 8 {
-		p.Y.Scale = plot.LogScale{}
-		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
-		p.Y.Min, p.Y.Max = lo/1.2, hi*1.2
-	} else {
-		// Headroom on top for the legend.
-		pad := math.Max(hi-lo, hi*0.02)
-		p.Y.Min, p.Y.Max = math.Max(0, lo-pad*0.05), hi+pad*0.3
+	hline(r.MedianUS, colWinner, fmt.Sprintf("winner, final timing %s", FormatUS(r.MedianUS)), false)
+	hline(r.DefaultUS, colDefault, fmt.Sprintf("default %s", FormatUS(r.DefaultUS)), true)
+	hline(r.BaselineUS, colBaseline, fmt.Sprintf("%s %s", r.Baseline, FormatUS(r.BaselineUS)), true)
+	const h = 10 * vg.Centimeter
+	if lo <= hi {
+		timeAxis(p, lo, hi, legendHeadroom(legend, h))
 	}
 	p.Legend.Top, p.Legend.Left = true, true
-	return savePlots(path, 16*vg.Centimeter, 10*vg.Centimeter, [][]*plot.Plot{{p}})
+	return savePlots(path, 16*vg.Centimeter, h, [][]*plot.Plot{{p}})
 }
 
 // paramPlot: for each parameter, every candidate's time at each value
 // (grey) and the best per value (blue line), one small plot per parameter.
 // It reports false when no parameter takes more than one value.
-func paramPlot(path string, r *reportRow, cands []trace.Record) (bool, error) {
+func paramPlot(path string, r *Row, cands []trace.Record) (bool, error) {
 	names := map[string]bool{}
 	for _, c := range cands {
 		for k := range c.Params {
@@ -228,7 +282,7 @@ func paramPlot(path string, r *reportRow, cands []trace.Record) (bool, error) {
 		}
 	}
 	var plots []*plot.Plot
-	for _, name := range sortedMapKeys(names) {
+	for _, name := range sortedKeys(names) {
 		vals := map[int]bool{}
 		for _, c := range cands {
 			if v, ok := c.Params[name]; ok && c.Err == "" && c.MedianUS > 0 {
@@ -266,7 +320,6 @@ func paramPlot(path string, r *reportRow, cands []trace.Record) (bool, error) {
 			lo, hi = math.Min(lo, c.MedianUS), math.Max(hi, c.MedianUS)
 		}
 		p := newPlot(name)
-		p.Y.Label.Text = "median time (µs)"
 		s, err := plotter.NewScatter(all)
 		if err != nil {
 			return false, err
@@ -290,11 +343,8 @@ func paramPlot(path string, r *reportRow, cands []trace.Record) (bool, error) {
 			p.Legend.Top = true
 		}
 		p.NominalX(labels...)
-		if hi/lo > 8 {
-			p.Y.Scale = plot.LogScale{}
-			p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
-			p.Y.Min, p.Y.Max = lo/1.2, hi*1.2
-		}
+		// The same headroom on every plot of the grid, so their scales match.
+		timeAxis(p, lo, hi, legendHeadroom(2, paramPlotH))
 		plots = append(plots, p)
 	}
 	if len(plots) == 0 {
@@ -306,8 +356,78 @@ func paramPlot(path string, r *reportRow, cands []trace.Record) (bool, error) {
 		grid = append(grid, plots[i:min(i+cols, len(plots))])
 	}
 	w := 8 * vg.Centimeter * vg.Length(min(cols, len(plots)))
-	h := 6.5 * vg.Centimeter * vg.Length(len(grid))
+	h := paramPlotH * vg.Length(len(grid))
 	return true, savePlots(path, w, h, grid)
+}
+
+// paramPlotH is the height of one plot of the parameter grid.
+const paramPlotH = 6.5 * vg.Centimeter
+
+// legendHeadroom is the share of the data range to add above the data so
+// that a legend of n entries at the top of a plot of height h covers none
+// of it: each entry takes about 12 points, and the title and the x axis
+// about 70.
+func legendHeadroom(n int, h vg.Length) float64 {
+	need := float64(n)*12 + 8
+	area := math.Max(h.Points()-70, 2*need)
+	f := need / area
+	return f / (1 - f)
+}
+
+// timeAxis sets the y axis of a plot of times in µs from lo to hi: the
+// unit that suits them (µs, ms or s, named in the axis label), compact
+// tick labels ("47.5", not "47500.00"), a log scale when they span more
+// than a factor of 8, and headroom (a share of the range) on top for the
+// legend.
+func timeAxis(p *plot.Plot, lo, hi, headroom float64) {
+	unit, scale := "µs", 1.0
+	switch {
+	case hi >= 1e6:
+		unit, scale = "s", 1e6
+	case hi >= 1e3:
+		unit, scale = "ms", 1e3
+	}
+	p.Y.Label.Text = "median time (" + unit + ")"
+	if lo > 0 && hi/lo > 8 {
+		p.Y.Scale = plot.LogScale{}
+		p.Y.Tick.Marker = scaledTicks{inner: plot.LogTicks{Prec: -1}, scale: scale}
+		top := math.Log(hi * 1.2)
+		p.Y.Min, p.Y.Max = lo/1.2, math.Exp(top+(top-math.Log(lo/1.2))*headroom)
+		return
+	}
+	p.Y.Tick.Marker = scaledTicks{inner: plot.DefaultTicks{}, scale: scale}
+	pad := math.Max(hi-lo, hi*0.02)
+	p.Y.Min, p.Y.Max = math.Max(0, lo-pad*0.05), hi+pad*(0.05+headroom)
+}
+
+// scaledTicks labels the ticks of inner in a unit scale times the data's,
+// with at most four significant digits and no trailing zeros.
+type scaledTicks struct {
+	inner plot.Ticker
+	scale float64
+}
+
+func (t scaledTicks) Ticks(lo, hi float64) []plot.Tick {
+	ts := t.inner.Ticks(lo, hi)
+	for i := range ts {
+		if ts[i].Label != "" {
+			ts[i].Label = compactNumber(ts[i].Value / t.scale)
+		}
+	}
+	return ts
+}
+
+// compactNumber writes v with at most four significant digits and no
+// trailing zeros: 47.5, 250, 0.125, 1.235e+06 only beyond 10⁶.
+func compactNumber(v float64) string {
+	if v == 0 {
+		return "0"
+	}
+	if a := math.Abs(v); a >= 1e6 || a < 1e-3 {
+		return strconv.FormatFloat(v, 'g', 4, 64)
+	}
+	r, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'g', 4, 64), 64)
+	return strconv.FormatFloat(r, 'f', -1, 64)
 }
 
 // rankTicks labels candidate ranks with whole numbers only.
@@ -330,4 +450,15 @@ func (rankTicks) Ticks(lo, hi float64) []plot.Tick {
 		ts = append([]plot.Tick{{Value: 1, Label: "1"}}, ts...)
 	}
 	return ts
+}
+
+// FormatUS shows a time in µs in the unit that suits it (µs, ms or s).
+func FormatUS(us float64) string {
+	switch {
+	case us >= 1e6:
+		return fmt.Sprintf("%.3g s", us/1e6)
+	case us >= 1e3:
+		return fmt.Sprintf("%.4g ms", us/1e3)
+	}
+	return fmt.Sprintf("%.4g µs", us)
 }

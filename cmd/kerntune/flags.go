@@ -1,0 +1,155 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kerntune/kerntune/internal/trace"
+	"github.com/kerntune/kerntune/kernels"
+	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/tuner"
+)
+
+// The flags several commands share are read here, so that every command
+// names them and their allowed values alike.
+
+// addBackendFlag adds --backend (default auto) with the registered backends.
+func addBackendFlag(cmd *cobra.Command, backend *string, note string) {
+	cmd.Flags().StringVar(backend, "backend", "auto", "backend: auto, "+strings.Join(tuner.Backends(), ", ")+note)
+}
+
+// parseKernels resolves --kernel names; none means every family.
+func parseKernels(names []string) ([]*kernels.Kernel, error) {
+	if len(names) == 0 {
+		return kernels.All(), nil
+	}
+	ks := make([]*kernels.Kernel, 0, len(names))
+	for _, name := range names {
+		k, err := kernels.Get(name)
+		if err != nil {
+			return nil, usageErrorf("--kernel: %w", err)
+		}
+		ks = append(ks, k)
+	}
+	return ks, nil
+}
+
+// parseDTypes resolves --dtype values.
+func parseDTypes(names ...string) ([]kernels.DType, error) {
+	dts := make([]kernels.DType, 0, len(names))
+	for _, d := range names {
+		dt, err := kernels.ParseDType(d)
+		if err != nil {
+			return nil, usageErrorf("--dtype: %w", err)
+		}
+		dts = append(dts, dt)
+	}
+	return dts, nil
+}
+
+// parseShapes resolves --shape values, which need exactly one family in
+// ks (shapes differ between families), each checked against that
+// family's shape rules.
+func parseShapes(ks []*kernels.Kernel, shapes []string) ([]kernels.Case, error) {
+	if len(shapes) == 0 {
+		return nil, nil
+	}
+	if len(ks) != 1 {
+		return nil, usageErrorf("--shape needs exactly one --kernel (shapes differ between families)")
+	}
+	cases := make([]kernels.Case, 0, len(shapes))
+	for _, s := range shapes {
+		shape, err := params.ParseShape(s)
+		if err != nil {
+			return nil, usageErrorf("--shape: %w", err)
+		}
+		if _, err := ks[0].Classify(shape); err != nil {
+			return nil, usageErrorf("--shape %s: %w", s, err)
+		}
+		cases = append(cases, kernels.Case{Shape: shape})
+	}
+	return cases, nil
+}
+
+// paramsFileArg is the params file a command's optional FILE argument
+// names, by default ./hardware_params.json.
+func paramsFileArg(args []string) string {
+	if len(args) == 1 {
+		return args[0]
+	}
+	return params.DefaultFileName
+}
+
+// readParamsFile reads the params file a command reports on; a missing or
+// invalid one is a usage error.
+func readParamsFile(path string) (*params.File, error) {
+	pf, err := params.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, usageErrorCause(err, "%s: no such file (run kerntune tune first, or name the file)", path)
+	}
+	if err != nil {
+		return nil, usageError{err}
+	}
+	return pf, nil
+}
+
+// readTrace reads the file --trace names.
+func readTrace(path string) ([]trace.Record, error) {
+	recs, err := trace.ReadFile(path)
+	if err != nil {
+		return nil, usageErrorf("--trace %w", err)
+	}
+	return recs, nil
+}
+
+// checkOutPath refuses, before any work, an --out file that cannot be
+// written (see checkOutputFile).
+func checkOutPath(path string) error { return checkOutputFile("--out", path) }
+
+// checkOutputFile refuses, before any work, an output file (named by flag)
+// that cannot be written: a path that exists and is not a regular file
+// (/dev/full, a directory; the atomic write would rename over it) or a
+// directory that is missing or read-only. Each is a usage error (exit 2).
+func checkOutputFile(flag, path string) error {
+	if err := params.CheckRegular(path); err != nil {
+		return usageErrorCause(err, "%s %s: %v; name a file", flag, path, err)
+	}
+	return checkOutputDir(flag, path)
+}
+
+// checkOutputDir refuses an output file whose directory cannot be written
+// (the write makes a temporary file there and renames it).
+func checkOutputDir(flag, path string) error {
+	dir := filepath.Dir(path)
+	st, err := os.Stat(dir)
+	if err != nil {
+		return usageErrorf("%s %s: directory %s: %w", flag, path, dir, err)
+	}
+	if !st.IsDir() {
+		return usageErrorf("%s %s: %s is not a directory", flag, path, dir)
+	}
+	probe, err := os.CreateTemp(dir, "."+filepath.Base(path)+".probe-*")
+	if err != nil {
+		return usageErrorf("%s %s: directory %s is not writable: %w", flag, path, dir, err)
+	}
+	probe.Close()
+	os.Remove(probe.Name())
+	return nil
+}
+
+// writeOut writes data to the file --out names (see writeOutput).
+func writeOut(path string, data []byte) error { return writeOutput("--out", path, data) }
+
+// writeOutput writes data to the output file flag names, atomically; a
+// failure (a full disk, a directory that went away) is a usage error naming
+// the flag, as every bad output location is (exit 2).
+func writeOutput(flag, path string, data []byte) error {
+	if err := params.WriteFileAtomic(path, data); err != nil {
+		return usageErrorCause(err, "%s %s: %v", flag, path, err)
+	}
+	return nil
+}

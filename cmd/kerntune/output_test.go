@@ -1,0 +1,122 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A bad output location exits 2 (as the README promises for every
+// command), with a message naming the flag and the path, and nothing is
+// written: a missing directory, a directory or device where a file is
+// wanted, a file where report wants a directory.
+func TestBadOutputExits2(t *testing.T) {
+	path := getEnv(t) // a valid params file
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "no", "such", "out.json")
+	manifest := filepath.Join(dir, "variants.json")
+	if err := os.WriteFile(manifest, []byte(`[{"name": "gemv_bn64", "enabled": true}, {"name": "gemv_bn32", "enabled": true}]`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"merge: missing directory", []string{"merge", path, "--out", missing}, []string{"--out " + missing, "no such file or directory"}},
+		{"merge: a directory", []string{"merge", path, "--out", dir}, []string{"--out " + dir, "is a directory, not a regular file"}},
+		{"export: missing directory", []string{"export", "--t4", path, "--out", missing}, []string{"--out " + missing, "no such file or directory"}},
+		{"export: a device", []string{"export", "--t4", path, "--out", "/dev/full"}, []string{"--out /dev/full", "is a character device, not a regular file"}},
+		{"report: missing parent", []string{"report", path, "--out", filepath.Join(path, "r")}, []string{"--out " + filepath.Join(path, "r"), "cannot create the directory"}},
+		{"report: a file", []string{"report", path, "--out", path}, []string{"--out " + path, "not a directory"}},
+		{"import-variants: missing directory", []string{"import-variants", manifest, "--name", "my_gemv", "--out", missing}, []string{"--out " + missing, "no such file or directory"}},
+		{"bench: missing directory", []string{"bench", "--backend", "cpu", "--params", path, "--json-out", missing}, []string{"--json-out " + missing, "no such file or directory"}},
+		{"tune: a device", []string{"tune", "--backend", "cpu", "--kernel", "softmax", "--shape", "8x300", "--out", "/dev/full"}, []string{"--out /dev/full", "is a character device, not a regular file"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, a := range tt.args {
+				if strings.HasPrefix(a, "/dev/") {
+					if _, err := os.Stat(a); err != nil {
+						t.Skip(err)
+					}
+				}
+			}
+			code, log := runCLI(t, tt.args...)
+			if code != exitUsage {
+				t.Errorf("exit code %d, want %d; output:\n%s", code, exitUsage, log)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(log, w) {
+					t.Errorf("output %q does not mention %q", log, w)
+				}
+			}
+		})
+	}
+	if _, err := os.Stat(filepath.Dir(missing)); err == nil {
+		t.Errorf("%s was created", filepath.Dir(missing))
+	}
+	if st, err := os.Stat(path); err != nil || !st.Mode().IsRegular() {
+		t.Errorf("the params file was replaced: %v", err)
+	}
+}
+
+// A write that fails after the checks (a full disk, simulated by a file
+// size limit) is also exit 2, naming --out; the old file stays.
+func TestMergeWriteErrorExits2(t *testing.T) {
+	if _, err := os.Stat("/proc/self"); err != nil {
+		t.Skip("needs Linux for RLIMIT_FSIZE")
+	}
+	in := getEnv(t)
+	out := filepath.Join(t.TempDir(), "merged.json")
+	const old = `{"schema_version": 1, "devices": {}}`
+	if err := os.WriteFile(out, []byte(old), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"merge", in, "--out", out}, {"export", "--t4", in, "--out", out}} {
+		cmd := kerntune(t, []string{"KTDEV_FSIZE=200"}, args...)
+		log, err := cmd.CombinedOutput()
+		if code := cmd.ProcessState.ExitCode(); code != exitUsage {
+			t.Errorf("%s: exit code %d (%v), want %d:\n%s", args[0], code, err, exitUsage, log)
+		}
+		if !strings.Contains(string(log), "--out "+out) || !strings.Contains(string(log), "file too large") {
+			t.Errorf("%s: the message does not name --out and the error:\n%s", args[0], log)
+		}
+		if b, _ := os.ReadFile(out); string(b) != old {
+			t.Errorf("%s: --out was changed: %s", args[0], b)
+		}
+	}
+}
+
+// Reading a device that never ends (show /dev/zero, a params file, a
+// trace) stops at the limit with exit 2 and the limit named, in well under
+// the time a test may take.
+func TestReadDevZeroExits2(t *testing.T) {
+	if _, err := os.Stat("/dev/zero"); err != nil {
+		t.Skip("no /dev/zero here")
+	}
+	path := getEnv(t)
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"show", "/dev/zero"}, "/dev/zero: not a regular file, and it yields more than 64 MiB, the limit of a params file"},
+		{[]string{"get", "--kernel", "gemv_nt", "--shape", "1x896x896", "--params", "/dev/zero"}, "the limit of a params file"},
+		{[]string{"merge", "/dev/zero", "--out", filepath.Join(t.TempDir(), "m.json")}, "the limit of a params file"},
+		{[]string{"report", path, "--trace", "/dev/zero", "--out", t.TempDir()}, "more than 256 MiB, the limit of a trace file"},
+		{[]string{"check", "--spec", "/dev/zero", "--backend", "none"}, "the limit of a spec file"},
+		{[]string{"replay", "--cache", "/dev/zero"}, "not a Kernel Tuner cache"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.args[0], func(t *testing.T) {
+			start := time.Now()
+			code, log := runCLI(t, tt.args...)
+			if code != exitUsage || !strings.Contains(log, tt.want) {
+				t.Errorf("exit code %d, output %q; want %d and %q", code, log, exitUsage, tt.want)
+			}
+			t.Logf("%s: %v", tt.args[0], time.Since(start))
+		})
+	}
+}

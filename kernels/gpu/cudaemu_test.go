@@ -1,0 +1,194 @@
+package gpu
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/kerntune/kerntune/kernels"
+	"github.com/kerntune/kerntune/search"
+)
+
+// Test switches of the CUDA emulation (KTDEV_ keeps them out of the
+// KERNTUNE_ parameter overrides):
+//
+//	KTDEV_CUDA_EMU_SAMPLE=N   also run N random CUDA-buildable GEMM candidates (seeded by KTDEV_CUDA_EMU_SEED)
+//	KTDEV_REQUIRE_CC=1        a missing g++ fails instead of skipping (CI)
+
+// emuSource turns a candidate's generated CUDA source into a host program:
+// the PTX block and the PTX half conversions give way to the emulation in
+// testdata/cudaemu/shim.h, dynamic shared memory becomes a static array,
+// and testdata/cudaemu/main.cpp launches it.
+func emuSource(t *testing.T, src, fn string) string {
+	t.Helper()
+	dir := filepath.Join("testdata", "cudaemu")
+	shim, err := os.ReadFile(filepath.Join(dir, "shim.h"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	main, err := os.ReadFile(filepath.Join(dir, "main.cpp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	replace := func(old, new string) {
+		t.Helper()
+		if !strings.Contains(src, old) {
+			t.Fatalf("generated source lacks %q", old[:min(len(old), 60)])
+		}
+		src = strings.Replace(src, old, new, 1)
+	}
+	if strings.Contains(src, "#if MMA\n") && strings.Contains(src, "#define MMA 1\n") {
+		replace(cudaPTX, "")
+		replace("#define SHARED_DYN(type, name, n) extern __shared__ __align__(16) type name[]",
+			"#define SHARED_DYN(type, name, n) static __attribute__((aligned(16))) type name[n]")
+	}
+	for _, line := range strings.SplitAfter(src, "\n") {
+		if strings.HasPrefix(line, "KT_INLINE float kt_h2f(") || strings.HasPrefix(line, "KT_INLINE unsigned short kt_f2h(") {
+			src = strings.Replace(src, line, "", 1)
+		}
+	}
+	return string(shim) + src + "#define KT_KERNEL " + fn + "\n" + string(main)
+}
+
+var gxx = sync.OnceValue(func() string {
+	p, _ := exec.LookPath("g++")
+	return p
+})
+
+// emuBuild compiles a host program; lazy selects cp.async copies at the wait.
+func emuBuild(t *testing.T, dir, name, text string, lazy bool) string {
+	t.Helper()
+	srcPath := filepath.Join(dir, name+".cpp")
+	if err := os.WriteFile(srcPath, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, name)
+	args := []string{"-std=c++20", "-O1", "-pthread", "-w", "-o", bin, srcPath}
+	if lazy {
+		args = append(args, "-DKT_CP_LAZY")
+	}
+	if out, err := exec.Command(gxx(), args...).CombinedOutput(); err != nil {
+		t.Fatalf("g++ %s: %v\n%s", name, err, out)
+	}
+	return bin
+}
+
+// emuRun runs a built candidate on one case and verifies it against the
+// float64 reference with the candidate's tolerance.
+func emuRun(t *testing.T, dir, bin string, b *Body, k *kernels.Kernel, dt kernels.DType, c kernels.Case, p map[string]int, seed uint64) error {
+	t.Helper()
+	prob, err := kernels.NewProblem(k, dt, c, rand.New(rand.NewPCG(seed, 7)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := []string{filepath.Join(dir, "a.bin"), filepath.Join(dir, "b.bin"), filepath.Join(dir, "c.bin")}
+	for i, in := range prob.Inputs {
+		if err := os.WriteFile(files[i], kernels.Encode(dt, in), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g := b.Geometry(c.Shape, p)
+	sc := b.Scalars(c, k.Scalars)
+	outLen := k.OutLen(c.Shape)
+	args := []string{strconv.Itoa(g.Grid[0]), strconv.Itoa(g.Grid[1]), strconv.Itoa(g.Threads)}
+	for _, s := range sc {
+		args = append(args, fmt.Sprint(s))
+	}
+	args = append(args, files[0], files[1], files[2], strconv.Itoa(outLen))
+	if out, err := exec.Command(bin, args...).CombinedOutput(); err != nil {
+		return fmt.Errorf("%s %v: %v\n%s", bin, args, err, out)
+	}
+	raw, err := os.ReadFile(files[2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return prob.VerifyFor(kernels.Decode(dt, raw), p)
+}
+
+func gemmCand(bm, bn, bk, wm, wn, stages, tf32 int) map[string]int {
+	return map[string]int{"BM": bm, "BN": bn, "BK": bk, "TM": 1, "TN": 1, "PAD": 0, "MMA": 1, "WM": wm, "WN": wn, "STAGES": stages, "TF32": tf32}
+}
+
+// TestCUDAEmulatedGEMM compiles CUDA GEMM candidates for the host with the
+// PTX of the fragment operations emulated and verifies them on the odd
+// shapes and an aligned shape that is no tile multiple (where the 16-byte
+// copies run): fragment layouts, ldmatrix addressing, the cp.async ring
+// (copies at issue and, for some, at the wait) and the SIMT body's vector
+// loads, off the GPU. The H100 verifies the real instructions.
+func TestCUDAEmulatedGEMM(t *testing.T) {
+	if gxx() == "" {
+		if os.Getenv("KTDEV_REQUIRE_CC") != "" {
+			t.Fatal("g++ not found (KTDEV_REQUIRE_CC is set)")
+		}
+		t.Skip("g++ not found")
+	}
+	if testing.Short() {
+		t.Skip("compiles C++ (-short)")
+	}
+	type cand struct {
+		p    map[string]int
+		dt   kernels.DType
+		lazy bool
+	}
+	cands := []cand{
+		{gemmCand(32, 32, 16, 1, 1, 1, 0), kernels.F16, false},
+		{gemmCand(64, 64, 32, 2, 2, 2, 0), kernels.F16, true},
+		{gemmCand(128, 64, 16, 2, 1, 3, 0), kernels.F16, false},
+		{gemmCand(64, 128, 64, 1, 2, 4, 0), kernels.F16, true},
+		{gemmCand(32, 32, 8, 1, 1, 1, 1), kernels.F32, false},
+		{gemmCand(64, 64, 24, 2, 2, 3, 1), kernels.F32, true},
+		{gemmCand(128, 32, 16, 4, 1, 2, 1), kernels.F32, false},
+		{map[string]int{"BM": 32, "BN": 64, "BK": 16, "TM": 4, "TN": 2, "PAD": 1, "MMA": 0, "WM": 1, "WN": 1, "STAGES": 2, "TF32": 0}, kernels.F32, false},
+		{map[string]int{"BM": 64, "BN": 32, "BK": 8, "TM": 2, "TN": 4, "PAD": 4, "MMA": 0, "WM": 1, "WN": 1, "STAGES": 1, "TF32": 0}, kernels.F16, false},
+	}
+	if n, _ := strconv.Atoi(os.Getenv("KTDEV_CUDA_EMU_SAMPLE")); n > 0 {
+		sd, _ := strconv.ParseUint(os.Getenv("KTDEV_CUDA_EMU_SEED"), 10, 64)
+		rng := rand.New(rand.NewPCG(sd, 1))
+		k, _ := kernels.Get("gemm_av")
+		b, _ := Get("gemm_av")
+		all := spaceOf(t, k)
+		for len(cands) < 9+n {
+			c := all[rng.IntN(len(all))]
+			dt := kernels.DTypes[rng.IntN(2)]
+			if b.Buildable(CUDA, dt, c) == nil {
+				cands = append(cands, cand{c, dt, rng.IntN(2) == 0})
+			}
+		}
+	}
+	dir := t.TempDir()
+	checked := 0
+	for _, family := range []string{"gemm_av", "gemm_at_b"} {
+		k, err := kernels.Get(family)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := Get(family)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cases := append([]kernels.Case{}, k.Odd...)
+		// Aligned, no tile multiple: whole slices copy without checks, edge ones with.
+		cases = append(cases, kernels.Case{Shape: []int{72, 88, 40}}, kernels.Case{Shape: []int{136, 200, 96}})
+		for i, c := range cands {
+			name := fmt.Sprintf("%s_%d", family, i)
+			src, err := b.SourceFor(CUDA, c.dt, c.p)
+			if err != nil {
+				t.Fatalf("%s %s: %v", name, c.dt, err)
+			}
+			bin := emuBuild(t, dir, name, emuSource(t, src, b.Func), c.lazy)
+			for j, cs := range cases {
+				if err := emuRun(t, dir, bin, b, k, c.dt, cs, c.p, uint64(10*i+j)); err != nil {
+					t.Errorf("%s %s %s (cp.async lazy %t): %v", family, c.dt, search.Candidate(c.p).Key(), c.lazy, err)
+				}
+				checked++
+			}
+		}
+	}
+	t.Logf("%d emulated CUDA GEMM runs verified", checked)
+}

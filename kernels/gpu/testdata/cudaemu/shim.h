@@ -1,0 +1,173 @@
+// A host stand-in for the CUDA device API that the generated GEMM sources
+// use, so that g++ compiles and runs them on the CPU: one std::thread per
+// CUDA thread, __syncthreads as a barrier of the block, and the warp-wide
+// PTX instructions of the fragment operations (ldmatrix, mma.sync,
+// cp.async) emulated from their definitions in the PTX ISA, with the 32
+// lanes of a warp meeting at a barrier to exchange operands. The test
+// replaces the source's PTX block (cudaPTX) and its half conversions by the
+// functions below. KT_CP_LAZY: cp.async copies happen at the wait that
+// covers them (a missing wait reads stale data); otherwise at issue (a copy
+// into a buffer still being read corrupts it).
+#include <barrier>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+struct kt_dim3 { unsigned x, y, z; };
+static thread_local kt_dim3 threadIdx;
+static kt_dim3 blockIdx;
+static std::barrier<>* kt_block_barrier;
+static int kt_nthreads;
+
+#define __global__
+#define __device__
+#define __forceinline__ inline
+#define __launch_bounds__(...)
+#define __restrict__ __restrict
+#define __align__(n) __attribute__((aligned(n)))
+#define __shared__ static
+#define __syncthreads() kt_block_barrier->arrive_and_wait()
+
+struct float2 { float x, y; };
+struct float4 { float x, y, z, w; };
+struct uint2 { unsigned x, y; };
+struct uint4 { unsigned x, y, z, w; };
+inline float2 make_float2(float a, float b) { return {a, b}; }
+inline float4 make_float4(float a, float b, float c, float d) { return {a, b, c, d}; }
+inline uint2 make_uint2(unsigned a, unsigned b) { return {a, b}; }
+inline uint4 make_uint4(unsigned a, unsigned b, unsigned c, unsigned d) { return {a, b, c, d}; }
+inline float __expf(float x) { return std::exp(x); }
+inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
+inline float __uint_as_float(unsigned u) { float f; std::memcpy(&f, &u, 4); return f; }
+inline unsigned kt_float_bits(float f) { unsigned u; std::memcpy(&u, &f, 4); return u; }
+inline float __shfl_xor_sync(unsigned, float, int) { std::abort(); }
+using std::max;
+using std::min;
+
+inline float kt_h2f(unsigned short h) { _Float16 v; std::memcpy(&v, &h, 2); return (float)v; }
+inline unsigned short kt_f2h(float f) { _Float16 v = (_Float16)f; unsigned short h; std::memcpy(&h, &v, 2); return h; }
+
+// One exchange area per warp of the block.
+struct kt_warp {
+  std::barrier<>* bar;
+  const void* addr[32];
+  unsigned a[32][4], b[32][2];
+  float c[32][4];
+};
+static std::vector<kt_warp> kt_warps;
+static inline int kt_lane() { return (int)threadIdx.x & 31; }
+static inline kt_warp& kt_my_warp() { return kt_warps[threadIdx.x / 32]; }
+
+// ldmatrix.sync.aligned.m8n8.x4[.trans].shared.b16: lanes 8i..8i+7 give the
+// row addresses of matrix i; lane l receives in r[i] row l/4, columns
+// 2(l%4) and 2(l%4)+1 of matrix i (with .trans: column l/4 of rows 2(l%4)
+// and 2(l%4)+1), the first in the low half.
+static void kt_ldsm(unsigned* r, const void* p, bool trans) {
+  kt_warp& w = kt_my_warp();
+  const int l = kt_lane();
+  w.addr[l] = p;
+  w.bar->arrive_and_wait();
+  for (int i = 0; i < 4; ++i) {
+    unsigned short lo, hi;
+    if (!trans) {
+      const unsigned short* row = (const unsigned short*)w.addr[8 * i + l / 4];
+      lo = row[2 * (l % 4)];
+      hi = row[2 * (l % 4) + 1];
+    } else {
+      lo = ((const unsigned short*)w.addr[8 * i + 2 * (l % 4)])[l / 4];
+      hi = ((const unsigned short*)w.addr[8 * i + 2 * (l % 4) + 1])[l / 4];
+    }
+    r[i] = (unsigned)lo | ((unsigned)hi << 16);
+  }
+  w.bar->arrive_and_wait();
+}
+inline void kt_ldsm_x4(unsigned* r, const void* p) { kt_ldsm(r, p, false); }
+inline void kt_ldsm_x4_trans(unsigned* r, const void* p) { kt_ldsm(r, p, true); }
+
+static float kt_half_lo(unsigned r) { return kt_h2f((unsigned short)(r & 0xffff)); }
+static float kt_half_hi(unsigned r) { return kt_h2f((unsigned short)(r >> 16)); }
+
+// mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 and m16n8k8 .tf32:
+// group g = l/4, t = l%4. f16 A: r0 (g, 2t..2t+1), r1 (g+8, 2t..), r2 (g,
+// 2t+8..), r3 (g+8, 2t+8..); B: r0 (k 2t..2t+1, n g), r1 (k 2t+8.., n g).
+// TF32 A: r0 (g, t), r1 (g+8, t), r2 (g, t+4), r3 (g+8, t+4); B: r0 (k t,
+// n g), r1 (k t+4, n g). C, D: c0, c1 (g, 2t, 2t+1), c2, c3 (g+8, 2t, 2t+1).
+static void kt_mma(float* d, const unsigned* a, const unsigned* b, bool tf32) {
+  kt_warp& w = kt_my_warp();
+  const int l = kt_lane();
+  for (int i = 0; i < 4; ++i) w.a[l][i] = a[i], w.c[l][i] = d[i];
+  w.b[l][0] = b[0], w.b[l][1] = b[1];
+  w.bar->arrive_and_wait();
+  const int K = tf32 ? 8 : 16;
+  float A[16][16], B[16][8];
+  for (int q = 0; q < 32; ++q) {
+    const int g = q / 4, t = q % 4;
+    if (tf32) {
+      A[g][t] = __uint_as_float(w.a[q][0]);
+      A[g + 8][t] = __uint_as_float(w.a[q][1]);
+      A[g][t + 4] = __uint_as_float(w.a[q][2]);
+      A[g + 8][t + 4] = __uint_as_float(w.a[q][3]);
+      B[t][g] = __uint_as_float(w.b[q][0]);
+      B[t + 4][g] = __uint_as_float(w.b[q][1]);
+    } else {
+      A[g][2 * t] = kt_half_lo(w.a[q][0]), A[g][2 * t + 1] = kt_half_hi(w.a[q][0]);
+      A[g + 8][2 * t] = kt_half_lo(w.a[q][1]), A[g + 8][2 * t + 1] = kt_half_hi(w.a[q][1]);
+      A[g][2 * t + 8] = kt_half_lo(w.a[q][2]), A[g][2 * t + 9] = kt_half_hi(w.a[q][2]);
+      A[g + 8][2 * t + 8] = kt_half_lo(w.a[q][3]), A[g + 8][2 * t + 9] = kt_half_hi(w.a[q][3]);
+      B[2 * t][g] = kt_half_lo(w.b[q][0]), B[2 * t + 1][g] = kt_half_hi(w.b[q][0]);
+      B[2 * t + 8][g] = kt_half_lo(w.b[q][1]), B[2 * t + 9][g] = kt_half_hi(w.b[q][1]);
+    }
+  }
+  const int g = l / 4, t = l % 4;
+  for (int e = 0; e < 4; ++e) {
+    const int row = g + 8 * (e / 2), col = 2 * t + (e % 2);
+    float s = w.c[l][e];
+    for (int k = 0; k < K; ++k) {
+      float av = A[row][k], bv = B[k][col];
+      if (tf32) {
+        // Inputs that were not rounded to TF32 are truncated by the hardware.
+        av = __uint_as_float(kt_float_bits(av) & 0xffffe000u);
+        bv = __uint_as_float(kt_float_bits(bv) & 0xffffe000u);
+      }
+      s += av * bv;
+    }
+    d[e] = s;
+  }
+  w.bar->arrive_and_wait();
+}
+inline void kt_mma_f16(float* d, const unsigned* a, const unsigned* b) { kt_mma(d, a, b, false); }
+inline void kt_mma_tf32(float* d, const unsigned* a, const unsigned* b) { kt_mma(d, a, b, true); }
+
+// cvt.rna.tf32.f32: round to nearest, ties away from zero, at mantissa bit 13.
+inline unsigned kt_tf32(float f) { return (kt_float_bits(f) + 0x1000u) & 0xffffe000u; }
+
+// cp.async.cg.shared.global 16 bytes, its groups and waits.
+struct kt_copy { void* dst; const void* src; };
+static thread_local std::vector<std::vector<kt_copy>> kt_groups;
+static thread_local std::vector<kt_copy> kt_open;
+inline void kt_cp_async16(void* dst, const void* src) {
+  if (((uintptr_t)dst & 15) || ((uintptr_t)src & 15)) {
+    std::fprintf(stderr, "cp.async: misaligned 16-byte copy %p <- %p\n", dst, src);
+    std::abort();
+  }
+#ifdef KT_CP_LAZY
+  kt_open.push_back({dst, src});
+#else
+  std::memcpy(dst, src, 16);
+#endif
+}
+inline void kt_cp_commit() {
+  kt_groups.push_back(kt_open);
+  kt_open.clear();
+}
+template <int N> inline void kt_cp_wait() {
+  static_assert(N >= 0, "cp.async.wait_group takes a non-negative count");
+  while ((int)kt_groups.size() > N) {
+    for (auto& c : kt_groups.front()) std::memcpy(c.dst, c.src, 16);
+    kt_groups.erase(kt_groups.begin());
+  }
+}

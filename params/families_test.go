@@ -1,0 +1,66 @@
+package params
+
+import (
+	"strings"
+	"testing"
+)
+
+// The GEMM space of the GPU backends: each combination is valid for one body
+// only, and a rejection names the parameter at fault.
+func TestGPUGemmSpaceCheck(t *testing.T) {
+	simt := func(kv ...int) map[string]int {
+		p := map[string]int{"BM": 64, "BN": 64, "BK": 16, "TM": 4, "TN": 4, "PAD": 0, "MMA": 0, "WM": 1, "WN": 1, "STAGES": 1, "TF32": 0}
+		for i := 0; i+1 < len(kv); i += 2 {
+			p[[]string{"BM", "BN", "BK", "TM", "TN", "PAD", "MMA", "WM", "WN", "STAGES", "TF32"}[kv[i]]] = kv[i+1]
+		}
+		return p
+	}
+	const bm, bn, bk, tm, tn, pad, mma, wm, wn, stages, tf32 = 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10
+	mmaP := func(kv ...int) map[string]int {
+		return simt(append([]int{mma, 1, tm, 1, tn, 1, wm, 2, wn, 2, stages, 2}, kv...)...)
+	}
+	tests := []struct {
+		name string
+		p    map[string]int
+		want string // "" valid, else a substring of the error
+	}{
+		{"SIMT default-like", simt(), ""},
+		{"SIMT double-buffered", simt(stages, 2), ""},
+		{"SIMT 3 stages", simt(stages, 3), "STAGES=3"},
+		{"SIMT with a warp layout", simt(wm, 2), "WM=2"},
+		{"SIMT TF32", simt(tf32, 1), "TF32=1"},
+		{"SIMT BN 256", simt(bn, 256, tn, 8), "MMA=1 only"},
+		{"SIMT BK 64", simt(bk, 64), "MMA=1 only"},
+		{"SIMT too much threadgroup memory", simt(bm, 128, bn, 128, bk, 32, tm, 8, tn, 8, stages, 2), "12288"},
+		{"SIMT older file without the new parameters", map[string]int{"BM": 64, "BN": 64, "BK": 16, "TM": 4, "TN": 4, "PAD": 0, "MMA": 0}, ""},
+		{"MMA MLX-like", mmaP(), ""},
+		{"MMA metal-flash-attention M1", mmaP(bm, 48, bn, 48, bk, 24, stages, 1), ""},
+		{"MMA metal-flash-attention M3", mmaP(bm, 32, bn, 32, bk, 8, wm, 1, wn, 1, stages, 1), ""},
+		{"MMA with TM", mmaP(tm, 2), "TM=2"},
+		{"MMA with PAD", mmaP(pad, 4), "PAD=4"},
+		{"MMA block not a whole number of 8×8 fragments", mmaP(bm, 48, wm, 4), "multiples of 8·WM"},
+		{"MMA warp block too large", mmaP(bm, 128, bn, 256, wm, 1, wn, 2), "at most 4096"},
+		{"MMA tile too small", mmaP(bm, 16, wm, 1), "at least 32"},
+		{"MMA without STAGES", mmaP(stages, 0), "STAGES=0"},
+		{"bad MMA", simt(mma, 2), "MMA=2"},
+	}
+	sp := gpuGemmSpace()
+	for _, tt := range tests {
+		err := sp.Check(nil, tt.p)
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("%s: rejected: %v", tt.name, err)
+		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+			t.Errorf("%s: got %v, want an error containing %q", tt.name, err, tt.want)
+		}
+	}
+	// Every parameter's default lies in its values, and the defaults form a valid candidate.
+	for _, p := range sp.Params {
+		if !p.Allowed(p.Default) {
+			t.Errorf("%s: default %d not among %s", p.Name, p.Default, p.ValuesString())
+		}
+	}
+	if err := sp.Check(nil, sp.Defaults()); err != nil {
+		t.Errorf("defaults rejected: %v", err)
+	}
+}

@@ -1,0 +1,276 @@
+// Package report writes a Markdown report with plots of a params file:
+// per device, family and class the winner against the default and the
+// baseline, and, from a trace of the tuning run, every candidate measured
+// and the effect of each parameter (kerntune report).
+package report
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/kerntune/kerntune/internal/trace"
+	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/search"
+)
+
+// Row is one entry of the report's table (and of report --json).
+type Row struct {
+	Device     string         `json:"device"`
+	Kernel     string         `json:"kernel"`
+	Key        string         `json:"key"`
+	Params     map[string]int `json:"params"`
+	MedianUS   float64        `json:"median_us"`
+	DefaultUS  float64        `json:"default_us,omitempty"`
+	VsDefault  float64        `json:"speedup_vs_default,omitempty"`
+	Baseline   string         `json:"baseline,omitempty"`
+	BaselineUS float64        `json:"baseline_us,omitempty"`
+	VsBaseline float64        `json:"speedup_vs_baseline,omitempty"`
+	PctRoof    float64        `json:"pct_of_roofline,omitempty"`
+	Measured   int            `json:"measured"`
+	Valid      int            `json:"valid"`
+	Failed     int            `json:"failed"`
+	Traced     int            `json:"traced_candidates"`
+	IsDefault  bool           `json:"winner_is_default,omitempty"`
+	Use        string         `json:"use,omitempty"`     // the entry's use: baseline or tuned
+	Stopped    string         `json:"stopped,omitempty"` // why its search stopped early
+	Partial    bool           `json:"partial,omitempty"` // stopped: interrupted
+	Plots      []string       `json:"plots,omitempty"`
+}
+
+// Options says where and how Write writes the report.
+type Options struct {
+	// Dir receives report.md and the plots (Dir/plots).
+	Dir string
+	// Format of the plots: svg or png.
+	Format string
+	// Source is the params file the report is of; Trace the trace file the
+	// records come from ("" for none), for the report's header.
+	Source, Trace string
+}
+
+// Write writes o.Dir/report.md and its plots (o.Dir/plots) for every
+// device of pf: per family and class the winner, the default, the
+// baseline, the speedups, the % of the roofline floor and a chart of the
+// speedups; with trace records (the latest of each candidate), the time of
+// every measured candidate, sorted, and the effect of each parameter. It
+// returns the report's table.
+func Write(pf *params.File, recs []trace.Record, o Options) ([]Row, error) {
+	if o.Format != "svg" && o.Format != "png" {
+		return nil, fmt.Errorf("report: plot format %q: allowed are svg and png", o.Format)
+	}
+	plotDir := filepath.Join(o.Dir, "plots")
+	if err := os.MkdirAll(plotDir, 0o755); err != nil {
+		return nil, fmt.Errorf("report: %w", err)
+	}
+	var md strings.Builder
+	fmt.Fprintf(&md, "# kerntune report\n\nFrom `%s`", filepath.Base(o.Source))
+	if pf.Generator != "" {
+		fmt.Fprintf(&md, " (written by %s)", pf.Generator)
+	}
+	if o.Trace != "" {
+		fmt.Fprintf(&md, "; per-candidate data from `%s` (%d candidates)", filepath.Base(o.Trace), len(recs))
+	}
+	md.WriteString(".\n\n")
+	var rows []Row
+	for _, dk := range sortedKeys(pf.Devices) {
+		r, err := device(&md, dk, pf.Devices[dk], recs, o.Dir, o.Format)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, r...)
+	}
+	md.WriteString(notes)
+	if err := params.WriteFileAtomic(filepath.Join(o.Dir, "report.md"), []byte(md.String())); err != nil {
+		return nil, err
+	}
+	return rows, nil
+}
+
+const notes = `## Reading this report
+
+- **median µs**: the winner's median time per sample, summed over the entry's shapes; default and baseline were timed interleaved with it, same sample count.
+- **× default**, **× baseline**: how many times faster the winner is (above 1: faster).
+- **% of roofline**: the physical floor (bytes over the measured copy bandwidth for memory-bound families, flops over the peak otherwise) as a share of the winner's time; 100 % would be at the floor.
+- **use**: **baseline** when the baseline was faster than the winner beyond noise in the final interleaved timing (Mann-Whitney U, p < 0.01, and at least 3 % faster in median): the application should call the baseline; tuned when it was not; - without a baseline.
+- **candidates**: measured / valid / failed in the entry's search space; **partial**: the tuning run was interrupted before the entry's search finished (stopped: interrupted).
+- **(the default)**: the search kept the default; winner and default are then the same program timed twice, so a × default other than 1 shows the timing noise.
+- Candidate plots show each candidate's median from the search; candidates measured in an early round of successive halving have fewer samples.
+`
+
+var slugRE = regexp.MustCompile(`[^A-Za-z0-9]+`)
+
+func slug(s string) string {
+	return strings.Trim(slugRE.ReplaceAllString(strings.ToLower(s), "-"), "-")
+}
+
+func device(md *strings.Builder, dk string, d *params.Device, recs []trace.Record, outDir, format string) ([]Row, error) {
+	fmt.Fprintf(md, "## %s\n\n", dk)
+	fmt.Fprintf(md, "Backend %s, family %s, %d compute units", d.Backend, d.Family, d.ComputeUnits)
+	if d.TunedAt != "" {
+		fmt.Fprintf(md, ", tuned %s", d.TunedAt)
+	}
+	if bw := d.Facts["bandwidth_gbps"]; bw > 0 {
+		fmt.Fprintf(md, "; measured copy bandwidth %.1f GB/s", bw)
+	}
+	if pk := d.Facts["peak_gflops"]; pk > 0 {
+		fmt.Fprintf(md, ", peak %.0f GFLOP/s", pk)
+	}
+	md.WriteString(".\n\n")
+
+	var rows []Row
+	for _, fam := range sortedKeys(d.Kernels) {
+		keys := sortedKeys(d.Kernels[fam])
+		sort.SliceStable(keys, func(i, j int) bool { return entryOrder(keys[i]) < entryOrder(keys[j]) })
+		for _, ek := range keys {
+			e := d.Kernels[fam][ek]
+			r := Row{Device: dk, Kernel: fam, Key: ek, Params: e.Params, MedianUS: e.MedianUS,
+				Measured: e.Candidates.Measured, Valid: e.Candidates.Valid, Failed: e.Candidates.Failed}
+			if e.Default != nil && e.Default.MedianUS > 0 && e.MedianUS > 0 {
+				r.DefaultUS, r.VsDefault = e.Default.MedianUS, round3(e.Default.MedianUS/e.MedianUS)
+			}
+			if e.Baseline != nil && e.Baseline.MedianUS > 0 && e.MedianUS > 0 {
+				r.Baseline, r.BaselineUS, r.VsBaseline = e.Baseline.Name, e.Baseline.MedianUS, round3(e.Baseline.MedianUS/e.MedianUS)
+			}
+			r.IsDefault = e.Default != nil && params.SameParams(e.Default.Params, e.Params)
+			r.Use, r.Stopped, r.Partial = e.Use, e.Stopped, params.Partial(e)
+			if e.Roofline != nil {
+				r.PctRoof = e.Roofline.PctOfFloor
+			}
+			rows = append(rows, r)
+		}
+	}
+	if len(rows) == 0 {
+		md.WriteString("No entries.\n\n")
+		return nil, nil
+	}
+	sp := filepath.Join("plots", slug(dk)+"-speedup."+format)
+	if err := speedupPlot(filepath.Join(outDir, sp), dk, rows); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(md, "![speedups of the tuned kernels on %s](%s)\n\n", dk, filepath.ToSlash(sp))
+	md.WriteString("| kernel | entry | winner | median µs | default µs | × default | baseline µs | × baseline | use | % of roofline | candidates |\n")
+	md.WriteString("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: |\n")
+	for _, r := range rows {
+		winner := "`" + search.Candidate(r.Params).Key() + "`"
+		if r.IsDefault {
+			// Same program timed twice: any gap is measurement noise.
+			winner += " (the default)"
+		}
+		cands := fmt.Sprintf("%d / %d / %d", r.Measured, r.Valid, r.Failed)
+		if r.Partial {
+			cands += " **partial**"
+		}
+		fmt.Fprintf(md, "| %s | %s | %s | %.2f | %s | %s | %s | %s | %s | %s | %s |\n", r.Kernel, r.Key,
+			winner, r.MedianUS, numOrDash(r.DefaultUS, "%.2f"), numOrDash(r.VsDefault, "%.2f×"),
+			baselineCell(r), numOrDash(r.VsBaseline, "%.2f×"), useCell(r.Use), pctCell(r.PctRoof), cands)
+	}
+	md.WriteString("\n")
+
+	traced := 0
+	for i := range rows {
+		r := &rows[i]
+		var cands []trace.Record
+		for _, rec := range recs {
+			if rec.Device == dk && rec.Kernel == r.Kernel && rec.EntryKey() == r.Key {
+				cands = append(cands, rec)
+			}
+		}
+		r.Plots = append(r.Plots, sp)
+		r.Traced = len(cands)
+		if len(cands) == 0 {
+			continue
+		}
+		if traced == 0 {
+			md.WriteString("### Candidates per entry\n\n")
+		}
+		traced++
+		base := slug(dk + "-" + r.Kernel + "-" + r.Key)
+		sorted := filepath.Join("plots", base+"-sorted."+format)
+		effect := filepath.Join("plots", base+"-params."+format)
+		if err := sortedPlot(filepath.Join(outDir, sorted), r, cands); err != nil {
+			return nil, err
+		}
+		ok, err := paramPlot(filepath.Join(outDir, effect), r, cands)
+		if err != nil {
+			return nil, err
+		}
+		failed := 0
+		for _, c := range cands {
+			if c.Err != "" {
+				failed++
+			}
+		}
+		fmt.Fprintf(md, "#### %s %s\n\n%d candidates in the trace (%d failed).\n\n![%s %s: every measured candidate, sorted](%s)\n",
+			r.Kernel, r.Key, len(cands), failed, r.Kernel, r.Key, filepath.ToSlash(sorted))
+		r.Plots = append(r.Plots, sorted)
+		if ok {
+			fmt.Fprintf(md, "![%s %s: effect of each parameter](%s)\n", r.Kernel, r.Key, filepath.ToSlash(effect))
+			r.Plots = append(r.Plots, effect)
+		}
+		md.WriteString("\n")
+	}
+	if traced == 0 {
+		md.WriteString("No per-candidate trace for this device: tune with `--trace FILE` and pass it to `kerntune report --trace FILE` for the candidate plots.\n\n")
+	}
+	return rows, nil
+}
+
+// entryOrder sorts class entries by size (the classes' usual order), then shapes.
+func entryOrder(key string) string {
+	_, cls, _ := strings.Cut(key, "/")
+	order := map[string]string{"tiny": "0", "small": "0", "short": "0", "skinny": "1", "mid": "1", "largeK_smallN": "2",
+		"medium": "2", "long": "3", "largeN": "3", "large": "3", "xlong": "4"}
+	dt, _, _ := strings.Cut(key, "/")
+	if o, ok := order[cls]; ok {
+		return dt + "/0" + o
+	}
+	return dt + "/1" + cls
+}
+
+func numOrDash(x float64, format string) string {
+	if x <= 0 || math.IsNaN(x) {
+		return "-"
+	}
+	return fmt.Sprintf(format, x)
+}
+
+func baselineCell(r Row) string {
+	if r.BaselineUS <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f (%s)", r.BaselineUS, r.Baseline)
+}
+
+// pctCell shows small percentages with the digits that tell them apart.
+func pctCell(x float64) string {
+	switch {
+	case x <= 0:
+		return "-"
+	case x < 1:
+		return fmt.Sprintf("%.2f %%", x)
+	case x < 10:
+		return fmt.Sprintf("%.1f %%", x)
+	}
+	return fmt.Sprintf("%.0f %%", x)
+}
+
+func useCell(use string) string {
+	switch use {
+	case "":
+		return "-"
+	case "baseline":
+		return "**baseline**"
+	}
+	return use
+}
+
+func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
+
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }

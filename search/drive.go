@@ -1,0 +1,258 @@
+package search
+
+import (
+	"math"
+
+	"github.com/kerntune/kerntune/internal/stats"
+)
+
+// DefaultStrategy is the strategy used when none is named, by kerntune tune,
+// kerntune replay and the tuner's Config alike.
+const DefaultStrategy = "bo"
+
+// calibrationSamples is how many samples the default (or, without one, the
+// first candidate that can be measured) gets before the search starts.
+const calibrationSamples = 3
+
+// Measure answers a request: n more timing samples of c, in seconds per
+// run, or the reason c failed. It is where a search meets a device, or a
+// recording of one (kerntune replay reads a Kernel Tuner cache).
+type Measure func(c Candidate, n int) ([]float64, error)
+
+// Sizer is implemented by strategies that fit themselves to a budget
+// (halving sizes its first round so that the whole search fits). The
+// driver calls SizeTo before the first Next.
+type Sizer interface {
+	// SizeTo limits the search to what fits into about samples timing
+	// samples, one more per candidate for building it (+Inf: no limit), and
+	// to at most evals candidates (≤ 0: no cap). It returns how many
+	// candidates the search will start with, before Options.MaxCandidates
+	// caps them.
+	SizeTo(evals int, samples float64) int
+}
+
+// Driver runs one search, the same way for kerntune tune and kerntune
+// replay: the default is measured first (it calibrates the time budget and
+// always competes), then the warm starts, then whatever the strategy asks
+// for, until the strategy is done, Stop says so or MaxEvals distinct
+// candidates have been measured.
+type Driver struct {
+	// Strategy is the strategy's name (DefaultStrategy when empty); Options
+	// configure it (Keep and MaxCandidates are set by the driver).
+	Strategy string
+	Options  Options
+	// Pool is every candidate the search may measure: the valid space
+	// (tune), or the recorded configurations (replay).
+	Pool []Candidate
+	// Default is the un-tuned configuration, nil for none. It is measured
+	// first and kept at the head of the pool (Options.Keep); one not in Pool
+	// is ignored.
+	Default Candidate
+	// Warm are candidates measured right after the default and kept too,
+	// e.g. the entries of sibling devices; those not in Pool are ignored.
+	Warm []Candidate
+	// MaxEvals caps the distinct candidates measured (0: no cap); it is the
+	// strategy's evaluation budget (Options.MaxCandidates).
+	MaxEvals int
+	// Measure takes the samples.
+	Measure Measure
+	// Stop, when set, is asked before every request and returns why the
+	// search must end before it (e.g. "budget spent"), or "".
+	Stop func(Request) string
+	// Budget, when set, is called once after the calibration with its
+	// seconds per sample (0 when nothing could be measured) and returns the
+	// seconds the search may spend; a Sizer strategy fits into them. With
+	// Budget set and no default that can be measured, the first candidate
+	// of the pool that can be measured (of the first five) calibrates.
+	Budget func(perSample float64) float64
+	// Plan, when set, receives the number of candidates a Sizer chose (0
+	// when none did) and returns the number to use: a resumed run returns
+	// the one of the run it resumes, so that the strategy asks again for
+	// what that run measured.
+	Plan func(size int) int
+	// Prefetch, when set, receives before each batch of requests its
+	// candidates not measured before (a backend builds them in parallel).
+	Prefetch func(fresh []Candidate)
+}
+
+// Outcome is what a search found.
+type Outcome struct {
+	// Best is the strategy's pick or, when the strategy measured nothing,
+	// the fastest candidate the calibration measured; nil when no candidate
+	// was measured without error.
+	Best Candidate
+	// Stopped is why the search ended before the strategy finished: the
+	// reason Stop gave, "evaluation budget spent", or "".
+	Stopped string
+	// Evals is the number of distinct candidates measured, failures included.
+	Evals int
+	// PerSample is the calibration's seconds per sample, 0 when none.
+	PerSample float64
+}
+
+// Run runs the search. It fails only when the strategy cannot be created
+// (an unknown name, an empty pool); failed candidates are the Measure
+// function's business and end up in Outcome only through Best.
+func (d Driver) Run() (Outcome, error) {
+	name := d.Strategy
+	if name == "" {
+		name = DefaultStrategy
+	}
+	pool, keep := d.head()
+	opts := d.Options
+	opts.Keep, opts.MaxCandidates = keep, d.MaxEvals
+	st, err := New(name, pool, opts)
+	if err != nil {
+		return Outcome{}, err
+	}
+	s := &session{d: d, samples: map[string][]float64{}, failed: map[string]bool{}, cands: map[string]Candidate{}}
+
+	var out Outcome
+	if keep > 0 && d.Default != nil && pool[0].Key() == d.Default.Key() {
+		out.PerSample = s.calibrate(pool[0])
+	}
+	sz, sizes := st.(Sizer)
+	size := 0
+	if d.Budget != nil {
+		// No default measured: calibrate on the first candidate that can be measured.
+		for _, c := range d.Pool[:min(len(d.Pool), 5)] {
+			if out.PerSample > 0 {
+				break
+			}
+			out.PerSample = s.calibrate(c)
+		}
+		left := d.Budget(out.PerSample)
+		if sizes && out.PerSample > 0 {
+			size = sz.SizeTo(0, left/out.PerSample)
+		}
+	}
+	if d.Plan != nil {
+		if planned := d.Plan(size); planned != size && sizes {
+			sz.SizeTo(planned, math.Inf(1))
+		}
+	}
+
+	out.Stopped = s.loop(st)
+	out.Evals = len(s.cands)
+	if out.Stopped == "" && d.MaxEvals > 0 && out.Evals >= d.MaxEvals && out.Evals < len(d.Pool) {
+		out.Stopped = "evaluation budget spent" // the strategy itself stopped at MaxCandidates
+	}
+	if best, _, ok := st.Best(); ok {
+		out.Best = best
+	} else {
+		// The strategy measured nothing (stopped at once): the best the calibration measured.
+		out.Best = s.bestMeasured()
+	}
+	return out, nil
+}
+
+// head orders the pool as the search sees it: the default (when in the
+// pool), then the warm starts in the pool, then the rest in pool order; it
+// returns the pool and how many candidates at its head are kept.
+func (d Driver) head() ([]Candidate, int) {
+	byKey := make(map[string]Candidate, len(d.Pool))
+	for _, c := range d.Pool {
+		byKey[c.Key()] = c
+	}
+	var head []Candidate
+	inHead := map[string]bool{}
+	add := func(c Candidate) {
+		k := c.Key()
+		if pc, ok := byKey[k]; ok && !inHead[k] {
+			inHead[k] = true
+			head = append(head, pc)
+		}
+	}
+	if d.Default != nil {
+		add(d.Default)
+	}
+	for _, w := range d.Warm {
+		add(w)
+	}
+	if len(head) == 0 {
+		return d.Pool, 0
+	}
+	pool := append(make([]Candidate, 0, len(d.Pool)), head...)
+	for _, c := range d.Pool {
+		if !inHead[c.Key()] {
+			pool = append(pool, c)
+		}
+	}
+	return pool, len(head)
+}
+
+// session is the state of one Run: what was measured, by candidate key.
+type session struct {
+	d       Driver
+	samples map[string][]float64
+	failed  map[string]bool
+	cands   map[string]Candidate // every candidate measured, failed or not
+}
+
+func (s *session) measure(c Candidate, n int) ([]float64, error) {
+	k := c.Key()
+	s.cands[k] = c
+	xs, err := s.d.Measure(c, n)
+	if err != nil {
+		s.failed[k] = true
+		return nil, err
+	}
+	s.samples[k] = append(s.samples[k], xs...)
+	return xs, nil
+}
+
+// calibrate measures c and returns its median seconds per sample (0 when
+// it failed). The strategy is not told: it measures c again when it asks.
+func (s *session) calibrate(c Candidate) float64 {
+	xs, err := s.measure(c, calibrationSamples)
+	if err != nil {
+		return 0
+	}
+	return stats.Median(xs)
+}
+
+// loop is the ask/tell loop; it returns why it stopped early, or "".
+func (s *session) loop(st Strategy) string {
+	for reqs := st.Next(); reqs != nil; reqs = st.Next() {
+		if s.d.Prefetch != nil {
+			var fresh []Candidate
+			for _, req := range reqs {
+				if _, seen := s.cands[req.Candidate.Key()]; !seen {
+					fresh = append(fresh, req.Candidate)
+				}
+			}
+			s.d.Prefetch(fresh)
+		}
+		for _, req := range reqs {
+			if s.d.Stop != nil {
+				if reason := s.d.Stop(req); reason != "" {
+					return reason
+				}
+			}
+			if _, seen := s.cands[req.Candidate.Key()]; !seen && s.d.MaxEvals > 0 && len(s.cands) >= s.d.MaxEvals {
+				return "evaluation budget spent"
+			}
+			xs, err := s.measure(req.Candidate, req.Samples)
+			st.Tell(Result{Candidate: req.Candidate, Samples: xs, Err: err})
+		}
+	}
+	return ""
+}
+
+// bestMeasured is the candidate of lowest median among those measured
+// without error (ties to the lower key), or nil.
+func (s *session) bestMeasured() Candidate {
+	bestKey, bestMed := "", math.Inf(1)
+	for k, xs := range s.samples {
+		if s.failed[k] || len(xs) == 0 {
+			continue
+		}
+		if m := stats.Median(xs); m < bestMed || (m == bestMed && k < bestKey) {
+			bestKey, bestMed = k, m
+		}
+	}
+	if bestKey == "" {
+		return nil
+	}
+	return s.cands[bestKey]
+}

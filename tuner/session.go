@@ -1,0 +1,494 @@
+package tuner
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/kerntune/kerntune/internal/stats"
+	"github.com/kerntune/kerntune/internal/trace"
+	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/search"
+)
+
+// SessionConfig configures a Session.
+type SessionConfig struct {
+	// Config is the tuner's configuration; the session sets its Journal
+	// and, for the warm-start strategy, its WarmStart per task.
+	Config
+	// Out is the params file every finished entry is merged into; its
+	// journal is Out+JournalSuffix.
+	Out string
+	// Force replaces an Out that cannot be parsed; Replace writes every
+	// entry over Out's (no keep rule); Resume reuses the journal of an
+	// interrupted run.
+	Force, Replace, Resume bool
+	// Budget is the wall time of the whole run: each task gets an equal
+	// share of what is left, so time a task does not use goes to the next.
+	Budget time.Duration
+	// Trace, when set, is a file every measured candidate is appended to
+	// (JSON lines, package internal/trace).
+	Trace string
+	// Generator is written to Out's generator field.
+	Generator string
+	// Hooks are told what the session does; the command line prints it.
+	Hooks SessionHooks
+}
+
+// SessionHooks are called, when set, on the goroutine of Session.Run, in
+// the order of the run.
+type SessionHooks struct {
+	// Begin and End bracket the tuning of a task (share: its budget).
+	Begin func(task Task, share time.Duration)
+	End   func(task Task)
+	// Skipped: the journal records the task as done by the interrupted run.
+	Skipped func(task Task)
+	// Failed: the task could not be tuned.
+	Failed func(task Task, err error)
+	// Tuned: the task has a result (before it is written); elapsed includes
+	// reading Out for warm starts and the incumbent.
+	Tuned func(res *Result, elapsed time.Duration)
+	// Decided: the result was merged into Out (added, replaced or kept).
+	Decided func(task Task, d *KeepDecision)
+}
+
+// Session tunes tasks on one backend and merges each finished entry into a
+// params file at once, by the keep rule (params.ChooseEntry), with a
+// journal of every measurement so that an interrupted run can be resumed:
+// what kerntune tune does beyond reading its flags and printing.
+type Session struct {
+	b    Backend
+	cfg  SessionConfig
+	info DeviceInfo
+	jr   *sessionJournal
+	// completed is set when the run finished (or was refused) so that the
+	// journal goes on Close.
+	completed bool
+}
+
+// SessionSummary is what a finished Session.Run did.
+type SessionSummary struct {
+	// Results are the tuned entries, Decisions what became of each in Out
+	// (same order).
+	Results   []*Result
+	Decisions []*KeepDecision
+	// Failed counts the tasks that could not be tuned, of Tasks.
+	Failed, Tasks int
+	// StoppedEarly: a task was not started because the run was interrupted.
+	StoppedEarly bool
+	// Interrupted: the run's context ended; the journal stays for a resume.
+	Interrupted bool
+}
+
+// Count is how many decisions took action (KeepAdded, KeepReplaced, KeepKept).
+func (s *SessionSummary) Count(action string) int {
+	n := 0
+	for _, d := range s.Decisions {
+		if d.Action == action {
+			n++
+		}
+	}
+	return n
+}
+
+// JournalPath is the journal of a session writing to out.
+func JournalPath(out string) string { return out + JournalSuffix }
+
+// OpenSession opens the journal of cfg.Out: a new one, or with cfg.Resume
+// the one an interrupted run left. Without Resume an existing journal is an
+// error satisfying errors.Is(err, os.ErrExist); with it, a missing one
+// satisfies errors.Is(err, os.ErrNotExist).
+func OpenSession(b Backend, cfg SessionConfig) (*Session, error) {
+	fj, err := OpenFileJournal(JournalPath(cfg.Out), cfg.Resume)
+	if err != nil {
+		return nil, err
+	}
+	return &Session{b: b, cfg: cfg, info: b.Info(), jr: &sessionJournal{FileJournal: fj}}, nil
+}
+
+// Close closes the journal, deleting it when the run completed.
+func (s *Session) Close() error { return s.jr.Close(s.completed) }
+
+// JournalPath is the session's journal.
+func (s *Session) JournalPath() string { return s.jr.Path() }
+
+// JournalError is a failed journal write. The run stops at once, since
+// measurements that cannot be journaled could be lost; Out was not changed
+// after the error.
+type JournalError struct{ Err error }
+
+func (e *JournalError) Error() string { return e.Err.Error() }
+func (e *JournalError) Unwrap() error { return e.Err }
+
+// WriteError is a failure to merge a result into Out; Out was not changed
+// and the journal keeps the measurements.
+type WriteError struct {
+	Path string
+	Err  error
+}
+
+func (e *WriteError) Error() string { return e.Path + ": " + e.Err.Error() }
+func (e *WriteError) Unwrap() error { return e.Err }
+
+// TooSmallError is a budget that ran out before a candidate beyond the
+// default was measured, in a space that has others: such an entry only
+// restates the default, so nothing is written and the journal goes (the
+// run is to be repeated with a larger budget, not resumed).
+type TooSmallError struct {
+	Result *Result
+	// Entries is how many tasks were left, this one included.
+	Entries int
+}
+
+func (e *TooSmallError) Error() string {
+	return fmt.Sprintf("%s %s measured only the default before the budget ran out, so it has nothing to compare the default with and no entry was written",
+		e.Result.Task.Kernel.Name, e.Result.Task.Key())
+}
+
+// EvaluationsSpent reports whether the evaluation budget (not the wall
+// time) ran out.
+func (e *TooSmallError) EvaluationsSpent() bool { return e.Result.Stopped == "evaluation budget spent" }
+
+// BudgetSpentError is a resumed run whose interrupted run had already
+// spent the whole wall-time budget: nothing is left to tune with. The
+// journal stays; a larger budget finishes the run.
+type BudgetSpentError struct {
+	Budget, Spent time.Duration
+}
+
+func (e *BudgetSpentError) Error() string {
+	return fmt.Sprintf("the interrupted run already spent %s of its %s budget; nothing is left to finish it with", e.Spent.Round(100*time.Millisecond), e.Budget)
+}
+
+// Resumed says what the interrupted run this session resumes recorded:
+// the wall time it spent and its budget (0 when it recorded none). Both
+// are 0 for a new run.
+func (s *Session) Resumed() (spent, budget time.Duration) { return s.jr.Spent(), s.jr.Budget() }
+
+// tooSmall reports whether res is no result (see TooSmallError).
+func tooSmall(res *Result) bool {
+	e := res.Entry
+	budgetSpent := res.Stopped == "budget spent" || res.Stopped == "evaluation budget spent"
+	return e != nil && budgetSpent && e.Evaluations <= 1 && e.Candidates.Valid > 1
+}
+
+// Run tunes the tasks, cheapest first, and merges each finished entry into
+// Out. It stops at the first write error of the journal, the trace or Out,
+// and at a budget too small to tune anything (*TooSmallError). When ctx
+// ends it stops after the entry in progress, which is written as partial.
+func (s *Session) Run(ctx context.Context, tasks []Task) (*SessionSummary, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s.jr.cancel = cancel
+	tasks = slices.Clone(tasks)
+	sort.SliceStable(tasks, func(i, j int) bool { return tasks[i].Cost() < tasks[j].Cost() })
+	cfg := s.cfg.Config
+	cfg.Journal = s.jr
+	tu := New(s.b, cfg)
+	h := s.cfg.Hooks
+	sum := &SessionSummary{Tasks: len(tasks)}
+	key := s.info.Key
+	// A resumed run goes on with the budget the interrupted one left.
+	spent := s.jr.Spent()
+	if spent > 0 && spent >= s.cfg.Budget {
+		return nil, &BudgetSpentError{Budget: s.cfg.Budget, Spent: spent}
+	}
+	deadline := time.Now().Add(s.cfg.Budget - spent)
+	s.jr.start, s.jr.base = time.Now(), spent
+	s.jr.Record(Record{Kind: RecordSession, BudgetS: s.cfg.Budget.Seconds()})
+	for i, task := range tasks {
+		if ctx.Err() != nil {
+			sum.StoppedEarly = true
+			break
+		}
+		if s.jr.Done(key, task.Kernel.Name, task.Key()) {
+			if h.Skipped != nil {
+				h.Skipped(task)
+			}
+			continue
+		}
+		share := time.Until(deadline) / time.Duration(len(tasks)-i)
+		start := time.Now()
+		if search.Canonical(cfg.Strategy) == "warm" {
+			cfg.WarmStart = warmStartFor(s.cfg.Out, s.info, task)
+			tu = New(s.b, cfg)
+		}
+		if !s.cfg.Replace {
+			// Re-checked under the file's lock when the entry is written.
+			task.Incumbent = incumbentFor(s.cfg.Out, key, task)
+		}
+		if h.Begin != nil {
+			h.Begin(task, share)
+		}
+		res, err := tu.Run(ctx, task, share)
+		if h.End != nil {
+			h.End(task)
+		}
+		if s.cfg.Trace != "" && res != nil {
+			if terr := trace.Append(s.cfg.Trace, traceRecords(key, res)); terr != nil {
+				return nil, terr
+			}
+		}
+		if jerr := s.jr.Err(); jerr != nil {
+			return nil, &JournalError{jerr}
+		}
+		if err != nil {
+			if ctx.Err() == nil {
+				s.jr.MarkDone(key, task.Kernel.Name, task.Key(), err.Error())
+			}
+			sum.Failed++
+			if h.Failed != nil {
+				h.Failed(task, err)
+			}
+			continue
+		}
+		if tooSmall(res) {
+			s.completed = true
+			return nil, &TooSmallError{Result: res, Entries: len(tasks) - i}
+		}
+		RecordBackendOptions(s.info, res.Entry)
+		sum.Results = append(sum.Results, res)
+		if h.Tuned != nil {
+			h.Tuned(res, time.Since(start))
+		}
+		d, err := s.write(res)
+		if err != nil {
+			return nil, &WriteError{Path: s.cfg.Out, Err: err}
+		}
+		sum.Decisions = append(sum.Decisions, d)
+		if h.Decided != nil {
+			h.Decided(task, d)
+		}
+		if res.Stopped != params.StoppedInterrupted {
+			s.jr.MarkDone(key, task.Kernel.Name, task.Key(), "")
+		}
+	}
+	if jerr := s.jr.Err(); jerr != nil {
+		return nil, &JournalError{jerr}
+	}
+	sum.Interrupted = ctx.Err() != nil
+	s.completed = !sum.Interrupted
+	return sum, nil
+}
+
+// sessionJournal stamps every record with the session's wall time (base,
+// what interrupted runs spent, plus the time since start), and stops the
+// run (cancels its context) at the first write error, since measurements
+// that cannot be journaled could be lost.
+type sessionJournal struct {
+	*FileJournal
+	cancel context.CancelFunc
+	start  time.Time
+	base   time.Duration
+}
+
+func (j *sessionJournal) Record(rec Record) {
+	if !j.start.IsZero() {
+		rec.ElapsedS = round3((j.base + time.Since(j.start)).Seconds())
+	}
+	j.FileJournal.Record(rec)
+	if j.Err() != nil && j.cancel != nil {
+		j.cancel()
+	}
+}
+
+// What a session did with a tuned entry (KeepDecision.Action).
+const (
+	KeepAdded    = "added"    // the file had no entry for the device, kernel and key
+	KeepReplaced = "replaced" // the new entry replaced the file's
+	KeepKept     = "kept"     // the file's entry stayed; the new one was not written
+)
+
+// EntryBrief is what a decision reports about each entry.
+type EntryBrief struct {
+	Params   map[string]int `json:"params"`
+	MedianUS float64        `json:"median_us"`
+	Measured int            `json:"measured"`
+	Valid    int            `json:"valid"`
+	Stopped  string         `json:"stopped,omitempty"`
+	Partial  bool           `json:"partial,omitempty"`
+}
+
+func briefOf(e *params.Entry) *EntryBrief {
+	return &EntryBrief{Params: e.Params, MedianUS: e.MedianUS, Measured: e.Candidates.Measured,
+		Valid: e.Candidates.Valid, Stopped: e.Stopped, Partial: params.Partial(e)}
+}
+
+// KeepDecision is what a session did with one tuned entry (kerntune tune
+// prints it, and tune --json holds it).
+type KeepDecision struct {
+	Action string `json:"action"` // added, replaced or kept
+	Reason string `json:"reason"`
+	// Old is the entry the file held (absent when added); New the run's.
+	Old *EntryBrief `json:"old,omitempty"`
+	New *EntryBrief `json:"new"`
+	// The same-run interleaved timing of both parameter sets, when there was one.
+	OldRetimedUS float64 `json:"old_retimed_us,omitempty"`
+	NewRetimedUS float64 `json:"new_retimed_us,omitempty"`
+	PValue       float64 `json:"p_value,omitempty"`
+}
+
+func (d *KeepDecision) String() string {
+	switch d.Action {
+	case KeepAdded:
+		return "added to the file"
+	case KeepReplaced:
+		return "replaced the file's entry " + search.Candidate(d.Old.Params).Key() + ": " + d.Reason
+	}
+	return "KEPT the file's entry " + search.Candidate(d.Old.Params).Key() + ", new entry not written: " + d.Reason
+}
+
+// Evidence is the timing as params.ChooseEntry weighs it: the medians and
+// the noise rule's verdicts (FasterBeyondNoise) in both directions.
+func (rt *Retiming) Evidence() *params.Retimed {
+	if rt == nil {
+		return nil
+	}
+	e := &params.Retimed{Params: rt.Params, Same: rt.Same, Invalid: rt.Invalid, Err: rt.Err}
+	if len(rt.Samples) > 0 && len(rt.WinnerSamples) > 0 {
+		e.Timed = true
+		e.OldUS, e.NewUS = round3(stats.Median(rt.Samples)*1e6), round3(stats.Median(rt.WinnerSamples)*1e6)
+		e.NewFaster = verdict(FasterBeyondNoise(rt.WinnerSamples, rt.Samples))
+		e.OldFaster = verdict(FasterBeyondNoise(rt.Samples, rt.WinnerSamples))
+	}
+	return e
+}
+
+func verdict(c Comparison) params.Verdict {
+	return params.Verdict{Faster: c.Faster, P: c.P, Gain: c.Gain}
+}
+
+// WriteResult merges a tuned entry into the params file at path (its
+// device record from info, generator as the file's generator), keeping the
+// file's entry for the same device, kernel and key when it is better
+// (params.ChooseEntry; never with replace). The choice is made under the
+// file's lock, against the entry the file holds at that moment. An
+// existing file that does not parse is kept and the error wraps
+// params.ErrUnparsable, unless force is set.
+func WriteResult(path string, force, replace bool, info DeviceInfo, generator string, res *Result) (*KeepDecision, error) {
+	dev := &params.Device{
+		Backend: info.Backend, Name: info.Name, Family: info.Family,
+		ComputeUnits: info.ComputeUnits, TunedAt: time.Now().UTC().Format(time.RFC3339),
+		Facts: info.Facts, Kernels: map[string]map[string]*params.Entry{
+			res.Task.Kernel.Name: {res.Task.Key(): res.Entry},
+		},
+	}
+	upd := &params.File{SchemaVersion: params.SchemaVersion, Generator: generator, Devices: map[string]*params.Device{info.Key: dev}}
+	d := &KeepDecision{Action: KeepAdded, New: briefOf(res.Entry)}
+	keep := func(_, _, _ string, old, nw any) any {
+		oe, err := params.DecodeEntry(old)
+		if err != nil {
+			// Cannot happen for a file that parsed; never lose the file's entry.
+			d.Action, d.Reason = KeepKept, "the file's entry could not be compared: "+err.Error()
+			d.Old = &EntryBrief{}
+			return old
+		}
+		c := params.ChooseEntry(oe, res.Entry, params.Evidence{Replace: replace, Retimed: res.Retiming.Evidence()})
+		d.Old, d.Reason = briefOf(oe), c.Reason
+		d.OldRetimedUS, d.NewRetimedUS, d.PValue = c.OldUS, c.NewUS, c.P
+		if c.KeepNew {
+			d.Action = KeepReplaced
+			return nw
+		}
+		d.Action = KeepKept
+		return old
+	}
+	if err := params.MergeIntoFileKeep(path, upd, force, keep); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+func (s *Session) write(res *Result) (*KeepDecision, error) {
+	return WriteResult(s.cfg.Out, s.cfg.Force, s.cfg.Replace, s.info, s.cfg.Generator, res)
+}
+
+// RecordBackendOptions writes into a tuned entry the backend options its
+// numbers depend on: for Metal, whether the kernels were compiled with
+// fast math (the backend's fact fast_math, 0 or 1), as "fast_math".
+func RecordBackendOptions(info DeviceInfo, e *params.Entry) {
+	if e == nil || info.Backend != "metal" {
+		return
+	}
+	v, ok := info.Facts["fast_math"]
+	if !ok {
+		return
+	}
+	fast := v == 1
+	e.FastMath = &fast
+}
+
+// traceRecords turns a task's trace into trace-file records (see package trace).
+func traceRecords(device string, res *Result) []trace.Record {
+	recs := make([]trace.Record, 0, len(res.Trace))
+	for _, m := range res.Trace {
+		if m.Samples == 0 && m.Err == "" {
+			continue // created but never timed
+		}
+		p, err := search.ParseKey(m.Key)
+		if err != nil {
+			continue // keys come from Candidate.Key, so this does not happen
+		}
+		recs = append(recs, trace.Record{
+			Device: device, Kernel: res.Task.Kernel.Name, DType: string(res.Task.DType), Key: res.Task.Key(),
+			Params: p, MedianUS: round3(m.MedianUS), Samples: m.Samples, Err: m.Err,
+		})
+	}
+	return recs
+}
+
+// warmStartFor collects, from the existing params file, the parameters
+// recorded for the task's family on this device (other classes or shapes)
+// and on other devices of the same backend: starting points for the
+// warm-start strategy. A missing or unreadable file gives none.
+func warmStartFor(path string, info DeviceInfo, task Task) []map[string]int {
+	f, err := params.ReadFile(path) // within params.MaxFileSize
+	if err != nil {
+		return nil
+	}
+	var own, siblings []map[string]int
+	for _, key := range sortedKeys(f.Devices) {
+		dev := f.Devices[key]
+		if dev == nil || dev.Backend != info.Backend {
+			continue
+		}
+		entries := dev.Kernels[task.Kernel.Name]
+		for _, entryKey := range sortedKeys(entries) {
+			e := entries[entryKey]
+			if e == nil || len(e.Params) == 0 {
+				continue
+			}
+			switch {
+			case key == info.Key && entryKey == task.Key():
+				own = append([]map[string]int{e.Params}, own...) // the previous result first
+			case key == info.Key:
+				own = append(own, e.Params)
+			default:
+				siblings = append(siblings, e.Params)
+			}
+		}
+	}
+	return append(own, siblings...)
+}
+
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
+
+// incumbentFor returns the parameters of the entry path holds for the
+// device and task, or nil (no file, no entry, an unreadable file).
+func incumbentFor(path, device string, task Task) map[string]int {
+	pf, err := params.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	d := pf.Devices[device]
+	if d == nil {
+		return nil
+	}
+	if e := d.Kernels[task.Kernel.Name][task.Key()]; e != nil {
+		return e.Params
+	}
+	return nil
+}
