@@ -73,6 +73,35 @@ type Entry struct {
 	// --metal-fast-math). Absent for other backends and in entries written
 	// before it was recorded.
 	FastMath *bool `json:"fast_math,omitempty"`
+
+	// Drift is what the tuner's drift guard saw: it re-times the default
+	// (the anchor) every few candidates and measures again what was
+	// measured while the device's speed drifted (thermal throttling).
+	// Absent when the guard never ran.
+	Drift *DriftSummary `json:"drift,omitempty"`
+	// NoHarm, when set, says how the no-harm rule changed the choice: the
+	// candidate fastest over the entry's shapes was slower than the default
+	// beyond noise on one of them, so another (or the default) was chosen.
+	NoHarm string `json:"no_harm,omitempty"`
+}
+
+// DriftSummary is an entry's record of the drift guard.
+type DriftSummary struct {
+	// Checks is how often the anchor was re-timed; Events how many of
+	// those found it more than the limit (10 %) off its reference.
+	Checks int `json:"checks"`
+	Events int `json:"events"`
+	// MaxPct is the largest drift of the anchor from its reference, in
+	// percent of the reference, over all checks.
+	MaxPct float64 `json:"max_pct"`
+	// Remeasured counts the candidates whose samples since the last good
+	// check were discarded and measured again after a drift event.
+	Remeasured int `json:"remeasured"`
+	// Settled counts events after which the anchor did not come back to
+	// its reference after the cool-downs: its new speed became the reference.
+	Settled int `json:"settled,omitempty"`
+	// WaitedS is the time spent idle, cooling down, in seconds.
+	WaitedS float64 `json:"waited_s,omitempty"`
 }
 
 // Values of Entry.Use and of <PREFIX>_<FAMILY>_USE.
@@ -381,6 +410,30 @@ func (w *walker) paramMap(path string, v any) map[string]int {
 	return out
 }
 
+// drift reads an entry's drift summary; every field is optional.
+func (w *walker) drift(path string, v any) *DriftSummary {
+	m := w.object(path, v)
+	d := &DriftSummary{}
+	// A slice, not a map, so that the first error reported does not depend on map order.
+	for _, f := range []struct {
+		key string
+		dst *int
+	}{{"checks", &d.Checks}, {"events", &d.Events}, {"remeasured", &d.Remeasured}, {"settled", &d.Settled}} {
+		if x, ok := m[f.key]; ok {
+			*f.dst = w.integer(child(path, f.key), x)
+		}
+	}
+	for _, f := range []struct {
+		key string
+		dst *float64
+	}{{"max_pct", &d.MaxPct}, {"waited_s", &d.WaitedS}} {
+		if x, ok := m[f.key]; ok {
+			*f.dst = w.num(child(path, f.key), x)
+		}
+	}
+	return d
+}
+
 func (w *walker) entry(path string, v any) *Entry {
 	m := w.object(path, v)
 	if m == nil {
@@ -427,6 +480,12 @@ func (w *walker) entry(path string, v any) *Entry {
 			w.fail(child(path, "fast_math"), "must be a boolean, got %s", typeName(v))
 		}
 		e.FastMath = &b
+	}
+	if v, ok := m["no_harm"]; ok {
+		e.NoHarm = w.str(child(path, "no_harm"), v)
+	}
+	if v, ok := m["drift"]; ok && v != nil {
+		e.Drift = w.drift(child(path, "drift"), v)
 	}
 	if v, ok := m["shape_median_us"]; ok {
 		sp := child(path, "shape_median_us")

@@ -116,6 +116,10 @@ func TestSchemaRejects(t *testing.T) {
 		{"string median", func(m map[string]any) { entry(m)["median_us"] = "1.5" }},
 		{"string fast_math", func(m map[string]any) { entry(m)["fast_math"] = "yes" }},
 		{"numeric fast_math", func(m map[string]any) { entry(m)["fast_math"] = 1 }},
+		{"boolean no_harm", func(m map[string]any) { entry(m)["no_harm"] = true }},
+		{"drift an array", func(m map[string]any) { entry(m)["drift"] = []any{1} }},
+		{"fractional drift events", func(m map[string]any) { entry(m)["drift"] = map[string]any{"events": 1.5} }},
+		{"string drift max_pct", func(m map[string]any) { entry(m)["drift"] = map[string]any{"max_pct": "12%"} }},
 		{"lower-case param name", func(m map[string]any) { entry(m)["params"] = map[string]any{"bn": 8} }},
 		{"float param value", func(m map[string]any) { entry(m)["params"] = map[string]any{"BN": 8.5} }},
 		{"string param value", func(m map[string]any) { entry(m)["params"] = map[string]any{"BN": "8"} }},
@@ -197,5 +201,51 @@ func TestFastMathField(t *testing.T) {
 	}
 	if _, err := Parse([]byte(bad)); err == nil || !strings.Contains(err.Error(), `["f16/tiny"].fast_math: must be a boolean, got a string`) {
 		t.Errorf("a string fast_math: %v", err)
+	}
+}
+
+// The drift guard's record and the no-harm note survive a write, a merge
+// and a read, and the schema accepts them.
+func TestDriftAndNoHarmFields(t *testing.T) {
+	sch := compileSchema(t)
+	drift := &DriftSummary{Checks: 12, Events: 2, MaxPct: 23.5, Remeasured: 9, Settled: 1, WaitedS: 10}
+	note := "BN=4 was 8.0% faster over the shapes but 12.0% slower than the default on 1x896x896"
+	upd := &File{SchemaVersion: SchemaVersion, Devices: map[string]*Device{"cpu:x": {
+		Backend: "cpu", Name: "X", Family: "amd64",
+		Kernels: map[string]map[string]*Entry{GemvNT: {
+			"f32/tiny": {Params: map[string]int{"BN": 8}, MedianUS: 9, Drift: drift, NoHarm: note},
+			"f32/mid":  {Params: map[string]int{"BN": 16}, MedianUS: 90},
+		}},
+	}}}
+	data, err := Merge(nil, upd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := validate(sch, data); err != nil {
+		t.Fatalf("schema rejects drift or no_harm: %v", err)
+	}
+	f, err := Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	es := f.Devices["cpu:x"].Kernels[GemvNT]
+	if got := es["f32/tiny"]; got.Drift == nil || *got.Drift != *drift || got.NoHarm != note {
+		t.Errorf("read back drift %+v, no_harm %q; want %+v, %q", got.Drift, got.NoHarm, drift, note)
+	}
+	if got := es["f32/mid"]; got.Drift != nil || got.NoHarm != "" {
+		t.Errorf("an entry without them reads drift %+v, no_harm %q", got.Drift, got.NoHarm)
+	}
+	var raw struct {
+		Devices map[string]struct {
+			Kernels map[string]map[string]map[string]any `json:"kernels"`
+		} `json:"devices"`
+	}
+	if err := json.Unmarshal(data, &raw); err != nil {
+		t.Fatal(err)
+	}
+	for _, field := range []string{"drift", "no_harm"} {
+		if _, ok := raw.Devices["cpu:x"].Kernels[GemvNT]["f32/mid"][field]; ok {
+			t.Errorf("an entry without %s writes one:\n%s", field, data)
+		}
 	}
 }

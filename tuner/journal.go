@@ -44,6 +44,8 @@ const (
 	RecordPlan    = "plan"    // a task's search plan: first-round size and final samples
 	RecordMeasure = "measure" // one batch of samples of one candidate, or its failure
 	RecordDone    = "done"    // the task's entry was written (or the task failed for good)
+	RecordAnchor  = "anchor"  // the drift guard timed the anchor (drift.go)
+	RecordDrift   = "drift"   // the drift guard found the anchor drifted and measured again
 	// RecordSession opens each run (and each resumed run) of a session:
 	// its wall-time budget (BudgetS) and the time the run spent before it
 	// (ElapsedS), so that a resumed run goes on with what is left.
@@ -64,6 +66,16 @@ type Record struct {
 	Err        string    `json:"err,omitempty"`
 	CV         float64   `json:"cv,omitempty"`         // coefficient of variation of Samples
 	Remeasured bool      `json:"remeasured,omitempty"` // the first batch was too noisy and was taken again
+	// Drift records: how far the anchor's median was off its reference
+	// (percent, positive when slower), how many candidates were measured
+	// again, the cool-down waited, and whether the anchor settled at a new
+	// speed; Final marks a drift within the final timing, which is then
+	// taken again. Samples are the anchor's samples that showed the drift.
+	DriftPct float64 `json:"drift_pct,omitempty"`
+	Redone   int     `json:"redone,omitempty"`
+	WaitedS  float64 `json:"waited_s,omitempty"`
+	Settled  bool    `json:"settled,omitempty"`
+	Final    bool    `json:"final,omitempty"`
 	// Plan records.
 	MaxCandidates int    `json:"max_candidates,omitempty"`
 	FinalSamples  int    `json:"final_samples,omitempty"`
@@ -124,6 +136,8 @@ func (r *run) startJournal() {
 		switch rec.Kind {
 		case RecordMeasure:
 			r.replay[rec.Cand] = append(r.replay[rec.Cand], rec)
+		case RecordAnchor:
+			r.replayAnchor = append(r.replayAnchor, rec)
 		case RecordPlan:
 			if r.plan == nil {
 				rec := rec
@@ -153,10 +167,21 @@ func (r *run) record(rec Record) Record {
 	return rec
 }
 
-// measure answers a request for n samples of c: from the journal of an
+// measure answers a request for n samples of c (measureBatch), with the
+// drift guard's check before a new candidate and its note of the batch after.
+func (r *run) measure(c search.Candidate, n int) ([]float64, error) {
+	r.drift.before(c)
+	s, err := r.measureBatch(c, n)
+	if err == nil {
+		r.drift.after(c, len(s))
+	}
+	return s, err
+}
+
+// measureBatch answers a request for n samples of c: from the journal of an
 // earlier run when it holds the next batch of c, else by measuring, and
 // journals what it measured before returning.
-func (r *run) measure(c search.Candidate, n int) ([]float64, error) {
+func (r *run) measureBatch(c search.Candidate, n int) ([]float64, error) {
 	key := c.Key()
 	defer r.progress(key) // after the samples (or the failure) are recorded
 	if q := r.replay[key]; len(q) > 0 {

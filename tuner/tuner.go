@@ -104,6 +104,19 @@ type Config struct {
 	// Progress, when set, is called after every candidate measurement, on
 	// the tuning goroutine; it must return quickly.
 	Progress func(Event)
+	// Finalists is how many candidates the final timing re-times
+	// interleaved, with the default, before the winner is chosen; they are
+	// the fastest of the search's best screenFactor × Finalists in a short
+	// interleaved screen. 0 means DefaultFinalists; 1 times the search's
+	// winner alone (retime.go).
+	Finalists int
+	// DriftEvery is how many new candidates are measured between two
+	// re-timings of the anchor (the default) by the drift guard; 0 means
+	// DefaultDriftEvery, a negative value turns the guard off (drift.go).
+	DriftEvery int
+	// DriftCooldown is how long the drift guard idles after the anchor
+	// drifted before it times the anchor again; 0 does not wait.
+	DriftCooldown time.Duration
 	// Where narrows the search space (tune --where MMA=1): candidates
 	// failing any of these are not valid in this run.
 	Where []search.Constraint
@@ -135,6 +148,12 @@ func (c Config) withDefaults() Config {
 	if c.MaxCV <= 0 {
 		c.MaxCV = 0.25
 	}
+	if c.Finalists <= 0 {
+		c.Finalists = DefaultFinalists
+	}
+	if c.DriftEvery == 0 {
+		c.DriftEvery = DefaultDriftEvery
+	}
 	return c
 }
 
@@ -164,6 +183,9 @@ type Result struct {
 	// beyond the default (build, verification, samples and the final
 	// timing), from what the default took; 0 when unknown.
 	Needed time.Duration
+	// Finalists are the candidates the final timing re-timed interleaved,
+	// the search's winner first, with their search and final medians.
+	Finalists []Finalist
 }
 
 // Retiming is the incumbent (the parameters of the entry already in the
@@ -187,10 +209,15 @@ type Retiming struct {
 type Tuner struct {
 	b   Backend
 	cfg Config
+	// sleep idles for the drift guard's cool-down; tests replace it with
+	// a virtual clock.
+	sleep func(ctx context.Context, d time.Duration)
 }
 
 // New creates a tuner.
-func New(b Backend, cfg Config) *Tuner { return &Tuner{b: b, cfg: cfg.withDefaults()} }
+func New(b Backend, cfg Config) *Tuner {
+	return &Tuner{b: b, cfg: cfg.withDefaults(), sleep: sleepCtx}
+}
 
 // loaded is a problem on the device with its physical floor.
 type loaded struct {
@@ -224,6 +251,12 @@ type run struct {
 	replay   map[string][]Record // journaled measurements by candidate key
 	plan     *Record
 	valid    int // size of the valid space, for progress events
+	// drift is the drift guard (drift.go); nil when off, as in Bench.
+	drift        *driftGuard
+	replayAnchor []Record // journaled anchor timings, in order
+	// reserve is what the final timing is expected to take: the drift
+	// guard measures nothing again that would eat into it.
+	reserve time.Duration
 }
 
 // Run tunes one task within budget. It returns an error only when nothing
@@ -252,10 +285,12 @@ func (t *Tuner) Run(ctx context.Context, task Task, budget time.Duration) (*Resu
 	def := search.Candidate(ps.Defaults())
 	defErr := space.Check(def)
 
-	// Programs in the final timing: winner, default, baseline, and the incumbent.
-	finalProgs := 3.0
+	// Programs in the final timing: the finalists, default, baseline, and
+	// the incumbent; the screen of screenFactor × Finalists candidates, a
+	// fifth of the samples each, costs about 0.6 × Finalists more.
+	finalProgs := float64(t.cfg.Finalists)*(1+screenFactor/5.0) + 2
 	if task.Incumbent != nil {
-		finalProgs = 4
+		finalProgs++
 	}
 	// The search (search.Driver): the default first (it calibrates the
 	// budget and is the reference point of the entry; a tuned entry is never
@@ -271,16 +306,20 @@ func (t *Tuner) Run(ctx context.Context, task Task, budget time.Duration) (*Resu
 		Budget: func(s float64) float64 {
 			calibrated = time.Since(start)
 			perSample = s
+			// The drift guard re-times what calibrated: the default, or
+			// the first candidate that could be measured.
+			r.drift = newDriftGuard(r, r.calibratedOn(def, defErr == nil, valid), budget)
 			if s > 0 {
 				fit := int(budget.Seconds() / 5 / (finalProgs * s))
 				finalSamples = max(t.cfg.MinFinalSamples, min(finalSamples, fit))
 			}
-			// What is left after the final comparison (winner, default,
-			// baseline and the incumbent × finalSamples).
+			// What is left after the final timing (screen, finalists,
+			// default, baseline and the incumbent × finalSamples).
 			return time.Until(r.deadline).Seconds() - finalProgs*float64(finalSamples)*s
 		},
 		Plan: func(size int) int {
 			finalSamples, size = r.journalPlan(finalSamples, size)
+			r.reserve = time.Duration(perSample * finalProgs * float64(finalSamples) * float64(time.Second))
 			return size
 		},
 		Stop: func(req search.Request) string {
@@ -300,6 +339,8 @@ func (t *Tuner) Run(ctx context.Context, task Task, budget time.Duration) (*Resu
 	if err != nil {
 		return nil, err
 	}
+	// What was measured since the anchor's last check is checked too.
+	r.drift.final()
 	best, stopped := out.Best, out.Stopped
 	ok := best != nil
 	// One more candidate costs about what the default did (build, verify,
@@ -310,102 +351,14 @@ func (t *Tuner) Run(ctx context.Context, task Task, budget time.Duration) (*Resu
 			fmt.Errorf("%s %s: every measured candidate failed (%s)", task.Kernel.Name, task.Key(), r.firstError())
 	}
 
-	// Final numbers: winner, default, baseline and incumbent timed
-	// interleaved, same sample count.
-	entry := &params.Entry{Params: best, Strategy: t.cfg.Strategy, Evaluations: len(r.cands), Stopped: stopped}
-	var baseProg Program
-	baseName := ""
-	if bp, name, err := t.b.Baseline(task.Kernel, task.DType); err == nil && bp != nil {
-		if verr := r.verify(bp, nil); verr == nil {
-			baseProg, baseName = bp, name
-		} else {
-			fmt.Fprintf(t.cfg.Log, "  baseline %s failed verification: %v\n", name, verr)
-		}
-		defer bp.Close()
-	}
-	var bestTot, defTot, baseTot []float64
-	var bestPer, defPer [][]float64
-	bestProg, err := r.program(best)
+	// Final numbers: the search's best few, default, baseline and incumbent
+	// timed interleaved, same sample count; the winner is chosen on them.
+	fin, err := r.finalTiming(space, best, def, defErr == nil, finalSamples)
 	if err != nil {
-		return nil, fmt.Errorf("%s %s: building the winner %s: %w", task.Kernel.Name, task.Key(), best.Key(), err)
+		return nil, err
 	}
-	// When the winner is the default it is timed once and both numbers are
-	// the same measurement (two noisy timings of one kernel would record a
-	// spurious speedup).
-	var defProg Program
-	sameAsDefault := best.Key() == def.Key()
-	if !sameAsDefault && defErr == nil && r.cands[def.Key()] != nil && r.cands[def.Key()].err == nil {
-		defProg, _ = r.program(def)
-	}
-	var retime *Retiming
-	var incProg Program
-	if task.Incumbent != nil {
-		retime = &Retiming{Params: task.Incumbent}
-		var own bool
-		if incProg, own = r.incumbent(space, retime, best, def, defProg != nil || sameAsDefault); own {
-			defer incProg.Close()
-		}
-	}
-	for i := 0; i < finalSamples; i += 5 {
-		n := min(5, finalSamples-i)
-		tot, per, err := r.sample(bestProg, n)
-		if err != nil {
-			return nil, fmt.Errorf("%s %s: timing the winner %s: %w", task.Kernel.Name, task.Key(), best.Key(), err)
-		}
-		bestTot = append(bestTot, tot...)
-		bestPer = append(bestPer, per...)
-		if defProg != nil {
-			if tot, per, err := r.sample(defProg, n); err == nil {
-				defTot = append(defTot, tot...)
-				defPer = append(defPer, per...)
-			}
-		}
-		if baseProg != nil {
-			if tot, _, err := r.sample(baseProg, n); err == nil {
-				baseTot = append(baseTot, tot...)
-			}
-		}
-		if incProg != nil && retime.Err == "" {
-			if tot, _, err := r.sample(incProg, n); err == nil {
-				retime.Samples = append(retime.Samples, tot...)
-			} else {
-				retime.Err, retime.Samples = "timing: "+err.Error(), nil
-			}
-		}
-	}
-	found, foundTot := best, bestTot // the search's winner, before the default may take its place
-	if best.Key() != def.Key() && len(defTot) == len(bestTot) && stats.Median(defTot) < stats.Median(bestTot) {
-		// On the final, longer comparison the default won: record it.
-		fmt.Fprintf(t.cfg.Log, "  %s %s: the default beat %s in the final timing; keeping the default\n", task.Kernel.Name, task.Key(), best.Key())
-		best, bestTot, bestPer = def, defTot, defPer
-		entry.Params = best
-	}
-	sum := stats.Summarize(bestTot)
-	entry.MedianUS = round3(sum.Median * 1e6)
-	entry.IQRUS = round3(sum.IQR * 1e6)
-	entry.MinUS = round3(sum.Min * 1e6)
-	entry.Samples = sum.Count
-	for i := range r.problems {
-		col := make([]float64, len(bestPer))
-		for j := range bestPer {
-			col[j] = bestPer[j][i]
-		}
-		entry.ShapeMedianUS = append(entry.ShapeMedianUS, round3(stats.Median(col)*1e6))
-	}
-	entry.Default = &params.Reference{Params: ps.Defaults()}
-	if sameAsDefault {
-		defTot = bestTot
-	}
-	if len(defTot) > 0 {
-		entry.Default.MedianUS = round3(stats.Median(defTot) * 1e6)
-	}
-	if len(baseTot) > 0 {
-		entry.Baseline = &params.Baseline{Name: baseName, MedianUS: round3(stats.Median(baseTot) * 1e6)}
-	}
-	entry.Use = UseOf(bestTot, baseTot)
-	if retime != nil {
-		finishRetiming(retime, best, bestTot, []search.Candidate{found, def}, [][]float64{foundTot, defTot})
-	}
+	entry := &params.Entry{Strategy: t.cfg.Strategy, Evaluations: len(r.cands), Stopped: stopped}
+	fin.record(entry, ps.Defaults(), len(r.problems))
 	for _, c := range task.Cases {
 		entry.Shapes = append(entry.Shapes, append([]int(nil), c.Shape...))
 	}
@@ -418,20 +371,44 @@ func (t *Tuner) Run(ctx context.Context, task Task, budget time.Duration) (*Resu
 			entry.Candidates.Measured++
 		}
 	}
-	entry.Roofline = r.roofline(sum.Median)
-	return &Result{Task: task, Entry: entry, Trace: r.trace(), Stopped: stopped, DataSeed: r.dataSeed, Retiming: retime, Needed: needed}, nil
+	entry.Roofline = r.roofline(stats.Median(fin.chosen.tot))
+	entry.Drift = r.drift.summary()
+	return &Result{Task: task, Entry: entry, Trace: r.trace(), Stopped: stopped, DataSeed: r.dataSeed,
+		Retiming: fin.retime, Needed: needed, Finalists: fin.finalistsOf()}, nil
+}
+
+// calibratedOn is the candidate the search driver calibrated on (the
+// default, else the first of the pool's first five measured without error),
+// or nil when none was.
+func (r *run) calibratedOn(def search.Candidate, defOK bool, pool []search.Candidate) search.Candidate {
+	ok := func(c search.Candidate) bool {
+		cd := r.cands[c.Key()]
+		return cd != nil && cd.err == nil && len(cd.samples) > 0
+	}
+	if defOK && ok(def) {
+		return def
+	}
+	for _, c := range pool[:min(len(pool), 5)] {
+		if ok(c) {
+			return c
+		}
+	}
+	return nil
 }
 
 // incumbent prepares the final timing of the incumbent: it returns the
 // program to time in the interleaved rounds, and whether the caller owns
-// (must close) it. The program is nil when the incumbent is the winner or
-// the default (whose samples it shares, when defTimed) or cannot run here
-// (recorded in rt). An incumbent the search did not measure is built apart
-// from the run's candidates, so that it does not count as measured.
-func (r *run) incumbent(space *search.Space, rt *Retiming, best, def search.Candidate, defTimed bool) (Program, bool) {
+// (must close) it. The program is nil when the incumbent is one of the
+// contest (the finalists and the default, whose samples it shares) or
+// cannot run here (recorded in rt). An incumbent the search did not measure
+// is built apart from the run's candidates, so that it does not count as
+// measured.
+func (r *run) incumbent(space *search.Space, rt *Retiming, contest []*timed) (Program, bool) {
 	inc := search.Candidate(rt.Params)
-	if inc.Key() == best.Key() || (inc.Key() == def.Key() && defTimed) {
-		return nil, false
+	for _, c := range contest {
+		if inc.Key() == c.cand.Key() {
+			return nil, false
+		}
 	}
 	if err := space.Check(inc); err != nil {
 		rt.Invalid, rt.Err = true, "not valid here: "+err.Error()

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -19,20 +20,25 @@ import (
 func init() { commands = append(commands, newBenchCmd) }
 
 type benchRow struct {
-	Kernel     string         `json:"kernel"`
-	DType      string         `json:"dtype"`
-	Shape      string         `json:"shape"`
-	Params     map[string]int `json:"params"`
-	Source     string         `json:"source"`
-	TunedUS    float64        `json:"tuned_us"`
-	IQRUS      float64        `json:"iqr_us"`
-	Baseline   string         `json:"baseline,omitempty"`
-	BaseUS     float64        `json:"baseline_us,omitempty"`
-	Ratio      float64        `json:"ratio,omitempty"` // tuned / baseline: below 1 is faster
-	PctOfFloor float64        `json:"pct_of_floor,omitempty"`
-	GBPS       float64        `json:"gbps"`
-	GFLOPS     float64        `json:"gflops"`
-	Error      string         `json:"error,omitempty"`
+	Kernel  string         `json:"kernel"`
+	DType   string         `json:"dtype"`
+	Shape   string         `json:"shape"`
+	Params  map[string]int `json:"params"`
+	Source  string         `json:"source"`
+	TunedUS float64        `json:"tuned_us"`
+	IQRUS   float64        `json:"iqr_us"`
+	// FileUS is the median the params file records for these parameters
+	// on this shape (shape_median_us of the entry they came from), when
+	// they all came from one entry of this device that timed this shape:
+	// tune and bench time the same way, so the two agree within noise.
+	FileUS     float64 `json:"file_us,omitempty"`
+	Baseline   string  `json:"baseline,omitempty"`
+	BaseUS     float64 `json:"baseline_us,omitempty"`
+	Ratio      float64 `json:"ratio,omitempty"` // tuned / baseline: below 1 is faster
+	PctOfFloor float64 `json:"pct_of_floor,omitempty"`
+	GBPS       float64 `json:"gbps"`
+	GFLOPS     float64 `json:"gflops"`
+	Error      string  `json:"error,omitempty"`
 }
 
 func newBenchCmd() *cobra.Command {
@@ -91,6 +97,10 @@ the default workload or the --shape list. The ratio is tuned/baseline time.`,
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
 			defer stop()
 			tu := tuner.New(b, tuner.Config{Log: log})
+			var pf *params.File
+			if l.FileFound() {
+				pf, _ = params.ReadFile(l.Path()) // Open read it already
+			}
 			var rows []benchRow
 			for _, k := range ks {
 				cases := custom
@@ -108,6 +118,7 @@ the default workload or the --shape list. The ratio is tuned/baseline time.`,
 					}
 					row.Params = r.Ints()
 					row.Source = sourceSummary(r)
+					row.FileUS = fileMedian(pf, row.Source, c.Shape)
 					res, err := tu.Bench(ctx, k, dt, c, search.Candidate(row.Params), samples)
 					if err != nil {
 						row.Error = err.Error()
@@ -138,7 +149,7 @@ the default workload or the --shape list. The ratio is tuned/baseline time.`,
 			}
 			fmt.Fprintf(out, "device %s (%s)\n", info.Key, info.Backend)
 			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "FAMILY\tDTYPE\tSHAPE\tPARAMS\tTUNED µs\tBASELINE µs\tRATIO\t% OF FLOOR\tGB/s\tGFLOP/s")
+			fmt.Fprintln(tw, "FAMILY\tDTYPE\tSHAPE\tPARAMS\tTUNED µs\tFILE µs\tBASELINE µs\tRATIO\t% OF FLOOR\tGB/s\tGFLOP/s")
 			for _, r := range rows {
 				if r.Error != "" {
 					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\tFAILED: %s\n", r.Kernel, r.DType, r.Shape, search.Candidate(r.Params).Key(), r.Error)
@@ -152,11 +163,16 @@ the default workload or the --shape list. The ratio is tuned/baseline time.`,
 				if r.PctOfFloor > 0 {
 					floor = fmt.Sprintf("%.0f%%", r.PctOfFloor)
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.2f\t%s\t%s\t%s\t%.0f\t%.0f\n", r.Kernel, r.DType, r.Shape,
-					search.Candidate(r.Params).Key(), r.TunedUS, base, ratio, floor, r.GBPS, r.GFLOPS)
+				file := "-"
+				if r.FileUS > 0 {
+					file = fmt.Sprintf("%.2f", r.FileUS)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.2f\t%s\t%s\t%s\t%s\t%.0f\t%.0f\n", r.Kernel, r.DType, r.Shape,
+					search.Candidate(r.Params).Key(), r.TunedUS, file, base, ratio, floor, r.GBPS, r.GFLOPS)
 			}
 			tw.Flush()
-			fmt.Fprintln(out, "RATIO = tuned / baseline time (below 1: the tuned kernel is faster); % OF FLOOR = bandwidth or compute floor / tuned time")
+			fmt.Fprintln(out, "RATIO = tuned / baseline time (below 1: the tuned kernel is faster); % OF FLOOR = bandwidth or compute floor / tuned time;")
+			fmt.Fprintln(out, "FILE = the time the params file records for these parameters on this shape (what show reports)")
 			return nil
 		},
 	}
@@ -172,6 +188,33 @@ the default workload or the --shape list. The ratio is tuned/baseline time.`,
 	fl.BoolVarP(&quiet, "quiet", "q", false, "no progress lines")
 	addBackendFlags(cmd, &backendOpts)
 	return cmd
+}
+
+// fileMedian is the median f records on shape for the entry named by
+// source ("file:<device>/<family>/<entry key>", every parameter from that
+// one entry), or 0: another source, an entry that did not time the shape.
+func fileMedian(f *params.File, source string, shape []int) float64 {
+	if f == nil || !strings.HasPrefix(source, "file:") || strings.Contains(source, ";") {
+		return 0
+	}
+	for dk, d := range f.Devices {
+		for fam, es := range d.Kernels {
+			for ek, e := range es {
+				if "file:"+dk+"/"+fam+"/"+ek != source {
+					continue
+				}
+				for i, s := range e.Shapes {
+					if slices.Equal(s, shape) && i < len(e.ShapeMedianUS) {
+						return e.ShapeMedianUS[i]
+					}
+				}
+				if len(e.Shapes) == 1 && slices.Equal(e.Shapes[0], shape) {
+					return e.MedianUS // an entry written before shape medians were recorded
+				}
+			}
+		}
+	}
+	return 0
 }
 
 // sourceSummary names where the parameters came from, e.g. "file:…/f32/tiny".

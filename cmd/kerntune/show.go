@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -87,7 +88,8 @@ func printFile(out io.Writer, f *params.File) {
 		}
 		tw.Flush()
 		fmt.Fprintln(out, "  (speedups > 1 mean the tuned kernel is faster; USE baseline: the baseline beat the winner beyond noise,")
-		fmt.Fprintln(out, "   call it; CANDIDATES = measured/valid/failed; PARTIAL: the run was interrupted before its search finished)")
+		fmt.Fprintln(out, "   call it; CANDIDATES = measured/valid/failed; PARTIAL: the run was interrupted before its search finished;")
+		fmt.Fprintln(out, "   MEDIAN of a class entry is the sum over its shapes; kerntune bench times each shape (FILE: this file's time))")
 		fmt.Fprintln(out)
 	}
 }
@@ -99,10 +101,18 @@ func orDash(s string) string {
 	return s
 }
 
-// entryNote marks a partial entry (see params.Partial).
+// entryNote marks a partial entry (see params.Partial), a choice the no-harm rule
+// changed, and drift the tuner's guard found.
 func entryNote(e *params.Entry) string {
+	var notes []string
 	if params.Partial(e) {
-		return "PARTIAL (stopped: interrupted)"
+		notes = append(notes, "PARTIAL (stopped: interrupted)")
 	}
-	return ""
+	if e.NoHarm != "" {
+		notes = append(notes, "no-harm rule applied (show --json: no_harm)")
+	}
+	if d := e.Drift; d != nil && d.Events > 0 {
+		notes = append(notes, fmt.Sprintf("drift: %d events, up to %.0f%%, %d candidates measured again", d.Events, d.MaxPct, d.Remeasured))
+	}
+	return strings.Join(notes, "; ")
 }

@@ -44,6 +44,9 @@ type tuneFlags struct {
 	asJSON      bool
 	backendOpts backendOptions
 	where       []string
+	// Drift guard (tuner/drift.go).
+	driftEvery    int
+	driftCooldown time.Duration
 }
 
 func newTuneCmd() *cobra.Command {
@@ -108,6 +111,8 @@ An interrupted run (Ctrl-C, SIGTERM) writes what it finished and exits 130
 	fl.BoolVar(&f.resume, "resume", false, "finish an interrupted run from its journal (--out plus .journal), reusing its measurements")
 	fl.StringVar(&f.trace, "trace", "", "append every measured candidate to this JSON-lines file (read by kerntune report)")
 	fl.BoolVar(&f.asJSON, "json", false, "print the tuned entries as JSON on stdout")
+	fl.IntVar(&f.driftEvery, "drift-every", tuner.DefaultDriftEvery, "re-time the default every N new candidates and measure again what was measured while it drifted more than 10% (0: off)")
+	fl.DurationVar(&f.driftCooldown, "drift-cooldown", 10*time.Second, "idle this long after a drift before timing again (at most a fifth of an entry's budget in all)")
 	fl.StringArrayVar(&f.where, "where", nil, "search only candidates with this parameter value, e.g. MMA=1 (repeatable; all must hold)")
 	addBackendFlags(cmd, &f.backendOpts)
 	return cmd
@@ -131,6 +136,12 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 	where, err := whereConstraints(f.where)
 	if err != nil {
 		return err
+	}
+	if f.driftEvery < 0 {
+		return usageErrorf("--drift-every must be 0 (off) or a positive number of candidates, got %d", f.driftEvery)
+	}
+	if f.driftCooldown < 0 {
+		return usageErrorf("--drift-cooldown must not be negative, got %s", f.driftCooldown)
 	}
 	specs, err := loadSpecs(f.specs)
 	if err != nil {
@@ -231,8 +242,13 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 	line := func(task tuner.Task, format string, args ...any) {
 		fmt.Fprintf(log, "%-10s %-22s "+format+"\n", append([]any{task.Kernel.Name, task.Key()}, args...)...)
 	}
+	cfg := tuner.Config{Strategy: f.strategy, Seed: f.seed, Log: log, Verbose: f.verbose, MaxEvals: f.maxEvals, Progress: ui.event, Where: where,
+		DriftEvery: f.driftEvery, DriftCooldown: f.driftCooldown}
+	if f.driftEvery == 0 {
+		cfg.DriftEvery = -1 // 0 on the command line turns the guard off
+	}
 	s, err := tuner.OpenSession(b, tuner.SessionConfig{
-		Config: tuner.Config{Strategy: f.strategy, Seed: f.seed, Log: log, Verbose: f.verbose, MaxEvals: f.maxEvals, Progress: ui.event, Where: where},
+		Config: cfg,
 		Out:    f.out, Force: f.force, Replace: f.replace, Resume: f.resume,
 		Budget: f.budget, Trace: f.trace, Generator: "kerntune " + version(),
 		Hooks: tuner.SessionHooks{

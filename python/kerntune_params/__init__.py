@@ -1553,6 +1553,17 @@ class _Walker:
                 raise self.fail(up, f"is {_quote(e.use)}; must be {_quote(USE_BASELINE)} or {_quote(USE_TUNED)}")
         if "fast_math" in m and not isinstance(m["fast_math"], bool):
             raise self.fail(_child(path, "fast_math"), f"must be a boolean, got {_type_name(m['fast_math'])}")
+        if "no_harm" in m:
+            self.str_(_child(path, "no_harm"), m["no_harm"])
+        if m.get("drift") is not None:
+            dp = _child(path, "drift")
+            dm = self.obj(dp, m["drift"])
+            for k in ("checks", "events", "remeasured", "settled"):
+                if k in dm:
+                    self.integer(_child(dp, k), dm[k])
+            for k in ("max_pct", "waited_s"):
+                if k in dm:
+                    self.num(_child(dp, k), dm[k])
         if "shape_median_us" in m:
             sp = _child(path, "shape_median_us")
             arr = m["shape_median_us"]
