@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/kerntune/kerntune/internal/stats"
@@ -138,14 +139,27 @@ func (e *WriteError) Unwrap() error { return e.Err }
 // restates the default, so nothing is written and the journal goes (the
 // run is to be repeated with a larger budget, not resumed).
 type TooSmallError struct {
+	// Result is the first such entry's.
 	Result *Result
-	// Entries is how many tasks were left, this one included.
+	// Entries is how many tasks were left at the first, it included.
 	Entries int
+	// Skipped names every such entry of the run (kernel and key), and
+	// Written how many entries the run tuned; Run returns the error with
+	// its summary after tuning the others.
+	Skipped []string
+	Written int
 }
 
 func (e *TooSmallError) Error() string {
-	return fmt.Sprintf("%s %s measured only the default before the budget ran out, so it has nothing to compare the default with and no entry was written",
+	msg := fmt.Sprintf("%s %s measured only the default before the budget ran out, so it has nothing to compare the default with and no entry was written",
 		e.Result.Task.Kernel.Name, e.Result.Task.Key())
+	if len(e.Skipped) > 1 {
+		msg += fmt.Sprintf(" (nor for %d more: %s)", len(e.Skipped)-1, strings.Join(e.Skipped[1:], ", "))
+	}
+	if e.Written > 0 {
+		msg += fmt.Sprintf("; the run's other %d entries were tuned and written", e.Written)
+	}
+	return msg
 }
 
 // EvaluationsSpent reports whether the evaluation budget (not the wall
@@ -191,6 +205,7 @@ func (s *Session) Run(ctx context.Context, tasks []Task) (*SessionSummary, error
 	h := s.cfg.Hooks
 	sum := &SessionSummary{Tasks: len(tasks)}
 	key := s.info.Key
+	var small *TooSmallError
 	// A resumed run goes on with the budget the interrupted one left.
 	spent := s.jr.Spent()
 	if spent > 0 && spent >= s.cfg.Budget {
@@ -246,8 +261,17 @@ func (s *Session) Run(ctx context.Context, tasks []Task) (*SessionSummary, error
 			continue
 		}
 		if tooSmall(res) {
-			s.completed = true
-			return nil, &TooSmallError{Result: res, Entries: len(tasks) - i}
+			// Not written, and the other entries go on: one entry whose
+			// candidates cost more than its share of the budget must not
+			// cost the run its other entries. Run reports it at the end.
+			if small == nil {
+				small = &TooSmallError{Result: res, Entries: len(tasks) - i}
+			}
+			small.Skipped = append(small.Skipped, res.Task.Kernel.Name+" "+res.Task.Key())
+			if h.Failed != nil {
+				h.Failed(task, &TooSmallError{Result: res, Entries: 1})
+			}
+			continue
 		}
 		RecordBackendOptions(s.info, res.Entry)
 		sum.Results = append(sum.Results, res)
@@ -271,6 +295,10 @@ func (s *Session) Run(ctx context.Context, tasks []Task) (*SessionSummary, error
 	}
 	sum.Interrupted = ctx.Err() != nil
 	s.completed = !sum.Interrupted
+	if small != nil && !sum.Interrupted {
+		small.Written = len(sum.Results)
+		return sum, small
+	}
 	return sum, nil
 }
 

@@ -106,14 +106,20 @@ func TestSessionRun(t *testing.T) {
 }
 
 // A budget that measures only the default is no result: the session
-// stops with a TooSmallError, writes nothing and leaves no journal.
+// tries every entry (one too-small entry does not cost the others theirs),
+// then returns a TooSmallError naming each, writes nothing and leaves no
+// journal.
 func TestSessionTooSmall(t *testing.T) {
 	out := filepath.Join(t.TempDir(), params.DefaultFileName)
 	cfg := tuner.SessionConfig{Config: tuner.Config{Strategy: "ils", MaxEvals: 1, FinalSamples: 5}, Out: out, Budget: time.Minute}
-	_, _, err := sessionRun(t, cfg, []int{8, 300}, []int{16, 300})
+	_, calls, err := sessionRun(t, cfg, []int{8, 300}, []int{16, 300})
 	var small *tuner.TooSmallError
-	if !errors.As(err, &small) || !small.EvaluationsSpent() || small.Entries != 2 || !strings.Contains(err.Error(), "measured only the default") {
-		t.Fatalf("error %v, want a TooSmallError of the evaluation budget with 2 entries left", err)
+	if !errors.As(err, &small) || !small.EvaluationsSpent() || small.Entries != 2 || len(small.Skipped) != 2 || small.Written != 0 ||
+		!strings.Contains(err.Error(), "measured only the default") || !strings.Contains(err.Error(), "nor for 1 more") {
+		t.Fatalf("error %v, want a TooSmallError of the evaluation budget naming both entries", err)
+	}
+	if got := strings.Join(calls, "; "); strings.Count(got, "failed ") != 2 || strings.Contains(got, "tuned ") {
+		t.Errorf("hook calls %q, want both entries tried and reported as failed, none tuned", got)
 	}
 	for _, p := range []string{out, tuner.JournalPath(out)} {
 		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {

@@ -97,6 +97,11 @@ func budgetTooSmall(budget string, e *tuner.TooSmallError, spent time.Duration) 
 		return fmt.Errorf("--budget %s is too small: %w; one more candidate there needs about %s, so the %d entries left need about %s, and with the %s the interrupted run spent --budget %s or more (more find better winners)",
 			budget, e, roundUpDuration(needed), e.Entries, roundUpDuration(needed*time.Duration(e.Entries)), spent.Round(100*time.Millisecond), total)
 	}
+	if e.Written > 0 {
+		// A shared budget: the other entries fitted, this one did not.
+		return fmt.Errorf("--budget %s is too small for every entry: %w; one more candidate of %s %s needs about %s: give a larger --budget, or tune it alone (--kernel %s)",
+			budget, e, e.Result.Task.Kernel.Name, e.Result.Task.Key(), roundUpDuration(needed), e.Result.Task.Kernel.Name)
+	}
 	return fmt.Errorf("--budget %s is too small: %w; one more candidate there needs about %s, so the %d entries of this run need --budget %s or more (more find better winners)",
 		budget, e, roundUpDuration(needed), e.Entries, total)
 }

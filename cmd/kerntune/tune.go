@@ -274,7 +274,8 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 		fmt.Fprintln(log, resumeNote(spent, recorded, f.budget, f.budgetS))
 	}
 	sum, err := s.Run(ctx, tasks)
-	if err != nil {
+	var small *tuner.TooSmallError
+	if err != nil && (!errors.As(err, &small) || sum == nil) {
 		spent, _ := s.Resumed()
 		return sessionError(f, err, spent)
 	}
@@ -291,6 +292,11 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 		}
 	} else if len(sum.Results) > 0 && !f.quiet {
 		fmt.Fprintf(cmd.OutOrStdout(), "%s for %s in %s\n", decisionCounts(sum), info.Key, f.out)
+	}
+	if small != nil {
+		// The other entries are written; the too-small ones are a usage error.
+		spent, _ := s.Resumed()
+		return sessionError(f, small, spent)
 	}
 	if sig := sig.received(); sig != nil {
 		return interruptedError{sig: sig, written: len(sum.Decisions) - sum.Count(tuner.KeepKept), journal: s.JournalPath()}
