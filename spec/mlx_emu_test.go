@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kerntune/kerntune/internal/mslcheck"
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/kernels/gpu"
 )
@@ -87,13 +88,7 @@ type emuCase struct {
 // of min(threadgroup, grid)), emulated on the CPU: the kernels are checked
 // for results, not only for syntax, off a Mac.
 func TestMLXExamplesComputeOnCPU(t *testing.T) {
-	cc, err := gpu.FindClang()
-	if err != nil {
-		if os.Getenv("KTDEV_REQUIRE_CLANG") != "" {
-			t.Fatalf("%v but KTDEV_REQUIRE_CLANG is set", err)
-		}
-		t.Skip(err)
-	}
+	cc := mslcheck.Require(t)
 	cases := []emuCase{
 		{"mlx_qr_col_dot.json", map[string]int{"TG": 32, "UNROLL": 4}, []int{33, 7}, nil},
 		{"mlx_qr_col_dot.json", map[string]int{"TG": 64, "UNROLL": 8}, []int{130, 29}, nil},
@@ -139,7 +134,7 @@ func TestMLXExamplesComputeOnCPU(t *testing.T) {
 	inc := filepath.Join(dir, "emu")
 	os.Mkdir(inc, 0o755)
 	os.WriteFile(filepath.Join(inc, "metal_stdlib"), []byte(emuStdlib), 0o644)
-	prog := "#include <algorithm>\n#include <cstdio>\n#include <thread>\n#include <vector>\n" + gpu.MSLBatch(srcs) + strings.Join(runners, "") + "int main() {\n"
+	prog := "#include <algorithm>\n#include <cstdio>\n#include <thread>\n#include <vector>\n" + emuBatch(srcs) + strings.Join(runners, "") + "int main() {\n"
 	for i := range cases {
 		prog += fmt.Sprintf("  kt_run_%d::run();\n", i)
 	}
@@ -235,4 +230,17 @@ func emuRun(t *testing.T, i int, b *gpu.Body, p *kernels.Problem, cand map[strin
 	fn := b.FuncName(kernels.F32, cand) // ForSyntaxCheck made the instantiation a plain kernel
 	return fmt.Sprintf(emuRunner, i, strings.Join(decls, "\n"), l.ThreadGrid[0], l.ThreadGrid[1], l.ThreadGrid[2],
 		l.Group[0], l.Group[1], l.Group[2], p.Kernel.OutLen(p.Case.Shape), fn, strings.Join(args, ", "))
+}
+
+// emuBatch joins MLX sources (which define no macros) for one C++
+// program: <metal_stdlib> once, then each source, rewritten by
+// gpu.ForSyntaxCheck into a plain kernel, in namespace kt_candidate_<i>.
+func emuBatch(srcs []string) string {
+	var b strings.Builder
+	b.WriteString("#include <metal_stdlib>\n")
+	for i, s := range srcs {
+		s = strings.Replace(gpu.ForSyntaxCheck(s), "#include <metal_stdlib>\n", "", 1)
+		fmt.Fprintf(&b, "namespace kt_candidate_%d {\n%s\n}\n", i, s)
+	}
+	return b.String()
 }

@@ -78,29 +78,6 @@ func splitArgs(s string) []string {
 	return out
 }
 
-// MSLBatch joins sources for one clang run: each in its own namespace,
-// with its #defines undone after it, rewritten by ForSyntaxCheck.
-func MSLBatch(srcs []string) string {
-	var b strings.Builder
-	b.WriteString("#include <metal_stdlib>\n")
-	for i, s := range srcs {
-		var defs []string
-		for _, line := range strings.Split(s, "\n") {
-			if strings.HasPrefix(line, "#define ") && !strings.Contains(line, "(") {
-				if f := strings.Fields(line); len(f) == 3 {
-					defs = append(defs, f[1])
-				}
-			}
-		}
-		s = strings.Replace(ForSyntaxCheck(s), "#include <metal_stdlib>\n", "", 1)
-		fmt.Fprintf(&b, "namespace kt_candidate_%d {\n%s\n}\n", i, s)
-		for _, d := range defs {
-			fmt.Fprintf(&b, "#undef %s\n", d)
-		}
-	}
-	return b.String()
-}
-
 // MSLSource is one candidate's Metal source for CheckMSL.
 type MSLSource struct {
 	Name string // the candidate in errors
