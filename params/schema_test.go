@@ -116,6 +116,10 @@ func TestSchemaRejects(t *testing.T) {
 		{"string median", func(m map[string]any) { entry(m)["median_us"] = "1.5" }},
 		{"string fast_math", func(m map[string]any) { entry(m)["fast_math"] = "yes" }},
 		{"numeric fast_math", func(m map[string]any) { entry(m)["fast_math"] = 1 }},
+		{"time an array", func(m map[string]any) { entry(m)["time"] = []any{1.0} }},
+		{"string time field", func(m map[string]any) { entry(m)["time"] = map[string]any{"verify_s": "1"} }},
+		{"negative time field", func(m map[string]any) { entry(m)["time"] = map[string]any{"compile_s": -1} }},
+		{"busy_pct above 100", func(m map[string]any) { entry(m)["time"] = map[string]any{"busy_pct": 100.5} }},
 		{"lower-case param name", func(m map[string]any) { entry(m)["params"] = map[string]any{"bn": 8} }},
 		{"float param value", func(m map[string]any) { entry(m)["params"] = map[string]any{"BN": 8.5} }},
 		{"string param value", func(m map[string]any) { entry(m)["params"] = map[string]any{"BN": "8"} }},
@@ -197,5 +201,43 @@ func TestFastMathField(t *testing.T) {
 	}
 	if _, err := Parse([]byte(bad)); err == nil || !strings.Contains(err.Error(), `["f16/tiny"].fast_math: must be a boolean, got a string`) {
 		t.Errorf("a string fast_math: %v", err)
+	}
+}
+
+// time (where an entry's tuning time went) survives a write, a merge and a
+// read, field by field; entries without it read as nil.
+func TestTimeField(t *testing.T) {
+	sch := compileSchema(t)
+	tt := &TuneTime{WallS: 8.5, SetupS: 1.25, CompileS: 0.5, VerifyS: 1, MeasureS: 5.5, SearchS: 0.1, OtherS: 0.15,
+		DeviceS: 6, IdleS: 2.5, BusyPct: 70.588}
+	upd := &File{SchemaVersion: SchemaVersion, Devices: map[string]*Device{"cpu:x": {
+		Backend: "cpu", Name: "X", Family: "amd64",
+		Kernels: map[string]map[string]*Entry{GemvNT: {
+			"f32/tiny": {Params: map[string]int{"BN": 8}, MedianUS: 9, Time: tt},
+			"f32/mid":  {Params: map[string]int{"BN": 16}, MedianUS: 19},
+		}},
+	}}}
+	data, err := Merge(nil, upd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := validate(sch, data); err != nil {
+		t.Fatalf("schema rejects time: %v", err)
+	}
+	f, err := Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	es := f.Devices["cpu:x"].Kernels[GemvNT]
+	if got := es["f32/tiny"].Time; got == nil || *got != *tt {
+		t.Errorf("time read back as %+v, want %+v", got, tt)
+	}
+	if got := es["f32/mid"].Time; got != nil {
+		t.Errorf("an entry without time read as %+v", got)
+	}
+	for _, field := range (&TuneTime{}).timeFields() {
+		if !strings.Contains(string(data), `"`+field.key+`"`) {
+			t.Errorf("%s missing from the written file", field.key)
+		}
 	}
 }

@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/kerntune/kerntune/internal/stats"
+	"github.com/kerntune/kerntune/params"
 	"github.com/kerntune/kerntune/search"
 )
 
@@ -44,6 +46,7 @@ const (
 	RecordPlan    = "plan"    // a task's search plan: first-round size and final samples
 	RecordMeasure = "measure" // one batch of samples of one candidate, or its failure
 	RecordDone    = "done"    // the task's entry was written (or the task failed for good)
+	RecordTime    = "time"    // where the task's wall time went, when its search and final timing ended
 )
 
 // Record is one line of the journal: what a run learned, in order, so an
@@ -60,6 +63,13 @@ type Record struct {
 	Err        string    `json:"err,omitempty"`
 	CV         float64   `json:"cv,omitempty"`         // coefficient of variation of Samples
 	Remeasured bool      `json:"remeasured,omitempty"` // the first batch was too noisy and was taken again
+	// Seconds this measurement spent building, verifying and sampling the
+	// candidate (clock.go); absent when none.
+	CompileS float64 `json:"compile_s,omitempty"`
+	VerifyS  float64 `json:"verify_s,omitempty"`
+	MeasureS float64 `json:"measure_s,omitempty"`
+	// Time records (RecordTime): where the task's wall time went.
+	Time *params.TuneTime `json:"time,omitempty"`
 	// Plan records.
 	MaxCandidates int    `json:"max_candidates,omitempty"`
 	FinalSamples  int    `json:"final_samples,omitempty"`
@@ -178,9 +188,23 @@ func (r *run) measure(c search.Candidate, n int) ([]float64, error) {
 	if cd := r.cands[key]; cd != nil {
 		before = cd.remeas
 	}
+	s0 := r.clk.split()
 	s, err := r.measureLive(c, n)
+	spent := r.clk.since(s0)
+	cd := r.cands[key]
+	for i := range spent {
+		cd.spent[i] += spent[i]
+	}
+	if err == nil && r.t.cfg.Verbose {
+		var built string
+		if spent[phaseCompile]+spent[phaseVerify] > 0 {
+			built = fmt.Sprintf("; build %.3fs, verify %.3fs", spent.seconds(phaseCompile), spent.seconds(phaseVerify))
+		}
+		fmt.Fprintf(r.t.cfg.Log, "  %-40s %10.2f µs (n=%d%s)\n", key, medianUS(cd.samples), len(cd.samples), built)
+	}
 	if r.t.cfg.Journal != nil && (err == nil || r.ctx.Err() == nil) {
-		rec := Record{Kind: RecordMeasure, Cand: key, Status: StatusOf(err), Samples: s, CV: round3(cv(s)), Remeasured: r.cands[key].remeas > before}
+		rec := Record{Kind: RecordMeasure, Cand: key, Status: StatusOf(err), Samples: s, CV: round3(cv(s)), Remeasured: cd.remeas > before,
+			CompileS: round6(spent.seconds(phaseCompile)), VerifyS: round6(spent.seconds(phaseVerify)), MeasureS: round6(spent.seconds(phaseMeasure))}
 		if err != nil {
 			rec.Err = err.Error()
 		}
@@ -206,3 +230,24 @@ func (r *run) program(c search.Candidate) (Program, error) {
 }
 
 func medianUS(xs []float64) float64 { return stats.Median(xs) * 1e6 }
+
+func round6(x float64) float64 { return math.Round(x*1e6) / 1e6 }
+
+// answer is the search's Measure function: measure, with the time spent
+// answering kept apart from the search's own.
+func (r *run) answer(c search.Candidate, n int) ([]float64, error) {
+	t0 := time.Now()
+	defer func() {
+		if r.clk != nil {
+			r.clk.answering += time.Since(t0)
+		}
+	}()
+	return r.measure(c, n)
+}
+
+// journalTime records where the task's time went.
+func (r *run) journalTime(t *params.TuneTime) {
+	if j := r.t.cfg.Journal; j != nil && t != nil {
+		j.Record(r.record(Record{Kind: RecordTime, Time: t}))
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strings"
 	"time"
@@ -232,7 +233,10 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 			Skipped: func(t tuner.Task) { line(t, "done before the interruption (in %s)", f.out) },
 			Failed:  func(t tuner.Task, err error) { line(t, "FAILED: %v", err) },
 			Tuned: func(res *tuner.Result, took time.Duration) {
-				line(res.Task, "%s (%.1fs%s)", describe(res.Entry), took.Seconds(), stoppedNote(res.Stopped))
+				line(res.Task, "%s (%.1fs%s%s)", describe(res.Entry), took.Seconds(), busyNote(res.Time), stoppedNote(res.Stopped))
+				if f.verbose && res.Time != nil {
+					fmt.Fprintf(log, "  time: %s\n", timeSplit(res.Time))
+				}
 			},
 			Decided: func(t tuner.Task, d *tuner.KeepDecision) {
 				if d.Action != tuner.KeepAdded {
@@ -254,6 +258,9 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 	}
 	if sum.Interrupted {
 		fmt.Fprintf(log, "the journal %s keeps this run's measurements: finish it with the same command and --resume\n", s.JournalPath())
+	}
+	if line := runSummary(sum); line != "" {
+		fmt.Fprintln(log, line)
 	}
 	ui.close()
 	if f.asJSON {
@@ -292,6 +299,31 @@ func sessionError(f tuneFlags, err error) error {
 		return usageErrorf("--out %s: %w (the file was not changed; the journal keeps the measurements: fix this and run again with --resume)", f.out, werr.Err)
 	}
 	return err
+}
+
+// busyNote is the entry's device-busy share for its summary line.
+func busyNote(t *params.TuneTime) string {
+	if t == nil {
+		return ""
+	}
+	return fmt.Sprintf(", device busy %.0f%%", t.BusyPct)
+}
+
+// timeSplit says where an entry's tuning time went (tune -v).
+func timeSplit(t *params.TuneTime) string {
+	return fmt.Sprintf("setup %.2fs, compile %.2fs, verify %.2fs, measure %.2fs, search %.2fs, other %.2fs of %.2fs; device busy %.2fs (%.0f%%), idle %.2fs",
+		t.SetupS, t.CompileS, t.VerifyS, t.MeasureS, t.SearchS, t.OtherS, t.WallS, t.DeviceS, t.BusyPct, t.IdleS)
+}
+
+// runSummary is the last line of a run: how busy the device was and how
+// many candidates each entry measured ("" when nothing was tuned).
+func runSummary(sum *tuner.SessionSummary) string {
+	lo, med, hi, ok := sum.MeasuredPerEntry()
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf("device busy %.0f %% of the run; candidates measured per entry: min %d, median %g, max %d (%d entries)",
+		sum.BusyPct(), lo, med, hi, len(sum.Results))
 }
 
 func stoppedNote(s string) string {
@@ -349,6 +381,16 @@ type tunedJSON struct {
 	Device  string       `json:"device"`
 	Out     string       `json:"out"`
 	Entries []tunedEntry `json:"entries"`
+	// BusyPct is the device-busy share of the whole run (per cent);
+	// Measured the candidates measured per entry.
+	BusyPct  float64        `json:"device_busy_pct"`
+	Measured *measuredStats `json:"measured_per_entry,omitempty"`
+}
+
+type measuredStats struct {
+	Min    int     `json:"min"`
+	Median float64 `json:"median"`
+	Max    int     `json:"max"`
 }
 
 type tunedEntry struct {
@@ -362,7 +404,10 @@ type tunedEntry struct {
 }
 
 func printTuneJSON(w io.Writer, device, out string, sum *tuner.SessionSummary) error {
-	tj := tunedJSON{Device: device, Out: out, Entries: []tunedEntry{}}
+	tj := tunedJSON{Device: device, Out: out, Entries: []tunedEntry{}, BusyPct: round1(sum.BusyPct())}
+	if lo, med, hi, ok := sum.MeasuredPerEntry(); ok {
+		tj.Measured = &measuredStats{Min: lo, Median: med, Max: hi}
+	}
 	for i, r := range sum.Results {
 		te := tunedEntry{Kernel: r.Task.Kernel.Name, Key: r.Task.Key(), Stopped: r.Stopped, Entry: r.Entry}
 		if i < len(sum.Decisions) {
@@ -372,3 +417,5 @@ func printTuneJSON(w io.Writer, device, out string, sum *tuner.SessionSummary) e
 	}
 	return printJSON(w, tj)
 }
+
+func round1(x float64) float64 { return math.Round(x*10) / 10 }

@@ -1291,6 +1291,12 @@ def _match_name(devices: Mapping[str, Any], name: str, cu: int, backend: str) ->
 # The file
 
 
+# The fields of an entry's "time" (where its tuning time went), in the order
+# the Go loader checks them (params.TuneTime).
+_TIME_FIELDS = ("wall_s", "setup_s", "compile_s", "verify_s", "measure_s", "search_s", "other_s",
+                "device_s", "idle_s", "busy_pct")
+
+
 class _JsonFloat(float):
     """A JSON number written with a fraction or exponent; keeps its text."""
 
@@ -1465,6 +1471,19 @@ class _Walker:
                 raise self.fail(up, f"is {_quote(e.use)}; must be {_quote(USE_BASELINE)} or {_quote(USE_TUNED)}")
         if "fast_math" in m and not isinstance(m["fast_math"], bool):
             raise self.fail(_child(path, "fast_math"), f"must be a boolean, got {_type_name(m['fast_math'])}")
+        if m.get("time") is not None:
+            tp = _child(path, "time")
+            tm = self.obj(tp, m["time"])
+            for k in _TIME_FIELDS:
+                if k not in tm:
+                    continue
+                fp = _child(tp, k)
+                x = self.num(fp, tm[k])
+                text = tm[k].text if isinstance(tm[k], _JsonFloat) else str(tm[k])
+                if x < 0:
+                    raise self.fail(fp, f"must not be negative, got {text}")
+                if k == "busy_pct" and x > 100:
+                    raise self.fail(fp, f"must be at most 100, got {text}")
         if "shape_median_us" in m:
             sp = _child(path, "shape_median_us")
             arr = m["shape_median_us"]
