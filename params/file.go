@@ -81,8 +81,8 @@ type Entry struct {
 }
 
 // TuneTime is where the wall time of tuning one entry went, in seconds.
-// Setup, compile, verify, measure, search and other are disjoint and add up
-// to the wall time; device is the time the device was busy running the
+// Setup, compile, verify, measure, search, journal and other are disjoint
+// and add up to the wall time; device is the time the device was busy running the
 // entry's kernels: timed samples and warm-up runs (measure) plus the runs
 // that produced outputs for verification (part of verify). Idle is wall
 // minus device, and BusyPct is 100·device/wall.
@@ -103,7 +103,9 @@ type TuneTime struct {
 	// SearchS: the strategy choosing what to measure (its model, its
 	// bookkeeping).
 	SearchS float64 `json:"search_s"`
-	// OtherS: the rest (the journal, logging).
+	// JournalS: appending measurements to the journal and syncing it.
+	JournalS float64 `json:"journal_s"`
+	// OtherS: the rest (logging, progress, bookkeeping).
 	OtherS  float64 `json:"other_s"`
 	DeviceS float64 `json:"device_s"`
 	IdleS   float64 `json:"idle_s"`
@@ -121,7 +123,7 @@ func (t *TuneTime) timeFields() []struct {
 		dst *float64
 	}{
 		{"wall_s", &t.WallS}, {"setup_s", &t.SetupS}, {"compile_s", &t.CompileS}, {"verify_s", &t.VerifyS},
-		{"measure_s", &t.MeasureS}, {"search_s", &t.SearchS}, {"other_s", &t.OtherS},
+		{"measure_s", &t.MeasureS}, {"search_s", &t.SearchS}, {"journal_s", &t.JournalS}, {"other_s", &t.OtherS},
 		{"device_s", &t.DeviceS}, {"idle_s", &t.IdleS}, {"busy_pct", &t.BusyPct},
 	}
 }

@@ -208,7 +208,7 @@ func TestFastMathField(t *testing.T) {
 // read, field by field; entries without it read as nil.
 func TestTimeField(t *testing.T) {
 	sch := compileSchema(t)
-	tt := &TuneTime{WallS: 8.5, SetupS: 1.25, CompileS: 0.5, VerifyS: 1, MeasureS: 5.5, SearchS: 0.1, OtherS: 0.15,
+	tt := &TuneTime{WallS: 8.5, SetupS: 1.25, CompileS: 0.5, VerifyS: 1, MeasureS: 5.5, SearchS: 0.1, JournalS: 0.05, OtherS: 0.1,
 		DeviceS: 6, IdleS: 2.5, BusyPct: 70.588}
 	upd := &File{SchemaVersion: SchemaVersion, Devices: map[string]*Device{"cpu:x": {
 		Backend: "cpu", Name: "X", Family: "amd64",

@@ -19,7 +19,8 @@ import (
 //     search and in the final timing;
 //   - search: the search driver and the strategy, i.e. the search's wall
 //     time less the time spent answering its requests;
-//   - other: the rest (journal writes, logging, bookkeeping).
+//   - journal: appending measurements to the journal and syncing it;
+//   - other: the rest (logging, progress events, bookkeeping).
 //
 // Device time is the wall time of the calls that make the device run the
 // entry's kernels: Program.Run (timed samples and warm-up runs) and
@@ -40,11 +41,12 @@ const (
 // clock accumulates an entry's time by phase. Its methods do nothing on a
 // nil clock (runs that are not tuning an entry: verify, bench).
 type clock struct {
-	start  time.Time
-	setup  time.Duration
-	search time.Duration
-	phases [nPhases]time.Duration
-	device time.Duration
+	start   time.Time
+	setup   time.Duration
+	search  time.Duration
+	journal time.Duration
+	phases  [nPhases]time.Duration
+	device  time.Duration
 	// answering is the time spent in the search's Measure callback, which
 	// is not the search's own time.
 	answering time.Duration
@@ -100,13 +102,20 @@ func (c *clock) since(s split) split {
 	return d
 }
 
+// journaled charges the time since t0 to the journal.
+func (c *clock) journaled(t0 time.Time) {
+	if c != nil {
+		c.journal += time.Since(t0)
+	}
+}
+
 // seconds of one phase of a split.
 func (s split) seconds(p phase) float64 { return s[p].Seconds() }
 
 // result is the entry's params.TuneTime at the end of its run.
 func (c *clock) result() *params.TuneTime {
 	wall := time.Since(c.start)
-	accounted := c.setup + c.search
+	accounted := c.setup + c.search + c.journal
 	for _, d := range c.phases {
 		accounted += d
 	}
@@ -117,6 +126,7 @@ func (c *clock) result() *params.TuneTime {
 		VerifyS:  round3(c.phases[phaseVerify].Seconds()),
 		MeasureS: round3(c.phases[phaseMeasure].Seconds()),
 		SearchS:  round3(c.search.Seconds()),
+		JournalS: round3(c.journal.Seconds()),
 		OtherS:   round3(max(0, wall-accounted).Seconds()),
 		DeviceS:  round3(c.device.Seconds()),
 		IdleS:    round3(max(0, wall-c.device).Seconds()),

@@ -144,6 +144,7 @@ func (r *run) journalPlan(finalSamples, maxCandidates int) (int, int) {
 	if r.plan != nil {
 		return r.plan.FinalSamples, r.plan.MaxCandidates
 	}
+	defer r.clk.journaled(time.Now())
 	j.Record(r.record(Record{Kind: RecordPlan, FinalSamples: finalSamples, MaxCandidates: maxCandidates, DataSeed: r.dataSeed}))
 	return finalSamples, maxCandidates
 }
@@ -208,7 +209,9 @@ func (r *run) measure(c search.Candidate, n int) ([]float64, error) {
 		if err != nil {
 			rec.Err = err.Error()
 		}
+		tj := time.Now()
 		r.t.cfg.Journal.Record(r.record(rec))
+		r.clk.journaled(tj)
 	}
 	return s, err
 }

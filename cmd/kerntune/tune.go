@@ -311,8 +311,8 @@ func busyNote(t *params.TuneTime) string {
 
 // timeSplit says where an entry's tuning time went (tune -v).
 func timeSplit(t *params.TuneTime) string {
-	return fmt.Sprintf("setup %.2fs, compile %.2fs, verify %.2fs, measure %.2fs, search %.2fs, other %.2fs of %.2fs; device busy %.2fs (%.0f%%), idle %.2fs",
-		t.SetupS, t.CompileS, t.VerifyS, t.MeasureS, t.SearchS, t.OtherS, t.WallS, t.DeviceS, t.BusyPct, t.IdleS)
+	return fmt.Sprintf("setup %.2fs, compile %.2fs, verify %.2fs, measure %.2fs, search %.2fs, journal %.2fs, other %.2fs of %.2fs; device busy %.2fs (%.0f%%), idle %.2fs",
+		t.SetupS, t.CompileS, t.VerifyS, t.MeasureS, t.SearchS, t.JournalS, t.OtherS, t.WallS, t.DeviceS, t.BusyPct, t.IdleS)
 }
 
 // runSummary is the last line of a run: how busy the device was and how

@@ -24,7 +24,7 @@
 // "entry" with the same device, kernel, dtype and key and no params: its
 // "time" object says where the entry's wall time went (the fields of
 // params.TuneTime: wall_s, setup_s, compile_s, verify_s, measure_s,
-// search_s, other_s, device_s, idle_s, busy_pct). Read skips such lines;
+// search_s, journal_s, other_s, device_s, idle_s, busy_pct). Read skips such lines;
 // ReadEntries returns them.
 package trace
 

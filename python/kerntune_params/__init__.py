@@ -1293,8 +1293,8 @@ def _match_name(devices: Mapping[str, Any], name: str, cu: int, backend: str) ->
 
 # The fields of an entry's "time" (where its tuning time went), in the order
 # the Go loader checks them (params.TuneTime).
-_TIME_FIELDS = ("wall_s", "setup_s", "compile_s", "verify_s", "measure_s", "search_s", "other_s",
-                "device_s", "idle_s", "busy_pct")
+_TIME_FIELDS = ("wall_s", "setup_s", "compile_s", "verify_s", "measure_s", "search_s", "journal_s",
+                "other_s", "device_s", "idle_s", "busy_pct")
 
 
 class _JsonFloat(float):
