@@ -610,8 +610,9 @@ func (r *run) close() {
 }
 
 // verify runs prog on every problem (odd shapes first) and compares with
-// the reference. Odd shapes for which the family's constraints reject cand
-// are skipped (cand is nil for a baseline, which takes every shape).
+// the reference (outputs larger than kernels.FullVerifyMax on a sample of
+// rows, verifyOn). Odd shapes for which the family's constraints reject
+// cand are skipped (cand is nil for a baseline, which takes every shape).
 func (r *run) verify(prog Program, cand search.Candidate) error {
 	defer r.clk.add(phaseVerify, time.Now())
 	ps, _ := r.task.Kernel.Space(r.t.b.Info().Backend)
@@ -620,13 +621,7 @@ func (r *run) verify(prog Program, cand search.Candidate) error {
 		if i < len(r.odd) && cand != nil && ps != nil && ps.Check != nil && ps.Check(l.p.Case.Shape, cand) != nil {
 			continue
 		}
-		t0 := time.Now()
-		out, err := prog.Output(l.inst)
-		r.clk.deviceOnly(t0)
-		if err != nil {
-			return fmt.Errorf("running on %s: %w", l.p.Case, err)
-		}
-		if err := l.p.Verify(out); err != nil {
+		if err := r.verifyOn(prog, l, cand); err != nil {
 			return err
 		}
 		checked++
