@@ -104,6 +104,9 @@ type Config struct {
 	// Progress, when set, is called after every candidate measurement, on
 	// the tuning goroutine; it must return quickly.
 	Progress func(Event)
+	// Batch is how many candidates the search proposes at once
+	// (search.Driver.Batch); 0 picks BatchFor the backend.
+	Batch int
 }
 
 func (c Config) withDefaults() Config {
@@ -298,6 +301,10 @@ func (t *Tuner) Run(ctx context.Context, task Task, budget time.Duration) (*Resu
 	}
 	if pf, ok := t.b.(Prefetcher); ok {
 		d.Prefetch = func(fresh []search.Candidate) { pf.Prefetch(task.Kernel, task.DType, fresh) }
+	}
+	d.Batch = t.cfg.Batch
+	if d.Batch <= 0 {
+		d.Batch = BatchFor(t.b)
 	}
 	searchStart := time.Now()
 	r.clk.setup = searchStart.Sub(start)

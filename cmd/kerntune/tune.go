@@ -44,6 +44,7 @@ type tuneFlags struct {
 	trace       string
 	asJSON      bool
 	backendOpts backendOptions
+	batch       int
 }
 
 func newTuneCmd() *cobra.Command {
@@ -108,6 +109,7 @@ An interrupted run (Ctrl-C, SIGTERM) writes what it finished and exits 130
 	fl.BoolVar(&f.resume, "resume", false, "finish an interrupted run from its journal (--out plus .journal), reusing its measurements")
 	fl.StringVar(&f.trace, "trace", "", "append every measured candidate to this JSON-lines file (read by kerntune report)")
 	fl.BoolVar(&f.asJSON, "json", false, "print the tuned entries as JSON on stdout")
+	fl.IntVar(&f.batch, "batch", 0, fmt.Sprintf("candidates the search proposes at once, compiled in parallel while the device times the first (0: %d on GPU backends, 1 on cpu)", tuner.DefaultBatch))
 	addBackendFlags(cmd, &f.backendOpts)
 	return cmd
 }
@@ -120,6 +122,9 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 	dt := dts[0]
 	if f.budget, f.maxEvals, err = parseBudget(f.budgetS); err != nil {
 		return err
+	}
+	if f.batch < 0 {
+		return usageErrorf("--batch must be 0 (automatic) or a positive number of candidates, got %d", f.batch)
 	}
 	if _, err := search.New(f.strategy, []search.Candidate{{}}, search.Options{}); err != nil {
 		return usageErrorf("--strategy: %w", err)
@@ -213,8 +218,16 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 	ui := newProgressUI(cmd.ErrOrStderr(), f.quiet, len(tasks), f.budget)
 	defer ui.close()
 	log = ui
-	fmt.Fprintf(log, "device %s (%s, %d compute units); %d entries to tune in %s with %s\n",
-		info.Key, info.Backend, info.ComputeUnits, len(tasks), f.budgetS, f.strategy)
+	batch := f.batch
+	if batch == 0 {
+		batch = tuner.BatchFor(b)
+	}
+	batchNote := ""
+	if batch > 1 {
+		batchNote = fmt.Sprintf(" (batches of %d)", batch)
+	}
+	fmt.Fprintf(log, "device %s (%s, %d compute units); %d entries to tune in %s with %s%s\n",
+		info.Key, info.Backend, info.ComputeUnits, len(tasks), f.budgetS, f.strategy, batchNote)
 
 	ctx, cancel := context.WithCancel(cmd.Context())
 	defer cancel()
@@ -224,7 +237,7 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 		fmt.Fprintf(log, "%-10s %-22s "+format+"\n", append([]any{task.Kernel.Name, task.Key()}, args...)...)
 	}
 	s, err := tuner.OpenSession(b, tuner.SessionConfig{
-		Config: tuner.Config{Strategy: f.strategy, Seed: f.seed, Log: log, Verbose: f.verbose, MaxEvals: f.maxEvals, Progress: ui.event},
+		Config: tuner.Config{Strategy: f.strategy, Seed: f.seed, Log: log, Verbose: f.verbose, MaxEvals: f.maxEvals, Progress: ui.event, Batch: f.batch},
 		Out:    f.out, Force: f.force, Replace: f.replace, Resume: f.resume,
 		Budget: f.budget, Trace: f.trace, Generator: "kerntune " + version(),
 		Hooks: tuner.SessionHooks{
