@@ -12,14 +12,24 @@ const DefaultBatch = 8
 
 // BatchFor is the batch size of a search on b: DefaultBatch when b
 // compiles candidates ahead (a Prefetcher whose candidates are GPU code,
-// so that builds are compiles), else 1: on the CPU a build costs nothing
-// and a batch would only make the search less adaptive.
+// so that builds are compiles) on a device of its own, else 1: on the CPU
+// a build costs nothing, and on a device that runs on the host's cores
+// (DeviceInfo.OnHostCPU) compiles ahead would slow the timed runs down, so
+// a batch would only make the search less adaptive.
 func BatchFor(b Backend) int {
-	if _, ok := b.(Prefetcher); !ok {
+	if !compilesAhead(b) {
 		return 1
 	}
 	if tr, err := TraitsOf(b.Info().Backend); err != nil || tr.Space != SpaceGPU {
 		return 1
 	}
 	return DefaultBatch
+}
+
+// compilesAhead reports whether the tuner hands b the candidates it will
+// build (Prefetcher): b has a compile pool and its device is not the host's
+// cores.
+func compilesAhead(b Backend) bool {
+	_, ok := b.(Prefetcher)
+	return ok && !b.Info().OnHostCPU
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"sync"
 	"testing"
 	"time"
 
@@ -106,5 +107,82 @@ func TestRunAccountsForItsTime(t *testing.T) {
 	}
 	if measured != len(res.Trace) {
 		t.Errorf("%d journaled measurements carry a build time, want %d (one per candidate)", measured, len(res.Trace))
+	}
+}
+
+// poolBackend is slowBackend with a compile pool: Prefetch starts the
+// compiles of the announced candidates, each taking build, in the
+// background; Build waits for what is left of a candidate's compile, or
+// compiles it itself when it was not announced.
+type poolBackend struct {
+	slowBackend
+	mu       sync.Mutex
+	ready    map[string]time.Time // when a prefetched compile is done
+	announce [][]string
+}
+
+func (b *poolBackend) Prefetch(_ *kernels.Kernel, _ kernels.DType, cands []search.Candidate) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var keys []string
+	for _, c := range cands {
+		if _, ok := b.ready[c.Key()]; !ok {
+			b.ready[c.Key()] = time.Now().Add(b.build)
+		}
+		keys = append(keys, c.Key())
+	}
+	b.announce = append(b.announce, keys)
+}
+
+func (b *poolBackend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate) (Program, error) {
+	b.mu.Lock()
+	ready, ok := b.ready[c.Key()]
+	b.mu.Unlock()
+	wait := b.build
+	if ok {
+		wait = time.Until(ready)
+	}
+	time.Sleep(wait)
+	p, err := b.fakeBackend.Build(k, dt, c)
+	if err != nil {
+		return nil, err
+	}
+	return &slowProg{fakeProg: p.(*fakeProg), b: &b.slowBackend}, nil
+}
+
+// With batches, a backend with a compile pool builds the next candidates
+// while the device times the first: the search waits for compiles far less
+// than one at a time, for the same candidates measured.
+func TestBatchesHideCompiles(t *testing.T) {
+	run := func(batch int) (*params.TuneTime, *poolBackend, int) {
+		b := &poolBackend{slowBackend: slowBackend{fakeBackend: fakeBackend{rng: rand.New(rand.NewPCG(1, 2)), threadsCap: 4},
+			build: 15 * time.Millisecond, output: time.Millisecond, run: 2 * time.Millisecond}, ready: map[string]time.Time{}}
+		cfg := Config{Strategy: "bo", Seed: 1, FinalSamples: 5, MaxEvals: 25, Warmup: time.Microsecond, Batch: batch}
+		res, err := New(b, cfg).Run(context.Background(), gemvTask(t), time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Time, b, res.Entry.Evaluations
+	}
+	seq, _, nSeq := run(1)
+	bat, b, nBat := run(4)
+	t.Logf("one at a time: %+v\nbatches of 4: %+v", *seq, *bat)
+	if nSeq != 25 || nBat != 25 {
+		t.Fatalf("measured %d and %d candidates, want 25 each", nSeq, nBat)
+	}
+	if bat.CompileS > 0.6*seq.CompileS {
+		t.Errorf("waited %.3fs for compiles in batches of 4, %.3fs one at a time", bat.CompileS, seq.CompileS)
+	}
+	if bat.BusyPct <= seq.BusyPct {
+		t.Errorf("device busy %.0f%% in batches, %.0f%% one at a time", bat.BusyPct, seq.BusyPct)
+	}
+	big := 0
+	for _, a := range b.announce {
+		if len(a) > 1 {
+			big++
+		}
+	}
+	if big < 3 {
+		t.Errorf("announced %v: want batches of several candidates", b.announce)
 	}
 }

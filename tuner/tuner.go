@@ -299,7 +299,7 @@ func (t *Tuner) Run(ctx context.Context, task Task, budget time.Duration) (*Resu
 	for _, w := range t.cfg.WarmStart {
 		d.Warm = append(d.Warm, search.Candidate(w))
 	}
-	if pf, ok := t.b.(Prefetcher); ok {
+	if pf, ok := t.b.(Prefetcher); ok && compilesAhead(t.b) {
 		d.Prefetch = func(fresh []search.Candidate) { pf.Prefetch(task.Kernel, task.DType, fresh) }
 	}
 	d.Batch = t.cfg.Batch

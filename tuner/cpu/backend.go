@@ -50,7 +50,8 @@ func Open() (*Backend, error) {
 			"bandwidth_gbps": copyBandwidth(llc),
 		},
 		// Goroutines beyond twice the cores only add scheduling.
-		Limits: tuner.Limits{Threads: 2 * cores},
+		Limits:    tuner.Limits{Threads: 2 * cores},
+		OnHostCPU: true,
 	}}
 	return b, nil
 }
