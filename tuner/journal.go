@@ -197,11 +197,10 @@ func (r *run) measure(c search.Candidate, n int) ([]float64, error) {
 		cd.spent[i] += spent[i]
 	}
 	if err == nil && r.t.cfg.Verbose {
-		var built string
+		fmt.Fprintf(r.t.cfg.Log, "  %-40s %10.2f µs (n=%d)\n", key, medianUS(cd.samples), len(cd.samples))
 		if spent[phaseCompile]+spent[phaseVerify] > 0 {
-			built = fmt.Sprintf("; build %.3fs, verify %.3fs", spent.seconds(phaseCompile), spent.seconds(phaseVerify))
+			fmt.Fprintf(r.t.cfg.Log, "  %-40s build %.3fs, verify %.3fs\n", key, spent.seconds(phaseCompile), spent.seconds(phaseVerify))
 		}
-		fmt.Fprintf(r.t.cfg.Log, "  %-40s %10.2f µs (n=%d%s)\n", key, medianUS(cd.samples), len(cd.samples), built)
 	}
 	if r.t.cfg.Journal != nil && (err == nil || r.ctx.Err() == nil) {
 		rec := Record{Kind: RecordMeasure, Cand: key, Status: StatusOf(err), Samples: s, CV: round3(cv(s)), Remeasured: cd.remeas > before,

@@ -85,7 +85,7 @@ func TestTuneEndToEndCPU(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("second tune exited %d:\n%s", code, log)
 	}
-	if !strings.Contains(log, "  time: setup ") || !strings.Contains(log, "; build ") {
+	if !strings.Contains(log, "  time: setup ") || !strings.Contains(log, " build ") || !strings.Contains(log, "s, verify ") {
 		t.Errorf("tune -v does not split the entry's time or show a candidate's build and verification:\n%s", log)
 	}
 	f, err := params.ReadFile(out)
