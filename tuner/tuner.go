@@ -331,9 +331,9 @@ func (t *Tuner) Run(ctx context.Context, task Task, budget time.Duration) (*Resu
 	var baseProg Program
 	baseName := ""
 	tb := time.Now()
-	bp, name, err := t.b.Baseline(task.Kernel, task.DType)
+	bp, name, berr := t.b.Baseline(task.Kernel, task.DType)
 	r.clk.add(phaseCompile, tb)
-	if err == nil && bp != nil {
+	if berr == nil && bp != nil {
 		if verr := r.verify(bp, nil); verr == nil {
 			baseProg, baseName = bp, name
 		} else {
