@@ -114,6 +114,11 @@ type Kernel struct {
 	Inputs func(c Case) []Operand
 	// OutLen is the number of output elements.
 	OutLen func(shape []int) int
+	// OutRow is the number of elements of one output row (the output is
+	// OutLen/OutRow rows stored one after another), for verifying large
+	// outputs on a sample of rows (RowSample); nil verifies every output
+	// in full.
+	OutRow func(shape []int) int
 	// Reference computes the output in float64 from the inputs.
 	Reference func(c Case, in [][]float32) []float64
 	// Flops counts floating-point operations of one run.

@@ -17,6 +17,7 @@ func init() {
 			return []Operand{{"A", m * k}, {"V", k * n}}
 		},
 		OutLen:    func(s []int) int { return s[0] * s[1] },
+		OutRow:    func(s []int) int { return s[1] },
 		Reference: refGemmAV,
 		Flops:     gemmFlops,
 	})
@@ -34,6 +35,7 @@ func init() {
 			return []Operand{{"A", m * n}, {"B", m * k}}
 		},
 		OutLen:    func(s []int) int { return s[1] * s[2] },
+		OutRow:    func(s []int) int { return s[2] },
 		Reference: refGemmAtB,
 		Flops:     gemmFlops,
 	})

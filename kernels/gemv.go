@@ -28,6 +28,7 @@ func init() {
 			return ops
 		},
 		OutLen:    func(s []int) int { return s[1] },
+		OutRow:    func([]int) int { return 1 },
 		Reference: refGemvNT,
 		Flops:     func(c Case) float64 { return 2 * float64(c.Shape[1]) * float64(c.Shape[2]) },
 	})

@@ -17,6 +17,7 @@ func init() {
 			return []Operand{{"x", c.Shape[0] * c.Shape[1]}, {"w", c.Shape[1]}}
 		},
 		OutLen:    func(s []int) int { return s[0] * s[1] },
+		OutRow:    func(s []int) int { return s[1] },
 		Reference: refRMSNorm,
 		Flops:     rowFlops,
 	})

@@ -83,6 +83,10 @@ type Entry struct {
 	// candidate fastest over the entry's shapes was slower than the default
 	// beyond noise on one of them, so another (or the default) was chosen.
 	NoHarm string `json:"no_harm,omitempty"`
+	// Time says where the entry's tuning time went (kerntune tune); absent
+	// in entries written before it was recorded and in merged-in files
+	// that lack it.
+	Time *TuneTime `json:"time,omitempty"`
 }
 
 // DriftSummary is an entry's record of the drift guard.
@@ -102,6 +106,54 @@ type DriftSummary struct {
 	Settled int `json:"settled,omitempty"`
 	// WaitedS is the time spent idle, cooling down, in seconds.
 	WaitedS float64 `json:"waited_s,omitempty"`
+}
+
+// TuneTime is where the wall time of tuning one entry went, in seconds.
+// Setup, compile, verify, measure, search, journal and other are disjoint
+// and add up to the wall time; device is the time the device was busy running the
+// entry's kernels: timed samples and warm-up runs (measure) plus the runs
+// that produced outputs for verification (part of verify). Idle is wall
+// minus device, and BusyPct is 100·device/wall.
+type TuneTime struct {
+	WallS float64 `json:"wall_s"`
+	// SetupS: drawing the inputs, the float64 reference, loading them on
+	// the device, enumerating the space.
+	SetupS float64 `json:"setup_s"`
+	// CompileS: waiting for candidates to be built (compiles a pool ran
+	// ahead, while the device worked, are not counted).
+	CompileS float64 `json:"compile_s"`
+	// VerifyS: running candidates for their outputs and comparing those
+	// with the reference.
+	VerifyS float64 `json:"verify_s"`
+	// MeasureS: warm-up runs and timed samples, of the search and of the
+	// final timing.
+	MeasureS float64 `json:"measure_s"`
+	// SearchS: the strategy choosing what to measure (its model, its
+	// bookkeeping).
+	SearchS float64 `json:"search_s"`
+	// JournalS: appending measurements to the journal and syncing it.
+	JournalS float64 `json:"journal_s"`
+	// OtherS: the rest (logging, progress, bookkeeping).
+	OtherS  float64 `json:"other_s"`
+	DeviceS float64 `json:"device_s"`
+	IdleS   float64 `json:"idle_s"`
+	BusyPct float64 `json:"busy_pct"`
+}
+
+// timeFields lists TuneTime's JSON fields with their destinations, in the
+// order they are checked when parsing.
+func (t *TuneTime) timeFields() []struct {
+	key string
+	dst *float64
+} {
+	return []struct {
+		key string
+		dst *float64
+	}{
+		{"wall_s", &t.WallS}, {"setup_s", &t.SetupS}, {"compile_s", &t.CompileS}, {"verify_s", &t.VerifyS},
+		{"measure_s", &t.MeasureS}, {"search_s", &t.SearchS}, {"journal_s", &t.JournalS}, {"other_s", &t.OtherS},
+		{"device_s", &t.DeviceS}, {"idle_s", &t.IdleS}, {"busy_pct", &t.BusyPct},
+	}
 }
 
 // Values of Entry.Use and of <PREFIX>_<FAMILY>_USE.
@@ -486,6 +538,26 @@ func (w *walker) entry(path string, v any) *Entry {
 	}
 	if v, ok := m["drift"]; ok && v != nil {
 		e.Drift = w.drift(child(path, "drift"), v)
+	}
+	if v, ok := m["time"]; ok && v != nil {
+		tp := child(path, "time")
+		tm := w.object(tp, v)
+		e.Time = &TuneTime{}
+		for _, f := range e.Time.timeFields() {
+			x, ok := tm[f.key]
+			if !ok {
+				continue
+			}
+			fp := child(tp, f.key)
+			*f.dst = w.num(fp, x)
+			// The JSON text in messages, so that the Python loader's match.
+			if w.err == nil && *f.dst < 0 {
+				w.fail(fp, "must not be negative, got %s", x)
+			}
+			if w.err == nil && f.key == "busy_pct" && *f.dst > 100 {
+				w.fail(fp, "must be at most 100, got %s", x)
+			}
+		}
 	}
 	if v, ok := m["shape_median_us"]; ok {
 		sp := child(path, "shape_median_us")

@@ -120,6 +120,10 @@ func TestSchemaRejects(t *testing.T) {
 		{"drift an array", func(m map[string]any) { entry(m)["drift"] = []any{1} }},
 		{"fractional drift events", func(m map[string]any) { entry(m)["drift"] = map[string]any{"events": 1.5} }},
 		{"string drift max_pct", func(m map[string]any) { entry(m)["drift"] = map[string]any{"max_pct": "12%"} }},
+		{"time an array", func(m map[string]any) { entry(m)["time"] = []any{1.0} }},
+		{"string time field", func(m map[string]any) { entry(m)["time"] = map[string]any{"verify_s": "1"} }},
+		{"negative time field", func(m map[string]any) { entry(m)["time"] = map[string]any{"compile_s": -1} }},
+		{"busy_pct above 100", func(m map[string]any) { entry(m)["time"] = map[string]any{"busy_pct": 100.5} }},
 		{"lower-case param name", func(m map[string]any) { entry(m)["params"] = map[string]any{"bn": 8} }},
 		{"float param value", func(m map[string]any) { entry(m)["params"] = map[string]any{"BN": 8.5} }},
 		{"string param value", func(m map[string]any) { entry(m)["params"] = map[string]any{"BN": "8"} }},
@@ -246,6 +250,44 @@ func TestDriftAndNoHarmFields(t *testing.T) {
 	for _, field := range []string{"drift", "no_harm"} {
 		if _, ok := raw.Devices["cpu:x"].Kernels[GemvNT]["f32/mid"][field]; ok {
 			t.Errorf("an entry without %s writes one:\n%s", field, data)
+		}
+	}
+}
+
+// time (where an entry's tuning time went) survives a write, a merge and a
+// read, field by field; entries without it read as nil.
+func TestTimeField(t *testing.T) {
+	sch := compileSchema(t)
+	tt := &TuneTime{WallS: 8.5, SetupS: 1.25, CompileS: 0.5, VerifyS: 1, MeasureS: 5.5, SearchS: 0.1, JournalS: 0.05, OtherS: 0.1,
+		DeviceS: 6, IdleS: 2.5, BusyPct: 70.588}
+	upd := &File{SchemaVersion: SchemaVersion, Devices: map[string]*Device{"cpu:x": {
+		Backend: "cpu", Name: "X", Family: "amd64",
+		Kernels: map[string]map[string]*Entry{GemvNT: {
+			"f32/tiny": {Params: map[string]int{"BN": 8}, MedianUS: 9, Time: tt},
+			"f32/mid":  {Params: map[string]int{"BN": 16}, MedianUS: 19},
+		}},
+	}}}
+	data, err := Merge(nil, upd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := validate(sch, data); err != nil {
+		t.Fatalf("schema rejects time: %v", err)
+	}
+	f, err := Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	es := f.Devices["cpu:x"].Kernels[GemvNT]
+	if got := es["f32/tiny"].Time; got == nil || *got != *tt {
+		t.Errorf("time read back as %+v, want %+v", got, tt)
+	}
+	if got := es["f32/mid"].Time; got != nil {
+		t.Errorf("an entry without time read as %+v", got)
+	}
+	for _, field := range (&TuneTime{}).timeFields() {
+		if !strings.Contains(string(data), `"`+field.key+`"`) {
+			t.Errorf("%s missing from the written file", field.key)
 		}
 	}
 }

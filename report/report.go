@@ -41,7 +41,9 @@ type Row struct {
 	Use        string         `json:"use,omitempty"`     // the entry's use: baseline or tuned
 	Stopped    string         `json:"stopped,omitempty"` // why its search stopped early
 	Partial    bool           `json:"partial,omitempty"` // stopped: interrupted
-	Plots      []string       `json:"plots,omitempty"`
+	// Time is where the entry's tuning time went (absent in older files).
+	Time  *params.TuneTime `json:"time,omitempty"`
+	Plots []string         `json:"plots,omitempty"`
 }
 
 // Options says where and how Write writes the report.
@@ -100,6 +102,7 @@ const notes = `## Reading this report
 - **% of roofline**: the physical floor (bytes over the measured copy bandwidth for memory-bound families, flops over the peak otherwise) as a share of the winner's time; 100 % would be at the floor.
 - **use**: **baseline** when the baseline was faster than the winner beyond noise in the final interleaved timing (Mann-Whitney U, p < 0.01, and at least 3 % faster in median): the application should call the baseline; tuned when it was not; - without a baseline.
 - **candidates**: measured / valid / failed in the entry's search space; **partial**: the tuning run was interrupted before the entry's search finished (stopped: interrupted).
+- **device busy**: the share of the entry's tuning time during which the device ran its kernels: timed samples and warm-up runs, and the runs that produced outputs for verification (each call from its start to its return). The time plot stacks the rest: waiting for compiles, comparing outputs, the search's own work, setting up the inputs and the reference, the journal.
 - **(the default)**: the search kept the default; winner and default are then the same program timed twice, so a × default other than 1 shows the timing noise.
 - Candidate plots show each candidate's median from the search; candidates measured in an early round of successive halving have fewer samples.
 `
@@ -140,6 +143,7 @@ func device(md *strings.Builder, dk string, d *params.Device, recs []trace.Recor
 			}
 			r.IsDefault = e.Default != nil && params.SameParams(e.Default.Params, e.Params)
 			r.Use, r.Stopped, r.Partial = e.Use, e.Stopped, params.Partial(e)
+			r.Time = e.Time
 			if e.Roofline != nil {
 				r.PctRoof = e.Roofline.PctOfFloor
 			}
@@ -155,8 +159,8 @@ func device(md *strings.Builder, dk string, d *params.Device, recs []trace.Recor
 		return nil, err
 	}
 	fmt.Fprintf(md, "![speedups of the tuned kernels on %s](%s)\n\n", dk, filepath.ToSlash(sp))
-	md.WriteString("| kernel | entry | winner | median µs | default µs | × default | baseline µs | × baseline | use | % of roofline | candidates |\n")
-	md.WriteString("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: |\n")
+	md.WriteString("| kernel | entry | winner | median µs | default µs | × default | baseline µs | × baseline | use | % of roofline | candidates | device busy |\n")
+	md.WriteString("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: |\n")
 	for _, r := range rows {
 		winner := "`" + search.Candidate(r.Params).Key() + "`"
 		if r.IsDefault {
@@ -167,11 +171,19 @@ func device(md *strings.Builder, dk string, d *params.Device, recs []trace.Recor
 		if r.Partial {
 			cands += " **partial**"
 		}
-		fmt.Fprintf(md, "| %s | %s | %s | %.2f | %s | %s | %s | %s | %s | %s | %s |\n", r.Kernel, r.Key,
+		fmt.Fprintf(md, "| %s | %s | %s | %.2f | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.Kernel, r.Key,
 			winner, r.MedianUS, numOrDash(r.DefaultUS, "%.2f"), numOrDash(r.VsDefault, "%.2f×"),
-			baselineCell(r), numOrDash(r.VsBaseline, "%.2f×"), useCell(r.Use), pctCell(r.PctRoof), cands)
+			baselineCell(r), numOrDash(r.VsBaseline, "%.2f×"), useCell(r.Use), pctCell(r.PctRoof), cands, busyCell(r.Time))
 	}
 	md.WriteString("\n")
+	tp := filepath.Join("plots", slug(dk)+"-time."+format)
+	hasTime, err := timePlot(filepath.Join(outDir, tp), dk, rows)
+	if err != nil {
+		return nil, err
+	}
+	if hasTime {
+		fmt.Fprintf(md, "### Where the tuning time went\n\n%s\n\n![tuning time per entry on %s, by part](%s)\n\n", timeSummary(rows), dk, filepath.ToSlash(tp))
+	}
 
 	traced := 0
 	for i := range rows {
@@ -183,6 +195,9 @@ func device(md *strings.Builder, dk string, d *params.Device, recs []trace.Recor
 			}
 		}
 		r.Plots = append(r.Plots, sp)
+		if hasTime && r.Time != nil && r.Time.WallS > 0 {
+			r.Plots = append(r.Plots, tp)
+		}
 		r.Traced = len(cands)
 		if len(cands) == 0 {
 			continue
@@ -259,6 +274,34 @@ func pctCell(x float64) string {
 		return fmt.Sprintf("%.1f %%", x)
 	}
 	return fmt.Sprintf("%.0f %%", x)
+}
+
+func busyCell(t *params.TuneTime) string {
+	if t == nil || t.WallS <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f %%", t.BusyPct)
+}
+
+// timeSummary is the device-busy share over the entries with a time, and
+// the candidates they measured.
+func timeSummary(rows []Row) string {
+	var wall, dev float64
+	var measured []int
+	for _, r := range rows {
+		if r.Time != nil && r.Time.WallS > 0 {
+			wall += r.Time.WallS
+			dev += r.Time.DeviceS
+			measured = append(measured, r.Measured)
+		}
+	}
+	slices.Sort(measured)
+	med := float64(measured[len(measured)/2])
+	if len(measured)%2 == 0 {
+		med = float64(measured[len(measured)/2-1]+measured[len(measured)/2]) / 2
+	}
+	return fmt.Sprintf("The device was busy %.0f %% of these entries' tuning time (%.1f of %.1f s); candidates measured per entry: min %d, median %g, max %d.",
+		100*dev/wall, dev, wall, measured[0], med, measured[len(measured)-1])
 }
 
 func useCell(use string) string {

@@ -162,3 +162,45 @@ func TestTimeAxis(t *testing.T) {
 		}
 	}
 }
+
+// Entries with a recorded time get a device-busy cell, a line over the
+// device and one stacked bar each in the time plot; entries without one
+// are left out of it.
+func TestWriteTime(t *testing.T) {
+	f := testFile()
+	es := f.Devices["cpu:m1"].Kernels["gemv_nt"]
+	es["f32/mid"].Time = &params.TuneTime{WallS: 8, SetupS: 0.5, CompileS: 1, VerifyS: 1, MeasureS: 5, SearchS: 0.25, JournalS: 0.15, OtherS: 0.1,
+		DeviceS: 5.5, IdleS: 2.5, BusyPct: 68.75}
+	dir := t.TempDir()
+	rows, err := Write(f, nil, Options{Dir: dir, Format: "svg", Source: "p.json"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mid := rows[1]
+	if mid.Time == nil || len(mid.Plots) != 2 || len(rows[0].Plots) != 1 {
+		t.Fatalf("rows %+v, %+v: want the time plot for f32/mid only", rows[0], mid)
+	}
+	md, err := os.ReadFile(filepath.Join(dir, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"| 5 / 8 / 1 | 69 % |", "| 5 / 8 / 1 **partial** | - |",
+		"The device was busy 69 % of these entries' tuning time (5.5 of 8.0 s); candidates measured per entry: min 5, median 5, max 5.",
+		"![tuning time per entry on cpu:m1, by part](plots/cpu-m1-time.svg)"} {
+		if !strings.Contains(string(md), w) {
+			t.Errorf("report.md lacks %q:\n%s", w, md)
+		}
+	}
+	svg, err := os.ReadFile(filepath.Join(dir, mid.Plots[1]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"gemv_nt f32/mid", "5 measured, busy 69%", "compile (waiting)", "measure (timed runs)"} {
+		if !strings.Contains(string(svg), w) {
+			t.Errorf("the time plot lacks %q", w)
+		}
+	}
+	if strings.Contains(string(svg), "gemv_nt f32/tiny") {
+		t.Error("the time plot has a bar for an entry without a time")
+	}
+}

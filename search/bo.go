@@ -120,12 +120,13 @@ func (p *gp) add(i int, y float64) {
 	p.ys = append(p.ys, y)
 }
 
-// whitened returns z = L⁻¹y for the standardised targets and the
-// standardised best target; ok is false while nothing valid is measured.
-func (p *gp) whitened() (z []float64, best float64, ok bool) {
+// scale is the mean and standard deviation by which the log times are
+// standardised, and the worst finite log time; ok is false while nothing
+// valid is measured.
+func (p *gp) scale() (mean, sd, worst float64, ok bool) {
 	worst, mean, n := finiteStats(p.ys)
 	if n == 0 {
-		return nil, 0, false
+		return 0, 0, 0, false
 	}
 	vr := 0.0
 	for _, y := range p.ys {
@@ -133,9 +134,19 @@ func (p *gp) whitened() (z []float64, best float64, ok bool) {
 			vr += (y - mean) * (y - mean)
 		}
 	}
-	sd := math.Sqrt(vr / float64(n))
+	sd = math.Sqrt(vr / float64(n))
 	if sd <= 1e-12 {
 		sd = 1
+	}
+	return mean, sd, worst, true
+}
+
+// whitened returns z = L⁻¹y for the standardised targets and the
+// standardised best target; ok is false while nothing valid is measured.
+func (p *gp) whitened() (z []float64, best float64, ok bool) {
+	mean, sd, worst, ok := p.scale()
+	if !ok {
+		return nil, 0, false
 	}
 	best = math.Inf(1)
 	z = make([]float64, len(p.ys))
@@ -151,6 +162,16 @@ func (p *gp) whitened() (z []float64, best float64, ok bool) {
 		z[i] = t / p.L[i][i]
 	}
 	return z, best, true
+}
+
+// truncate drops the training points after the first n; sq holds every
+// |v_c|² as it was with n points.
+func (p *gp) truncate(n int, sq []float64) {
+	p.ys, p.L = p.ys[:n], p.L[:n]
+	for c := range p.v {
+		p.v[c] = p.v[c][:n]
+	}
+	copy(p.sq, sq)
 }
 
 // posterior is the standardised mean and standard deviation at pool candidate c.
@@ -173,8 +194,14 @@ type bo struct {
 	gp    *gp
 	pool  []Candidate
 	index map[string]int // pool index by key
-	done  []bool         // measured, by pool index
+	done  []bool         // measured or believed, by pool index
 	left  int            // proposals left in the global phase
+	// believed are the pool indices of a batch's proposals, added to the
+	// process at its own prediction (believe) until the first measurement
+	// comes back; mark and sq0 are the process's size and |v_c|² before.
+	believed []int
+	mark     int
+	sq0      []float64
 }
 
 func newBO(ls *localState, global int) *bo {
@@ -234,8 +261,46 @@ func (b *bo) pick() (Candidate, bool) {
 	return b.pool[bi], true
 }
 
+// believe makes a proposal of the current batch, not yet measured, a
+// training point at the process's own prediction there (the Kriging
+// believer): the mean stays, the uncertainty around it collapses, so the
+// batch's next pick goes where expected improvement is left rather than
+// next to this one. The believed points are dropped when the first
+// measurement comes back (forget).
+func (b *bo) believe(c Candidate) {
+	i, ok := b.index[c.Key()]
+	if !ok || b.done[i] {
+		return
+	}
+	mean, sd, _, ok := b.gp.scale()
+	if !ok {
+		return
+	}
+	z, _, _ := b.gp.whitened()
+	if len(b.believed) == 0 {
+		b.mark, b.sq0 = len(b.gp.ys), append(b.sq0[:0], b.gp.sq...)
+	}
+	mu, _ := b.gp.posterior(i, z)
+	b.gp.add(i, mean+sd*mu)
+	b.done[i] = true
+	b.believed = append(b.believed, i)
+}
+
+// forget drops the believed points.
+func (b *bo) forget() {
+	if len(b.believed) == 0 {
+		return
+	}
+	for _, i := range b.believed {
+		b.done[i] = false
+	}
+	b.gp.truncate(b.mark, b.sq0)
+	b.believed = b.believed[:0]
+}
+
 // observe trains the process on a measured candidate (cost +Inf: failed).
 func (b *bo) observe(c Candidate, cost float64) {
+	b.forget()
 	i, ok := b.index[c.Key()]
 	if !ok || b.done[i] {
 		return

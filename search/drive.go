@@ -31,6 +31,16 @@ type Sizer interface {
 	SizeTo(evals int, samples float64) int
 }
 
+// Lookahead is implemented by strategies that can name candidates they
+// expect to propose after the batch they just proposed (ils: the next
+// neighbours; bo: the next picks of expected improvement). With Batch > 1
+// the driver prefetches them too, behind the batch, so that their
+// compiles are done, or under way, when the next batch comes; a guess that
+// turns out wrong costs only a compile.
+type Lookahead interface {
+	Upcoming(n int) []Candidate
+}
+
 // Driver runs one search, the same way for kerntune tune and kerntune
 // replay: the default is measured first (it calibrates the time budget and
 // always competes), then the warm starts, then whatever the strategy asks
@@ -71,8 +81,17 @@ type Driver struct {
 	// what that run measured.
 	Plan func(size int) int
 	// Prefetch, when set, receives before each batch of requests its
-	// candidates not measured before (a backend builds them in parallel).
+	// candidates not measured before (a backend builds them in parallel),
+	// before the first of them is measured.
 	Prefetch func(fresh []Candidate)
+	// Batch is how many fresh candidates the strategy proposes per ask
+	// (Options.Batch; ≤ 1: one), so that a backend with a compile pool
+	// builds the next ones while the device times the first. The raced
+	// strategies (racing, ils, warm, model, bo) propose batches; anneal
+	// one candidate at a time; exhaustive, random and halving ask for
+	// whole rounds anyway. kerntune replay keeps 1, the sequential
+	// search the strategy table was made with.
+	Batch int
 }
 
 // Outcome is what a search found.
@@ -101,6 +120,9 @@ func (d Driver) Run() (Outcome, error) {
 	pool, keep := d.head()
 	opts := d.Options
 	opts.Keep, opts.MaxCandidates = keep, d.MaxEvals
+	if d.Batch > 0 {
+		opts.Batch = d.Batch
+	}
 	st, err := New(name, pool, opts)
 	if err != nil {
 		return Outcome{}, err
@@ -216,9 +238,21 @@ func (s *session) loop(st Strategy) string {
 	for reqs := st.Next(); reqs != nil; reqs = st.Next() {
 		if s.d.Prefetch != nil {
 			var fresh []Candidate
+			inBatch := map[string]bool{}
 			for _, req := range reqs {
-				if _, seen := s.cands[req.Candidate.Key()]; !seen {
+				k := req.Candidate.Key()
+				if _, seen := s.cands[k]; !seen && !inBatch[k] {
+					inBatch[k] = true
 					fresh = append(fresh, req.Candidate)
+				}
+			}
+			if la, ok := st.(Lookahead); ok && s.d.Batch > 1 && len(fresh) > 0 {
+				for _, c := range la.Upcoming(s.d.Batch) {
+					k := c.Key()
+					if _, seen := s.cands[k]; !seen && !inBatch[k] {
+						inBatch[k] = true
+						fresh = append(fresh, c)
+					}
 				}
 			}
 			s.d.Prefetch(fresh)

@@ -3,6 +3,7 @@ package search
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
 
 	"github.com/kerntune/kerntune/internal/stats"
@@ -36,11 +37,21 @@ type proposer interface {
 	observe(c Candidate, cost float64)
 }
 
-// raced evaluates proposed candidates one at a time. A candidate first gets
-// RaceFirst samples; it is dropped as soon as a one-sided Mann-Whitney U
-// test says it is slower than the incumbent (p < Alpha), and otherwise
-// sampled up to RaceMax (doubling) and then compared by median. With NoRace
-// every candidate gets RaceMax samples.
+// batchProposer is a proposer that can name several candidates before it
+// learns their costs (Options.Batch): proposeBatch returns at most k
+// distinct unmeasured candidates, none of them in flight, or none when it
+// has nothing left. Proposers without it propose one at a time.
+type batchProposer interface {
+	proposeBatch(k int) []Candidate
+}
+
+// raced evaluates proposed candidates, one at a time or in batches
+// (Options.Batch). A candidate first gets RaceFirst samples; it is dropped
+// as soon as a one-sided Mann-Whitney U test says it is slower than the
+// incumbent (p < Alpha), and otherwise sampled up to RaceMax (doubling)
+// and then compared by median. With NoRace every candidate gets RaceMax
+// samples. A batch's survivors get their further samples together; the
+// next batch is proposed when every candidate of the last one is decided.
 type raced struct {
 	name  string
 	book  *book
@@ -48,7 +59,7 @@ type raced struct {
 	opts  Options
 	evals int
 
-	cur     Candidate
+	active  []Candidate // proposed and not yet decided
 	pending []Request
 	best    Candidate
 	done    bool
@@ -66,59 +77,93 @@ func (r *raced) Next() []Request {
 		r.pending = nil
 		return reqs
 	}
-	if r.done || r.cur != nil {
+	if r.done || len(r.active) > 0 {
 		return nil
 	}
-	if r.opts.MaxCandidates > 0 && r.evals >= r.opts.MaxCandidates {
+	k := 1
+	if r.opts.Batch > 1 && r.best != nil {
+		// The first candidate (the default) is measured alone: it becomes
+		// the incumbent the others race against.
+		k = r.opts.Batch
+	}
+	if r.opts.MaxCandidates > 0 {
+		k = min(k, r.opts.MaxCandidates-r.evals)
+	}
+	if k <= 0 {
 		r.done = true
 		return nil
 	}
-	c, ok := r.prop.propose()
-	if !ok {
+	var cands []Candidate
+	if bp, ok := r.prop.(batchProposer); ok && k > 1 {
+		cands = bp.proposeBatch(k)
+	} else if c, ok := r.prop.propose(); ok {
+		cands = []Candidate{c}
+	}
+	if len(cands) == 0 {
 		r.done = true
 		return nil
 	}
-	r.evals++
-	r.cur = c
 	n := r.opts.RaceFirst
 	if r.opts.NoRace || r.best == nil {
 		n = r.opts.RaceMax
 	}
-	return []Request{{Candidate: c, Samples: n}}
+	reqs := make([]Request, len(cands))
+	for i, c := range cands {
+		reqs[i] = Request{Candidate: c, Samples: n}
+	}
+	r.evals += len(cands)
+	r.active = cands
+	return reqs
 }
 
 func (r *raced) Tell(res Result) {
 	r.book.tell(res)
-	if r.cur == nil || res.Candidate.Key() != r.cur.Key() {
+	k := res.Candidate.Key()
+	i := slices.IndexFunc(r.active, func(c Candidate) bool { return c.Key() == k })
+	if i < 0 {
 		return
 	}
-	k := r.cur.Key()
 	if res.Err != nil {
-		r.finish(math.Inf(1))
+		r.finish(i, math.Inf(1))
 		return
 	}
 	s := r.book.samples[k]
 	if r.best != nil && !r.opts.NoRace {
 		if stats.MannWhitneyU(s, r.book.samples[r.best.Key()]).PGreater < r.opts.Alpha {
-			r.finish(stats.Median(s)) // a loser: stop it early
+			r.finish(i, stats.Median(s)) // a loser: stop it early
 			return
 		}
 	}
 	if len(s) >= r.opts.RaceMax {
 		med := stats.Median(s)
 		if r.best == nil || med < r.book.median(r.best.Key()) {
-			r.best = r.cur
+			r.best = r.active[i]
 		}
-		r.finish(med)
+		r.finish(i, med)
 		return
 	}
 	more := min(len(s), r.opts.RaceMax-len(s)) // doubling
-	r.pending = []Request{{Candidate: r.cur, Samples: more}}
+	r.pending = append(r.pending, Request{Candidate: r.active[i], Samples: more})
 }
 
-func (r *raced) finish(cost float64) {
-	c := r.cur
-	r.cur = nil
+// lookahead is implemented by proposers that can name what they expect to
+// propose after the current batch (Lookahead).
+type lookahead interface {
+	upcoming(n int) []Candidate
+}
+
+// Upcoming implements Lookahead for proposers that can look ahead.
+func (r *raced) Upcoming(n int) []Candidate {
+	if la, ok := r.prop.(lookahead); ok && !r.done {
+		return la.upcoming(n)
+	}
+	return nil
+}
+
+// finish decides active candidate i with its cost.
+func (r *raced) finish(i int, cost float64) {
+	c := r.active[i]
+	r.active = slices.Delete(r.active, i, i+1)
 	r.prop.observe(c, cost)
 }
 
@@ -254,10 +299,13 @@ type localState struct {
 	starts []Candidate // measured first, in order
 	order  []Candidate // random order over the space, for fresh picks
 	next   int
+	// inflight are the candidates of the current batch not yet observed.
+	inflight map[string]bool
 }
 
 func newLocalState(cands []Candidate, opts Options, nRandom int) *localState {
-	ls := &localState{g: newGrid(cands), rng: rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x5851f42d4c957f2d)), cost: map[string]float64{}}
+	ls := &localState{g: newGrid(cands), rng: rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x5851f42d4c957f2d)),
+		cost: map[string]float64{}, inflight: map[string]bool{}}
 	k := min(max(opts.Keep, 0), len(cands))
 	ls.order = shuffled(cands[k:], opts.Seed)
 	ls.starts = append(ls.starts, cands[:k]...)
@@ -270,7 +318,13 @@ func newLocalState(cands []Candidate, opts Options, nRandom int) *localState {
 	return ls
 }
 
-func (ls *localState) seen(c Candidate) bool { _, ok := ls.cost[c.Key()]; return ok }
+// seen reports whether c was measured or is in flight (proposed in the
+// current batch): either way it is not proposed again.
+func (ls *localState) seen(c Candidate) bool {
+	k := c.Key()
+	_, ok := ls.cost[k]
+	return ok || ls.inflight[k]
+}
 
 // fresh returns an unmeasured candidate in random order.
 func (ls *localState) fresh() (Candidate, bool) {
@@ -405,7 +459,60 @@ func (s *ils) perturbFrom(from Candidate) (Candidate, bool) {
 	return tries[0], true
 }
 
+// proposeBatch is up to k proposals made before any of them is measured:
+// the starts, the global phase's picks (bo: each pick believes the model's
+// prediction at the earlier ones, bo.go), the next neighbours of the
+// current point in their order. A perturbation ends the batch, since the
+// climb goes on from wherever it lands.
+func (s *ils) proposeBatch(k int) []Candidate {
+	var out []Candidate
+	for len(out) < k {
+		c, ok := s.propose()
+		if !ok {
+			break
+		}
+		s.inflight[c.Key()] = true
+		out = append(out, c)
+		if s.global != nil && s.global.active() {
+			s.global.believe(c)
+		}
+		if s.pending != nil {
+			break
+		}
+	}
+	return out
+}
+
+// upcoming names up to n candidates the search expects to propose after
+// the current batch, without proposing them: the global phase's next picks
+// (believed like the batch's, until the first measurement comes back) or
+// the current point's next neighbours.
+func (s *ils) upcoming(n int) []Candidate {
+	var out []Candidate
+	if s.global != nil && s.global.active() {
+		for len(out) < min(n, s.global.left) {
+			c, ok := s.global.pick()
+			if !ok {
+				break
+			}
+			s.global.believe(c)
+			out = append(out, c)
+		}
+		return out
+	}
+	for _, c := range s.cands {
+		if len(out) >= n {
+			break
+		}
+		if !s.seen(c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 func (s *ils) observe(c Candidate, cost float64) {
+	delete(s.inflight, c.Key())
 	if s.global != nil {
 		s.global.observe(c, cost)
 	}
@@ -516,6 +623,19 @@ func (p *randomOrder) propose() (Candidate, bool) {
 }
 
 func (p *randomOrder) observe(Candidate, float64) {}
+
+// proposeBatch is the next k candidates of the order.
+func (p *randomOrder) proposeBatch(k int) []Candidate {
+	var out []Candidate
+	for len(out) < k {
+		c, ok := p.propose()
+		if !ok {
+			break
+		}
+		out = append(out, c)
+	}
+	return out
+}
 
 // localStarts is how many random candidates a local search measures before
 // climbing: a fifth of the evaluation budget, at least 3 (10 without an

@@ -65,6 +65,10 @@ type Options struct {
 	NoRace bool
 	// Perturb is how many parameters ils changes at a local optimum.
 	Perturb int
+	// Batch is how many fresh candidates a raced strategy proposes at once
+	// (≤ 1: one at a time), so that a backend compiles them in parallel
+	// while the device times the first; see Driver.Batch.
+	Batch int
 }
 
 func (o Options) withDefaults() Options {

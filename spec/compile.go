@@ -589,7 +589,8 @@ func (c *compiler) build(out *Compiled, space params.Space) {
 		k.Flops = func(kernels.Case) float64 { return 0 }
 	}
 	if base != nil {
-		k.Reference = base.Reference
+		// The base's output layout too (spec/check.go holds OutLen equal).
+		k.Reference, k.OutRow = base.Reference, base.OutRow
 	} else {
 		k.Reference = c.referenceFunc(k)
 	}

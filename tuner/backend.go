@@ -36,6 +36,11 @@ type DeviceInfo struct {
 	Facts map[string]float64
 	// Limits are the device's limits on candidates.
 	Limits Limits
+	// OnHostCPU is set when the device runs kernels on the host's own
+	// cores (the cpu backend, an OpenCL CPU device such as PoCL): compiling
+	// candidates ahead would compete with the timed runs for those cores,
+	// so the tuner compiles each candidate only when it needs it.
+	OnHostCPU bool
 }
 
 // Limits are a device's limits on candidates as plain data. The tuner

@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/kerntune/kerntune/internal/stats"
+	"github.com/kerntune/kerntune/params"
 	"github.com/kerntune/kerntune/search"
 )
 
@@ -50,6 +52,7 @@ const (
 	// its wall-time budget (BudgetS) and the time the run spent before it
 	// (ElapsedS), so that a resumed run goes on with what is left.
 	RecordSession = "session"
+	RecordTime    = "time" // where the task's wall time went, when its search and final timing ended
 )
 
 // Record is one line of the journal: what a run learned, in order, so an
@@ -76,6 +79,13 @@ type Record struct {
 	WaitedS  float64 `json:"waited_s,omitempty"`
 	Settled  bool    `json:"settled,omitempty"`
 	Final    bool    `json:"final,omitempty"`
+	// Seconds this measurement spent building, verifying and sampling the
+	// candidate (clock.go); absent when none.
+	CompileS float64 `json:"compile_s,omitempty"`
+	VerifyS  float64 `json:"verify_s,omitempty"`
+	MeasureS float64 `json:"measure_s,omitempty"`
+	// Time records (RecordTime): where the task's wall time went.
+	Time *params.TuneTime `json:"time,omitempty"`
 	// Plan records.
 	MaxCandidates int    `json:"max_candidates,omitempty"`
 	FinalSamples  int    `json:"final_samples,omitempty"`
@@ -158,6 +168,7 @@ func (r *run) journalPlan(finalSamples, maxCandidates int) (int, int) {
 	if r.plan != nil {
 		return r.plan.FinalSamples, r.plan.MaxCandidates
 	}
+	defer r.clk.journaled(time.Now())
 	j.Record(r.record(Record{Kind: RecordPlan, FinalSamples: finalSamples, MaxCandidates: maxCandidates, DataSeed: r.dataSeed}))
 	return finalSamples, maxCandidates
 }
@@ -213,13 +224,28 @@ func (r *run) measureBatch(c search.Candidate, n int) ([]float64, error) {
 	if cd := r.cands[key]; cd != nil {
 		before = cd.remeas
 	}
+	s0 := r.clk.split()
 	s, err := r.measureLive(c, n)
+	spent := r.clk.since(s0)
+	cd := r.cands[key]
+	for i := range spent {
+		cd.spent[i] += spent[i]
+	}
+	if err == nil && r.t.cfg.Verbose {
+		fmt.Fprintf(r.t.cfg.Log, "  %-40s %10.2f µs (n=%d)\n", key, medianUS(cd.samples), len(cd.samples))
+		if spent[phaseCompile]+spent[phaseVerify] > 0 {
+			fmt.Fprintf(r.t.cfg.Log, "  %-40s build %.3fs, verify %.3fs\n", key, spent.seconds(phaseCompile), spent.seconds(phaseVerify))
+		}
+	}
 	if r.t.cfg.Journal != nil && (err == nil || r.ctx.Err() == nil) {
-		rec := Record{Kind: RecordMeasure, Cand: key, Status: StatusOf(err), Samples: s, CV: round3(cv(s)), Remeasured: r.cands[key].remeas > before}
+		rec := Record{Kind: RecordMeasure, Cand: key, Status: StatusOf(err), Samples: s, CV: round3(cv(s)), Remeasured: cd.remeas > before,
+			CompileS: round6(spent.seconds(phaseCompile)), VerifyS: round6(spent.seconds(phaseVerify)), MeasureS: round6(spent.seconds(phaseMeasure))}
 		if err != nil {
 			rec.Err = err.Error()
 		}
+		tj := time.Now()
 		r.t.cfg.Journal.Record(r.record(rec))
+		r.clk.journaled(tj)
 	}
 	return s, err
 }
@@ -241,3 +267,19 @@ func (r *run) program(c search.Candidate) (Program, error) {
 }
 
 func medianUS(xs []float64) float64 { return stats.Median(xs) * 1e6 }
+
+func round6(x float64) float64 { return math.Round(x*1e6) / 1e6 }
+
+// answer is the search's Measure function: measure, with the time spent
+// answering kept apart from the search's own.
+func (r *run) answer(c search.Candidate, n int) ([]float64, error) {
+	defer r.clk.answered(time.Now())
+	return r.measure(c, n)
+}
+
+// journalTime records where the task's time went.
+func (r *run) journalTime(t *params.TuneTime) {
+	if j := r.t.cfg.Journal; j != nil && t != nil {
+		j.Record(r.record(Record{Kind: RecordTime, Time: t}))
+	}
+}

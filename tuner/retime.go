@@ -155,7 +155,10 @@ func (r *run) finalTiming(space *search.Space, best, def search.Candidate, defOK
 	if len(f.contest) == 0 {
 		return nil, fmt.Errorf("%s %s: screening the finalists: %w", task.Kernel.Name, task.Key(), firstErr(f.screened))
 	}
-	if bp, name, err := t.b.Baseline(task.Kernel, task.DType); err == nil && bp != nil {
+	tb := time.Now()
+	bp, name, berr := t.b.Baseline(task.Kernel, task.DType)
+	r.clk.add(phaseCompile, tb)
+	if berr == nil && bp != nil {
 		if verr := r.verify(bp, nil); verr == nil {
 			f.base, f.baseNm = &timed{prog: bp}, name
 		} else {

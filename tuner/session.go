@@ -82,6 +82,41 @@ type SessionSummary struct {
 	StoppedEarly bool
 	// Interrupted: the run's context ended; the journal stays for a resume.
 	Interrupted bool
+	// Wall is the run's wall time; DeviceS the seconds the device was busy
+	// (params.TuneTime.DeviceS) summed over every task tuned, failed ones
+	// included.
+	Wall    time.Duration
+	DeviceS float64
+}
+
+// BusyPct is the device-busy fraction of the whole run, in per cent: the
+// device time of every task over the run's wall time (which also holds
+// what lies between tasks: reading and writing the params file).
+func (s *SessionSummary) BusyPct() float64 {
+	if s.Wall <= 0 {
+		return 0
+	}
+	return min(100, 100*s.DeviceS/s.Wall.Seconds())
+}
+
+// MeasuredPerEntry are the minimum, median and maximum, over the tuned
+// entries, of the candidates measured (ok is false without entries).
+func (s *SessionSummary) MeasuredPerEntry() (lo int, med float64, hi int, ok bool) {
+	var ns []int
+	for _, r := range s.Results {
+		if r.Entry != nil {
+			ns = append(ns, r.Entry.Candidates.Measured)
+		}
+	}
+	if len(ns) == 0 {
+		return 0, 0, 0, false
+	}
+	slices.Sort(ns)
+	med = float64(ns[len(ns)/2])
+	if len(ns)%2 == 0 {
+		med = float64(ns[len(ns)/2-1]+ns[len(ns)/2]) / 2
+	}
+	return ns[0], med, ns[len(ns)-1], true
 }
 
 // Count is how many decisions took action (KeepAdded, KeepReplaced, KeepKept).
@@ -203,7 +238,9 @@ func (s *Session) Run(ctx context.Context, tasks []Task) (*SessionSummary, error
 	cfg.Journal = s.jr
 	tu := New(s.b, cfg)
 	h := s.cfg.Hooks
+	runStart := time.Now()
 	sum := &SessionSummary{Tasks: len(tasks)}
+	defer func() { sum.Wall = time.Since(runStart) }()
 	key := s.info.Key
 	var small *TooSmallError
 	// A resumed run goes on with the budget the interrupted one left.
@@ -242,8 +279,11 @@ func (s *Session) Run(ctx context.Context, tasks []Task) (*SessionSummary, error
 		if h.End != nil {
 			h.End(task)
 		}
+		if res != nil && res.Time != nil {
+			sum.DeviceS += res.Time.DeviceS
+		}
 		if s.cfg.Trace != "" && res != nil {
-			if terr := trace.Append(s.cfg.Trace, traceRecords(key, res)); terr != nil {
+			if terr := trace.Append(s.cfg.Trace, traceRecords(key, res), traceEntries(key, res)...); terr != nil {
 				return nil, terr
 			}
 		}
@@ -463,9 +503,19 @@ func traceRecords(device string, res *Result) []trace.Record {
 		recs = append(recs, trace.Record{
 			Device: device, Kernel: res.Task.Kernel.Name, DType: string(res.Task.DType), Key: res.Task.Key(),
 			Params: p, MedianUS: round3(m.MedianUS), Samples: m.Samples, Err: m.Err,
+			CompileS: round6(m.CompileS), VerifyS: round6(m.VerifyS), MeasureS: round6(m.MeasureS),
 		})
 	}
 	return recs
+}
+
+// traceEntries is the trace line of where a task's time went (none when
+// the result has no time).
+func traceEntries(device string, res *Result) []trace.Entry {
+	if res.Time == nil {
+		return nil
+	}
+	return []trace.Entry{{Device: device, Kernel: res.Task.Kernel.Name, DType: string(res.Task.DType), Key: res.Task.Key(), Time: res.Time}}
 }
 
 // warmStartFor collects, from the existing params file, the parameters

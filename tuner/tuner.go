@@ -120,6 +120,9 @@ type Config struct {
 	// Where narrows the search space (tune --where MMA=1): candidates
 	// failing any of these are not valid in this run.
 	Where []search.Constraint
+	// Batch is how many candidates the search proposes at once
+	// (search.Driver.Batch); 0 picks BatchFor the backend.
+	Batch int
 }
 
 func (c Config) withDefaults() Config {
@@ -166,6 +169,8 @@ type Measurement struct {
 	// Status is StatusOK, StatusFailed, StatusCrashed or StatusTimeout.
 	Status     string
 	Remeasured int // batches taken again because they were too noisy
+	// Seconds spent building, verifying and sampling it during the search.
+	CompileS, VerifyS, MeasureS float64
 }
 
 // Result is a tuned entry and the trace of every candidate tried.
@@ -186,6 +191,8 @@ type Result struct {
 	// Finalists are the candidates the final timing re-timed interleaved,
 	// the search's winner first, with their search and final medians.
 	Finalists []Finalist
+	// Time is where the entry's wall time went (also in Entry.Time).
+	Time *params.TuneTime
 }
 
 // Retiming is the incumbent (the parameters of the entry already in the
@@ -235,6 +242,7 @@ type candidate struct {
 	status  string // set for a failure replayed from the journal
 	remeas  int
 	cand    search.Candidate
+	spent   split // time of its build, verification and samples, by phase
 }
 
 // run is the state of one task.
@@ -250,7 +258,8 @@ type run struct {
 	nloaded  uint64
 	replay   map[string][]Record // journaled measurements by candidate key
 	plan     *Record
-	valid    int // size of the valid space, for progress events
+	valid    int    // size of the valid space, for progress events
+	clk      *clock // where the entry's time goes; nil outside Tuner.Run
 	// drift is the drift guard (drift.go); nil when off, as in Bench.
 	drift        *driftGuard
 	replayAnchor []Record // journaled anchor timings, in order
@@ -264,7 +273,7 @@ type run struct {
 // are recorded in the trace.
 func (t *Tuner) Run(ctx context.Context, task Task, budget time.Duration) (*Result, error) {
 	start := time.Now()
-	r := &run{t: t, task: task, cands: map[string]*candidate{}, deadline: start.Add(budget), ctx: ctx}
+	r := &run{t: t, task: task, cands: map[string]*candidate{}, deadline: start.Add(budget), ctx: ctx, clk: newClock(start)}
 	defer r.close()
 
 	space, err := t.Space(task)
@@ -302,13 +311,16 @@ func (t *Tuner) Run(ctx context.Context, task Task, budget time.Duration) (*Resu
 		Options:  search.Options{Seed: t.cfg.Seed, Samples: t.cfg.Samples},
 		Pool:     valid,
 		MaxEvals: t.cfg.MaxEvals,
-		Measure:  r.measure,
+		Measure:  r.answer,
 		Budget: func(s float64) float64 {
 			calibrated = time.Since(start)
 			perSample = s
 			// The drift guard re-times what calibrated: the default, or
 			// the first candidate that could be measured.
+			// Its first timing of the anchor is measuring, not the search's own time.
+			t0 := time.Now()
 			r.drift = newDriftGuard(r, r.calibratedOn(def, defErr == nil, valid), budget)
+			r.clk.answered(t0)
 			if s > 0 {
 				fit := int(budget.Seconds() / 5 / (finalProgs * s))
 				finalSamples = max(t.cfg.MinFinalSamples, min(finalSamples, fit))
@@ -332,10 +344,17 @@ func (t *Tuner) Run(ctx context.Context, task Task, budget time.Duration) (*Resu
 	for _, w := range t.cfg.WarmStart {
 		d.Warm = append(d.Warm, search.Candidate(w))
 	}
-	if pf, ok := t.b.(Prefetcher); ok {
+	if pf, ok := t.b.(Prefetcher); ok && compilesAhead(t.b) {
 		d.Prefetch = func(fresh []search.Candidate) { pf.Prefetch(task.Kernel, task.DType, fresh) }
 	}
+	d.Batch = t.cfg.Batch
+	if d.Batch <= 0 {
+		d.Batch = BatchFor(t.b)
+	}
+	searchStart := time.Now()
+	r.clk.setup = searchStart.Sub(start)
 	out, err := d.Run()
+	r.clk.search = time.Since(searchStart) - r.clk.answering
 	if err != nil {
 		return nil, err
 	}
@@ -347,7 +366,9 @@ func (t *Tuner) Run(ctx context.Context, task Task, budget time.Duration) (*Resu
 	// first samples) plus a batch of samples; then comes the final timing.
 	needed := calibrated + time.Duration(perSample*float64(t.cfg.Samples+int(finalProgs)*t.cfg.MinFinalSamples)*float64(time.Second))
 	if !ok {
-		return &Result{Task: task, Trace: r.trace(), Stopped: stopped, DataSeed: r.dataSeed, Needed: needed},
+		tt := r.clk.result()
+		r.journalTime(tt)
+		return &Result{Task: task, Trace: r.trace(), Stopped: stopped, DataSeed: r.dataSeed, Needed: needed, Time: tt},
 			fmt.Errorf("%s %s: every measured candidate failed (%s)", task.Kernel.Name, task.Key(), r.firstError())
 	}
 
@@ -373,8 +394,10 @@ func (t *Tuner) Run(ctx context.Context, task Task, budget time.Duration) (*Resu
 	}
 	entry.Roofline = r.roofline(stats.Median(fin.chosen.tot))
 	entry.Drift = r.drift.summary()
+	entry.Time = r.clk.result()
+	r.journalTime(entry.Time)
 	return &Result{Task: task, Entry: entry, Trace: r.trace(), Stopped: stopped, DataSeed: r.dataSeed,
-		Retiming: fin.retime, Needed: needed, Finalists: fin.finalistsOf()}, nil
+		Retiming: fin.retime, Needed: needed, Finalists: fin.finalistsOf(), Time: entry.Time}, nil
 }
 
 // calibratedOn is the candidate the search driver calibrated on (the
@@ -425,7 +448,9 @@ func (r *run) incumbent(space *search.Space, rt *Retiming, contest []*timed) (Pr
 			return nil, false
 		}
 	}
+	tb := time.Now()
 	prog, err := r.t.b.Build(r.task.Kernel, r.task.DType, inc)
+	r.clk.add(phaseCompile, tb)
 	if err != nil {
 		rt.Invalid, rt.Err = true, "build: "+err.Error()
 		return nil, false
@@ -516,6 +541,11 @@ func (r *run) load() error {
 			return err
 		}
 	}
+	// The float64 references now, as part of the setup, rather than in
+	// the first verification, whose time they would swell.
+	for _, l := range append(append([]*loaded{}, r.odd...), r.problems...) {
+		l.p.Reference()
+	}
 	return nil
 }
 
@@ -568,20 +598,18 @@ func (r *run) close() {
 }
 
 // verify runs prog on every problem (odd shapes first) and compares with
-// the reference. Odd shapes for which the family's constraints reject cand
-// are skipped (cand is nil for a baseline, which takes every shape).
+// the reference (outputs larger than kernels.FullVerifyMax on a sample of
+// rows, verifyOn). Odd shapes for which the family's constraints reject
+// cand are skipped (cand is nil for a baseline, which takes every shape).
 func (r *run) verify(prog Program, cand search.Candidate) error {
+	defer r.clk.add(phaseVerify, time.Now())
 	ps, _ := r.task.Kernel.Space(r.t.b.Info().Backend)
 	checked := 0
 	for i, l := range append(append([]*loaded{}, r.odd...), r.problems...) {
 		if i < len(r.odd) && cand != nil && ps != nil && ps.Check != nil && ps.Check(l.p.Case.Shape, cand) != nil {
 			continue
 		}
-		out, err := prog.Output(l.inst)
-		if err != nil {
-			return fmt.Errorf("running on %s: %w", l.p.Case, err)
-		}
-		if err := l.p.VerifyFor(out, cand); err != nil {
+		if err := r.verifyOn(prog, l, cand); err != nil {
 			return err
 		}
 		checked++
@@ -602,7 +630,9 @@ func (r *run) built(c search.Candidate) *candidate {
 		r.cands[key] = cd
 	}
 	if cd.prog == nil && cd.err == nil {
+		tb := time.Now()
 		prog, err := r.t.b.Build(r.task.Kernel, r.task.DType, c)
+		r.clk.add(phaseCompile, tb)
 		if err != nil {
 			cd.err = fmt.Errorf("build: %w", err)
 		} else {
@@ -645,9 +675,6 @@ func (r *run) measureLive(c search.Candidate, n int) ([]float64, error) {
 		return nil, err
 	}
 	cd.samples = append(cd.samples, tot...)
-	if r.t.cfg.Verbose {
-		fmt.Fprintf(r.t.cfg.Log, "  %-40s %10.2f µs (n=%d)\n", key, stats.Median(cd.samples)*1e6, len(cd.samples))
-	}
 	return tot, nil
 }
 
@@ -655,7 +682,10 @@ func (r *run) warmup(prog Program) error {
 	start := time.Now()
 	for time.Since(start) < r.t.cfg.Warmup {
 		for _, l := range r.problems {
-			if _, err := prog.Run(l.inst, 1); err != nil {
+			t0 := time.Now()
+			_, err := prog.Run(l.inst, 1)
+			r.clk.onDevice(phaseMeasure, t0)
+			if err != nil {
 				return err
 			}
 		}
@@ -673,7 +703,9 @@ func (r *run) sample(prog Program, n int) (totals []float64, perProblem [][]floa
 		perProblem[j] = make([]float64, len(r.problems))
 	}
 	for i, l := range r.problems {
+		t0 := time.Now()
 		ts, err := prog.Run(l.inst, n)
+		r.clk.onDevice(phaseMeasure, t0)
 		if err != nil {
 			return nil, nil, fmt.Errorf("timing %s: %w", l.p.Case, err)
 		}
@@ -725,7 +757,8 @@ func (r *run) roofline(median float64) *params.RooflineSummary {
 func (r *run) trace() []Measurement {
 	var out []Measurement
 	for key, c := range r.cands {
-		m := Measurement{Key: key, Samples: len(c.samples), Status: StatusOK, Remeasured: c.remeas}
+		m := Measurement{Key: key, Samples: len(c.samples), Status: StatusOK, Remeasured: c.remeas,
+			CompileS: c.spent.seconds(phaseCompile), VerifyS: c.spent.seconds(phaseVerify), MeasureS: c.spent.seconds(phaseMeasure)}
 		if c.err != nil {
 			m.Err = c.err.Error()
 			m.Status = c.statusOf()

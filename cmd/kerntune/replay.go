@@ -31,6 +31,7 @@ type replayFlags struct {
 	noRace     bool
 	warm       []string
 	def        string
+	batch      int
 }
 
 func newReplayCmd() *cobra.Command {
@@ -89,6 +90,7 @@ output are not read.`,
 	fl.BoolVar(&f.markdown, "markdown", false, "print a Markdown table over every cache and strategy")
 	fl.BoolVar(&f.noRace, "no-race", false, "give every candidate of "+strings.Join(racedNames(), ", ")+" the maximum samples (the fixed-sample variant)")
 	fl.StringVar(&f.def, "default", "first", "the configuration measured first, standing for the un-tuned kernel: first (every parameter's first value), none, or NAME=value,...")
+	fl.IntVar(&f.batch, "batch", 1, "candidates the raced strategies propose at once before measuring any (tune proposes batches on backends that compile ahead; the strategy table uses 1)")
 	fl.StringSliceVar(&f.warm, "warm", nil, "cache of the same kernel on a sibling device whose best configurations warm-start the warm strategy (repeatable)")
 	return cmd
 }
@@ -163,6 +165,9 @@ func runReplay(cmd *cobra.Command, f replayFlags) error {
 	if f.budgetTime < 0 {
 		return usageErrorf("--budget-time must not be negative, got %s", f.budgetTime)
 	}
+	if f.batch < 1 {
+		return usageErrorf("--batch must be at least 1, got %d", f.batch)
+	}
 	for _, s := range f.strategies {
 		if _, err := search.New(s, []search.Candidate{{}}, search.Options{}); err != nil {
 			return usageErrorf("--strategy: %w", err)
@@ -187,7 +192,7 @@ func runReplay(cmd *cobra.Command, f replayFlags) error {
 	}
 	reports, err := replay.RunAll(caches, f.strategies, func(c *ktcache.Cache, _ string) replay.Config {
 		return replay.Config{Budgets: budgets, BudgetTime: f.budgetTime, Runs: f.runs, Seed: f.seed,
-			Options: search.Options{NoRace: f.noRace}, Default: defaults[index[c]], Warm: warm}
+			Options: search.Options{NoRace: f.noRace, Batch: f.batch}, Default: defaults[index[c]], Warm: warm}
 	})
 	if err != nil {
 		return err

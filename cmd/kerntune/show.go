@@ -57,7 +57,7 @@ func printFile(out io.Writer, f *params.File) {
 			fmt.Fprintf(out, "  copy bandwidth %.1f GB/s\n", bw)
 		}
 		tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "  KERNEL\tENTRY\tPARAMS\tMEDIAN µs\tIQR µs\tDEFAULT µs\tvs DEFAULT\tBASELINE\tvs BASELINE\tUSE\tCANDIDATES\tNOTE")
+		fmt.Fprintln(tw, "  KERNEL\tENTRY\tPARAMS\tMEDIAN µs\tIQR µs\tDEFAULT µs\tvs DEFAULT\tBASELINE\tvs BASELINE\tUSE\tCANDIDATES\tBUSY\tNOTE")
 		fams := make([]string, 0, len(d.Kernels))
 		for k := range d.Kernels {
 			fams = append(fams, k)
@@ -81,17 +81,26 @@ func printFile(out io.Writer, f *params.File) {
 					baseT = e.Baseline.MedianUS
 					base = fmt.Sprintf("%s %.2f", e.Baseline.Name, baseT)
 				}
-				fmt.Fprintf(tw, "  %s\t%s\t%s\t%.2f\t%.2f\t%s\t%s\t%s\t%s\t%s\t%d/%d/%d\t%s\n", fam, ek, search.Candidate(e.Params).Key(),
+				fmt.Fprintf(tw, "  %s\t%s\t%s\t%.2f\t%.2f\t%s\t%s\t%s\t%s\t%s\t%d/%d/%d\t%s\t%s\n", fam, ek, search.Candidate(e.Params).Key(),
 					e.MedianUS, e.IQRUS, def, speedup(defT, e.MedianUS), base, speedup(baseT, e.MedianUS), orDash(e.Use),
-					e.Candidates.Measured, e.Candidates.Valid, e.Candidates.Failed, entryNote(e))
+					e.Candidates.Measured, e.Candidates.Valid, e.Candidates.Failed, busyCell(e.Time), entryNote(e))
 			}
 		}
 		tw.Flush()
 		fmt.Fprintln(out, "  (speedups > 1 mean the tuned kernel is faster; USE baseline: the baseline beat the winner beyond noise,")
-		fmt.Fprintln(out, "   call it; CANDIDATES = measured/valid/failed; PARTIAL: the run was interrupted before its search finished;")
+		fmt.Fprintln(out, "   call it; CANDIDATES = measured/valid/failed; BUSY: share of the entry's tuning time the device ran its kernels;")
+		fmt.Fprintln(out, "   PARTIAL: the run was interrupted before its search finished;")
 		fmt.Fprintln(out, "   MEDIAN of a class entry is the sum over its shapes; kerntune bench times each shape (FILE: this file's time))")
 		fmt.Fprintln(out)
 	}
+}
+
+// busyCell is an entry's device-busy share, or "-" when not recorded.
+func busyCell(t *params.TuneTime) string {
+	if t == nil || t.WallS <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f%%", t.BusyPct)
 }
 
 func orDash(s string) string {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strings"
 	"time"
@@ -47,6 +48,7 @@ type tuneFlags struct {
 	// Drift guard (tuner/drift.go).
 	driftEvery    int
 	driftCooldown time.Duration
+	batch         int
 }
 
 func newTuneCmd() *cobra.Command {
@@ -114,6 +116,7 @@ An interrupted run (Ctrl-C, SIGTERM) writes what it finished and exits 130
 	fl.IntVar(&f.driftEvery, "drift-every", tuner.DefaultDriftEvery, "re-time the default every N new candidates and measure again what was measured while it drifted more than 10% (0: off)")
 	fl.DurationVar(&f.driftCooldown, "drift-cooldown", 10*time.Second, "idle this long after a drift before timing again (at most a fifth of an entry's budget in all)")
 	fl.StringArrayVar(&f.where, "where", nil, "search only candidates with this parameter value, e.g. MMA=1 (repeatable; all must hold)")
+	fl.IntVar(&f.batch, "batch", 0, fmt.Sprintf("candidates the search proposes at once, compiled in parallel while the device times the first (0: %d on GPU backends, 1 on cpu)", tuner.DefaultBatch))
 	addBackendFlags(cmd, &f.backendOpts)
 	return cmd
 }
@@ -129,6 +132,9 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 	dt := dts[0]
 	if f.budget, f.maxEvals, err = parseBudget(f.budgetS); err != nil {
 		return err
+	}
+	if f.batch < 0 {
+		return usageErrorf("--batch must be 0 (automatic) or a positive number of candidates, got %d", f.batch)
 	}
 	if _, err := search.New(f.strategy, []search.Candidate{{}}, search.Options{}); err != nil {
 		return usageErrorf("--strategy: %w", err)
@@ -232,8 +238,16 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 	ui := newProgressUI(cmd.ErrOrStderr(), f.quiet, len(tasks), f.budget)
 	defer ui.close()
 	log = ui
-	fmt.Fprintf(log, "device %s (%s, %d compute units); %d entries to tune in %s with %s\n",
-		info.Key, info.Backend, info.ComputeUnits, len(tasks), f.budgetS, f.strategy)
+	batch := f.batch
+	if batch == 0 {
+		batch = tuner.BatchFor(b)
+	}
+	batchNote := ""
+	if batch > 1 {
+		batchNote = fmt.Sprintf(" (batches of %d)", batch)
+	}
+	fmt.Fprintf(log, "device %s (%s, %d compute units); %d entries to tune in %s with %s%s\n",
+		info.Key, info.Backend, info.ComputeUnits, len(tasks), f.budgetS, f.strategy, batchNote)
 
 	ctx, cancel := context.WithCancel(cmd.Context())
 	defer cancel()
@@ -243,7 +257,7 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 		fmt.Fprintf(log, "%-10s %-22s "+format+"\n", append([]any{task.Kernel.Name, task.Key()}, args...)...)
 	}
 	cfg := tuner.Config{Strategy: f.strategy, Seed: f.seed, Log: log, Verbose: f.verbose, MaxEvals: f.maxEvals, Progress: ui.event, Where: where,
-		DriftEvery: f.driftEvery, DriftCooldown: f.driftCooldown}
+		DriftEvery: f.driftEvery, DriftCooldown: f.driftCooldown, Batch: f.batch}
 	if f.driftEvery == 0 {
 		cfg.DriftEvery = -1 // 0 on the command line turns the guard off
 	}
@@ -257,7 +271,10 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 			Skipped: func(t tuner.Task) { line(t, "done before the interruption (in %s)", f.out) },
 			Failed:  func(t tuner.Task, err error) { line(t, "FAILED: %v", err) },
 			Tuned: func(res *tuner.Result, took time.Duration) {
-				line(res.Task, "%s (%.1fs%s)", describe(res.Entry), took.Seconds(), stoppedNote(res.Stopped))
+				line(res.Task, "%s (%.1fs%s%s)", describe(res.Entry), took.Seconds(), busyNote(res.Time), stoppedNote(res.Stopped))
+				if f.verbose && res.Time != nil {
+					fmt.Fprintf(log, "  time: %s\n", timeSplit(res.Time))
+				}
 			},
 			Decided: func(t tuner.Task, d *tuner.KeepDecision) {
 				if d.Action != tuner.KeepAdded {
@@ -284,6 +301,9 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 	}
 	if sum.Interrupted {
 		fmt.Fprintf(log, "the journal %s keeps this run's measurements: finish it with the same command and --resume\n", s.JournalPath())
+	}
+	if line := runSummary(sum); line != "" {
+		fmt.Fprintln(log, line)
 	}
 	ui.close()
 	if f.asJSON {
@@ -343,6 +363,31 @@ func sessionError(f tuneFlags, err error, resumedSpent time.Duration) error {
 		return usageErrorf("--out %s: %w (the file was not changed; the journal keeps the measurements: fix this and run again with --resume)", f.out, werr.Err)
 	}
 	return err
+}
+
+// busyNote is the entry's device-busy share for its summary line.
+func busyNote(t *params.TuneTime) string {
+	if t == nil {
+		return ""
+	}
+	return fmt.Sprintf(", device busy %.0f%%", t.BusyPct)
+}
+
+// timeSplit says where an entry's tuning time went (tune -v).
+func timeSplit(t *params.TuneTime) string {
+	return fmt.Sprintf("setup %.2fs, compile %.2fs, verify %.2fs, measure %.2fs, search %.2fs, journal %.2fs, other %.2fs of %.2fs; device busy %.2fs (%.0f%%), idle %.2fs",
+		t.SetupS, t.CompileS, t.VerifyS, t.MeasureS, t.SearchS, t.JournalS, t.OtherS, t.WallS, t.DeviceS, t.BusyPct, t.IdleS)
+}
+
+// runSummary is the last line of a run: how busy the device was and how
+// many candidates each entry measured ("" when nothing was tuned).
+func runSummary(sum *tuner.SessionSummary) string {
+	lo, med, hi, ok := sum.MeasuredPerEntry()
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf("device busy %.0f %% of the run; candidates measured per entry: min %d, median %g, max %d (%d entries)",
+		sum.BusyPct(), lo, med, hi, len(sum.Results))
 }
 
 func stoppedNote(s string) string {
@@ -407,6 +452,16 @@ type tunedJSON struct {
 	Device  string       `json:"device"`
 	Out     string       `json:"out"`
 	Entries []tunedEntry `json:"entries"`
+	// BusyPct is the device-busy share of the whole run (per cent);
+	// Measured the candidates measured per entry.
+	BusyPct  float64        `json:"device_busy_pct"`
+	Measured *measuredStats `json:"measured_per_entry,omitempty"`
+}
+
+type measuredStats struct {
+	Min    int     `json:"min"`
+	Median float64 `json:"median"`
+	Max    int     `json:"max"`
 }
 
 type tunedEntry struct {
@@ -420,7 +475,10 @@ type tunedEntry struct {
 }
 
 func printTuneJSON(w io.Writer, device, out string, sum *tuner.SessionSummary) error {
-	tj := tunedJSON{Device: device, Out: out, Entries: []tunedEntry{}}
+	tj := tunedJSON{Device: device, Out: out, Entries: []tunedEntry{}, BusyPct: round1(sum.BusyPct())}
+	if lo, med, hi, ok := sum.MeasuredPerEntry(); ok {
+		tj.Measured = &measuredStats{Min: lo, Median: med, Max: hi}
+	}
 	for i, r := range sum.Results {
 		te := tunedEntry{Kernel: r.Task.Kernel.Name, Key: r.Task.Key(), Stopped: r.Stopped, Entry: r.Entry}
 		if i < len(sum.Decisions) {
@@ -430,3 +488,5 @@ func printTuneJSON(w io.Writer, device, out string, sum *tuner.SessionSummary) e
 	}
 	return printJSON(w, tj)
 }
+
+func round1(x float64) float64 { return math.Round(x*10) / 10 }

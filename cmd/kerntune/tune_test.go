@@ -72,9 +72,22 @@ func TestTuneEndToEndCPU(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("tune exited %d:\n%s", code, log)
 	}
-	code, log = runCLI(t, "tune", "--backend", "cpu", "--kernel", "gemv_nt", "--shape", "1x96x200", "--dtype", "f16", "--budget", "3s", "--out", out)
+	// Where the time went: on the entry's line and the run's last line;
+	// the split of the entry's time only with -v (below).
+	for _, w := range []string{"failed] (", ", device busy ", " % of the run; candidates measured per entry: min "} {
+		if !strings.Contains(log, w) {
+			t.Errorf("tune's output lacks %q:\n%s", w, log)
+		}
+	}
+	if strings.Contains(log, "  time: setup ") {
+		t.Errorf("tune without -v splits the entry's time:\n%s", log)
+	}
+	code, log = runCLI(t, "tune", "--backend", "cpu", "-v", "--kernel", "gemv_nt", "--shape", "1x96x200", "--dtype", "f16", "--budget", "3s", "--out", out)
 	if code != 0 {
 		t.Fatalf("second tune exited %d:\n%s", code, log)
+	}
+	if !strings.Contains(log, "  time: setup ") || !strings.Contains(log, " build ") || !strings.Contains(log, "s, verify ") {
+		t.Errorf("tune -v does not split the entry's time or show a candidate's build and verification:\n%s", log)
 	}
 	f, err := params.ReadFile(out)
 	if err != nil {
@@ -101,6 +114,9 @@ func TestTuneEndToEndCPU(t *testing.T) {
 			}
 			if e.Default == nil || e.Default.MedianUS <= 0 {
 				t.Errorf("default not measured: %+v", e.Default)
+			}
+			if tt := e.Time; tt == nil || tt.WallS <= 0 || tt.DeviceS <= 0 || tt.BusyPct <= 0 || tt.BusyPct > 100 || tt.MeasureS <= 0 {
+				t.Errorf("time not recorded: %+v", e.Time)
 			}
 		}
 	}
@@ -141,7 +157,7 @@ func TestTuneEndToEndCPU(t *testing.T) {
 		}
 	}
 	code, log = runCLI(t, "show", out)
-	if code != 0 || !strings.Contains(log, "rmsnorm") || !strings.Contains(log, "f16/1x96x200") {
+	if code != 0 || !strings.Contains(log, "rmsnorm") || !strings.Contains(log, "f16/1x96x200") || !strings.Contains(log, "BUSY") {
 		t.Errorf("show exited %d:\n%s", code, log)
 	}
 }
@@ -170,6 +186,7 @@ func TestTuneBadInput(t *testing.T) {
 		{"negative budget", []string{"tune", "--budget", "-1s"}, "--budget"},
 		{"negative drift-every", []string{"tune", "--drift-every", "-1"}, "--drift-every must be 0 (off) or a positive"},
 		{"negative drift-cooldown", []string{"tune", "--drift-cooldown", "-1s"}, "--drift-cooldown must not be negative"},
+		{"negative batch", []string{"tune", "--batch", "-1"}, "--batch must be 0 (automatic) or a positive number"},
 		{"unparsable out file", []string{"tune", "--backend", "cpu", "--kernel", "softmax", "--shape", "2x3", "--out", broken}, "refusing to overwrite"},
 		{"unknown flag", []string{"tune", "--frobnicate"}, "unknown flag"},
 		{"unknown command", []string{"tuen"}, "unknown command"},
@@ -270,5 +287,35 @@ func TestBenchAgreesWithTheFile(t *testing.T) {
 	}
 	if code, log := runCLI(t, "show", out); code != 0 || !strings.Contains(log, fmt.Sprintf("%.2f", e.MedianUS)) {
 		t.Errorf("show exited %d without the entry's median %.2f:\n%s", code, e.MedianUS, log)
+	}
+}
+
+// tune --json says how busy the device was and how many candidates the
+// entries measured, and each entry carries its time.
+func TestTuneJSONBusy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("tunes on the CPU for a few seconds")
+	}
+	out := filepath.Join(t.TempDir(), "hardware_params.json")
+	code, log := runCLI(t, "tune", "--backend", "cpu", "--kernel", "softmax", "--shape", "64x300", "--shape", "8x1000",
+		"--budget", "4s", "-q", "--json", "--out", out)
+	if code != 0 {
+		t.Fatalf("tune exited %d:\n%s", code, log)
+	}
+	tj := parseTuneJSON(t, []byte(log))
+	if tj.BusyPct <= 0 || tj.BusyPct > 100 || tj.Measured == nil || len(tj.Entries) != 2 {
+		t.Fatalf("device_busy_pct %v, measured_per_entry %+v, %d entries", tj.BusyPct, tj.Measured, len(tj.Entries))
+	}
+	lo, hi := tj.Entries[0].Entry.Candidates.Measured, tj.Entries[1].Entry.Candidates.Measured
+	if lo > hi {
+		lo, hi = hi, lo
+	}
+	if tj.Measured.Min != lo || tj.Measured.Max != hi || tj.Measured.Median != float64(lo+hi)/2 {
+		t.Errorf("measured_per_entry %+v for entries measuring %d and %d", *tj.Measured, lo, hi)
+	}
+	for _, te := range tj.Entries {
+		if te.Entry.Time == nil || te.Entry.Time.BusyPct <= 0 {
+			t.Errorf("%s: time %+v", te.Key, te.Entry.Time)
+		}
 	}
 }

@@ -15,6 +15,17 @@
 //	           absent or 0 when the candidate failed
 //	samples    how many samples the median is over
 //	err        why the candidate failed (build, verification, timing), or absent
+//	compile_s, verify_s, measure_s
+//	           seconds the search spent building it (waiting for its
+//	           compile), verifying it and timing it (warm-up and samples);
+//	           absent in older traces
+//
+// After an entry's candidates, kerntune tune appends one line of kind
+// "entry" with the same device, kernel, dtype and key and no params: its
+// "time" object says where the entry's wall time went (the fields of
+// params.TuneTime: wall_s, setup_s, compile_s, verify_s, measure_s,
+// search_s, journal_s, other_s, device_s, idle_s, busy_pct). Read skips such lines;
+// ReadEntries returns them.
 package trace
 
 import (
@@ -40,6 +51,22 @@ type Record struct {
 	MedianUS float64        `json:"median_us,omitempty"`
 	Samples  int            `json:"samples"`
 	Err      string         `json:"err,omitempty"`
+	CompileS float64        `json:"compile_s,omitempty"`
+	VerifyS  float64        `json:"verify_s,omitempty"`
+	MeasureS float64        `json:"measure_s,omitempty"`
+}
+
+// KindEntry is the kind of a trace line about a whole entry.
+const KindEntry = "entry"
+
+// Entry is a line about a whole entry: where its tuning time went.
+type Entry struct {
+	Kind   string           `json:"kind"` // KindEntry
+	Device string           `json:"device,omitempty"`
+	Kernel string           `json:"kernel"`
+	DType  string           `json:"dtype"`
+	Key    string           `json:"key"`
+	Time   *params.TuneTime `json:"time"`
 }
 
 // EntryKey is the record's key in the form of a params-file entry key.
@@ -50,15 +77,22 @@ func (r Record) EntryKey() string {
 	return r.DType + "/" + r.Key
 }
 
-// Append writes records as JSON lines at the end of path, creating it.
-func Append(path string, recs []Record) error {
-	if len(recs) == 0 {
+// Append writes records as JSON lines at the end of path, creating it;
+// entries (lines of kind KindEntry) follow the records.
+func Append(path string, recs []Record, entries ...Entry) error {
+	if len(recs) == 0 && len(entries) == 0 {
 		return nil
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	for _, r := range recs {
 		if err := enc.Encode(r); err != nil {
+			return fmt.Errorf("trace %s: %w", path, err)
+		}
+	}
+	for _, e := range entries {
+		e.Kind = KindEntry
+		if err := enc.Encode(e); err != nil {
 			return fmt.Errorf("trace %s: %w", path, err)
 		}
 	}
@@ -102,11 +136,25 @@ func ReadFile(path string) ([]Record, error) {
 	return recs, nil
 }
 
-// Read parses JSON lines. Blank lines and lines without kernel or key (other
-// kinds of journal lines) are skipped; a line that is not a JSON object, or
-// a final line cut short by an interrupted write, is an error naming its line.
+// Read parses JSON lines. Blank lines, lines without kernel or key (other
+// kinds of journal lines) and entry lines are skipped; a line that is not a
+// JSON object, or a final line cut short by an interrupted write, is an
+// error naming its line.
 func Read(r io.Reader) ([]Record, error) {
+	recs, _, err := readAll(r)
+	return recs, err
+}
+
+// ReadEntries parses the entry lines (kind KindEntry) of a trace, in order;
+// errors are those of Read.
+func ReadEntries(r io.Reader) ([]Entry, error) {
+	_, entries, err := readAll(r)
+	return entries, err
+}
+
+func readAll(r io.Reader) ([]Record, []Entry, error) {
 	var out []Record
+	var entries []Entry
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), maxLine)
 	n := 1
@@ -119,7 +167,7 @@ func Read(r io.Reader) ([]Record, error) {
 		// are skipped before their fields are decoded as a Record's.
 		var head struct{ Kernel, Key any }
 		if err := json.Unmarshal(line, &head); err != nil {
-			return nil, fmt.Errorf("line %d: not a trace record: %v", n, err)
+			return nil, nil, fmt.Errorf("line %d: not a trace record: %v", n, err)
 		}
 		if k, _ := head.Kernel.(string); k == "" {
 			continue
@@ -127,21 +175,35 @@ func Read(r io.Reader) ([]Record, error) {
 		if k, _ := head.Key.(string); k == "" {
 			continue
 		}
-		var rec Record
+		var rec struct {
+			Record
+			Kind string           `json:"kind"`
+			Time *params.TuneTime `json:"time"`
+		}
 		if err := json.Unmarshal(line, &rec); err != nil {
-			return nil, fmt.Errorf("line %d: not a trace record: %v", n, err)
+			return nil, nil, fmt.Errorf("line %d: not a trace record: %v", n, err)
+		}
+		if rec.Kernel == "" || rec.Key == "" {
+			continue
+		}
+		if rec.Kind == KindEntry {
+			if rec.Time == nil {
+				return nil, nil, fmt.Errorf("line %d: an entry line without its time object", n)
+			}
+			entries = append(entries, Entry{Kind: KindEntry, Device: rec.Device, Kernel: rec.Kernel, DType: rec.DType, Key: rec.Key, Time: rec.Time})
+			continue
 		}
 		if rec.MedianUS < 0 {
-			return nil, fmt.Errorf("line %d: median_us must not be negative, got %g", n, rec.MedianUS)
+			return nil, nil, fmt.Errorf("line %d: median_us must not be negative, got %g", n, rec.MedianUS)
 		}
-		out = append(out, rec)
+		out = append(out, rec.Record)
 	}
 	if err := sc.Err(); errors.Is(err, bufio.ErrTooLong) {
-		return nil, fmt.Errorf("line %d: longer than %s: not a trace", n, params.SizeString(maxLine))
+		return nil, nil, fmt.Errorf("line %d: longer than %s: not a trace", n, params.SizeString(maxLine))
 	} else if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return out, nil
+	return out, entries, nil
 }
 
 // Latest keeps, for every device, entry and candidate, the last record: a

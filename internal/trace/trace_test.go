@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kerntune/kerntune/params"
 )
 
 func TestAppendRead(t *testing.T) {
@@ -70,5 +72,35 @@ func TestRead(t *testing.T) {
 				t.Fatalf("got %+v, %v; want %d records, first key %s", recs, err, tc.n, tc.key)
 			}
 		})
+	}
+}
+
+// Entry lines (where an entry's time went) follow its candidates; Read
+// leaves them out, ReadEntries returns them, and one without its time
+// object is an error naming its line.
+func TestEntries(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.jsonl")
+	recs := []Record{{Device: "d", Kernel: "softmax", DType: "f32", Key: "f32/long", Params: map[string]int{"ROWS": 4},
+		MedianUS: 10, Samples: 3, CompileS: 0.25, VerifyS: 0.5, MeasureS: 0.125}}
+	tt := &params.TuneTime{WallS: 2, MeasureS: 1, DeviceS: 1.5, IdleS: 0.5, BusyPct: 75}
+	if err := Append(path, recs, Entry{Device: "d", Kernel: "softmax", DType: "f32", Key: "f32/long", Time: tt}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadFile(path)
+	if err != nil || len(got) != 1 || got[0].CompileS != 0.25 || got[0].VerifyS != 0.5 || got[0].MeasureS != 0.125 {
+		t.Fatalf("Read: %+v, %v; want the one candidate with its times", got, err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	es, err := ReadEntries(f)
+	if err != nil || len(es) != 1 || es[0].Kind != KindEntry || es[0].Key != "f32/long" || *es[0].Time != *tt {
+		t.Fatalf("ReadEntries: %+v, %v", es, err)
+	}
+	bad := "{\"kernel\":\"softmax\",\"key\":\"f32/long\",\"params\":{}}\n{\"kind\":\"entry\",\"kernel\":\"softmax\",\"key\":\"f32/long\"}"
+	if _, err := Read(strings.NewReader(bad)); err == nil || !strings.Contains(err.Error(), "line 2") {
+		t.Errorf("an entry line without time: %v", err)
 	}
 }

@@ -1379,6 +1379,12 @@ def _match_name(devices: Mapping[str, Any], name: str, cu: int, backend: str) ->
 # The file
 
 
+# The fields of an entry's "time" (where its tuning time went), in the order
+# the Go loader checks them (params.TuneTime).
+_TIME_FIELDS = ("wall_s", "setup_s", "compile_s", "verify_s", "measure_s", "search_s", "journal_s",
+                "other_s", "device_s", "idle_s", "busy_pct")
+
+
 class _JsonFloat(float):
     """A JSON number written with a fraction or exponent; keeps its text."""
 
@@ -1564,6 +1570,19 @@ class _Walker:
             for k in ("max_pct", "waited_s"):
                 if k in dm:
                     self.num(_child(dp, k), dm[k])
+        if m.get("time") is not None:
+            tp = _child(path, "time")
+            tm = self.obj(tp, m["time"])
+            for k in _TIME_FIELDS:
+                if k not in tm:
+                    continue
+                fp = _child(tp, k)
+                x = self.num(fp, tm[k])
+                text = tm[k].text if isinstance(tm[k], _JsonFloat) else str(tm[k])
+                if x < 0:
+                    raise self.fail(fp, f"must not be negative, got {text}")
+                if k == "busy_pct" and x > 100:
+                    raise self.fail(fp, f"must be at most 100, got {text}")
         if "shape_median_us" in m:
             sp = _child(path, "shape_median_us")
             arr = m["shape_median_us"]

@@ -50,7 +50,8 @@ func Open() (*Backend, error) {
 			"bandwidth_gbps": copyBandwidth(llc),
 		},
 		// Goroutines beyond twice the cores only add scheduling.
-		Limits: tuner.Limits{Threads: 2 * cores},
+		Limits:    tuner.Limits{Threads: 2 * cores},
+		OnHostCPU: true,
 	}}
 	return b, nil
 }
@@ -165,6 +166,23 @@ func (pr *program) Run(ti tuner.Instance, n int) ([]float64, error) {
 
 // Output poisons the output with NaN, runs once on copy 0 and returns the output.
 func (pr *program) Output(ti tuner.Instance) ([]float32, error) {
+	inst, err := pr.outputRun(ti)
+	if err != nil {
+		return nil, err
+	}
+	if inst.out32 != nil {
+		return append([]float32(nil), inst.out32...), nil
+	}
+	out := make([]float32, len(inst.out16))
+	for i, h := range inst.out16 {
+		out[i] = half.ToFloat32(h)
+	}
+	return out, nil
+}
+
+// outputRun poisons the output with NaN, runs once on copy 0 and checks
+// the canaries around the output.
+func (pr *program) outputRun(ti tuner.Instance) (*instance, error) {
 	inst, ok := ti.(*instance)
 	if !ok {
 		return nil, fmt.Errorf("cpu backend: foreign instance %T", ti)
@@ -182,14 +200,38 @@ func (pr *program) Output(ti tuner.Instance) ([]float32, error) {
 	if err := inst.checkGuards(); err != nil {
 		return nil, err
 	}
+	return inst, nil
+}
+
+// OutputSample runs as Output does and returns only the sample's rows
+// (tuner.SampledOutputer), without copying a large output.
+func (pr *program) OutputSample(ti tuner.Instance, s kernels.RowSample) ([]float32, int, int, error) {
+	inst, err := pr.outputRun(ti)
+	if err != nil {
+		return nil, 0, 0, err
+	}
 	if inst.out32 != nil {
-		return append([]float32(nil), inst.out32...), nil
+		rows, bad := s.Extract(inst.out32)
+		return rows, bad, len(inst.out32), nil
 	}
-	out := make([]float32, len(inst.out16))
+	bad := -1
 	for i, h := range inst.out16 {
-		out[i] = half.ToFloat32(h)
+		if h&0x7c00 == 0x7c00 { // all exponent bits: Inf or NaN
+			bad = i
+			break
+		}
 	}
-	return out, nil
+	rows := make([]float32, 0, s.Elems())
+	for _, r := range s.Rows {
+		lo := r * s.RowLen
+		if lo+s.RowLen > len(inst.out16) {
+			break
+		}
+		for _, h := range inst.out16[lo : lo+s.RowLen] {
+			rows = append(rows, half.ToFloat32(h))
+		}
+	}
+	return rows, bad, len(inst.out16), nil
 }
 
 // Build binds a candidate's parameters to the family's kernel functions.

@@ -1,12 +1,14 @@
 package cpu
 
 import (
+	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
 
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/search"
+	"github.com/kerntune/kerntune/tuner"
 )
 
 // Every family's default candidate and gonum baseline pass verification on
@@ -112,6 +114,67 @@ func TestRMSNormLongRowAccuracy(t *testing.T) {
 		}
 		if err := p.Verify(out); err != nil {
 			t.Errorf("UNROLL=%d: %v", u, err)
+		}
+	}
+}
+
+// A large output's sample taken in place holds the rows the whole output
+// has, in f32 and f16, and the scan finds the first unwritten element.
+func TestOutputSample(t *testing.T) {
+	b, err := Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := kernels.Get("rmsnorm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, _ := k.Space("cpu")
+	for _, dt := range []kernels.DType{kernels.F32, kernels.F16} {
+		p, err := kernels.NewSeededProblem(k, dt, kernels.Case{Shape: []int{1100, 1024}}, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, sampled := p.SampleRows(kernels.Salt("c"))
+		if !sampled {
+			t.Fatal("not sampled")
+		}
+		inst, err := b.Load(p, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		prog, err := b.Build(k, dt, search.Candidate(ps.Defaults()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		whole, err := prog.Output(inst)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := s.Extract(whole)
+		rows, bad, n, err := prog.(tuner.SampledOutputer).OutputSample(inst, s)
+		if err != nil || bad != -1 || n != len(whole) || len(rows) != len(want) {
+			t.Fatalf("%s: %d rows' elements, first bad %d, length %d, %v", dt, len(rows), bad, n, err)
+		}
+		for i := range want {
+			if rows[i] != want[i] {
+				t.Fatalf("%s: sampled element %d is %g, the whole output has %g", dt, i, rows[i], want[i])
+			}
+		}
+		if err := p.VerifySample(s, rows, bad, n, nil); err != nil {
+			t.Errorf("%s: %v", dt, err)
+		}
+		// An unwritten element: a program that skips the last row.
+		in := inst.(*instance)
+		skip := &program{f32: func(p *kernels.Problem, in [][]float32, out []float32) {
+			prog.(*program).f32(p, in, out)
+			out[len(out)-5] = float32(math.NaN())
+		}, f16: func(p *kernels.Problem, in [][]uint16, out []uint16) {
+			prog.(*program).f16(p, in, out)
+			out[len(out)-5] = 0x7e00
+		}}
+		if _, bad, _, err := skip.OutputSample(in, s); err != nil || bad != len(whole)-5 {
+			t.Errorf("%s: first bad element %d (%v), want %d", dt, bad, err, len(whole)-5)
 		}
 	}
 }

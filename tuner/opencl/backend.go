@@ -123,6 +123,7 @@ func (b *Backend) describe() error {
 		Backend:      "opencl",
 		Family:       family,
 		ComputeUnits: p.ComputeUnits,
+		OnHostCPU:    p.IsCPU(),
 		LLCBytes:     p.GlobalCacheBytes,
 		// Ceilings: 512 flops per compute unit per clock is above any
 		// current GPU compute unit's f16 rate and any CPU core's f32 rate;

@@ -326,6 +326,12 @@ func (pr *program) ensure() (*response, error) {
 
 // exec runs op of pr on ti, loading both into a fresh worker if needed.
 func (pr *program) exec(op string, ti tuner.Instance, n int) (*response, error) {
+	return pr.execReq(&request{Op: op, N: n}, ti)
+}
+
+// execReq runs req (its ID and Inst set here) of pr on ti, loading both
+// into a fresh worker if needed.
+func (pr *program) execReq(req *request, ti tuner.Instance) (*response, error) {
 	in, ok := ti.(*instance)
 	if !ok || in.b != pr.b {
 		return nil, fmt.Errorf("worker: foreign instance %T", ti)
@@ -339,7 +345,8 @@ func (pr *program) exec(op string, ti tuner.Instance, n int) (*response, error) 
 	if _, err := pr.ensure(); err != nil {
 		return nil, err
 	}
-	return b.callLocked(&request{Op: op, ID: pr.id, Inst: in.id, N: n}, b.opts.Timeout)
+	req.ID, req.Inst = pr.id, in.id
+	return b.callLocked(req, b.opts.Timeout)
 }
 
 func (pr *program) Run(ti tuner.Instance, n int) ([]float64, error) {
@@ -356,6 +363,16 @@ func (pr *program) Output(ti tuner.Instance) ([]float32, error) {
 		return nil, err
 	}
 	return resp.Out, nil
+}
+
+// OutputSample runs the kernel as Output does and brings back only the
+// sample's rows (tuner.SampledOutputer): a large output need not cross the pipe.
+func (pr *program) OutputSample(ti tuner.Instance, s kernels.RowSample) ([]float32, int, int, error) {
+	resp, err := pr.execReq(&request{Op: opOutput, Sample: &s}, ti)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	return resp.Out, resp.FirstBad, resp.OutLen, nil
 }
 
 func (pr *program) Close() error {

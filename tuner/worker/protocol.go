@@ -43,6 +43,9 @@ type request struct {
 	ID      int // instance or program
 	Inst    int
 	N       int
+	// Sample, for an output request, asks for these rows of the output
+	// only (tuner.SampledOutputer), with FirstBad and OutLen.
+	Sample *kernels.RowSample
 }
 
 type response struct {
@@ -55,6 +58,10 @@ type response struct {
 	Name  string
 	Times []float64
 	Out   []float32
+	// FirstBad and OutLen answer an output request with a Sample: the
+	// first non-finite element of the whole output (-1 for none) and its length.
+	FirstBad int
+	OutLen   int
 }
 
 // problemSpec is a problem as sent to the worker: its seed, or for a

@@ -114,9 +114,17 @@ func (s *server) handle(req *request) (*response, error) {
 			return resp, fmt.Errorf("%s: unknown program %d or instance %d", req.Op, req.ID, req.Inst)
 		}
 		var err error
-		if req.Op == opRun {
+		switch {
+		case req.Op == opRun:
 			resp.Times, err = prog.Run(inst, req.N)
-		} else {
+		case req.Sample != nil:
+			// Only the sample crosses the pipe (tuner.SampledOutputer).
+			var out []float32
+			if out, err = prog.Output(inst); err == nil {
+				resp.Out, resp.FirstBad = req.Sample.Extract(out)
+				resp.OutLen = len(out)
+			}
+		default:
 			resp.Out, err = prog.Output(inst)
 		}
 		return resp, err

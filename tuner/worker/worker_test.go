@@ -253,6 +253,67 @@ func TestWorkerMatchesInProcess(t *testing.T) {
 	}
 }
 
+// A large output's sample through the worker holds the rows the whole
+// output has in process, and finds an unwritten element outside them.
+func TestWorkerOutputSample(t *testing.T) {
+	k, err := kernels.Get("softmax")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := openTestWorker(t, "", time.Minute, &strings.Builder{})
+	local, err := cpu.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := kernels.NewSeededProblem(k, kernels.F32, kernels.Case{Shape: []int{2048, 1024}}, 42)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, sampled := p.SampleRows(kernels.Salt("x"))
+	if !sampled {
+		t.Fatal("a 2048×1024 output is not sampled")
+	}
+	ps, _ := k.Space("cpu")
+	c := search.Candidate(ps.Defaults())
+	inst, err := b.Load(p, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inst.Close()
+	prog, err := b.Build(k, kernels.F32, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prog.Close()
+	so, ok := prog.(tuner.SampledOutputer)
+	if !ok {
+		t.Fatal("a worker program does not return samples")
+	}
+	before := b.sent[opOutput]
+	rows, bad, n, err := so.OutputSample(inst, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.sent[opOutput] != before+1 || len(rows) != s.Elems() || n != 2048*1024 || bad != -1 {
+		t.Fatalf("sample of %d elements (want %d), output %d, first bad %d", len(rows), s.Elems(), n, bad)
+	}
+	if err := p.VerifySample(s, rows, bad, n, nil); err != nil {
+		t.Errorf("the default's sample: %v", err)
+	}
+	linst, _ := local.Load(p, 1)
+	lprog, _ := local.Build(k, kernels.F32, c)
+	whole, err := lprog.Output(linst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := s.Extract(whole)
+	for i := range want {
+		if rows[i] != want[i] {
+			t.Fatalf("sampled element %d: worker %g, in process %g", i, rows[i], want[i])
+		}
+	}
+}
+
 // calls is how many requests b has sent to its workers.
 func (b *Backend) calls() int {
 	b.mu.Lock()

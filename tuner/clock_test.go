@@ -1,0 +1,188 @@
+package tuner
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kerntune/kerntune/kernels"
+	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/search"
+)
+
+// slowBackend is fakeBackend with the wall time of a device: a build takes
+// build, an output run output, and a timed run run per sample.
+type slowBackend struct {
+	fakeBackend
+	build, output, run time.Duration
+	outputs            int
+}
+
+type slowProg struct {
+	*fakeProg
+	b *slowBackend
+}
+
+func (b *slowBackend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate) (Program, error) {
+	time.Sleep(b.build)
+	p, err := b.fakeBackend.Build(k, dt, c)
+	if err != nil {
+		return nil, err
+	}
+	return &slowProg{fakeProg: p.(*fakeProg), b: b}, nil
+}
+
+func (p *slowProg) Run(ti Instance, n int) ([]float64, error) {
+	time.Sleep(time.Duration(n) * p.b.run)
+	return p.fakeProg.Run(ti, n)
+}
+
+func (p *slowProg) Output(ti Instance) ([]float32, error) {
+	time.Sleep(p.b.output)
+	p.b.outputs++
+	return p.fakeProg.Output(ti)
+}
+
+// The entry's time adds up to its wall time, charges builds to compile,
+// output runs to verify and timed runs to measure, counts output and timed
+// runs as the device's time, and reaches the entry, the result, the trace
+// and the journal.
+func TestRunAccountsForItsTime(t *testing.T) {
+	b := &slowBackend{fakeBackend: fakeBackend{rng: rand.New(rand.NewPCG(1, 2)), threadsCap: 4},
+		build: 8 * time.Millisecond, output: 2 * time.Millisecond, run: time.Millisecond}
+	j := &memJournal{}
+	cfg := Config{Strategy: "random", Seed: 1, Samples: 3, FinalSamples: 5, MaxEvals: 6, Warmup: time.Microsecond, Journal: j}
+	res, err := New(b, cfg).Run(context.Background(), gemvTask(t), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tt := res.Time
+	if tt == nil || res.Entry.Time != tt {
+		t.Fatalf("time %+v, entry's %+v", tt, res.Entry.Time)
+	}
+	const eps = 0.0051 // fields are rounded to ms
+	parts := tt.SetupS + tt.CompileS + tt.VerifyS + tt.MeasureS + tt.SearchS + tt.JournalS + tt.OtherS
+	if math.Abs(parts-tt.WallS) > eps {
+		t.Errorf("parts add up to %.3fs, wall %.3fs: %+v", parts, tt.WallS, tt)
+	}
+	if want := float64(b.builds) * b.build.Seconds(); tt.CompileS < want-eps {
+		t.Errorf("compile %.3fs for %d builds of %v", tt.CompileS, b.builds, b.build)
+	}
+	if want := float64(b.outputs) * b.output.Seconds(); tt.VerifyS < want-eps || tt.DeviceS < tt.MeasureS+want-eps {
+		t.Errorf("verify %.3fs, device %.3fs, measure %.3fs for %d output runs of %v", tt.VerifyS, tt.DeviceS, tt.MeasureS, b.outputs, b.output)
+	}
+	if tt.DeviceS > tt.MeasureS+tt.VerifyS+eps {
+		t.Errorf("device %.3fs beyond measure %.3fs + verify %.3fs", tt.DeviceS, tt.MeasureS, tt.VerifyS)
+	}
+	if math.Abs(tt.IdleS-(tt.WallS-tt.DeviceS)) > eps || math.Abs(tt.BusyPct-100*tt.DeviceS/tt.WallS) > 0.5 {
+		t.Errorf("idle %.3fs, busy %.1f%% for device %.3fs of %.3fs", tt.IdleS, tt.BusyPct, tt.DeviceS, tt.WallS)
+	}
+	var perCand float64
+	for _, m := range res.Trace {
+		if m.Err == "" && m.CompileS < b.build.Seconds() {
+			t.Errorf("%s: compile %.4fs, below one build", m.Key, m.CompileS)
+		}
+		perCand += m.CompileS
+	}
+	if perCand > tt.CompileS+eps {
+		t.Errorf("candidates' compile %.3fs beyond the entry's %.3fs", perCand, tt.CompileS)
+	}
+	var timeRec *params.TuneTime
+	measured := 0
+	for _, rec := range j.recs {
+		switch rec.Kind {
+		case RecordTime:
+			timeRec = rec.Time
+		case RecordMeasure:
+			if rec.CompileS > 0 {
+				measured++
+			}
+		}
+	}
+	if timeRec == nil || *timeRec != *tt {
+		t.Errorf("journal's time %+v, want %+v", timeRec, tt)
+	}
+	if measured != len(res.Trace) {
+		t.Errorf("%d journaled measurements carry a build time, want %d (one per candidate)", measured, len(res.Trace))
+	}
+}
+
+// poolBackend is slowBackend with a compile pool: Prefetch starts the
+// compiles of the announced candidates, each taking build, in the
+// background; Build waits for what is left of a candidate's compile, or
+// compiles it itself when it was not announced.
+type poolBackend struct {
+	slowBackend
+	mu       sync.Mutex
+	ready    map[string]time.Time // when a prefetched compile is done
+	announce [][]string
+}
+
+func (b *poolBackend) Prefetch(_ *kernels.Kernel, _ kernels.DType, cands []search.Candidate) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var keys []string
+	for _, c := range cands {
+		if _, ok := b.ready[c.Key()]; !ok {
+			b.ready[c.Key()] = time.Now().Add(b.build)
+		}
+		keys = append(keys, c.Key())
+	}
+	b.announce = append(b.announce, keys)
+}
+
+func (b *poolBackend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate) (Program, error) {
+	b.mu.Lock()
+	ready, ok := b.ready[c.Key()]
+	b.mu.Unlock()
+	wait := b.build
+	if ok {
+		wait = time.Until(ready)
+	}
+	time.Sleep(wait)
+	p, err := b.fakeBackend.Build(k, dt, c)
+	if err != nil {
+		return nil, err
+	}
+	return &slowProg{fakeProg: p.(*fakeProg), b: &b.slowBackend}, nil
+}
+
+// With batches, a backend with a compile pool builds the next candidates
+// while the device times the first: the search waits for compiles far less
+// than one at a time, for the same candidates measured.
+func TestBatchesHideCompiles(t *testing.T) {
+	run := func(batch int) (*params.TuneTime, *poolBackend, int) {
+		b := &poolBackend{slowBackend: slowBackend{fakeBackend: fakeBackend{rng: rand.New(rand.NewPCG(1, 2)), threadsCap: 4},
+			build: 15 * time.Millisecond, output: time.Millisecond, run: 2 * time.Millisecond}, ready: map[string]time.Time{}}
+		cfg := Config{Strategy: "bo", Seed: 1, FinalSamples: 5, MaxEvals: 25, Warmup: time.Microsecond, Batch: batch}
+		res, err := New(b, cfg).Run(context.Background(), gemvTask(t), time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Time, b, res.Entry.Evaluations
+	}
+	seq, _, nSeq := run(1)
+	bat, b, nBat := run(4)
+	t.Logf("one at a time: %+v\nbatches of 4: %+v", *seq, *bat)
+	if nSeq != 25 || nBat != 25 {
+		t.Fatalf("measured %d and %d candidates, want 25 each", nSeq, nBat)
+	}
+	if bat.CompileS > 0.6*seq.CompileS {
+		t.Errorf("waited %.3fs for compiles in batches of 4, %.3fs one at a time", bat.CompileS, seq.CompileS)
+	}
+	if bat.BusyPct <= seq.BusyPct {
+		t.Errorf("device busy %.0f%% in batches, %.0f%% one at a time", bat.BusyPct, seq.BusyPct)
+	}
+	big := 0
+	for _, a := range b.announce {
+		if len(a) > 1 {
+			big++
+		}
+	}
+	if big < 3 {
+		t.Errorf("announced %v: want batches of several candidates", b.announce)
+	}
+}
