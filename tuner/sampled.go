@@ -28,6 +28,7 @@ func (r *run) verifyOn(prog Program, l *loaded, cand search.Candidate) error {
 		salt = kernels.Salt(cand.Key())
 	}
 	s, sampled := l.p.SampleRows(salt)
+	sampled = sampled && !r.t.cfg.VerifyFull
 	t0 := time.Now()
 	if !sampled {
 		out, err := prog.Output(l.inst)

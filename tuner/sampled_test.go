@@ -118,4 +118,21 @@ func TestRunVerifiesLargeOutputsOnSamples(t *testing.T) {
 	if failed == 0 || res.Entry.Candidates.Failed != failed {
 		t.Errorf("%d failures in the trace, %d in the entry", failed, res.Entry.Candidates.Failed)
 	}
+
+	// With VerifyFull the large output comes back whole, and both wrong
+	// candidates still fail.
+	b = &rowsBackend{fakeBackend: fakeBackend{rng: rand.New(rand.NewPCG(1, 2)), threadsCap: 4}, whole: map[int]int{}, sampled: map[int]int{}}
+	res, err = New(b, Config{Strategy: "exhaustive", Samples: 3, FinalSamples: 5, Warmup: time.Microsecond, VerifyFull: true}).Run(context.Background(), task, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.sampled[n] != 0 || b.whole[n] < len(res.Trace) {
+		t.Errorf("with VerifyFull: large output returned whole %d times and as samples %d times, want at least %d and 0", b.whole[n], b.sampled[n], len(res.Trace))
+	}
+	for _, m := range res.Trace {
+		c, _ := search.ParseKey(m.Key)
+		if bad := c["UNROLL"] == 2 || c["UNROLL"] == 4; bad != (m.Err != "") {
+			t.Errorf("with VerifyFull, %s: error %q", m.Key, m.Err)
+		}
+	}
 }

@@ -120,6 +120,11 @@ type Config struct {
 	// Where narrows the search space (tune --where MMA=1): candidates
 	// failing any of these are not valid in this run.
 	Where []search.Constraint
+	// VerifyFull compares every output with the reference element by
+	// element, however large (tune --verify-full), instead of checking a
+	// large one's finiteness in full and its values on a sample of rows
+	// (sampled.go).
+	VerifyFull bool
 	// Batch is how many candidates the search proposes at once
 	// (search.Driver.Batch); 0 picks BatchFor the backend.
 	Batch int

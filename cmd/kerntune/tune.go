@@ -49,6 +49,7 @@ type tuneFlags struct {
 	driftEvery    int
 	driftCooldown time.Duration
 	batch         int
+	verifyFull    bool
 }
 
 func newTuneCmd() *cobra.Command {
@@ -116,6 +117,7 @@ An interrupted run (Ctrl-C, SIGTERM) writes what it finished and exits 130
 	fl.IntVar(&f.driftEvery, "drift-every", tuner.DefaultDriftEvery, "re-time the default every N new candidates and measure again what was measured while it drifted more than 10% (0: off)")
 	fl.DurationVar(&f.driftCooldown, "drift-cooldown", 10*time.Second, "idle this long after a drift before timing again (at most a fifth of an entry's budget in all)")
 	fl.StringArrayVar(&f.where, "where", nil, "search only candidates with this parameter value, e.g. MMA=1 (repeatable; all must hold)")
+	fl.BoolVar(&f.verifyFull, "verify-full", false, "compare every output with the reference element by element, however large (default: outputs over 2^20 elements are checked for finiteness in full and compared on a sample of rows)")
 	fl.IntVar(&f.batch, "batch", 0, fmt.Sprintf("candidates the search proposes at once, compiled in parallel while the device times the first (0: %d on GPU backends, 1 on cpu)", tuner.DefaultBatch))
 	addBackendFlags(cmd, &f.backendOpts)
 	return cmd
@@ -257,7 +259,7 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 		fmt.Fprintf(log, "%-10s %-22s "+format+"\n", append([]any{task.Kernel.Name, task.Key()}, args...)...)
 	}
 	cfg := tuner.Config{Strategy: f.strategy, Seed: f.seed, Log: log, Verbose: f.verbose, MaxEvals: f.maxEvals, Progress: ui.event, Where: where,
-		DriftEvery: f.driftEvery, DriftCooldown: f.driftCooldown, Batch: f.batch}
+		DriftEvery: f.driftEvery, DriftCooldown: f.driftCooldown, Batch: f.batch, VerifyFull: f.verifyFull}
 	if f.driftEvery == 0 {
 		cfg.DriftEvery = -1 // 0 on the command line turns the guard off
 	}
