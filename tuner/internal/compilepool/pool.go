@@ -1,28 +1,41 @@
-// Package compilepool is the compile cache and FIFO compile pool shared by
-// the GPU backends. The tuner announces the candidates it will build
-// (Prefetch); a pool of goroutines compiles them in that order while the
-// device times others, and Build waits for a candidate's compile, or runs it
-// on its own goroutine when the pool has not reached it yet. Every compile
-// runs once per key, whichever goroutine gets to it first.
+// Package compilepool is the compile cache and compile pool shared by the
+// GPU backends. The tuner announces the candidates it will build
+// (Prefetch); a pool of goroutines compiles them while the device times
+// others, and Build waits for a candidate's compile, or runs it on its own
+// goroutine when the pool has not reached it yet. Every compile runs once
+// per key, whichever goroutine gets to it first.
+//
+// The newest announcement is compiled first, in its own order: a search
+// announces each batch it is about to measure together with its guess at
+// the next one, and a guess that proved wrong must not hold up the batch
+// announced after it. Older announcements are compiled when the newer ones
+// are done.
 package compilepool
 
-import "sync"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 // queueLen bounds the announced-but-not-started jobs; beyond it Enqueue
 // drops jobs, which Wait then compiles on the caller's goroutine.
 const queueLen = 1 << 16
 
-// Pool caches compile jobs by key and compiles announced jobs in order on
-// a fixed number of goroutines, started on first use.
+// Pool caches compile jobs by key and compiles announced jobs, newest
+// announcement first, on a fixed number of goroutines, started on first use.
 type Pool[V any] struct {
 	workers   int
 	closedErr error
 
-	mu     sync.Mutex
-	closed bool
-	jobs   map[string]*Job[V]
-	queue  chan *Job[V]
-	start  sync.Once
+	mu      sync.Mutex
+	cond    *sync.Cond // signals new announcements and Close
+	closed  bool
+	started bool
+	jobs    map[string]*Job[V]
+	// gens are the announcements not yet drained, oldest first; each is
+	// compiled in its own order.
+	gens    [][]*Job[V]
+	pending int
 }
 
 // Job is one compile: not started, in flight or done.
@@ -30,6 +43,7 @@ type Job[V any] struct {
 	Key     string
 	pool    *Pool[V]
 	compile func() (V, error)
+	claimed atomic.Bool // a goroutine has begun (or finished) it
 	once    sync.Once
 	done    chan struct{}
 	val     V
@@ -39,7 +53,9 @@ type Job[V any] struct {
 // New makes a pool of workers goroutines (at least one). closedErr is the
 // error of a job that had not started when the pool was closed.
 func New[V any](workers int, closedErr error) *Pool[V] {
-	return &Pool[V]{workers: max(1, workers), closedErr: closedErr, jobs: map[string]*Job[V]{}}
+	p := &Pool[V]{workers: max(1, workers), closedErr: closedErr, jobs: map[string]*Job[V]{}}
+	p.cond = sync.NewCond(&p.mu)
+	return p
 }
 
 // Job returns the cached job of key, or creates one that will call compile.
@@ -57,36 +73,64 @@ func (p *Pool[V]) Job(key string, compile func() (V, error)) *Job[V] {
 	return j
 }
 
-// Enqueue hands jobs to the workers in order, starting them on first use.
-// A full queue drops the job: Wait compiles it when it is needed.
+// Enqueue announces jobs, to be compiled in this order before any job
+// announced earlier and not yet started; the workers start on first use. A
+// job beyond queueLen pending ones is dropped: Wait compiles it when it is
+// needed.
 func (p *Pool[V]) Enqueue(jobs ...*Job[V]) {
-	p.start.Do(func() {
-		q := make(chan *Job[V], queueLen)
-		for range p.workers {
-			go func() {
-				for j := range q {
-					j.run()
-				}
-			}()
-		}
-		p.mu.Lock()
-		if p.closed {
-			close(q)
-		} else {
-			p.queue = q
-		}
-		p.mu.Unlock()
-	})
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.closed {
+		return
+	}
+	if !p.started {
+		p.started = true
+		for range p.workers {
+			go p.work()
+		}
+	}
+	gen := make([]*Job[V], 0, len(jobs))
 	for _, j := range jobs {
-		if p.queue == nil {
-			return
+		if p.pending >= queueLen {
+			break
 		}
-		select {
-		case p.queue <- j:
-		default:
+		if !j.claimed.Load() {
+			gen = append(gen, j)
+			p.pending++
 		}
+	}
+	if len(gen) > 0 {
+		p.gens = append(p.gens, gen)
+		p.cond.Broadcast()
+	}
+}
+
+// work compiles announced jobs until the pool is closed.
+func (p *Pool[V]) work() {
+	for {
+		p.mu.Lock()
+		var j *Job[V]
+		for j == nil {
+			if p.closed {
+				p.mu.Unlock()
+				return
+			}
+			if len(p.gens) == 0 {
+				p.cond.Wait()
+				continue
+			}
+			last := len(p.gens) - 1
+			j, p.gens[last] = p.gens[last][0], p.gens[last][1:]
+			if len(p.gens[last]) == 0 {
+				p.gens = p.gens[:last]
+			}
+			p.pending--
+			if j.claimed.Load() {
+				j = nil // announced again, or taken by Wait
+			}
+		}
+		p.mu.Unlock()
+		j.run()
 	}
 }
 
@@ -122,10 +166,8 @@ func (p *Pool[V]) Close() []*Job[V] {
 		return nil
 	}
 	p.closed = true
-	if p.queue != nil {
-		close(p.queue) // the workers drain it: queued jobs end with the closed error
-		p.queue = nil
-	}
+	p.gens, p.pending = nil, 0
+	p.cond.Broadcast() // the workers stop; jobs not started end below with the closed error
 	jobs := make([]*Job[V], 0, len(p.jobs))
 	for _, j := range p.jobs {
 		jobs = append(jobs, j)
@@ -140,6 +182,7 @@ func (p *Pool[V]) Close() []*Job[V] {
 
 // run compiles the job once, on whichever goroutine gets to it first.
 func (j *Job[V]) run() {
+	j.claimed.Store(true)
 	j.once.Do(func() {
 		defer close(j.done)
 		j.pool.mu.Lock()

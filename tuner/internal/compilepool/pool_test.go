@@ -133,3 +133,38 @@ func TestCloseAndEvict(t *testing.T) {
 		})
 	}
 }
+
+// A newer announcement is compiled before what is left of older ones, in
+// its own order; a job announced again is compiled once, where it comes
+// first.
+func TestNewestAnnouncementFirst(t *testing.T) {
+	p := New[int](1, errClosed)
+	defer p.Close()
+	var mu sync.Mutex
+	var order []int
+	started, release := make(chan struct{}), make(chan struct{})
+	job := func(i int) *Job[int] {
+		return p.Job(fmt.Sprint(i), func() (int, error) {
+			if i == 0 {
+				close(started)
+				<-release
+			}
+			mu.Lock()
+			order = append(order, i)
+			mu.Unlock()
+			return i, nil
+		})
+	}
+	p.Enqueue(job(0), job(1), job(2), job(3))
+	<-started // the worker holds job 0; 1, 2, 3 wait
+	p.Enqueue(job(10), job(2), job(11))
+	close(release)
+	if _, err := job(3).Result(); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []int{0, 10, 2, 11, 1, 3}; fmt.Sprint(order) != fmt.Sprint(want) {
+		t.Fatalf("compile order %v, want %v", order, want)
+	}
+}
