@@ -10,6 +10,7 @@ import (
 	"math"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/kerntune/kerntune/internal/cudadrv"
@@ -49,7 +50,11 @@ type Backend struct {
 	opts     Options
 
 	empty, spinFn *cudadrv.Function
-	hostLaunchUS  float64
+	// The sampling kernels of OutputSample (sample.go), loaded on first use.
+	sampleOnce   sync.Once
+	sample       *sampleFns
+	sampleErr    error
+	hostLaunchUS float64
 }
 
 // Open initialises the driver and a context on the GPU with the given ordinal.

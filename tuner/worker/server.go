@@ -118,7 +118,12 @@ func (s *server) handle(req *request) (*response, error) {
 		case req.Op == opRun:
 			resp.Times, err = prog.Run(inst, req.N)
 		case req.Sample != nil:
-			// Only the sample crosses the pipe (tuner.SampledOutputer).
+			// Only the sample crosses the pipe (tuner.SampledOutputer),
+			// taken on the device where the backend can.
+			if so, ok := prog.(tuner.SampledOutputer); ok {
+				resp.Out, resp.FirstBad, resp.OutLen, err = so.OutputSample(inst, *req.Sample)
+				break
+			}
 			var out []float32
 			if out, err = prog.Output(inst); err == nil {
 				resp.Out, resp.FirstBad = req.Sample.Extract(out)
