@@ -29,6 +29,7 @@ type fakeHooks struct {
 	stats       func(out *int64, n int32) int32
 	lastLaunch  func() string
 	clearSticky func()
+	eventQuery  func(int32)
 }
 
 type fakeStats struct {
@@ -85,7 +86,7 @@ func loadFake(t *testing.T) (*Lib, *fakeHooks) {
 		t.Fatal(err)
 	}
 	hooks := &fakeHooks{}
-	for name, fptr := range map[string]any{"fake_stats": &hooks.stats, "fake_last_launch": &hooks.lastLaunch, "fake_clear_sticky": &hooks.clearSticky} {
+	for name, fptr := range map[string]any{"fake_stats": &hooks.stats, "fake_last_launch": &hooks.lastLaunch, "fake_clear_sticky": &hooks.clearSticky, "fake_set_event_query": &hooks.eventQuery} {
 		addr, err := dlsym(h, name)
 		if err != nil {
 			t.Fatal(err)
@@ -561,6 +562,25 @@ func TestFakeTiming(t *testing.T) {
 	if err != nil || math.Abs(two-0.020) > 1e-4 {
 		t.Errorf("Time = %v, %v; want 0.020 ms", two, err)
 	}
+	// Whether the host stayed ahead of the GPU is cuEventQuery on the
+	// first event once every launch is queued.
+	for _, tc := range []struct {
+		query int32
+		ahead bool
+	}{{600, true}, {0, false}} {
+		hooks.eventQuery(tc.query)
+		err := c.Do(func(t *Thread) error {
+			ms, ahead, err := t.TimeLaunchesAhead(5, launch)
+			if err == nil && (len(ms) != 5 || ahead != tc.ahead) {
+				return fmt.Errorf("%d times, ahead %v", len(ms), ahead)
+			}
+			return err
+		})
+		if err != nil {
+			t.Errorf("cuEventQuery answering %d: %v, want ahead %v", tc.query, err, tc.ahead)
+		}
+	}
+	hooks.eventQuery(0)
 	if z, err := c.TimeLaunches(0, launch); err != nil || len(z) != 0 {
 		t.Errorf("TimeLaunches(0) = %v, %v", z, err)
 	}

@@ -50,6 +50,7 @@ type cudaFuncs struct {
 	cuEventCreate              func(e *uintptr, flags uint32) int32
 	cuEventRecord              func(e, s uintptr) int32
 	cuEventSynchronize         func(e uintptr) int32
+	cuEventQuery               func(e uintptr) int32
 	cuEventElapsedTime         func(ms *float32, start, end uintptr) int32
 	cuEventDestroy             func(e uintptr) int32
 }
@@ -291,6 +292,7 @@ func (l *Lib) bindCUDA(h uintptr) error {
 	b.bind(&c.cuEventCreate, "cuEventCreate")
 	b.bind(&c.cuEventRecord, "cuEventRecord")
 	b.bind(&c.cuEventSynchronize, "cuEventSynchronize")
+	b.bind(&c.cuEventQuery, "cuEventQuery")
 	l.elapsedSym = b.bind(&c.cuEventElapsedTime, "cuEventElapsedTime_v2", "cuEventElapsedTime")
 	b.bind(&c.cuEventDestroy, "cuEventDestroy_v2")
 	return b.result()

@@ -53,38 +53,59 @@ func (t *Thread) beginTiming(n int) error {
 // kernels or cuBLAS calls on t. An error from launch (wrapped with its
 // index) or from the driver aborts the measurement.
 func (t *Thread) TimeLaunches(n int, launch func(t *Thread, i int) error) ([]float64, error) {
+	ms, _, err := t.TimeLaunchesAhead(n, launch)
+	return ms, err
+}
+
+// TimeLaunchesAhead is TimeLaunches that also reports whether the host
+// queued every launch before the GPU reached the first event: true when that
+// event had not completed once the last launch was queued. Behind a kernel
+// that holds the GPU (a spin), true means the GPU ran the launches back to
+// back and each interval is GPU time; false means the GPU may have waited
+// for the host between launches (a host slowed down, e.g. by compiles on
+// every core), and the intervals may include that wait.
+func (t *Thread) TimeLaunchesAhead(n int, launch func(t *Thread, i int) error) ([]float64, bool, error) {
 	if err := t.beginTiming(n); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	defer func() { t.timing = false }()
 	if n == 0 {
-		return []float64{}, nil
+		return []float64{}, true, nil
 	}
 	ev, err := t.eventPool(n + 1)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if err := t.record(ev[0]); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	for i := 0; i < n; i++ {
 		if err := launch(t, i); err != nil {
-			return nil, fmt.Errorf("timed launch %d of %d: %w", i, n, err)
+			return nil, false, fmt.Errorf("timed launch %d of %d: %w", i, n, err)
 		}
 		if err := t.record(ev[i+1]); err != nil {
-			return nil, err
+			return nil, false, err
+		}
+	}
+	ahead := false
+	switch r := t.lib.cu.cuEventQuery(ev[0]); r {
+	case cudaErrorNotReady:
+		ahead = true
+	default:
+		if err := t.check("cuEventQuery", r, ""); err != nil {
+			return nil, false, err
 		}
 	}
 	if err := t.check("cuEventSynchronize", t.lib.cu.cuEventSynchronize(ev[n]), ""); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	out := make([]float64, n)
 	for i := range out {
 		if out[i], err = t.elapsed(ev[i], ev[i+1]); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 	}
-	return out, nil
+	return out, ahead, nil
 }
 
 // TimeBatch calls launch(t, i) for i in [0, n) between one pair of events

@@ -50,6 +50,9 @@ type Backend struct {
 	opts     Options
 
 	empty, spinFn *cudadrv.Function
+	// spinScale lengthens spins after the host fell behind its launches
+	// (longerSpin); used on the context's thread only.
+	spinScale float64
 	// The sampling kernels of OutputSample (sample.go), loaded on first use.
 	sampleOnce   sync.Once
 	sample       *sampleFns
@@ -82,7 +85,8 @@ func OpenWith(ordinal int, o Options) (*Backend, error) {
 		return nil, err
 	}
 	b := &Backend{lib: lib, ctx: ctx, props: ctx.Props(), opts: o}
-	b.compiles = gpuhost.NewCompiles(runtime.NumCPU(), errClosed, b.nvrtc)
+	// One core is left to the thread that launches and times kernels.
+	b.compiles = gpuhost.NewCompiles(max(1, runtime.NumCPU()-1), errClosed, b.nvrtc)
 	if err := b.describe(); err != nil {
 		ctx.Close()
 		return nil, err
@@ -226,9 +230,22 @@ func (b *Backend) loadHelpers() error {
 // spin queues the spin kernel for long enough that n launches can be
 // enqueued behind it (the host's measured cost per launch, doubled, plus a margin).
 func (b *Backend) spin(t *cudadrv.Thread, n int) error {
-	per := max(b.hostLaunchUS, 5.0)
-	ns := int64(min(float64(n)*per*2000+20000, 50e6))
+	per := max(b.hostLaunchUS, 5.0) * max(1, b.spinScale)
+	ns := int64(min(float64(n)*per*2000+20000, maxSpinNS))
 	return t.Launch(b.spinFn, [3]uint32{1, 1, 1}, [3]uint32{1, 1, 1}, 0, ns)
+}
+
+// maxSpinNS caps a spin, in nanoseconds.
+const maxSpinNS = 50e6
+
+// longerSpin doubles the spins of later runs after a host fell behind its
+// launches (program.Run); it reports false once they are as long as they go.
+func (b *Backend) longerSpin() bool {
+	if b.spinScale >= 64 {
+		return false
+	}
+	b.spinScale = max(1, b.spinScale) * 2
+	return true
 }
 
 // launchOverhead measures the host's cost of one launch (wall time per

@@ -50,6 +50,9 @@ int fake_stats(long long *out, int n) {
 }
 
 void fake_clear_sticky(void) { sticky = 0; }
+/* What cuEventQuery answers: 0 (the event completed) or 600 (not ready). */
+static int event_query_result = 0;
+void fake_set_event_query(int r) { event_query_result = r; }
 
 const char *fake_last_launch(void) { return last_launch; }
 
@@ -417,6 +420,7 @@ CUresult cuEventRecord(void *e, void *stream) {
 	return 0;
 }
 CUresult cuEventSynchronize(void *e) { NEED_CTX(); (void)e; return sticky; }
+CUresult cuEventQuery(void *e) { NEED_CTX(); NOT_STICKY(); (void)e; return event_query_result; }
 CUresult cuEventElapsedTime_v2(float *ms, void *a, void *b) {
 	NEED_CTX(); NOT_STICKY();
 	event_t *ea = a, *eb = b;
