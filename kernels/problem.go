@@ -3,8 +3,10 @@ package kernels
 import (
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/kerntune/kerntune/internal/half"
 )
@@ -37,22 +39,68 @@ func NewProblem(k *Kernel, dt DType, c Case, rng *rand.Rand) (*Problem, error) {
 			return nil, fmt.Errorf("%s has no option %q (%s)", k.Name, o, optionsString(k.Options))
 		}
 	}
-	fill := k.Fill
-	if fill == nil {
-		fill = uniform
-	}
 	p := &Problem{Kernel: k, DType: dt, Case: c}
 	for _, op := range k.Inputs(c) {
 		buf := make([]float32, op.Len)
-		fill(op, buf, rng)
+		if k.Fill != nil {
+			k.Fill(op, buf, rng)
+		} else {
+			uniformChunks(buf, rng)
+		}
 		if dt == F16 {
-			for i, v := range buf {
-				buf[i] = half.Round(v)
-			}
+			inChunks(len(buf), func(lo, hi int) {
+				for i := lo; i < hi; i++ {
+					buf[i] = half.Round(buf[i])
+				}
+			})
 		}
 		p.Inputs = append(p.Inputs, buf)
 	}
 	return p, nil
+}
+
+// fillChunk is the length of the pieces of an operand drawn (or rounded)
+// on goroutines of their own: gemv's largest weights (151936×896) took
+// seconds to draw on one core, in the tuner and again in its worker.
+const fillChunk = 1 << 18
+
+// inChunks calls f on the pieces lo..hi of 0..n, fillChunk long, in
+// parallel when there are several.
+func inChunks(n int, f func(lo, hi int)) {
+	if n <= fillChunk {
+		f(0, n)
+		return
+	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	for lo := 0; lo < n; lo += fillChunk {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(lo int) {
+			defer wg.Done()
+			f(lo, min(lo+fillChunk, n))
+			<-sem
+		}(lo)
+	}
+	wg.Wait()
+}
+
+// uniformChunks draws buf uniform in [-1, 1): a short operand from rng
+// itself, a long one in pieces, each from a generator seeded by rng in
+// order, so that the values depend on rng alone and not on scheduling.
+func uniformChunks(buf []float32, rng *rand.Rand) {
+	if len(buf) <= fillChunk {
+		uniform(Operand{}, buf, rng)
+		return
+	}
+	seeds := make([][2]uint64, (len(buf)+fillChunk-1)/fillChunk)
+	for i := range seeds {
+		seeds[i] = [2]uint64{rng.Uint64(), rng.Uint64()}
+	}
+	inChunks(len(buf), func(lo, hi int) {
+		s := seeds[lo/fillChunk]
+		uniform(Operand{}, buf[lo:hi], rand.New(rand.NewPCG(s[0], s[1])))
+	})
 }
 
 // uniform draws values uniform in [-1, 1).
