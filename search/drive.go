@@ -2,6 +2,7 @@ package search
 
 import (
 	"math"
+	"slices"
 
 	"github.com/kerntune/kerntune/internal/stats"
 )
@@ -39,6 +40,18 @@ type Sizer interface {
 // turns out wrong costs only a compile.
 type Lookahead interface {
 	Upcoming(n int) []Candidate
+}
+
+// Unordered is implemented by strategies that can say whether the batch of
+// requests their last Next returned may be measured in another order than
+// proposed. With Driver.Ready set, the driver then measures the batch's
+// fresh candidates (not measured before) whose builds are done before those
+// still compiling.
+type Unordered interface {
+	// AnyOrder reports whether the fresh requests of the last batch may be
+	// told in any order without changing what the strategy does next or
+	// picks as best, given the same results.
+	AnyOrder() bool
 }
 
 // Driver runs one search, the same way for kerntune tune and kerntune
@@ -84,6 +97,17 @@ type Driver struct {
 	// candidates not measured before (a backend builds them in parallel),
 	// before the first of them is measured.
 	Prefetch func(fresh []Candidate)
+	// Ready, when set, reports whether a candidate's build is done (its
+	// compile has finished, successfully or not), so that measuring it
+	// waits for no compile. Before each measurement of a batch the strategy
+	// takes in any order (Unordered), the driver measures the first
+	// remaining request whose candidate is ready or was measured before; when
+	// none is, the first remaining request (which then waits for its
+	// compile). Requests for candidates measured before thus keep their
+	// order and are never held back. Nil: every batch is measured in the
+	// order proposed (kerntune replay, whose searches must not depend on
+	// compile times).
+	Ready func(Candidate) bool
 	// Batch is how many fresh candidates the strategy proposes per ask
 	// (Options.Batch; ≤ 1: one), so that a backend with a compile pool
 	// builds the next ones while the device times the first. The raced
@@ -257,7 +281,20 @@ func (s *session) loop(st Strategy) string {
 			}
 			s.d.Prefetch(fresh)
 		}
-		for _, req := range reqs {
+		reorder := s.d.Ready != nil && len(reqs) > 1
+		if un, ok := st.(Unordered); !ok || !un.AnyOrder() {
+			reorder = false
+		}
+		if reorder {
+			reqs = slices.Clone(reqs) // the strategy's slice is left as it was
+		}
+		for len(reqs) > 0 {
+			i := 0
+			if reorder {
+				i = s.pick(reqs)
+			}
+			req := reqs[i]
+			reqs = slices.Delete(reqs, i, i+1)
 			if s.d.Stop != nil {
 				if reason := s.d.Stop(req); reason != "" {
 					return reason
@@ -271,6 +308,33 @@ func (s *session) loop(st Strategy) string {
 		}
 	}
 	return ""
+}
+
+// readyWindow bounds how many fresh requests pick asks Driver.Ready about
+// before one measurement: a strategy that asks for a whole round at once
+// (exhaustive, random, halving) proposes the entire pool, whose compiles
+// the pool finishes near the front of its order anyway, and each question
+// may cost a call to a worker process.
+const readyWindow = 32
+
+// pick is the index of the request of reqs to measure next (Driver.Ready):
+// the first for a candidate measured before or whose build is ready, among
+// the first readyWindow fresh ones; else 0.
+func (s *session) pick(reqs []Request) int {
+	fresh := 0
+	for i, req := range reqs {
+		if _, seen := s.cands[req.Candidate.Key()]; seen {
+			return i
+		}
+		if fresh == readyWindow {
+			break
+		}
+		fresh++
+		if s.d.Ready(req.Candidate) {
+			return i
+		}
+	}
+	return 0
 }
 
 // bestMeasured is the candidate of lowest median among those measured

@@ -52,6 +52,16 @@ type batchProposer interface {
 // and then compared by median. With NoRace every candidate gets RaceMax
 // samples. A batch's survivors get their further samples together; the
 // next batch is proposed when every candidate of the last one is decided.
+//
+// The first samples of a batch may be told in any order (Unordered) when
+// they cannot make a candidate the incumbent (RaceFirst < RaceMax, racing
+// on): each is then decided against the same incumbent, whatever the
+// order. What depends on the order is kept out of it: the survivors' further
+// samples are asked for in the order proposed, and the proposer learns the
+// costs of the candidates decided in one round in that order too, at the
+// next Next (ils moves and reshuffles its neighbours at each improvement,
+// bo adds the costs to its process one by one). Without reordering this is
+// the order in which they were told anyway.
 type raced struct {
 	name  string
 	book  *book
@@ -63,6 +73,17 @@ type raced struct {
 	pending []Request
 	best    Candidate
 	done    bool
+	// rank is the proposal index of each candidate of the current batch;
+	// decided are its candidates decided since the last Next, for the proposer.
+	rank     map[string]int
+	decided  []decision
+	anyOrder bool
+}
+
+// decision is a candidate decided with its cost (proposer.observe).
+type decision struct {
+	c    Candidate
+	cost float64
 }
 
 func newRaced(name string, p proposer, opts Options) *raced {
@@ -72,9 +93,14 @@ func newRaced(name string, p proposer, opts Options) *raced {
 func (r *raced) Name() string { return r.name }
 
 func (r *raced) Next() []Request {
+	r.report()
+	r.anyOrder = false
 	if r.pending != nil {
 		reqs := r.pending
 		r.pending = nil
+		slices.SortStableFunc(reqs, func(a, b Request) int {
+			return r.rank[a.Candidate.Key()] - r.rank[b.Candidate.Key()]
+		})
 		return reqs
 	}
 	if r.done || len(r.active) > 0 {
@@ -108,12 +134,33 @@ func (r *raced) Next() []Request {
 		n = r.opts.RaceMax
 	}
 	reqs := make([]Request, len(cands))
+	r.rank = make(map[string]int, len(cands))
 	for i, c := range cands {
 		reqs[i] = Request{Candidate: c, Samples: n}
+		r.rank[c.Key()] = i
 	}
 	r.evals += len(cands)
 	r.active = cands
+	// With n = RaceMax (no racing, or no incumbent yet) a candidate may
+	// become the incumbent at its first result and the next ones race
+	// against it: the order of the results matters.
+	r.anyOrder = n < r.opts.RaceMax
 	return reqs
+}
+
+// AnyOrder implements Unordered (see raced).
+func (r *raced) AnyOrder() bool { return r.anyOrder }
+
+// report hands the proposer the costs of the candidates decided since the
+// last Next, in the order they were proposed.
+func (r *raced) report() {
+	slices.SortStableFunc(r.decided, func(a, b decision) int {
+		return r.rank[a.c.Key()] - r.rank[b.c.Key()]
+	})
+	for _, d := range r.decided {
+		r.prop.observe(d.c, d.cost)
+	}
+	r.decided = r.decided[:0]
 }
 
 func (r *raced) Tell(res Result) {
@@ -160,11 +207,12 @@ func (r *raced) Upcoming(n int) []Candidate {
 	return nil
 }
 
-// finish decides active candidate i with its cost.
+// finish decides active candidate i with its cost; the proposer learns it
+// at the next Next (report).
 func (r *raced) finish(i int, cost float64) {
 	c := r.active[i]
 	r.active = slices.Delete(r.active, i, i+1)
-	r.prop.observe(c, cost)
+	r.decided = append(r.decided, decision{c, cost})
 }
 
 func (r *raced) Best() (Candidate, []float64, bool) {

@@ -26,7 +26,8 @@ type Result struct {
 }
 
 // Strategy decides what to measure next. The tuner calls Next, performs
-// the requests in order, calling Tell after each, and stops when Next returns
+// the requests in order (or, for a strategy that allows it, the fresh ones
+// in any order: Unordered), calling Tell after each, and stops when Next returns
 // no request or its budget is spent; Best then names the winner.
 type Strategy interface {
 	Name() string
@@ -271,6 +272,10 @@ func (f *fixed) Next() []Request {
 
 func (f *fixed) Tell(r Result) { f.book.tell(r) }
 
+// AnyOrder implements Unordered: Tell only books the samples, and Best
+// breaks ties by key, so the order of the results does not matter.
+func (f *fixed) AnyOrder() bool { return true }
+
 func (f *fixed) Best() (Candidate, []float64, bool) { return f.book.best(1) }
 
 // halving is successive halving: every survivor is measured up to the
@@ -337,6 +342,11 @@ func (h *halving) Next() []Request {
 }
 
 func (h *halving) Tell(r Result) { h.book.tell(r) }
+
+// AnyOrder implements Unordered: Tell only books the samples, and the
+// survivors are chosen when the whole round is in, sorted stably in the
+// strategy's own order.
+func (h *halving) AnyOrder() bool { return true }
 
 // SizeTo sizes the first round: the largest count, shrinking by a fifth
 // from the whole pool, whose search (HalvingSamples, plus one sample per

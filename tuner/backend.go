@@ -97,6 +97,15 @@ type Prefetcher interface {
 	Prefetch(k *kernels.Kernel, dt kernels.DType, cands []search.Candidate)
 }
 
+// Readier is implemented by backends with a compile pool (Prefetcher) that
+// can say, cheaply and without waiting, whether a candidate's compile has
+// ended, successfully or not: the search then measures the candidates of a
+// batch whose builds are done before those still compiling
+// (search.Driver.Ready).
+type Readier interface {
+	Ready(k *kernels.Kernel, dt kernels.DType, c search.Candidate) bool
+}
+
 // Instance is a problem loaded on the device.
 type Instance interface {
 	Close() error

@@ -119,15 +119,24 @@ type poolBackend struct {
 	mu       sync.Mutex
 	ready    map[string]time.Time // when a prefetched compile is done
 	announce [][]string
+	// slow, when set, is the compile time of the second new candidate of
+	// each announcement (a batch with a candidate that compiles slowly).
+	slow time.Duration
 }
 
 func (b *poolBackend) Prefetch(_ *kernels.Kernel, _ kernels.DType, cands []search.Candidate) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var keys []string
+	fresh := 0
 	for _, c := range cands {
 		if _, ok := b.ready[c.Key()]; !ok {
-			b.ready[c.Key()] = time.Now().Add(b.build)
+			d := b.build
+			if fresh == 1 && b.slow > 0 {
+				d = b.slow
+			}
+			fresh++
+			b.ready[c.Key()] = time.Now().Add(d)
 		}
 		keys = append(keys, c.Key())
 	}
@@ -184,5 +193,52 @@ func TestBatchesHideCompiles(t *testing.T) {
 	}
 	if big < 3 {
 		t.Errorf("announced %v: want batches of several candidates", b.announce)
+	}
+}
+
+// readyPool is poolBackend that says which compiles are done (Readier).
+type readyPool struct {
+	*poolBackend
+	asked int
+}
+
+func (b *readyPool) Ready(_ *kernels.Kernel, _ kernels.DType, c search.Candidate) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.asked++
+	at, ok := b.ready[c.Key()]
+	return ok && !time.Now().Before(at)
+}
+
+// When a candidate of each batch compiles slowly, a backend that says
+// which compiles are done (Readier) has the search measure the others
+// first: it waits for compiles less, for the same number of candidates.
+func TestReadyCandidatesMeasuredFirst(t *testing.T) {
+	run := func(readier bool) (*params.TuneTime, int, int) {
+		pb := &poolBackend{slowBackend: slowBackend{fakeBackend: fakeBackend{rng: rand.New(rand.NewPCG(1, 2)), threadsCap: 4},
+			build: 2 * time.Millisecond, output: time.Millisecond, run: 2 * time.Millisecond}, ready: map[string]time.Time{}, slow: 40 * time.Millisecond}
+		var b Backend = pb
+		rp := &readyPool{poolBackend: pb}
+		if readier {
+			b = rp
+		}
+		cfg := Config{Strategy: "racing", Seed: 1, FinalSamples: 5, MaxEvals: 25, Warmup: time.Microsecond, Batch: 6}
+		res, err := New(b, cfg).Run(context.Background(), gemvTask(t), time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Time, res.Entry.Evaluations, rp.asked
+	}
+	plain, nPlain, _ := run(false)
+	ready, nReady, asked := run(true)
+	t.Logf("in order: %+v\nready first: %+v", *plain, *ready)
+	if nPlain != 25 || nReady != 25 {
+		t.Fatalf("measured %d and %d candidates, want 25 each", nPlain, nReady)
+	}
+	if asked == 0 {
+		t.Fatal("the search never asked which compiles are done")
+	}
+	if ready.CompileS > 0.7*plain.CompileS {
+		t.Errorf("waited %.3fs for compiles measuring ready candidates first, %.3fs in order", ready.CompileS, plain.CompileS)
 	}
 }

@@ -351,6 +351,9 @@ func (t *Tuner) Run(ctx context.Context, task Task, budget time.Duration) (*Resu
 	}
 	if pf, ok := t.b.(Prefetcher); ok && compilesAhead(t.b) {
 		d.Prefetch = func(fresh []search.Candidate) { pf.Prefetch(task.Kernel, task.DType, fresh) }
+		if rd, ok := t.b.(Readier); ok {
+			d.Ready = func(c search.Candidate) bool { return rd.Ready(task.Kernel, task.DType, c) }
+		}
 	}
 	d.Batch = t.cfg.Batch
 	if d.Batch <= 0 {

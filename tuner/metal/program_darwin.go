@@ -308,3 +308,8 @@ func (b *Backend) noteBuilt(key string) {
 func (b *Backend) Prefetch(k *kernels.Kernel, dt kernels.DType, cands []search.Candidate) {
 	b.compiles.Prefetch(k, dt, cands)
 }
+
+// Ready reports whether a candidate's compile has ended (tuner.Readier).
+func (b *Backend) Ready(k *kernels.Kernel, dt kernels.DType, c search.Candidate) bool {
+	return b.compiles.Ready(k, dt, c)
+}

@@ -396,6 +396,20 @@ func (b *Backend) Prefetch(k *kernels.Kernel, dt kernels.DType, cands []search.C
 	b.call(req, b.setupLimit())
 }
 
+// Ready asks the worker's backend whether a candidate's compile has ended
+// (tuner.Readier): one short call per question. With no worker running
+// (none started yet, or the last one lost) it is false without a call, as
+// a fresh worker has compiled nothing.
+func (b *Backend) Ready(k *kernels.Kernel, dt kernels.DType, c search.Candidate) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.p == nil {
+		return false
+	}
+	resp, err := b.callLocked(&request{Op: opReady, Kernel: k.Name, DType: string(dt), Cand: c}, b.setupLimit())
+	return err == nil && resp.Ready
+}
+
 // tail keeps the last max bytes written to it: the worker's stderr, where
 // a crash leaves its reason.
 type tail struct {

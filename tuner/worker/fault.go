@@ -81,6 +81,12 @@ func (f *faulty) Prefetch(k *kernels.Kernel, dt kernels.DType, cands []search.Ca
 	}
 }
 
+// Ready passes through, as Prefetch does.
+func (f *faulty) Ready(k *kernels.Kernel, dt kernels.DType, c search.Candidate) bool {
+	rd, ok := f.Backend.(tuner.Readier)
+	return ok && rd.Ready(k, dt, c)
+}
+
 // DeviceLost passes through to the wrapped backend.
 func (f *faulty) DeviceLost(err error) bool {
 	dl, ok := f.Backend.(DeviceLoser)

@@ -27,6 +27,7 @@ const (
 	opBuild     = "build"
 	opBaseline  = "baseline"
 	opPrefetch  = "prefetch"
+	opReady     = "ready"
 	opRun       = "run"
 	opOutput    = "output"
 	opCloseProg = "close-program"
@@ -62,6 +63,9 @@ type response struct {
 	// first non-finite element of the whole output (-1 for none) and its length.
 	FirstBad int
 	OutLen   int
+	// Ready answers a ready request: the candidate's compile has ended
+	// (tuner.Readier).
+	Ready bool
 }
 
 // problemSpec is a problem as sent to the worker: its seed, or for a

@@ -108,6 +108,14 @@ func (s *server) handle(req *request) (*response, error) {
 			}
 			pf.Prefetch(k, dt, cands)
 		}
+	case opReady:
+		if rd, ok := s.b.(tuner.Readier); ok {
+			k, dt, err := kernelDType(req.Kernel, req.DType)
+			if err != nil {
+				return resp, err
+			}
+			resp.Ready = rd.Ready(k, dt, search.Candidate(req.Cand))
+		}
 	case opRun, opOutput:
 		prog, inst := s.progs[req.ID], s.insts[req.Inst]
 		if prog == nil || inst == nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -35,6 +36,9 @@ func TestMain(m *testing.M) {
 	if key := os.Getenv("KTDEV_LOSE"); key != "" {
 		served = &losingBackend{Backend: served, key: key}
 	}
+	if keys := os.Getenv("KTDEV_READY"); keys != "" {
+		served = &readyBackend{Backend: served, ready: strings.Split(keys, ";")}
+	}
 	if err := Serve(served, os.Stdin, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(3)
@@ -64,6 +68,71 @@ func (l *losingBackend) Build(k *kernels.Kernel, dt kernels.DType, c search.Cand
 func (losingProg) Output(tuner.Instance) ([]float32, error) { return nil, errLost }
 
 func (l *losingBackend) DeviceLost(err error) bool { return err.Error() == errLost.Error() }
+
+// readyBackend models a compile pool whose compiles of the candidates in
+// ready (keys) have ended, for kernel softmax.
+type readyBackend struct {
+	tuner.Backend
+	ready []string
+}
+
+func (r *readyBackend) Ready(k *kernels.Kernel, dt kernels.DType, c search.Candidate) bool {
+	return k.Name == "softmax" && dt == kernels.F16 && slices.Contains(r.ready, c.Key())
+}
+
+// The client asks the worker's backend which compiles have ended (one call
+// per question), and asks nothing when no worker runs.
+func TestReadyRoundTrip(t *testing.T) {
+	done, compiling := search.Candidate{"ROWS": 1, "TG": 64}, search.Candidate{"ROWS": 2, "TG": 64}
+	t.Setenv("KTDEV_READY", done.Key()+";"+search.Candidate{"ROWS": 4, "TG": 32}.Key())
+	b := openTestWorker(t, "", time.Minute, &strings.Builder{})
+	var _ tuner.Readier = b
+	softmax, _ := kernels.Get("softmax")
+	rmsnorm, _ := kernels.Get("rmsnorm")
+	tests := []struct {
+		name string
+		k    *kernels.Kernel
+		dt   kernels.DType
+		c    search.Candidate
+		want bool
+	}{
+		{"compiled", softmax, kernels.F16, done, true},
+		{"compiling", softmax, kernels.F16, compiling, false},
+		{"another dtype", softmax, kernels.F32, done, false},
+		{"another kernel", rmsnorm, kernels.F16, done, false},
+	}
+	for _, tc := range tests {
+		before := b.sentOf(opReady)
+		if got := b.Ready(tc.k, tc.dt, tc.c); got != tc.want {
+			t.Errorf("%s: Ready %v, want %v", tc.name, got, tc.want)
+		}
+		if n := b.sentOf(opReady) - before; n != 1 {
+			t.Errorf("%s: %d ready requests, want 1", tc.name, n)
+		}
+	}
+	// The CPU backend has no compile pool: nothing is ready in its worker.
+	t.Setenv("KTDEV_READY", "")
+	plain := openTestWorker(t, "", time.Minute, &strings.Builder{})
+	if plain.Ready(softmax, kernels.F16, done) {
+		t.Error("ready in a worker whose backend has no compile pool")
+	}
+	// No worker running: false, and no worker is started for the question.
+	b.Close()
+	before := b.calls()
+	if b.Ready(softmax, kernels.F16, done) {
+		t.Error("ready with no worker running")
+	}
+	if b.calls() != before || b.p != nil {
+		t.Errorf("asking with no worker running made %d calls, started a worker: %v", b.calls()-before, b.p != nil)
+	}
+}
+
+// sentOf is how many requests of operation op b has sent.
+func (b *Backend) sentOf(op string) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.sent[op]
+}
 
 // A call whose error leaves the device unusable is a crash: the worker
 // exits, the next call gets a fresh one with the problem loaded again.

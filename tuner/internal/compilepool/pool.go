@@ -73,6 +73,14 @@ func (p *Pool[V]) Job(key string, compile func() (V, error)) *Job[V] {
 	return j
 }
 
+// Lookup returns the cached job of key, creating none.
+func (p *Pool[V]) Lookup(key string) (*Job[V], bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	j, ok := p.jobs[key]
+	return j, ok
+}
+
 // Enqueue announces jobs, to be compiled in this order before any job
 // announced earlier and not yet started; the workers start on first use. A
 // job beyond queueLen pending ones is dropped: Wait compiles it when it is
@@ -202,6 +210,17 @@ func (j *Job[V]) run() {
 func (j *Job[V]) Wait() (V, error) {
 	j.run()
 	return j.val, j.err
+}
+
+// Done reports, without waiting, whether the job has ended (compiled,
+// failed, or ended by Close).
+func (j *Job[V]) Done() bool {
+	select {
+	case <-j.done:
+		return true
+	default:
+		return false
+	}
 }
 
 // Result returns the result of a job that has ended (after Wait or Close).

@@ -168,3 +168,40 @@ func TestNewestAnnouncementFirst(t *testing.T) {
 		t.Fatalf("compile order %v, want %v", order, want)
 	}
 }
+
+// Done is false until the job has ended, whatever way it ends, and never
+// blocks; Lookup finds cached jobs without creating any.
+func TestJobDone(t *testing.T) {
+	p := New[int](1, errClosed)
+	release := make(chan struct{})
+	started := make(chan struct{})
+	slow := p.Job("slow", func() (int, error) { close(started); <-release; return 1, nil })
+	failing := p.Job("failing", func() (int, error) { return 0, errors.New("does not compile") })
+	idle := p.Job("idle", func() (int, error) { return 2, nil })
+	tests := []struct {
+		name string
+		job  *Job[int]
+		end  func()
+	}{
+		{"compiles", slow, func() { close(release); slow.Wait() }},
+		{"fails", failing, func() { failing.Wait() }},
+		{"closed before it started", idle, func() { p.Close() }},
+	}
+	p.Enqueue(slow)
+	<-started
+	for _, tc := range tests {
+		if tc.job.Done() {
+			t.Errorf("%s: done before it ended", tc.name)
+		}
+		if j, ok := p.Lookup(tc.job.Key); !ok || j != tc.job {
+			t.Errorf("%s: Lookup %v %v", tc.name, j, ok)
+		}
+		tc.end()
+		if !tc.job.Done() {
+			t.Errorf("%s: not done after it ended", tc.name)
+		}
+	}
+	if _, ok := p.Lookup("never"); ok {
+		t.Error("Lookup found a job never made")
+	}
+}

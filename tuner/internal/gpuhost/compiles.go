@@ -49,3 +49,11 @@ func (cs *Compiles[V]) Prefetch(k *kernels.Kernel, dt kernels.DType, cands []sea
 	}
 	cs.Enqueue(jobs...)
 }
+
+// Ready reports whether a candidate's compile has ended, successfully or
+// not, so that building it waits for no compile; false for a candidate
+// never announced nor built (it creates no job).
+func (cs *Compiles[V]) Ready(k *kernels.Kernel, dt kernels.DType, c search.Candidate) bool {
+	j, ok := cs.Lookup(Key(k, dt, c))
+	return ok && j.Done()
+}

@@ -56,3 +56,54 @@ func TestPrefetchWithoutBody(t *testing.T) {
 	k, _ := kernels.Get("softmax")
 	cs.Prefetch(k, kernels.F32, []search.Candidate{{"ROWS": 1}})
 }
+
+// Ready is true once a candidate's compile has ended, successfully or not,
+// and false for one never announced, for which it makes no job.
+func TestReady(t *testing.T) {
+	release := make(chan struct{})
+	cs := NewCompiles(2, errors.New("closed"), func(body *gpu.Body, dt kernels.DType, c search.Candidate) (int, error) {
+		if c["TG"] == 128 {
+			<-release
+		}
+		if c["TG"] == 256 {
+			return 0, errors.New("does not compile")
+		}
+		return c["TG"], nil
+	})
+	defer cs.Close()
+	k, _ := kernels.Get("softmax")
+	body, err := cs.Body(k.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fast, slow, bad := search.Candidate{"TG": 64}, search.Candidate{"TG": 128}, search.Candidate{"TG": 256}
+	cs.Prefetch(k, kernels.F32, []search.Candidate{fast, slow, bad})
+	for _, c := range []search.Candidate{fast, bad} {
+		cs.For(body, k, kernels.F32, c).Wait()
+	}
+	tests := []struct {
+		name string
+		c    search.Candidate
+		dt   kernels.DType
+		want bool
+	}{
+		{"compiled", fast, kernels.F32, true},
+		{"failed", bad, kernels.F32, true},
+		{"compiling", slow, kernels.F32, false},
+		{"never announced", search.Candidate{"TG": 32}, kernels.F32, false},
+		{"another dtype", fast, kernels.F16, false},
+	}
+	for _, tc := range tests {
+		if got := cs.Ready(k, tc.dt, tc.c); got != tc.want {
+			t.Errorf("%s: Ready %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	if _, ok := cs.Lookup(Key(k, kernels.F32, search.Candidate{"TG": 32})); ok {
+		t.Error("Ready made a job")
+	}
+	close(release)
+	cs.For(body, k, kernels.F32, slow).Wait()
+	if !cs.Ready(k, kernels.F32, slow) {
+		t.Error("not ready after its compile")
+	}
+}
