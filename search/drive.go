@@ -294,7 +294,11 @@ func (s *session) loop(st Strategy) string {
 				i = s.pick(reqs)
 			}
 			req := reqs[i]
-			reqs = slices.Delete(reqs, i, i+1)
+			if i == 0 {
+				reqs = reqs[1:] // the strategy's slice is not written to
+			} else {
+				reqs = slices.Delete(reqs, i, i+1) // a clone (reorder)
+			}
 			if s.d.Stop != nil {
 				if reason := s.d.Stop(req); reason != "" {
 					return reason
