@@ -13,8 +13,13 @@ import (
 )
 
 // synthCache is a 6×6 space, cost growing with distance from (4, 1), where
-// every configuration with x=2 failed to compile.
-func synthCache(t *testing.T) *ktcache.Cache {
+// every configuration with x=2 failed to compile; samples spread by 1 %.
+func synthCache(t *testing.T) *ktcache.Cache { return gridCache(t, 100, 200, 0.01) }
+
+// gridCache is the 6×6 space of synthCache with the given compile times
+// (ms) of the valid and the failed configurations and a relative spread of
+// the three samples around each time.
+func gridCache(t *testing.T, compileMS, failedCompileMS, spread float64) *ktcache.Cache {
 	var b strings.Builder
 	b.WriteString(`{"tune_params_keys":["x","y"],"tune_params":{"x":[0,1,2,3,4,5],"y":[0,1,2,3,4,5]},"cache":{`)
 	for x := 0; x < 6; x++ {
@@ -23,12 +28,11 @@ func synthCache(t *testing.T) *ktcache.Cache {
 				b.WriteString(",")
 			}
 			if x == 2 {
-				fmt.Fprintf(&b, `"%d,%d":{"x":%d,"y":%d,"time":"CompilationFailedConfig","compile_time":200}`, x, y, x, y)
+				fmt.Fprintf(&b, `"%d,%d":{"x":%d,"y":%d,"time":"CompilationFailedConfig","compile_time":%g}`, x, y, x, y, failedCompileMS)
 				continue
 			}
-			d := float64((x-4)*(x-4) + (y-1)*(y-1))
-			m := 1 + 0.1*d
-			fmt.Fprintf(&b, `"%d,%d":{"x":%d,"y":%d,"time":%g,"times":[%g,%g,%g],"compile_time":100}`, x, y, x, y, m, m*0.99, m, m*1.01)
+			m := 1 + 0.1*float64((x-4)*(x-4)+(y-1)*(y-1))
+			fmt.Fprintf(&b, `"%d,%d":{"x":%d,"y":%d,"time":%g,"times":[%g,%g,%g],"compile_time":%g}`, x, y, x, y, m, m*(1-spread), m, m*(1+spread), compileMS)
 		}
 	}
 	b.WriteString("}}")
@@ -146,29 +150,7 @@ func TestSummarize(t *testing.T) {
 
 // flatCache is synthCache's space with every configuration's samples equal
 // to its time and compile times of 10 µs, so the time budget goes to samples.
-func flatCache(t *testing.T) *ktcache.Cache {
-	var b strings.Builder
-	b.WriteString(`{"tune_params_keys":["x","y"],"tune_params":{"x":[0,1,2,3,4,5],"y":[0,1,2,3,4,5]},"cache":{`)
-	for x := 0; x < 6; x++ {
-		for y := 0; y < 6; y++ {
-			if x+y > 0 {
-				b.WriteString(",")
-			}
-			if x == 2 {
-				fmt.Fprintf(&b, `"%d,%d":{"x":%d,"y":%d,"time":"CompilationFailedConfig","compile_time":0.01}`, x, y, x, y)
-				continue
-			}
-			m := 1 + 0.1*float64((x-4)*(x-4)+(y-1)*(y-1))
-			fmt.Fprintf(&b, `"%d,%d":{"x":%d,"y":%d,"time":%g,"times":[%g,%g,%g],"compile_time":0.01}`, x, y, x, y, m, m, m, m)
-		}
-	}
-	b.WriteString("}}")
-	c, err := ktcache.Parse([]byte(b.String()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
+func flatCache(t *testing.T) *ktcache.Cache { return gridCache(t, 0.01, 0.01, 0) }
 
 // The default is measured first and always competes: with one evaluation,
 // every strategy ends at the default.
