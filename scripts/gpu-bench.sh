@@ -7,15 +7,9 @@
 #   scripts/gpu-bench.sh [quick|verify|tune|full]   (verify + tune = full)
 set -uo pipefail
 mode=${1:-full}
-OUT=${OUT:-$PWD/gpu-out}
-mkdir -p "$OUT"
-for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
-  [ -d "$d" ] && export LD_LIBRARY_PATH="$d:${LD_LIBRARY_PATH:-}"
-done
+. "$(dirname "$0")/gpu-common.sh"
 kt=./bin/kerntune
 step() { echo; echo "== $*"; }
-status=0
-run() { "$@" || { echo "FAILED ($?): $*"; status=1; }; }
 
 step "device"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv 2>&1 | tee "$OUT/nvidia-smi.txt"

@@ -4,13 +4,7 @@
 # tuned, crash isolation with injected faults, and a sampled verification of
 # every family through the shared compile pool. Logs under $OUT.
 set -uo pipefail
-OUT=${OUT:-$PWD/gpu-out}
-export OUT
-mkdir -p "$OUT"
-for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
-  [ -d "$d" ] && export LD_LIBRARY_PATH="$d:${LD_LIBRARY_PATH:-}"
-done
-status=0
+. "$(dirname "$0")/gpu-common.sh"
 echo "== verify a sample of every family (cuda)"
 start=$(date +%s)
 ./bin/kerntune verify --backend cuda --sample 20 > "$OUT/verify-sample.json" 2> "$OUT/verify-sample.log" --json || status=1

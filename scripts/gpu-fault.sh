@@ -16,11 +16,7 @@ if [ "${1:-run}" = build ] || { [ ! -x "$bin" ] && command -v go >/dev/null 2>&1
   [ "${1:-run}" = build ] && { echo "built $bin"; exit 0; }
 fi
 [ -x "$bin" ] || { echo "no $bin: run 'scripts/gpu-fault.sh build' where Go is installed"; exit 1; }
-OUT=${OUT:-$PWD/gpu-out}
-mkdir -p "$OUT"
-for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
-  [ -d "$d" ] && export LD_LIBRARY_PATH="$d:${LD_LIBRARY_PATH:-}"
-done
+. "$(dirname "$0")/gpu-common.sh"
 CRASH=${CRASH:-RPB=2,TPR=32,UNROLL=2,VEC=1}
 HANG=${HANG:-RPB=4,TPR=16,UNROLL=1,VEC=4}
 export KTDEV_FAULT="crash:$CRASH;hang:$HANG"

@@ -4,11 +4,7 @@
 # with a 1 ns budget, a short trial, SIGINT or SIGTERM never lowers it; and
 # the exit codes (2, 130, 143). Logs and the params file go to $OUT.
 set -u
-OUT=${OUT:-$PWD/gpu-out}
-mkdir -p "$OUT"
-for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
-  [ -d "$d" ] && export LD_LIBRARY_PATH="$d:${LD_LIBRARY_PATH:-}"
-done
+. "$(dirname "$0")/gpu-common.sh"
 kt=./bin/kerntune
 p=$OUT/keep.json
 common=(tune --backend cuda --kernel gemm_av --dtype f16 --shape 1024x1024x1024 --out "$p")

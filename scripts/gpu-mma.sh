@@ -19,17 +19,11 @@
 # PROFILE (the targets to profile, default "f16-4096x4096x4096 f32-4096x4096x4096").
 set -uo pipefail
 mode=${1:-all}
-OUT=${OUT:-$PWD/gpu-out}
-mkdir -p "$OUT"
-for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
-  [ -d "$d" ] && export LD_LIBRARY_PATH="$d:${LD_LIBRARY_PATH:-}"
-done
+. "$(dirname "$0")/gpu-common.sh"
 kt=./bin/kerntune
 budget=${TUNE_BUDGET:-40s}
 samples=${SAMPLES:-100}
-status=0
 step() { echo; echo "== $*"; }
-run() { "$@" || { echo "FAILED ($?): $*"; status=1; }; }
 
 # The targets: family dtype shape --where filters [backend flags].
 targets=(

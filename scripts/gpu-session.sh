@@ -8,15 +8,9 @@
 #  3. bench against cuBLAS, show and get (use: baseline where cuBLAS wins).
 # Logs, the params file and a summary table go to $OUT.
 set -uo pipefail
-OUT=${OUT:-$PWD/gpu-out}
-mkdir -p "$OUT"
-for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
-  [ -d "$d" ] && export LD_LIBRARY_PATH="$d:${LD_LIBRARY_PATH:-}"
-done
+. "$(dirname "$0")/gpu-common.sh"
 kt=./bin/kerntune
 p=$OUT/hardware_params.json
-status=0
-run() { "$@" || { echo "FAILED ($?): $*"; status=1; }; }
 t0=$(date +%s)
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 if [ -x bin/cudadrv.test ]; then

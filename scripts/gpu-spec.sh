@@ -10,15 +10,10 @@
 #   scripts/gpu-spec.sh [BUDGET]     (tuning budget per spec, default 60s)
 set -uo pipefail
 budget=${1:-60s}
-OUT=${OUT:-$PWD/gpu-out}
-mkdir -p "$OUT"
-for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
-  [ -d "$d" ] && export LD_LIBRARY_PATH="$d:${LD_LIBRARY_PATH:-}"
-done
+. "$(dirname "$0")/gpu-common.sh"
 kt=./bin/kerntune
 params="$OUT/hardware_params.json"
 specs="examples/m1_gemv.json examples/gemm_av.json examples/swiglu.json examples/swiglu_raw.json"
-status=0
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | tee "$OUT/spec-device.txt"
 printf '%-20s %-6s %-34s %s\n' SPEC STEP RESULT LOG > "$OUT/spec-table.txt"
 for s in $specs; do

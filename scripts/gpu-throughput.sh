@@ -17,12 +17,8 @@
 # into $OUT/throughput.md. BACKEND (cuda) and BUDGET (tune's default) may be
 # set to try the script elsewhere.
 set -uo pipefail
-OUT=${OUT:-$PWD/gpu-out}
+. "$(dirname "$0")/gpu-common.sh"
 mkdir -p "$OUT/logs"
-for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
-  [ -d "$d" ] && export LD_LIBRARY_PATH="$d:${LD_LIBRARY_PATH:-}"
-done
-status=0
 modes=("$@")
 [ ${#modes[@]} -gt 0 ] || modes=(after after16)
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/logs/nvidia-smi.txt"
