@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"fmt"
+	"hash/fnv"
 	"math"
 	"math/rand/v2"
 	"sort"
@@ -148,10 +149,7 @@ func (p *Problem) VerifySample(s RowSample, rows []float32, firstBad, outLen int
 
 // Salt is a hash of a string (e.g. a candidate's key) for SampleRows.
 func Salt(s string) uint64 {
-	h := uint64(0xcbf29ce484222325) // FNV-1a
-	for i := 0; i < len(s); i++ {
-		h ^= uint64(s[i])
-		h *= 0x100000001b3
-	}
-	return h
+	h := fnv.New64a()
+	h.Write([]byte(s))
+	return h.Sum64()
 }
