@@ -10,7 +10,6 @@ import (
 	"math"
 	"runtime"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/kerntune/kerntune/internal/cudadrv"
@@ -53,11 +52,9 @@ type Backend struct {
 	// spinScale lengthens spins after the host fell behind its launches
 	// (longerSpin); used on the context's thread only.
 	spinScale float64
-	// The sampling kernels of OutputSample (sample.go), loaded on first use.
-	sampleOnce   sync.Once
-	sample       *sampleFns
-	sampleErr    error
-	hostLaunchUS float64
+	// The sampling kernels of OutputSample (sample.go).
+	firstBad32, firstBad16, gather32, gather16 *cudadrv.Function
+	hostLaunchUS                               float64
 }
 
 // Open initialises the driver and a context on the GPU with the given ordinal.
@@ -210,7 +207,7 @@ extern "C" __global__ void kt_spin(long long ns) {
 
 // loadHelpers compiles and loads the helper kernels.
 func (b *Backend) loadHelpers() error {
-	img, log, err := b.lib.Compile(helperKernels, "kt_helpers.cu", b.nvrtcOptions())
+	img, log, err := b.lib.Compile(helperKernels+sampleKernels, "kt_helpers.cu", b.nvrtcOptions())
 	if err != nil {
 		return fmt.Errorf("%w\n%s", err, log)
 	}
@@ -219,11 +216,19 @@ func (b *Backend) loadHelpers() error {
 		if err != nil {
 			return err
 		}
-		if b.empty, err = t.Function(m, "kt_empty"); err != nil {
-			return err
+		for _, f := range []struct {
+			dst  **cudadrv.Function
+			name string
+		}{
+			{&b.empty, "kt_empty"}, {&b.spinFn, "kt_spin"},
+			{&b.firstBad32, "kt_first_bad32"}, {&b.firstBad16, "kt_first_bad16"},
+			{&b.gather32, "kt_gather32"}, {&b.gather16, "kt_gather16"},
+		} {
+			if *f.dst, err = t.Function(m, f.name); err != nil {
+				return err
+			}
 		}
-		b.spinFn, err = t.Function(m, "kt_spin")
-		return err
+		return nil
 	})
 }
 

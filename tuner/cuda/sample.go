@@ -13,10 +13,10 @@ import (
 
 var _ tuner.SampledOutputer = (*program)(nil)
 
-// sampleKernels check a large output where it is (tuner.SampledOutputer):
-// the index of its first element that is not finite (NaN, the poison, or
-// an infinity: exponent bits all ones), and the sample's rows gathered into
-// one small buffer. Only those cross to the host: for softmax 32768×1024
+// sampleKernels, loaded with the helper kernels, check a large output
+// where it is (tuner.SampledOutputer): the index of its first element that
+// is not finite (NaN, the poison, or an infinity: exponent bits all ones),
+// and the sample's rows gathered into one small buffer. Only those cross to the host: for softmax 32768×1024
 // f32 that is about 1 MB instead of 128 MB, and no float64 scan of the
 // whole output on the host.
 const sampleKernels = `
@@ -41,38 +41,6 @@ extern "C" __global__ void kt_gather16(const unsigned short* out, const int* row
   }
 }`
 
-// sampleFns are the loaded sampleKernels.
-type sampleFns struct{ firstBad32, firstBad16, gather32, gather16 *cudadrv.Function }
-
-// loadSampleKernels compiles and loads sampleKernels once.
-func (b *Backend) loadSampleKernels() (*sampleFns, error) {
-	b.sampleOnce.Do(func() {
-		img, log, err := b.lib.Compile(sampleKernels, "kt_sample.cu", b.nvrtcOptions())
-		if err != nil {
-			b.sampleErr = fmt.Errorf("%w\n%s", err, log)
-			return
-		}
-		b.sampleErr = b.ctx.Do(func(t *cudadrv.Thread) error {
-			m, err := t.LoadModule(img)
-			if err != nil {
-				return err
-			}
-			fns := &sampleFns{}
-			for _, f := range []struct {
-				dst  **cudadrv.Function
-				name string
-			}{{&fns.firstBad32, "kt_first_bad32"}, {&fns.firstBad16, "kt_first_bad16"}, {&fns.gather32, "kt_gather32"}, {&fns.gather16, "kt_gather16"}} {
-				if *f.dst, err = t.Function(m, f.name); err != nil {
-					return err
-				}
-			}
-			b.sample = fns
-			return nil
-		})
-	})
-	return b.sample, b.sampleErr
-}
-
 // OutputSample poisons the output, runs once on the first copy as Output
 // does, and returns the sample's rows, the index of the first element of
 // the whole output that is not finite (-1 for none) and the output's
@@ -81,10 +49,6 @@ func (pr *program) OutputSample(ti tuner.Instance, s kernels.RowSample) ([]float
 	in, err := gpuhost.Of(ti, device{pr.b}, "cuda")
 	if err != nil {
 		return nil, 0, 0, err
-	}
-	fns, err := pr.b.loadSampleKernels()
-	if err != nil {
-		return nil, 0, 0, fmt.Errorf("the sampling kernels: %w", err)
 	}
 	n := in.OutLen
 	if s.RowLen <= 0 {
@@ -98,9 +62,9 @@ func (pr *program) OutputSample(ti tuner.Instance, s kernels.RowSample) ([]float
 		binary.LittleEndian.PutUint32(rows[4*i:], uint32(r))
 	}
 	dt := in.Problem.DType
-	first, gather := fns.firstBad32, fns.gather32
+	first, gather := pr.b.firstBad32, pr.b.gather32
 	if dt == kernels.F16 {
-		first, gather = fns.firstBad16, fns.gather16
+		first, gather = pr.b.firstBad16, pr.b.gather16
 	}
 	elems := s.Elems()
 	sample := make([]byte, elems*dt.Size())
