@@ -74,6 +74,7 @@ type driftGuard struct {
 	busy    bool         // checking: measurements are not batches to track
 	off     bool         // the anchor could not be timed: no more checks
 	slowed  bool         // an event found the device slower
+	noWall  bool         // the budget has no wall time (evaluations only)
 	sum     params.DriftSummary
 }
 
@@ -93,7 +94,7 @@ func newDriftGuard(r *run, anchor search.Candidate, budget time.Duration) *drift
 	if r.t.cfg.DriftEvery < 0 || anchor == nil {
 		return nil
 	}
-	g := &driftGuard{r: r, anchor: anchor, every: r.t.cfg.DriftEvery, maxWait: time.Duration(float64(budget) * maxWaitShare)}
+	g := &driftGuard{r: r, anchor: anchor, every: r.t.cfg.DriftEvery, maxWait: time.Duration(float64(budget) * maxWaitShare), noWall: budget >= NoWallTime}
 	ref, _, ok := g.time(2 * anchorSamples)
 	if !ok {
 		return nil
@@ -331,13 +332,19 @@ func (g *driftGuard) time(n int) (s []float64, replayed, ok bool) {
 	return tot, false, true
 }
 
-// wait idles for the cool-down, within the guard's share of the budget and
+// wait idles for the cool-down, within the guard's share of the budget,
 // never past half of what is left of it beyond the time kept for the final
-// timing.
+// timing. With an evaluation budget, which has no wall time to take a share
+// of, it idles in all at most maxWaitShare of the entry's time so far, so
+// that idling never becomes most of what a run does.
 func (g *driftGuard) wait() {
 	r := g.r
 	d := r.t.cfg.DriftCooldown
 	d = min(d, g.maxWait-g.waited, (time.Until(r.deadline)-r.reserve)/2)
+	if g.noWall && r.clk != nil {
+		working := time.Since(r.clk.start) - g.waited
+		d = min(d, time.Duration(float64(working)*maxWaitShare/(1-maxWaitShare))-g.waited)
+	}
 	if d <= 0 {
 		return
 	}

@@ -27,8 +27,9 @@ type SessionConfig struct {
 	// entry over Out's (no keep rule); Resume reuses the journal of an
 	// interrupted run.
 	Force, Replace, Resume bool
-	// Budget is the wall time of the whole run: each task gets an equal
-	// share of what is left, so time a task does not use goes to the next.
+	// Budget is the wall time of the whole run. With more than one task
+	// the run is planned first (plan.go): each task gets its need's share
+	// of what is left, so time a task does not use goes to the next.
 	Budget time.Duration
 	// Trace, when set, is a file every measured candidate is appended to
 	// (JSON lines, package internal/trace).
@@ -54,6 +55,12 @@ type SessionHooks struct {
 	Tuned func(res *Result, elapsed time.Duration)
 	// Decided: the result was merged into Out (added, replaced or kept).
 	Decided func(task Task, d *KeepDecision)
+	// Planning: the run with a wall-time budget probes its n entries
+	// first; Probed: one was probed (err: it could not be timed); Planned:
+	// the plan fits the time left.
+	Planning func(n int)
+	Probed   func(task Task, est Estimate, need time.Duration, err error)
+	Planned  func(p Plan)
 }
 
 // Session tunes tasks on one backend and merges each finished entry into a
@@ -183,6 +190,9 @@ type TooSmallError struct {
 	// its summary after tuning the others.
 	Skipped []string
 	Written int
+	// Needed is what the skipped entries need, by their own measurements,
+	// to measure MinBeyondDefault candidates beyond the default (Need).
+	Needed time.Duration
 }
 
 func (e *TooSmallError) Error() string {
@@ -251,6 +261,16 @@ func (s *Session) Run(ctx context.Context, tasks []Task) (*SessionSummary, error
 	deadline := time.Now().Add(s.cfg.Budget - spent)
 	s.jr.start, s.jr.base = time.Now(), spent
 	s.jr.Record(Record{Kind: RecordSession, BudgetS: s.cfg.Budget.Seconds()})
+	needs, samples, err := s.plan(ctx, tu, tasks, deadline, spent)
+	if err != nil {
+		// A budget refused before any work: a new run leaves no journal.
+		s.completed = spent == 0
+		return nil, err
+	}
+	// speed is how much longer than planned the last entry took (its need
+	// by its own measurements over the plan's): the device's load changes
+	// during a run, and the entries to come are planned at its latest speed.
+	speed := 1.0
 	for i, task := range tasks {
 		if ctx.Err() != nil {
 			sum.StoppedEarly = true
@@ -262,7 +282,11 @@ func (s *Session) Run(ctx context.Context, tasks []Task) (*SessionSummary, error
 			}
 			continue
 		}
-		share := time.Until(deadline) / time.Duration(len(tasks)-i)
+		a := allot(time.Until(deadline), scaled(needs, speed), i, len(tasks))
+		if samples != nil {
+			a.Sample = time.Duration(float64(samples[i]) * speed)
+		}
+		share := a.Share
 		start := time.Now()
 		if search.Canonical(cfg.Strategy) == "warm" {
 			cfg.WarmStart = warmStartFor(s.cfg.Out, s.info, task)
@@ -275,12 +299,15 @@ func (s *Session) Run(ctx context.Context, tasks []Task) (*SessionSummary, error
 		if h.Begin != nil {
 			h.Begin(task, share)
 		}
-		res, err := tu.Run(ctx, task, share)
+		res, err := tu.RunPlanned(ctx, task, a)
 		if h.End != nil {
 			h.End(task)
 		}
 		if res != nil && res.Time != nil {
 			sum.DeviceS += res.Time.DeviceS
+		}
+		if needs != nil && res != nil && res.Needed > 0 && needs[i] > 0 {
+			speed = min(4, max(0.5, float64(res.Needed)/float64(needs[i])))
 		}
 		if s.cfg.Trace != "" && res != nil {
 			if terr := trace.Append(s.cfg.Trace, traceRecords(key, res), traceEntries(key, res)...); terr != nil {
@@ -308,6 +335,7 @@ func (s *Session) Run(ctx context.Context, tasks []Task) (*SessionSummary, error
 				small = &TooSmallError{Result: res, Entries: len(tasks) - i}
 			}
 			small.Skipped = append(small.Skipped, res.Task.Kernel.Name+" "+res.Task.Key())
+			small.Needed += res.Needed
 			if h.Failed != nil {
 				h.Failed(task, &TooSmallError{Result: res, Entries: 1})
 			}
@@ -340,6 +368,116 @@ func (s *Session) Run(ctx context.Context, tasks []Task) (*SessionSummary, error
 		return sum, small
 	}
 	return sum, nil
+}
+
+// plan probes the tasks not done yet when the run has a wall-time budget
+// and more than one of them, and returns what each needs (by task index;
+// nil without a plan). It returns a *PlanError when their needs exceed the
+// time left.
+func (s *Session) plan(ctx context.Context, tu *Tuner, tasks []Task, deadline time.Time, spent time.Duration) (needs, samples []time.Duration, err error) {
+	if s.cfg.Budget >= NoWallTime {
+		return nil, nil, nil
+	}
+	var todo []int
+	for i, task := range tasks {
+		if !s.jr.Done(s.info.Key, task.Kernel.Name, task.Key()) {
+			todo = append(todo, i)
+		}
+	}
+	if len(todo) < 2 {
+		return nil, nil, nil // one entry has the whole budget: nothing to share
+	}
+	h := s.cfg.Hooks
+	if h.Planning != nil {
+		h.Planning(len(todo))
+	}
+	start := time.Now()
+	needs = make([]time.Duration, len(tasks))
+	samples = make([]time.Duration, len(tasks))
+	pe := &PlanError{Budget: s.cfg.Budget, Spent: spent, Entries: len(todo)}
+	families := map[string]bool{}
+	for _, i := range todo {
+		if ctx.Err() != nil {
+			return nil, nil, nil // interrupted: the loop stops at once
+		}
+		task := tasks[i]
+		est, err := tu.Probe(ctx, task)
+		// Without a timing the entry needs at least its setup; its run
+		// tells the rest.
+		needs[i] = max(est.Setup, time.Millisecond) // positive: still to tune
+		if err == nil {
+			needs[i], samples[i] = tu.Need(est), est.Sample
+		}
+		if h.Probed != nil {
+			h.Probed(task, est, needs[i], err)
+		}
+		pe.Needed += needs[i]
+		families[task.Kernel.Name] = true
+		if needs[i] > pe.LargestNeed {
+			pe.Largest, pe.LargestNeed = task.Kernel.Name+" "+task.Key(), needs[i]
+		}
+	}
+	pe.Probe, pe.Families = time.Since(start), len(families)
+	if pe.Needed > time.Until(deadline) {
+		return nil, nil, pe
+	}
+	if h.Planned != nil {
+		h.Planned(Plan{Entries: len(todo), Needed: pe.Needed, Left: time.Until(deadline), Took: pe.Probe})
+	}
+	return needs, samples, nil
+}
+
+// scaled is needs times speed (nil stays nil).
+func scaled(needs []time.Duration, speed float64) []time.Duration {
+	if needs == nil || speed == 1 {
+		return needs
+	}
+	out := make([]time.Duration, len(needs))
+	for i, d := range needs {
+		out[i] = time.Duration(float64(d) * speed)
+	}
+	return out
+}
+
+// Plan is what planning found (SessionHooks.Planned).
+type Plan struct {
+	Entries int
+	// Needed is the sum of the entries' needs, Left the time left to tune
+	// them in, Took what planning took.
+	Needed, Left, Took time.Duration
+}
+
+// allot is task i's allotment of left: without a plan (needs nil) an
+// even share of it among the tasks from i on. With one, its need and an
+// even share of the slack (left less the needs from i on) among the tasks
+// still to tune from i on (those of positive need), and up to left less
+// what the later tasks need while it is short of its minimum. When left is
+// less than the needs (the device slowed down), each gets its need's share.
+func allot(left time.Duration, needs []time.Duration, i, n int) Allotment {
+	left = max(left, 0)
+	if needs == nil {
+		share := left / time.Duration(n-i)
+		return Allotment{Share: share, Max: share}
+	}
+	var rest time.Duration
+	todo := 1
+	for _, d := range needs[i+1:] {
+		if d > 0 {
+			rest += d
+			todo++
+		}
+	}
+	total := needs[i] + rest
+	if total <= 0 {
+		return Allotment{Share: left, Max: left}
+	}
+	var share time.Duration
+	if slack := left - total; slack >= 0 {
+		share = needs[i] + slack/time.Duration(todo)
+	} else {
+		share = time.Duration(float64(left) * float64(needs[i]) / float64(total))
+	}
+	return Allotment{Share: share, Max: max(share, left-rest)}
 }
 
 // sessionJournal stamps every record with the session's wall time (base,

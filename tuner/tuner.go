@@ -258,6 +258,10 @@ type run struct {
 	odd      []*loaded // verified only
 	cands    map[string]*candidate
 	deadline time.Time
+	// hard is how far the run may go past deadline while it has measured
+	// fewer than min candidates (Allotment.Max).
+	hard     time.Time
+	min      int
 	ctx      context.Context
 	dataSeed uint64
 	nloaded  uint64
@@ -277,8 +281,17 @@ type run struct {
 // could be recorded (no valid candidate, setup failure); candidate failures
 // are recorded in the trace.
 func (t *Tuner) Run(ctx context.Context, task Task, budget time.Duration) (*Result, error) {
+	return t.RunPlanned(ctx, task, Allotment{Share: budget, Max: budget})
+}
+
+// RunPlanned tunes one task within its allotment: the search plans with
+// a.Share, and goes on up to a.Max while fewer than the entry's minimum of
+// candidates (the default and MinBeyondDefault more, or the whole space)
+// are measured.
+func (t *Tuner) RunPlanned(ctx context.Context, task Task, a Allotment) (*Result, error) {
 	start := time.Now()
-	r := &run{t: t, task: task, cands: map[string]*candidate{}, deadline: start.Add(budget), ctx: ctx, clk: newClock(start)}
+	budget := a.Share
+	r := &run{t: t, task: task, cands: map[string]*candidate{}, deadline: start.Add(budget), hard: start.Add(max(a.Max, budget)), ctx: ctx, clk: newClock(start)}
 	defer r.close()
 
 	space, err := t.Space(task)
@@ -290,6 +303,7 @@ func (t *Tuner) Run(ctx context.Context, task Task, budget time.Duration) (*Resu
 		return nil, fmt.Errorf("%s %s: no valid candidate in a space of %d on %s", task.Kernel.Name, task.Key(), space.Size(), t.b.Info().Key)
 	}
 	r.valid = len(valid)
+	r.min = t.minMeasured(len(valid))
 	if err := r.load(); err != nil {
 		return nil, err
 	}
@@ -310,15 +324,13 @@ func (t *Tuner) Run(ctx context.Context, task Task, budget time.Duration) (*Resu
 	// budget and is the reference point of the entry; a tuned entry is never
 	// slower than no tuning), then the warm starts and the strategy.
 	perSample, finalSamples := 0.0, t.cfg.FinalSamples
-	var calibrated time.Duration // setup and the default's measurement, for Needed
 	d := search.Driver{
 		Strategy: t.cfg.Strategy,
-		Options:  search.Options{Seed: t.cfg.Seed, Samples: t.cfg.Samples},
+		Options:  search.Options{Seed: t.cfg.Seed, Samples: t.cfg.Samples, RaceMax: raceMaxFor(a.Sample)},
 		Pool:     valid,
 		MaxEvals: t.cfg.MaxEvals,
 		Measure:  r.answer,
 		Budget: func(s float64) float64 {
-			calibrated = time.Since(start)
 			perSample = s
 			// The drift guard re-times what calibrated: the default, or
 			// the first candidate that could be measured.
@@ -370,9 +382,12 @@ func (t *Tuner) Run(ctx context.Context, task Task, budget time.Duration) (*Resu
 	r.drift.final()
 	best, stopped := out.Best, out.Stopped
 	ok := best != nil
-	// One more candidate costs about what the default did (build, verify,
-	// first samples) plus a batch of samples; then comes the final timing.
-	needed := calibrated + time.Duration(perSample*float64(t.cfg.Samples+int(finalProgs)*t.cfg.MinFinalSamples)*float64(time.Second))
+	// What this entry needs by its own measurements (as the plan estimates
+	// it from a probe): its setup, the default's build, and its samples.
+	needed := time.Duration(0)
+	if perSample > 0 {
+		needed = t.Need(Estimate{Valid: len(valid), Setup: r.clk.setup, Build: r.anchorBuild(), Sample: time.Duration(perSample * float64(time.Second))})
+	}
 	if !ok {
 		tt := r.clk.result()
 		r.journalTime(tt)
@@ -532,10 +547,37 @@ func (r *run) stopReason(nextCost float64) string {
 	if err := r.ctx.Err(); err != nil {
 		return "interrupted"
 	}
-	if time.Now().Add(time.Duration(nextCost * float64(time.Second))).After(r.deadline) {
+	deadline := r.deadline
+	if r.measured() < r.min && r.hard.After(deadline) {
+		// Short of the entry's minimum: the run's slack is there for it.
+		deadline = r.hard
+	}
+	if time.Now().Add(time.Duration(nextCost * float64(time.Second))).After(deadline) {
 		return "budget spent"
 	}
 	return ""
+}
+
+// measured is how many distinct candidates have samples.
+func (r *run) measured() int {
+	n := 0
+	for _, c := range r.cands {
+		if c.err == nil && len(c.samples) > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// anchorBuild is the build time of the candidate the search calibrated on
+// (the default, or the first measured), for Result.Needed.
+func (r *run) anchorBuild() time.Duration {
+	if r.drift != nil {
+		if cd := r.cands[r.drift.anchor.Key()]; cd != nil {
+			return time.Duration(cd.spent.seconds(phaseCompile) * float64(time.Second))
+		}
+	}
+	return 0
 }
 
 func (r *run) load() error {

@@ -4,13 +4,15 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/kerntune/kerntune/tuner"
 )
 
 // budgetHelp documents --budget for tune's help and errors.
 const budgetHelp = "wall time for the whole run (e.g. 3m), evaluations per entry (e.g. 200e or 200evals), or both (3m,200e)"
 
 // noWallLimit stands for "no wall-time budget" when only evaluations are given.
-const noWallLimit = 30 * 24 * time.Hour
+const noWallLimit = tuner.NoWallTime
 
 // parseBudget reads --budget: a Go duration, a count of evaluations (distinct
 // candidates measured per entry) with the suffix e or evals, or one of each

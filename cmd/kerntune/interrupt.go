@@ -82,28 +82,37 @@ func signalName(s os.Signal) string {
 }
 
 // budgetTooSmall is the usage error for a budget (as --budget gave it)
-// that measured nothing beyond the default.
-func budgetTooSmall(budget string, e *tuner.TooSmallError, spent time.Duration) error {
+// that measured nothing beyond the default in some entries. The budget it
+// names is the one that failed plus what those entries need, by their own
+// measurements, with a quarter more for noise; families is how many kernel
+// families the run tuned (--kernel is suggested only when there were more).
+func budgetTooSmall(budgetS string, budget time.Duration, e *tuner.TooSmallError, families int) error {
 	if e.EvaluationsSpent() {
-		return fmt.Errorf("--budget %s is too small: %w; give at least 2 evaluations per entry (e.g. --budget 2e; more find better winners)", budget, e)
+		return fmt.Errorf("--budget %s is too small: %w; give at least 2 evaluations per entry (e.g. --budget 2e; more find better winners)", budgetS, e)
 	}
-	needed := e.Result.Needed
-	if needed <= 0 {
-		return fmt.Errorf("--budget %s is too small: %w; give a larger --budget", budget, e)
+	if e.Needed <= 0 {
+		return fmt.Errorf("--budget %s is too small: %w; give a larger --budget", budgetS, e)
 	}
-	total := roundUpDuration(needed*time.Duration(e.Entries) + spent)
-	if spent > 0 {
-		// A resumed run: the interrupted run's time counts against --budget.
-		return fmt.Errorf("--budget %s is too small: %w; one more candidate there needs about %s, so the %d entries left need about %s, and with the %s the interrupted run spent --budget %s or more (more find better winners)",
-			budget, e, roundUpDuration(needed), e.Entries, roundUpDuration(needed*time.Duration(e.Entries)), spent.Round(100*time.Millisecond), total)
+	base := budget
+	if base >= noWallLimit {
+		base = 0
 	}
-	if e.Written > 0 {
-		// A shared budget: the other entries fitted, this one did not.
-		return fmt.Errorf("--budget %s is too small for every entry: %w; one more candidate of %s %s needs about %s: give a larger --budget, or tune it alone (--kernel %s)",
-			budget, e, e.Result.Task.Kernel.Name, e.Result.Task.Key(), roundUpDuration(needed), e.Result.Task.Kernel.Name)
+	suggest := roundUpDuration(base + e.Needed*5/4)
+	alone := ""
+	if families > 1 && e.Written > 0 {
+		alone = fmt.Sprintf(", or tune %s alone (--kernel %s)", e.Result.Task.Kernel.Name, e.Result.Task.Kernel.Name)
 	}
-	return fmt.Errorf("--budget %s is too small: %w; one more candidate there needs about %s, so the %d entries of this run need --budget %s or more (more find better winners)",
-		budget, e, roundUpDuration(needed), e.Entries, total)
+	return fmt.Errorf("--budget %s is too small: %w; measuring %d candidates beyond the default there needs about %s more: give --budget %s or more%s",
+		budgetS, e, tuner.MinBeyondDefault, roundUpDuration(e.Needed), suggest, alone)
+}
+
+// planTooSmall is the usage error for a budget the plan does not fit in.
+func planTooSmall(budgetS string, e *tuner.PlanError) error {
+	fewer := ""
+	if e.Families > 1 {
+		fewer = ", or tune fewer families (--kernel NAME)"
+	}
+	return fmt.Errorf("--budget %s is too small: %w; give --budget %s or more%s (nothing was tuned)", budgetS, e, roundUpDuration(e.Suggested()), fewer)
 }
 
 // roundUpDuration rounds d up to a whole second, or a whole minute above ten.

@@ -50,6 +50,8 @@ type tuneFlags struct {
 	driftCooldown time.Duration
 	batch         int
 	verifyFull    bool
+	// families is how many kernel families the run tunes (for advice).
+	families int
 }
 
 func newTuneCmd() *cobra.Command {
@@ -203,6 +205,12 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 		}
 	}
 
+	fams := map[string]bool{}
+	for _, t := range tasks {
+		fams[t.Kernel.Name] = true
+	}
+	f.families = len(fams)
+
 	if f.backend != "auto" {
 		// Before opening a backend that could never run the kernel.
 		for _, c := range specs {
@@ -278,6 +286,21 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 					fmt.Fprintf(log, "  time: %s\n", timeSplit(res.Time))
 				}
 			},
+			Planning: func(n int) {
+				fmt.Fprintf(log, "planning: timing the default of each of the %d entries, to share the budget by what each needs\n", n)
+			},
+			Probed: func(t tuner.Task, est tuner.Estimate, need time.Duration, err error) {
+				switch {
+				case err != nil:
+					line(t, "planning: %v", err)
+				case f.verbose:
+					line(t, "planning: %d valid; setup %.2fs, build %.2fs, one sample %s: needs about %.1fs", est.Valid, est.Setup.Seconds(), est.Build.Seconds(), fmtSeconds(est.Sample), need.Seconds())
+				}
+			},
+			Planned: func(p tuner.Plan) {
+				fmt.Fprintf(log, "plan: the %d entries need about %s of the %s left (planning took %s); each measures its default and at least %d more candidates, or its whole space\n",
+					p.Entries, p.Needed.Round(time.Second), p.Left.Round(time.Second), p.Took.Round(100*time.Millisecond), tuner.MinBeyondDefault)
+			},
 			Decided: func(t tuner.Task, d *tuner.KeepDecision) {
 				if d.Action != tuner.KeepAdded {
 					line(t, "%s", d)
@@ -295,8 +318,7 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 	sum, err := s.Run(ctx, tasks)
 	var small *tuner.TooSmallError
 	if err != nil && (!errors.As(err, &small) || sum == nil) {
-		spent, _ := s.Resumed()
-		return sessionError(f, err, spent)
+		return sessionError(f, err)
 	}
 	if sum.StoppedEarly {
 		fmt.Fprintln(log, "interrupted: stopping; finished entries are saved")
@@ -317,8 +339,7 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 	}
 	if small != nil {
 		// The other entries are written; the too-small ones are a usage error.
-		spent, _ := s.Resumed()
-		return sessionError(f, small, spent)
+		return sessionError(f, small)
 	}
 	if sig := sig.received(); sig != nil {
 		return interruptedError{sig: sig, written: len(sum.Decisions) - sum.Count(tuner.KeepKept), journal: s.JournalPath()}
@@ -347,18 +368,21 @@ func resumeNote(spent, recorded, budget time.Duration, budgetS string) string {
 
 // sessionError turns the errors of a tuning session that the user must act
 // on into usage errors naming the flag.
-func sessionError(f tuneFlags, err error, resumedSpent time.Duration) error {
+func sessionError(f tuneFlags, err error) error {
 	var (
 		small *tuner.TooSmallError
 		jerr  *tuner.JournalError
 		werr  *tuner.WriteError
 		spent *tuner.BudgetSpentError
+		plan  *tuner.PlanError
 	)
 	switch {
 	case errors.As(err, &spent):
 		return usageErrorCause(err, "--resume: %v; give a --budget larger than %s to finish it (the journal %s is kept)", err, spent.Spent.Round(time.Second), tuner.JournalPath(f.out))
+	case errors.As(err, &plan):
+		return usageError{planTooSmall(f.budgetS, plan)}
 	case errors.As(err, &small):
-		return usageError{budgetTooSmall(f.budgetS, small, resumedSpent)}
+		return usageError{budgetTooSmall(f.budgetS, f.budget, small, f.families)}
 	case errors.As(err, &jerr):
 		return usageError{fmt.Errorf("%w; nothing more was measured, and --out was not changed after the error (resume with --resume)", jerr)}
 	case errors.As(err, &werr):
@@ -390,6 +414,17 @@ func runSummary(sum *tuner.SessionSummary) string {
 	}
 	return fmt.Sprintf("device busy %.0f %% of the run; candidates measured per entry: min %d, median %g, max %d (%d entries)",
 		sum.BusyPct(), lo, med, hi, len(sum.Results))
+}
+
+// fmtSeconds prints a short duration in the unit that reads best.
+func fmtSeconds(d time.Duration) string {
+	switch {
+	case d < time.Millisecond:
+		return fmt.Sprintf("%.1fµs", float64(d)/float64(time.Microsecond))
+	case d < time.Second:
+		return fmt.Sprintf("%.1fms", float64(d)/float64(time.Millisecond))
+	}
+	return fmt.Sprintf("%.2fs", d.Seconds())
 }
 
 func stoppedNote(s string) string {

@@ -1,0 +1,225 @@
+package tuner
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/kerntune/kerntune/internal/stats"
+	"github.com/kerntune/kerntune/search"
+)
+
+// The time plan of a run with a wall-time budget. An even split of the
+// budget starves the entries whose one candidate costs seconds (a large
+// GEMM on a 2-core CPU) while small entries finish their whole space early.
+// So a session first probes every entry (draws its inputs, computes the
+// reference, times its default a few times), turns each probe into the time
+// the entry needs to measure its default and MinBeyondDefault candidates
+// beyond it and finish (Need), refuses a budget below the sum (PlanError),
+// and gives each entry its need's share of the time left (Allotment): time
+// an entry leaves unused goes to the entries after it, and an entry short
+// of its minimum may overrun its share into the run's slack, never into
+// what the entries after it need.
+
+// MinBeyondDefault is how many candidates beyond the default each entry of
+// a run with a wall-time budget is planned to measure (or its whole space).
+const MinBeyondDefault = 5
+
+// A raced candidate (bo, racing, ils, anneal, warm) takes raceFirst
+// samples, and one not shown slower than the incumbent doubles them up to
+// its race's cap: 20 by default, and in a planned run no more than fit in
+// raceSeconds (at least raceMin) when one sample takes long. A 300 ms GEMM
+// on a CPU would otherwise spend 6 s on one candidate; the final timing,
+// interleaved, decides among the best anyway.
+const (
+	raceFirst   = 3
+	raceCap     = 20
+	raceMin     = 5
+	raceSeconds = time.Second
+)
+
+// raceMaxFor is the race's cap for candidates whose one sample takes
+// sample (0: unknown, the strategies' default).
+func raceMaxFor(sample time.Duration) int {
+	if sample <= 0 {
+		return 0
+	}
+	return min(raceCap, max(raceMin, int(raceSeconds/sample)))
+}
+
+// probeSamples are taken of the default when probing an entry.
+const probeSamples = 3
+
+// Estimate is what an entry is expected to cost, from a probe of it (or
+// from its own run, for Result.Needed).
+type Estimate struct {
+	// Valid is the size of the entry's valid space.
+	Valid int
+	// Setup is drawing the inputs, computing the float64 reference and
+	// loading the inputs on the device.
+	Setup time.Duration
+	// Build is building the default (the candidate probed).
+	Build time.Duration
+	// Sample is one sample of the default: one run of every timed shape.
+	Sample time.Duration
+	// Took is the probe's own wall time.
+	Took time.Duration
+}
+
+// minMeasured is how many distinct candidates an entry of valid candidates
+// is to measure at least: the default and MinBeyondDefault more, or the
+// whole space, within the evaluation budget.
+func (t *Tuner) minMeasured(valid int) int {
+	n := min(valid, 1+MinBeyondDefault)
+	if t.cfg.MaxEvals > 0 {
+		n = min(n, t.cfg.MaxEvals)
+	}
+	return n
+}
+
+// finalPrograms is how many programs the final timing times, counted in
+// whole timings: the finalists, the screen of screenFactor × Finalists (a
+// fifth of the samples each), the default and the baseline, and the
+// incumbent when there is one.
+func (t *Tuner) finalPrograms(incumbent bool) float64 {
+	n := float64(t.cfg.Finalists)*(1+screenFactor/5.0) + 2
+	if incumbent {
+		n++
+	}
+	return n
+}
+
+// Need is the wall time an entry needs, by e, to measure minMeasured
+// candidates and finish: its setup; per candidate a build, a verification
+// run, a warm-up run and its samples (raced or fixed); the drift guard's anchor
+// timings; the baseline's verification and warm-up; and the final timing at
+// MinFinalSamples (with an incumbent, which a run cannot know beforehand).
+func (t *Tuner) Need(e Estimate) time.Duration {
+	n := float64(t.minMeasured(e.Valid))
+	s := e.Sample.Seconds()
+	// Half the candidates raced to the cap (a run finds a new best often
+	// while it measures few), or Samples of every one.
+	rmax := raceMaxFor(e.Sample)
+	if rmax == 0 {
+		rmax = raceCap
+	}
+	per := float64(raceFirst) + float64(rmax-raceFirst)/2
+	if c := t.cfg.Strategy; c == "exhaustive" || c == "random" {
+		per = float64(t.cfg.Samples)
+	}
+	secs := n * (e.Build.Seconds() + (per+2)*s)
+	if t.cfg.DriftEvery > 0 {
+		// The reference (2 × anchorSamples), then a check every DriftEvery
+		// new candidates and one at the end.
+		checks := 2 + float64(int(n)/t.cfg.DriftEvery) + 1
+		secs += checks * anchorSamples * s
+	}
+	secs += 2 * s
+	secs += t.finalPrograms(true) * float64(t.cfg.MinFinalSamples) * s
+	return e.Setup + time.Duration(secs*float64(time.Second))
+}
+
+// Probe estimates what tuning task costs: it enumerates the space, draws
+// and loads the inputs with their reference as Run does, builds the default
+// (or, when it cannot run, the first of the valid candidates that can) and
+// times it probeSamples times after a warm-up. Nothing is journaled or
+// recorded. An error means no candidate of the first few could be timed;
+// the estimate then holds what was learned (the setup).
+func (t *Tuner) Probe(ctx context.Context, task Task) (Estimate, error) {
+	start := time.Now()
+	var e Estimate
+	defer func() { e.Took = time.Since(start) }()
+	r := &run{t: t, task: task, cands: map[string]*candidate{}, deadline: start.Add(NoWallTime), ctx: ctx, clk: newClock(start)}
+	defer r.close()
+	space, err := t.Space(task)
+	if err != nil {
+		return e, err
+	}
+	valid := space.Enumerate()
+	e.Valid = len(valid)
+	if len(valid) == 0 {
+		return e, fmt.Errorf("%s %s: no valid candidate", task.Kernel.Name, task.Key())
+	}
+	if err := r.load(); err != nil {
+		return e, err
+	}
+	e.Setup = time.Since(start)
+	var tries []search.Candidate
+	if ps, ok := task.Kernel.Space(t.b.Info().Backend); ok {
+		if def := search.Candidate(ps.Defaults()); space.Check(def) == nil {
+			tries = append(tries, def)
+		}
+	}
+	tries = append(tries, valid[:min(len(valid), 3)]...)
+	var lastErr error
+	for _, c := range tries {
+		if ctx.Err() != nil {
+			return e, ctx.Err()
+		}
+		tb := time.Now()
+		prog, err := t.b.Build(task.Kernel, task.DType, c)
+		if err != nil {
+			lastErr = fmt.Errorf("build %s: %w", c.Key(), err)
+			continue
+		}
+		build := time.Since(tb)
+		r.cands[c.Key()] = &candidate{cand: c, prog: prog} // closed with r
+		if err := r.warmup(prog); err != nil {
+			lastErr = fmt.Errorf("warm-up %s: %w", c.Key(), err)
+			continue
+		}
+		tot, _, err := r.sample(prog, probeSamples)
+		if err != nil {
+			lastErr = fmt.Errorf("%s: %w", c.Key(), err)
+			continue
+		}
+		e.Build = build
+		e.Sample = time.Duration(stats.Median(tot) * float64(time.Second))
+		return e, nil
+	}
+	return e, fmt.Errorf("%s %s: no candidate could be timed to plan the budget: %w", task.Kernel.Name, task.Key(), lastErr)
+}
+
+// NoWallTime is the budget of a run limited by evaluations alone: no wall
+// time (a probe, which measures a fixed amount, runs under it too).
+const NoWallTime = 30 * 24 * time.Hour
+
+// Allotment is the time one entry gets: Share is its planned share of the
+// run's time; while the entry has measured fewer than its minimum
+// (minMeasured), it may go on up to Max, the time left less what the
+// entries after it need.
+type Allotment struct {
+	Share, Max time.Duration
+	// Sample is the planned time of one sample of the default (0:
+	// unknown); it caps the race of slow candidates (raceMaxFor).
+	Sample time.Duration
+}
+
+// PlanError is a wall-time budget below what the plan needs: refused
+// before any entry is tuned.
+type PlanError struct {
+	Budget time.Duration
+	// Spent is what an interrupted run spent (a resumed run), Probe what
+	// planning took.
+	Spent, Probe time.Duration
+	// Needed is the sum of the entries' needs; Entries their count.
+	Needed  time.Duration
+	Entries int
+	// Largest is the entry that needs the most, and its need.
+	Largest     string
+	LargestNeed time.Duration
+	// Families is how many kernel families the entries belong to.
+	Families int
+}
+
+func (e *PlanError) Error() string {
+	return fmt.Sprintf("measuring the default and %d candidates beyond it of each of the %d entries needs about %s (timed by planning, which took %s; the most: %s, %s), more than the %s left",
+		MinBeyondDefault, e.Entries, e.Needed.Round(time.Second), e.Probe.Round(100*time.Millisecond), e.Largest, e.LargestNeed.Round(100*time.Millisecond),
+		(e.Budget - e.Spent - e.Probe).Round(100*time.Millisecond))
+}
+
+// Suggested is a budget that fits the plan with room for noise: what was
+// spent, planning again, and the entries' needs with a quarter more.
+func (e *PlanError) Suggested() time.Duration {
+	return e.Spent + e.Probe + e.Needed*5/4
+}

@@ -1,0 +1,211 @@
+package tuner
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/kerntune/kerntune/kernels"
+	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/search"
+)
+
+func TestAllot(t *testing.T) {
+	s := time.Second
+	tests := []struct {
+		name      string
+		left      time.Duration
+		needs     []time.Duration
+		i         int
+		share, mx time.Duration
+	}{
+		{"no plan: an even share", 12 * s, nil, 1, 6 * s, 6 * s},
+		{"the need and an even share of the slack", 20 * s, []time.Duration{s, 2 * s, 9 * s}, 0, s + 8*s/3, 20*s - 11*s},
+		{"the last task takes what is left", 7 * s, []time.Duration{s, 2 * s, 3 * s}, 2, 7 * s, 7 * s},
+		{"done tasks (need 0) take no slack", 10 * s, []time.Duration{s, 0, 4 * s}, 0, s + 5*s/2, 6 * s},
+		{"short of time: the need's share", 9 * s / 2, []time.Duration{s, 4 * s, 5 * s}, 1, 2 * s, 2 * s},
+		{"no time left", -s, []time.Duration{s, s}, 0, 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := allot(tt.left, tt.needs, tt.i, 3)
+			if d := a.Share - tt.share; d < -time.Millisecond || d > time.Millisecond || a.Max != tt.mx {
+				t.Errorf("allot(%v, %v, %d) = %+v; want share %v, max %v", tt.left, tt.needs, tt.i, a, tt.share, tt.mx)
+			}
+		})
+	}
+}
+
+// The need grows with every cost of an entry and counts no more candidates
+// than the space or the evaluation budget holds.
+func TestNeed(t *testing.T) {
+	tu := New(&fakeBackend{}, Config{})
+	base := Estimate{Valid: 100, Setup: time.Second, Build: 10 * time.Millisecond, Sample: 20 * time.Millisecond}
+	n0 := tu.Need(base)
+	if n0 <= base.Setup+time.Duration(1+MinBeyondDefault)*(base.Build+raceFirst*base.Sample) {
+		t.Errorf("need %v does not cover the setup and %d candidates of %v + %d × %v", n0, 1+MinBeyondDefault, base.Build, raceFirst, base.Sample)
+	}
+	for _, tt := range []struct {
+		name string
+		e    Estimate
+	}{
+		{"setup", Estimate{Valid: 100, Setup: 2 * time.Second, Build: base.Build, Sample: base.Sample}},
+		{"build", Estimate{Valid: 100, Setup: base.Setup, Build: time.Second, Sample: base.Sample}},
+		{"sample", Estimate{Valid: 100, Setup: base.Setup, Build: base.Build, Sample: 2 * base.Sample}},
+	} {
+		if n := tu.Need(tt.e); n <= n0 {
+			t.Errorf("a larger %s needs %v, not more than %v", tt.name, n, n0)
+		}
+	}
+	for _, tt := range []struct {
+		valid, maxEvals, want int
+	}{{100, 0, 1 + MinBeyondDefault}, {3, 0, 3}, {100, 4, 4}, {1, 0, 1}} {
+		if got := New(&fakeBackend{}, Config{MaxEvals: tt.maxEvals}).minMeasured(tt.valid); got != tt.want {
+			t.Errorf("minMeasured(%d) with MaxEvals %d = %d, want %d", tt.valid, tt.maxEvals, got, tt.want)
+		}
+	}
+}
+
+// sizedBackend is fakeBackend whose timed runs take wall time in proportion
+// to the shape (n·k ns per sample of a gemv), so that entries of one run
+// cost very different amounts, as a large GEMM and a small softmax do on a
+// CPU.
+type sizedBackend struct {
+	fakeBackend
+	nsPerElem float64
+}
+
+type sizedProg struct {
+	*fakeProg
+	b *sizedBackend
+}
+
+func (b *sizedBackend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate) (Program, error) {
+	p, err := b.fakeBackend.Build(k, dt, c)
+	if err != nil {
+		return nil, err
+	}
+	return &sizedProg{fakeProg: p.(*fakeProg), b: b}, nil
+}
+
+func (p *sizedProg) Run(ti Instance, n int) ([]float64, error) {
+	d := p.duration(ti)
+	ts := make([]float64, n)
+	for i := range ts {
+		t0 := time.Now()
+		time.Sleep(d)
+		ts[i] = time.Since(t0).Seconds()
+	}
+	return ts, nil
+}
+
+// duration is a run's: n·k·nsPerElem, times the fake's cost relative to
+// its optimum (1 to 2.6 for the gemv space) over 3.
+func (p *sizedProg) duration(ti Instance) time.Duration {
+	shape := ti.(*fakeInst).p.Case.Shape
+	return time.Duration(float64(shape[1]*shape[2]) * p.b.nsPerElem * p.cost / 100e-6 / 3)
+}
+
+func (p *sizedProg) Output(ti Instance) ([]float32, error) {
+	time.Sleep(p.duration(ti))
+	ref := ti.(*fakeInst).p.Reference()
+	out := make([]float32, len(ref))
+	for i, v := range ref {
+		out[i] = float32(v) // every candidate is right: all count as measured
+	}
+	return out, nil
+}
+
+// sizedTasks are gemv entries whose default's samples take 1.1, 1.9, 3
+// and 48 ms: the cheap ones could spend any share on their 252 candidates.
+func sizedTasks(t *testing.T) []Task {
+	k, err := kernels.Get("gemv_nt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tasks []Task
+	for _, nk := range [][2]int{{300, 300}, {400, 400}, {500, 500}, {2000, 2000}} {
+		tasks = append(tasks, Task{Kernel: k, DType: kernels.F32, Cases: []kernels.Case{{Shape: []int{1, nk[0], nk[1]}}}})
+	}
+	return tasks
+}
+
+// A run whose last entry costs 16 to 44 times the others and needs about
+// 5 s, more than an even split of the budget (2.5 s each): the plan gives every entry its minimum
+// (the default and MinBeyondDefault more) and the slack evenly, and time an
+// entry leaves goes to the next. A budget the plan does not fit is refused
+// before any work, with no file and no journal left, and the budget it
+// suggests then tunes every entry.
+func TestSessionPlansByCost(t *testing.T) {
+	if testing.Short() {
+		t.Skip("sleeps through planned runs of about 20 s")
+	}
+	newB := func() *sizedBackend {
+		return &sizedBackend{fakeBackend: fakeBackend{rng: rand.New(rand.NewPCG(1, 2)), threadsCap: 4}, nsPerElem: 20}
+	}
+	cfg := func(out string, budget time.Duration) SessionConfig {
+		return SessionConfig{Config: Config{Strategy: "bo", Seed: 1, Warmup: time.Millisecond}, Out: out, Budget: budget, Generator: "test"}
+	}
+	run := func(b Backend, c SessionConfig) (*SessionSummary, []Allotment, error) {
+		var allots []Allotment
+		c.Hooks.Begin = func(_ Task, share time.Duration) { allots = append(allots, Allotment{Share: share}) }
+		s, err := OpenSession(b, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		sum, err := s.Run(context.Background(), sizedTasks(t))
+		return sum, allots, err
+	}
+
+	out := filepath.Join(t.TempDir(), params.DefaultFileName)
+	start := time.Now()
+	sum, allots, err := run(newB(), cfg(out, 10*time.Second))
+	if err != nil {
+		t.Fatalf("planned run: %v", err)
+	}
+	if took := time.Since(start); took > 11*time.Second {
+		t.Errorf("the run took %v of a 10 s budget", took)
+	}
+	if len(sum.Results) != 4 || len(allots) != 4 {
+		t.Fatalf("%d results, %d allotments; want 4", len(sum.Results), len(allots))
+	}
+	for _, r := range sum.Results {
+		if m := r.Entry.Candidates.Measured; m < 1+MinBeyondDefault {
+			t.Errorf("%s measured %d candidates (%d evaluations, %d failed, stopped %q), want at least %d", r.Task.Key(), m, r.Entry.Evaluations, r.Entry.Candidates.Failed, r.Stopped, 1+MinBeyondDefault)
+		}
+	}
+	if allots[3].Share < 2*allots[0].Share {
+		t.Errorf("the costly entry's share %v is not well above the cheap one's %v", allots[3].Share, allots[0].Share)
+	}
+
+	// Too small: refused before any work, nothing left behind.
+	small := filepath.Join(t.TempDir(), params.DefaultFileName)
+	_, allots, err = run(newB(), cfg(small, time.Second))
+	var pe *PlanError
+	if !errors.As(err, &pe) {
+		t.Fatalf("a 1 s budget: error %v, want a *PlanError", err)
+	}
+	if len(allots) != 0 || pe.Entries != 4 || pe.Needed <= 0 || pe.Largest != "gemv_nt f32/1x2000x2000" {
+		t.Errorf("plan error %+v after %d entries begun", pe, len(allots))
+	}
+	for _, p := range []string{small, JournalPath(small)} {
+		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s exists after a refused budget (%v)", p, err)
+		}
+	}
+	// The budget the error suggests is enough.
+	sum, _, err = run(newB(), cfg(small, pe.Suggested()))
+	if err != nil {
+		t.Fatalf("the suggested budget %v: %v", pe.Suggested(), err)
+	}
+	for _, r := range sum.Results {
+		if m := r.Entry.Candidates.Measured; m < 1+MinBeyondDefault {
+			t.Errorf("with the suggested budget, %s measured %d candidates", r.Task.Key(), m)
+		}
+	}
+}
