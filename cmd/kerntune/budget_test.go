@@ -3,12 +3,16 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/tuner"
 )
 
 func TestParseBudget(t *testing.T) {
@@ -85,5 +89,76 @@ func TestTuneEvaluationBudgetCPU(t *testing.T) {
 	}
 	if code, log := runCLI(t, "tune", "--backend", "cpu", "--kernel", "softmax", "--budget", "10x", "--out", out); code != exitUsage || !strings.Contains(log, "--budget") {
 		t.Errorf("bad --budget: exit %d, %s", code, log)
+	}
+}
+
+// A wall-time budget the plan does not fit is refused before any work
+// (exit 2, no file, no journal), naming a budget that then tunes every
+// entry; with one family it does not suggest tuning that family alone.
+func TestTuneBudgetAdviceWorks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("tunes two small softmax entries on the CPU")
+	}
+	dir := t.TempDir()
+	out := filepath.Join(dir, "hardware_params.json")
+	args := []string{"tune", "--backend", "cpu", "--kernel", "softmax", "--shape", "64x500", "--shape", "256x1000", "--out", out}
+	code, log := runCLI(t, append(args, "--budget", "1ms")...)
+	if code != exitUsage || !strings.Contains(log, "--budget 1ms is too small") || strings.Contains(log, "--kernel") {
+		t.Fatalf("exit %d, want %d naming --budget and no --kernel advice:\n%s", code, exitUsage, log)
+	}
+	m := regexp.MustCompile(`give --budget (\S+) or more`).FindStringSubmatch(log)
+	if m == nil {
+		t.Fatalf("no budget named:\n%s", log)
+	}
+	for _, p := range []string{out, out + tuner.JournalSuffix} {
+		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s exists after a refused budget (%v)", p, err)
+		}
+	}
+	code, log = runCLI(t, append(args, "--budget", m[1])...)
+	if code != 0 {
+		t.Fatalf("the advised --budget %s: exit %d:\n%s", m[1], code, log)
+	}
+	f, err := params.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range f.Devices {
+		for key, e := range d.Kernels["softmax"] {
+			if min := min(e.Candidates.Valid, 1+tuner.MinBeyondDefault); e.Candidates.Measured < min {
+				t.Errorf("%s measured %d candidates with the advised budget, want %d", key, e.Candidates.Measured, min)
+			}
+		}
+	}
+}
+
+// The advice after an entry ran out of time names a budget above the one
+// that failed (a resumed run's too), and --kernel only when the run had
+// several families.
+func TestBudgetTooSmallAdvice(t *testing.T) {
+	k, err := kernels.Get("gemv_nt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := &tuner.Result{Task: tuner.Task{Kernel: k, DType: kernels.F32, Class: "largeN"}, Stopped: "budget spent"}
+	for _, tt := range []struct {
+		name     string
+		budget   time.Duration
+		families int
+		written  int
+		want     string
+		kernel   bool
+	}{
+		{"one family", time.Minute, 1, 3, "give --budget 1m13s or more", false},
+		{"several families", 3 * time.Minute, 5, 19, "give --budget 3m13s or more", true},
+		{"nothing else written", 2 * time.Second, 5, 0, "give --budget 15s or more", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := &tuner.TooSmallError{Result: res, Entries: 1, Skipped: []string{"gemv_nt f32/largeN"}, Written: tt.written, Needed: 10 * time.Second}
+			msg := budgetTooSmall(tt.budget.String(), tt.budget, e, tt.families).Error()
+			if !strings.Contains(msg, tt.want) || strings.Contains(msg, "--kernel gemv_nt") != tt.kernel {
+				t.Errorf("%s", msg)
+			}
+		})
 	}
 }
