@@ -120,7 +120,15 @@
 //     without it, the first by key: "name, first of 2 by key (no compute
 //     units given)");
 //  3. "only device in file": when nothing above names a device and the file
-//     holds exactly one;
+//     holds exactly one, unless it is another machine's: its backend is not
+//     Options.Backend (when set), or, when the local device applies (as in
+//     step 4), its backend or its model is not the local device's (the
+//     model: the name as FoldDeviceName compares it, and the family when
+//     both record one). Another machine's device is no match, only a
+//     fallback device when its family is the device's (step 5), and
+//     Loader.Warnings names it and the local device and says what applies.
+//     The only device of the local device's model under another key (other
+//     cores) applies, with a warning naming both;
 //  4. the local device, Options.Local (by default LocalDevice(), this CPU),
 //     when nothing names a device, the file holds several and Options.Backend
 //     is empty or the local device's backend: by key ("key"), then by name

@@ -78,11 +78,13 @@ type Options struct {
 	ComputeUnits int
 
 	// Local is the device this process runs on, tried when neither Device,
-	// DeviceName nor their variables name a device and the file does not
-	// hold exactly one: by key, then by name and compute units among the
-	// devices of its backend, and its family and backend stand for the
-	// device's when it is not in the file (unless DeviceFamily and Backend
-	// are set). It applies only when Backend is empty or Local's backend.
+	// DeviceName nor their variables name a device: the file's only device
+	// applies only when it has Local's backend and model (else it is
+	// another machine's, see chooseDevice); among several, Local is found
+	// by key, then by name and compute units among the devices of its
+	// backend; and its family and backend stand for the device's when it is
+	// not in the file (unless DeviceFamily and Backend are set). It applies
+	// only when Backend is empty or Local's backend.
 	// nil means LocalDevice() (this CPU); a pointer to a zero DeviceID
 	// turns the attempt off.
 	Local *DeviceID
@@ -637,7 +639,8 @@ func paramNames(s *Space) []string {
 // fallback devices. The order: the key (Options.Device, else
 // $<PREFIX>_DEVICE) if the file holds it; the name ($<PREFIX>_DEVICE_NAME,
 // else Options.DeviceName) with the nearest compute units; the file's only
-// device when nothing names one; the local device (Options.Local) when
+// device when nothing names one, unless onlyDeviceFits finds it another
+// machine's; the local device (Options.Local) when
 // nothing names one; else no device, with the fallback devices of the
 // family (Options.DeviceFamily, else the local device's).
 func (l *Loader) chooseDevice(f *File, name string, o Options) error {
@@ -658,7 +661,7 @@ func (l *Loader) chooseDevice(f *File, name string, o Options) error {
 	backend, family := o.Backend, o.DeviceFamily
 	var local DeviceID
 	useLocal := false
-	if key == "" && devName == "" && f != nil && len(f.Devices) > 1 {
+	if key == "" && devName == "" && f != nil && len(f.Devices) > 0 {
 		if o.Local != nil {
 			local = *o.Local
 		} else {
@@ -667,7 +670,12 @@ func (l *Loader) chooseDevice(f *File, name string, o Options) error {
 		useLocal = local.Backend != "" && (o.Backend == "" || o.Backend == local.Backend)
 	}
 
-	found := ""
+	found, only, notOnly := "", "", ""
+	if f != nil && len(f.Devices) == 1 {
+		for k := range f.Devices {
+			only = k
+		}
+	}
 	switch {
 	case f == nil:
 	case key != "" && f.Devices[key] != nil:
@@ -677,9 +685,17 @@ func (l *Loader) chooseDevice(f *File, name string, o Options) error {
 			found, d.How, d.Matched = k, nameHow, m
 		}
 	case key != "":
-	case len(f.Devices) == 1:
-		for k := range f.Devices {
-			found, d.How, d.Matched = k, MatchedOnly, MatchedOnly
+	case only != "":
+		// The only device is another machine's when its backend or model is
+		// not this one's: then it is no match, only a possible fallback.
+		var same bool
+		same, notOnly = onlyDeviceFits(f.Devices[only], only, o.Backend, local, useLocal)
+		if notOnly == "" {
+			found, d.How, d.Matched = only, MatchedOnly, MatchedOnly
+			if !same {
+				l.warnings = append(l.warnings, fmt.Sprintf("the only device in %s, %s, is not the local device %s but has its backend and model; its entries apply (set %s_DEVICE=%s to choose it by key)",
+					fileLabel(name), describeDevice(only, f.Devices[only]), describeLocal(local), o.EnvPrefix, only))
+			}
 		}
 	case useLocal && local.Key != "" && f.Devices[local.Key] != nil && f.Devices[local.Key].Backend == local.Backend:
 		found, d.How, d.Matched = local.Key, "local device", MatchedKey
@@ -748,6 +764,9 @@ func (l *Loader) chooseDevice(f *File, name string, o Options) error {
 		asked = append(asked, n)
 	}
 	switch {
+	case notOnly != "":
+		l.warnings = append(l.warnings, fmt.Sprintf("the only device in %s, %s, %s; %s (set %s_DEVICE or %s_DEVICE_NAME, or Options.Device or Options.DeviceName, to use it)",
+			fileLabel(name), describeDevice(only, f.Devices[only]), notOnly, then, o.EnvPrefix, o.EnvPrefix))
 	case key != "" && devName == "":
 		l.warnings = append(l.warnings, fmt.Sprintf("device %q (%s) is not in %s; %s; %s", key, keyHow, fileLabel(name), then, holds))
 	case len(asked) > 0:
@@ -761,6 +780,37 @@ func (l *Loader) chooseDevice(f *File, name string, o Options) error {
 			fileLabel(name), len(f.Devices), why, o.EnvPrefix, o.EnvPrefix, then, holds))
 	}
 	return nil
+}
+
+// onlyDeviceFits says whether the file's only device dev (key k) may stand
+// for the device the loader runs for when nothing names one. It does not
+// (why says so) when its backend is not Options.Backend, or, with the local
+// device known (useLocal), when its backend or its model is not the local
+// device's: the model is the name (see FoldDeviceName) and, when both
+// record one, the family; a key equal to the local device's is the same
+// model. same reports whether it is the local device itself (same key), or
+// nothing is known to compare it with.
+func onlyDeviceFits(dev *Device, k, backend string, local DeviceID, useLocal bool) (same bool, why string) {
+	if dev == nil {
+		return true, ""
+	}
+	if backend != "" && dev.Backend != backend {
+		return false, fmt.Sprintf("is of backend %s, not %s (Options.Backend)", dev.Backend, backend)
+	}
+	if !useLocal {
+		return true, ""
+	}
+	if dev.Backend != local.Backend {
+		return false, fmt.Sprintf("is not the local device %s: another backend", describeLocal(local))
+	}
+	if local.Key != "" && k == local.Key {
+		return true, ""
+	}
+	name := FoldDeviceName(local.Name)
+	if name == "" || FoldDeviceName(dev.Name) != name || dev.Family != "" && local.Family != "" && dev.Family != local.Family {
+		return false, fmt.Sprintf("is not the local device %s: another model", describeLocal(local))
+	}
+	return false, ""
 }
 
 // siblings lists the fallback devices for a device of the given family and

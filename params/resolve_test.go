@@ -182,8 +182,9 @@ func TestDeviceChoice(t *testing.T) {
 			want: DeviceChoice{Key: "cuda:h", How: "env:KERNTUNE_DEVICE", Matched: "key", InFile: true, Backend: "cuda", Kind: "gpu", Family: "amd64"},
 		},
 		{
-			name: "only device in file",
+			name: "only device in file, no local device to compare with",
 			data: `{"schema_version":1,"devices":{"metal:m1":{"backend":"metal","name":"M1","family":"apple7","kernels":{}}}}`,
+			opts: Options{Local: &DeviceID{}},
 			want: DeviceChoice{Key: "metal:m1", How: "only device in file", Matched: "only device in file", InFile: true, Backend: "metal", Kind: "gpu", Family: "apple7"},
 		},
 		{
@@ -222,6 +223,7 @@ func TestDeviceChoice(t *testing.T) {
 		{
 			name: "unknown dtype and class are warnings",
 			data: `{"schema_version":1,"devices":{"cpu:a":{"backend":"cpu","name":"","family":"","kernels":{"gemv_nt":{"f64/tiny":{"params":{"BN":8}},"f32/tinny":{"params":{}}}}}}}`,
+			opts: Options{Local: &DeviceID{}},
 			want: DeviceChoice{Key: "cpu:a", How: "only device in file", Matched: "only device in file", InFile: true, Backend: "cpu", Kind: "cpu"},
 			warnings: []string{
 				`params data: devices["cpu:a"].kernels.gemv_nt["f32/tinny"]: gemv_nt has no shape class "tinny"; entry ignored`,
@@ -309,7 +311,7 @@ func TestResolveCheck(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			l, err := LoadBytes([]byte(tiledFile), Options{Lookup: env(tt.env...), Families: map[string]*Family{"tiled": boundedFamily()}})
+			l, err := LoadBytes([]byte(tiledFile), Options{Backend: "cuda", Lookup: env(tt.env...), Families: map[string]*Family{"tiled": boundedFamily()}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -465,7 +467,7 @@ func TestLoadErrors(t *testing.T) {
 			`bad exact-shape entry key: shape "1x0x896": dim 2 is 0; dims must be at least 1`},
 		{"exact key not canonical", fileWith("cpu", "gemv_nt", "f32/1x0896x896", validEntry), Options{},
 			`exact-shape entry key is not canonical; write f32/1x896x896`},
-		{"Options.Backend of another kind", fileWith("cpu", "gemv_nt", "f32/tiny", validEntry), Options{Backend: "cuda"},
+		{"Options.Backend of another kind", fileWith("cpu", "gemv_nt", "f32/tiny", validEntry), Options{Device: "cpu:x", Backend: "cuda"},
 			`Options.Backend is "cuda" but device "cpu:x" in params data has backend "cpu"`},
 		{"Options.Defaults unknown family", `{"schema_version":1,"devices":{}}`, Options{Defaults: map[string]map[string]int{"nope": {"BN": 8}}},
 			`Options.Defaults: unknown kernel family "nope"`},

@@ -60,7 +60,9 @@ $KERNTUNE_PARAMS, else ./hardware_params.json; a missing file is not an error
 the file holds it, else the device named --device-name (else
 $KERNTUNE_DEVICE_NAME; "Apple M3 Max", "NVIDIA H100 80GB HBM3"; ASCII case
 and spacing ignored) with the nearest --compute-units, else the file's only
-device, else this machine's CPU; when none matches, the devices of
+device unless it is another machine's (another backend than --backend or
+this machine's, another CPU model: then a warning names both devices and it
+is only a fallback), else this machine's CPU; when none matches, the devices of
 --device-family are fallbacks and a warning lists the file's devices.`,
 		Example: `  kerntune get --kernel gemv_nt --shape 1x896x4864
   kerntune get --kernel gemm_av --dtype f16 --shape 512x4864x896 --device-name "NVIDIA H100 80GB HBM3"

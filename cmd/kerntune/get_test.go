@@ -403,3 +403,37 @@ func TestGetDeviceName(t *testing.T) {
 		t.Errorf("params %+v use source %q", got.Params, got.UseSource)
 	}
 }
+
+// TestGetOnlyDeviceOfAnotherMachine: a file holding only another machine's
+// device is not applied as "the only device"; get says so, naming both
+// devices, in text and JSON.
+func TestGetOnlyDeviceOfAnotherMachine(t *testing.T) {
+	getEnv(t)
+	path := filepath.Join(t.TempDir(), "other.json")
+	data := `{"schema_version": 1, "devices": {
+	  "metal:Apple M2:10c": {"backend": "metal", "name": "Apple M2", "family": "apple8", "compute_units": 10, "kernels": {
+	    "softmax": {"f32/medium": {"params": {"TPR": 64}}}}}}}`
+	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	local := params.LocalDevice()
+	code, out, errOut := runGet(t, "get", "--params", path, "--kernel", "softmax", "--shape", "64x896", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	var got getOutput
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	want := "the only device in " + path + `, metal:Apple M2:10c (backend metal, name "Apple M2", compute units 10, family apple8), is not the local device ` +
+		local.Key + " (backend cpu"
+	if got.Matched != params.MatchedNone || got.Device != "" || len(got.Warnings) != 1 || !strings.Contains(got.Warnings[0], want) ||
+		!strings.Contains(got.Warnings[0], "another backend; built-in defaults apply") || !strings.Contains(errOut, "kerntune: warning: "+want) {
+		t.Errorf("matched %q device %q warnings %q\nstderr %s", got.Matched, got.Device, got.Warnings, errOut)
+	}
+	for name, v := range got.Params {
+		if v.Source != params.SourceDefault {
+			t.Errorf("%s from %s, want the default", name, v.Source)
+		}
+	}
+}

@@ -1976,7 +1976,7 @@ class Loader:
         backend, family = o_backend, opt_family or ""
         local = DeviceID()
         use_local = False
-        if key == "" and dev_name == "" and devices is not None and len(devices) > 1:
+        if key == "" and dev_name == "" and devices is not None and len(devices) > 0:
             if opt_local is None or opt_local is True:
                 local = local_device()
             elif isinstance(opt_local, DeviceID):
@@ -1985,7 +1985,8 @@ class Loader:
                 local = DeviceID(**dict(opt_local))
             use_local = local.backend != "" and (o_backend == "" or o_backend == local.backend)
 
-        found = ""
+        found, not_only = "", ""
+        only = next(iter(devices)) if devices is not None and len(devices) == 1 else ""
         if devices is None:
             pass
         elif key != "" and key in devices:
@@ -1996,9 +1997,18 @@ class Loader:
                 found, d.how, d.matched = k, name_how, m
         elif key != "":
             pass
-        elif len(devices) == 1:
-            found = next(iter(devices))
-            d.how = d.matched = MATCHED_ONLY
+        elif only:
+            # The only device is another machine's when its backend or model is
+            # not this one's: then it is no match, only a possible fallback.
+            same, not_only = _only_device_fits(devices[only], only, o_backend, local, use_local)
+            if not_only == "":
+                found = only
+                d.how = d.matched = MATCHED_ONLY
+                if not same:
+                    self.warnings.append(
+                        f"the only device in {name or 'params data'}, {_describe_device(only, devices[only])}, is not the local device "
+                        f"{_describe_local(local)} but has its backend and model; its entries apply (set {prefix}_DEVICE={only} to choose it by key)"
+                    )
         elif use_local and local.key != "" and local.key in devices and devices[local.key].backend == local.backend:
             found, d.how, d.matched = local.key, "local device", MATCHED_KEY
         elif use_local:
@@ -2035,10 +2045,7 @@ class Loader:
         then = "built-in defaults apply"
         if d.fallbacks:
             then = f"using fallback devices {', '.join(d.fallbacks)} (family {d.family})"
-        holds = "its devices: " + "; ".join(
-            f"{k} (backend {devices[k].backend}, name {_quote(devices[k].name)}, compute units {devices[k].compute_units}, family {devices[k].family})"
-            for k in _sorted_keys(devices)
-        )
+        holds = "its devices: " + "; ".join(_describe_device(k, devices[k]) for k in _sorted_keys(devices))
         asked = []
         if key:
             asked.append(f"key {_quote(key)} ({key_how})")
@@ -2047,7 +2054,12 @@ class Loader:
             if o_backend:
                 n += " on backend " + o_backend
             asked.append(n)
-        if key and not dev_name:
+        if not_only:
+            self.warnings.append(
+                f"the only device in {label}, {_describe_device(only, devices[only])}, {not_only}; {then} (set {prefix}_DEVICE or "
+                f"{prefix}_DEVICE_NAME, or Options.Device or Options.DeviceName, to use it)"
+            )
+        elif key and not dev_name:
             self.warnings.append(f"device {_quote(key)} ({key_how}) is not in {label}; {then}; {holds}")
         elif asked:
             self.warnings.append(f"no device in {label} matches {' or '.join(asked)}; {then}; {holds}")
@@ -2236,6 +2248,32 @@ def _sorted_keys(m: Mapping[str, Any]) -> List[str]:
     return sorted(m, key=lambda k: k.encode("utf-8"))
 
 
+def _describe_device(k: str, d: _Device) -> str:
+    return f"{k} (backend {d.backend}, name {_quote(d.name)}, compute units {d.compute_units}, family {d.family})"
+
+
+def _describe_local(d: DeviceID) -> str:
+    return f"{d.key} (backend {d.backend}, name {_quote(d.name)}, compute units {d.compute_units}, family {d.family})"
+
+
+def _only_device_fits(dev: _Device, k: str, backend: str, local: DeviceID, use_local: bool) -> Tuple[bool, str]:
+    # As the Go loader's onlyDeviceFits: (whether it is the local device
+    # itself or nothing is known to compare it with, why it may not stand
+    # for the device the loader runs for; "" when it may).
+    if backend and dev.backend != backend:
+        return False, f"is of backend {dev.backend}, not {backend} (Options.Backend)"
+    if not use_local:
+        return True, ""
+    if dev.backend != local.backend:
+        return False, f"is not the local device {_describe_local(local)}: another backend"
+    if local.key and k == local.key:
+        return True, ""
+    name = fold_device_name(local.name)
+    if name == "" or fold_device_name(dev.name) != name or (dev.family and local.family and dev.family != local.family):
+        return False, f"is not the local device {_describe_local(local)}: another model"
+    return False, ""
+
+
 def _siblings(devices: Optional[Mapping[str, _Device]], self_key: str, family: str, backend: str) -> List[str]:
     if devices is None or family == "":
         return []
@@ -2287,7 +2325,10 @@ def load(
     $<PREFIX>_DEVICE_NAME replaces it), as the system reports it ("Apple M3
     Max" from mx.metal.device_info()["device_name"], "NVIDIA H100 80GB
     HBM3"), of backend when given, the nearest compute_units among several;
-    else the file's only device; else, when nothing names a device, the local
+    else the file's only device, unless it is another machine's (of another
+    backend than backend or the local device's, or another model than the
+    local device's: then it is only a fallback, with a warning); else, when
+    nothing names a device, the local
     device (local: None for this CPU, a DeviceID or dict, False for none);
     else the fallback devices of device_family. The loader's ``device`` and
     ``warnings`` say what happened. env is the environment (default
