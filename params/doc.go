@@ -94,8 +94,13 @@
 // parameter's allowed values; otherwise Resolve returns an *EnvError naming
 // the variable, the value and the allowed values. A variable naming no
 // parameter of the family (KERNTUNE_GEMV_NT_XX) is ignored, since a lookup
-// function cannot enumerate the environment; Loader.UnusedEnv lists such
-// variables and `kerntune get` warns about them. <PREFIX>_<FAMILY>_USE must
+// function cannot enumerate the environment, and so is one of a parameter
+// the device's backend does not have (KERNTUNE_GEMV_NT_TG, a GPU parameter,
+// on a CPU device), or of a family without parameters for it;
+// Loader.UnusedEnv lists every variable with the prefix that has no effect
+// (these, and <PREFIX>_PARAMS or <PREFIX>_DEVICE when the caller named the
+// file or the device), Loader.UnusedEnvVars says why, and `kerntune get`
+// warns about them. <PREFIX>_<FAMILY>_USE must
 // be "baseline" or "tuned" (spaces around it ignored, empty is unset);
 // another value makes Resolve return an *EnvError naming the variable and
 // the allowed values. USE is therefore no parameter name (ReservedParamName).

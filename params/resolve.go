@@ -228,6 +228,8 @@ type Loader struct {
 	famNames []string
 	chain    []*devState // the device itself (if in the file), then fallbacks
 	knownEnv map[string]bool
+	unread   map[string]string // variables known but not read for this device, and why
+	envFams  map[string]string // a family's part of its variable names → the family
 	warnings []string
 	aliases  []Alias // validated; never modified
 }
@@ -280,17 +282,22 @@ func Open(opts Options) (*Loader, error) {
 		}
 	}
 	data, err := readParams(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		l, err := newLoader(nil, path, o)
+	var l *Loader
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		l, err = newLoader(nil, path, o)
 		if err == nil && explicit {
 			l.warnings = append([]string{fmt.Sprintf("params file %s does not exist; built-in defaults apply", path)}, l.warnings...)
 		}
-		return l, err
-	}
-	if err != nil {
+	case err != nil:
 		return nil, fmt.Errorf("params: %w", err)
+	default:
+		l, err = loadData(data, path, o)
 	}
-	return loadData(data, path, o)
+	if err == nil && o.Path == "" {
+		delete(l.unread, o.EnvPrefix+"_PARAMS") // it was read, set or not
+	}
+	return l, err
 }
 
 // Load loads the params file at path; unlike Open, a missing file is an
@@ -369,7 +376,8 @@ func (l *Loader) Families() []string { return slices.Clone(l.famNames) }
 func (l *Loader) Warnings() []string { return slices.Clone(l.warnings) }
 
 func newLoader(f *File, name string, o Options) (*Loader, error) {
-	l := &Loader{path: name, found: f != nil, prefix: o.EnvPrefix, lookup: o.Lookup, knownEnv: map[string]bool{}}
+	l := &Loader{path: name, found: f != nil, prefix: o.EnvPrefix, lookup: o.Lookup, knownEnv: map[string]bool{},
+		unread: map[string]string{}, envFams: map[string]string{}}
 	fams := Builtin()
 	for _, key := range sortedKeys(o.Families) {
 		fam := o.Families[key]
@@ -394,6 +402,11 @@ func newLoader(f *File, name string, o Options) (*Loader, error) {
 	for _, v := range []string{"_PARAMS", "_DEVICE", "_DEVICE_NAME"} {
 		claim(o.EnvPrefix+v, "the loader's "+strings.TrimPrefix(v, "_"))
 	}
+	// Open reads <PREFIX>_PARAMS only when the caller names no file.
+	l.unread[o.EnvPrefix+"_PARAMS"] = "not read: the caller named the params file"
+	if o.Device != "" {
+		l.unread[o.EnvPrefix+"_DEVICE"] = "not read: Options.Device names the device"
+	}
 	byEnv := map[string]string{}
 	for _, key := range sortedKeys(fams) {
 		if err := validateFamily(fams[key]); err != nil {
@@ -404,6 +417,7 @@ func newLoader(f *File, name string, o Options) (*Loader, error) {
 			return nil, fmt.Errorf("params: families %s and %s share the variable names %s_%s_*", other, key, o.EnvPrefix, e)
 		}
 		byEnv[e] = key
+		l.envFams[e] = key
 		if err := claim(EnvVarName(o.EnvPrefix, key, ReservedParamName), key+"'s choice of the baseline"); err != nil {
 			return nil, err
 		}
@@ -461,8 +475,41 @@ func newLoader(f *File, name string, o Options) (*Loader, error) {
 			fs.aliases = aliasesFor(key, sp, o.Aliases)
 		}
 		l.fams[key] = fs
+		l.noteUnread(key, fam, fs)
 	}
 	return l, nil
+}
+
+// noteUnread records the variables of a family that Resolve never reads for
+// this device, since its backend has no such parameter (or none at all),
+// and why; UnusedEnvVars reports those that are set.
+func (l *Loader) noteUnread(key string, fam *Family, fs *famState) {
+	dev := "backend " + l.device.Backend
+	if l.device.Key != "" {
+		dev = fmt.Sprintf("%s, backend %s", l.device.Key, l.device.Backend)
+	}
+	if fs.space == nil {
+		why := fmt.Sprintf("%s has no parameters for %s backends (the device: %s)", key, fs.kind, dev)
+		l.unread[EnvVarName(l.prefix, key, ReservedParamName)] = why
+		for _, kind := range sortedKeys(fam.Spaces) {
+			for _, p := range fam.Spaces[kind].Params {
+				l.unread[EnvVarName(l.prefix, key, p.Name)] = why
+			}
+		}
+		return
+	}
+	for _, kind := range sortedKeys(fam.Spaces) {
+		for _, p := range fam.Spaces[kind].Params {
+			if _, ok := fs.space.Param(p.Name); ok {
+				continue
+			}
+			name := EnvVarName(l.prefix, key, p.Name)
+			if _, done := l.unread[name]; !done {
+				l.unread[name] = fmt.Sprintf("%s %s is a parameter of %s backends, not of %s ones (the device: %s; its %s parameters: %s)",
+					key, p.Name, kind, fs.kind, dev, key, strings.Join(fs.names, ", "))
+			}
+		}
+	}
 }
 
 func newDevState(f *File, key, prefix string) *devState {

@@ -681,19 +681,66 @@ func TestEnvVarName(t *testing.T) {
 	}
 }
 
+// TestUnusedEnv: every variable with the prefix that has no effect is listed,
+// with why: a typo, a parameter of another backend's space, the variables
+// of a family without a space for the device, <PREFIX>_PARAMS when the
+// caller named the file, <PREFIX>_DEVICE when Options.Device is set.
 func TestUnusedEnv(t *testing.T) {
-	l, err := LoadBytes([]byte(precedenceFile), Options{Lookup: env()})
-	if err != nil {
-		t.Fatal(err)
-	}
 	environ := []string{
 		"KERNTUNE_GEMV_NT_BN=8", "KERNTUNE_GEMV_NT_XX=1", "KERNTUNE_PARAMS=x", "KERNTUNE_DEVICE=y", "KERNTUNE_METAL_MPS=0",
 		"KERNTUNE_GEMVNT_BN=8", "KERNTUNE_SOFTMAX_ROWS=2", "KERNTUNE_GEMM_AV_MC=64", "HOME=/root",
-		"KERNTUNE_GEMV_NT_XX=2", "KERNTUNE_NOVALUE",
+		"KERNTUNE_GEMV_NT_XX=2", "KERNTUNE_NOVALUE", "KERNTUNE_GEMV_NT_TG=64",
 	}
-	want := []string{"KERNTUNE_GEMVNT_BN", "KERNTUNE_GEMV_NT_XX", "KERNTUNE_NOVALUE"}
-	if got := l.UnusedEnv(environ); !reflect.DeepEqual(got, want) {
-		t.Errorf("got %v, want %v", got, want)
+	path := filepath.Join(t.TempDir(), DefaultFileName)
+	if err := os.WriteFile(path, []byte(precedenceFile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gpuOnly := &Family{Name: "gpu_only", Dims: []string{"n"}, Classify: func([]int) (string, error) { return "all", nil },
+		Spaces: map[string]*Space{"gpu": {Params: []Param{{Name: "TG", Values: []int{32, 64}, Default: 32}}}}}
+	typo := "not a variable the loader reads: gemv_nt has no parameter XX (on cpu backends it has BN, ROWS, UNROLL, THREADS)"
+	noFamily := "not a variable the loader reads: KERNTUNE_GEMVNT_BN names no kernel family (known: "
+	tg := "gemv_nt TG is a parameter of gpu backends, not of cpu ones (the device: cpu:a, backend cpu; its gemv_nt parameters: BN, ROWS, UNROLL, THREADS)"
+	for _, tt := range []struct {
+		name string
+		load func() (*Loader, error)
+		env  []string
+		want map[string]string // name → a substring of why
+	}{
+		{"bytes: the file is named, the device is not", func() (*Loader, error) { return LoadBytes([]byte(precedenceFile), Options{Lookup: env()}) },
+			environ, map[string]string{"KERNTUNE_GEMVNT_BN": noFamily, "KERNTUNE_GEMV_NT_XX": typo, "KERNTUNE_NOVALUE": "names no kernel family",
+				"KERNTUNE_PARAMS":     "not read: the caller named the params file",
+				"KERNTUNE_GEMV_NT_TG": "gemv_nt TG is a parameter of gpu backends, not of cpu ones (the device: backend cpu; its gemv_nt parameters"}},
+		{"Open without a path reads KERNTUNE_PARAMS; Options.Device wins over KERNTUNE_DEVICE",
+			func() (*Loader, error) { return Open(Options{Device: "cpu:a", Lookup: env("KERNTUNE_PARAMS", path)}) },
+			[]string{"KERNTUNE_PARAMS=" + path, "KERNTUNE_DEVICE=cpu:b", "KERNTUNE_GEMV_NT_TG=64", "KERNTUNE_GEMV_NT_BN=8"},
+			map[string]string{"KERNTUNE_DEVICE": "not read: Options.Device names the device", "KERNTUNE_GEMV_NT_TG": tg}},
+		{"a family with no space for the device's backend",
+			func() (*Loader, error) {
+				return LoadBytes([]byte(precedenceFile), Options{Device: "cpu:a", Lookup: env(), Families: map[string]*Family{"gpu_only": gpuOnly}})
+			},
+			[]string{"KERNTUNE_GPU_ONLY_TG=64", "KERNTUNE_GPU_ONLY_USE=baseline", "KERNTUNE_GPU_ONLY_X=1"},
+			map[string]string{"KERNTUNE_GPU_ONLY_TG": "gpu_only has no parameters for cpu backends (the device: cpu:a, backend cpu)",
+				"KERNTUNE_GPU_ONLY_USE": "gpu_only has no parameters for cpu backends", "KERNTUNE_GPU_ONLY_X": "gpu_only has no parameter X"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			l, err := tt.load()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := l.UnusedEnvVars(tt.env)
+			names := l.UnusedEnv(tt.env)
+			if len(got) != len(tt.want) || len(names) != len(got) {
+				t.Fatalf("got %q (names %q), want %d: %v", got, names, len(tt.want), tt.want)
+			}
+			for i, v := range got {
+				if names[i] != v.Name || i > 0 && got[i-1].Name >= v.Name {
+					t.Errorf("names %q not sorted or not those of %q", names, got)
+				}
+				if w, ok := tt.want[v.Name]; !ok || !strings.Contains(v.Why, w) {
+					t.Errorf("%s: why %q, want %q", v.Name, v.Why, w)
+				}
+			}
+		})
 	}
 }
 

@@ -1784,6 +1784,10 @@ class Loader:
         self._env = env
         self.warnings = []
         self._known_env: Dict[str, str] = {}
+        # Variables known but not read for this device, and why; a family's
+        # part of its variable names → the family.
+        self._unread: Dict[str, str] = {}
+        self._env_fams: Dict[str, str] = {}
         fams = builtin_families()
         for sp in specs:
             fam = load_spec(os.fspath(sp))
@@ -1791,12 +1795,17 @@ class Loader:
         self._claim_env(env_prefix + "_PARAMS", "the loader's PARAMS")
         self._claim_env(env_prefix + "_DEVICE", "the loader's DEVICE")
         self._claim_env(env_prefix + "_DEVICE_NAME", "the loader's DEVICE_NAME")
+        # load reads <PREFIX>_PARAMS only when the caller names no file.
+        self._unread[env_prefix + "_PARAMS"] = "not read: the caller named the params file"
+        if device:
+            self._unread[env_prefix + "_DEVICE"] = "not read: Options.Device names the device"
         by_env: Dict[str, str] = {}
         for key in sorted(fams):
             e = _env_family(key)
             if e in by_env:
                 raise OptionsError(f"params: families {by_env[e]} and {key} share the variable names {env_prefix}_{e}_*")
             by_env[e] = key
+            self._env_fams[e] = key
             self._claim_env(env_var_name(env_prefix, key, RESERVED_PARAM_NAME), key + "'s choice of the baseline")
             for kind in sorted(fams[key].spaces):
                 for p in fams[key].spaces[kind].params:
@@ -1829,6 +1838,29 @@ class Loader:
                         continue
                     fs.aliases.append(_AliasState(a, [sp.param(n) for n in a.params] if sp.has(a.params) else None))  # type: ignore[misc]
             self._fams[key] = fs
+            self._note_unread(key, fam, fs)
+
+    def _note_unread(self, key: str, fam: Family, fs: "_FamState") -> None:
+        # As the Go loader's noteUnread: the variables of a family that
+        # resolve never reads for this device, and why.
+        d = self.device
+        dev = f"{d.key}, backend {d.backend}" if d.key else f"backend {d.backend}"
+        if fs.space is None:
+            why = f"{key} has no parameters for {fs.kind} backends (the device: {dev})"
+            self._unread[env_var_name(self.env_prefix, key, RESERVED_PARAM_NAME)] = why
+            for kind in sorted(fam.spaces):
+                for p in fam.spaces[kind].params:
+                    self._unread[env_var_name(self.env_prefix, key, p.name)] = why
+            return
+        for kind in sorted(fam.spaces):
+            for p in fam.spaces[kind].params:
+                if fs.space.param(p.name) is not None:
+                    continue
+                self._unread.setdefault(
+                    env_var_name(self.env_prefix, key, p.name),
+                    f"{key} {p.name} is a parameter of {kind} backends, not of {fs.kind} ones (the device: {dev}; "
+                    f"its {key} parameters: {', '.join(fs.names)})",
+                )
 
     # -- environment
 
@@ -1844,10 +1876,44 @@ class Loader:
 
     def unused_env(self, environ: Optional[Mapping[str, str]] = None) -> List[str]:
         """The variables of environ (default os.environ) with the loader's
-        prefix that it never reads, sorted (a typo such as KERNTUNE_GEMV_NT_XX)."""
+        prefix that have no effect, sorted: those it never reads (a typo
+        such as KERNTUNE_GEMV_NT_XX) and those it does not read for this
+        device (a parameter of another backend's space, such as
+        KERNTUNE_GEMV_NT_TG on a CPU device; every variable of a family
+        without a space for the device's backend; <PREFIX>_PARAMS when the
+        caller named the file; <PREFIX>_DEVICE when device is given)."""
+        return [n for n, _ in self.unused_env_vars(environ)]
+
+    def unused_env_vars(self, environ: Optional[Mapping[str, str]] = None) -> List[Tuple[str, str]]:
+        """unused_env with the reason for each variable: (name, why) pairs,
+        sorted by name (Go's Loader.UnusedEnvVars)."""
         env = os.environ if environ is None else environ
         p = self.env_prefix + "_"
-        return sorted(n for n in env if n.startswith(p) and n not in self._known_env)
+        out = []
+        for n in sorted(env, key=lambda k: k.encode("utf-8")):
+            if not n.startswith(p):
+                continue
+            if n in self._unread:
+                out.append((n, self._unread[n]))
+            elif n not in self._known_env:
+                out.append((n, self._unknown_var_why(n)))
+        return out
+
+    def _unknown_var_why(self, name: str) -> str:
+        rest = name[len(self.env_prefix) + 1:]
+        fam = ""
+        for e, key in self._env_fams.items():
+            if rest.startswith(e + "_") and len(e) > len(_env_family(fam)):
+                fam = key
+        if fam == "":
+            prefix = self.env_prefix
+            return (f"not a variable the loader reads: {name} names no kernel family (known: {', '.join(self.families)}) "
+                    f"and no setting ({prefix}_PARAMS, {prefix}_DEVICE, {prefix}_DEVICE_NAME)")
+        fs = self._fams.get(fam)
+        param = rest[len(_env_family(fam)) + 1:]
+        if fs is None or fs.space is None:
+            return f"not a variable the loader reads: {fam} has no parameter {param}"
+        return f"not a variable the loader reads: {fam} has no parameter {param} (on {fs.kind} backends it has {', '.join(fs.names)})"
 
     # -- validation
 
@@ -2347,6 +2413,7 @@ def load(
             p, explicit = v, True
         else:
             p = DEFAULT_FILE_NAME
+    named = path is not None and os.fspath(path) != ""
     try:
         data = _read_limited(p)
     except _TooLarge as x:
@@ -2355,12 +2422,15 @@ def load(
         l = Loader(None, p, **o)
         if explicit:
             l.warnings.insert(0, f"params file {p} does not exist; built-in defaults apply")
-        return l
     except OSError as x:
         err = ParamsError(f"params: {x}")
         err.kind = "io"
         raise err from None
-    return Loader(_parse(data, p), p, **o)
+    else:
+        l = Loader(_parse(data, p), p, **o)
+    if not named:
+        l._unread.pop(o["env_prefix"] + "_PARAMS", None)  # it was read, set or not
+    return l
 
 
 def loads(data: Union[bytes, str], device_name: Optional[str] = None, **kw: Any) -> Loader:
