@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
 	"strings"
 	"text/tabwriter"
 
@@ -26,12 +27,17 @@ type getOutput struct {
 	Found   bool                    `json:"file_found"`
 	Params  map[string]params.Value `json:"params"`
 	// Matched is how the device was found, How what named it.
-	Matched     string   `json:"matched"`
-	How         string   `json:"how,omitempty"`
-	UseBaseline bool     `json:"use_baseline"`
-	Baseline    string   `json:"baseline,omitempty"`
-	UseSource   string   `json:"use_source"`
-	Warnings    []string `json:"warnings"`
+	Matched     string `json:"matched"`
+	How         string `json:"how,omitempty"`
+	UseBaseline bool   `json:"use_baseline"`
+	Baseline    string `json:"baseline,omitempty"`
+	UseSource   string `json:"use_source"`
+	// Warnings are the loader's warnings, then one per variable of
+	// UnusedEnv.
+	Warnings []string `json:"warnings"`
+	// UnusedEnv are the KERNTUNE_ variables that have no effect on this
+	// output, and why.
+	UnusedEnv []params.UnusedVar `json:"unused_env"`
 }
 
 func newGetCmd() *cobra.Command {
@@ -63,7 +69,12 @@ and spacing ignored) with the nearest --compute-units, else the file's only
 device unless it is another machine's (another backend than --backend or
 this machine's, another CPU model: then a warning names both devices and it
 is only a fallback), else this machine's CPU; when none matches, the devices of
---device-family are fallbacks and a warning lists the file's devices.`,
+--device-family are fallbacks and a warning lists the file's devices.
+Every KERNTUNE_ variable that has no effect on the output is a warning
+saying why (a misspelt name, a parameter the device's backend does not have
+such as KERNTUNE_GEMV_NT_TG on a CPU, a variable of another kernel than
+--kernel, KERNTUNE_PARAMS beside --params); --json lists them in
+"unused_env" and every warning in "warnings".`,
 		Example: `  kerntune get --kernel gemv_nt --shape 1x896x4864
   kerntune get --kernel gemm_av --dtype f16 --shape 512x4864x896 --device-name "NVIDIA H100 80GB HBM3"
   KERNTUNE_GEMV_NT_BN=8 kerntune get --kernel gemv_nt --shape 1x896x896 --json`,
@@ -89,11 +100,13 @@ is only a fallback), else this machine's CPU; when none matches, the devices of
 				return usageErrorf("get: %w", err)
 			}
 			stderr := cmd.ErrOrStderr()
-			for _, w := range l.Warnings() {
-				fmt.Fprintln(stderr, "kerntune: warning:", w)
+			unused := unusedVars(l, kernel, os.Environ(), file != "", device != "", specFamilies(cs))
+			warnings := l.Warnings()
+			for _, v := range unused {
+				warnings = append(warnings, fmt.Sprintf("%s has no effect: %s", v.Name, v.Why))
 			}
-			for _, v := range l.UnusedEnv(os.Environ()) {
-				fmt.Fprintf(stderr, "kerntune: warning: %s is not a variable kerntune reads; ignored\n", v)
+			for _, w := range warnings {
+				fmt.Fprintln(stderr, "kerntune: warning:", w)
 			}
 			r, err := l.Resolve(kernel, dtype, shape)
 			if err != nil {
@@ -101,15 +114,17 @@ is only a fallback), else this machine's CPU; when none matches, the devices of
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				warnings := l.Warnings()
 				if warnings == nil {
 					warnings = []string{}
+				}
+				if unused == nil {
+					unused = []params.UnusedVar{}
 				}
 				return printJSON(out, getOutput{
 					Device: r.Device, Backend: r.Backend, Kernel: r.Family, DType: r.DType, Shape: r.Shape,
 					Class: r.Class, File: l.Path(), Found: l.FileFound(), Params: r.Params,
 					Matched: r.Matched, How: l.Device().How, UseBaseline: r.UseBaseline, Baseline: r.Baseline,
-					UseSource: r.UseSource, Warnings: warnings,
+					UseSource: r.UseSource, Warnings: warnings, UnusedEnv: unused,
 				})
 			}
 			return printResolved(out, l, r)
@@ -128,6 +143,56 @@ is only a fallback), else this machine's CPU; when none matches, the devices of
 	f.BoolVar(&asJSON, "json", false, "print JSON")
 	f.StringArrayVar(&specs, "spec", nil, "kernel spec file whose kernel --kernel may name (repeatable)")
 	return cmd
+}
+
+// unusedVars are the variables of environ that have no effect on get's
+// output: those the loader does not read (params.Loader.UnusedEnvVars,
+// its reasons in the flags' words where a flag replaced the variable), and
+// the variables of the other families, which the loader reads for them but
+// get does not resolve.
+func unusedVars(l *params.Loader, kernel string, environ []string, fileFlag, deviceFlag bool, specs map[string]*params.Family) []params.UnusedVar {
+	prefix := l.EnvPrefix()
+	vars := l.UnusedEnvVars(environ)
+	listed := map[string]bool{}
+	for i, v := range vars {
+		listed[v.Name] = true
+		switch {
+		case v.Name == prefix+"_PARAMS" && fileFlag:
+			vars[i].Why = "not read: --params names the params file"
+		case v.Name == prefix+"_DEVICE" && deviceFlag:
+			vars[i].Why = "not read: --device names the device"
+		}
+	}
+	// What each family's variables set, for the families get does not resolve.
+	sets := map[string]string{}
+	kind, builtins := l.Device().Kind, params.Builtin()
+	for _, name := range l.Families() {
+		if name == kernel {
+			continue
+		}
+		fam := specs[name]
+		if fam == nil {
+			fam = builtins[name]
+		}
+		if fam == nil {
+			continue
+		}
+		sets[params.EnvVarName(prefix, name, params.ReservedParamName)] = name + "'s choice of the baseline"
+		if sp, ok := fam.Spaces[kind]; ok {
+			for _, p := range sp.Params {
+				sets[params.EnvVarName(prefix, name, p.Name)] = name + " " + p.Name
+			}
+		}
+	}
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		if what, ok := sets[name]; ok && !listed[name] {
+			listed[name] = true
+			vars = append(vars, params.UnusedVar{Name: name, Why: fmt.Sprintf("it sets %s; get resolves only %s", what, kernel)})
+		}
+	}
+	sort.Slice(vars, func(i, j int) bool { return vars[i].Name < vars[j].Name })
+	return vars
 }
 
 func printResolved(w io.Writer, l *params.Loader, r *params.Resolved) error {

@@ -275,7 +275,7 @@ func TestGetFileLookup(t *testing.T) {
 	t.Run("unknown parameter variable: warning", func(t *testing.T) {
 		t.Setenv("KERNTUNE_GEMV_NT_XX", "1")
 		code, _, errOut := runGet(t, "get", "--kernel", "gemv_nt", "--shape", "1x896x896", "--params", path, "--device", "cpu:a")
-		if code != 0 || !strings.Contains(errOut, "kerntune: warning: KERNTUNE_GEMV_NT_XX is not a variable kerntune reads; ignored") {
+		if code != 0 || !strings.Contains(errOut, "kerntune: warning: KERNTUNE_GEMV_NT_XX has no effect: not a variable the loader reads: gemv_nt has no parameter XX") {
 			t.Fatalf("exit %d\n%s", code, errOut)
 		}
 	})
@@ -435,5 +435,48 @@ func TestGetOnlyDeviceOfAnotherMachine(t *testing.T) {
 		if v.Source != params.SourceDefault {
 			t.Errorf("%s from %s, want the default", name, v.Source)
 		}
+	}
+}
+
+// TestGetUnusedEnv: every KERNTUNE_ variable without effect on get's output
+// is a warning saying why, on stderr and in --json's warnings and unused_env.
+func TestGetUnusedEnv(t *testing.T) {
+	path := getEnv(t)
+	env := map[string]string{
+		"KERNTUNE_GEMV_NT_BN": "8", "KERNTUNE_GEMV_NT_TG": "64", "KERNTUNE_GEMV_NT_XX": "1", "KERNTUNE_SOFTMAX_ROWS": "2",
+		"KERNTUNE_PARAMS": "elsewhere.json", "KERNTUNE_DEVICE": "cpu:b",
+	}
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+	want := map[string]string{
+		"KERNTUNE_GEMV_NT_TG":   "gemv_nt TG is a parameter of gpu backends, not of cpu ones (the device: cpu:a, backend cpu; its gemv_nt parameters: BN, ROWS, UNROLL, THREADS)",
+		"KERNTUNE_GEMV_NT_XX":   "not a variable the loader reads: gemv_nt has no parameter XX",
+		"KERNTUNE_SOFTMAX_ROWS": "it sets softmax ROWS; get resolves only gemv_nt",
+		"KERNTUNE_PARAMS":       "not read: --params names the params file",
+		"KERNTUNE_DEVICE":       "not read: --device names the device",
+	}
+	code, out, errOut := runGet(t, "get", "--kernel", "gemv_nt", "--shape", "1x896x896", "--params", path, "--device", "cpu:a", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	var got getOutput
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.UnusedEnv) != len(want) || len(got.Warnings) != len(want) {
+		t.Fatalf("unused %+v\nwarnings %q; want %d of each", got.UnusedEnv, got.Warnings, len(want))
+	}
+	for i, v := range got.UnusedEnv {
+		if !strings.Contains(v.Why, want[v.Name]) || want[v.Name] == "" {
+			t.Errorf("%s: why %q, want %q", v.Name, v.Why, want[v.Name])
+		}
+		line := v.Name + " has no effect: " + v.Why
+		if got.Warnings[i] != line || !strings.Contains(errOut, "kerntune: warning: "+line+"\n") {
+			t.Errorf("warning %q, want %q on stderr too:\n%s", got.Warnings[i], line, errOut)
+		}
+	}
+	if got.Params["BN"].Source != "env:KERNTUNE_GEMV_NT_BN" {
+		t.Errorf("BN from %s", got.Params["BN"].Source)
 	}
 }
