@@ -1,16 +1,21 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
+	"github.com/kerntune/kerntune/kernels/gpu"
 	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/spec"
 )
 
 func init() { commands = append(commands, newGetCmd) }
@@ -74,7 +79,12 @@ Every KERNTUNE_ variable that has no effect on the output is a warning
 saying why (a misspelt name, a parameter the device's backend does not have
 such as KERNTUNE_GEMV_NT_TG on a CPU, a variable of another kernel than
 --kernel, KERNTUNE_PARAMS beside --params); --json lists them in
-"unused_env" and every warning in "warnings".`,
+"unused_env" and every warning in "warnings".
+
+A --spec kernel is GPU code: for a device not in the file and no --backend,
+its backend is the spec's (metal on macOS, else the first of cuda, metal,
+opencl the spec supports; they share one parameter space); a CPU device is
+an error naming --backend and the spec's backends.`,
 		Example: `  kerntune get --kernel gemv_nt --shape 1x896x4864
   kerntune get --kernel gemm_av --dtype f16 --shape 512x4864x896 --device-name "NVIDIA H100 80GB HBM3"
   KERNTUNE_GEMV_NT_BN=8 kerntune get --kernel gemv_nt --shape 1x896x896 --json`,
@@ -94,10 +104,22 @@ such as KERNTUNE_GEMV_NT_TG on a CPU, a variable of another kernel than
 			if computeUnits < 0 {
 				return usageErrorf("get: --compute-units is %d; it must be 0 (unknown) or positive", computeUnits)
 			}
-			l, err := params.Open(params.Options{Path: file, Device: device, DeviceName: deviceName, ComputeUnits: computeUnits,
-				Backend: backend, DeviceFamily: deviceFamily, Families: specFamilies(cs)})
+			opts := params.Options{Path: file, Device: device, DeviceName: deviceName, ComputeUnits: computeUnits,
+				Backend: backend, DeviceFamily: deviceFamily, Families: specFamilies(cs)}
+			l, err := params.Open(opts)
 			if err != nil {
 				return usageErrorf("get: %w", err)
+			}
+			sc := specKernel(cs, kernel)
+			if d := l.Device(); sc != nil && backend == "" && !d.InFile {
+				// A spec kernel is GPU code: for a device not in the file its
+				// backend comes from the spec, not from this machine's CPU.
+				if _, ok := sc.Kernel.Family.Spaces[d.Kind]; !ok {
+					opts.Backend = specBackend(sc)
+					if l, err = params.Open(opts); err != nil {
+						return usageErrorf("get: %w", err)
+					}
+				}
 			}
 			stderr := cmd.ErrOrStderr()
 			unused := unusedVars(l, kernel, os.Environ(), file != "", device != "", specFamilies(cs))
@@ -109,6 +131,11 @@ such as KERNTUNE_GEMV_NT_TG on a CPU, a variable of another kernel than
 				fmt.Fprintln(stderr, "kerntune: warning:", w)
 			}
 			r, err := l.Resolve(kernel, dtype, shape)
+			if errors.Is(err, params.ErrNoSpace) && sc != nil {
+				apis := specAPIs(sc)
+				return usageErrorf("get: %w; %s is a spec kernel for %s backends: name a device of one of them (--device, --device-name) or give --backend %s",
+					err, kernel, strings.Join(apis, ", "), strings.Join(apis, "|"))
+			}
 			if err != nil {
 				return usageErrorf("get: %w", err)
 			}
@@ -138,11 +165,47 @@ such as KERNTUNE_GEMV_NT_TG on a CPU, a variable of another kernel than
 	f.StringVar(&device, "device", "", "device key (default $KERNTUNE_DEVICE)")
 	f.StringVar(&deviceName, "device-name", "", `device name as the system reports it, e.g. "Apple M3 Max" (default $KERNTUNE_DEVICE_NAME)`)
 	f.IntVar(&computeUnits, "compute-units", 0, "with --device-name: GPU cores, SMs or CPU cores, to pick among devices of that name")
-	f.StringVar(&backend, "backend", "", "backend of a device not in the file (cpu, cuda, metal, opencl; default cpu)")
+	f.StringVar(&backend, "backend", "", "backend of a device not in the file (cpu, cuda, metal, opencl; default cpu, for a --spec kernel the spec's: metal on macOS, else the first of cuda, metal, opencl it supports)")
 	f.StringVar(&deviceFamily, "device-family", "", "device family of a device not in the file, to find fallback devices (e.g. amd64, sm_90)")
 	f.BoolVar(&asJSON, "json", false, "print JSON")
 	f.StringArrayVar(&specs, "spec", nil, "kernel spec file whose kernel --kernel may name (repeatable)")
 	return cmd
+}
+
+// specKernel is the spec among cs whose kernel is name, or nil.
+func specKernel(cs []*spec.Compiled, name string) *spec.Compiled {
+	for _, c := range cs {
+		if c.Kernel.Name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// specAPIs are the backends a spec kernel's source can be built for.
+func specAPIs(c *spec.Compiled) []string {
+	out := make([]string, len(c.APIs))
+	for i, api := range c.APIs {
+		out[i] = string(api)
+	}
+	return out
+}
+
+// specBackend is the backend get resolves a spec kernel for when neither
+// --backend nor a device of the file gives one: metal on macOS when the spec
+// supports it, else the first the spec supports of cuda, metal, opencl (as
+// tune's auto order: metal on macOS, else cuda). GPU backends share one
+// parameter space, so the choice changes only the name get prints.
+func specBackend(c *spec.Compiled) string {
+	if runtime.GOOS == "darwin" && slices.Contains(c.APIs, gpu.Metal) {
+		return string(gpu.Metal)
+	}
+	for _, api := range gpu.APIs {
+		if slices.Contains(c.APIs, api) {
+			return string(api)
+		}
+	}
+	return "gpu"
 }
 
 // unusedVars are the variables of environ that have no effect on get's

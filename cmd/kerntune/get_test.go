@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -478,5 +479,63 @@ func TestGetUnusedEnv(t *testing.T) {
 	}
 	if got.Params["BN"].Source != "env:KERNTUNE_GEMV_NT_BN" {
 		t.Errorf("BN from %s", got.Params["BN"].Source)
+	}
+}
+
+// TestGetSpecBackend: docs/specs.md's `kerntune get --spec examples/m1_gemv.json
+// --kernel m1_gemv --shape 1x896x4864` resolves on a machine without a GPU: a
+// spec kernel's backend comes from the spec when the device is not in the
+// file; where it cannot, the message names --backend and the spec's backends.
+func TestGetSpecBackend(t *testing.T) {
+	getEnv(t)
+	specPath, err := filepath.Abs(filepath.Join("..", "..", "examples", "m1_gemv.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	local := params.LocalDevice()
+	cpuFile := filepath.Join(t.TempDir(), "cpu.json")
+	data := `{"schema_version": 1, "devices": {"` + local.Key + `": {"backend": "cpu", "name": "` + local.Name + `", "family": "` + local.Family + `", "compute_units": 1, "kernels": {}}}}`
+	if err := os.WriteFile(cpuFile, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(t.TempDir()) // no ./hardware_params.json
+	base := []string{"get", "--spec", specPath, "--kernel", "m1_gemv", "--shape", "1x896x4864"}
+	hint := "m1_gemv is a spec kernel for cuda, metal, opencl backends: name a device of one of them (--device, --device-name) or give --backend cuda|metal|opencl"
+	for _, tt := range []struct {
+		name    string
+		env     []string
+		args    []string
+		code    int
+		backend string
+		bn      []string
+		stderr  string
+	}{
+		{name: "as docs/specs.md writes it", code: 0, backend: "cuda", bn: []string{"64", "default"}},
+		{name: "with a variable", env: []string{"KERNTUNE_M1_GEMV_BN", "32"}, code: 0, backend: "cuda", bn: []string{"32", "env:KERNTUNE_M1_GEMV_BN"}},
+		{name: "--backend opencl", args: []string{"--backend", "opencl"}, code: 0, backend: "opencl", bn: []string{"64", "default"}},
+		{name: "--backend cpu", args: []string{"--backend", "cpu"}, code: exitUsage, stderr: hint},
+		{name: "a CPU device of the file", args: []string{"--params", cpuFile}, code: exitUsage, stderr: hint},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			for i := 0; i+1 < len(tt.env); i += 2 {
+				t.Setenv(tt.env[i], tt.env[i+1])
+			}
+			code, out, errOut := runGet(t, append(append([]string{}, base...), tt.args...)...)
+			if code != tt.code {
+				t.Fatalf("exit %d, want %d\n%s\n%s", code, tt.code, out, errOut)
+			}
+			if tt.code != 0 {
+				if !strings.Contains(errOut, tt.stderr) {
+					t.Errorf("stderr %q lacks %q", errOut, tt.stderr)
+				}
+				return
+			}
+			if runtime.GOOS == "darwin" && tt.backend == "cuda" {
+				tt.backend = "metal"
+			}
+			if !regexp.MustCompile(`(?m)^backend\s+`+tt.backend+`$`).MatchString(out) || !reflect.DeepEqual(row(out, "BN"), tt.bn) || errOut != "" {
+				t.Errorf("want backend %s, BN %v:\n%s\nstderr: %s", tt.backend, tt.bn, out, errOut)
+			}
+		})
 	}
 }
