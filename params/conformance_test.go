@@ -27,19 +27,20 @@ type confSuite struct {
 }
 
 type confCase struct {
-	Name          string            `json:"name"`
-	File          json.RawMessage   `json:"file"`
-	FileText      *string           `json:"file_text"`
-	FileSize      int64             `json:"file_size"`
-	ParamsFromEnv bool              `json:"params_from_env"`
-	Options       confOptions       `json:"options"`
-	Specs         []string          `json:"specs"`
-	Env           map[string]string `json:"env"`
-	LoadError     *confError        `json:"load_error"`
-	Device        map[string]any    `json:"device"`
-	Warnings      *[][]string       `json:"warnings"`
-	UnusedEnv     *[]string         `json:"unused_env"`
-	Queries       []confQuery       `json:"queries"`
+	Name          string              `json:"name"`
+	File          json.RawMessage     `json:"file"`
+	FileText      *string             `json:"file_text"`
+	FileSize      int64               `json:"file_size"`
+	ParamsFromEnv bool                `json:"params_from_env"`
+	Options       confOptions         `json:"options"`
+	Specs         []string            `json:"specs"`
+	Env           map[string]string   `json:"env"`
+	LoadError     *confError          `json:"load_error"`
+	Device        map[string]any      `json:"device"`
+	Warnings      *[][]string         `json:"warnings"`
+	UnusedEnv     *[]string           `json:"unused_env"`
+	UnusedEnvWhy  map[string][]string `json:"unused_env_why"`
+	Queries       []confQuery         `json:"queries"`
 }
 
 type confOptions struct {
@@ -242,6 +243,27 @@ func runCase(t *testing.T, s *confSuite, c confCase) {
 		}
 		if !reflect.DeepEqual(got, *c.UnusedEnv) {
 			t.Errorf("unused env %q, want %q", got, *c.UnusedEnv)
+		}
+	}
+	if c.UnusedEnvWhy != nil {
+		var environ []string
+		for k, v := range env {
+			environ = append(environ, k+"="+v)
+		}
+		vars := l.UnusedEnvVars(environ)
+		if len(vars) != len(c.UnusedEnvWhy) {
+			t.Errorf("unused env %q; want reasons for %d variables", vars, len(c.UnusedEnvWhy))
+		}
+		for _, v := range vars {
+			subs, ok := c.UnusedEnvWhy[v.Name]
+			if !ok {
+				t.Errorf("unused env %s (%s) has no reason in the case", v.Name, v.Why)
+			}
+			for _, sub := range subs {
+				if !strings.Contains(v.Why, sub) {
+					t.Errorf("unused env %s: why %q lacks %q", v.Name, v.Why, sub)
+				}
+			}
 		}
 	}
 	for i, q := range c.Queries {

@@ -166,11 +166,19 @@ func matchName(f *File, name string, cu int, backend string) (key, matched strin
 func describeDevices(f *File) string {
 	var parts []string
 	for _, k := range sortedKeys(f.Devices) {
-		d := f.Devices[k]
-		if d == nil {
-			continue
+		if d := f.Devices[k]; d != nil {
+			parts = append(parts, describeDevice(k, d))
 		}
-		parts = append(parts, fmt.Sprintf("%s (backend %s, name %q, compute units %d, family %s)", k, d.Backend, d.Name, d.ComputeUnits, d.Family))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// describeDevice names one device of the file for warnings.
+func describeDevice(k string, d *Device) string {
+	return fmt.Sprintf("%s (backend %s, name %q, compute units %d, family %s)", k, d.Backend, d.Name, d.ComputeUnits, d.Family)
+}
+
+// describeLocal names the local device (Options.Local) for warnings.
+func describeLocal(d DeviceID) string {
+	return fmt.Sprintf("%s (backend %s, name %q, compute units %d, family %s)", d.Key, d.Backend, d.Name, d.ComputeUnits, d.Family)
 }

@@ -94,8 +94,13 @@
 // parameter's allowed values; otherwise Resolve returns an *EnvError naming
 // the variable, the value and the allowed values. A variable naming no
 // parameter of the family (KERNTUNE_GEMV_NT_XX) is ignored, since a lookup
-// function cannot enumerate the environment; Loader.UnusedEnv lists such
-// variables and `kerntune get` warns about them. <PREFIX>_<FAMILY>_USE must
+// function cannot enumerate the environment, and so is one of a parameter
+// the device's backend does not have (KERNTUNE_GEMV_NT_TG, a GPU parameter,
+// on a CPU device), or of a family without parameters for it;
+// Loader.UnusedEnv lists every variable with the prefix that has no effect
+// (these, and <PREFIX>_PARAMS or <PREFIX>_DEVICE when the caller named the
+// file or the device), Loader.UnusedEnvVars says why, and `kerntune get`
+// warns about them. <PREFIX>_<FAMILY>_USE must
 // be "baseline" or "tuned" (spaces around it ignored, empty is unset);
 // another value makes Resolve return an *EnvError naming the variable and
 // the allowed values. USE is therefore no parameter name (ReservedParamName).
@@ -120,7 +125,15 @@
 //     without it, the first by key: "name, first of 2 by key (no compute
 //     units given)");
 //  3. "only device in file": when nothing above names a device and the file
-//     holds exactly one;
+//     holds exactly one, unless it is another machine's: its backend is not
+//     Options.Backend (when set), or, when the local device applies (as in
+//     step 4), its backend or its model is not the local device's (the
+//     model: the name as FoldDeviceName compares it, and the family when
+//     both record one). Another machine's device is no match, only a
+//     fallback device when its family is the device's (step 5), and
+//     Loader.Warnings names it and the local device and says what applies.
+//     The only device of the local device's model under another key (other
+//     cores) applies, with a warning naming both;
 //  4. the local device, Options.Local (by default LocalDevice(), this CPU),
 //     when nothing names a device, the file holds several and Options.Backend
 //     is empty or the local device's backend: by key ("key"), then by name

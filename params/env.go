@@ -82,26 +82,74 @@ func (p *paramState) parseEnv(family, kind, raw string) (int, error) {
 }
 
 // UnusedEnv returns, sorted, the names of the variables in environ (as
-// os.Environ returns it: NAME=VALUE) that carry the loader's prefix but that
-// the loader never reads: not <PREFIX>_PARAMS, <PREFIX>_DEVICE or
-// <PREFIX>_DEVICE_NAME, not <PREFIX>_<FAMILY>_USE for a known family and not
+// os.Environ returns it: NAME=VALUE) that carry the loader's prefix but
+// have no effect on this loader: variables it never reads (not
+// <PREFIX>_PARAMS, <PREFIX>_DEVICE or <PREFIX>_DEVICE_NAME, not
+// <PREFIX>_<FAMILY>_USE for a known family and not
 // <PREFIX>_<FAMILY>_<PARAM> for any parameter of any backend of a known
-// family. Resolve ignores such variables (a typo such as
-// KERNTUNE_GEMV_NT_XX changes nothing); tools call UnusedEnv to warn about
+// family: a typo such as KERNTUNE_GEMV_NT_XX), and variables it does not
+// read for this device: a parameter of another backend's space
+// (KERNTUNE_GEMV_NT_TG on a CPU device), every variable of a family with no
+// space for the device's backend, <PREFIX>_PARAMS when the caller named the
+// file, <PREFIX>_DEVICE when Options.Device is set. Resolve ignores them;
+// tools call UnusedEnv or UnusedEnvVars (which says why) to warn about
 // them. An application that shares the prefix with its own settings may see
 // those listed too.
 func (l *Loader) UnusedEnv(environ []string) []string {
+	vars := l.UnusedEnvVars(environ)
+	out := make([]string, len(vars))
+	for i, v := range vars {
+		out[i] = v.Name
+	}
+	return out
+}
+
+// UnusedVar is a variable that has no effect, and why.
+type UnusedVar struct {
+	Name string `json:"name"`
+	Why  string `json:"why"`
+}
+
+// UnusedEnvVars is UnusedEnv with the reason for each variable, sorted by name.
+func (l *Loader) UnusedEnvVars(environ []string) []UnusedVar {
 	p := l.prefix + "_"
 	seen := map[string]bool{}
-	var out []string
+	var out []UnusedVar
 	for _, kv := range environ {
 		name, _, _ := strings.Cut(kv, "=")
-		if !strings.HasPrefix(name, p) || l.knownEnv[name] || seen[name] {
+		if !strings.HasPrefix(name, p) || seen[name] {
 			continue
 		}
 		seen[name] = true
-		out = append(out, name)
+		if why, ok := l.unread[name]; ok {
+			out = append(out, UnusedVar{name, why})
+		} else if !l.knownEnv[name] {
+			out = append(out, UnusedVar{name, l.unknownVarWhy(name)})
+		}
 	}
-	sort.Strings(out)
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
+}
+
+// unknownVarWhy says why a variable with the loader's prefix names nothing
+// it reads: the family it starts with (the longest match) has no such
+// parameter, or it names no family.
+func (l *Loader) unknownVarWhy(name string) string {
+	rest := strings.TrimPrefix(name, l.prefix+"_")
+	fam := ""
+	for e, key := range l.envFams {
+		if strings.HasPrefix(rest, e+"_") && len(e) > len(envFamily(fam)) {
+			fam = key
+		}
+	}
+	if fam == "" {
+		return fmt.Sprintf("not a variable the loader reads: %s names no kernel family (known: %s) and no setting (%s_PARAMS, %s_DEVICE, %s_DEVICE_NAME)",
+			name, strings.Join(l.famNames, ", "), l.prefix, l.prefix, l.prefix)
+	}
+	fs := l.fams[fam]
+	if fs == nil || fs.space == nil {
+		return fmt.Sprintf("not a variable the loader reads: %s has no parameter %s", fam, strings.TrimPrefix(rest, envFamily(fam)+"_"))
+	}
+	return fmt.Sprintf("not a variable the loader reads: %s has no parameter %s (on %s backends it has %s)",
+		fam, strings.TrimPrefix(rest, envFamily(fam)+"_"), fs.kind, strings.Join(fs.names, ", "))
 }

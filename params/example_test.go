@@ -22,6 +22,9 @@ func Example() {
 	// A real application leaves Lookup nil to read the process environment.
 	vars := map[string]string{"KERNTUNE_GEMV_NT_THREADS": "1"}
 	l, err := params.LoadBytes(data, params.Options{
+		// The device's key; an application may give its name instead
+		// (DeviceName), as the system reports it.
+		Device: "cpu:demo-2c",
 		Lookup: func(name string) (string, bool) { v, ok := vars[name]; return v, ok },
 	})
 	if err != nil {

@@ -128,7 +128,7 @@ func TestMergeIntoFileKeepsUnparsable(t *testing.T) {
 	if err := MergeIntoFile(path, typicalUpdate(), true); err != nil {
 		t.Fatal(err)
 	}
-	l, err := Load(path, Options{Lookup: env()})
+	l, err := Load(path, Options{Device: "cpu:test-2c", Lookup: env()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -78,11 +78,13 @@ type Options struct {
 	ComputeUnits int
 
 	// Local is the device this process runs on, tried when neither Device,
-	// DeviceName nor their variables name a device and the file does not
-	// hold exactly one: by key, then by name and compute units among the
-	// devices of its backend, and its family and backend stand for the
-	// device's when it is not in the file (unless DeviceFamily and Backend
-	// are set). It applies only when Backend is empty or Local's backend.
+	// DeviceName nor their variables name a device: the file's only device
+	// applies only when it has Local's backend and model (else it is
+	// another machine's, see chooseDevice); among several, Local is found
+	// by key, then by name and compute units among the devices of its
+	// backend; and its family and backend stand for the device's when it is
+	// not in the file (unless DeviceFamily and Backend are set). It applies
+	// only when Backend is empty or Local's backend.
 	// nil means LocalDevice() (this CPU); a pointer to a zero DeviceID
 	// turns the attempt off.
 	Local *DeviceID
@@ -226,6 +228,8 @@ type Loader struct {
 	famNames []string
 	chain    []*devState // the device itself (if in the file), then fallbacks
 	knownEnv map[string]bool
+	unread   map[string]string // variables known but not read for this device, and why
+	envFams  map[string]string // a family's part of its variable names → the family
 	warnings []string
 	aliases  []Alias // validated; never modified
 }
@@ -278,17 +282,22 @@ func Open(opts Options) (*Loader, error) {
 		}
 	}
 	data, err := readParams(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		l, err := newLoader(nil, path, o)
+	var l *Loader
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		l, err = newLoader(nil, path, o)
 		if err == nil && explicit {
 			l.warnings = append([]string{fmt.Sprintf("params file %s does not exist; built-in defaults apply", path)}, l.warnings...)
 		}
-		return l, err
-	}
-	if err != nil {
+	case err != nil:
 		return nil, fmt.Errorf("params: %w", err)
+	default:
+		l, err = loadData(data, path, o)
 	}
-	return loadData(data, path, o)
+	if err == nil && o.Path == "" {
+		delete(l.unread, o.EnvPrefix+"_PARAMS") // it was read, set or not
+	}
+	return l, err
 }
 
 // Load loads the params file at path; unlike Open, a missing file is an
@@ -367,7 +376,8 @@ func (l *Loader) Families() []string { return slices.Clone(l.famNames) }
 func (l *Loader) Warnings() []string { return slices.Clone(l.warnings) }
 
 func newLoader(f *File, name string, o Options) (*Loader, error) {
-	l := &Loader{path: name, found: f != nil, prefix: o.EnvPrefix, lookup: o.Lookup, knownEnv: map[string]bool{}}
+	l := &Loader{path: name, found: f != nil, prefix: o.EnvPrefix, lookup: o.Lookup, knownEnv: map[string]bool{},
+		unread: map[string]string{}, envFams: map[string]string{}}
 	fams := Builtin()
 	for _, key := range sortedKeys(o.Families) {
 		fam := o.Families[key]
@@ -392,6 +402,11 @@ func newLoader(f *File, name string, o Options) (*Loader, error) {
 	for _, v := range []string{"_PARAMS", "_DEVICE", "_DEVICE_NAME"} {
 		claim(o.EnvPrefix+v, "the loader's "+strings.TrimPrefix(v, "_"))
 	}
+	// Open reads <PREFIX>_PARAMS only when the caller names no file.
+	l.unread[o.EnvPrefix+"_PARAMS"] = "not read: the caller named the params file"
+	if o.Device != "" {
+		l.unread[o.EnvPrefix+"_DEVICE"] = "not read: Options.Device names the device"
+	}
 	byEnv := map[string]string{}
 	for _, key := range sortedKeys(fams) {
 		if err := validateFamily(fams[key]); err != nil {
@@ -402,6 +417,7 @@ func newLoader(f *File, name string, o Options) (*Loader, error) {
 			return nil, fmt.Errorf("params: families %s and %s share the variable names %s_%s_*", other, key, o.EnvPrefix, e)
 		}
 		byEnv[e] = key
+		l.envFams[e] = key
 		if err := claim(EnvVarName(o.EnvPrefix, key, ReservedParamName), key+"'s choice of the baseline"); err != nil {
 			return nil, err
 		}
@@ -459,8 +475,41 @@ func newLoader(f *File, name string, o Options) (*Loader, error) {
 			fs.aliases = aliasesFor(key, sp, o.Aliases)
 		}
 		l.fams[key] = fs
+		l.noteUnread(key, fam, fs)
 	}
 	return l, nil
+}
+
+// noteUnread records the variables of a family that Resolve never reads for
+// this device, since its backend has no such parameter (or none at all),
+// and why; UnusedEnvVars reports those that are set.
+func (l *Loader) noteUnread(key string, fam *Family, fs *famState) {
+	dev := "backend " + l.device.Backend
+	if l.device.Key != "" {
+		dev = fmt.Sprintf("%s, backend %s", l.device.Key, l.device.Backend)
+	}
+	if fs.space == nil {
+		why := fmt.Sprintf("%s has no parameters for %s backends (the device: %s)", key, fs.kind, dev)
+		l.unread[EnvVarName(l.prefix, key, ReservedParamName)] = why
+		for _, kind := range sortedKeys(fam.Spaces) {
+			for _, p := range fam.Spaces[kind].Params {
+				l.unread[EnvVarName(l.prefix, key, p.Name)] = why
+			}
+		}
+		return
+	}
+	for _, kind := range sortedKeys(fam.Spaces) {
+		for _, p := range fam.Spaces[kind].Params {
+			if _, ok := fs.space.Param(p.Name); ok {
+				continue
+			}
+			name := EnvVarName(l.prefix, key, p.Name)
+			if _, done := l.unread[name]; !done {
+				l.unread[name] = fmt.Sprintf("%s %s is a parameter of %s backends, not of %s ones (the device: %s; its %s parameters: %s)",
+					key, p.Name, kind, fs.kind, dev, key, strings.Join(fs.names, ", "))
+			}
+		}
+	}
 }
 
 func newDevState(f *File, key, prefix string) *devState {
@@ -637,7 +686,8 @@ func paramNames(s *Space) []string {
 // fallback devices. The order: the key (Options.Device, else
 // $<PREFIX>_DEVICE) if the file holds it; the name ($<PREFIX>_DEVICE_NAME,
 // else Options.DeviceName) with the nearest compute units; the file's only
-// device when nothing names one; the local device (Options.Local) when
+// device when nothing names one, unless onlyDeviceFits finds it another
+// machine's; the local device (Options.Local) when
 // nothing names one; else no device, with the fallback devices of the
 // family (Options.DeviceFamily, else the local device's).
 func (l *Loader) chooseDevice(f *File, name string, o Options) error {
@@ -658,7 +708,7 @@ func (l *Loader) chooseDevice(f *File, name string, o Options) error {
 	backend, family := o.Backend, o.DeviceFamily
 	var local DeviceID
 	useLocal := false
-	if key == "" && devName == "" && f != nil && len(f.Devices) > 1 {
+	if key == "" && devName == "" && f != nil && len(f.Devices) > 0 {
 		if o.Local != nil {
 			local = *o.Local
 		} else {
@@ -667,7 +717,12 @@ func (l *Loader) chooseDevice(f *File, name string, o Options) error {
 		useLocal = local.Backend != "" && (o.Backend == "" || o.Backend == local.Backend)
 	}
 
-	found := ""
+	found, only, notOnly := "", "", ""
+	if f != nil && len(f.Devices) == 1 {
+		for k := range f.Devices {
+			only = k
+		}
+	}
 	switch {
 	case f == nil:
 	case key != "" && f.Devices[key] != nil:
@@ -677,9 +732,17 @@ func (l *Loader) chooseDevice(f *File, name string, o Options) error {
 			found, d.How, d.Matched = k, nameHow, m
 		}
 	case key != "":
-	case len(f.Devices) == 1:
-		for k := range f.Devices {
-			found, d.How, d.Matched = k, MatchedOnly, MatchedOnly
+	case only != "":
+		// The only device is another machine's when its backend or model is
+		// not this one's: then it is no match, only a possible fallback.
+		var same bool
+		same, notOnly = onlyDeviceFits(f.Devices[only], only, o.Backend, local, useLocal)
+		if notOnly == "" {
+			found, d.How, d.Matched = only, MatchedOnly, MatchedOnly
+			if !same {
+				l.warnings = append(l.warnings, fmt.Sprintf("the only device in %s, %s, is not the local device %s but has its backend and model; its entries apply (set %s_DEVICE=%s to choose it by key)",
+					fileLabel(name), describeDevice(only, f.Devices[only]), describeLocal(local), o.EnvPrefix, only))
+			}
 		}
 	case useLocal && local.Key != "" && f.Devices[local.Key] != nil && f.Devices[local.Key].Backend == local.Backend:
 		found, d.How, d.Matched = local.Key, "local device", MatchedKey
@@ -748,6 +811,9 @@ func (l *Loader) chooseDevice(f *File, name string, o Options) error {
 		asked = append(asked, n)
 	}
 	switch {
+	case notOnly != "":
+		l.warnings = append(l.warnings, fmt.Sprintf("the only device in %s, %s, %s; %s (set %s_DEVICE or %s_DEVICE_NAME, or Options.Device or Options.DeviceName, to use it)",
+			fileLabel(name), describeDevice(only, f.Devices[only]), notOnly, then, o.EnvPrefix, o.EnvPrefix))
 	case key != "" && devName == "":
 		l.warnings = append(l.warnings, fmt.Sprintf("device %q (%s) is not in %s; %s; %s", key, keyHow, fileLabel(name), then, holds))
 	case len(asked) > 0:
@@ -761,6 +827,37 @@ func (l *Loader) chooseDevice(f *File, name string, o Options) error {
 			fileLabel(name), len(f.Devices), why, o.EnvPrefix, o.EnvPrefix, then, holds))
 	}
 	return nil
+}
+
+// onlyDeviceFits says whether the file's only device dev (key k) may stand
+// for the device the loader runs for when nothing names one. It does not
+// (why says so) when its backend is not Options.Backend, or, with the local
+// device known (useLocal), when its backend or its model is not the local
+// device's: the model is the name (see FoldDeviceName) and, when both
+// record one, the family; a key equal to the local device's is the same
+// model. same reports whether it is the local device itself (same key), or
+// nothing is known to compare it with.
+func onlyDeviceFits(dev *Device, k, backend string, local DeviceID, useLocal bool) (same bool, why string) {
+	if dev == nil {
+		return true, ""
+	}
+	if backend != "" && dev.Backend != backend {
+		return false, fmt.Sprintf("is of backend %s, not %s (Options.Backend)", dev.Backend, backend)
+	}
+	if !useLocal {
+		return true, ""
+	}
+	if dev.Backend != local.Backend {
+		return false, fmt.Sprintf("is not the local device %s: another backend", describeLocal(local))
+	}
+	if local.Key != "" && k == local.Key {
+		return true, ""
+	}
+	name := FoldDeviceName(local.Name)
+	if name == "" || FoldDeviceName(dev.Name) != name || dev.Family != "" && local.Family != "" && dev.Family != local.Family {
+		return false, fmt.Sprintf("is not the local device %s: another model", describeLocal(local))
+	}
+	return false, ""
 }
 
 // siblings lists the fallback devices for a device of the given family and

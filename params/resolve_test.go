@@ -182,8 +182,9 @@ func TestDeviceChoice(t *testing.T) {
 			want: DeviceChoice{Key: "cuda:h", How: "env:KERNTUNE_DEVICE", Matched: "key", InFile: true, Backend: "cuda", Kind: "gpu", Family: "amd64"},
 		},
 		{
-			name: "only device in file",
+			name: "only device in file, no local device to compare with",
 			data: `{"schema_version":1,"devices":{"metal:m1":{"backend":"metal","name":"M1","family":"apple7","kernels":{}}}}`,
+			opts: Options{Local: &DeviceID{}},
 			want: DeviceChoice{Key: "metal:m1", How: "only device in file", Matched: "only device in file", InFile: true, Backend: "metal", Kind: "gpu", Family: "apple7"},
 		},
 		{
@@ -222,6 +223,7 @@ func TestDeviceChoice(t *testing.T) {
 		{
 			name: "unknown dtype and class are warnings",
 			data: `{"schema_version":1,"devices":{"cpu:a":{"backend":"cpu","name":"","family":"","kernels":{"gemv_nt":{"f64/tiny":{"params":{"BN":8}},"f32/tinny":{"params":{}}}}}}}`,
+			opts: Options{Local: &DeviceID{}},
 			want: DeviceChoice{Key: "cpu:a", How: "only device in file", Matched: "only device in file", InFile: true, Backend: "cpu", Kind: "cpu"},
 			warnings: []string{
 				`params data: devices["cpu:a"].kernels.gemv_nt["f32/tinny"]: gemv_nt has no shape class "tinny"; entry ignored`,
@@ -309,7 +311,7 @@ func TestResolveCheck(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			l, err := LoadBytes([]byte(tiledFile), Options{Lookup: env(tt.env...), Families: map[string]*Family{"tiled": boundedFamily()}})
+			l, err := LoadBytes([]byte(tiledFile), Options{Backend: "cuda", Lookup: env(tt.env...), Families: map[string]*Family{"tiled": boundedFamily()}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -465,7 +467,7 @@ func TestLoadErrors(t *testing.T) {
 			`bad exact-shape entry key: shape "1x0x896": dim 2 is 0; dims must be at least 1`},
 		{"exact key not canonical", fileWith("cpu", "gemv_nt", "f32/1x0896x896", validEntry), Options{},
 			`exact-shape entry key is not canonical; write f32/1x896x896`},
-		{"Options.Backend of another kind", fileWith("cpu", "gemv_nt", "f32/tiny", validEntry), Options{Backend: "cuda"},
+		{"Options.Backend of another kind", fileWith("cpu", "gemv_nt", "f32/tiny", validEntry), Options{Device: "cpu:x", Backend: "cuda"},
 			`Options.Backend is "cuda" but device "cpu:x" in params data has backend "cpu"`},
 		{"Options.Defaults unknown family", `{"schema_version":1,"devices":{}}`, Options{Defaults: map[string]map[string]int{"nope": {"BN": 8}}},
 			`Options.Defaults: unknown kernel family "nope"`},
@@ -679,19 +681,66 @@ func TestEnvVarName(t *testing.T) {
 	}
 }
 
+// TestUnusedEnv: every variable with the prefix that has no effect is listed,
+// with why: a typo, a parameter of another backend's space, the variables
+// of a family without a space for the device, <PREFIX>_PARAMS when the
+// caller named the file, <PREFIX>_DEVICE when Options.Device is set.
 func TestUnusedEnv(t *testing.T) {
-	l, err := LoadBytes([]byte(precedenceFile), Options{Lookup: env()})
-	if err != nil {
-		t.Fatal(err)
-	}
 	environ := []string{
 		"KERNTUNE_GEMV_NT_BN=8", "KERNTUNE_GEMV_NT_XX=1", "KERNTUNE_PARAMS=x", "KERNTUNE_DEVICE=y", "KERNTUNE_METAL_MPS=0",
 		"KERNTUNE_GEMVNT_BN=8", "KERNTUNE_SOFTMAX_ROWS=2", "KERNTUNE_GEMM_AV_MC=64", "HOME=/root",
-		"KERNTUNE_GEMV_NT_XX=2", "KERNTUNE_NOVALUE",
+		"KERNTUNE_GEMV_NT_XX=2", "KERNTUNE_NOVALUE", "KERNTUNE_GEMV_NT_TG=64",
 	}
-	want := []string{"KERNTUNE_GEMVNT_BN", "KERNTUNE_GEMV_NT_XX", "KERNTUNE_NOVALUE"}
-	if got := l.UnusedEnv(environ); !reflect.DeepEqual(got, want) {
-		t.Errorf("got %v, want %v", got, want)
+	path := filepath.Join(t.TempDir(), DefaultFileName)
+	if err := os.WriteFile(path, []byte(precedenceFile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gpuOnly := &Family{Name: "gpu_only", Dims: []string{"n"}, Classify: func([]int) (string, error) { return "all", nil },
+		Spaces: map[string]*Space{"gpu": {Params: []Param{{Name: "TG", Values: []int{32, 64}, Default: 32}}}}}
+	typo := "not a variable the loader reads: gemv_nt has no parameter XX (on cpu backends it has BN, ROWS, UNROLL, THREADS)"
+	noFamily := "not a variable the loader reads: KERNTUNE_GEMVNT_BN names no kernel family (known: "
+	tg := "gemv_nt TG is a parameter of gpu backends, not of cpu ones (the device: cpu:a, backend cpu; its gemv_nt parameters: BN, ROWS, UNROLL, THREADS)"
+	for _, tt := range []struct {
+		name string
+		load func() (*Loader, error)
+		env  []string
+		want map[string]string // name → a substring of why
+	}{
+		{"bytes: the file is named, the device is not", func() (*Loader, error) { return LoadBytes([]byte(precedenceFile), Options{Lookup: env()}) },
+			environ, map[string]string{"KERNTUNE_GEMVNT_BN": noFamily, "KERNTUNE_GEMV_NT_XX": typo, "KERNTUNE_NOVALUE": "names no kernel family",
+				"KERNTUNE_PARAMS":     "not read: the caller named the params file",
+				"KERNTUNE_GEMV_NT_TG": "gemv_nt TG is a parameter of gpu backends, not of cpu ones (the device: backend cpu; its gemv_nt parameters"}},
+		{"Open without a path reads KERNTUNE_PARAMS; Options.Device wins over KERNTUNE_DEVICE",
+			func() (*Loader, error) { return Open(Options{Device: "cpu:a", Lookup: env("KERNTUNE_PARAMS", path)}) },
+			[]string{"KERNTUNE_PARAMS=" + path, "KERNTUNE_DEVICE=cpu:b", "KERNTUNE_GEMV_NT_TG=64", "KERNTUNE_GEMV_NT_BN=8"},
+			map[string]string{"KERNTUNE_DEVICE": "not read: Options.Device names the device", "KERNTUNE_GEMV_NT_TG": tg}},
+		{"a family with no space for the device's backend",
+			func() (*Loader, error) {
+				return LoadBytes([]byte(precedenceFile), Options{Device: "cpu:a", Lookup: env(), Families: map[string]*Family{"gpu_only": gpuOnly}})
+			},
+			[]string{"KERNTUNE_GPU_ONLY_TG=64", "KERNTUNE_GPU_ONLY_USE=baseline", "KERNTUNE_GPU_ONLY_X=1"},
+			map[string]string{"KERNTUNE_GPU_ONLY_TG": "gpu_only has no parameters for cpu backends (the device: cpu:a, backend cpu)",
+				"KERNTUNE_GPU_ONLY_USE": "gpu_only has no parameters for cpu backends", "KERNTUNE_GPU_ONLY_X": "gpu_only has no parameter X"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			l, err := tt.load()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := l.UnusedEnvVars(tt.env)
+			names := l.UnusedEnv(tt.env)
+			if len(got) != len(tt.want) || len(names) != len(got) {
+				t.Fatalf("got %q (names %q), want %d: %v", got, names, len(tt.want), tt.want)
+			}
+			for i, v := range got {
+				if names[i] != v.Name || i > 0 && got[i-1].Name >= v.Name {
+					t.Errorf("names %q not sorted or not those of %q", names, got)
+				}
+				if w, ok := tt.want[v.Name]; !ok || !strings.Contains(v.Why, w) {
+					t.Errorf("%s: why %q, want %q", v.Name, v.Why, w)
+				}
+			}
+		})
 	}
 }
 

@@ -1,15 +1,21 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"runtime"
+	"slices"
+	"sort"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
+	"github.com/kerntune/kerntune/kernels/gpu"
 	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/spec"
 )
 
 func init() { commands = append(commands, newGetCmd) }
@@ -26,12 +32,17 @@ type getOutput struct {
 	Found   bool                    `json:"file_found"`
 	Params  map[string]params.Value `json:"params"`
 	// Matched is how the device was found, How what named it.
-	Matched     string   `json:"matched"`
-	How         string   `json:"how,omitempty"`
-	UseBaseline bool     `json:"use_baseline"`
-	Baseline    string   `json:"baseline,omitempty"`
-	UseSource   string   `json:"use_source"`
-	Warnings    []string `json:"warnings"`
+	Matched     string `json:"matched"`
+	How         string `json:"how,omitempty"`
+	UseBaseline bool   `json:"use_baseline"`
+	Baseline    string `json:"baseline,omitempty"`
+	UseSource   string `json:"use_source"`
+	// Warnings are the loader's warnings, then one per variable of
+	// UnusedEnv.
+	Warnings []string `json:"warnings"`
+	// UnusedEnv are the KERNTUNE_ variables that have no effect on this
+	// output, and why.
+	UnusedEnv []params.UnusedVar `json:"unused_env"`
 }
 
 func newGetCmd() *cobra.Command {
@@ -60,8 +71,20 @@ $KERNTUNE_PARAMS, else ./hardware_params.json; a missing file is not an error
 the file holds it, else the device named --device-name (else
 $KERNTUNE_DEVICE_NAME; "Apple M3 Max", "NVIDIA H100 80GB HBM3"; ASCII case
 and spacing ignored) with the nearest --compute-units, else the file's only
-device, else this machine's CPU; when none matches, the devices of
---device-family are fallbacks and a warning lists the file's devices.`,
+device unless it is another machine's (another backend than --backend or
+this machine's, another CPU model: then a warning names both devices and it
+is only a fallback), else this machine's CPU; when none matches, the devices of
+--device-family are fallbacks and a warning lists the file's devices.
+Every KERNTUNE_ variable that has no effect on the output is a warning
+saying why (a misspelt name, a parameter the device's backend does not have
+such as KERNTUNE_GEMV_NT_TG on a CPU, a variable of another kernel than
+--kernel, KERNTUNE_PARAMS beside --params); --json lists them in
+"unused_env" and every warning in "warnings".
+
+A --spec kernel is GPU code: for a device not in the file and no --backend,
+its backend is the spec's (metal on macOS, else the first of cuda, metal,
+opencl the spec supports; they share one parameter space); a CPU device is
+an error naming --backend and the spec's backends.`,
 		Example: `  kerntune get --kernel gemv_nt --shape 1x896x4864
   kerntune get --kernel gemm_av --dtype f16 --shape 512x4864x896 --device-name "NVIDIA H100 80GB HBM3"
   KERNTUNE_GEMV_NT_BN=8 kerntune get --kernel gemv_nt --shape 1x896x896 --json`,
@@ -81,33 +104,54 @@ device, else this machine's CPU; when none matches, the devices of
 			if computeUnits < 0 {
 				return usageErrorf("get: --compute-units is %d; it must be 0 (unknown) or positive", computeUnits)
 			}
-			l, err := params.Open(params.Options{Path: file, Device: device, DeviceName: deviceName, ComputeUnits: computeUnits,
-				Backend: backend, DeviceFamily: deviceFamily, Families: specFamilies(cs)})
+			opts := params.Options{Path: file, Device: device, DeviceName: deviceName, ComputeUnits: computeUnits,
+				Backend: backend, DeviceFamily: deviceFamily, Families: specFamilies(cs)}
+			l, err := params.Open(opts)
 			if err != nil {
 				return usageErrorf("get: %w", err)
 			}
+			sc := specKernel(cs, kernel)
+			if d := l.Device(); sc != nil && backend == "" && !d.InFile {
+				// A spec kernel is GPU code: for a device not in the file its
+				// backend comes from the spec, not from this machine's CPU.
+				if _, ok := sc.Kernel.Family.Spaces[d.Kind]; !ok {
+					opts.Backend = specBackend(sc)
+					if l, err = params.Open(opts); err != nil {
+						return usageErrorf("get: %w", err)
+					}
+				}
+			}
 			stderr := cmd.ErrOrStderr()
-			for _, w := range l.Warnings() {
+			unused := unusedVars(l, kernel, os.Environ(), file != "", device != "", specFamilies(cs))
+			warnings := l.Warnings()
+			for _, v := range unused {
+				warnings = append(warnings, fmt.Sprintf("%s has no effect: %s", v.Name, v.Why))
+			}
+			for _, w := range warnings {
 				fmt.Fprintln(stderr, "kerntune: warning:", w)
 			}
-			for _, v := range l.UnusedEnv(os.Environ()) {
-				fmt.Fprintf(stderr, "kerntune: warning: %s is not a variable kerntune reads; ignored\n", v)
-			}
 			r, err := l.Resolve(kernel, dtype, shape)
+			if errors.Is(err, params.ErrNoSpace) && sc != nil {
+				apis := specAPIs(sc)
+				return usageErrorf("get: %w; %s is a spec kernel for %s backends: name a device of one of them (--device, --device-name) or give --backend %s",
+					err, kernel, strings.Join(apis, ", "), strings.Join(apis, "|"))
+			}
 			if err != nil {
 				return usageErrorf("get: %w", err)
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				warnings := l.Warnings()
 				if warnings == nil {
 					warnings = []string{}
+				}
+				if unused == nil {
+					unused = []params.UnusedVar{}
 				}
 				return printJSON(out, getOutput{
 					Device: r.Device, Backend: r.Backend, Kernel: r.Family, DType: r.DType, Shape: r.Shape,
 					Class: r.Class, File: l.Path(), Found: l.FileFound(), Params: r.Params,
 					Matched: r.Matched, How: l.Device().How, UseBaseline: r.UseBaseline, Baseline: r.Baseline,
-					UseSource: r.UseSource, Warnings: warnings,
+					UseSource: r.UseSource, Warnings: warnings, UnusedEnv: unused,
 				})
 			}
 			return printResolved(out, l, r)
@@ -121,11 +165,97 @@ device, else this machine's CPU; when none matches, the devices of
 	f.StringVar(&device, "device", "", "device key (default $KERNTUNE_DEVICE)")
 	f.StringVar(&deviceName, "device-name", "", `device name as the system reports it, e.g. "Apple M3 Max" (default $KERNTUNE_DEVICE_NAME)`)
 	f.IntVar(&computeUnits, "compute-units", 0, "with --device-name: GPU cores, SMs or CPU cores, to pick among devices of that name")
-	f.StringVar(&backend, "backend", "", "backend of a device not in the file (cpu, cuda, metal, opencl; default cpu)")
+	f.StringVar(&backend, "backend", "", "backend of a device not in the file (cpu, cuda, metal, opencl; default cpu, for a --spec kernel the spec's: metal on macOS, else the first of cuda, metal, opencl it supports)")
 	f.StringVar(&deviceFamily, "device-family", "", "device family of a device not in the file, to find fallback devices (e.g. amd64, sm_90)")
 	f.BoolVar(&asJSON, "json", false, "print JSON")
 	f.StringArrayVar(&specs, "spec", nil, "kernel spec file whose kernel --kernel may name (repeatable)")
 	return cmd
+}
+
+// specKernel is the spec among cs whose kernel is name, or nil.
+func specKernel(cs []*spec.Compiled, name string) *spec.Compiled {
+	for _, c := range cs {
+		if c.Kernel.Name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// specAPIs are the backends a spec kernel's source can be built for.
+func specAPIs(c *spec.Compiled) []string {
+	out := make([]string, len(c.APIs))
+	for i, api := range c.APIs {
+		out[i] = string(api)
+	}
+	return out
+}
+
+// specBackend is the backend get resolves a spec kernel for when neither
+// --backend nor a device of the file gives one: metal on macOS when the spec
+// supports it, else the first the spec supports of cuda, metal, opencl (as
+// tune's auto order: metal on macOS, else cuda). GPU backends share one
+// parameter space, so the choice changes only the name get prints.
+func specBackend(c *spec.Compiled) string {
+	if runtime.GOOS == "darwin" && slices.Contains(c.APIs, gpu.Metal) {
+		return string(gpu.Metal)
+	}
+	for _, api := range gpu.APIs {
+		if slices.Contains(c.APIs, api) {
+			return string(api)
+		}
+	}
+	return "gpu"
+}
+
+// unusedVars are the variables of environ that have no effect on get's
+// output: those the loader does not read (params.Loader.UnusedEnvVars,
+// its reasons in the flags' words where a flag replaced the variable), and
+// the variables of the other families, which the loader reads for them but
+// get does not resolve.
+func unusedVars(l *params.Loader, kernel string, environ []string, fileFlag, deviceFlag bool, specs map[string]*params.Family) []params.UnusedVar {
+	prefix := l.EnvPrefix()
+	vars := l.UnusedEnvVars(environ)
+	listed := map[string]bool{}
+	for i, v := range vars {
+		listed[v.Name] = true
+		switch {
+		case v.Name == prefix+"_PARAMS" && fileFlag:
+			vars[i].Why = "not read: --params names the params file"
+		case v.Name == prefix+"_DEVICE" && deviceFlag:
+			vars[i].Why = "not read: --device names the device"
+		}
+	}
+	// What each family's variables set, for the families get does not resolve.
+	sets := map[string]string{}
+	kind, builtins := l.Device().Kind, params.Builtin()
+	for _, name := range l.Families() {
+		if name == kernel {
+			continue
+		}
+		fam := specs[name]
+		if fam == nil {
+			fam = builtins[name]
+		}
+		if fam == nil {
+			continue
+		}
+		sets[params.EnvVarName(prefix, name, params.ReservedParamName)] = name + "'s choice of the baseline"
+		if sp, ok := fam.Spaces[kind]; ok {
+			for _, p := range sp.Params {
+				sets[params.EnvVarName(prefix, name, p.Name)] = name + " " + p.Name
+			}
+		}
+	}
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		if what, ok := sets[name]; ok && !listed[name] {
+			listed[name] = true
+			vars = append(vars, params.UnusedVar{Name: name, Why: fmt.Sprintf("it sets %s; get resolves only %s", what, kernel)})
+		}
+	}
+	sort.Slice(vars, func(i, j int) bool { return vars[i].Name < vars[j].Name })
+	return vars
 }
 
 func printResolved(w io.Writer, l *params.Loader, r *params.Resolved) error {

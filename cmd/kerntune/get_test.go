@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -275,7 +276,7 @@ func TestGetFileLookup(t *testing.T) {
 	t.Run("unknown parameter variable: warning", func(t *testing.T) {
 		t.Setenv("KERNTUNE_GEMV_NT_XX", "1")
 		code, _, errOut := runGet(t, "get", "--kernel", "gemv_nt", "--shape", "1x896x896", "--params", path, "--device", "cpu:a")
-		if code != 0 || !strings.Contains(errOut, "kerntune: warning: KERNTUNE_GEMV_NT_XX is not a variable kerntune reads; ignored") {
+		if code != 0 || !strings.Contains(errOut, "kerntune: warning: KERNTUNE_GEMV_NT_XX has no effect: not a variable the loader reads: gemv_nt has no parameter XX") {
 			t.Fatalf("exit %d\n%s", code, errOut)
 		}
 	})
@@ -401,5 +402,140 @@ func TestGetDeviceName(t *testing.T) {
 	}
 	if got.Params["BM"].Source != "default" || got.UseSource != "default" {
 		t.Errorf("params %+v use source %q", got.Params, got.UseSource)
+	}
+}
+
+// TestGetOnlyDeviceOfAnotherMachine: a file holding only another machine's
+// device is not applied as "the only device"; get says so, naming both
+// devices, in text and JSON.
+func TestGetOnlyDeviceOfAnotherMachine(t *testing.T) {
+	getEnv(t)
+	path := filepath.Join(t.TempDir(), "other.json")
+	data := `{"schema_version": 1, "devices": {
+	  "metal:Apple M2:10c": {"backend": "metal", "name": "Apple M2", "family": "apple8", "compute_units": 10, "kernels": {
+	    "softmax": {"f32/medium": {"params": {"TPR": 64}}}}}}}`
+	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	local := params.LocalDevice()
+	code, out, errOut := runGet(t, "get", "--params", path, "--kernel", "softmax", "--shape", "64x896", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	var got getOutput
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	want := "the only device in " + path + `, metal:Apple M2:10c (backend metal, name "Apple M2", compute units 10, family apple8), is not the local device ` +
+		local.Key + " (backend cpu"
+	if got.Matched != params.MatchedNone || got.Device != "" || len(got.Warnings) != 1 || !strings.Contains(got.Warnings[0], want) ||
+		!strings.Contains(got.Warnings[0], "another backend; built-in defaults apply") || !strings.Contains(errOut, "kerntune: warning: "+want) {
+		t.Errorf("matched %q device %q warnings %q\nstderr %s", got.Matched, got.Device, got.Warnings, errOut)
+	}
+	for name, v := range got.Params {
+		if v.Source != params.SourceDefault {
+			t.Errorf("%s from %s, want the default", name, v.Source)
+		}
+	}
+}
+
+// TestGetUnusedEnv: every KERNTUNE_ variable without effect on get's output
+// is a warning saying why, on stderr and in --json's warnings and unused_env.
+func TestGetUnusedEnv(t *testing.T) {
+	path := getEnv(t)
+	env := map[string]string{
+		"KERNTUNE_GEMV_NT_BN": "8", "KERNTUNE_GEMV_NT_TG": "64", "KERNTUNE_GEMV_NT_XX": "1", "KERNTUNE_SOFTMAX_ROWS": "2",
+		"KERNTUNE_PARAMS": "elsewhere.json", "KERNTUNE_DEVICE": "cpu:b",
+	}
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+	want := map[string]string{
+		"KERNTUNE_GEMV_NT_TG":   "gemv_nt TG is a parameter of gpu backends, not of cpu ones (the device: cpu:a, backend cpu; its gemv_nt parameters: BN, ROWS, UNROLL, THREADS)",
+		"KERNTUNE_GEMV_NT_XX":   "not a variable the loader reads: gemv_nt has no parameter XX",
+		"KERNTUNE_SOFTMAX_ROWS": "it sets softmax ROWS; get resolves only gemv_nt",
+		"KERNTUNE_PARAMS":       "not read: --params names the params file",
+		"KERNTUNE_DEVICE":       "not read: --device names the device",
+	}
+	code, out, errOut := runGet(t, "get", "--kernel", "gemv_nt", "--shape", "1x896x896", "--params", path, "--device", "cpu:a", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	var got getOutput
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.UnusedEnv) != len(want) || len(got.Warnings) != len(want) {
+		t.Fatalf("unused %+v\nwarnings %q; want %d of each", got.UnusedEnv, got.Warnings, len(want))
+	}
+	for i, v := range got.UnusedEnv {
+		if !strings.Contains(v.Why, want[v.Name]) || want[v.Name] == "" {
+			t.Errorf("%s: why %q, want %q", v.Name, v.Why, want[v.Name])
+		}
+		line := v.Name + " has no effect: " + v.Why
+		if got.Warnings[i] != line || !strings.Contains(errOut, "kerntune: warning: "+line+"\n") {
+			t.Errorf("warning %q, want %q on stderr too:\n%s", got.Warnings[i], line, errOut)
+		}
+	}
+	if got.Params["BN"].Source != "env:KERNTUNE_GEMV_NT_BN" {
+		t.Errorf("BN from %s", got.Params["BN"].Source)
+	}
+}
+
+// TestGetSpecBackend: docs/specs.md's `kerntune get --spec examples/m1_gemv.json
+// --kernel m1_gemv --shape 1x896x4864` resolves on a machine without a GPU: a
+// spec kernel's backend comes from the spec when the device is not in the
+// file; where it cannot, the message names --backend and the spec's backends.
+func TestGetSpecBackend(t *testing.T) {
+	getEnv(t)
+	specPath, err := filepath.Abs(filepath.Join("..", "..", "examples", "m1_gemv.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	local := params.LocalDevice()
+	cpuFile := filepath.Join(t.TempDir(), "cpu.json")
+	data := `{"schema_version": 1, "devices": {"` + local.Key + `": {"backend": "cpu", "name": "` + local.Name + `", "family": "` + local.Family + `", "compute_units": 1, "kernels": {}}}}`
+	if err := os.WriteFile(cpuFile, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(t.TempDir()) // no ./hardware_params.json
+	base := []string{"get", "--spec", specPath, "--kernel", "m1_gemv", "--shape", "1x896x4864"}
+	hint := "m1_gemv is a spec kernel for cuda, metal, opencl backends: name a device of one of them (--device, --device-name) or give --backend cuda|metal|opencl"
+	for _, tt := range []struct {
+		name    string
+		env     []string
+		args    []string
+		code    int
+		backend string
+		bn      []string
+		stderr  string
+	}{
+		{name: "as docs/specs.md writes it", code: 0, backend: "cuda", bn: []string{"64", "default"}},
+		{name: "with a variable", env: []string{"KERNTUNE_M1_GEMV_BN", "32"}, code: 0, backend: "cuda", bn: []string{"32", "env:KERNTUNE_M1_GEMV_BN"}},
+		{name: "--backend opencl", args: []string{"--backend", "opencl"}, code: 0, backend: "opencl", bn: []string{"64", "default"}},
+		{name: "--backend cpu", args: []string{"--backend", "cpu"}, code: exitUsage, stderr: hint},
+		{name: "a CPU device of the file", args: []string{"--params", cpuFile}, code: exitUsage, stderr: hint},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			for i := 0; i+1 < len(tt.env); i += 2 {
+				t.Setenv(tt.env[i], tt.env[i+1])
+			}
+			code, out, errOut := runGet(t, append(append([]string{}, base...), tt.args...)...)
+			if code != tt.code {
+				t.Fatalf("exit %d, want %d\n%s\n%s", code, tt.code, out, errOut)
+			}
+			if tt.code != 0 {
+				if !strings.Contains(errOut, tt.stderr) {
+					t.Errorf("stderr %q lacks %q", errOut, tt.stderr)
+				}
+				return
+			}
+			if runtime.GOOS == "darwin" && tt.backend == "cuda" {
+				tt.backend = "metal"
+			}
+			if !regexp.MustCompile(`(?m)^backend\s+`+tt.backend+`$`).MatchString(out) || !reflect.DeepEqual(row(out, "BN"), tt.bn) || errOut != "" {
+				t.Errorf("want backend %s, BN %v:\n%s\nstderr: %s", tt.backend, tt.bn, out, errOut)
+			}
+		})
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -20,9 +21,12 @@ func newShowCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "show [FILE]",
 		Short: "Print a params file as a table per device, kernel and entry",
-		Args:  cobra.MaximumNArgs(1),
+		Long: `show prints a params file as a table per device, kernel and entry. FILE
+defaults to $KERNTUNE_PARAMS, else ./hardware_params.json, the file get, bench
+and applications read.`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			f, err := readParamsFile(paramsFileArg(args))
+			f, err := readParamsFile(showFileArg(args))
 			if err != nil {
 				return err
 			}
@@ -35,6 +39,17 @@ func newShowCmd() *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the parsed file as JSON")
 	return cmd
+}
+
+// showFileArg is the file show prints: FILE, else $KERNTUNE_PARAMS, else
+// ./hardware_params.json, as the loader finds it.
+func showFileArg(args []string) string {
+	if len(args) == 0 {
+		if v := os.Getenv(params.DefaultEnvPrefix + "_PARAMS"); v != "" {
+			return v
+		}
+	}
+	return paramsFileArg(args)
 }
 
 func speedup(ref, t float64) string {

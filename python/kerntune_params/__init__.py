@@ -1784,6 +1784,10 @@ class Loader:
         self._env = env
         self.warnings = []
         self._known_env: Dict[str, str] = {}
+        # Variables known but not read for this device, and why; a family's
+        # part of its variable names → the family.
+        self._unread: Dict[str, str] = {}
+        self._env_fams: Dict[str, str] = {}
         fams = builtin_families()
         for sp in specs:
             fam = load_spec(os.fspath(sp))
@@ -1791,12 +1795,17 @@ class Loader:
         self._claim_env(env_prefix + "_PARAMS", "the loader's PARAMS")
         self._claim_env(env_prefix + "_DEVICE", "the loader's DEVICE")
         self._claim_env(env_prefix + "_DEVICE_NAME", "the loader's DEVICE_NAME")
+        # load reads <PREFIX>_PARAMS only when the caller names no file.
+        self._unread[env_prefix + "_PARAMS"] = "not read: the caller named the params file"
+        if device:
+            self._unread[env_prefix + "_DEVICE"] = "not read: Options.Device names the device"
         by_env: Dict[str, str] = {}
         for key in sorted(fams):
             e = _env_family(key)
             if e in by_env:
                 raise OptionsError(f"params: families {by_env[e]} and {key} share the variable names {env_prefix}_{e}_*")
             by_env[e] = key
+            self._env_fams[e] = key
             self._claim_env(env_var_name(env_prefix, key, RESERVED_PARAM_NAME), key + "'s choice of the baseline")
             for kind in sorted(fams[key].spaces):
                 for p in fams[key].spaces[kind].params:
@@ -1829,6 +1838,29 @@ class Loader:
                         continue
                     fs.aliases.append(_AliasState(a, [sp.param(n) for n in a.params] if sp.has(a.params) else None))  # type: ignore[misc]
             self._fams[key] = fs
+            self._note_unread(key, fam, fs)
+
+    def _note_unread(self, key: str, fam: Family, fs: "_FamState") -> None:
+        # As the Go loader's noteUnread: the variables of a family that
+        # resolve never reads for this device, and why.
+        d = self.device
+        dev = f"{d.key}, backend {d.backend}" if d.key else f"backend {d.backend}"
+        if fs.space is None:
+            why = f"{key} has no parameters for {fs.kind} backends (the device: {dev})"
+            self._unread[env_var_name(self.env_prefix, key, RESERVED_PARAM_NAME)] = why
+            for kind in sorted(fam.spaces):
+                for p in fam.spaces[kind].params:
+                    self._unread[env_var_name(self.env_prefix, key, p.name)] = why
+            return
+        for kind in sorted(fam.spaces):
+            for p in fam.spaces[kind].params:
+                if fs.space.param(p.name) is not None:
+                    continue
+                self._unread.setdefault(
+                    env_var_name(self.env_prefix, key, p.name),
+                    f"{key} {p.name} is a parameter of {kind} backends, not of {fs.kind} ones (the device: {dev}; "
+                    f"its {key} parameters: {', '.join(fs.names)})",
+                )
 
     # -- environment
 
@@ -1844,10 +1876,44 @@ class Loader:
 
     def unused_env(self, environ: Optional[Mapping[str, str]] = None) -> List[str]:
         """The variables of environ (default os.environ) with the loader's
-        prefix that it never reads, sorted (a typo such as KERNTUNE_GEMV_NT_XX)."""
+        prefix that have no effect, sorted: those it never reads (a typo
+        such as KERNTUNE_GEMV_NT_XX) and those it does not read for this
+        device (a parameter of another backend's space, such as
+        KERNTUNE_GEMV_NT_TG on a CPU device; every variable of a family
+        without a space for the device's backend; <PREFIX>_PARAMS when the
+        caller named the file; <PREFIX>_DEVICE when device is given)."""
+        return [n for n, _ in self.unused_env_vars(environ)]
+
+    def unused_env_vars(self, environ: Optional[Mapping[str, str]] = None) -> List[Tuple[str, str]]:
+        """unused_env with the reason for each variable: (name, why) pairs,
+        sorted by name (Go's Loader.UnusedEnvVars)."""
         env = os.environ if environ is None else environ
         p = self.env_prefix + "_"
-        return sorted(n for n in env if n.startswith(p) and n not in self._known_env)
+        out = []
+        for n in sorted(env, key=lambda k: k.encode("utf-8")):
+            if not n.startswith(p):
+                continue
+            if n in self._unread:
+                out.append((n, self._unread[n]))
+            elif n not in self._known_env:
+                out.append((n, self._unknown_var_why(n)))
+        return out
+
+    def _unknown_var_why(self, name: str) -> str:
+        rest = name[len(self.env_prefix) + 1:]
+        fam = ""
+        for e, key in self._env_fams.items():
+            if rest.startswith(e + "_") and len(e) > len(_env_family(fam)):
+                fam = key
+        if fam == "":
+            prefix = self.env_prefix
+            return (f"not a variable the loader reads: {name} names no kernel family (known: {', '.join(self.families)}) "
+                    f"and no setting ({prefix}_PARAMS, {prefix}_DEVICE, {prefix}_DEVICE_NAME)")
+        fs = self._fams.get(fam)
+        param = rest[len(_env_family(fam)) + 1:]
+        if fs is None or fs.space is None:
+            return f"not a variable the loader reads: {fam} has no parameter {param}"
+        return f"not a variable the loader reads: {fam} has no parameter {param} (on {fs.kind} backends it has {', '.join(fs.names)})"
 
     # -- validation
 
@@ -1976,7 +2042,7 @@ class Loader:
         backend, family = o_backend, opt_family or ""
         local = DeviceID()
         use_local = False
-        if key == "" and dev_name == "" and devices is not None and len(devices) > 1:
+        if key == "" and dev_name == "" and devices is not None and len(devices) > 0:
             if opt_local is None or opt_local is True:
                 local = local_device()
             elif isinstance(opt_local, DeviceID):
@@ -1985,7 +2051,8 @@ class Loader:
                 local = DeviceID(**dict(opt_local))
             use_local = local.backend != "" and (o_backend == "" or o_backend == local.backend)
 
-        found = ""
+        found, not_only = "", ""
+        only = next(iter(devices)) if devices is not None and len(devices) == 1 else ""
         if devices is None:
             pass
         elif key != "" and key in devices:
@@ -1996,9 +2063,18 @@ class Loader:
                 found, d.how, d.matched = k, name_how, m
         elif key != "":
             pass
-        elif len(devices) == 1:
-            found = next(iter(devices))
-            d.how = d.matched = MATCHED_ONLY
+        elif only:
+            # The only device is another machine's when its backend or model is
+            # not this one's: then it is no match, only a possible fallback.
+            same, not_only = _only_device_fits(devices[only], only, o_backend, local, use_local)
+            if not_only == "":
+                found = only
+                d.how = d.matched = MATCHED_ONLY
+                if not same:
+                    self.warnings.append(
+                        f"the only device in {name or 'params data'}, {_describe_device(only, devices[only])}, is not the local device "
+                        f"{_describe_local(local)} but has its backend and model; its entries apply (set {prefix}_DEVICE={only} to choose it by key)"
+                    )
         elif use_local and local.key != "" and local.key in devices and devices[local.key].backend == local.backend:
             found, d.how, d.matched = local.key, "local device", MATCHED_KEY
         elif use_local:
@@ -2035,10 +2111,7 @@ class Loader:
         then = "built-in defaults apply"
         if d.fallbacks:
             then = f"using fallback devices {', '.join(d.fallbacks)} (family {d.family})"
-        holds = "its devices: " + "; ".join(
-            f"{k} (backend {devices[k].backend}, name {_quote(devices[k].name)}, compute units {devices[k].compute_units}, family {devices[k].family})"
-            for k in _sorted_keys(devices)
-        )
+        holds = "its devices: " + "; ".join(_describe_device(k, devices[k]) for k in _sorted_keys(devices))
         asked = []
         if key:
             asked.append(f"key {_quote(key)} ({key_how})")
@@ -2047,7 +2120,12 @@ class Loader:
             if o_backend:
                 n += " on backend " + o_backend
             asked.append(n)
-        if key and not dev_name:
+        if not_only:
+            self.warnings.append(
+                f"the only device in {label}, {_describe_device(only, devices[only])}, {not_only}; {then} (set {prefix}_DEVICE or "
+                f"{prefix}_DEVICE_NAME, or Options.Device or Options.DeviceName, to use it)"
+            )
+        elif key and not dev_name:
             self.warnings.append(f"device {_quote(key)} ({key_how}) is not in {label}; {then}; {holds}")
         elif asked:
             self.warnings.append(f"no device in {label} matches {' or '.join(asked)}; {then}; {holds}")
@@ -2236,6 +2314,32 @@ def _sorted_keys(m: Mapping[str, Any]) -> List[str]:
     return sorted(m, key=lambda k: k.encode("utf-8"))
 
 
+def _describe_device(k: str, d: _Device) -> str:
+    return f"{k} (backend {d.backend}, name {_quote(d.name)}, compute units {d.compute_units}, family {d.family})"
+
+
+def _describe_local(d: DeviceID) -> str:
+    return f"{d.key} (backend {d.backend}, name {_quote(d.name)}, compute units {d.compute_units}, family {d.family})"
+
+
+def _only_device_fits(dev: _Device, k: str, backend: str, local: DeviceID, use_local: bool) -> Tuple[bool, str]:
+    # As the Go loader's onlyDeviceFits: (whether it is the local device
+    # itself or nothing is known to compare it with, why it may not stand
+    # for the device the loader runs for; "" when it may).
+    if backend and dev.backend != backend:
+        return False, f"is of backend {dev.backend}, not {backend} (Options.Backend)"
+    if not use_local:
+        return True, ""
+    if dev.backend != local.backend:
+        return False, f"is not the local device {_describe_local(local)}: another backend"
+    if local.key and k == local.key:
+        return True, ""
+    name = fold_device_name(local.name)
+    if name == "" or fold_device_name(dev.name) != name or (dev.family and local.family and dev.family != local.family):
+        return False, f"is not the local device {_describe_local(local)}: another model"
+    return False, ""
+
+
 def _siblings(devices: Optional[Mapping[str, _Device]], self_key: str, family: str, backend: str) -> List[str]:
     if devices is None or family == "":
         return []
@@ -2287,7 +2391,10 @@ def load(
     $<PREFIX>_DEVICE_NAME replaces it), as the system reports it ("Apple M3
     Max" from mx.metal.device_info()["device_name"], "NVIDIA H100 80GB
     HBM3"), of backend when given, the nearest compute_units among several;
-    else the file's only device; else, when nothing names a device, the local
+    else the file's only device, unless it is another machine's (of another
+    backend than backend or the local device's, or another model than the
+    local device's: then it is only a fallback, with a warning); else, when
+    nothing names a device, the local
     device (local: None for this CPU, a DeviceID or dict, False for none);
     else the fallback devices of device_family. The loader's ``device`` and
     ``warnings`` say what happened. env is the environment (default
@@ -2306,6 +2413,7 @@ def load(
             p, explicit = v, True
         else:
             p = DEFAULT_FILE_NAME
+    named = path is not None and os.fspath(path) != ""
     try:
         data = _read_limited(p)
     except _TooLarge as x:
@@ -2314,12 +2422,15 @@ def load(
         l = Loader(None, p, **o)
         if explicit:
             l.warnings.insert(0, f"params file {p} does not exist; built-in defaults apply")
-        return l
     except OSError as x:
         err = ParamsError(f"params: {x}")
         err.kind = "io"
         raise err from None
-    return Loader(_parse(data, p), p, **o)
+    else:
+        l = Loader(_parse(data, p), p, **o)
+    if not named:
+        l._unread.pop(o["env_prefix"] + "_PARAMS", None)  # it was read, set or not
+    return l
 
 
 def loads(data: Union[bytes, str], device_name: Optional[str] = None, **kw: Any) -> Loader:

@@ -21,7 +21,7 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 CONFORMANCE = os.path.join(ROOT, "params", "testdata", "conformance")
 SUITES = sorted(glob.glob(os.path.join(CONFORMANCE, "*.json")))
 CASE_KEYS = {"name", "file", "file_text", "file_size", "params_from_env", "options", "specs", "env", "load_error", "device",
-             "warnings", "unused_env", "queries"}
+             "warnings", "unused_env", "unused_env_why", "queries"}
 OPTION_KEYS = {"device", "device_name", "compute_units", "backend", "device_family", "env_prefix", "defaults",
                "aliases", "local"}
 QUERY_KEYS = {"kernel", "dtype", "shape", "params", "class", "device", "backend", "matched", "use_baseline",
@@ -108,6 +108,12 @@ def run_case(t: unittest.TestCase, suite: Dict[str, Any], c: Dict[str, Any]) -> 
                 t.assertIn(sub, w)
         if "unused_env" in c:
             t.assertEqual(loader.unused_env(env), c["unused_env"], "unused env")
+        if "unused_env_why" in c:
+            got_why = dict(loader.unused_env_vars(env))
+            t.assertEqual(sorted(got_why), sorted(c["unused_env_why"]), "variables with a reason")
+            for n, subs in c["unused_env_why"].items():
+                for sub in subs:
+                    t.assertIn(sub, got_why.get(n, ""), f"unused env {n}")
         for i, q in enumerate(c.get("queries") or []):
             run_query(t, i, loader, q)
 
