@@ -77,7 +77,7 @@ func Write(pf *params.File, recs []trace.Record, o Options) ([]Row, error) {
 		fmt.Fprintf(&md, " (written by %s)", pf.Generator)
 	}
 	if o.Trace != "" {
-		fmt.Fprintf(&md, "; per-candidate data from `%s` (%d candidates)", filepath.Base(o.Trace), len(recs))
+		fmt.Fprintf(&md, "; per-candidate data from `%s` (%s)", filepath.Base(o.Trace), Plural(len(recs), "candidate", "candidates"))
 	}
 	md.WriteString(".\n\n")
 	var rows []Row
@@ -222,8 +222,8 @@ func device(md *strings.Builder, dk string, d *params.Device, recs []trace.Recor
 				failed++
 			}
 		}
-		fmt.Fprintf(md, "#### %s %s\n\n%d candidates in the trace (%d failed).\n\n![%s %s: every measured candidate, sorted](%s)\n",
-			r.Kernel, r.Key, len(cands), failed, r.Kernel, r.Key, filepath.ToSlash(sorted))
+		fmt.Fprintf(md, "#### %s %s\n\n%s in the trace (%d failed).\n\n![%s %s: every measured candidate, sorted](%s)\n",
+			r.Kernel, r.Key, Plural(len(cands), "candidate", "candidates"), failed, r.Kernel, r.Key, filepath.ToSlash(sorted))
 		r.Plots = append(r.Plots, sorted)
 		if ok {
 			fmt.Fprintf(md, "![%s %s: effect of each parameter](%s)\n", r.Kernel, r.Key, filepath.ToSlash(effect))

@@ -52,7 +52,7 @@ func newDevicesCmd() *cobra.Command {
 					fmt.Fprintf(out, "%-7s unavailable: %s\n", d.Backend, d.Error)
 					continue
 				}
-				fmt.Fprintf(out, "%-7s %s\n        name %s, family %s, %d compute units\n", d.Backend, d.Key, d.Name, d.Family, d.ComputeUnits)
+				fmt.Fprintf(out, "%-7s %s\n        name %s, family %s, %s\n", d.Backend, d.Key, d.Name, d.Family, plural(d.ComputeUnits, "compute unit", "compute units"))
 				keys := make([]string, 0, len(d.Facts))
 				for k := range d.Facts {
 					keys = append(keys, k)

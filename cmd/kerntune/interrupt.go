@@ -60,8 +60,8 @@ type interruptedError struct {
 }
 
 func (e interruptedError) Error() string {
-	return fmt.Sprintf("interrupted by %s after writing %d entries; the journal %s keeps the measurements: finish the run with the same command and --resume",
-		signalName(e.sig), e.written, e.journal)
+	return fmt.Sprintf("interrupted by %s after writing %s; the journal %s keeps the measurements: finish the run with the same command and --resume",
+		signalName(e.sig), plural(e.written, "entry", "entries"), e.journal)
 }
 
 func (e interruptedError) ExitCode() int {
@@ -94,16 +94,16 @@ func budgetTooSmall(budget string, e *tuner.TooSmallError, spent time.Duration) 
 	total := roundUpDuration(needed*time.Duration(e.Entries) + spent)
 	if spent > 0 {
 		// A resumed run: the interrupted run's time counts against --budget.
-		return fmt.Errorf("--budget %s is too small: %w; one more candidate there needs about %s, so the %d entries left need about %s, and with the %s the interrupted run spent --budget %s or more (more find better winners)",
-			budget, e, roundUpDuration(needed), e.Entries, roundUpDuration(needed*time.Duration(e.Entries)), spent.Round(100*time.Millisecond), total)
+		return fmt.Errorf("--budget %s is too small: %w; one more candidate there needs about %s, so the %s left need about %s, and with the %s the interrupted run spent --budget %s or more (more find better winners)",
+			budget, e, roundUpDuration(needed), plural(e.Entries, "entry", "entries"), roundUpDuration(needed*time.Duration(e.Entries)), spent.Round(100*time.Millisecond), total)
 	}
 	if e.Written > 0 {
 		// A shared budget: the other entries fitted, this one did not.
 		return fmt.Errorf("--budget %s is too small for every entry: %w; one more candidate of %s %s needs about %s: give a larger --budget, or tune it alone (--kernel %s)",
 			budget, e, e.Result.Task.Kernel.Name, e.Result.Task.Key(), roundUpDuration(needed), e.Result.Task.Kernel.Name)
 	}
-	return fmt.Errorf("--budget %s is too small: %w; one more candidate there needs about %s, so the %d entries of this run need --budget %s or more (more find better winners)",
-		budget, e, roundUpDuration(needed), e.Entries, total)
+	return fmt.Errorf("--budget %s is too small: %w; one more candidate there needs about %s, so the %s of this run need --budget %s or more (more find better winners)",
+		budget, e, roundUpDuration(needed), plural(e.Entries, "entry", "entries"), total)
 }
 
 // roundUpDuration rounds d up to a whole second, or a whole minute above ten.

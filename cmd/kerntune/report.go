@@ -83,7 +83,7 @@ func runReport(cmd *cobra.Command, path string, f reportFlags) error {
 	if f.asJSON {
 		return printJSON(cmd.OutOrStdout(), rows)
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "wrote %s (%d devices, %d entries)\n", filepath.Join(f.out, "report.md"), len(pf.Devices), len(rows))
+	fmt.Fprintf(cmd.OutOrStdout(), "wrote %s (%s, %s)\n", filepath.Join(f.out, "report.md"), plural(len(pf.Devices), "device", "devices"), plural(len(rows), "entry", "entries"))
 	return nil
 }
 

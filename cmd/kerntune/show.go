@@ -10,10 +10,15 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/report"
 	"github.com/kerntune/kerntune/search"
 )
 
 func init() { commands = append(commands, newShowCmd) }
+
+// plural is "1 entry", "2 entries": the one spelling of counts in every
+// command's output.
+var plural = report.Plural
 
 func newShowCmd() *cobra.Command {
 	var asJSON bool
@@ -52,7 +57,7 @@ func printFile(out io.Writer, f *params.File) {
 	sort.Strings(devKeys)
 	for _, dk := range devKeys {
 		d := f.Devices[dk]
-		fmt.Fprintf(out, "%s  (%s, family %s, %d compute units, tuned %s)\n", dk, d.Backend, d.Family, d.ComputeUnits, d.TunedAt)
+		fmt.Fprintf(out, "%s  (%s, family %s, %s, tuned %s)\n", dk, d.Backend, d.Family, plural(d.ComputeUnits, "compute unit", "compute units"), d.TunedAt)
 		if bw := d.Facts["bandwidth_gbps"]; bw > 0 {
 			fmt.Fprintf(out, "  copy bandwidth %.1f GB/s\n", bw)
 		}
@@ -121,7 +126,7 @@ func entryNote(e *params.Entry) string {
 		notes = append(notes, "no-harm rule applied (show --json: no_harm)")
 	}
 	if d := e.Drift; d != nil && d.Events > 0 {
-		notes = append(notes, fmt.Sprintf("drift: %d events, up to %.0f%%, %d candidates measured again", d.Events, d.MaxPct, d.Remeasured))
+		notes = append(notes, fmt.Sprintf("drift: %s, up to %.0f%%, %s measured again", plural(d.Events, "event", "events"), d.MaxPct, plural(d.Remeasured, "candidate", "candidates")))
 	}
 	return strings.Join(notes, "; ")
 }
