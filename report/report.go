@@ -98,12 +98,12 @@ func Write(pf *params.File, recs []trace.Record, o Options) ([]Row, error) {
 const notes = `## Reading this report
 
 - **median µs**: the winner's median time per sample, summed over the entry's shapes; default and baseline were timed interleaved with it, same sample count.
-- **× default**, **× baseline**: how many times faster the winner is (above 1: faster).
+- **speedup (default/tuned)**, **speedup (baseline/tuned)**: the default's or the baseline's time over the winner's: how many times faster the winner is (above 1: faster); kerntune show and bench print the same figure. The JSON (speedup_vs_default, speedup_vs_baseline) rounds it to three decimals.
 - **% of roofline**: the physical floor (bytes over the measured copy bandwidth for memory-bound families, flops over the peak otherwise) as a share of the winner's time; 100 % would be at the floor.
 - **use**: **baseline** when the baseline was faster than the winner beyond noise in the final interleaved timing (Mann-Whitney U, p < 0.01, and at least 3 % faster in median): the application should call the baseline; tuned when it was not; - without a baseline.
 - **candidates**: measured / valid / failed in the entry's search space; **partial**: the tuning run was interrupted before the entry's search finished (stopped: interrupted).
 - **device busy**: the share of the entry's tuning time during which the device ran its kernels: timed samples and warm-up runs, and the runs that produced outputs for verification (each call from its start to its return). The time plot stacks the rest: waiting for compiles, comparing outputs, the search's own work, setting up the inputs and the reference, the journal.
-- **(the default)**: the search kept the default; winner and default are then the same program timed twice, so a × default other than 1 shows the timing noise.
+- **(the default)**: the search kept the default; winner and default are then the same program timed twice, so a speedup over the default other than 1 shows the timing noise.
 - Candidate plots show each candidate's median from the search; candidates measured in an early round of successive halving have fewer samples.
 `
 
@@ -136,10 +136,10 @@ func device(md *strings.Builder, dk string, d *params.Device, recs []trace.Recor
 			r := Row{Device: dk, Kernel: fam, Key: ek, Params: e.Params, MedianUS: e.MedianUS,
 				Measured: e.Candidates.Measured, Valid: e.Candidates.Valid, Failed: e.Candidates.Failed}
 			if e.Default != nil && e.Default.MedianUS > 0 && e.MedianUS > 0 {
-				r.DefaultUS, r.VsDefault = e.Default.MedianUS, round3(e.Default.MedianUS/e.MedianUS)
+				r.DefaultUS, r.VsDefault = e.Default.MedianUS, round3(Speedup(e.Default.MedianUS, e.MedianUS))
 			}
 			if e.Baseline != nil && e.Baseline.MedianUS > 0 && e.MedianUS > 0 {
-				r.Baseline, r.BaselineUS, r.VsBaseline = e.Baseline.Name, e.Baseline.MedianUS, round3(e.Baseline.MedianUS/e.MedianUS)
+				r.Baseline, r.BaselineUS, r.VsBaseline = e.Baseline.Name, e.Baseline.MedianUS, round3(Speedup(e.Baseline.MedianUS, e.MedianUS))
 			}
 			r.IsDefault = e.Default != nil && params.SameParams(e.Default.Params, e.Params)
 			r.Use, r.Stopped, r.Partial = e.Use, e.Stopped, params.Partial(e)
@@ -159,7 +159,7 @@ func device(md *strings.Builder, dk string, d *params.Device, recs []trace.Recor
 		return nil, err
 	}
 	fmt.Fprintf(md, "![speedups of the tuned kernels on %s](%s)\n\n", dk, filepath.ToSlash(sp))
-	md.WriteString("| kernel | entry | winner | median µs | default µs | × default | baseline µs | × baseline | use | % of roofline | candidates | device busy |\n")
+	md.WriteString("| kernel | entry | winner | median µs | default µs | speedup (default/tuned) | baseline µs | speedup (baseline/tuned) | use | % of roofline | candidates | device busy |\n")
 	md.WriteString("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: |\n")
 	for _, r := range rows {
 		winner := "`" + search.Candidate(r.Params).Key() + "`"
@@ -172,8 +172,8 @@ func device(md *strings.Builder, dk string, d *params.Device, recs []trace.Recor
 			cands += " **partial**"
 		}
 		fmt.Fprintf(md, "| %s | %s | %s | %.2f | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.Kernel, r.Key,
-			winner, r.MedianUS, numOrDash(r.DefaultUS, "%.2f"), numOrDash(r.VsDefault, "%.2f×"),
-			baselineCell(r), numOrDash(r.VsBaseline, "%.2f×"), useCell(r.Use), pctCell(r.PctRoof), cands, busyCell(r.Time))
+			winner, r.MedianUS, numOrDash(r.DefaultUS, "%.2f"), SpeedupCell(r.DefaultUS, r.MedianUS),
+			baselineCell(r), SpeedupCell(r.BaselineUS, r.MedianUS), useCell(r.Use), pctCell(r.PctRoof), cands, busyCell(r.Time))
 	}
 	md.WriteString("\n")
 	tp := filepath.Join("plots", slug(dk)+"-time."+format)

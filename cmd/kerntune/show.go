@@ -42,13 +42,6 @@ func newShowCmd() *cobra.Command {
 	return cmd
 }
 
-func speedup(ref, t float64) string {
-	if ref <= 0 || t <= 0 {
-		return "-"
-	}
-	return fmt.Sprintf("%.2fx", ref/t)
-}
-
 func printFile(out io.Writer, f *params.File) {
 	devKeys := make([]string, 0, len(f.Devices))
 	for k := range f.Devices {
@@ -62,7 +55,7 @@ func printFile(out io.Writer, f *params.File) {
 			fmt.Fprintf(out, "  copy bandwidth %.1f GB/s\n", bw)
 		}
 		tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "  KERNEL\tENTRY\tPARAMS\tMEDIAN µs\tIQR µs\tDEFAULT µs\tvs DEFAULT\tBASELINE\tvs BASELINE\tUSE\tCANDIDATES\tBUSY\tNOTE")
+		fmt.Fprintln(tw, "  KERNEL\tENTRY\tPARAMS\tMEDIAN µs\tIQR µs\tDEFAULT µs\tSPEEDUP (default/tuned)\tBASELINE\tSPEEDUP (baseline/tuned)\tUSE\tCANDIDATES\tBUSY\tNOTE")
 		fams := make([]string, 0, len(d.Kernels))
 		for k := range d.Kernels {
 			fams = append(fams, k)
@@ -87,12 +80,12 @@ func printFile(out io.Writer, f *params.File) {
 					base = fmt.Sprintf("%s %.2f", e.Baseline.Name, baseT)
 				}
 				fmt.Fprintf(tw, "  %s\t%s\t%s\t%.2f\t%.2f\t%s\t%s\t%s\t%s\t%s\t%d/%d/%d\t%s\t%s\n", fam, ek, search.Candidate(e.Params).Key(),
-					e.MedianUS, e.IQRUS, def, speedup(defT, e.MedianUS), base, speedup(baseT, e.MedianUS), orDash(e.Use),
+					e.MedianUS, e.IQRUS, def, report.SpeedupCell(defT, e.MedianUS), base, report.SpeedupCell(baseT, e.MedianUS), orDash(e.Use),
 					e.Candidates.Measured, e.Candidates.Valid, e.Candidates.Failed, busyCell(e.Time), entryNote(e))
 			}
 		}
 		tw.Flush()
-		fmt.Fprintln(out, "  (speedups > 1 mean the tuned kernel is faster; USE baseline: the baseline beat the winner beyond noise,")
+		fmt.Fprintln(out, "  (SPEEDUP = reference time / tuned time: above 1 the tuned kernel is faster; USE baseline: the baseline beat the winner beyond noise,")
 		fmt.Fprintln(out, "   call it; CANDIDATES = measured/valid/failed; BUSY: share of the entry's tuning time the device ran its kernels;")
 		fmt.Fprintln(out, "   PARTIAL: the run was interrupted before its search finished;")
 		fmt.Fprintln(out, "   MEDIAN of a class entry is the sum over its shapes; kerntune bench times each shape (FILE: this file's time))")
