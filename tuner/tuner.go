@@ -671,11 +671,19 @@ func (r *run) measureLive(c search.Candidate, n int) ([]float64, error) {
 		// the quieter of the two is kept and the re-measurement recorded.
 		again, _, err2 := r.sample(cd.prog, n)
 		cd.remeas++
-		if err2 == nil && cv(again) < cv(tot) {
-			tot = again
+		first, kept := cv(tot), "first"
+		if err2 == nil && cv(again) < first {
+			tot, kept = again, "second"
 		}
 		if r.t.cfg.Verbose {
-			fmt.Fprintf(r.t.cfg.Log, "  %s: samples varied by %.0f%% (limit %.0f%%); measured again\n", key, 100*cv(tot), 100*r.t.cfg.MaxCV)
+			// The spread that called for the second batch, the second's,
+			// and which was kept: the kept one's alone says nothing.
+			second := fmt.Sprintf("%.0f%%", 100*cv(again))
+			if err2 != nil {
+				second = "failed (" + err2.Error() + ")"
+			}
+			fmt.Fprintf(r.t.cfg.Log, "  %s: samples varied by %.0f%% (limit %.0f%%); measured again: %s; kept the %s batch\n",
+				key, 100*first, 100*r.t.cfg.MaxCV, second, kept)
 		}
 	}
 	if err != nil {
