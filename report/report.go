@@ -99,7 +99,7 @@ const notes = `## Reading this report
 
 - **median µs**: the winner's median time per sample, summed over the entry's shapes; default and baseline were timed interleaved with it, same sample count.
 - **speedup (default/tuned)**, **speedup (baseline/tuned)**: the default's or the baseline's time over the winner's: how many times faster the winner is (above 1: faster); kerntune show and bench print the same figure. The JSON (speedup_vs_default, speedup_vs_baseline) rounds it to three decimals.
-- **% of roofline**: the physical floor (bytes over the measured copy bandwidth for memory-bound families, flops over the peak otherwise) as a share of the winner's time; 100 % would be at the floor.
+- **% of roofline**: the physical floor (bytes over the measured copy bandwidth for memory-bound families, flops over the peak of the units the winner runs on otherwise: the matrix units' for MMA=1) as a share of the winner's time; 100 % would be at the floor, and a share above it is marked * (see the note under the table).
 - **use**: **baseline** when the baseline was faster than the winner beyond noise in the final interleaved timing (Mann-Whitney U, p < 0.01, and at least 3 % faster in median): the application should call the baseline; tuned when it was not; - without a baseline.
 - **candidates**: measured / valid / failed in the entry's search space; **partial**: the tuning run was interrupted before the entry's search finished (stopped: interrupted).
 - **device busy**: the share of the entry's tuning time during which the device ran its kernels: timed samples and warm-up runs, and the runs that produced outputs for verification (each call from its start to its return). The time plot stacks the rest: waiting for compiles, comparing outputs, the search's own work, setting up the inputs and the reference, the journal.
@@ -124,6 +124,11 @@ func device(md *strings.Builder, dk string, d *params.Device, recs []trace.Recor
 	}
 	if pk := d.Facts["peak_gflops"]; pk > 0 {
 		fmt.Fprintf(md, ", peak %.0f GFLOP/s", pk)
+	}
+	for _, u := range []struct{ fact, name string }{{"peak_mma_f16_gflops", "f16"}, {"peak_mma_tf32_gflops", "tf32"}, {"peak_mma_f32_gflops", "f32"}} {
+		if pk := d.Facts[u.fact]; pk > 0 {
+			fmt.Fprintf(md, ", matrix units %.0f GFLOP/s %s", pk, u.name)
+		}
 	}
 	md.WriteString(".\n\n")
 
@@ -176,6 +181,12 @@ func device(md *strings.Builder, dk string, d *params.Device, recs []trace.Recor
 			baselineCell(r), SpeedupCell(r.BaselineUS, r.MedianUS), useCell(r.Use), pctCell(r.PctRoof), cands, busyCell(r.Time))
 	}
 	md.WriteString("\n")
+	for _, r := range rows {
+		if _, beaten := FloorCell(r.PctRoof); beaten {
+			md.WriteString(FloorNote + ".\n\n")
+			break
+		}
+	}
 	tp := filepath.Join("plots", slug(dk)+"-time."+format)
 	hasTime, err := timePlot(filepath.Join(outDir, tp), dk, rows)
 	if err != nil {
@@ -265,15 +276,8 @@ func baselineCell(r Row) string {
 
 // pctCell shows small percentages with the digits that tell them apart.
 func pctCell(x float64) string {
-	switch {
-	case x <= 0:
-		return "-"
-	case x < 1:
-		return fmt.Sprintf("%.2f %%", x)
-	case x < 10:
-		return fmt.Sprintf("%.1f %%", x)
-	}
-	return fmt.Sprintf("%.0f %%", x)
+	cell, _ := FloorCell(x)
+	return cell
 }
 
 func busyCell(t *params.TuneTime) string {

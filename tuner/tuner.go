@@ -400,7 +400,7 @@ func (t *Tuner) Run(ctx context.Context, task Task, budget time.Duration) (*Resu
 			entry.Candidates.Measured++
 		}
 	}
-	entry.Roofline = r.roofline(stats.Median(fin.chosen.tot))
+	entry.Roofline = r.roofline(fin.chosen.cand, stats.Median(fin.chosen.tot))
 	entry.Drift = r.drift.summary()
 	entry.Time = r.clk.result()
 	r.journalTime(entry.Time)
@@ -743,7 +743,9 @@ func (r *run) sample(prog Program, n int) (totals []float64, perProblem [][]floa
 	return totals, perProblem, nil
 }
 
-func (r *run) roofline(median float64) *params.RooflineSummary {
+// roofline relates cand's median (seconds, summed over the task's
+// problems) to the device's floors.
+func (r *run) roofline(cand search.Candidate, median float64) *params.RooflineSummary {
 	info := r.t.b.Info()
 	var flops, bytes float64
 	for _, l := range r.problems {
@@ -757,11 +759,12 @@ func (r *run) roofline(median float64) *params.RooflineSummary {
 	rs.GFLOPS = round3(flops / median / 1e9)
 	rs.GBPS = round3(bytes / median / 1e9)
 	// Memory-bound families are held to the measured copy bandwidth, the
-	// others to the device's arithmetic peak where the backend knows one.
+	// others to the arithmetic peak of the units cand runs on, where the
+	// backend knows it.
 	var floor float64
 	if bw := info.Facts["bandwidth_gbps"] * 1e9; r.task.Kernel.MemoryBound && bw > 0 {
 		floor, rs.BoundByData = bytes/bw, true
-	} else if peak := info.Facts["peak_gflops"] * 1e9; peak > 0 {
+	} else if peak := PeakGFLOPS(info, r.task.DType, cand) * 1e9; peak > 0 {
 		floor = flops / peak
 	}
 	if floor > 0 {

@@ -176,6 +176,7 @@ the default workload or the --shape list. SPEEDUP is baseline/tuned time (above
 func printBenchTable(out io.Writer, device, backend string, rows []benchRow) {
 	fmt.Fprintf(out, "device %s (%s)\n", device, backend)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	beaten := false
 	fmt.Fprintln(tw, "FAMILY\tDTYPE\tSHAPE\tPARAMS\tTUNED µs\tFILE µs\tBASELINE µs\tSPEEDUP (baseline/tuned)\t% OF FLOOR\tGB/s\tGFLOP/s")
 	for _, r := range rows {
 		if r.Error != "" {
@@ -186,10 +187,8 @@ func printBenchTable(out io.Writer, device, backend string, rows []benchRow) {
 		if r.BaseUS > 0 {
 			base = fmt.Sprintf("%s %.2f", r.Baseline, r.BaseUS)
 		}
-		floor := "-"
-		if r.PctOfFloor > 0 {
-			floor = fmt.Sprintf("%.0f%%", r.PctOfFloor)
-		}
+		floor, b := report.FloorCell(r.PctOfFloor)
+		beaten = beaten || b
 		file := "-"
 		if r.FileUS > 0 {
 			file = fmt.Sprintf("%.2f", r.FileUS)
@@ -198,8 +197,12 @@ func printBenchTable(out io.Writer, device, backend string, rows []benchRow) {
 			search.Candidate(r.Params).Key(), r.TunedUS, file, base, report.SpeedupCell(r.BaseUS, r.TunedUS), floor, r.GBPS, r.GFLOPS)
 	}
 	tw.Flush()
-	fmt.Fprintln(out, "SPEEDUP = baseline time / tuned time (above 1: the tuned kernel is faster); % OF FLOOR = bandwidth or compute floor / tuned time;")
+	fmt.Fprintln(out, "SPEEDUP = baseline time / tuned time (above 1: the tuned kernel is faster); % OF FLOOR = bandwidth or compute floor / tuned time")
+	fmt.Fprintln(out, "(the compute floor from the peak of the units the kernel runs on: the matrix units' for MMA=1);")
 	fmt.Fprintln(out, "FILE = the time the params file records for these parameters on this shape (what show reports)")
+	if beaten {
+		fmt.Fprintln(out, report.FloorNote)
+	}
 }
 
 // fileMedian is the median f records on shape for the entry named by

@@ -80,3 +80,17 @@ func TestBenchSpeedupDirection(t *testing.T) {
 		t.Errorf("bench's table lacks the header SPEEDUP (baseline/tuned) or the speedup %.2f×:\n%s", r.BaseUS/r.TunedUS, log)
 	}
 }
+
+// bench marks a share of the floor above 100 % and prints why under the
+// table, as report does.
+func TestBenchFloorNote(t *testing.T) {
+	for _, pct := range []float64{91, 104.2} {
+		var out bytes.Buffer
+		printBenchTable(&out, "cpu:x", "cpu", []benchRow{{Kernel: "gemv_nt", DType: "f32", Shape: "1x896x896",
+			Params: map[string]int{"BN": 8}, TunedUS: 10, BaseUS: 20, Baseline: "gonum", PctOfFloor: pct}})
+		cell, beaten := report.FloorCell(pct)
+		if !strings.Contains(out.String(), " "+cell+" ") || strings.Contains(out.String(), report.FloorNote) != beaten {
+			t.Errorf("%v %% of the floor: want the cell %q and the note %v:\n%s", pct, cell, beaten, out.String())
+		}
+	}
+}
