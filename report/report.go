@@ -55,14 +55,19 @@ type Options struct {
 	// Source is the params file the report is of; Trace the trace file the
 	// records come from ("" for none), for the report's header.
 	Source, Trace string
+	// Entries are the trace's entry lines (trace.ReadEntries): their time
+	// objects tell which run produced each entry of the file, whose records
+	// alone the entry's candidate plots then show.
+	Entries []trace.Entry
 }
 
 // Write writes o.Dir/report.md and its plots (o.Dir/plots) for every
 // device of pf: per family and class the winner, the default, the
 // baseline, the speedups, the % of the roofline floor and a chart of the
-// speedups; with trace records (the latest of each candidate), the time of
-// every measured candidate, sorted, and the effect of each parameter. It
-// returns the report's table.
+// speedups; with trace records, the time of every measured candidate,
+// sorted, and the effect of each parameter: of the run that produced the
+// file's entry where o.Entries tell which it was, else the latest record of
+// each candidate over every run. It returns the report's table.
 func Write(pf *params.File, recs []trace.Record, o Options) ([]Row, error) {
 	if o.Format != "svg" && o.Format != "png" {
 		return nil, fmt.Errorf("report: plot format %q: allowed are svg and png", o.Format)
@@ -77,12 +82,12 @@ func Write(pf *params.File, recs []trace.Record, o Options) ([]Row, error) {
 		fmt.Fprintf(&md, " (written by %s)", pf.Generator)
 	}
 	if o.Trace != "" {
-		fmt.Fprintf(&md, "; per-candidate data from `%s` (%s)", filepath.Base(o.Trace), Plural(len(recs), "candidate", "candidates"))
+		fmt.Fprintf(&md, "; per-candidate data from `%s` (%s)", filepath.Base(o.Trace), Plural(len(trace.Latest(recs)), "candidate", "candidates"))
 	}
 	md.WriteString(".\n\n")
 	var rows []Row
 	for _, dk := range sortedKeys(pf.Devices) {
-		r, err := device(&md, dk, pf.Devices[dk], recs, o.Dir, o.Format)
+		r, err := device(&md, dk, pf.Devices[dk], recs, o.Entries, o.Dir, o.Format)
 		if err != nil {
 			return nil, err
 		}
@@ -113,7 +118,7 @@ func slug(s string) string {
 	return strings.Trim(slugRE.ReplaceAllString(strings.ToLower(s), "-"), "-")
 }
 
-func device(md *strings.Builder, dk string, d *params.Device, recs []trace.Record, outDir, format string) ([]Row, error) {
+func device(md *strings.Builder, dk string, d *params.Device, recs []trace.Record, entries []trace.Entry, outDir, format string) ([]Row, error) {
 	fmt.Fprintf(md, "## %s\n\n", dk)
 	fmt.Fprintf(md, "Backend %s, family %s, %d compute units", d.Backend, d.Family, d.ComputeUnits)
 	if d.TunedAt != "" {
@@ -199,12 +204,7 @@ func device(md *strings.Builder, dk string, d *params.Device, recs []trace.Recor
 	traced := 0
 	for i := range rows {
 		r := &rows[i]
-		var cands []trace.Record
-		for _, rec := range recs {
-			if rec.Device == dk && rec.Kernel == r.Kernel && rec.EntryKey() == r.Key {
-				cands = append(cands, rec)
-			}
-		}
+		cands, runNote := entryRecords(dk, r, d.Kernels[r.Kernel][r.Key], recs, entries)
 		r.Plots = append(r.Plots, sp)
 		if hasTime && r.Time != nil && r.Time.WallS > 0 {
 			r.Plots = append(r.Plots, tp)
@@ -233,8 +233,8 @@ func device(md *strings.Builder, dk string, d *params.Device, recs []trace.Recor
 				failed++
 			}
 		}
-		fmt.Fprintf(md, "#### %s %s\n\n%s in the trace (%d failed).\n\n![%s %s: every measured candidate, sorted](%s)\n",
-			r.Kernel, r.Key, Plural(len(cands), "candidate", "candidates"), failed, r.Kernel, r.Key, filepath.ToSlash(sorted))
+		fmt.Fprintf(md, "#### %s %s\n\n%s in the trace (%d failed)%s.\n\n![%s %s: every measured candidate, sorted](%s)\n",
+			r.Kernel, r.Key, Plural(len(cands), "candidate", "candidates"), failed, runNote, r.Kernel, r.Key, filepath.ToSlash(sorted))
 		r.Plots = append(r.Plots, sorted)
 		if ok {
 			fmt.Fprintf(md, "![%s %s: effect of each parameter](%s)\n", r.Kernel, r.Key, filepath.ToSlash(effect))
@@ -246,6 +246,45 @@ func device(md *strings.Builder, dk string, d *params.Device, recs []trace.Recor
 		md.WriteString("No per-candidate trace for this device: tune with `--trace FILE` and pass it to `kerntune report --trace FILE` for the candidate plots.\n\n")
 	}
 	return rows, nil
+}
+
+// entryRecords are the trace records of the entry of row r, and a note on
+// which run they come from. A trace appended to by several runs can hold
+// runs whose result the file did not keep (the keep rule kept the older
+// entry): when an entry line's time object is the entry's own, only that
+// run's records are the entry's. Otherwise the latest record of each
+// candidate over every run is taken, and the note says they mix runs.
+func entryRecords(dk string, r *Row, e *params.Entry, recs []trace.Record, entries []trace.Entry) ([]trace.Record, string) {
+	var all []trace.Record
+	runs := map[string]bool{}
+	for _, rec := range recs {
+		if rec.Device == dk && rec.Kernel == r.Kernel && rec.EntryKey() == r.Key {
+			all = append(all, rec)
+			runs[rec.Run] = true
+		}
+	}
+	if len(runs) <= 1 {
+		return trace.Latest(all), ""
+	}
+	run, found := "", false
+	if e != nil && e.Time != nil {
+		for _, en := range entries {
+			k := trace.Record{Key: en.Key, DType: en.DType}.EntryKey()
+			if en.Device == dk && en.Kernel == r.Kernel && k == r.Key && en.Time != nil && *en.Time == *e.Time {
+				run, found = en.Run, true
+			}
+		}
+	}
+	if !found {
+		return trace.Latest(all), fmt.Sprintf("; from %d tuning runs of this entry, which the trace does not tie to the file's entry: each candidate's latest record", len(runs))
+	}
+	var own []trace.Record
+	for _, rec := range all {
+		if rec.Run == run {
+			own = append(own, rec)
+		}
+	}
+	return trace.Latest(own), fmt.Sprintf("; of the run that produced the file's entry (the trace holds %d runs of it; the others' results were not kept)", len(runs))
 }
 
 // entryOrder sorts class entries by size (the classes' usual order), then shapes.
