@@ -55,14 +55,19 @@ type Options struct {
 	// Source is the params file the report is of; Trace the trace file the
 	// records come from ("" for none), for the report's header.
 	Source, Trace string
+	// Entries are the trace's entry lines (trace.ReadEntries): their time
+	// objects tell which run produced each entry of the file, whose records
+	// alone the entry's candidate plots then show.
+	Entries []trace.Entry
 }
 
 // Write writes o.Dir/report.md and its plots (o.Dir/plots) for every
 // device of pf: per family and class the winner, the default, the
 // baseline, the speedups, the % of the roofline floor and a chart of the
-// speedups; with trace records (the latest of each candidate), the time of
-// every measured candidate, sorted, and the effect of each parameter. It
-// returns the report's table.
+// speedups; with trace records, the time of every measured candidate,
+// sorted, and the effect of each parameter: of the run that produced the
+// file's entry where o.Entries tell which it was, else the latest record of
+// each candidate over every run. It returns the report's table.
 func Write(pf *params.File, recs []trace.Record, o Options) ([]Row, error) {
 	if o.Format != "svg" && o.Format != "png" {
 		return nil, fmt.Errorf("report: plot format %q: allowed are svg and png", o.Format)
@@ -77,12 +82,12 @@ func Write(pf *params.File, recs []trace.Record, o Options) ([]Row, error) {
 		fmt.Fprintf(&md, " (written by %s)", pf.Generator)
 	}
 	if o.Trace != "" {
-		fmt.Fprintf(&md, "; per-candidate data from `%s` (%d candidates)", filepath.Base(o.Trace), len(recs))
+		fmt.Fprintf(&md, "; per-candidate data from `%s` (%s)", filepath.Base(o.Trace), Plural(len(trace.Latest(recs)), "candidate", "candidates"))
 	}
 	md.WriteString(".\n\n")
 	var rows []Row
 	for _, dk := range sortedKeys(pf.Devices) {
-		r, err := device(&md, dk, pf.Devices[dk], recs, o.Dir, o.Format)
+		r, err := device(&md, dk, pf.Devices[dk], recs, o.Entries, o.Dir, o.Format)
 		if err != nil {
 			return nil, err
 		}
@@ -98,12 +103,12 @@ func Write(pf *params.File, recs []trace.Record, o Options) ([]Row, error) {
 const notes = `## Reading this report
 
 - **median µs**: the winner's median time per sample, summed over the entry's shapes; default and baseline were timed interleaved with it, same sample count.
-- **× default**, **× baseline**: how many times faster the winner is (above 1: faster).
-- **% of roofline**: the physical floor (bytes over the measured copy bandwidth for memory-bound families, flops over the peak otherwise) as a share of the winner's time; 100 % would be at the floor.
+- **speedup (default/tuned)**, **speedup (baseline/tuned)**: the default's or the baseline's time over the winner's: how many times faster the winner is (above 1: faster); kerntune show and bench print the same figure. The JSON (speedup_vs_default, speedup_vs_baseline) rounds it to three decimals.
+- **% of roofline**: the physical floor (bytes over the measured copy bandwidth for memory-bound families, flops over the peak of the units the winner runs on otherwise: the matrix units' for MMA=1) as a share of the winner's time; 100 % would be at the floor, and a share above it is marked * (see the note under the table).
 - **use**: **baseline** when the baseline was faster than the winner beyond noise in the final interleaved timing (Mann-Whitney U, p < 0.01, and at least 3 % faster in median): the application should call the baseline; tuned when it was not; - without a baseline.
 - **candidates**: measured / valid / failed in the entry's search space; **partial**: the tuning run was interrupted before the entry's search finished (stopped: interrupted).
 - **device busy**: the share of the entry's tuning time during which the device ran its kernels: timed samples and warm-up runs, and the runs that produced outputs for verification (each call from its start to its return). The time plot stacks the rest: waiting for compiles, comparing outputs, the search's own work, setting up the inputs and the reference, the journal.
-- **(the default)**: the search kept the default; winner and default are then the same program timed twice, so a × default other than 1 shows the timing noise.
+- **(the default)**: the search kept the default; winner and default are then the same program timed twice, so a speedup over the default other than 1 shows the timing noise.
 - Candidate plots show each candidate's median from the search; candidates measured in an early round of successive halving have fewer samples.
 `
 
@@ -113,7 +118,7 @@ func slug(s string) string {
 	return strings.Trim(slugRE.ReplaceAllString(strings.ToLower(s), "-"), "-")
 }
 
-func device(md *strings.Builder, dk string, d *params.Device, recs []trace.Record, outDir, format string) ([]Row, error) {
+func device(md *strings.Builder, dk string, d *params.Device, recs []trace.Record, entries []trace.Entry, outDir, format string) ([]Row, error) {
 	fmt.Fprintf(md, "## %s\n\n", dk)
 	fmt.Fprintf(md, "Backend %s, family %s, %d compute units", d.Backend, d.Family, d.ComputeUnits)
 	if d.TunedAt != "" {
@@ -124,6 +129,11 @@ func device(md *strings.Builder, dk string, d *params.Device, recs []trace.Recor
 	}
 	if pk := d.Facts["peak_gflops"]; pk > 0 {
 		fmt.Fprintf(md, ", peak %.0f GFLOP/s", pk)
+	}
+	for _, u := range []struct{ fact, name string }{{"peak_mma_f16_gflops", "f16"}, {"peak_mma_tf32_gflops", "tf32"}, {"peak_mma_f32_gflops", "f32"}} {
+		if pk := d.Facts[u.fact]; pk > 0 {
+			fmt.Fprintf(md, ", matrix units %.0f GFLOP/s %s", pk, u.name)
+		}
 	}
 	md.WriteString(".\n\n")
 
@@ -136,10 +146,10 @@ func device(md *strings.Builder, dk string, d *params.Device, recs []trace.Recor
 			r := Row{Device: dk, Kernel: fam, Key: ek, Params: e.Params, MedianUS: e.MedianUS,
 				Measured: e.Candidates.Measured, Valid: e.Candidates.Valid, Failed: e.Candidates.Failed}
 			if e.Default != nil && e.Default.MedianUS > 0 && e.MedianUS > 0 {
-				r.DefaultUS, r.VsDefault = e.Default.MedianUS, round3(e.Default.MedianUS/e.MedianUS)
+				r.DefaultUS, r.VsDefault = e.Default.MedianUS, round3(Speedup(e.Default.MedianUS, e.MedianUS))
 			}
 			if e.Baseline != nil && e.Baseline.MedianUS > 0 && e.MedianUS > 0 {
-				r.Baseline, r.BaselineUS, r.VsBaseline = e.Baseline.Name, e.Baseline.MedianUS, round3(e.Baseline.MedianUS/e.MedianUS)
+				r.Baseline, r.BaselineUS, r.VsBaseline = e.Baseline.Name, e.Baseline.MedianUS, round3(Speedup(e.Baseline.MedianUS, e.MedianUS))
 			}
 			r.IsDefault = e.Default != nil && params.SameParams(e.Default.Params, e.Params)
 			r.Use, r.Stopped, r.Partial = e.Use, e.Stopped, params.Partial(e)
@@ -159,7 +169,7 @@ func device(md *strings.Builder, dk string, d *params.Device, recs []trace.Recor
 		return nil, err
 	}
 	fmt.Fprintf(md, "![speedups of the tuned kernels on %s](%s)\n\n", dk, filepath.ToSlash(sp))
-	md.WriteString("| kernel | entry | winner | median µs | default µs | × default | baseline µs | × baseline | use | % of roofline | candidates | device busy |\n")
+	md.WriteString("| kernel | entry | winner | median µs | default µs | speedup (default/tuned) | baseline µs | speedup (baseline/tuned) | use | % of roofline | candidates | device busy |\n")
 	md.WriteString("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: |\n")
 	for _, r := range rows {
 		winner := "`" + search.Candidate(r.Params).Key() + "`"
@@ -172,10 +182,16 @@ func device(md *strings.Builder, dk string, d *params.Device, recs []trace.Recor
 			cands += " **partial**"
 		}
 		fmt.Fprintf(md, "| %s | %s | %s | %.2f | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.Kernel, r.Key,
-			winner, r.MedianUS, numOrDash(r.DefaultUS, "%.2f"), numOrDash(r.VsDefault, "%.2f×"),
-			baselineCell(r), numOrDash(r.VsBaseline, "%.2f×"), useCell(r.Use), pctCell(r.PctRoof), cands, busyCell(r.Time))
+			winner, r.MedianUS, numOrDash(r.DefaultUS, "%.2f"), SpeedupCell(r.DefaultUS, r.MedianUS),
+			baselineCell(r), SpeedupCell(r.BaselineUS, r.MedianUS), useCell(r.Use), pctCell(r.PctRoof), cands, busyCell(r.Time))
 	}
 	md.WriteString("\n")
+	for _, r := range rows {
+		if _, beaten := FloorCell(r.PctRoof); beaten {
+			md.WriteString(FloorNote + ".\n\n")
+			break
+		}
+	}
 	tp := filepath.Join("plots", slug(dk)+"-time."+format)
 	hasTime, err := timePlot(filepath.Join(outDir, tp), dk, rows)
 	if err != nil {
@@ -188,12 +204,7 @@ func device(md *strings.Builder, dk string, d *params.Device, recs []trace.Recor
 	traced := 0
 	for i := range rows {
 		r := &rows[i]
-		var cands []trace.Record
-		for _, rec := range recs {
-			if rec.Device == dk && rec.Kernel == r.Kernel && rec.EntryKey() == r.Key {
-				cands = append(cands, rec)
-			}
-		}
+		cands, runNote := entryRecords(dk, r, d.Kernels[r.Kernel][r.Key], recs, entries)
 		r.Plots = append(r.Plots, sp)
 		if hasTime && r.Time != nil && r.Time.WallS > 0 {
 			r.Plots = append(r.Plots, tp)
@@ -222,8 +233,8 @@ func device(md *strings.Builder, dk string, d *params.Device, recs []trace.Recor
 				failed++
 			}
 		}
-		fmt.Fprintf(md, "#### %s %s\n\n%d candidates in the trace (%d failed).\n\n![%s %s: every measured candidate, sorted](%s)\n",
-			r.Kernel, r.Key, len(cands), failed, r.Kernel, r.Key, filepath.ToSlash(sorted))
+		fmt.Fprintf(md, "#### %s %s\n\n%s in the trace (%d failed)%s.\n\n![%s %s: every measured candidate, sorted](%s)\n",
+			r.Kernel, r.Key, Plural(len(cands), "candidate", "candidates"), failed, runNote, r.Kernel, r.Key, filepath.ToSlash(sorted))
 		r.Plots = append(r.Plots, sorted)
 		if ok {
 			fmt.Fprintf(md, "![%s %s: effect of each parameter](%s)\n", r.Kernel, r.Key, filepath.ToSlash(effect))
@@ -235,6 +246,45 @@ func device(md *strings.Builder, dk string, d *params.Device, recs []trace.Recor
 		md.WriteString("No per-candidate trace for this device: tune with `--trace FILE` and pass it to `kerntune report --trace FILE` for the candidate plots.\n\n")
 	}
 	return rows, nil
+}
+
+// entryRecords are the trace records of the entry of row r, and a note on
+// which run they come from. A trace appended to by several runs can hold
+// runs whose result the file did not keep (the keep rule kept the older
+// entry): when an entry line's time object is the entry's own, only that
+// run's records are the entry's. Otherwise the latest record of each
+// candidate over every run is taken, and the note says they mix runs.
+func entryRecords(dk string, r *Row, e *params.Entry, recs []trace.Record, entries []trace.Entry) ([]trace.Record, string) {
+	var all []trace.Record
+	runs := map[string]bool{}
+	for _, rec := range recs {
+		if rec.Device == dk && rec.Kernel == r.Kernel && rec.EntryKey() == r.Key {
+			all = append(all, rec)
+			runs[rec.Run] = true
+		}
+	}
+	if len(runs) <= 1 {
+		return trace.Latest(all), ""
+	}
+	run, found := "", false
+	if e != nil && e.Time != nil {
+		for _, en := range entries {
+			k := trace.Record{Key: en.Key, DType: en.DType}.EntryKey()
+			if en.Device == dk && en.Kernel == r.Kernel && k == r.Key && en.Time != nil && *en.Time == *e.Time {
+				run, found = en.Run, true
+			}
+		}
+	}
+	if !found {
+		return trace.Latest(all), fmt.Sprintf("; from %d tuning runs of this entry, which the trace does not tie to the file's entry: each candidate's latest record", len(runs))
+	}
+	var own []trace.Record
+	for _, rec := range all {
+		if rec.Run == run {
+			own = append(own, rec)
+		}
+	}
+	return trace.Latest(own), fmt.Sprintf("; of the run that produced the file's entry (the trace holds %d runs of it; the others' results were not kept)", len(runs))
 }
 
 // entryOrder sorts class entries by size (the classes' usual order), then shapes.
@@ -265,15 +315,8 @@ func baselineCell(r Row) string {
 
 // pctCell shows small percentages with the digits that tell them apart.
 func pctCell(x float64) string {
-	switch {
-	case x <= 0:
-		return "-"
-	case x < 1:
-		return fmt.Sprintf("%.2f %%", x)
-	case x < 10:
-		return fmt.Sprintf("%.1f %%", x)
-	}
-	return fmt.Sprintf("%.0f %%", x)
+	cell, _ := FloorCell(x)
+	return cell
 }
 
 func busyCell(t *params.TuneTime) string {

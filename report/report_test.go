@@ -204,3 +204,48 @@ func TestWriteTime(t *testing.T) {
 		t.Error("the time plot has a bar for an entry without a time")
 	}
 }
+
+// When the trace holds a later run of an entry whose result the file did
+// not keep, the entry's candidate plots show the records of the run that
+// produced the file's entry (tied to it by the entry line's time), not the
+// other run's.
+func TestReportRecordsOfTheKeptRun(t *testing.T) {
+	kept, later := &params.TuneTime{WallS: 10, BusyPct: 50}, &params.TuneTime{WallS: 12, BusyPct: 40}
+	rec := func(run string, bn int, us float64) trace.Record {
+		return trace.Record{Device: "cpu:m1", Kernel: "gemv_nt", DType: "f32", Key: "f32/mid", Params: map[string]int{"BN": bn}, MedianUS: us, Samples: 5, Run: run}
+	}
+	recs := []trace.Record{rec("a", 8, 90), rec("a", 4, 120), rec("b", 8, 50), rec("b", 2, 60), rec("b", 1, 70)}
+	entries := []trace.Entry{
+		{Kind: trace.KindEntry, Device: "cpu:m1", Kernel: "gemv_nt", DType: "f32", Key: "f32/mid", Time: kept, Run: "a"},
+		{Kind: trace.KindEntry, Device: "cpu:m1", Kernel: "gemv_nt", DType: "f32", Key: "f32/mid", Time: later, Run: "b"},
+	}
+	for _, c := range []struct {
+		name   string
+		time   *params.TuneTime
+		traced int
+		note   string
+	}{
+		{"tied to run a", &params.TuneTime{WallS: 10, BusyPct: 50}, 2, "of the run that produced the file's entry (the trace holds 2 runs of it"},
+		{"not tied", nil, 4, "from 2 tuning runs of this entry, which the trace does not tie to the file's entry"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			pf := testFile()
+			pf.Devices["cpu:m1"].Kernels["gemv_nt"]["f32/mid"].Time = c.time
+			dir := t.TempDir()
+			rows, err := Write(pf, recs, Options{Dir: dir, Format: "svg", Source: "p.json", Trace: "p.trace.jsonl", Entries: entries})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rows[1].Key != "f32/mid" || rows[1].Traced != c.traced {
+				t.Errorf("row %s: %d traced candidates, want %d", rows[1].Key, rows[1].Traced, c.traced)
+			}
+			md, err := os.ReadFile(filepath.Join(dir, "report.md"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(md), c.note) {
+				t.Errorf("report.md lacks %q:\n%s", c.note, md)
+			}
+		})
+	}
+}

@@ -66,7 +66,7 @@ bench() {
     name=$(tag "$fam" "$dt" "$shape")
     [ "$where" = TF32=1 ] && name="$name-tf32"
     [ -f "$OUT/bench-$name.txt" ] || continue
-    grep -h "^$fam" "$OUT/bench-$name.txt" | awk -v w="$where" '{printf "%-9s %-4s %-16s %-6s tuned %10s us  %s  ratio(tuned/base) %s  speed %.2f\n", $1, $2, $3, w, $5, $6" "$7, $8, ($8>0 ? 1/$8 : 0)}'
+    grep -h "^$fam" "$OUT/bench-$name.txt" | awk -v w="$where" '{printf "%-9s %-4s %-16s %-6s tuned %10s us  %s  speedup(base/tuned) %s\n", $1, $2, $3, w, $5, $7" "$8, $9}'
   done | tee "$OUT/summary.txt"
 }
 

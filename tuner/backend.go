@@ -231,3 +231,29 @@ func AutoOrder(space string) []string {
 	})
 	return names
 }
+
+// PeakGFLOPS is the arithmetic peak, in GFLOP/s, of the units a candidate
+// of dtype runs on, from the device's facts; 0 when the backend does not
+// know it. A candidate with MMA=1 runs on the matrix units: their peak is
+// peak_mma_<f16|tf32|f32>_gflops (f32 with TF32=1 is tf32), several times
+// the SIMT peak_gflops on NVIDIA GPUs, which would make a compute floor no
+// floor (456 % of it for an H100's tensor-core GEMM). Apple GPUs run
+// simdgroup_matrix on the SIMD lanes, so Metal's MMA=1 peak is its
+// peak_gflops. Elsewhere an MMA=1 candidate without a matrix-unit peak gets
+// none, rather than the wrong units'.
+func PeakGFLOPS(info DeviceInfo, dt kernels.DType, cand map[string]int) float64 {
+	if cand["MMA"] != 1 {
+		return info.Facts["peak_gflops"]
+	}
+	kind := string(dt)
+	if dt == kernels.F32 && cand["TF32"] == 1 {
+		kind = "tf32"
+	}
+	if p := info.Facts["peak_mma_"+kind+"_gflops"]; p > 0 {
+		return p
+	}
+	if info.Backend == "metal" {
+		return info.Facts["peak_gflops"]
+	}
+	return 0
+}

@@ -81,6 +81,6 @@ func (t *Tuner) Bench(ctx context.Context, k *kernels.Kernel, dt kernels.DType, 
 	if len(baseT) > 0 {
 		res.BaseUS = round3(stats.Median(baseT) * 1e6)
 	}
-	res.Roofline = r.roofline(s.Median)
+	res.Roofline = r.roofline(cand, s.Median)
 	return res, nil
 }

@@ -249,6 +249,7 @@ func (s *Session) Run(ctx context.Context, tasks []Task) (*SessionSummary, error
 	tu := New(s.b, cfg)
 	h := s.cfg.Hooks
 	runStart := time.Now()
+	runID := runStart.UTC().Format(time.RFC3339Nano)
 	sum := &SessionSummary{Tasks: len(tasks)}
 	defer func() { sum.Wall = time.Since(runStart) }()
 	key := s.info.Key
@@ -310,7 +311,16 @@ func (s *Session) Run(ctx context.Context, tasks []Task) (*SessionSummary, error
 			speed = min(4, max(0.5, float64(res.Needed)/float64(needs[i])))
 		}
 		if s.cfg.Trace != "" && res != nil {
-			if terr := trace.Append(s.cfg.Trace, traceRecords(key, res), traceEntries(key, res)...); terr != nil {
+			// Every line names the run, so that a trace appended to by
+			// several runs tells the file's entry's records from the others'.
+			recs, ents := traceRecords(key, res), traceEntries(key, res)
+			for i := range recs {
+				recs[i].Run = runID
+			}
+			for i := range ents {
+				ents[i].Run = runID
+			}
+			if terr := trace.Append(s.cfg.Trace, recs, ents...); terr != nil {
 				return nil, terr
 			}
 		}

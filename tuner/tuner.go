@@ -415,7 +415,7 @@ func (t *Tuner) RunPlanned(ctx context.Context, task Task, a Allotment) (*Result
 			entry.Candidates.Measured++
 		}
 	}
-	entry.Roofline = r.roofline(stats.Median(fin.chosen.tot))
+	entry.Roofline = r.roofline(fin.chosen.cand, stats.Median(fin.chosen.tot))
 	entry.Drift = r.drift.summary()
 	entry.Time = r.clk.result()
 	r.journalTime(entry.Time)
@@ -713,11 +713,19 @@ func (r *run) measureLive(c search.Candidate, n int) ([]float64, error) {
 		// the quieter of the two is kept and the re-measurement recorded.
 		again, _, err2 := r.sample(cd.prog, n)
 		cd.remeas++
-		if err2 == nil && cv(again) < cv(tot) {
-			tot = again
+		first, kept := cv(tot), "first"
+		if err2 == nil && cv(again) < first {
+			tot, kept = again, "second"
 		}
 		if r.t.cfg.Verbose {
-			fmt.Fprintf(r.t.cfg.Log, "  %s: samples varied by %.0f%% (limit %.0f%%); measured again\n", key, 100*cv(tot), 100*r.t.cfg.MaxCV)
+			// The spread that called for the second batch, the second's,
+			// and which was kept: the kept one's alone says nothing.
+			second := fmt.Sprintf("%.0f%%", 100*cv(again))
+			if err2 != nil {
+				second = "failed (" + err2.Error() + ")"
+			}
+			fmt.Fprintf(r.t.cfg.Log, "  %s: samples varied by %.0f%% (limit %.0f%%); measured again: %s; kept the %s batch\n",
+				key, 100*first, 100*r.t.cfg.MaxCV, second, kept)
 		}
 	}
 	if err != nil {
@@ -777,7 +785,9 @@ func (r *run) sample(prog Program, n int) (totals []float64, perProblem [][]floa
 	return totals, perProblem, nil
 }
 
-func (r *run) roofline(median float64) *params.RooflineSummary {
+// roofline relates cand's median (seconds, summed over the task's
+// problems) to the device's floors.
+func (r *run) roofline(cand search.Candidate, median float64) *params.RooflineSummary {
 	info := r.t.b.Info()
 	var flops, bytes float64
 	for _, l := range r.problems {
@@ -791,11 +801,12 @@ func (r *run) roofline(median float64) *params.RooflineSummary {
 	rs.GFLOPS = round3(flops / median / 1e9)
 	rs.GBPS = round3(bytes / median / 1e9)
 	// Memory-bound families are held to the measured copy bandwidth, the
-	// others to the device's arithmetic peak where the backend knows one.
+	// others to the arithmetic peak of the units cand runs on, where the
+	// backend knows it.
 	var floor float64
 	if bw := info.Facts["bandwidth_gbps"] * 1e9; r.task.Kernel.MemoryBound && bw > 0 {
 		floor, rs.BoundByData = bytes/bw, true
-	} else if peak := info.Facts["peak_gflops"] * 1e9; peak > 0 {
+	} else if peak := PeakGFLOPS(info, r.task.DType, cand) * 1e9; peak > 0 {
 		floor = flops / peak
 	}
 	if floor > 0 {

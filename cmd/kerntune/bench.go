@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/report"
 	"github.com/kerntune/kerntune/search"
 	"github.com/kerntune/kerntune/tuner"
 )
@@ -31,10 +33,15 @@ type benchRow struct {
 	// on this shape (shape_median_us of the entry they came from), when
 	// they all came from one entry of this device that timed this shape:
 	// tune and bench time the same way, so the two agree within noise.
-	FileUS     float64 `json:"file_us,omitempty"`
-	Baseline   string  `json:"baseline,omitempty"`
-	BaseUS     float64 `json:"baseline_us,omitempty"`
-	Ratio      float64 `json:"ratio,omitempty"` // tuned / baseline: below 1 is faster
+	FileUS   float64 `json:"file_us,omitempty"`
+	Baseline string  `json:"baseline,omitempty"`
+	BaseUS   float64 `json:"baseline_us,omitempty"`
+	// Speedup is baseline / tuned time (above 1: the tuned kernel is
+	// faster), the direction show and report use; Ratio is its inverse,
+	// tuned / baseline, kept for readers of the older JSON. Both are
+	// rounded once, to three decimals, from the medians.
+	Speedup    float64 `json:"speedup,omitempty"`
+	Ratio      float64 `json:"ratio,omitempty"`
 	PctOfFloor float64 `json:"pct_of_floor,omitempty"`
 	GBPS       float64 `json:"gbps"`
 	GFLOPS     float64 `json:"gflops"`
@@ -56,7 +63,8 @@ func newBenchCmd() *cobra.Command {
 		Long: `bench resolves each kernel's parameters for this device from the params file
 exactly as an application would (env > exact shape > class > fallback > default),
 verifies them, and times them and the baseline (cuBLAS, gonum) interleaved on
-the default workload or the --shape list. The ratio is tuned/baseline time.`,
+the default workload or the --shape list. SPEEDUP is baseline/tuned time (above
+1: the tuned kernel is faster), as in show and report.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			dts, err := parseDTypes(dtype)
@@ -124,9 +132,8 @@ the default workload or the --shape list. The ratio is tuned/baseline time.`,
 						row.Error = err.Error()
 					} else {
 						row.TunedUS, row.IQRUS, row.Baseline, row.BaseUS = res.MedianUS, res.IQRUS, res.Baseline, res.BaseUS
-						if res.BaseUS > 0 {
-							row.Ratio = float64(int(res.MedianUS/res.BaseUS*1000)) / 1000
-						}
+						row.Speedup = round3(report.Speedup(res.BaseUS, res.MedianUS))
+						row.Ratio = round3(report.Speedup(res.MedianUS, res.BaseUS))
 						row.PctOfFloor, row.GBPS, row.GFLOPS = res.Roofline.PctOfFloor, res.Roofline.GBPS, res.Roofline.GFLOPS
 					}
 					fmt.Fprintf(log, "%s %s %s: %s\n", k.Name, dt, c, benchLine(row))
@@ -147,32 +154,7 @@ the default workload or the --shape list. The ratio is tuned/baseline time.`,
 			if asJSON {
 				return printJSON(out, doc)
 			}
-			fmt.Fprintf(out, "device %s (%s)\n", info.Key, info.Backend)
-			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "FAMILY\tDTYPE\tSHAPE\tPARAMS\tTUNED µs\tFILE µs\tBASELINE µs\tRATIO\t% OF FLOOR\tGB/s\tGFLOP/s")
-			for _, r := range rows {
-				if r.Error != "" {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\tFAILED: %s\n", r.Kernel, r.DType, r.Shape, search.Candidate(r.Params).Key(), r.Error)
-					continue
-				}
-				base, ratio := "-", "-"
-				if r.BaseUS > 0 {
-					base, ratio = fmt.Sprintf("%s %.2f", r.Baseline, r.BaseUS), fmt.Sprintf("%.2f", r.Ratio)
-				}
-				floor := "-"
-				if r.PctOfFloor > 0 {
-					floor = fmt.Sprintf("%.0f%%", r.PctOfFloor)
-				}
-				file := "-"
-				if r.FileUS > 0 {
-					file = fmt.Sprintf("%.2f", r.FileUS)
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.2f\t%s\t%s\t%s\t%s\t%.0f\t%.0f\n", r.Kernel, r.DType, r.Shape,
-					search.Candidate(r.Params).Key(), r.TunedUS, file, base, ratio, floor, r.GBPS, r.GFLOPS)
-			}
-			tw.Flush()
-			fmt.Fprintln(out, "RATIO = tuned / baseline time (below 1: the tuned kernel is faster); % OF FLOOR = bandwidth or compute floor / tuned time;")
-			fmt.Fprintln(out, "FILE = the time the params file records for these parameters on this shape (what show reports)")
+			printBenchTable(out, info.Key, info.Backend, rows)
 			return nil
 		},
 	}
@@ -188,6 +170,39 @@ the default workload or the --shape list. The ratio is tuned/baseline time.`,
 	fl.BoolVarP(&quiet, "quiet", "q", false, "no progress lines")
 	addBackendFlags(cmd, &backendOpts)
 	return cmd
+}
+
+// printBenchTable prints bench's rows as a table with its notes.
+func printBenchTable(out io.Writer, device, backend string, rows []benchRow) {
+	fmt.Fprintf(out, "device %s (%s)\n", device, backend)
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	beaten := false
+	fmt.Fprintln(tw, "FAMILY\tDTYPE\tSHAPE\tPARAMS\tTUNED µs\tFILE µs\tBASELINE µs\tSPEEDUP (baseline/tuned)\t% OF FLOOR\tGB/s\tGFLOP/s")
+	for _, r := range rows {
+		if r.Error != "" {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\tFAILED: %s\n", r.Kernel, r.DType, r.Shape, search.Candidate(r.Params).Key(), r.Error)
+			continue
+		}
+		base := "-"
+		if r.BaseUS > 0 {
+			base = fmt.Sprintf("%s %.2f", r.Baseline, r.BaseUS)
+		}
+		floor, b := report.FloorCell(r.PctOfFloor)
+		beaten = beaten || b
+		file := "-"
+		if r.FileUS > 0 {
+			file = fmt.Sprintf("%.2f", r.FileUS)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.2f\t%s\t%s\t%s\t%s\t%.0f\t%.0f\n", r.Kernel, r.DType, r.Shape,
+			search.Candidate(r.Params).Key(), r.TunedUS, file, base, report.SpeedupCell(r.BaseUS, r.TunedUS), floor, r.GBPS, r.GFLOPS)
+	}
+	tw.Flush()
+	fmt.Fprintln(out, "SPEEDUP = baseline time / tuned time (above 1: the tuned kernel is faster); % OF FLOOR = bandwidth or compute floor / tuned time")
+	fmt.Fprintln(out, "(the compute floor from the peak of the units the kernel runs on: the matrix units' for MMA=1);")
+	fmt.Fprintln(out, "FILE = the time the params file records for these parameters on this shape (what show reports)")
+	if beaten {
+		fmt.Fprintln(out, report.FloorNote)
+	}
 }
 
 // fileMedian is the median f records on shape for the entry named by
@@ -230,13 +245,16 @@ func sourceSummary(r *params.Resolved) string {
 	return strings.Join(out, "; ")
 }
 
+// round3 rounds to three decimals, the precision of bench's JSON figures.
+func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
+
 func benchLine(r benchRow) string {
 	if r.Error != "" {
 		return "FAILED: " + r.Error
 	}
 	s := fmt.Sprintf("%.2f µs", r.TunedUS)
 	if r.BaseUS > 0 {
-		s += fmt.Sprintf(", %s %.2f µs (ratio %.2f)", r.Baseline, r.BaseUS, r.Ratio)
+		s += fmt.Sprintf(", %s %.2f µs (speedup %s)", r.Baseline, r.BaseUS, report.SpeedupCell(r.BaseUS, r.TunedUS))
 	}
 	return s
 }

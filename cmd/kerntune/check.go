@@ -182,7 +182,7 @@ check does the static checks only and says so.`,
 				}
 			}
 			if failed > 0 {
-				return done(fmt.Errorf("check: %d kernel/dtype pairs had candidates that failed or none checked", failed))
+				return done(fmt.Errorf("check: %s had candidates that failed or none checked", plural(failed, "kernel/dtype pair", "kernel/dtype pairs")))
 			}
 			return done(nil)
 		},
@@ -395,18 +395,18 @@ func (sc *specCheck) print(w io.Writer) {
 	for _, p := range sc.Params {
 		fmt.Fprintf(w, "  param %-8s %s (default %d)\n", p.Name, params.Param{Values: p.Values}.ValuesString(), p.Default)
 	}
-	fmt.Fprintf(w, "  space: %d points, %d valid for every shape\n", sc.SpaceSize, sc.Valid)
+	fmt.Fprintf(w, "  space: %s, %d valid for every shape\n", plural(sc.SpaceSize, "point", "points"), sc.Valid)
 	for _, cl := range sc.Classes {
 		fmt.Fprintf(w, "  class %-14s %3d valid on %s\n", cl.Name, cl.Valid, strings.Join(cl.Shapes, ", "))
 	}
 	fmt.Fprintf(w, "  verification shapes: %d\n", sc.VerificationShapes)
-	fmt.Fprintf(w, "  sources generated: %d (%d candidates × %d dtypes × %d APIs)\n", sc.Sources, sc.Valid, sc.DTypes, len(sc.APIs))
+	fmt.Fprintf(w, "  sources generated: %d (%s × %s × %s)\n", sc.Sources, plural(sc.Valid, "candidate", "candidates"), plural(sc.DTypes, "dtype", "dtypes"), plural(len(sc.APIs), "API", "APIs"))
 	switch {
 	case sc.MSL == nil:
 	case sc.MSL.Skipped != "":
 		fmt.Fprintf(w, "  MSL syntax check: skipped: %s\n", sc.MSL.Skipped)
 	default:
-		fmt.Fprintf(w, "  MSL syntax and address-space checks: %d Metal sources passed (every candidate × dtype; %s, %d runs)\n", sc.MSL.Passed, sc.MSL.Clang, sc.MSL.Runs)
+		fmt.Fprintf(w, "  MSL syntax and address-space checks: %s passed (every candidate × dtype; %s, %s)\n", plural(sc.MSL.Passed, "Metal source", "Metal sources"), sc.MSL.Clang, plural(sc.MSL.Runs, "run", "runs"))
 	}
 }
 

@@ -45,7 +45,7 @@ func TestCheckSpecMLX(t *testing.T) {
 		want []string
 	}{
 		{[]string{"check", "--spec", qr, "--spec", gemm, "--backend", "none"}, 0,
-			append([]string{"kernel mlx_qr_col_dot", "APIs metal", "sources generated: 48 (24 candidates × 2 dtypes × 1 APIs)", "sources generated: 54"}, syntax...)},
+			append([]string{"kernel mlx_qr_col_dot", "APIs metal", "sources generated: 48 (24 candidates × 2 dtypes × 1 API)", "sources generated: 54"}, syntax...)},
 		{[]string{"check", "--spec", qr, "--backend", "cuda"}, 2, []string{"--backend cuda", qr, "kernel mlx_qr_col_dot has an mlx source", "metal backend only, not cuda"}},
 		{[]string{"check", "--spec", qr, "--backend", "opencl"}, 2, []string{qr, "metal backend only, not opencl"}},
 		{[]string{"tune", "--spec", qr, "--backend", "cpu", "--out", filepath.Join(t.TempDir(), "p.json")}, 2, []string{"--spec", qr, "metal backend only, not cpu"}},

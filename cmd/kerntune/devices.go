@@ -2,7 +2,9 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -52,7 +54,7 @@ func newDevicesCmd() *cobra.Command {
 					fmt.Fprintf(out, "%-7s unavailable: %s\n", d.Backend, d.Error)
 					continue
 				}
-				fmt.Fprintf(out, "%-7s %s\n        name %s, family %s, %d compute units\n", d.Backend, d.Key, d.Name, d.Family, d.ComputeUnits)
+				fmt.Fprintf(out, "%-7s %s\n        name %s, family %s, %s\n", d.Backend, d.Key, d.Name, d.Family, plural(d.ComputeUnits, "compute unit", "compute units"))
 				keys := make([]string, 0, len(d.Facts))
 				for k := range d.Facts {
 					keys = append(keys, k)
@@ -60,7 +62,7 @@ func newDevicesCmd() *cobra.Command {
 				sort.Strings(keys)
 				var parts []string
 				for _, k := range keys {
-					parts = append(parts, fmt.Sprintf("%s=%g", k, d.Facts[k]))
+					parts = append(parts, k+"="+factString(k, d.Facts[k]))
 				}
 				fmt.Fprintf(out, "        %s\n", strings.Join(parts, ", "))
 			}
@@ -69,4 +71,22 @@ func newDevicesCmd() *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
+}
+
+// factString prints a fact as a person reads it: plain digits, never an
+// exponent (llc_bytes=33554432, not 3.3554432e+07), and a size in bytes
+// also in binary units (33554432 (32 MiB)). --json keeps the numbers.
+func factString(key string, v float64) string {
+	s := strconv.FormatFloat(v, 'f', -1, 64)
+	if !strings.HasSuffix(key, "_bytes") || v < 1024 || v != math.Trunc(v) {
+		return s
+	}
+	x, unit := v, ""
+	for _, u := range []string{"KiB", "MiB", "GiB", "TiB"} {
+		if x < 1024 {
+			break
+		}
+		x, unit = x/1024, u
+	}
+	return s + " (" + strconv.FormatFloat(math.Round(x*10)/10, 'f', -1, 64) + " " + unit + ")"
 }

@@ -93,7 +93,7 @@ printed; check it with kerntune check --spec.`,
 			if err := writeOut(out, enc); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s (%d parameters); check it with: kerntune check --spec %s\n", out, len(s.Params), out)
+			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s (%s); check it with: kerntune check --spec %s\n", out, plural(len(s.Params), "parameter", "parameters"), out)
 			return nil
 		},
 	}

@@ -60,8 +60,8 @@ type interruptedError struct {
 }
 
 func (e interruptedError) Error() string {
-	return fmt.Sprintf("interrupted by %s after writing %d entries; the journal %s keeps the measurements: finish the run with the same command and --resume",
-		signalName(e.sig), e.written, e.journal)
+	return fmt.Sprintf("interrupted by %s after writing %s; the journal %s keeps the measurements: finish the run with the same command and --resume",
+		signalName(e.sig), plural(e.written, "entry", "entries"), e.journal)
 }
 
 func (e interruptedError) ExitCode() int {

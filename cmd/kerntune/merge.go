@@ -52,8 +52,8 @@ Fields this version does not know are kept. --out may be one of the inputs.`,
 				fmt.Fprintf(w, "conflict %s %s %s: kept %s (%.3f µs), dropped %s (%.3f µs)\n",
 					c.Device, c.Kernel, c.Key, c.Kept, c.KeptUS, c.Dropped, c.DroppedU)
 			}
-			fmt.Fprintf(w, "wrote %s: %d devices, %d entries from %d files (%d conflicts)\n",
-				out, sum.Devices, sum.Entries, len(args), len(sum.Conflicts))
+			fmt.Fprintf(w, "wrote %s: %s, %s from %s (%s)\n", out, plural(sum.Devices, "device", "devices"), plural(sum.Entries, "entry", "entries"),
+				plural(len(args), "file", "files"), plural(len(sum.Conflicts), "conflict", "conflicts"))
 			return nil
 		},
 	}

@@ -213,7 +213,7 @@ func runReplay(cmd *cobra.Command, f replayFlags) error {
 	default:
 		for _, rs := range reports {
 			for _, r := range rs {
-				fmt.Fprintf(out, "%s  %s  (%d runs%s)\n", r.Cache, r.Strategy, r.Runs, map[bool]string{true: ", no racing"}[r.NoRace])
+				fmt.Fprintf(out, "%s  %s  (%s%s)\n", r.Cache, r.Strategy, plural(r.Runs, "run", "runs"), map[bool]string{true: ", no racing"}[r.NoRace])
 				fmt.Fprintf(out, "  %8s  %10s  %8s  %8s  %8s  %11s  %7s  %12s  %9s\n", "evals", "mean ratio", "± s.e.", "median", "10th pct", "worst ratio", "optimum", "sim time (s)", "measured")
 				for _, b := range r.Budgets {
 					fmt.Fprintf(out, "  %8d  %10.4f  %8.4f  %8.4f  %8.4f  %11.4f  %6.0f%%  %12.1f  %9.1f\n", b.Evals, b.MeanRatio, b.MeanRatioSE, b.MedianRatio, b.P10Ratio, b.WorstRatio, 100*b.OptimumRate, b.SimTimeS, b.MeanEvals)

@@ -71,7 +71,13 @@ func runReport(cmd *cobra.Command, path string, f reportFlags) error {
 			}
 		}
 	}
-	rows, err := report.Write(pf, trace.Latest(recs), report.Options{Dir: f.out, Format: f.format, Source: path, Trace: tracePath})
+	var entries []trace.Entry
+	if len(recs) > 0 {
+		// The entry lines tie each entry of the file to the run that
+		// produced it; the records were read, so these read too.
+		entries, _ = trace.ReadFileEntries(tracePath)
+	}
+	rows, err := report.Write(pf, recs, report.Options{Dir: f.out, Format: f.format, Source: path, Trace: tracePath, Entries: entries})
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
 		// Writing into --out failed (a full disk, a file in the way).
@@ -83,7 +89,7 @@ func runReport(cmd *cobra.Command, path string, f reportFlags) error {
 	if f.asJSON {
 		return printJSON(cmd.OutOrStdout(), rows)
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "wrote %s (%d devices, %d entries)\n", filepath.Join(f.out, "report.md"), len(pf.Devices), len(rows))
+	fmt.Fprintf(cmd.OutOrStdout(), "wrote %s (%s, %s)\n", filepath.Join(f.out, "report.md"), plural(len(pf.Devices), "device", "devices"), plural(len(rows), "entry", "entries"))
 	return nil
 }
 

@@ -11,10 +11,15 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/report"
 	"github.com/kerntune/kerntune/search"
 )
 
 func init() { commands = append(commands, newShowCmd) }
+
+// plural is "1 entry", "2 entries": the one spelling of counts in every
+// command's output.
+var plural = report.Plural
 
 func newShowCmd() *cobra.Command {
 	var asJSON bool
@@ -52,13 +57,6 @@ func showFileArg(args []string) string {
 	return paramsFileArg(args)
 }
 
-func speedup(ref, t float64) string {
-	if ref <= 0 || t <= 0 {
-		return "-"
-	}
-	return fmt.Sprintf("%.2fx", ref/t)
-}
-
 func printFile(out io.Writer, f *params.File) {
 	devKeys := make([]string, 0, len(f.Devices))
 	for k := range f.Devices {
@@ -67,12 +65,12 @@ func printFile(out io.Writer, f *params.File) {
 	sort.Strings(devKeys)
 	for _, dk := range devKeys {
 		d := f.Devices[dk]
-		fmt.Fprintf(out, "%s  (%s, family %s, %d compute units, tuned %s)\n", dk, d.Backend, d.Family, d.ComputeUnits, d.TunedAt)
+		fmt.Fprintf(out, "%s  (%s, family %s, %s, tuned %s)\n", dk, d.Backend, d.Family, plural(d.ComputeUnits, "compute unit", "compute units"), d.TunedAt)
 		if bw := d.Facts["bandwidth_gbps"]; bw > 0 {
 			fmt.Fprintf(out, "  copy bandwidth %.1f GB/s\n", bw)
 		}
 		tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "  KERNEL\tENTRY\tPARAMS\tMEDIAN µs\tIQR µs\tDEFAULT µs\tvs DEFAULT\tBASELINE\tvs BASELINE\tUSE\tCANDIDATES\tBUSY\tNOTE")
+		fmt.Fprintln(tw, "  KERNEL\tENTRY\tPARAMS\tMEDIAN µs\tIQR µs\tDEFAULT µs\tSPEEDUP (default/tuned)\tBASELINE\tSPEEDUP (baseline/tuned)\tUSE\tCANDIDATES\tBUSY\tNOTE")
 		fams := make([]string, 0, len(d.Kernels))
 		for k := range d.Kernels {
 			fams = append(fams, k)
@@ -97,12 +95,12 @@ func printFile(out io.Writer, f *params.File) {
 					base = fmt.Sprintf("%s %.2f", e.Baseline.Name, baseT)
 				}
 				fmt.Fprintf(tw, "  %s\t%s\t%s\t%.2f\t%.2f\t%s\t%s\t%s\t%s\t%s\t%d/%d/%d\t%s\t%s\n", fam, ek, search.Candidate(e.Params).Key(),
-					e.MedianUS, e.IQRUS, def, speedup(defT, e.MedianUS), base, speedup(baseT, e.MedianUS), orDash(e.Use),
+					e.MedianUS, e.IQRUS, def, report.SpeedupCell(defT, e.MedianUS), base, report.SpeedupCell(baseT, e.MedianUS), orDash(e.Use),
 					e.Candidates.Measured, e.Candidates.Valid, e.Candidates.Failed, busyCell(e.Time), entryNote(e))
 			}
 		}
 		tw.Flush()
-		fmt.Fprintln(out, "  (speedups > 1 mean the tuned kernel is faster; USE baseline: the baseline beat the winner beyond noise,")
+		fmt.Fprintln(out, "  (SPEEDUP = reference time / tuned time: above 1 the tuned kernel is faster; USE baseline: the baseline beat the winner beyond noise,")
 		fmt.Fprintln(out, "   call it; CANDIDATES = measured/valid/failed; BUSY: share of the entry's tuning time the device ran its kernels;")
 		fmt.Fprintln(out, "   PARTIAL: the run was interrupted before its search finished;")
 		fmt.Fprintln(out, "   MEDIAN of a class entry is the sum over its shapes; kerntune bench times each shape (FILE: this file's time))")
@@ -136,7 +134,7 @@ func entryNote(e *params.Entry) string {
 		notes = append(notes, "no-harm rule applied (show --json: no_harm)")
 	}
 	if d := e.Drift; d != nil && d.Events > 0 {
-		notes = append(notes, fmt.Sprintf("drift: %d events, up to %.0f%%, %d candidates measured again", d.Events, d.MaxPct, d.Remeasured))
+		notes = append(notes, fmt.Sprintf("drift: %s, up to %.0f%%, %s measured again", plural(d.Events, "event", "events"), d.MaxPct, plural(d.Remeasured, "candidate", "candidates")))
 	}
 	return strings.Join(notes, "; ")
 }

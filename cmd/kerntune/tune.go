@@ -412,8 +412,8 @@ func runSummary(sum *tuner.SessionSummary) string {
 	if !ok {
 		return ""
 	}
-	return fmt.Sprintf("device busy %.0f %% of the run; candidates measured per entry: min %d, median %g, max %d (%d entries)",
-		sum.BusyPct(), lo, med, hi, len(sum.Results))
+	return fmt.Sprintf("device busy %.0f %% of the run; candidates measured per entry: min %d, median %g, max %d (%s)",
+		sum.BusyPct(), lo, med, hi, plural(len(sum.Results), "entry", "entries"))
 }
 
 // fmtSeconds prints a short duration in the unit that reads best.
@@ -473,12 +473,12 @@ func checkOutFile(path string, force bool) error {
 // decisionCounts summarises what a run did to the file.
 func decisionCounts(sum *tuner.SessionSummary) string {
 	added, replaced, kept := sum.Count(tuner.KeepAdded), sum.Count(tuner.KeepReplaced), sum.Count(tuner.KeepKept)
-	s := fmt.Sprintf("wrote %d entries", added+replaced)
+	s := "wrote " + plural(added+replaced, "entry", "entries")
 	if replaced > 0 {
 		s += fmt.Sprintf(" (%d replaced)", replaced)
 	}
 	if kept > 0 {
-		s += fmt.Sprintf("; kept %d better entries already there", kept)
+		s += fmt.Sprintf("; kept %s already there", plural(kept, "better entry", "better entries"))
 	}
 	return s
 }

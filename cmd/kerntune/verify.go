@@ -82,7 +82,7 @@ by reason; the command fails if any candidate fails.`,
 					failed += rep.Checked - rep.Passed
 					total += rep.Checked
 					if !quiet {
-						fmt.Fprintf(log, "%-10s %s  %d/%d candidates passed (%d valid) in %.1fs\n", k.Name, dt, rep.Passed, rep.Checked, rep.Valid, rep.Elapsed.Seconds())
+						fmt.Fprintf(log, "%-10s %s  %d/%s passed (%d valid) in %.1fs\n", k.Name, dt, rep.Passed, plural(rep.Checked, "candidate", "candidates"), rep.Valid, rep.Elapsed.Seconds())
 						for _, r := range rep.Reasons() {
 							fmt.Fprintf(log, "    %5d × %s  (e.g. %s)\n", rep.Failed[r], r, rep.Example[r])
 						}
@@ -97,9 +97,9 @@ by reason; the command fails if any candidate fails.`,
 			if total == 0 && len(where) > 0 {
 				return usageErrorf("--where %s: no candidate of the selected families has these parameter values", strings.Join(where, " "))
 			}
-			fmt.Fprintf(log, "verified %d candidates on %s: %d passed, %d failed\n", total, b.Info().Key, total-failed, failed)
+			fmt.Fprintf(log, "verified %s on %s: %d passed, %d failed\n", plural(total, "candidate", "candidates"), b.Info().Key, total-failed, failed)
 			if failed > 0 {
-				return fmt.Errorf("%d of %d candidates failed verification", failed, total)
+				return fmt.Errorf("%d of %s failed verification", failed, plural(total, "candidate", "candidates"))
 			}
 			return nil
 		},

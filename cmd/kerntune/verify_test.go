@@ -11,7 +11,7 @@ func TestVerifyWhere(t *testing.T) {
 		code     int
 		contains string
 	}{
-		{[]string{"verify", "--backend", "cpu", "--kernel", "softmax", "--dtype", "f32", "--where", "ROWS=2", "--where", "THREADS=2", "--where", "UNROLL=2"}, 0, "1/1 candidates passed"},
+		{[]string{"verify", "--backend", "cpu", "--kernel", "softmax", "--dtype", "f32", "--where", "ROWS=2", "--where", "THREADS=2", "--where", "UNROLL=2"}, 0, "1/1 candidate passed"},
 		{[]string{"verify", "--backend", "cpu", "--kernel", "softmax", "--where", "RPB=2"}, 2, "--where RPB=2: no candidate"},
 		{[]string{"verify", "--backend", "cpu", "--where", "MMA"}, 2, `--where "MMA": want NAME=INTEGER`},
 		{[]string{"verify", "--backend", "cpu", "--where", "MMA=x"}, 2, `want NAME=INTEGER`},

@@ -19,13 +19,20 @@
 //	           seconds the search spent building it (waiting for its
 //	           compile), verifying it and timing it (warm-up and samples);
 //	           absent in older traces
+//	run        the tuning run that measured it (kerntune tune writes the
+//	           time the run started, RFC 3339 with nanoseconds, on every
+//	           line of the run); absent in older traces, where Read takes
+//	           an entry's lines up to its entry line (below) as one run
 //
 // After an entry's candidates, kerntune tune appends one line of kind
-// "entry" with the same device, kernel, dtype and key and no params: its
-// "time" object says where the entry's wall time went (the fields of
+// "entry" with the same device, kernel, dtype, key and run and no params:
+// its "time" object says where the entry's wall time went (the fields of
 // params.TuneTime: wall_s, setup_s, compile_s, verify_s, measure_s,
-// search_s, journal_s, other_s, device_s, idle_s, busy_pct). Read skips such lines;
-// ReadEntries returns them.
+// search_s, journal_s, other_s, device_s, idle_s, busy_pct), the same
+// object the run's entry in the params file holds, which ties that entry
+// to its run's records when a trace holds several runs of an entry and the
+// file kept the result of one of them. Read skips such lines; ReadEntries
+// returns them.
 package trace
 
 import (
@@ -54,6 +61,8 @@ type Record struct {
 	CompileS float64        `json:"compile_s,omitempty"`
 	VerifyS  float64        `json:"verify_s,omitempty"`
 	MeasureS float64        `json:"measure_s,omitempty"`
+	// Run identifies the tuning run (see the package documentation).
+	Run string `json:"run,omitempty"`
 }
 
 // KindEntry is the kind of a trace line about a whole entry.
@@ -67,6 +76,7 @@ type Entry struct {
 	DType  string           `json:"dtype"`
 	Key    string           `json:"key"`
 	Time   *params.TuneTime `json:"time"`
+	Run    string           `json:"run,omitempty"`
 }
 
 // EntryKey is the record's key in the form of a params-file entry key.
@@ -145,6 +155,24 @@ func Read(r io.Reader) ([]Record, error) {
 	return recs, err
 }
 
+// ReadFileEntries reads the entry lines of a trace file, as ReadFile reads
+// its records.
+func ReadFileEntries(path string) ([]Entry, error) {
+	data, err := params.ReadFileLimit(path, MaxFileSize)
+	var tl *params.TooLargeError
+	if errors.As(err, &tl) {
+		return nil, fmt.Errorf("%s: %s", path, tl.Reason("a trace file"))
+	}
+	if err != nil {
+		return nil, err
+	}
+	entries, err := ReadEntries(bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return entries, nil
+}
+
 // ReadEntries parses the entry lines (kind KindEntry) of a trace, in order;
 // errors are those of Read.
 func ReadEntries(r io.Reader) ([]Entry, error) {
@@ -155,6 +183,15 @@ func ReadEntries(r io.Reader) ([]Entry, error) {
 func readAll(r io.Reader) ([]Record, []Entry, error) {
 	var out []Record
 	var entries []Entry
+	// Lines without a run (older traces) are given one from their place:
+	// an entry's records up to its entry line are one run.
+	ended := map[string]int{}
+	position := func(run, device, kernel, entryKey string) string {
+		if run != "" {
+			return run
+		}
+		return fmt.Sprintf("#%d", ended[device+"\x00"+kernel+"\x00"+entryKey])
+	}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), maxLine)
 	n := 1
@@ -190,12 +227,16 @@ func readAll(r io.Reader) ([]Record, []Entry, error) {
 			if rec.Time == nil {
 				return nil, nil, fmt.Errorf("line %d: an entry line without its time object", n)
 			}
-			entries = append(entries, Entry{Kind: KindEntry, Device: rec.Device, Kernel: rec.Kernel, DType: rec.DType, Key: rec.Key, Time: rec.Time})
+			ek := rec.EntryKey()
+			entries = append(entries, Entry{Kind: KindEntry, Device: rec.Device, Kernel: rec.Kernel, DType: rec.DType, Key: rec.Key, Time: rec.Time,
+				Run: position(rec.Run, rec.Device, rec.Kernel, ek)})
+			ended[rec.Device+"\x00"+rec.Kernel+"\x00"+ek]++
 			continue
 		}
 		if rec.MedianUS < 0 {
 			return nil, nil, fmt.Errorf("line %d: median_us must not be negative, got %g", n, rec.MedianUS)
 		}
+		rec.Record.Run = position(rec.Run, rec.Device, rec.Kernel, rec.EntryKey())
 		out = append(out, rec.Record)
 	}
 	if err := sc.Err(); errors.Is(err, bufio.ErrTooLong) {

@@ -104,3 +104,36 @@ func TestEntries(t *testing.T) {
 		t.Errorf("an entry line without time: %v", err)
 	}
 }
+
+// Lines name their run; in older traces, without one, an entry's records
+// up to its entry line are one run, numbered in order per entry.
+func TestRuns(t *testing.T) {
+	lines := strings.Join([]string{
+		`{"device":"d","kernel":"gemv_nt","dtype":"f32","key":"f32/tiny","params":{"BN":4},"median_us":10,"samples":3}`,
+		`{"device":"d","kernel":"gemv_nt","dtype":"f32","key":"f32/mid","params":{"BN":4},"median_us":20,"samples":3}`,
+		`{"kind":"entry","device":"d","kernel":"gemv_nt","dtype":"f32","key":"f32/tiny","time":{"wall_s":1}}`,
+		`{"device":"d","kernel":"gemv_nt","dtype":"f32","key":"tiny","params":{"BN":8},"median_us":9,"samples":3}`,
+		`{"kind":"entry","device":"d","kernel":"gemv_nt","dtype":"f32","key":"f32/tiny","time":{"wall_s":2}}`,
+		`{"device":"d","kernel":"gemv_nt","dtype":"f32","key":"f32/tiny","params":{"BN":2},"median_us":8,"samples":3,"run":"2026-01-02T03:04:05Z"}`,
+		`{"kind":"entry","device":"d","kernel":"gemv_nt","dtype":"f32","key":"f32/tiny","time":{"wall_s":3},"run":"2026-01-02T03:04:05Z"}`,
+	}, "\n")
+	recs, err := Read(strings.NewReader(lines))
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, err := ReadEntries(strings.NewReader(lines))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range recs {
+		got = append(got, r.EntryKey()+"@"+r.Run)
+	}
+	for _, e := range entries {
+		got = append(got, "entry "+e.Key+"@"+e.Run)
+	}
+	want := "f32/tiny@#0 f32/mid@#0 f32/tiny@#1 f32/tiny@2026-01-02T03:04:05Z entry f32/tiny@#0 entry f32/tiny@#1 entry f32/tiny@2026-01-02T03:04:05Z"
+	if strings.Join(got, " ") != want {
+		t.Errorf("runs:\n  %s\nwant\n  %s", strings.Join(got, " "), want)
+	}
+}

@@ -127,6 +127,9 @@ func (b *Backend) describe() error {
 		},
 		Limits: tuner.Limits{GPU: deviceLimits(p, b.opts)},
 	}
+	for k, v := range mmaPeakFacts(p.Major*10+p.Minor, p.SMs, clock) {
+		b.info.Facts[k] = v
+	}
 	bw, err := b.copyBandwidth()
 	if err != nil {
 		return fmt.Errorf("measuring copy bandwidth: %w", err)

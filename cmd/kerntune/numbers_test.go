@@ -1,0 +1,96 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/report"
+)
+
+// show and report print the same speedup, reference time / tuned time,
+// rounded once from the file's medians: 48.51 / 100 is 0.4851, which a
+// figure rounded to 0.485 first would print as 0.48.
+func TestShowAndReportSpeedupsAgree(t *testing.T) {
+	pf := &params.File{SchemaVersion: params.SchemaVersion, Devices: map[string]*params.Device{
+		"cpu:x": {Backend: "cpu", Family: "amd64", ComputeUnits: 1, Kernels: map[string]map[string]*params.Entry{
+			"gemv_nt": {"f32/tiny": {Params: map[string]int{"BN": 8}, MedianUS: 100, Samples: 5, Shapes: [][]int{{1, 8, 8}},
+				Default:  &params.Reference{Params: map[string]int{"BN": 16}, MedianUS: 48.51},
+				Baseline: &params.Baseline{Name: "gonum", MedianUS: 148.51}}}}}}}
+	var show bytes.Buffer
+	printFile(&show, pf)
+	dir := t.TempDir()
+	if _, err := report.Write(pf, nil, report.Options{Dir: dir, Format: "svg", Source: "p.json"}); err != nil {
+		t.Fatal(err)
+	}
+	md, err := os.ReadFile(filepath.Join(dir, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ref := range []float64{48.51, 148.51} {
+		want := fmt.Sprintf("%.2f×", ref/100)
+		if !strings.Contains(show.String(), " "+want+" ") {
+			t.Errorf("show lacks the speedup %s:\n%s", want, show.String())
+		}
+		if !strings.Contains(string(md), "| "+want+" |") {
+			t.Errorf("report.md lacks the speedup %s:\n%s", want, md)
+		}
+	}
+	for _, h := range []string{"SPEEDUP (default/tuned)", "SPEEDUP (baseline/tuned)"} {
+		if !strings.Contains(show.String(), h) {
+			t.Errorf("show's header lacks %q", h)
+		}
+		if !strings.Contains(string(md), strings.ToLower(h)) {
+			t.Errorf("report's header lacks %q", strings.ToLower(h))
+		}
+	}
+}
+
+// bench's speedup runs the way show's and report's do, baseline / tuned
+// time, and its header says so; --json's speedup is the same figure and
+// ratio its inverse.
+func TestBenchSpeedupDirection(t *testing.T) {
+	jsonOut := filepath.Join(t.TempDir(), "bench.json")
+	code, log := runCLI(t, "bench", "--backend", "cpu", "--kernel", "gemv_nt", "--shape", "1x96x200", "--samples", "5", "-q",
+		"--params", filepath.Join(t.TempDir(), "none.json"), "--json-out", jsonOut)
+	if code != 0 {
+		t.Fatalf("bench exited %d: %s", code, log)
+	}
+	data, err := os.ReadFile(jsonOut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Rows []benchRow `json:"rows"`
+	}
+	if err := json.Unmarshal(data, &got); err != nil || len(got.Rows) != 1 || got.Rows[0].BaseUS <= 0 {
+		t.Fatalf("%v: %s", err, data)
+	}
+	r := got.Rows[0]
+	if want := r.BaseUS / r.TunedUS; math.Abs(r.Speedup-want) > 0.0005 || math.Abs(r.Ratio-1/want) > 0.0005 {
+		t.Errorf("speedup %v, ratio %v; baseline %v µs, tuned %v µs", r.Speedup, r.Ratio, r.BaseUS, r.TunedUS)
+	}
+	if !strings.Contains(log, "SPEEDUP (baseline/tuned)") || !strings.Contains(log, " "+fmt.Sprintf("%.2f×", r.BaseUS/r.TunedUS)+" ") {
+		t.Errorf("bench's table lacks the header SPEEDUP (baseline/tuned) or the speedup %.2f×:\n%s", r.BaseUS/r.TunedUS, log)
+	}
+}
+
+// bench marks a share of the floor above 100 % and prints why under the
+// table, as report does.
+func TestBenchFloorNote(t *testing.T) {
+	for _, pct := range []float64{91, 104.2} {
+		var out bytes.Buffer
+		printBenchTable(&out, "cpu:x", "cpu", []benchRow{{Kernel: "gemv_nt", DType: "f32", Shape: "1x896x896",
+			Params: map[string]int{"BN": 8}, TunedUS: 10, BaseUS: 20, Baseline: "gonum", PctOfFloor: pct}})
+		cell, beaten := report.FloorCell(pct)
+		if !strings.Contains(out.String(), " "+cell+" ") || strings.Contains(out.String(), report.FloorNote) != beaten {
+			t.Errorf("%v %% of the floor: want the cell %q and the note %v:\n%s", pct, cell, beaten, out.String())
+		}
+	}
+}
