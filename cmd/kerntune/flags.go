@@ -141,6 +141,28 @@ func checkOutputDir(flag, path string) error {
 	return nil
 }
 
+// checkTraceOut refuses, before any work, a tune --trace that could not be
+// appended to (see checkOutputFile; also an existing file that is not
+// writable) or that holds something other than a trace: appending JSON
+// lines to it would spoil it. A usage error (exit 2) naming --trace.
+func checkTraceOut(path string) error {
+	if err := checkOutputFile("--trace", path); err != nil {
+		return err
+	}
+	if _, err := os.Stat(path); err != nil {
+		return nil // created by the first append
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return usageErrorCause(err, "--trace %s: %v", path, err)
+	}
+	f.Close()
+	if _, err := trace.ReadFile(path); err != nil {
+		return usageErrorCause(err, "--trace %s is not a trace (JSON lines of tune --trace), and tune appends to it: %v; name a new file or a trace", path, err)
+	}
+	return nil
+}
+
 // writeOut writes data to the file --out names (see writeOutput).
 func writeOut(path string, data []byte) error { return writeOutput("--out", path, data) }
 

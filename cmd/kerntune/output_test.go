@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kerntune/kerntune/tuner"
 )
 
 // A bad output location exits 2 (as the README promises for every
@@ -117,6 +119,50 @@ func TestReadDevZeroExits2(t *testing.T) {
 				t.Errorf("exit code %d, output %q; want %d and %q", code, log, exitUsage, tt.want)
 			}
 			t.Logf("%s: %v", tt.args[0], time.Since(start))
+		})
+	}
+}
+
+// tune --trace is an output location like --out: one that cannot be
+// appended to (a device, a directory, a missing directory, a file of
+// another kind) exits 2 naming --trace before anything is tuned, and leaves
+// no journal that would block the next run.
+func TestTuneBadTraceExits2(t *testing.T) {
+	dir := t.TempDir()
+	params := getEnv(t)
+	tests := []struct {
+		name, trace string
+		want        []string
+	}{
+		{"a device", "/dev/full", []string{"--trace /dev/full", "is a character device, not a regular file"}},
+		{"a directory", dir, []string{"--trace " + dir, "is a directory, not a regular file"}},
+		{"missing directory", filepath.Join(dir, "no", "t.jsonl"), []string{"--trace " + filepath.Join(dir, "no", "t.jsonl"), "no such file or directory"}},
+		{"a params file", params, []string{"--trace " + params, "is not a trace"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := os.Stat(tt.trace); strings.HasPrefix(tt.trace, "/dev/") && err != nil {
+				t.Skip(err)
+			}
+			out := filepath.Join(t.TempDir(), "p.json")
+			before, _ := os.ReadFile(params)
+			code, log := runCLI(t, "tune", "--backend", "cpu", "--kernel", "softmax", "--shape", "8x300", "--budget", "2e", "-q", "--out", out, "--trace", tt.trace)
+			if code != exitUsage {
+				t.Errorf("exit code %d, want %d; output:\n%s", code, exitUsage, log)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(log, w) {
+					t.Errorf("output %q does not mention %q", log, w)
+				}
+			}
+			for _, p := range []string{out, tuner.JournalPath(out)} {
+				if _, err := os.Stat(p); err == nil {
+					t.Errorf("%s was left behind", p)
+				}
+			}
+			if after, _ := os.ReadFile(params); string(after) != string(before) {
+				t.Errorf("the params file named by --trace was changed")
+			}
 		})
 	}
 }

@@ -174,6 +174,11 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 	if err := checkOutDir(f.out); err != nil {
 		return err
 	}
+	if f.trace != "" {
+		if err := checkTraceOut(f.trace); err != nil {
+			return err
+		}
+	}
 	if err := validateReliabilityFlags(f); err != nil {
 		return err
 	}
