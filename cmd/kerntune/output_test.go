@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -164,5 +165,88 @@ func TestTuneBadTraceExits2(t *testing.T) {
 				t.Errorf("the params file named by --trace was changed")
 			}
 		})
+	}
+}
+
+// merge, import-variants and export --t4 replace an existing --out only
+// when it is of the kind they write (a params file, a spec, T4 results,
+// gzipped or not); any other file is kept, with exit 2 naming --out and
+// --force, and replaced with --force.
+func TestOutOfAnotherKindNeedsForce(t *testing.T) {
+	dir := t.TempDir()
+	paramsDoc := mergeDoc("cpu:m1", "2026-01-01T00:00:00Z", map[string]string{"f32/tiny": mergeEntry(16, 50)}, "")
+	in := filepath.Join(dir, "in.json")
+	manifest := filepath.Join(dir, "variants.json")
+	for p, s := range map[string]string{in: paramsDoc, manifest: `[{"name": "gemv_bn64", "enabled": true}, {"name": "gemv_bn32", "enabled": true}]`} {
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	specDoc, err := os.ReadFile("../../examples/swiglu.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t4Doc := func(gz bool) string {
+		p := filepath.Join(t.TempDir(), "r.json")
+		if gz {
+			p += ".gz"
+		}
+		other := filepath.Join(t.TempDir(), "other.json")
+		if err := os.WriteFile(other, []byte(mergeDoc("cpu:m2", "2026-01-02T00:00:00Z", map[string]string{"f32/mid": mergeEntry(8, 90)}, "")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if code, log := runCLI(t, "export", "--t4", other, "--out", p); code != 0 {
+			t.Fatalf("export: exit %d\n%s", code, log)
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(data)
+	}
+	kinds := map[string]string{
+		"params": paramsDoc, "spec": string(specDoc), "t4": t4Doc(false), "t4.gz": t4Doc(true),
+		"garbage": "not json at all\n", "empty": "",
+	}
+	commands := []struct {
+		name string
+		args []string
+		own  []string // kinds the command replaces without --force
+	}{
+		{"merge", []string{"merge", in}, []string{"params", "empty"}},
+		{"import-variants", []string{"import-variants", manifest, "--name", "my_gemv"}, []string{"spec", "empty"}},
+		{"export", []string{"export", "--t4", in}, []string{"t4", "t4.gz", "empty"}},
+	}
+	for _, c := range commands {
+		for kind, content := range kinds {
+			t.Run(c.name+"/"+kind, func(t *testing.T) {
+				out := filepath.Join(t.TempDir(), "out")
+				if err := os.WriteFile(out, []byte(content), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				args := append(slices.Clone(c.args), "--out", out)
+				code, log := runCLI(t, args...)
+				after, _ := os.ReadFile(out)
+				if slices.Contains(c.own, kind) {
+					if code != 0 || string(after) == content {
+						t.Errorf("exit %d, replaced %v; want it replaced with exit 0:\n%s", code, string(after) != content, log)
+					}
+					return
+				}
+				if code != exitUsage || string(after) != content {
+					t.Errorf("exit %d, file kept %v; want exit %d and the file kept:\n%s", code, string(after) == content, exitUsage, log)
+				}
+				for _, w := range []string{"--out " + out, "--force"} {
+					if !strings.Contains(log, w) {
+						t.Errorf("output %q does not mention %q", log, w)
+					}
+				}
+				if code, log := runCLI(t, append(args, "--force")...); code != 0 {
+					t.Errorf("with --force: exit %d\n%s", code, log)
+				} else if after, _ := os.ReadFile(out); string(after) == content {
+					t.Errorf("with --force: the file was not replaced")
+				}
+			})
+		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"compress/gzip"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"strconv"
@@ -93,6 +94,32 @@ func Parse(data []byte) (*File, error) {
 		return nil, fmt.Errorf("metadata.timeunit %q: only milliseconds are supported", u)
 	}
 	return &f, nil
+}
+
+// Is reports why data (gzip-compressed or not) is not a T4 results
+// document: not JSON, or without its schema_version and results. Commands
+// that write T4 files replace only those.
+func Is(data []byte) error {
+	if bytes.HasPrefix(data, []byte{0x1f, 0x8b}) {
+		zr, err := gzip.NewReader(bytes.NewReader(data))
+		if err != nil {
+			return fmt.Errorf("gzip: %w", err)
+		}
+		if data, err = io.ReadAll(io.LimitReader(zr, params.MaxFileSize)); err != nil {
+			return fmt.Errorf("gzip: %w", err)
+		}
+	}
+	var doc struct {
+		SchemaVersion *string           `json:"schema_version"`
+		Results       []json.RawMessage `json:"results"`
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return fmt.Errorf("not JSON: %w", err)
+	}
+	if doc.SchemaVersion == nil || doc.Results == nil {
+		return fmt.Errorf("no schema_version and results")
+	}
+	return nil
 }
 
 // Time is the result's recorded time: the value of its "time" measurement
