@@ -227,6 +227,9 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 	}
 	defer b.Close()
 	info := b.Info()
+	if err := checkWhere(ks, info.Backend, f.where, true); err != nil {
+		return err
+	}
 	for _, c := range specs {
 		if c.Body.MLX != nil {
 			if err := specRunsOn(c, info.Backend); err != nil {
