@@ -39,6 +39,16 @@ func TestCheckSpecCLI(t *testing.T) {
 			}
 		}
 	}
+	// A backend check cannot use is refused before the static checks
+	// (candidate generation and clang), which print the spec's summary.
+	for _, b := range []string{"vulkan", "cpu"} {
+		if code, out := runCLI(t, "check", "--spec", "../../examples/swiglu.json", "--backend", b); code != exitUsage || strings.Contains(out, "sources generated") {
+			t.Errorf("check --backend %s: exit %d, and the static checks ran first:\n%s", b, code, out)
+		}
+	}
+	if code, out := runCLI(t, "check", "--spec", "../../examples/mlx_qr_col_dot.json", "--backend", "cuda"); code != exitUsage || strings.Contains(out, "sources generated") {
+		t.Errorf("check of an mlx spec --backend cuda: exit %d, and the static checks ran first:\n%s", code, out)
+	}
 }
 
 // check --json prints the static checks (and the device checks) as one
