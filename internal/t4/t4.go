@@ -25,9 +25,10 @@ import (
 // SchemaVersion is the version of the T4 results schema written.
 const SchemaVersion = "1.0.0"
 
-// TimeUnit is metadata.timeunit as Kernel Tuner spells it; every time is
-// in milliseconds.
-const TimeUnit = "miliseconds"
+// TimeUnit is metadata.timeunit as Kernel Tuner writes it since late 2024
+// (before, "miliseconds"; Parse reads both); every time is in
+// milliseconds.
+const TimeUnit = "milliseconds"
 
 // File is a T4 results document.
 type File struct {
@@ -83,14 +84,15 @@ type Entry struct {
 	Role   string `json:"role,omitempty"` // "winner" or "default" when exported from the params file alone
 }
 
-// Parse decodes T4 results; a time unit other than milliseconds is an
+// Parse decodes T4 results; a time unit other than milliseconds (spelled
+// "milliseconds", Kernel Tuner's older "miliseconds", or "ms") is an
 // error.
 func Parse(data []byte) (*File, error) {
 	var f File
 	if err := json.Unmarshal(data, &f); err != nil {
 		return nil, fmt.Errorf("T4 results: %w", err)
 	}
-	if u := f.Metadata.TimeUnit; u != "" && !strings.HasPrefix(strings.ToLower(u), "mil") {
+	if u := strings.ToLower(f.Metadata.TimeUnit); u != "" && u != "ms" && !strings.HasPrefix(u, "mil") {
 		return nil, fmt.Errorf("metadata.timeunit %q: only milliseconds are supported", u)
 	}
 	return &f, nil
