@@ -316,7 +316,12 @@ func Parse(data []byte, file string) (*Compiled, error) {
 	if err != nil {
 		return nil, err
 	}
-	return compile(s, file, filepath.Dir(file))
+	cp, err := compile(s, file, filepath.Dir(file))
+	if err != nil {
+		return nil, err
+	}
+	cp.data = data
+	return cp, nil
 }
 
 // Decode reads spec data without compiling it: one JSON object of the

@@ -431,7 +431,10 @@ func staticCheck(ctx context.Context, c *spec.Compiled) (*specCheck, error) {
 	}
 	runs, err := gpu.CheckMSL(ctx, cc, msl)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", c.File, err)
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("%s: %w", c.File, err)
+		}
+		return nil, mslError(c, cc, msl, err)
 	}
 	sc.MSL = &mslCheckRes{Passed: len(msl), Clang: filepath.Base(cc), Runs: runs}
 	return sc, nil

@@ -59,7 +59,7 @@ func TestCheckSpecMLX(t *testing.T) {
 			args []string
 			code int
 			want []string
-		}{[]string{"check", "--spec", broken, "--backend", "none"}, 1, []string{broken, "MSL syntax check", "'w'"}})
+		}{[]string{"check", "--spec", broken, "--backend", "none"}, 2, []string{broken, filepath.Join(dir, "mlx_qr_col_dot.body.metal") + ":21 (source.mlx.source_file line 21): error: use of undeclared identifier 'w'", "float(w[i])"}})
 	}
 	for _, tt := range tests {
 		code, out := runCLI(t, tt.args...)
