@@ -78,7 +78,8 @@ func TestMergeWriteErrorExits2(t *testing.T) {
 	if err := os.WriteFile(out, []byte(old), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, args := range [][]string{{"merge", in, "--out", out}, {"export", "--t4", in, "--out", out}} {
+	// export replaces the params file in the way only with --force.
+	for _, args := range [][]string{{"merge", in, "--out", out}, {"export", "--t4", in, "--out", out, "--force"}} {
 		cmd := kerntune(t, []string{"KTDEV_FSIZE=200"}, args...)
 		log, err := cmd.CombinedOutput()
 		if code := cmd.ProcessState.ExitCode(); code != exitUsage {

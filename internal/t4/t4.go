@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -111,15 +112,17 @@ func Is(data []byte) error {
 			return fmt.Errorf("gzip: %w", err)
 		}
 	}
-	var doc struct {
-		SchemaVersion *string           `json:"schema_version"`
-		Results       []json.RawMessage `json:"results"`
-	}
+	var doc map[string]json.RawMessage
 	if err := json.Unmarshal(data, &doc); err != nil {
-		return fmt.Errorf("not JSON: %w", err)
+		return fmt.Errorf("not a JSON object: %w", err)
 	}
-	if doc.SchemaVersion == nil || doc.Results == nil {
-		return fmt.Errorf("no schema_version and results")
+	var version string
+	var results []json.RawMessage
+	if json.Unmarshal(doc["schema_version"], &version) != nil || version == "" {
+		return errors.New(`no schema_version string such as "1.0.0"`)
+	}
+	if json.Unmarshal(doc["results"], &results) != nil || results == nil {
+		return errors.New("no results array")
 	}
 	return nil
 }
