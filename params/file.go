@@ -873,11 +873,40 @@ func MergeIntoFileKeep(path string, update *File, force bool, keep KeepFunc) err
 			existing = nil
 		}
 	}
+	// When keep keeps the file's entry for every entry of update, the file
+	// is left as it is: a run that wrote nothing must not change its
+	// tuned_at and facts.
+	entries, kept := 0, 0
+	for _, d := range update.Devices {
+		for _, es := range d.Kernels {
+			entries += len(es)
+		}
+	}
+	if keep != nil {
+		choose := keep
+		keep = func(device, family, key string, old, new any) any {
+			got := choose(device, family, key, old, new)
+			if sameJSON(got, old) {
+				kept++
+			}
+			return got
+		}
+	}
 	out, err := mergeKeep(existing, update, keep)
 	if err != nil {
 		return fmt.Errorf("merging into %s: %w", path, err)
 	}
+	if existing != nil && entries > 0 && kept == entries {
+		return nil
+	}
 	return WriteFileAtomic(path, out)
+}
+
+// sameJSON reports whether a and b encode alike.
+func sameJSON(a, b any) bool {
+	x, err1 := json.Marshal(a)
+	y, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && bytes.Equal(x, y)
 }
 
 // WriteFileAtomic writes data to path through a synced temporary file and a rename,

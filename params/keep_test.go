@@ -1,10 +1,13 @@
 package params
 
 import (
+	"bytes"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // MergeIntoFileKeep hands keep the entry the file holds at the time of the
@@ -94,6 +97,59 @@ func TestParseUse(t *testing.T) {
 			}
 			if serr := validate(sch, data); (serr == nil) != tt.ok {
 				t.Errorf("schema: %v, want ok=%v", serr, tt.ok)
+			}
+		})
+	}
+}
+
+// When keep keeps the file's entry for every entry of the update, the
+// file is not rewritten: its bytes (tuned_at, facts) and its modification
+// time stay. An update of which one entry is taken is written whole.
+func TestMergeIntoFileKeepAllKeptLeavesFile(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		takeNew map[string]bool // keys whose new entry keep takes
+		same    bool
+	}{
+		{"every entry kept", nil, true},
+		{"one entry taken", map[string]bool{"f32/tiny": true}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), DefaultFileName)
+			if err := MergeIntoFile(path, typicalUpdate(), false); err != nil {
+				t.Fatal(err)
+			}
+			past := time.Now().Add(-time.Hour).Truncate(time.Second)
+			if err := os.Chtimes(path, past, past); err != nil {
+				t.Fatal(err)
+			}
+			before, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			upd := typicalUpdate()
+			dev := upd.Devices["cpu:test-2c"]
+			dev.TunedAt, dev.Facts = "2030-01-01T00:00:00Z", map[string]float64{"bandwidth_gbps": 99}
+			dev.Kernels[GemvNT]["f32/tiny"].MedianUS = 50
+			err = MergeIntoFileKeep(path, upd, false, func(_, _, key string, old, nw any) any {
+				if tt.takeNew[key] {
+					return nw
+				}
+				return old
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			after, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st, err := os.Stat(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if same := bytes.Equal(before, after) && st.ModTime().Equal(past); same != tt.same {
+				t.Errorf("file unchanged: %v, want %v (mtime %s, was %s)", same, tt.same, st.ModTime(), past)
 			}
 		})
 	}

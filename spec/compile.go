@@ -29,6 +29,8 @@ type Compiled struct {
 	Base *kernels.Kernel
 
 	c *compiler
+	// data is the spec file's JSON, for Locate.
+	data []byte
 }
 
 // compiler holds the compiled expressions of one spec.

@@ -312,6 +312,22 @@ func Load(path string) (*Compiled, error) {
 // Parse compiles spec data; file names the spec in errors and is the base
 // of relative source file names.
 func Parse(data []byte, file string) (*Compiled, error) {
+	s, err := Decode(data, file)
+	if err != nil {
+		return nil, err
+	}
+	cp, err := compile(s, file, filepath.Dir(file))
+	if err != nil {
+		return nil, err
+	}
+	cp.data = data
+	return cp, nil
+}
+
+// Decode reads spec data without compiling it: one JSON object of the
+// spec's fields and no others. It tells a spec from other files (a
+// command replaces only a spec with one).
+func Decode(data []byte, file string) (*Spec, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	var s Spec
@@ -321,7 +337,7 @@ func Parse(data []byte, file string) (*Compiled, error) {
 	if dec.More() {
 		return nil, &Error{File: file, Msg: "trailing data after the JSON object"}
 	}
-	return compile(&s, file, filepath.Dir(file))
+	return &s, nil
 }
 
 // jsonMsg turns a decoding error into a message naming the field.

@@ -91,9 +91,25 @@ check does the static checks only and says so.`,
 			if err != nil {
 				return err
 			}
+			if backend != "auto" && backend != "none" {
+				// Before the static checks (minutes of clang for a large space).
+				if _, err := tuner.TraitsOf(backend); err != nil {
+					return usageError{fmt.Errorf("--backend %s: %w", backend, err)}
+				}
+				if err := gpuBackendOnly(backend); err != nil {
+					return err
+				}
+			}
 			cs, err := loadSpecs(specs)
 			if err != nil {
 				return err
+			}
+			if backend != "auto" && backend != "none" {
+				for _, c := range cs {
+					if err := specRunsOn(c, backend); err != nil {
+						return usageError{fmt.Errorf("--backend %s: %w", backend, err)}
+					}
+				}
 			}
 			out, log := cmd.OutOrStdout(), cmd.ErrOrStderr()
 			text := out // the human-readable lines; with --json, JSON alone goes to stdout
@@ -121,22 +137,12 @@ check does the static checks only and says so.`,
 				res.DeviceCheck = "not run (--backend none)"
 				return done(nil)
 			}
-			if backend != "auto" {
-				for _, c := range cs {
-					if s := backendSpace(backend); s == "" || (s != tuner.SpaceGPU && c.Body.MLX == nil) {
-						continue // openGPUBackend says why no spec kernel runs there (or that the name is unknown)
-					}
-					if err := specRunsOn(c, backend); err != nil {
-						return usageError{fmt.Errorf("--backend %s: %w", backend, err)}
-					}
-				}
-			}
 			b, err := openGPUBackend(backend, log)
 			if err != nil {
 				return err
 			}
 			if b == nil {
-				res.DeviceCheck = "skipped: no GPU backend could be opened (spec kernels are GPU code; the cpu backend cannot run them; --backend opencl runs them where an OpenCL device is, PoCL on a CPU included)"
+				res.DeviceCheck = "skipped: " + noGPUNote(cs)
 				fmt.Fprintln(text, "device check "+res.DeviceCheck)
 				return done(nil)
 			}
@@ -210,8 +216,8 @@ func supports(c *spec.Compiled, dt kernels.DType) bool {
 // macOS, else cuda); nil when auto finds none.
 func openGPUBackend(name string, log io.Writer) (tuner.Backend, error) {
 	if name != "auto" {
-		if t, err := tuner.TraitsOf(name); err == nil && t.Space != tuner.SpaceGPU {
-			return nil, usageErrorf("--backend %s: spec kernels are GPU code (a body in the GPU dialect, or .cu/.metal/.cl files) and the %s backend cannot run them; use cuda, metal, opencl, or none", name, name)
+		if err := gpuBackendOnly(name); err != nil {
+			return nil, err
 		}
 		b, err := tuner.Open(name)
 		if err != nil {
@@ -229,6 +235,48 @@ func openGPUBackend(name string, log io.Writer) (tuner.Backend, error) {
 		}
 	}
 	return nil, nil
+}
+
+// gpuBackendOnly refuses a backend (known by name) that cannot run spec
+// kernels.
+func gpuBackendOnly(name string) error {
+	if t, err := tuner.TraitsOf(name); err == nil && t.Space != tuner.SpaceGPU {
+		return usageErrorf("--backend %s: spec kernels are GPU code (a body in the GPU dialect, or .cu/.metal/.cl files) and the %s backend cannot run them; use cuda, metal, opencl, or none", name, name)
+	}
+	return nil
+}
+
+// noGPUNote says why check ran no device check with --backend auto, and
+// which backend would run each spec: opencl (never picked by auto) only
+// for specs with OpenCL sources; an mlx kernel runs on metal alone.
+func noGPUNote(cs []*spec.Compiled) string {
+	var cl, mlx []string
+	for _, c := range cs {
+		switch {
+		case slices.Contains(c.APIs, gpu.OpenCL):
+			cl = append(cl, c.Kernel.Name)
+		case c.Body.MLX != nil:
+			mlx = append(mlx, c.Kernel.Name)
+		}
+	}
+	note := "no GPU backend could be opened (spec kernels are GPU code; the cpu backend cannot run them"
+	switch {
+	case len(cl) == len(cs):
+		note += "; --backend opencl runs them where an OpenCL device is, PoCL on a CPU included"
+	case len(cl) > 0:
+		note += "; --backend opencl runs " + strings.Join(cl, ", ") + " where an OpenCL device is, PoCL on a CPU included"
+	}
+	switch {
+	case len(mlx) == len(cs) && len(cs) == 1:
+		note += "; this mlx kernel (MLX's fast.metal_kernel) runs on the metal backend only, on a Mac"
+	case len(mlx) == len(cs):
+		note += "; these mlx kernels (MLX's fast.metal_kernel) run on the metal backend only, on a Mac"
+	case len(mlx) == 1:
+		note += "; the mlx kernel " + mlx[0] + " runs on the metal backend only, on a Mac"
+	case len(mlx) > 0:
+		note += "; the mlx kernels " + strings.Join(mlx, ", ") + " run on the metal backend only, on a Mac"
+	}
+	return note + ")"
 }
 
 // backendSpace is the kind of parameter space the named backend's
@@ -383,7 +431,10 @@ func staticCheck(ctx context.Context, c *spec.Compiled) (*specCheck, error) {
 	}
 	runs, err := gpu.CheckMSL(ctx, cc, msl)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", c.File, err)
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("%s: %w", c.File, err)
+		}
+		return nil, mslError(c, cc, msl, err)
 	}
 	sc.MSL = &mslCheckRes{Passed: len(msl), Clang: filepath.Base(cc), Runs: runs}
 	return sc, nil

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/kerntune/kerntune/kernels/gpu"
+	"github.com/kerntune/kerntune/spec"
 )
 
 // kerntune check generates every candidate of an mlx spec and
@@ -58,7 +59,7 @@ func TestCheckSpecMLX(t *testing.T) {
 			args []string
 			code int
 			want []string
-		}{[]string{"check", "--spec", broken, "--backend", "none"}, 1, []string{broken, "MSL syntax check", "'w'"}})
+		}{[]string{"check", "--spec", broken, "--backend", "none"}, 2, []string{broken, filepath.Join(dir, "mlx_qr_col_dot.body.metal") + ":21 (source.mlx.source_file line 21): error: use of undeclared identifier 'w'", "float(w[i])"}})
 	}
 	for _, tt := range tests {
 		code, out := runCLI(t, tt.args...)
@@ -68,6 +69,42 @@ func TestCheckSpecMLX(t *testing.T) {
 		for _, w := range tt.want {
 			if !strings.Contains(out, w) {
 				t.Errorf("%v: output lacks %q:\n%s", tt.args, w, out)
+			}
+		}
+	}
+}
+
+// With --backend auto and no GPU, check says which backend would run each
+// spec: opencl only for specs with OpenCL sources, never for an mlx
+// kernel, which runs on metal alone.
+func TestNoGPUNote(t *testing.T) {
+	load := func(path string) *spec.Compiled {
+		c, err := spec.Load(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	qr, swiglu := load("../../examples/mlx_qr_col_dot.json"), load("../../examples/swiglu.json")
+	tests := []struct {
+		cs       []*spec.Compiled
+		want     []string
+		wantNone []string
+	}{
+		{[]*spec.Compiled{qr}, []string{"mlx kernel", "metal backend only"}, []string{"opencl"}},
+		{[]*spec.Compiled{swiglu}, []string{"--backend opencl runs them"}, []string{"mlx", "metal"}},
+		{[]*spec.Compiled{swiglu, qr}, []string{"--backend opencl runs swiglu where", "the mlx kernel mlx_qr_col_dot runs on the metal backend only"}, []string{"opencl runs them", "opencl runs mlx"}},
+	}
+	for _, tt := range tests {
+		got := noGPUNote(tt.cs)
+		for _, w := range tt.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("%q lacks %q", got, w)
+			}
+		}
+		for _, w := range tt.wantNone {
+			if strings.Contains(got, w) {
+				t.Errorf("%q has %q", got, w)
 			}
 		}
 	}

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kerntune/kerntune/internal/mslcheck"
 )
 
 func TestCheckSpecCLI(t *testing.T) {
@@ -38,6 +40,16 @@ func TestCheckSpecCLI(t *testing.T) {
 				t.Errorf("%v: output lacks %q:\n%s", tt.args, w, out)
 			}
 		}
+	}
+	// A backend check cannot use is refused before the static checks
+	// (candidate generation and clang), which print the spec's summary.
+	for _, b := range []string{"vulkan", "cpu"} {
+		if code, out := runCLI(t, "check", "--spec", "../../examples/swiglu.json", "--backend", b); code != exitUsage || strings.Contains(out, "sources generated") {
+			t.Errorf("check --backend %s: exit %d, and the static checks ran first:\n%s", b, code, out)
+		}
+	}
+	if code, out := runCLI(t, "check", "--spec", "../../examples/mlx_qr_col_dot.json", "--backend", "cuda"); code != exitUsage || strings.Contains(out, "sources generated") {
+		t.Errorf("check of an mlx spec --backend cuda: exit %d, and the static checks ran first:\n%s", code, out)
 	}
 }
 
@@ -115,5 +127,35 @@ func TestREADMEListsEveryCommand(t *testing.T) {
 		if !strings.Contains(list, "\nkerntune "+c.Name()+" ") {
 			t.Errorf("the README's command list lacks kerntune %s", c.Name())
 		}
+	}
+}
+
+// A syntax error in a spec's body exits 2 and cites the user's own file:
+// the spec's line holding the body line, which is quoted, not the lines
+// of the temporary file clang was given.
+func TestCheckSpecSyntaxErrorCitesTheSpec(t *testing.T) {
+	mslcheck.Require(t)
+	orig, err := os.ReadFile("../../examples/swiglu.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const good, bad = "const int total = rows * cols;", "const int total = rows * cols +;"
+	at := strings.Index(string(orig), good)
+	line := 1 + strings.Count(string(orig[:at]), "\n")
+	path := filepath.Join(t.TempDir(), "swiglu.json")
+	if err := os.WriteFile(path, []byte(strings.Replace(string(orig), good, bad, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out := runCLI(t, "check", "--spec", path, "--backend", "none")
+	if code != exitUsage {
+		t.Errorf("exit %d, want %d", code, exitUsage)
+	}
+	for _, w := range []string{fmt.Sprintf("%s:%d (source.body line 2): error: expected expression", path, line), "\n        " + bad} {
+		if !strings.Contains(out, w) {
+			t.Errorf("output lacks %q:\n%s", w, out)
+		}
+	}
+	if strings.Contains(out, ".metal:") {
+		t.Errorf("output cites a generated file:\n%s", out)
 	}
 }

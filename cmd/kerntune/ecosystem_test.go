@@ -41,6 +41,13 @@ func TestCompletionAndVersion(t *testing.T) {
 			}
 		})
 	}
+	// A shell without a script, or none, is a usage error naming the shells.
+	for _, args := range [][]string{{"completion", "tcsh"}, {"completion"}} {
+		code, stdout, stderr := runGet(t, args...)
+		if code != exitUsage || !strings.Contains(stderr, "bash, fish, powershell, zsh") || stdout != "" {
+			t.Errorf("%v: exit %d, want %d naming the shells; stdout %.200q, stderr %q", args, code, exitUsage, stdout, stderr)
+		}
+	}
 	code, stdout, _ := runGet(t, "version", "--json")
 	var bv buildVersion
 	if err := json.Unmarshal([]byte(stdout), &bv); code != 0 || err != nil || bv.Module == "" || bv.Go == "" || bv.Version == "" {

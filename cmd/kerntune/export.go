@@ -12,7 +12,7 @@ import (
 func init() { commands = append(commands, newExportCmd) }
 
 type exportFlags struct {
-	t4                  bool
+	t4, force           bool
 	out, tracePath      string
 	device, kernel, key string
 }
@@ -29,7 +29,8 @@ compile, correctness or runtime); without it each entry of the params file
 gives its winner and its default. Every result carries "kerntune_entry"
 (device, kernel, key), so select one entry with --device, --kernel and --key
 for tools that expect one tuning problem per file. --out ending in .gz is
-gzip-compressed; the default is stdout.`,
+gzip-compressed; the default is stdout. An existing --out that is not a T4
+results file is replaced only with --force.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !f.t4 {
@@ -37,6 +38,9 @@ gzip-compressed; the default is stdout.`,
 			}
 			if f.out != "" && f.out != "-" {
 				if err := checkOutPath(f.out); err != nil {
+					return err
+				}
+				if err := checkOutKind("--out", f.out, "a T4 results file", f.force, t4.Is); err != nil {
 					return err
 				}
 			}
@@ -74,6 +78,7 @@ gzip-compressed; the default is stdout.`,
 	fl := cmd.Flags()
 	fl.BoolVar(&f.t4, "t4", false, "write Kernel Tuner's T4 results format")
 	fl.StringVar(&f.out, "out", "", "output file (.gz: gzip); default stdout")
+	fl.BoolVar(&f.force, "force", false, "replace an existing --out that is not a T4 results file")
 	fl.StringVar(&f.tracePath, "trace", "", "trace file (JSON lines from tune --trace): export every measured candidate")
 	fl.StringVar(&f.device, "device", "", "export only this device key")
 	fl.StringVar(&f.kernel, "kernel", "", "export only this kernel family")

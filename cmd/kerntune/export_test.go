@@ -171,7 +171,7 @@ func TestExportT4(t *testing.T) {
 			if err := checkT4(doc); err != nil {
 				t.Fatalf("output breaks the T4 schema: %v", err)
 			}
-			if u := doc["metadata"].(map[string]any)["timeunit"]; u != "miliseconds" {
+			if u := doc["metadata"].(map[string]any)["timeunit"]; u != "milliseconds" {
 				t.Errorf("metadata.timeunit %v", u)
 			}
 			rs := doc["results"].([]any)

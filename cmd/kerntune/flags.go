@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
@@ -138,6 +139,55 @@ func checkOutputDir(flag, path string) error {
 	}
 	probe.Close()
 	os.Remove(probe.Name())
+	return nil
+}
+
+// checkTraceOut refuses, before any work, a tune --trace that could not be
+// appended to (see checkOutputFile; also an existing file that is not
+// writable) or that holds something other than a trace: appending JSON
+// lines to it would spoil it. A usage error (exit 2) naming --trace.
+func checkTraceOut(path string) error {
+	if err := checkOutputFile("--trace", path); err != nil {
+		return err
+	}
+	if _, err := os.Stat(path); err != nil {
+		return nil // created by the first append
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return usageErrorCause(err, "--trace %s: %v", path, err)
+	}
+	f.Close()
+	if _, err := trace.ReadFile(path); err != nil {
+		return usageErrorCause(err, "--trace %s is not a trace (JSON lines of tune --trace), and tune appends to it: %v; name a new file or a trace", path, err)
+	}
+	return nil
+}
+
+// checkOutKind refuses, before any work, to replace an existing output
+// file (named by flag) that is not of the kind the command writes (what,
+// e.g. "a params file"; parse says why data is not one), unless force:
+// what it holds would be lost. An empty file holds nothing and is replaced.
+func checkOutKind(flag, path, what string, force bool, parse func([]byte) error) error {
+	if force {
+		return nil
+	}
+	data, err := params.ReadFileLimit(path, params.MaxFileSize)
+	var tl *params.TooLargeError
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil
+	case errors.As(err, &tl):
+		return usageErrorf("%s %s: %s, so not one this command writes; it is replaced only with --force", flag, path, tl.Reason(what))
+	case err != nil:
+		return usageErrorCause(err, "%s %s: %v", flag, path, err)
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil
+	}
+	if err := parse(data); err != nil {
+		return usageErrorCause(err, "%s %s exists and is not %s (%v); it is replaced only with --force", flag, path, what, err)
+	}
 	return nil
 }
 

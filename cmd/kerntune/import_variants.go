@@ -18,7 +18,7 @@ func init() { commands = append(commands, newImportVariantsCmd) }
 func newImportVariantsCmd() *cobra.Command {
 	var (
 		name, template, body, out string
-		onlyListed                bool
+		onlyListed, force         bool
 	)
 	cmd := &cobra.Command{
 		Use:   "import-variants FILE --name NAME [--into SPEC] [--only-listed] [--out FILE]",
@@ -36,7 +36,8 @@ With --into SPEC the source, buffers, scalars and launch of an existing spec are
 kept and its parameters replaced; otherwise a gemv_nt spec is generated whose
 body_file you write. The space is the cartesian product of the values, or with
 --only-listed just the listed combinations. The spec is written to --out or
-printed; check it with kerntune check --spec.`,
+printed (an existing --out that is not a spec is replaced only with --force);
+check it with kerntune check --spec.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			data, err := params.ReadFileLimit(args[0], params.MaxFileSize)
@@ -49,6 +50,9 @@ printed; check it with kerntune check --spec.`,
 			}
 			if out != "" {
 				if err := checkOutPath(out); err != nil {
+					return err
+				}
+				if err := checkOutKind("--out", out, "a kernel spec", force, func(d []byte) error { _, err := spec.Decode(d, out); return err }); err != nil {
 					return err
 				}
 			}
@@ -103,6 +107,7 @@ printed; check it with kerntune check --spec.`,
 	f.StringVar(&body, "body", "", "body_file of a generated skeleton (default NAME.body)")
 	f.StringVar(&out, "out", "", "write the spec here instead of stdout")
 	f.BoolVar(&onlyListed, "only-listed", false, "restrict the space to the listed combinations")
+	f.BoolVar(&force, "force", false, "replace an existing --out that is not a kernel spec")
 	return cmd
 }
 

@@ -63,6 +63,7 @@ environment variables override any value.`,
 		root.AddCommand(add())
 	}
 	registerCompletions(root)
+	strictCompletionCmd(root)
 	return root
 }
 

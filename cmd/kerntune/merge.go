@@ -14,7 +14,7 @@ func init() { commands = append(commands, newMergeCmd) }
 
 func newMergeCmd() *cobra.Command {
 	var out string
-	var asJSON bool
+	var asJSON, force bool
 	cmd := &cobra.Command{
 		Use:   "merge FILE... --out FILE",
 		Short: "Combine params files from several machines into one",
@@ -23,13 +23,17 @@ into --out. Every input is checked against the schema first; a file of another
 schema version is refused. Devices and entries are united; when two inputs hold
 the same entry (device, kernel, key), the one with the smaller median_us is kept
 and the conflict is reported. Device facts are united, later inputs winning.
-Fields this version does not know are kept. --out may be one of the inputs.`,
+Fields this version does not know are kept. --out may be one of the inputs;
+an existing --out that is not a params file is replaced only with --force.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" {
 				return usageErrorf("--out is required: the file to write the merged result to")
 			}
 			if err := checkOutPath(out); err != nil {
+				return err
+			}
+			if err := checkOutKind("--out", out, "a params file", force, func(d []byte) error { _, err := params.Parse(d); return err }); err != nil {
 				return err
 			}
 			sum, data, err := params.MergeFiles(args)
@@ -59,5 +63,6 @@ Fields this version does not know are kept. --out may be one of the inputs.`,
 	}
 	cmd.Flags().StringVar(&out, "out", "", "file to write the merged result to (required; may be an input)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the summary (counts and conflicts) as JSON")
+	cmd.Flags().BoolVar(&force, "force", false, "replace an existing --out that is not a params file")
 	return cmd
 }

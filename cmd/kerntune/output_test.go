@@ -3,9 +3,12 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kerntune/kerntune/tuner"
 )
 
 // A bad output location exits 2 (as the README promises for every
@@ -75,7 +78,8 @@ func TestMergeWriteErrorExits2(t *testing.T) {
 	if err := os.WriteFile(out, []byte(old), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, args := range [][]string{{"merge", in, "--out", out}, {"export", "--t4", in, "--out", out}} {
+	// export replaces the params file in the way only with --force.
+	for _, args := range [][]string{{"merge", in, "--out", out}, {"export", "--t4", in, "--out", out, "--force"}} {
 		cmd := kerntune(t, []string{"KTDEV_FSIZE=200"}, args...)
 		log, err := cmd.CombinedOutput()
 		if code := cmd.ProcessState.ExitCode(); code != exitUsage {
@@ -118,5 +122,132 @@ func TestReadDevZeroExits2(t *testing.T) {
 			}
 			t.Logf("%s: %v", tt.args[0], time.Since(start))
 		})
+	}
+}
+
+// tune --trace is an output location like --out: one that cannot be
+// appended to (a device, a directory, a missing directory, a file of
+// another kind) exits 2 naming --trace before anything is tuned, and leaves
+// no journal that would block the next run.
+func TestTuneBadTraceExits2(t *testing.T) {
+	dir := t.TempDir()
+	params := getEnv(t)
+	tests := []struct {
+		name, trace string
+		want        []string
+	}{
+		{"a device", "/dev/full", []string{"--trace /dev/full", "is a character device, not a regular file"}},
+		{"a directory", dir, []string{"--trace " + dir, "is a directory, not a regular file"}},
+		{"missing directory", filepath.Join(dir, "no", "t.jsonl"), []string{"--trace " + filepath.Join(dir, "no", "t.jsonl"), "no such file or directory"}},
+		{"a params file", params, []string{"--trace " + params, "is not a trace"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := os.Stat(tt.trace); strings.HasPrefix(tt.trace, "/dev/") && err != nil {
+				t.Skip(err)
+			}
+			out := filepath.Join(t.TempDir(), "p.json")
+			before, _ := os.ReadFile(params)
+			code, log := runCLI(t, "tune", "--backend", "cpu", "--kernel", "softmax", "--shape", "8x300", "--budget", "2e", "-q", "--out", out, "--trace", tt.trace)
+			if code != exitUsage {
+				t.Errorf("exit code %d, want %d; output:\n%s", code, exitUsage, log)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(log, w) {
+					t.Errorf("output %q does not mention %q", log, w)
+				}
+			}
+			for _, p := range []string{out, tuner.JournalPath(out)} {
+				if _, err := os.Stat(p); err == nil {
+					t.Errorf("%s was left behind", p)
+				}
+			}
+			if after, _ := os.ReadFile(params); string(after) != string(before) {
+				t.Errorf("the params file named by --trace was changed")
+			}
+		})
+	}
+}
+
+// merge, import-variants and export --t4 replace an existing --out only
+// when it is of the kind they write (a params file, a spec, T4 results,
+// gzipped or not); any other file is kept, with exit 2 naming --out and
+// --force, and replaced with --force.
+func TestOutOfAnotherKindNeedsForce(t *testing.T) {
+	dir := t.TempDir()
+	paramsDoc := mergeDoc("cpu:m1", "2026-01-01T00:00:00Z", map[string]string{"f32/tiny": mergeEntry(16, 50)}, "")
+	in := filepath.Join(dir, "in.json")
+	manifest := filepath.Join(dir, "variants.json")
+	for p, s := range map[string]string{in: paramsDoc, manifest: `[{"name": "gemv_bn64", "enabled": true}, {"name": "gemv_bn32", "enabled": true}]`} {
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	specDoc, err := os.ReadFile("../../examples/swiglu.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t4Doc := func(gz bool) string {
+		p := filepath.Join(t.TempDir(), "r.json")
+		if gz {
+			p += ".gz"
+		}
+		other := filepath.Join(t.TempDir(), "other.json")
+		if err := os.WriteFile(other, []byte(mergeDoc("cpu:m2", "2026-01-02T00:00:00Z", map[string]string{"f32/mid": mergeEntry(8, 90)}, "")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if code, log := runCLI(t, "export", "--t4", other, "--out", p); code != 0 {
+			t.Fatalf("export: exit %d\n%s", code, log)
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(data)
+	}
+	kinds := map[string]string{
+		"params": paramsDoc, "spec": string(specDoc), "t4": t4Doc(false), "t4.gz": t4Doc(true),
+		"garbage": "not json at all\n", "empty": "",
+	}
+	commands := []struct {
+		name string
+		args []string
+		own  []string // kinds the command replaces without --force
+	}{
+		{"merge", []string{"merge", in}, []string{"params", "empty"}},
+		{"import-variants", []string{"import-variants", manifest, "--name", "my_gemv"}, []string{"spec", "empty"}},
+		{"export", []string{"export", "--t4", in}, []string{"t4", "t4.gz", "empty"}},
+	}
+	for _, c := range commands {
+		for kind, content := range kinds {
+			t.Run(c.name+"/"+kind, func(t *testing.T) {
+				out := filepath.Join(t.TempDir(), "out")
+				if err := os.WriteFile(out, []byte(content), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				args := append(slices.Clone(c.args), "--out", out)
+				code, log := runCLI(t, args...)
+				after, _ := os.ReadFile(out)
+				if slices.Contains(c.own, kind) {
+					if code != 0 || string(after) == content {
+						t.Errorf("exit %d, replaced %v; want it replaced with exit 0:\n%s", code, string(after) != content, log)
+					}
+					return
+				}
+				if code != exitUsage || string(after) != content {
+					t.Errorf("exit %d, file kept %v; want exit %d and the file kept:\n%s", code, string(after) == content, exitUsage, log)
+				}
+				for _, w := range []string{"--out " + out, "--force"} {
+					if !strings.Contains(log, w) {
+						t.Errorf("output %q does not mention %q", log, w)
+					}
+				}
+				if code, log := runCLI(t, append(args, "--force")...); code != 0 {
+					t.Errorf("with --force: exit %d\n%s", code, log)
+				} else if after, _ := os.ReadFile(out); string(after) == content {
+					t.Errorf("with --force: the file was not replaced")
+				}
+			})
+		}
 	}
 }

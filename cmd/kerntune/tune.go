@@ -176,6 +176,11 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 	if err := checkOutDir(f.out); err != nil {
 		return err
 	}
+	if f.trace != "" {
+		if err := checkTraceOut(f.trace); err != nil {
+			return err
+		}
+	}
 	if err := validateReliabilityFlags(f); err != nil {
 		return err
 	}
@@ -230,6 +235,9 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 	}
 	defer b.Close()
 	info := b.Info()
+	if err := checkWhere(ks, info.Backend, f.where, true); err != nil {
+		return err
+	}
 	for _, c := range specs {
 		if c.Body.MLX != nil {
 			if err := specRunsOn(c, info.Backend); err != nil {

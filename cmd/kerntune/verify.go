@@ -4,11 +4,14 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/kerntune/kerntune/kernels"
+	"github.com/kerntune/kerntune/params"
 	"github.com/kerntune/kerntune/search"
 	"github.com/kerntune/kerntune/tuner"
 )
@@ -66,6 +69,9 @@ by reason; the command fails if any candidate fails.`,
 				return err
 			}
 			defer b.Close()
+			if err := checkWhere(ks, b.Info().Backend, where, false); err != nil {
+				return err
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
 			defer stop()
 			tu := tuner.New(b, tuner.Config{})
@@ -134,6 +140,51 @@ func whereConstraints(ws []string) ([]search.Constraint, error) {
 		}}
 	}
 	return cs, nil
+}
+
+// checkWhere refuses, before any work, a --where NAME=VALUE (already
+// parsed by parseWhere) that no candidate can meet on backend: a parameter
+// a family does not have there, or a value not among its allowed values.
+// With every, each family of ks must allow it (tune searches every family
+// under all filters); otherwise one family suffices (verify reports the
+// others as having no candidate). Families without a space on backend are
+// left to the tuner, which says so.
+func checkWhere(ks []*kernels.Kernel, backend string, ws []string, every bool) error {
+	for _, w := range ws {
+		name, val, _ := strings.Cut(w, "=")
+		v, _ := strconv.Atoi(val)
+		var why []string
+		fits := false
+		for _, k := range ks {
+			sp, ok := k.Space(backend)
+			if !ok {
+				continue
+			}
+			i := slices.IndexFunc(sp.Params, func(p params.Param) bool { return p.Name == name })
+			var reason string
+			switch {
+			case i < 0:
+				names := make([]string, len(sp.Params))
+				for j, p := range sp.Params {
+					names[j] = p.Name
+				}
+				reason = fmt.Sprintf("%s has no parameter %s on the %s backend (it has %s)", k.Name, name, backend, strings.Join(names, ", "))
+			case !sp.Params[i].Allowed(v):
+				reason = fmt.Sprintf("%s allows %s = %s on the %s backend", k.Name, name, sp.Params[i].ValuesString(), backend)
+			default:
+				fits = true
+				continue
+			}
+			if every {
+				return usageErrorf("--where %s: %s", w, reason)
+			}
+			why = append(why, reason)
+		}
+		if !fits && len(why) > 0 {
+			return usageErrorf("--where %s: %s", w, strings.Join(why, "; "))
+		}
+	}
+	return nil
 }
 
 // parseWhere turns --where NAME=VALUE flags into candidate filters.

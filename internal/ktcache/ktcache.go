@@ -16,6 +16,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -317,6 +318,9 @@ func parseT4(data []byte) (*Cache, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := oneEntry(tf); err != nil {
+		return nil, err
+	}
 	c := &Cache{byKey: map[string]*Config{}}
 	// The T4 format has no parameter list: collect the values seen, sorted.
 	seen := map[string]map[string]json.RawMessage{}
@@ -373,6 +377,28 @@ func parseT4(data []byte) (*Cache, error) {
 		}
 	}
 	return c.check()
+}
+
+// oneEntry refuses T4 results that kerntune export wrote for several
+// entries (devices, kernels or shape classes) at once: a cache is one
+// tuning problem, and their configurations would clash or mix spaces.
+func oneEntry(tf *t4.File) error {
+	var entries []t4.Entry
+	for _, r := range tf.Results {
+		if r.Entry == nil {
+			continue
+		}
+		e := t4.Entry{Device: r.Entry.Device, Kernel: r.Entry.Kernel, Key: r.Entry.Key}
+		if !slices.Contains(entries, e) {
+			entries = append(entries, e)
+		}
+	}
+	if len(entries) < 2 {
+		return nil
+	}
+	e := entries[0]
+	return fmt.Errorf("the T4 results hold %d kerntune entries (kerntune_entry: %s %s %s, %s %s %s, …) and a cache is one tuning problem: export one entry with kerntune export --t4 --device %s --kernel %s --key %s",
+		len(entries), e.Device, e.Kernel, e.Key, entries[1].Device, entries[1].Kernel, entries[1].Key, e.Device, e.Kernel, e.Key)
 }
 
 // nonFiniteToNull replaces the bare tokens NaN, Infinity and -Infinity

@@ -316,3 +316,30 @@ func TestParseExportedT4(t *testing.T) {
 		t.Errorf("failed configuration %+v", cfg)
 	}
 }
+
+// A whole-file export holds several kerntune entries (here two shape
+// classes whose configurations coincide): replay refuses it, naming
+// kerntune export's --device, --kernel and --key for one of them, and
+// takes the file of one entry.
+func TestParseExportedT4SeveralEntries(t *testing.T) {
+	recs := []trace.Record{
+		{Device: "cpu:a", Kernel: "gemv_nt", DType: "f32", Key: "f32/tiny", Params: map[string]int{"BN": 64}, MedianUS: 40, Samples: 9},
+		{Device: "cpu:a", Kernel: "gemv_nt", DType: "f32", Key: "f32/mid", Params: map[string]int{"BN": 64}, MedianUS: 90, Samples: 9},
+		{Device: "cpu:a", Kernel: "softmax", DType: "f32", Key: "f32/mid", Params: map[string]int{"TPR": 32, "RPB": 2}, MedianUS: 9, Samples: 9},
+	}
+	data, err := t4.FromTrace(&params.File{}, recs, "run.jsonl", t4.Select{}, "kerntune test").Encode(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Parse(data)
+	if err == nil || !strings.Contains(err.Error(), "3 kerntune entries") || !strings.Contains(err.Error(), "--device cpu:a --kernel gemv_nt --key f32/tiny") {
+		t.Errorf("Parse of a three-entry export: %v; want an error naming --device, --kernel and --key", err)
+	}
+	one, err := t4.FromTrace(&params.File{}, recs, "run.jsonl", t4.Select{Kernel: "gemv_nt", Key: "f32/mid"}, "kerntune test").Encode(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err := Parse(one); err != nil || len(c.Configs) != 1 {
+		t.Errorf("Parse of one entry: %v", err)
+	}
+}

@@ -10,7 +10,9 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"strconv"
@@ -24,9 +26,10 @@ import (
 // SchemaVersion is the version of the T4 results schema written.
 const SchemaVersion = "1.0.0"
 
-// TimeUnit is metadata.timeunit as Kernel Tuner spells it; every time is
-// in milliseconds.
-const TimeUnit = "miliseconds"
+// TimeUnit is metadata.timeunit as Kernel Tuner writes it since late 2024
+// (before, "miliseconds"; Parse reads both); every time is in
+// milliseconds.
+const TimeUnit = "milliseconds"
 
 // File is a T4 results document.
 type File struct {
@@ -82,17 +85,46 @@ type Entry struct {
 	Role   string `json:"role,omitempty"` // "winner" or "default" when exported from the params file alone
 }
 
-// Parse decodes T4 results; a time unit other than milliseconds is an
+// Parse decodes T4 results; a time unit other than milliseconds (spelled
+// "milliseconds", Kernel Tuner's older "miliseconds", or "ms") is an
 // error.
 func Parse(data []byte) (*File, error) {
 	var f File
 	if err := json.Unmarshal(data, &f); err != nil {
 		return nil, fmt.Errorf("T4 results: %w", err)
 	}
-	if u := f.Metadata.TimeUnit; u != "" && !strings.HasPrefix(strings.ToLower(u), "mil") {
+	if u := strings.ToLower(f.Metadata.TimeUnit); u != "" && u != "ms" && !strings.HasPrefix(u, "mil") {
 		return nil, fmt.Errorf("metadata.timeunit %q: only milliseconds are supported", u)
 	}
 	return &f, nil
+}
+
+// Is reports why data (gzip-compressed or not) is not a T4 results
+// document: not JSON, or without its schema_version and results. Commands
+// that write T4 files replace only those.
+func Is(data []byte) error {
+	if bytes.HasPrefix(data, []byte{0x1f, 0x8b}) {
+		zr, err := gzip.NewReader(bytes.NewReader(data))
+		if err != nil {
+			return fmt.Errorf("gzip: %w", err)
+		}
+		if data, err = io.ReadAll(io.LimitReader(zr, params.MaxFileSize)); err != nil {
+			return fmt.Errorf("gzip: %w", err)
+		}
+	}
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return fmt.Errorf("not a JSON object: %w", err)
+	}
+	var version string
+	var results []json.RawMessage
+	if json.Unmarshal(doc["schema_version"], &version) != nil || version == "" {
+		return errors.New(`no schema_version string such as "1.0.0"`)
+	}
+	if json.Unmarshal(doc["results"], &results) != nil || results == nil {
+		return errors.New("no results array")
+	}
+	return nil
 }
 
 // Time is the result's recorded time: the value of its "time" measurement

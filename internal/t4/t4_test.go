@@ -116,6 +116,27 @@ func TestEncodeParse(t *testing.T) {
 	}
 }
 
+// Kernel Tuner spells milliseconds "milliseconds" since late 2024 and
+// "miliseconds" before: both are read, and the new spelling is written.
+func TestTimeUnit(t *testing.T) {
+	if TimeUnit != "milliseconds" {
+		t.Errorf("TimeUnit %q, want Kernel Tuner's milliseconds", TimeUnit)
+	}
+	data, err := FromParams(testParams(), Select{}, "kerntune test").Encode(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(data, []byte(`"timeunit": "milliseconds"`)) {
+		t.Errorf("written metadata lacks timeunit milliseconds:\n%.300s", data)
+	}
+	for _, u := range []string{"milliseconds", "miliseconds", "ms", ""} {
+		doc := `{"schema_version": "1.0.0", "metadata": {"timeunit": "` + u + `"}, "results": []}`
+		if _, err := Parse([]byte(doc)); err != nil {
+			t.Errorf("timeunit %q: %v", u, err)
+		}
+	}
+}
+
 func TestParseErrors(t *testing.T) {
 	for _, tt := range []struct{ data, want string }{
 		{`{"metadata": {"timeunit": "seconds"}, "results": []}`, `metadata.timeunit "seconds"`},
