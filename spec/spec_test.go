@@ -248,13 +248,15 @@ func TestRegister(t *testing.T) {
 }
 
 // The params loader resolves a spec kernel's entries and env overrides
-// (KERNTUNE_M1_GEMV_BN) once it is given the spec's family.
+// (KERNTUNE_M1_GEMV_BN) once it is given the spec's family (an app on
+// the file's GPU says its backend: the file's only device is another
+// backend than this machine's CPU).
 func TestParamsLoader(t *testing.T) {
 	c := loadExample(t, "m1_gemv.json")
 	file := `{"schema_version": 1, "devices": {"cuda:H100": {"backend": "cuda", "name": "H100", "family": "sm_90", "kernels": {
 	  "m1_gemv": {"f32/tiny": {"params": {"BN": 16, "BK": 256, "TG": 64}, "median_us": 5, "iqr_us": 0.1, "samples": 10, "shapes": [[1, 896, 896]], "candidates": {"valid": 1, "measured": 1, "failed": 0}}}}}}}`
 	env := map[string]string{}
-	l, err := params.LoadBytes([]byte(file), params.Options{Families: map[string]*params.Family{"m1_gemv": c.Kernel.Family},
+	l, err := params.LoadBytes([]byte(file), params.Options{Backend: "cuda", Families: map[string]*params.Family{"m1_gemv": c.Kernel.Family},
 		Lookup: func(n string) (string, bool) { v, ok := env[n]; return v, ok }})
 	if err != nil {
 		t.Fatal(err)
