@@ -209,3 +209,23 @@ func TestSessionPlansByCost(t *testing.T) {
 		}
 	}
 }
+
+// A cheap entry timed in a moment of load barely moves the plan's speed;
+// costly ones do, and a lasting change of speed is followed.
+func TestPace(t *testing.T) {
+	s := time.Second
+	p := newPace([]time.Duration{s / 10, s / 10, 20 * s, 20 * s})
+	if got := p.add(s/10*4, s/10); got > 1.1 {
+		t.Errorf("a cheap entry 4× slower than planned moved the speed to %.2f", got)
+	}
+	var got float64
+	for range 3 {
+		got = p.add(40*s, 20*s)
+	}
+	if got < 1.6 || got > 2 {
+		t.Errorf("costly entries twice as slow as planned: speed %.2f, want near 2", got)
+	}
+	if got := p.add(1000*s, s); got != 3 {
+		t.Errorf("speed %.2f, want the cap 3", got)
+	}
+}

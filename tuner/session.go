@@ -268,10 +268,10 @@ func (s *Session) Run(ctx context.Context, tasks []Task) (*SessionSummary, error
 		s.completed = spent == 0
 		return nil, err
 	}
-	// speed is how much longer than planned the last entry took (its need
-	// by its own measurements over the plan's): the device's load changes
-	// during a run, and the entries to come are planned at its latest speed.
-	speed := 1.0
+	// speed is how much longer than planned the entries take (their needs
+	// by their own measurements over the plan's): the device's load changes
+	// during a run, and the entries to come are planned at its recent speed.
+	speed, pace := 1.0, newPace(needs)
 	for i, task := range tasks {
 		if ctx.Err() != nil {
 			sum.StoppedEarly = true
@@ -283,7 +283,7 @@ func (s *Session) Run(ctx context.Context, tasks []Task) (*SessionSummary, error
 			}
 			continue
 		}
-		a := allot(time.Until(deadline), scaled(needs, speed), i, len(tasks))
+		a := allot(time.Until(deadline), scaled(needs, speed*planCushion), i, len(tasks))
 		if samples != nil {
 			a.Sample = time.Duration(float64(samples[i]) * speed)
 		}
@@ -308,7 +308,7 @@ func (s *Session) Run(ctx context.Context, tasks []Task) (*SessionSummary, error
 			sum.DeviceS += res.Time.DeviceS
 		}
 		if needs != nil && res != nil && res.Needed > 0 && needs[i] > 0 {
-			speed = min(4, max(0.5, float64(res.Needed)/float64(needs[i])))
+			speed = pace.add(res.Needed, needs[i])
 		}
 		if s.cfg.Trace != "" && res != nil {
 			// Every line names the run, so that a trace appended to by
@@ -435,6 +435,40 @@ func (s *Session) plan(ctx context.Context, tu *Tuner, tasks []Task, deadline ti
 		h.Planned(Plan{Entries: len(todo), Needed: pe.Needed, Left: time.Until(deadline), Took: pe.Probe})
 	}
 	return needs, samples, nil
+}
+
+// planCushion is how much more than planned the entries are given room
+// for when the slack is shared: an entry's final timing can overrun its
+// share under a sudden load, and the entries after it must not pay for it.
+const planCushion = 1.15
+
+// pace follows how much longer than planned the entries take: a ratio of
+// sums weighted by cost, so that a cheap entry timed in a moment of load
+// does not rescale the whole plan, with older entries' weight decaying so
+// that it follows a change of load. It starts at 1 with the weight of a
+// quarter of the plan.
+type pace struct{ took, planned float64 }
+
+const paceDecay = 0.7
+
+func newPace(needs []time.Duration) *pace {
+	var total time.Duration
+	for _, d := range needs {
+		total += d
+	}
+	w := float64(total) / 4
+	return &pace{took: w, planned: w}
+}
+
+// add records an entry that needed took where the plan said planned, and
+// returns the speed to plan the next entries at (between 0.5 and 3).
+func (p *pace) add(took, planned time.Duration) float64 {
+	p.took = p.took*paceDecay + float64(took)
+	p.planned = p.planned*paceDecay + float64(planned)
+	if p.planned <= 0 {
+		return 1
+	}
+	return min(3, max(0.5, p.took/p.planned))
 }
 
 // scaled is needs times speed (nil stays nil).
