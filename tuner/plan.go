@@ -47,6 +47,10 @@ func raceMaxFor(sample time.Duration) int {
 	return min(raceCap, max(raceMin, int(raceSeconds/sample)))
 }
 
+// otherSlower is how much slower than the default the candidates a
+// search tries run, on average, for the plan.
+const otherSlower = 1.5
+
 // probeSamples are taken of the default when probing an entry.
 const probeSamples = 3
 
@@ -107,7 +111,9 @@ func (t *Tuner) Need(e Estimate) time.Duration {
 	if c := t.cfg.Strategy; c == "exhaustive" || c == "random" {
 		per = float64(t.cfg.Samples)
 	}
-	secs := n * (e.Build.Seconds() + (per+2)*s)
+	// The default, then the others, which run slower than the default on
+	// average (1.2–2× for the CPU's GEMMs: the default is a good guess).
+	secs := e.Build.Seconds() + (per+2)*s + (n-1)*(e.Build.Seconds()+(per+2)*s*otherSlower)
 	if t.cfg.DriftEvery > 0 {
 		// The reference (2 × anchorSamples), then a check every DriftEvery
 		// new candidates and one at the end.

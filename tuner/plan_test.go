@@ -23,7 +23,7 @@ func TestAllot(t *testing.T) {
 		i         int
 		share, mx time.Duration
 	}{
-		{"no plan: an even share", 12 * s, nil, 1, 6 * s, 6 * s},
+		{"no plan: an even share of the tasks left", 12 * s, nil, 1, 6 * s, 6 * s},
 		{"the need and an even share of the slack", 20 * s, []time.Duration{s, 2 * s, 9 * s}, 0, s + 8*s/3, 20*s - 11*s},
 		{"the last task takes what is left", 7 * s, []time.Duration{s, 2 * s, 3 * s}, 2, 7 * s, 7 * s},
 		{"done tasks (need 0) take no slack", 10 * s, []time.Duration{s, 0, 4 * s}, 0, s + 5*s/2, 6 * s},
@@ -32,7 +32,7 @@ func TestAllot(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			a := allot(tt.left, tt.needs, tt.i, 3)
+			a := allot(tt.left, tt.needs, tt.i, 3-tt.i)
 			if d := a.Share - tt.share; d < -time.Millisecond || d > time.Millisecond || a.Max != tt.mx {
 				t.Errorf("allot(%v, %v, %d) = %+v; want share %v, max %v", tt.left, tt.needs, tt.i, a, tt.share, tt.mx)
 			}
@@ -120,8 +120,8 @@ func (p *sizedProg) Output(ti Instance) ([]float32, error) {
 	return out, nil
 }
 
-// sizedTasks are gemv entries whose default's samples take 1.1, 1.9, 3
-// and 48 ms: the cheap ones could spend any share on their 252 candidates.
+// sizedTasks are gemv entries whose default's samples take 0.5, 1, 1.5
+// and 24 ms: the cheap ones could spend any share on their 252 candidates.
 func sizedTasks(t *testing.T) []Task {
 	k, err := kernels.Get("gemv_nt")
 	if err != nil {
@@ -134,8 +134,8 @@ func sizedTasks(t *testing.T) []Task {
 	return tasks
 }
 
-// A run whose last entry costs 16 to 44 times the others and needs about
-// 5 s, more than an even split of the budget (2.5 s each): the plan gives every entry its minimum
+// A run whose costly entry costs 16 to 44 times the others and needs about
+// 3 s, more than an even split of the budget (2.5 s each): the plan gives every entry its minimum
 // (the default and MinBeyondDefault more) and the slack evenly, and time an
 // entry leaves goes to the next. A budget the plan does not fit is refused
 // before any work, with no file and no journal left, and the budget it
@@ -145,7 +145,7 @@ func TestSessionPlansByCost(t *testing.T) {
 		t.Skip("sleeps through planned runs of about 20 s")
 	}
 	newB := func() *sizedBackend {
-		return &sizedBackend{fakeBackend: fakeBackend{rng: rand.New(rand.NewPCG(1, 2)), threadsCap: 4}, nsPerElem: 20}
+		return &sizedBackend{fakeBackend: fakeBackend{rng: rand.New(rand.NewPCG(1, 2)), threadsCap: 4}, nsPerElem: 10}
 	}
 	cfg := func(out string, budget time.Duration) SessionConfig {
 		return SessionConfig{Config: Config{Strategy: "bo", Seed: 1, Warmup: time.Millisecond}, Out: out, Budget: budget, Generator: "test"}
@@ -179,8 +179,9 @@ func TestSessionPlansByCost(t *testing.T) {
 			t.Errorf("%s measured %d candidates (%d evaluations, %d failed, stopped %q), want at least %d", r.Task.Key(), m, r.Entry.Evaluations, r.Entry.Candidates.Failed, r.Stopped, 1+MinBeyondDefault)
 		}
 	}
-	if allots[3].Share < 2*allots[0].Share {
-		t.Errorf("the costly entry's share %v is not well above the cheap one's %v", allots[3].Share, allots[0].Share)
+	// The costliest first, with the larger share.
+	if allots[0].Share < 2*allots[3].Share {
+		t.Errorf("the costly entry's share %v is not well above the cheap one's %v", allots[0].Share, allots[3].Share)
 	}
 
 	// Too small: refused before any work, nothing left behind.

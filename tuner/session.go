@@ -61,6 +61,9 @@ type SessionHooks struct {
 	Planning func(n int)
 	Probed   func(task Task, est Estimate, need time.Duration, err error)
 	Planned  func(p Plan)
+	// Allotted: a planned task's allotment, its need at the speed the
+	// plan now assumes, and that speed relative to the probes.
+	Allotted func(task Task, a Allotment, need time.Duration, speed float64)
 }
 
 // Session tunes tasks on one backend and merges each finished entry into a
@@ -234,8 +237,8 @@ func tooSmall(res *Result) bool {
 	return e != nil && budgetSpent && e.Evaluations <= 1 && e.Candidates.Valid > 1
 }
 
-// Run tunes the tasks, cheapest first, and merges each finished entry into
-// Out. It stops at the first write error of the journal, the trace or Out,
+// Run tunes the tasks, cheapest first (a planned run: the largest need
+// first, plan.go), and merges each finished entry into Out. It stops at the first write error of the journal, the trace or Out,
 // and at a budget too small to tune anything (*TooSmallError). When ctx
 // ends it stops after the entry in progress, which is written as partial.
 func (s *Session) Run(ctx context.Context, tasks []Task) (*SessionSummary, error) {
@@ -268,6 +271,9 @@ func (s *Session) Run(ctx context.Context, tasks []Task) (*SessionSummary, error
 		s.completed = spent == 0
 		return nil, err
 	}
+	if needs != nil {
+		tasks, needs, samples = costliestFirst(tasks, needs, samples)
+	}
 	// speed is how much longer than planned the entries take (their needs
 	// by their own measurements over the plan's): the device's load changes
 	// during a run, and the entries to come are planned at its recent speed.
@@ -283,9 +289,18 @@ func (s *Session) Run(ctx context.Context, tasks []Task) (*SessionSummary, error
 			}
 			continue
 		}
-		a := allot(time.Until(deadline), scaled(needs, speed*planCushion), i, len(tasks))
+		left := 0 // tasks from i on still to tune
+		for _, t := range tasks[i:] {
+			if !s.jr.Done(key, t.Kernel.Name, t.Key()) {
+				left++
+			}
+		}
+		a := allot(time.Until(deadline), scaled(needs, speed*planCushion), i, left)
 		if samples != nil {
 			a.Sample = time.Duration(float64(samples[i]) * speed)
+		}
+		if h.Allotted != nil && needs != nil {
+			h.Allotted(task, a, time.Duration(float64(needs[i])*speed), speed)
 		}
 		share := a.Share
 		start := time.Now()
@@ -437,6 +452,24 @@ func (s *Session) plan(ctx context.Context, tu *Tuner, tasks []Task, deadline ti
 	return needs, samples, nil
 }
 
+// costliestFirst orders a planned run's tasks by need, the largest first
+// (stable): an entry that needs seconds a candidate is the one a change of
+// load can leave short of its minimum, and the cheap entries, whose
+// minimum takes a fraction of a second, are the ones that can make do with
+// what is left; time an entry leaves still goes to those after it.
+func costliestFirst(tasks []Task, needs, samples []time.Duration) ([]Task, []time.Duration, []time.Duration) {
+	idx := make([]int, len(tasks))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return needs[idx[a]] > needs[idx[b]] })
+	t2, n2, s2 := make([]Task, len(tasks)), make([]time.Duration, len(tasks)), make([]time.Duration, len(tasks))
+	for i, j := range idx {
+		t2[i], n2[i], s2[i] = tasks[j], needs[j], samples[j]
+	}
+	return t2, n2, s2
+}
+
 // planCushion is how much more than planned the entries are given room
 // for when the slack is shared: an entry's final timing can overrun its
 // share under a sudden load, and the entries after it must not pay for it.
@@ -492,19 +525,19 @@ type Plan struct {
 }
 
 // allot is task i's allotment of left: without a plan (needs nil) an
-// even share of it among the tasks from i on. With one, its need and an
+// even share of it among the todo tasks still to tune from i on. With one, its need and an
 // even share of the slack (left less the needs from i on) among the tasks
 // still to tune from i on (those of positive need), and up to left less
 // what the later tasks need while it is short of its minimum. When left is
 // less than the needs (the device slowed down), each gets its need's share.
-func allot(left time.Duration, needs []time.Duration, i, n int) Allotment {
+func allot(left time.Duration, needs []time.Duration, i, todo int) Allotment {
 	left = max(left, 0)
 	if needs == nil {
-		share := left / time.Duration(n-i)
+		share := left / time.Duration(max(todo, 1))
 		return Allotment{Share: share, Max: share}
 	}
 	var rest time.Duration
-	todo := 1
+	todo = 1
 	for _, d := range needs[i+1:] {
 		if d > 0 {
 			rest += d

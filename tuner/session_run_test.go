@@ -70,7 +70,8 @@ func TestSessionRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "begin f32/8x300,end f32/8x300,tuned f32/8x300,added f32/8x300,begin f32/16x300,end f32/16x300,tuned f32/16x300,added f32/16x300"
+	// A planned run: the larger need first.
+	want := "begin f32/16x300,end f32/16x300,tuned f32/16x300,added f32/16x300,begin f32/8x300,end f32/8x300,tuned f32/8x300,added f32/8x300"
 	if got := strings.Join(calls, ","); got != want {
 		t.Errorf("hooks:\n%s\nwant\n%s", got, want)
 	}
@@ -221,11 +222,13 @@ func TestSessionResumeKeepsBudget(t *testing.T) {
 		return shares
 	}
 	// checkShare: the first task of a resumed run gets what is left of the
-	// budget over the tasks left, not a share of a fresh budget.
+	// budget over the tasks left, not a share of a fresh budget (planned,
+	// with two left: its need and half the slack, within a second of half
+	// of what is left for these small entries).
 	checkShare := func(got time.Duration, spent float64, left int) {
 		t.Helper()
 		want := (budget - time.Duration(spent*float64(time.Second))) / time.Duration(left)
-		if got > want+time.Millisecond || got < want-time.Second {
+		if got > want+time.Second || got < want-time.Second {
 			t.Errorf("share %v; want about %v (%.3fs of %v spent, %d tasks left)", got, want, spent, budget, left)
 		}
 	}

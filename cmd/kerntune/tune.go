@@ -309,6 +309,12 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 				fmt.Fprintf(log, "plan: the %d entries need about %s of the %s left (planning took %s); each measures its default and at least %d more candidates, or its whole space\n",
 					p.Entries, p.Needed.Round(time.Second), p.Left.Round(time.Second), p.Took.Round(100*time.Millisecond), tuner.MinBeyondDefault)
 			},
+			Allotted: func(t tuner.Task, a tuner.Allotment, need time.Duration, speed float64) {
+				if f.verbose {
+					line(t, "plan: share %.1fs (up to %.1fs until %d candidates are measured), needs %.1fs at %.2f× the planned speed",
+						a.Share.Seconds(), a.Max.Seconds(), 1+tuner.MinBeyondDefault, need.Seconds(), speed)
+				}
+			},
 			Decided: func(t tuner.Task, d *tuner.KeepDecision) {
 				if d.Action != tuner.KeepAdded {
 					line(t, "%s", d)
