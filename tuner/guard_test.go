@@ -561,3 +561,33 @@ func TestScreenOutlastsAQuietStretch(t *testing.T) {
 		t.Errorf("%d of the %d lucky candidates were screened: want all (they lead the search)", nLucky, len(lucky))
 	}
 }
+
+// With an evaluation budget (no wall time) the guard's cool-down is bounded
+// by the entry's own time: it idles at most a fifth of it, where 3 × 10 s
+// of cool-down used to make a 5-candidate run mostly idle.
+func TestDriftGuardCooldownEvaluationBudget(t *testing.T) {
+	fb := newModel(func(c search.Candidate, shape []int) float64 {
+		return float64(shape[1]) * 1e-6 * (1 + 0.1*float64(c["ROWS"]))
+	})
+	fb.speed = func(search.Candidate) float64 {
+		if fb.runs > 40 {
+			return 1.3 // slowed down for good
+		}
+		return 1
+	}
+	tu := New(fb, Config{Strategy: "exhaustive", Samples: 5, FinalSamples: 10, Warmup: time.Microsecond, DriftCooldown: 10 * time.Second, DriftEvery: 2, MaxEvals: 5})
+	slept := time.Duration(0)
+	tu.sleep = func(_ context.Context, d time.Duration) { slept += d }
+	start := time.Now()
+	res, err := tu.Run(context.Background(), gemvTask(t), NoWallTime)
+	if err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	if d := res.Entry.Drift; d == nil || d.Events == 0 {
+		t.Fatalf("drift %+v: want an event", res.Entry.Drift)
+	}
+	if slept > took/4+time.Millisecond {
+		t.Errorf("the guard idled %v in an entry that worked %v: more than a fifth", slept, took)
+	}
+}
