@@ -272,9 +272,9 @@ func (g *driftGuard) check() {
 	if ev.Settled {
 		settled = "; it settled at that speed, now the reference"
 	}
-	fmt.Fprintf(r.t.cfg.Log, "  %s %s: the anchor %s drifted %+.0f%% (%.2f → %.2f µs); waited %.1fs, measured %d candidates again%s\n",
+	fmt.Fprintf(r.t.cfg.Log, "  %s %s: the anchor %s drifted %+.0f%% (%.2f → %.2f µs); waited %.1fs, measured %s again%s\n",
 		r.task.Kernel.Name, r.task.Key(), g.anchor.Key(), pct, refUS, stats.Median(ev.Samples)*1e6,
-		(g.waited - before).Seconds(), n, settled)
+		(g.waited - before).Seconds(), count(n, "candidate", "candidates"), settled)
 	if j := r.t.cfg.Journal; j != nil && !replayed {
 		// A resumed run that replays the anchor timings finds this event
 		// again and does not journal it twice.

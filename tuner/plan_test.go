@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -228,5 +229,22 @@ func TestPace(t *testing.T) {
 	}
 	if got := p.add(1000*s, s); got != 3 {
 		t.Errorf("speed %.2f, want the cap 3", got)
+	}
+}
+
+// Counts in messages are in the singular when they are one.
+func TestCountInMessages(t *testing.T) {
+	k, err := kernels.Get("gemv_nt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &TooSmallError{Result: &Result{Task: Task{Kernel: k, DType: kernels.F32, Class: "largeN"}}, Skipped: []string{"gemv_nt f32/largeN"}, Written: 1}
+	if msg := e.Error(); !strings.Contains(msg, "the run's other 1 entry was tuned and written") {
+		t.Errorf("%s", msg)
+	}
+	for n, want := range map[int]string{0: "0 candidates", 1: "1 candidate", 2: "2 candidates"} {
+		if got := count(n, "candidate", "candidates"); got != want {
+			t.Errorf("count(%d) = %q, want %q", n, got, want)
+		}
 	}
 }

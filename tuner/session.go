@@ -205,7 +205,7 @@ func (e *TooSmallError) Error() string {
 		msg += fmt.Sprintf(" (nor for %d more: %s)", len(e.Skipped)-1, strings.Join(e.Skipped[1:], ", "))
 	}
 	if e.Written > 0 {
-		msg += fmt.Sprintf("; the run's other %d entries were tuned and written", e.Written)
+		msg += fmt.Sprintf("; the run's other %s tuned and written", count(e.Written, "entry was", "entries were"))
 	}
 	return msg
 }
@@ -502,6 +502,14 @@ func (p *pace) add(took, planned time.Duration) float64 {
 		return 1
 	}
 	return min(3, max(0.5, p.took/p.planned))
+}
+
+// count is n and the noun in the singular or plural, for messages.
+func count(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 // scaled is needs times speed (nil stays nil).

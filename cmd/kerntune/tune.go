@@ -14,6 +14,7 @@ import (
 
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/report"
 	"github.com/kerntune/kerntune/search"
 	"github.com/kerntune/kerntune/tuner"
 )
@@ -264,8 +265,8 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 	if batch > 1 {
 		batchNote = fmt.Sprintf(" (batches of %d)", batch)
 	}
-	fmt.Fprintf(log, "device %s (%s, %d compute units); %d entries to tune in %s with %s%s\n",
-		info.Key, info.Backend, info.ComputeUnits, len(tasks), f.budgetS, f.strategy, batchNote)
+	fmt.Fprintf(log, "device %s (%s, %s); %s to tune in %s with %s%s\n",
+		info.Key, info.Backend, report.Plural(info.ComputeUnits, "compute unit", "compute units"), report.Plural(len(tasks), "entry", "entries"), f.budgetS, f.strategy, batchNote)
 
 	ctx, cancel := context.WithCancel(cmd.Context())
 	defer cancel()
@@ -359,7 +360,7 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 		return interruptedError{sig: sig, written: len(sum.Decisions) - sum.Count(tuner.KeepKept), journal: s.JournalPath()}
 	}
 	if sum.Failed > 0 {
-		return fmt.Errorf("%d of %d entries could not be tuned", sum.Failed, len(tasks))
+		return fmt.Errorf("%d of %s could not be tuned", sum.Failed, report.Plural(len(tasks), "entry", "entries"))
 	}
 	if len(sum.Results) == 0 {
 		return errors.New("nothing was tuned")
