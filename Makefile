@@ -7,7 +7,7 @@ PKGS    := ./...
 # The commit, for kerntune version where Go records no VCS data itself.
 LDFLAGS := -X main.commit=$(shell git rev-parse HEAD 2>/dev/null)
 
-.PHONY: build tune test test-go test-python test-short test-arm64-abi check check-generated fuzz bench release clean gpu-binaries search-table
+.PHONY: build tune test test-go test-go-race test-go-norace test-full test-python test-short test-arm64-abi check check-generated fuzz bench release clean gpu-binaries search-table
 
 build:
 	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/kerntune
@@ -18,12 +18,37 @@ tune: build
 	./$(BIN) tune --budget $(BUDGET)
 	./$(BIN) show
 
-# The test suite: Go with the race detector, then the Python loader's tests
-# (the conformance suite both loaders run, params/testdata/conformance).
+# The test suite (about 5 minutes on 2 cores): Go, then the Python
+# loader's tests (the conformance suite both loaders run,
+# params/testdata/conformance). The race detector runs on every package but
+# those of NORACE, whose tests are single-threaded and CPU-bound (code
+# generation, clang and g++ over generated sources), where it only
+# multiplies the time. The sweeps over every candidate (MSL through clang,
+# OpenCL on PoCL) run a covering sample here; make test-full runs them whole.
+# TIMEOUT is go test's -timeout, far above any package's time.
+TIMEOUT ?= 15m
+NORACE  := ./kernels/gpu
 test: test-go test-python
 
+# Both at once: cmd/kerntune, the longest package, spends much of its time
+# waiting on the processes it starts.
 test-go:
-	$(GO) test -race -count=1 $(PKGS)
+	@$(MAKE) --no-print-directory -j2 test-go-race test-go-norace
+
+test-go-race:
+	$(GO) test -race -count=1 -timeout $(TIMEOUT) $$($(GO) list $(PKGS) | grep -v -x -F "$$($(GO) list $(NORACE))")
+
+test-go-norace:
+	$(GO) test -count=1 -timeout $(TIMEOUT) $(NORACE)
+
+# The whole sweeps make test samples, with the time they took: every Metal
+# candidate through both clang checks (about 1 minute on 2 cores), every
+# OpenCL candidate verified on the OpenCL device (PoCL off a GPU machine) in
+# one process per core (about 80 minutes on 2 cores). OPENCL_PART=I/N
+# verifies the I-th of every N OpenCL candidates only (CI: a quarter);
+# see scripts/test-full.sh.
+test-full:
+	GO=$(GO) scripts/test-full.sh
 
 test-python:
 	PYTHONDONTWRITEBYTECODE=1 $(PYTHON) -m unittest discover -s python/tests

@@ -2,30 +2,57 @@ package gpu
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/kerntune/kerntune/internal/cover"
 	"github.com/kerntune/kerntune/internal/mslcheck"
 	"github.com/kerntune/kerntune/kernels"
+	"github.com/kerntune/kerntune/search"
 )
 
 // mslSources generates the MSL of every candidate of every family that
 // Metal can build, f32 and f16: all but the CUDA-only ones (TF32=1,
-// STAGES > 2 with MMA=1).
-func mslSources(t *testing.T) []mslcheck.Source {
+// STAGES > 2 with MMA=1). Unless full, only a covering sample of each
+// family and dtype, plus its default: every pair of values of two
+// parameters that a Metal candidate takes (MMA=1 with every tile size,
+// every BK with every STAGES...). It returns the sources and what they are
+// for the summary lines.
+func mslSources(t *testing.T, full bool) ([]mslcheck.Source, string) {
 	t.Helper()
 	var srcs []mslcheck.Source
+	buildable := 0
 	for _, k := range kernels.All() {
 		b, err := Get(k.Name)
 		if err != nil {
 			t.Fatal(err)
 		}
+		ps, _ := k.Space("metal")
+		var params []search.Param
+		for _, p := range ps.Params {
+			params = append(params, search.Param{Name: p.Name, Values: p.Values})
+		}
 		for _, dt := range kernels.DTypes {
+			var cands []search.Candidate
 			for _, c := range spaceOf(t, k) {
-				if b.Buildable(Metal, dt, c) != nil {
-					continue
+				if b.Buildable(Metal, dt, c) == nil {
+					cands = append(cands, c)
 				}
+			}
+			buildable += len(cands)
+			if !full {
+				cov := cover.Sample(params, cands, 1, cover.Pairs)
+				if m := cover.Missing(params, cands, cov.Sample, cover.Pairs); len(m) > 0 {
+					t.Fatalf("%s %s: the covering sample misses %s", k.Name, dt, strings.Join(m, " "))
+				}
+				cands = cov.Sample
+				if def := search.Candidate(ps.Defaults()); b.Buildable(Metal, dt, def) == nil && !slices.ContainsFunc(cands, func(c search.Candidate) bool { return c.Key() == def.Key() }) {
+					cands = append(cands, def)
+				}
+			}
+			for _, c := range cands {
 				s, err := b.SourceFor(Metal, dt, c)
 				if err != nil {
 					t.Fatal(err)
@@ -34,14 +61,19 @@ func mslSources(t *testing.T) []mslcheck.Source {
 			}
 		}
 	}
-	return srcs
+	if full {
+		return srcs, fmt.Sprintf("every Metal candidate (%d, the full sweep, make test-full)", buildable)
+	}
+	return srcs, fmt.Sprintf("a covering sample of the %d Metal candidates (every pair of parameter values per family and dtype, and the defaults; %s=1 checks all)", buildable, cover.FullEnv)
 }
 
 // Every generated MSL source opens with #include <metal_stdlib> and using
 // namespace metal, before any parameter #define: a macro named like a
 // template parameter of Apple's headers (N, Rows, T...) would rewrite them.
+// It scans every candidate, not a sample: generating and scanning all of
+// them takes about a second; it is clang that needs the sample.
 func TestMSLIncludeBeforeDefines(t *testing.T) {
-	srcs := mslSources(t)
+	srcs, _ := mslSources(t, true)
 	for _, s := range srcs {
 		if err := mslcheck.IncludeFirst(s.Text); err != nil {
 			t.Fatalf("%s: %v\n%s", s.Name, err, s.Text[:min(len(s.Text), 400)])
@@ -50,20 +82,21 @@ func TestMSLIncludeBeforeDefines(t *testing.T) {
 	t.Logf("%d MSL sources open with the include", len(srcs))
 }
 
-// TestMSLSyntax checks every generated MSL candidate of every family and
-// dtype with clang against the stand-in headers, in both modes: syntax
-// (C++) and address spaces (C++ for OpenCL, device/threadgroup/constant/
-// thread as __global/__local/__constant/__private). 100% of the Metal space,
-// 400 candidates per clang run.
+// TestMSLSyntax checks generated MSL candidates of every family and dtype
+// with clang against the stand-in headers, in both modes: syntax (C++) and
+// address spaces (C++ for OpenCL, device/threadgroup/constant/thread as
+// __global/__local/__constant/__private), 400 candidates per clang run: a
+// covering sample (mslSources), or with KTDEV_FULL every Metal candidate
+// (about 10 minutes on 2 cores).
 func TestMSLSyntax(t *testing.T) {
 	chk, err := mslcheck.New(mslcheck.Require(t), t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	srcs := mslSources(t)
+	srcs, what := mslSources(t, cover.Full())
 	lines := map[mslcheck.Mode]string{
-		mslcheck.Syntax:        "MSL syntax check: %d candidates checked (100%% of the Metal candidates of every family, f32 and f16, MMA=0 and 1; %d clang runs, %s)",
-		mslcheck.AddressSpaces: "MSL address-space check: %d candidates checked (100%% of the Metal candidates of every family, f32 and f16, MMA=0 and 1, as C++ for OpenCL; %d clang runs, %s)",
+		mslcheck.Syntax:        "MSL syntax check: %d candidates checked, %s, every family, f32 and f16, MMA=0 and 1; %d clang runs, %s",
+		mslcheck.AddressSpaces: "MSL address-space check: %d candidates checked as C++ for OpenCL, %s, every family, f32 and f16, MMA=0 and 1; %d clang runs, %s",
 	}
 	for _, mode := range mslcheck.Modes {
 		start := time.Now()
@@ -71,7 +104,7 @@ func TestMSLSyntax(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		line := fmt.Sprintf(lines[mode], len(srcs), runs, time.Since(start).Round(100*time.Millisecond))
+		line := fmt.Sprintf(lines[mode], len(srcs), what, runs, time.Since(start).Round(100*time.Millisecond))
 		t.Log(line)
 		// A passing package's output is hidden under go test ./...: CI
 		// prints the summary file.

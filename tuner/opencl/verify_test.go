@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kerntune/kerntune/internal/cover"
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/kernels/gpu"
 	"github.com/kerntune/kerntune/search"
@@ -20,7 +21,12 @@ import (
 // parameter overrides):
 //
 //	KTDEV_REQUIRE_OPENCL=1   a missing OpenCL library or device fails instead of skipping (CI)
-//	KTDEV_OPENCL_ALL=1       verify every valid candidate instead of a covering sample (hours on 2 cores)
+//	KTDEV_FULL=1             verify every valid candidate instead of a covering sample (make test-full)
+//	KTDEV_OPENCL_ALL=1       the same, for this package alone
+//	KTDEV_SHARD=I/N          of the candidates of each family and dtype verify only
+//	                         the I-th of every N (0 ≤ I < N): make test-full runs one
+//	                         process per core, since PoCL compiles one kernel at a time
+//	                         per process
 //	KTDEV_OPENCL_SEED=N      seed of the covering sample (default 1)
 //	KTDEV_SUMMARY=F   append the summary line to file F (CI prints it)
 
@@ -54,46 +60,79 @@ func seed(t *testing.T) uint64 {
 // (PoCL's CPU device in CI) for f32 and f16: a seeded covering sample of
 // the valid candidates, in which every value of every tuning parameter
 // occurs, verified against the float64 reference on the family's odd
-// shapes with the output NaN-poisoned first, plus the family's default.
+// shapes with the output NaN-poisoned first, plus the family's default;
+// every valid candidate with KTDEV_FULL or KTDEV_OPENCL_ALL. Each family
+// and dtype is a subtest (-run 'TestVerifyEveryFamily/gemv_nt/f16').
 func TestVerifyEveryFamily(t *testing.T) {
 	b := openOrSkip(t)
 	defer b.Close()
 	tu := tuner.New(b, tuner.Config{})
-	all := os.Getenv("KTDEV_OPENCL_ALL") != ""
+	all := cover.Full() || os.Getenv("KTDEV_OPENCL_ALL") != ""
 	sd := seed(t)
+	shard, shards := shardOf(t)
 	start := time.Now()
 	total, passed, valid := 0, 0, 0
 	for _, k := range kernels.All() {
 		for _, dt := range kernels.DTypes {
-			sp, err := tu.Space(tuner.Task{Kernel: k, DType: dt})
-			if err != nil {
-				t.Fatal(err)
-			}
-			cands := sp.Enumerate()
-			valid += len(cands)
-			sample := cands
-			if !all {
-				cov := tuner.CoveringSample(sp.Params, cands, sd)
-				if len(cov.Uncoverable) > 0 {
-					t.Logf("%s %s: no valid candidate on %s takes %s", k.Name, dt, b.Info().Name, strings.Join(cov.Uncoverable, ", "))
+			t.Run(k.Name+"/"+string(dt), func(t *testing.T) {
+				sp, err := tu.Space(tuner.Task{Kernel: k, DType: dt})
+				if err != nil {
+					t.Fatal(err)
 				}
-				sample = withDefault(cov.Sample, k, sp)
-			}
-			rep, err := tu.VerifyCandidates(context.Background(), k, dt, sample)
-			if err != nil {
-				t.Fatal(err)
-			}
-			total += rep.Checked
-			passed += rep.Passed
-			t.Logf("%-10s %s  %d/%d candidates passed (of %d valid) in %.1fs", k.Name, dt, rep.Passed, rep.Checked, len(cands), rep.Elapsed.Seconds())
-			for _, r := range rep.Reasons() {
-				t.Errorf("%s %s: %d candidates failed: %s (e.g. %s)", k.Name, dt, rep.Failed[r], r, rep.Example[r])
-			}
+				cands := sp.Enumerate()
+				sample := cands
+				if !all {
+					cov := cover.Sample(sp.Params, cands, sd, cover.Values)
+					if len(cov.Uncoverable) > 0 {
+						t.Logf("%s %s: no valid candidate on %s takes %s", k.Name, dt, b.Info().Name, strings.Join(cov.Uncoverable, ", "))
+					}
+					if m := cover.Missing(sp.Params, cands, cov.Sample, cover.Values); len(m) > 0 {
+						t.Fatalf("the covering sample misses %s", strings.Join(m, ", "))
+					}
+					sample = withDefault(cov.Sample, k, sp)
+				}
+				var mine []search.Candidate
+				for i, c := range sample {
+					if i%shards == shard {
+						mine = append(mine, c)
+					}
+				}
+				// In chunks: VerifyCandidates queues all it is given on the
+				// compile pool, which would hold thousands of programs.
+				rep := &tuner.VerifyReport{Failed: map[string]int{}, Example: map[string]string{}}
+				for len(mine) > 0 {
+					part := mine[:min(len(mine), 64)]
+					mine = mine[len(part):]
+					r, err := tu.VerifyCandidates(context.Background(), k, dt, part)
+					if err != nil {
+						t.Fatal(err)
+					}
+					rep.Checked += r.Checked
+					rep.Passed += r.Passed
+					rep.Elapsed += r.Elapsed
+					for reason, n := range r.Failed {
+						rep.Failed[reason] += n
+						if _, ok := rep.Example[reason]; !ok {
+							rep.Example[reason] = r.Example[reason]
+						}
+					}
+				}
+				total += rep.Checked
+				passed += rep.Passed
+				valid += len(cands)
+				t.Logf("%-10s %s  %d/%d candidates passed (of %d valid) in %.1fs", k.Name, dt, rep.Passed, rep.Checked, len(cands), rep.Elapsed.Seconds())
+				for _, r := range rep.Reasons() {
+					t.Errorf("%s %s: %d candidates failed: %s (e.g. %s)", k.Name, dt, rep.Failed[r], r, rep.Example[r])
+				}
+			})
 		}
 	}
-	what := fmt.Sprintf("a covering sample (seed %d)", sd)
+	what := fmt.Sprintf("a covering sample (seed %d; every value of every parameter, make test)", sd)
 	if all {
-		what = "every candidate"
+		what = "every candidate (the full sweep, make test-full)"
+	}
+	if shards > 1 {
+		what += fmt.Sprintf(", shard %d/%d", shard, shards)
 	}
 	line := fmt.Sprintf("OpenCL verification on %s: %d/%d candidates passed, %s of %d valid, every family, f32 and f16, in %.0fs",
 		b.Info().Key, passed, total, what, valid, time.Since(start).Seconds())
@@ -109,6 +148,21 @@ func TestVerifyEveryFamily(t *testing.T) {
 	if total == 0 {
 		t.Fatal("no candidate was verified")
 	}
+}
+
+// shardOf parses KTDEV_SHARD=I/N; 0/1 (everything) when unset.
+func shardOf(t *testing.T) (shard, shards int) {
+	s := os.Getenv("KTDEV_SHARD")
+	if s == "" {
+		return 0, 1
+	}
+	a, b, ok := strings.Cut(s, "/")
+	i, err1 := strconv.Atoi(a)
+	n, err2 := strconv.Atoi(b)
+	if !ok || err1 != nil || err2 != nil || n < 1 || i < 0 || i >= n {
+		t.Fatalf("KTDEV_SHARD=%q: want I/N with 0 ≤ I < N, e.g. 0/2", s)
+	}
+	return i, n
 }
 
 // withDefault adds the family's default candidate (what an application
