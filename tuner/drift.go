@@ -74,7 +74,7 @@ type driftGuard struct {
 	busy    bool         // checking: measurements are not batches to track
 	off     bool         // the anchor could not be timed: no more checks
 	slowed  bool         // an event found the device slower
-	noWall  bool         // the budget has no wall time (evaluations only)
+	noWall  bool         // the run's length is set by evaluations, not wall time
 	sum     params.DriftSummary
 }
 
@@ -94,7 +94,7 @@ func newDriftGuard(r *run, anchor search.Candidate, budget time.Duration) *drift
 	if r.t.cfg.DriftEvery < 0 || anchor == nil {
 		return nil
 	}
-	g := &driftGuard{r: r, anchor: anchor, every: r.t.cfg.DriftEvery, maxWait: time.Duration(float64(budget) * maxWaitShare), noWall: budget >= NoWallTime}
+	g := &driftGuard{r: r, anchor: anchor, every: r.t.cfg.DriftEvery, maxWait: time.Duration(float64(budget) * maxWaitShare), noWall: budget >= NoWallTime || r.t.cfg.MaxEvals > 0}
 	ref, _, ok := g.time(2 * anchorSamples)
 	if !ok {
 		return nil
@@ -334,9 +334,10 @@ func (g *driftGuard) time(n int) (s []float64, replayed, ok bool) {
 
 // wait idles for the cool-down, within the guard's share of the budget,
 // never past half of what is left of it beyond the time kept for the final
-// timing. With an evaluation budget, which has no wall time to take a share
-// of, it idles in all at most maxWaitShare of the entry's time so far, so
-// that idling never becomes most of what a run does.
+// timing. With an evaluation budget (alone or with a wall time), whose
+// length the evaluations set, it idles in all at most maxWaitShare of the
+// entry's time so far, so that idling never becomes most of what a run
+// does.
 func (g *driftGuard) wait() {
 	r := g.r
 	d := r.t.cfg.DriftCooldown
