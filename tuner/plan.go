@@ -225,7 +225,13 @@ func (e *PlanError) Error() string {
 }
 
 // Suggested is a budget that fits the plan with room for noise: what was
-// spent, planning again, and the entries' needs with a quarter more.
+// spent, planning again, the entries' needs with half more, and per entry
+// entryOverhead for what the plan does not count (writing the file, the
+// journal).
 func (e *PlanError) Suggested() time.Duration {
-	return e.Spent + e.Probe + e.Needed*5/4
+	return e.Spent + e.Probe + e.Needed*3/2 + time.Duration(e.Entries)*entryOverhead
 }
+
+// entryOverhead is what an entry costs beyond its need, for advice: reading
+// and merging the params file, syncing the journal.
+const entryOverhead = 500 * time.Millisecond

@@ -149,9 +149,9 @@ func TestBudgetTooSmallAdvice(t *testing.T) {
 		want     string
 		kernel   bool
 	}{
-		{"one family", time.Minute, 1, 3, "give --budget 1m13s or more", false},
-		{"several families", 3 * time.Minute, 5, 19, "give --budget 3m13s or more", true},
-		{"nothing else written", 2 * time.Second, 5, 0, "give --budget 15s or more", false},
+		{"one family", time.Minute, 1, 3, "give --budget 1m15s or more", false},
+		{"several families", 3 * time.Minute, 5, 19, "give --budget 3m15s or more", true},
+		{"nothing else written", 2 * time.Second, 5, 0, "give --budget 17s or more", false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			e := &tuner.TooSmallError{Result: res, Entries: 1, Skipped: []string{"gemv_nt f32/largeN"}, Written: tt.written, Needed: 10 * time.Second}

@@ -84,7 +84,7 @@ func signalName(s os.Signal) string {
 // budgetTooSmall is the usage error for a budget (as --budget gave it)
 // that measured nothing beyond the default in some entries. The budget it
 // names is the one that failed plus what those entries need, by their own
-// measurements, with a quarter more for noise; families is how many kernel
+// measurements, with half more for noise; families is how many kernel
 // families the run tuned (--kernel is suggested only when there were more).
 func budgetTooSmall(budgetS string, budget time.Duration, e *tuner.TooSmallError, families int) error {
 	if e.EvaluationsSpent() {
@@ -97,7 +97,7 @@ func budgetTooSmall(budgetS string, budget time.Duration, e *tuner.TooSmallError
 	if base >= noWallLimit {
 		base = 0
 	}
-	suggest := roundUpDuration(base + e.Needed*5/4)
+	suggest := roundUpDuration(base + e.Needed*3/2)
 	alone := ""
 	if families > 1 && e.Written > 0 {
 		alone = fmt.Sprintf(", or tune %s alone (--kernel %s)", e.Result.Task.Kernel.Name, e.Result.Task.Kernel.Name)
