@@ -131,19 +131,8 @@ const maxLine = 16 << 20
 
 // ReadFile reads a trace file of at most MaxFileSize bytes; see Read.
 func ReadFile(path string) ([]Record, error) {
-	data, err := params.ReadFileLimit(path, MaxFileSize)
-	var tl *params.TooLargeError
-	if errors.As(err, &tl) {
-		return nil, fmt.Errorf("%s: %s", path, tl.Reason("a trace file"))
-	}
-	if err != nil {
-		return nil, err
-	}
-	recs, err := Read(bytes.NewReader(data))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return recs, nil
+	recs, _, err := readFileAll(path)
+	return recs, err
 }
 
 // Read parses JSON lines. Blank lines, lines without kernel or key (other
@@ -158,19 +147,26 @@ func Read(r io.Reader) ([]Record, error) {
 // ReadFileEntries reads the entry lines of a trace file, as ReadFile reads
 // its records.
 func ReadFileEntries(path string) ([]Entry, error) {
+	_, entries, err := readFileAll(path)
+	return entries, err
+}
+
+// readFileAll reads a trace file of at most MaxFileSize bytes: its records
+// and its entry lines; errors name the file.
+func readFileAll(path string) ([]Record, []Entry, error) {
 	data, err := params.ReadFileLimit(path, MaxFileSize)
 	var tl *params.TooLargeError
 	if errors.As(err, &tl) {
-		return nil, fmt.Errorf("%s: %s", path, tl.Reason("a trace file"))
+		return nil, nil, fmt.Errorf("%s: %s", path, tl.Reason("a trace file"))
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	entries, err := ReadEntries(bytes.NewReader(data))
+	recs, entries, err := readAll(bytes.NewReader(data))
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return entries, nil
+	return recs, entries, nil
 }
 
 // ReadEntries parses the entry lines (kind KindEntry) of a trace, in order;
