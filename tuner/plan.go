@@ -219,9 +219,12 @@ type PlanError struct {
 }
 
 func (e *PlanError) Error() string {
-	return fmt.Sprintf("measuring the default and %d candidates beyond it of each of the %d entries needs about %s (timed by planning, which took %s; the most: %s, %s), more than the %s left",
-		MinBeyondDefault, e.Entries, e.Needed.Round(time.Second), e.Probe.Round(100*time.Millisecond), e.Largest, e.LargestNeed.Round(100*time.Millisecond),
-		(e.Budget - e.Spent - e.Probe).Round(100*time.Millisecond))
+	left := "planning alone took the whole budget"
+	if l := e.Budget - e.Spent - e.Probe; l > 0 {
+		left = "more than the " + l.Round(100*time.Millisecond).String() + " left"
+	}
+	return fmt.Sprintf("measuring the default and %d candidates beyond it of each of the %d entries needs about %s (timed by planning, which took %s; the most: %s, %s), %s",
+		MinBeyondDefault, e.Entries, e.Needed.Round(time.Second), e.Probe.Round(100*time.Millisecond), e.Largest, e.LargestNeed.Round(100*time.Millisecond), left)
 }
 
 // Suggested is a budget that fits the plan with room for noise: what was

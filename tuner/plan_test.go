@@ -248,3 +248,20 @@ func TestCountInMessages(t *testing.T) {
 		}
 	}
 }
+
+// The refusal says what was left after planning, never a negative time.
+func TestPlanErrorMessage(t *testing.T) {
+	s := time.Second
+	for _, tt := range []struct {
+		budget, probe time.Duration
+		want          string
+	}{
+		{2 * s, 6 * s, "planning alone took the whole budget"},
+		{10 * s, 4 * s, "more than the 6s left"},
+	} {
+		e := &PlanError{Budget: tt.budget, Probe: tt.probe, Needed: 30 * s, Entries: 2, Largest: "gemm_av f32/large", LargestNeed: 20 * s}
+		if msg := e.Error(); !strings.Contains(msg, tt.want) || strings.Contains(msg, "-") {
+			t.Errorf("%s", msg)
+		}
+	}
+}
