@@ -175,7 +175,7 @@ func describeDevices(f *File) string {
 
 // describeDevice names one device of the file for warnings.
 func describeDevice(k string, d *Device) string {
-	return fmt.Sprintf("%s (backend %s, name %q, compute units %d, family %s)", k, d.Backend, d.Name, d.ComputeUnits, d.Family)
+	return describeLocal(DeviceID{Key: k, Backend: d.Backend, Name: d.Name, ComputeUnits: d.ComputeUnits, Family: d.Family})
 }
 
 // describeLocal names the local device (Options.Local) for warnings.

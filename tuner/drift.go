@@ -8,6 +8,7 @@ import (
 
 	"github.com/kerntune/kerntune/internal/stats"
 	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/report"
 	"github.com/kerntune/kerntune/search"
 )
 
@@ -274,7 +275,7 @@ func (g *driftGuard) check() {
 	}
 	fmt.Fprintf(r.t.cfg.Log, "  %s %s: the anchor %s drifted %+.0f%% (%.2f → %.2f µs); waited %.1fs, measured %s again%s\n",
 		r.task.Kernel.Name, r.task.Key(), g.anchor.Key(), pct, refUS, stats.Median(ev.Samples)*1e6,
-		(g.waited - before).Seconds(), count(n, "candidate", "candidates"), settled)
+		(g.waited - before).Seconds(), report.Plural(n, "candidate", "candidates"), settled)
 	if j := r.t.cfg.Journal; j != nil && !replayed {
 		// A resumed run that replays the anchor timings finds this event
 		// again and does not journal it twice.

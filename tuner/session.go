@@ -12,6 +12,7 @@ import (
 	"github.com/kerntune/kerntune/internal/stats"
 	"github.com/kerntune/kerntune/internal/trace"
 	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/report"
 	"github.com/kerntune/kerntune/search"
 )
 
@@ -205,7 +206,7 @@ func (e *TooSmallError) Error() string {
 		msg += fmt.Sprintf(" (nor for %d more: %s)", len(e.Skipped)-1, strings.Join(e.Skipped[1:], ", "))
 	}
 	if e.Written > 0 {
-		msg += fmt.Sprintf("; the run's other %s tuned and written", count(e.Written, "entry was", "entries were"))
+		msg += fmt.Sprintf("; the run's other %s tuned and written", report.Plural(e.Written, "entry was", "entries were"))
 	}
 	return msg
 }
@@ -238,8 +239,9 @@ func tooSmall(res *Result) bool {
 }
 
 // Run tunes the tasks, cheapest first (a planned run: the largest need
-// first, plan.go), and merges each finished entry into Out. It stops at the first write error of the journal, the trace or Out,
-// and at a budget too small to tune anything (*TooSmallError). When ctx
+// first, plan.go), and merges each finished entry into Out. It stops at
+// the first write error of the journal, the trace or Out, and at a budget
+// too small to tune anything (*TooSmallError). When ctx
 // ends it stops after the entry in progress, which is written as partial.
 func (s *Session) Run(ctx context.Context, tasks []Task) (*SessionSummary, error) {
 	ctx, cancel := context.WithCancel(ctx)
@@ -274,10 +276,9 @@ func (s *Session) Run(ctx context.Context, tasks []Task) (*SessionSummary, error
 	if needs != nil {
 		tasks, needs, samples = costliestFirst(tasks, needs, samples)
 	}
-	// speed is how much longer than planned the entries take (their needs
-	// by their own measurements over the plan's): the device's load changes
-	// during a run, and the entries to come are planned at its recent speed.
-	speed, pace := 1.0, newPace(needs)
+	// The device's load changes during a run: the entries to come are
+	// planned at the pace the last ones took (pace.speed).
+	pace := newPace(needs)
 	for i, task := range tasks {
 		if ctx.Err() != nil {
 			sum.StoppedEarly = true
@@ -289,13 +290,13 @@ func (s *Session) Run(ctx context.Context, tasks []Task) (*SessionSummary, error
 			}
 			continue
 		}
-		left := 0 // tasks from i on still to tune
-		for _, t := range tasks[i:] {
-			if !s.jr.Done(key, t.Kernel.Name, t.Key()) {
-				left++
-			}
+		speed := pace.speed()
+		var a Allotment
+		if needs != nil {
+			a = allot(time.Until(deadline), scaled(needs, speed*planCushion), i)
+		} else {
+			a = evenShare(time.Until(deadline), s.todo(tasks[i:]))
 		}
-		a := allot(time.Until(deadline), scaled(needs, speed*planCushion), i, left)
 		if samples != nil {
 			a.Sample = time.Duration(float64(samples[i]) * speed)
 		}
@@ -323,7 +324,7 @@ func (s *Session) Run(ctx context.Context, tasks []Task) (*SessionSummary, error
 			sum.DeviceS += res.Time.DeviceS
 		}
 		if needs != nil && res != nil && res.Needed > 0 && needs[i] > 0 {
-			speed = pace.add(res.Needed, needs[i])
+			pace.add(res.Needed, needs[i])
 		}
 		if s.cfg.Trace != "" && res != nil {
 			// Every line names the run, so that a trace appended to by
@@ -405,7 +406,7 @@ func (s *Session) plan(ctx context.Context, tu *Tuner, tasks []Task, deadline ti
 	}
 	var todo []int
 	for i, task := range tasks {
-		if !s.jr.Done(s.info.Key, task.Kernel.Name, task.Key()) {
+		if s.todo([]Task{task}) == 1 {
 			todo = append(todo, i)
 		}
 	}
@@ -493,23 +494,30 @@ func newPace(needs []time.Duration) *pace {
 	return &pace{took: w, planned: w}
 }
 
-// add records an entry that needed took where the plan said planned, and
-// returns the speed to plan the next entries at (between 0.5 and 3).
-func (p *pace) add(took, planned time.Duration) float64 {
+// add records an entry that needed took where the plan said planned.
+func (p *pace) add(took, planned time.Duration) {
 	p.took = p.took*paceDecay + float64(took)
 	p.planned = p.planned*paceDecay + float64(planned)
+}
+
+// speed is how much longer than planned the entries take, to plan the next
+// ones at (between 0.5 and 3; 1 before any entry).
+func (p *pace) speed() float64 {
 	if p.planned <= 0 {
 		return 1
 	}
 	return min(3, max(0.5, p.took/p.planned))
 }
 
-// count is n and the noun in the singular or plural, for messages.
-func count(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
+// todo counts the tasks the journal does not record as done.
+func (s *Session) todo(tasks []Task) int {
+	n := 0
+	for _, t := range tasks {
+		if !s.jr.Done(s.info.Key, t.Kernel.Name, t.Key()) {
+			n++
+		}
 	}
-	return fmt.Sprintf("%d %s", n, many)
+	return n
 }
 
 // scaled is needs times speed (nil stays nil).
@@ -532,20 +540,23 @@ type Plan struct {
 	Needed, Left, Took time.Duration
 }
 
-// allot is task i's allotment of left: without a plan (needs nil) an
-// even share of it among the todo tasks still to tune from i on. With one, its need and an
-// even share of the slack (left less the needs from i on) among the tasks
-// still to tune from i on (those of positive need), and up to left less
-// what the later tasks need while it is short of its minimum. When left is
-// less than the needs (the device slowed down), each gets its need's share.
-func allot(left time.Duration, needs []time.Duration, i, todo int) Allotment {
+// evenShare is an unplanned task's allotment: an even share of left among
+// the todo tasks still to tune, it included.
+func evenShare(left time.Duration, todo int) Allotment {
+	share := max(left, 0) / time.Duration(max(todo, 1))
+	return Allotment{Share: share, Max: share}
+}
+
+// allot is planned task i's allotment of left: its need and an even share
+// of the slack (left less the needs from i on) among the tasks still to
+// tune from i on (those of positive need; done ones have none), and up to
+// left less what the later tasks need while it is short of its minimum.
+// When left is less than the needs (the device slowed down), each gets its
+// need's share.
+func allot(left time.Duration, needs []time.Duration, i int) Allotment {
 	left = max(left, 0)
-	if needs == nil {
-		share := left / time.Duration(max(todo, 1))
-		return Allotment{Share: share, Max: share}
-	}
 	var rest time.Duration
-	todo = 1
+	todo := 1
 	for _, d := range needs[i+1:] {
 		if d > 0 {
 			rest += d

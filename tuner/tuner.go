@@ -547,12 +547,13 @@ func (r *run) stopReason(nextCost float64) string {
 	if err := r.ctx.Err(); err != nil {
 		return "interrupted"
 	}
-	deadline := r.deadline
-	if r.measured() < r.min && r.hard.After(deadline) {
-		// Short of the entry's minimum: the run's slack is there for it.
-		deadline = r.hard
+	end := time.Now().Add(time.Duration(nextCost * float64(time.Second)))
+	if !end.After(r.deadline) {
+		return ""
 	}
-	if time.Now().Add(time.Duration(nextCost * float64(time.Second))).After(deadline) {
+	// Past the share: short of the entry's minimum, the run's slack is
+	// there for it (counted only here, not before every request).
+	if end.After(r.hard) || r.measured() >= r.min {
 		return "budget spent"
 	}
 	return ""

@@ -14,7 +14,6 @@ import (
 
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/params"
-	"github.com/kerntune/kerntune/report"
 	"github.com/kerntune/kerntune/search"
 	"github.com/kerntune/kerntune/tuner"
 )
@@ -266,7 +265,7 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 		batchNote = fmt.Sprintf(" (batches of %d)", batch)
 	}
 	fmt.Fprintf(log, "device %s (%s, %s); %s to tune in %s with %s%s\n",
-		info.Key, info.Backend, report.Plural(info.ComputeUnits, "compute unit", "compute units"), report.Plural(len(tasks), "entry", "entries"), f.budgetS, f.strategy, batchNote)
+		info.Key, info.Backend, plural(info.ComputeUnits, "compute unit", "compute units"), plural(len(tasks), "entry", "entries"), f.budgetS, f.strategy, batchNote)
 
 	ctx, cancel := context.WithCancel(cmd.Context())
 	defer cancel()
@@ -360,7 +359,7 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 		return interruptedError{sig: sig, written: len(sum.Decisions) - sum.Count(tuner.KeepKept), journal: s.JournalPath()}
 	}
 	if sum.Failed > 0 {
-		return fmt.Errorf("%d of %s could not be tuned", sum.Failed, report.Plural(len(tasks), "entry", "entries"))
+		return fmt.Errorf("%d of %s could not be tuned", sum.Failed, plural(len(tasks), "entry", "entries"))
 	}
 	if len(sum.Results) == 0 {
 		return errors.New("nothing was tuned")
