@@ -99,6 +99,9 @@ func (c Case) String() string {
 type Operand struct {
 	Name string
 	Len  int
+	// Elem is the element type on the device; ElemDType (the built-in
+	// families) is the problem's dtype.
+	Elem Elem
 }
 
 // Kernel is one family in the catalog.
@@ -112,8 +115,16 @@ type Kernel struct {
 	MemoryBound bool
 	// Inputs lists the input operands of a case in argument order.
 	Inputs func(c Case) []Operand
-	// OutLen is the number of output elements.
+	// OutLen is the number of output elements (of every output together).
 	OutLen func(shape []int) int
+	// Outputs lists the outputs of a kernel with several, or with outputs
+	// of their own element types, in argument order; nil is one output of
+	// OutLen elements in the problem's dtype. Outputs are one after
+	// another in the output the reference computes and a backend returns.
+	Outputs func(c Case) []Operand
+	// Init is the value every output holds before a run (MLX's
+	// init_value); nil poisons them with NaN instead.
+	Init *float64
 	// OutRow is the number of elements of one output row (the output is
 	// OutLen/OutRow rows stored one after another), for verifying large
 	// outputs on a sample of rows (RowSample); nil verifies every output
@@ -179,11 +190,20 @@ func (k *Kernel) ToleranceFor(dt DType, p map[string]int) float64 {
 
 // Bytes counts the bytes one run must move at least: every input read once, the output written once.
 func (k *Kernel) Bytes(c Case, dt DType) float64 {
-	n := k.OutLen(c.Shape)
-	for _, op := range k.Inputs(c) {
-		n += op.Len
+	n := 0
+	for _, op := range append(k.Inputs(c), k.OutOperands(c)...) {
+		n += op.Len * op.Elem.In(dt).Size()
 	}
-	return float64(n) * float64(dt.Size())
+	return float64(n)
+}
+
+// OutOperands are the outputs of a case: Outputs, or one of OutLen
+// elements of the problem's dtype.
+func (k *Kernel) OutOperands(c Case) []Operand {
+	if k.Outputs != nil {
+		return k.Outputs(c)
+	}
+	return []Operand{{Name: "out", Len: k.OutLen(c.Shape)}}
 }
 
 // ClassOf returns the class of a shape, validating it.

@@ -14,7 +14,7 @@ func init() {
 		Odd: shapes([]int{37, 53, 29}, []int{1, 19, 300}, []int{130, 7, 65}),
 		Inputs: func(c Case) []Operand {
 			m, n, k := c.Shape[0], c.Shape[1], c.Shape[2]
-			return []Operand{{"A", m * k}, {"V", k * n}}
+			return []Operand{{Name: "A", Len: m * k}, {Name: "V", Len: k * n}}
 		},
 		OutLen:    func(s []int) int { return s[0] * s[1] },
 		OutRow:    func(s []int) int { return s[1] },
@@ -32,7 +32,7 @@ func init() {
 		Odd: shapes([]int{37, 53, 29}, []int{300, 1, 19}, []int{7, 130, 65}),
 		Inputs: func(c Case) []Operand {
 			m, n, k := c.Shape[0], c.Shape[1], c.Shape[2]
-			return []Operand{{"A", m * n}, {"B", m * k}}
+			return []Operand{{Name: "A", Len: m * n}, {Name: "B", Len: m * k}}
 		},
 		OutLen:    func(s []int) int { return s[1] * s[2] },
 		OutRow:    func(s []int) int { return s[2] },

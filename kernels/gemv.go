@@ -21,9 +21,9 @@ func init() {
 		Options:     []string{Bias},
 		Inputs: func(c Case) []Operand {
 			n, k := c.Shape[1], c.Shape[2]
-			ops := []Operand{{"x", k}, {"W", n * k}}
+			ops := []Operand{{Name: "x", Len: k}, {Name: "W", Len: n * k}}
 			if c.Has(Bias) {
-				ops = append(ops, Operand{"bias", n})
+				ops = append(ops, Operand{Name: "bias", Len: n})
 			}
 			return ops
 		},

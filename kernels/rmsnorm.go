@@ -14,7 +14,7 @@ func init() {
 		Family: family(params.RMSNorm), Workload: rowWorkload, Odd: rowOdd, MemoryBound: true,
 		Scalars: map[string]float64{"eps": RMSNormEps},
 		Inputs: func(c Case) []Operand {
-			return []Operand{{"x", c.Shape[0] * c.Shape[1]}, {"w", c.Shape[1]}}
+			return []Operand{{Name: "x", Len: c.Shape[0] * c.Shape[1]}, {Name: "w", Len: c.Shape[1]}}
 		},
 		OutLen:    func(s []int) int { return s[0] * s[1] },
 		OutRow:    func(s []int) int { return s[1] },

@@ -10,7 +10,7 @@ import (
 func init() {
 	builtin(&Kernel{
 		Family: family(params.Softmax), Workload: rowWorkload, Odd: rowOdd, MemoryBound: true,
-		Inputs:    func(c Case) []Operand { return []Operand{{"x", c.Shape[0] * c.Shape[1]}} },
+		Inputs:    func(c Case) []Operand { return []Operand{{Name: "x", Len: c.Shape[0] * c.Shape[1]}} },
 		OutLen:    func(s []int) int { return s[0] * s[1] },
 		OutRow:    func(s []int) int { return s[1] },
 		Reference: refSoftmax,
