@@ -154,12 +154,17 @@ func (pr *program) Output(ti tuner.Instance) ([]float32, error) {
 	}
 	var out []float32
 	err = pr.b.gpu.do(func() error {
-		prepareOutput(in.Out.bytes(), in.Problem.DType, pr.vendor)
+		if pr.vendor || in.Problem.Kernel.Outputs == nil && in.Problem.Kernel.Init == nil {
+			prepareOutput(in.Out.bytes(), in.Problem.DType, pr.vendor)
+		} else if err := in.Poison(device{pr.b}); err != nil { // several outputs, own types, an init value
+			return err
+		}
 		if err := pr.b.runUntimed(func(cb objc.ID) error { return pr.encode(cb, in, 0, true) }); err != nil {
 			return err
 		}
-		out = kernels.Decode(in.Problem.DType, in.Out.bytes()[:in.OutLen*in.Problem.DType.Size()])
-		return nil
+		var err error
+		out, err = in.ReadOutput(device{pr.b})
+		return err
 	})
 	return out, err
 }
@@ -258,14 +263,15 @@ func (b *Backend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate)
 		for _, bb := range bound {
 			e.Send(sel.setBytes, unsafe.Pointer(&bb.data[0]), uint64(len(bb.data)), uint64(bb.index))
 		}
-		nIn := 0
+		nIn, nOut := 0, 0
 		for i, a := range body.Args {
 			switch a.Kind {
 			case gpu.In:
 				e.Send(sel.setBuffer, in.Input(cp, nIn).id, uint64(0), uint64(i))
 				nIn++
 			case gpu.Out:
-				e.Send(sel.setBuffer, in.Out.id, uint64(0), uint64(i))
+				e.Send(sel.setBuffer, in.Outs[min(nOut, len(in.Outs)-1)].id, uint64(0), uint64(i))
+				nOut++
 			}
 		}
 		if threads {

@@ -45,8 +45,11 @@ type Device[B any] interface {
 type Instance[B any] struct {
 	Problem *kernels.Problem
 	Inputs  [][]B // [copy][operand]
-	Out     B
-	OutLen  int // output elements
+	// Out is the first output, Outs all of them (Kernel.OutOperands).
+	Out    B
+	Outs   []B
+	OutLen int // output elements, of every output together
+	outOps []kernels.Operand
 
 	dev    Device[B]
 	hasOut bool
@@ -64,15 +67,21 @@ func BufferBytes(dt kernels.DType, n int) int { return max(16, (n*dt.Size()+15)/
 // in an error.
 func Load[B any](d Device[B], p *kernels.Problem, copies int, where string) (*Instance[B], error) {
 	in := &Instance[B]{Problem: p, OutLen: p.Kernel.OutLen(p.Case.Shape), dev: d}
+	in.outOps = p.Kernel.OutOperands(p.Case)
+	ops := p.Kernel.Inputs(p.Case)
 	host := make([][]byte, len(p.Inputs))
 	for i, x := range p.Inputs {
+		if i < len(ops) && ops[i].Elem != kernels.ElemDType {
+			host[i] = ops[i].Elem.Encode(x)
+			continue
+		}
 		host[i] = kernels.Encode(p.DType, x)
 	}
 	err := d.Memory(func(m Memory[B]) error {
 		for range max(copies, 1) {
 			ops := make([]B, 0, len(host))
-			for i, h := range host {
-				buf, err := m.Alloc(BufferBytes(p.DType, len(p.Inputs[i])))
+			for _, h := range host {
+				buf, err := m.Alloc(max(16, (len(h)+15)/16*16))
 				if err != nil {
 					in.Inputs = append(in.Inputs, ops) // freed by Close
 					return err
@@ -85,11 +94,14 @@ func Load[B any](d Device[B], p *kernels.Problem, copies int, where string) (*In
 			}
 			in.Inputs = append(in.Inputs, ops)
 		}
-		out, err := m.Alloc(in.OutBytes())
-		if err != nil {
-			return err
+		for i := range in.outOps {
+			out, err := m.Alloc(in.outBytes(i))
+			if err != nil {
+				return err
+			}
+			in.Outs, in.hasOut = append(in.Outs, out), true
 		}
-		in.Out, in.hasOut = out, true
+		in.Out = in.Outs[0]
 		return nil
 	})
 	if err != nil {
@@ -112,10 +124,10 @@ func (in *Instance[B]) Close() error {
 			}
 		}
 		in.Inputs = nil
-		if in.hasOut {
-			errs = append(errs, m.Free(in.Out))
-			in.hasOut = false
+		for _, out := range in.Outs {
+			errs = append(errs, m.Free(out))
 		}
+		in.Outs, in.hasOut = nil, false
 		in.closed = true
 		return errors.Join(errs...)
 	})
@@ -166,14 +178,15 @@ func (in *Instance[B]) Input(cp, i int) B {
 func (in *Instance[B]) Args(body *gpu.Body, cp int) []any {
 	scalars := body.Scalars(in.Problem.Case, in.Problem.Kernel.Scalars)
 	args := make([]any, 0, len(body.Args))
-	nIn, nScalar := 0, 0
+	nIn, nOut, nScalar := 0, 0, 0
 	for _, a := range body.Args {
 		switch a.Kind {
 		case gpu.In:
 			args = append(args, in.Input(cp, nIn))
 			nIn++
 		case gpu.Out:
-			args = append(args, in.Out)
+			args = append(args, in.Outs[min(nOut, len(in.Outs)-1)])
+			nOut++
 		default:
 			args = append(args, scalars[nScalar])
 			nScalar++
@@ -182,22 +195,65 @@ func (in *Instance[B]) Args(body *gpu.Body, cp int) []any {
 	return args
 }
 
-// OutBytes is the size of the output buffer.
-func (in *Instance[B]) OutBytes() int { return BufferBytes(in.Problem.DType, in.OutLen) }
+// OutBytes is the size of the (first) output buffer.
+func (in *Instance[B]) OutBytes() int { return in.outBytes(0) }
 
-// Poison fills the output with NaN, so that elements a kernel does not
-// write fail verification.
-func (in *Instance[B]) Poison(m Memory[B]) error {
-	return m.Fill(in.Out, NaNWord(in.Problem.DType), in.OutBytes()/4)
+func (in *Instance[B]) outElem(i int) kernels.Elem { return in.outOps[i].Elem.In(in.Problem.DType) }
+
+func (in *Instance[B]) outBytes(i int) int {
+	return max(16, (in.outOps[i].Len*in.outElem(i).Size()+15)/16*16)
 }
 
-// ReadOutput reads the output back as float32.
-func (in *Instance[B]) ReadOutput(m Memory[B]) ([]float32, error) {
-	buf := make([]byte, in.OutBytes())
-	if err := m.Read(buf, in.Out); err != nil {
-		return nil, err
+// Poison fills the outputs with NaN (a poison value for integer types),
+// so that elements a kernel does not write fail verification; a kernel
+// with an Init value gets its outputs filled with that instead, as MLX
+// fills them before the kernel runs.
+func (in *Instance[B]) Poison(m Memory[B]) error {
+	for i, out := range in.Outs {
+		e := in.outElem(i)
+		if v := in.Problem.Kernel.Init; v != nil {
+			if err := m.Write(out, e.Fill(*v, in.outOps[i].Len)); err != nil {
+				return err
+			}
+			continue
+		}
+		word := NaNWord(in.Problem.DType)
+		if in.Problem.Kernel.Outputs != nil {
+			word = patternWord(e.Poison())
+		}
+		if err := m.Fill(out, word, in.outBytes(i)/4); err != nil {
+			return err
+		}
 	}
-	return kernels.Decode(in.Problem.DType, buf[:in.OutLen*in.Problem.DType.Size()]), nil
+	return nil
+}
+
+// patternWord repeats a 1-, 2- or 4-byte pattern over a 32-bit word
+// (an 8-byte one is two equal words).
+func patternWord(p []byte) uint32 {
+	var w [4]byte
+	for i := range w {
+		w[i] = p[i%len(p)]
+	}
+	return uint32(w[0]) | uint32(w[1])<<8 | uint32(w[2])<<16 | uint32(w[3])<<24
+}
+
+// ReadOutput reads the outputs back as float32 containers (kernels.Elem),
+// one after another.
+func (in *Instance[B]) ReadOutput(m Memory[B]) ([]float32, error) {
+	var all []float32
+	for i, out := range in.Outs {
+		buf := make([]byte, in.outBytes(i))
+		if err := m.Read(buf, out); err != nil {
+			return nil, err
+		}
+		op := in.outOps[i]
+		if in.Problem.Kernel.Outputs == nil {
+			return kernels.Decode(in.Problem.DType, buf[:op.Len*in.Problem.DType.Size()]), nil
+		}
+		all = append(all, in.outElem(i).Decode(buf, op.Len)...)
+	}
+	return all, nil
 }
 
 // NaNWord is a 32-bit word of NaN in dt: one f32 quiet NaN, or two f16 ones.
