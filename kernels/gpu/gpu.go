@@ -120,6 +120,16 @@ type Launch struct {
 }
 
 // Body is one family's kernel.
+// CompileOptions are per-kernel Metal compile options.
+type CompileOptions struct {
+	// MathMode is MLX's compile_options math_mode: "safe", "relaxed" or
+	// "fast"; empty: the backend's setting.
+	MathMode string
+	// LanguageVersion is the Metal language version, "3.1" and so on;
+	// empty: Metal's default.
+	LanguageVersion string
+}
+
 type Body struct {
 	Family string
 	// Func is the generated kernel function's name.
@@ -150,6 +160,9 @@ type Body struct {
 	MLX *MLX
 	// Consts computes the contents of the Bytes arguments for a case, in order.
 	Consts func(c kernels.Case) [][]byte
+	// Compile holds compile options of the body's own (an MLX kernel's
+	// compile_options); the zero value is the backend's settings.
+	Compile CompileOptions
 	// APIDefines adds constants that depend on the API and dtype (the
 	// fragment shape and tile padding of MMA=1), or refuses a candidate
 	// the API cannot build in that dtype. Nil: none.

@@ -5,6 +5,7 @@ package metal
 import (
 	"errors"
 	"fmt"
+	"github.com/kerntune/kerntune/kernels/gpu"
 	"math"
 	"os"
 	"runtime"
@@ -214,7 +215,12 @@ func freeBuffer(bf *buffer) {
 // its functions. Metal's device methods are thread-safe, so compiles run on
 // many goroutines; each locks its thread for the autorelease pool.
 func (b *Backend) newPipeline(src, fn string) (pipeline, error) {
-	ps, err := b.newPipelines(src, fn)
+	return b.newPipelineWith(gpu.CompileOptions{}, src, fn)
+}
+
+// newPipelineWith is newPipeline with a kernel's own compile options.
+func (b *Backend) newPipelineWith(co gpu.CompileOptions, src, fn string) (pipeline, error) {
+	ps, err := b.newPipelinesWith(co, src, fn)
 	if err != nil {
 		return pipeline{}, err
 	}
@@ -223,12 +229,16 @@ func (b *Backend) newPipeline(src, fn string) (pipeline, error) {
 
 // newPipelines compiles src once and makes a pipeline for each function.
 func (b *Backend) newPipelines(src string, fns ...string) ([]pipeline, error) {
+	return b.newPipelinesWith(gpu.CompileOptions{}, src, fns...)
+}
+
+func (b *Backend) newPipelinesWith(co gpu.CompileOptions, src string, fns ...string) ([]pipeline, error) {
 	var ps []pipeline
 	var err error
 	b.rt.withPool(func() {
 		nsSrc := nsString(src)
 		defer release(nsSrc)
-		opts, oerr := b.compileOptions()
+		opts, oerr := b.compileOptions(co)
 		if oerr != nil {
 			err = oerr
 			return
@@ -286,15 +296,30 @@ func (b *Backend) pipelineOf(lib objc.ID, fn string) (pipeline, error) {
 // as setting mathMode: NO gives MTLMathModeSafe, YES MTLMathModeFast. The
 // setting is read back, so a Metal that ignored it is an error, not a
 // silent change of the arithmetic being tuned.
-func (b *Backend) compileOptions() (objc.ID, error) {
+func (b *Backend) compileOptions(co gpu.CompileOptions) (objc.ID, error) {
+	fast, err := mathMode(co.MathMode, b.compileOpts.fastMath)
+	if err != nil {
+		return 0, err
+	}
+	lang, err := languageVersion(co.LanguageVersion)
+	if err != nil {
+		return 0, err
+	}
 	opts := objc.ID(objc.GetClass("MTLCompileOptions")).Send(sel.alloc).Send(sel.init)
 	if opts == 0 {
 		return 0, errors.New("metal: [[MTLCompileOptions alloc] init] returned nil")
 	}
-	opts.Send(sel.setFastMathEnabled, b.compileOpts.fastMath)
-	if got := objc.Send[bool](opts, sel.fastMathEnabled); got != b.compileOpts.fastMath {
+	opts.Send(sel.setFastMathEnabled, fast)
+	if got := objc.Send[bool](opts, sel.fastMathEnabled); got != fast {
 		release(opts)
-		return 0, fmt.Errorf("metal: MTLCompileOptions.fastMathEnabled reads %t after setting it to %t", got, b.compileOpts.fastMath)
+		return 0, fmt.Errorf("metal: MTLCompileOptions.fastMathEnabled reads %t after setting it to %t", got, fast)
+	}
+	if lang != 0 {
+		opts.Send(sel.setLanguageVersion, lang)
+		if got := objc.Send[uint64](opts, sel.languageVersion); got != lang {
+			release(opts)
+			return 0, fmt.Errorf("metal: MTLCompileOptions.languageVersion reads %#x after setting it to %#x (Metal %s)", got, lang, co.LanguageVersion)
+		}
 	}
 	return opts, nil
 }

@@ -1,6 +1,7 @@
 package metal
 
 import (
+	"errors"
 	"fmt"
 	"math"
 
@@ -169,4 +170,35 @@ func prepareOutput(dst []byte, dt kernels.DType, vendor bool) {
 		return
 	}
 	gpuhost.FillWords(dst, gpuhost.NaNWord(dt))
+}
+
+// mathMode is fastMathEnabled for an MLX kernel's math_mode: "safe" is
+// NO and "fast" YES, as MLX sets them before macOS 15; "relaxed" needs
+// MTLCompileOptions.mathMode (macOS 15), which is not among the selectors
+// this backend is checked against, so it is refused rather than compiled
+// another way. Empty: the backend's own setting.
+func mathMode(mode string, backend bool) (bool, error) {
+	switch mode {
+	case "":
+		return backend, nil
+	case "safe":
+		return false, nil
+	case "fast":
+		return true, nil
+	case "relaxed":
+		return false, errors.New("metal: math_mode \"relaxed\" needs MTLCompileOptions.mathMode (macOS 15), which kerntune does not set; use \"safe\" or \"fast\"")
+	}
+	return false, fmt.Errorf("metal: math_mode %q is not safe, relaxed or fast", mode)
+}
+
+// languageVersion is MTLLanguageVersion for "3.0" … "4.0": major<<16 | minor.
+func languageVersion(v string) (uint64, error) {
+	if v == "" {
+		return 0, nil
+	}
+	var major, minor uint64
+	if _, err := fmt.Sscanf(v, "%d.%d", &major, &minor); err != nil || major < 3 || major > 4 || minor > 9 || fmt.Sprintf("%d.%d", major, minor) != v {
+		return 0, fmt.Errorf("metal: language version %q is not one of 3.0 … 4.x", v)
+	}
+	return major<<16 | minor, nil
 }

@@ -245,3 +245,38 @@ func TestPrepareOutput(t *testing.T) {
 		}
 	}
 }
+
+func TestKernelCompileOptions(t *testing.T) {
+	for _, c := range []struct {
+		mode    string
+		backend bool
+		fast    bool
+		bad     string
+	}{
+		{"", true, true, ""}, {"", false, false, ""}, {"safe", true, false, ""}, {"fast", false, true, ""},
+		{"relaxed", false, false, "macOS 15"}, {"quick", false, false, "not safe, relaxed or fast"},
+	} {
+		fast, err := mathMode(c.mode, c.backend)
+		if c.bad != "" {
+			if err == nil || !strings.Contains(err.Error(), c.bad) {
+				t.Errorf("math mode %q: error %v, want one containing %q", c.mode, err, c.bad)
+			}
+			continue
+		}
+		if err != nil || fast != c.fast {
+			t.Errorf("math mode %q (backend %t): %t, %v; want %t", c.mode, c.backend, fast, err, c.fast)
+		}
+	}
+	for v, want := range map[string]uint64{"": 0, "3.0": 0x30000, "3.1": 0x30001, "3.2": 0x30002, "4.0": 0x40000, "2.4": 1, "3": 1, "3.1.0": 1, "03.1": 1} {
+		got, err := languageVersion(v)
+		if want == 1 {
+			if err == nil {
+				t.Errorf("language version %q: %#x, want an error", v, got)
+			}
+			continue
+		}
+		if err != nil || got != want {
+			t.Errorf("language version %q: %#x, %v; want %#x", v, got, err, want)
+		}
+	}
+}

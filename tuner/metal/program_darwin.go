@@ -187,7 +187,7 @@ func (b *Backend) compilePipeline(body *gpu.Body, dt kernels.DType, c search.Can
 	if err != nil {
 		return nil, err
 	}
-	p, err := b.newPipeline(src, body.FuncName(dt, c))
+	p, err := b.newPipelineWith(body.Compile, src, body.FuncName(dt, c))
 	if err != nil {
 		return nil, err
 	}
