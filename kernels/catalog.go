@@ -150,6 +150,9 @@ type Kernel struct {
 	// Fill draws the values of one input operand of a new problem; nil
 	// draws them uniform in [-1, 1).
 	Fill func(op Operand, buf []float32, rng *rand.Rand)
+	// FillCase, when set, is Fill for operands whose values depend on
+	// the case (a spec's constants, strided layouts); it replaces Fill.
+	FillCase func(c Case, op Operand, buf []float32, rng *rand.Rand)
 }
 
 // Base is the family whose conventions the kernel follows: Implements when

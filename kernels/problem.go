@@ -40,7 +40,9 @@ func NewProblem(k *Kernel, dt DType, c Case, rng *rand.Rand) (*Problem, error) {
 	p := &Problem{Kernel: k, DType: dt, Case: c}
 	for _, op := range k.Inputs(c) {
 		buf := make([]float32, op.Len)
-		if k.Fill != nil {
+		if k.FillCase != nil {
+			k.FillCase(c, op, buf, rng)
+		} else if k.Fill != nil {
 			k.Fill(op, buf, rng)
 		} else {
 			uniformChunks(buf, rng)

@@ -2,12 +2,7 @@ package spec
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
-	"runtime"
-	"sync"
-
-	"github.com/expr-lang/expr/vm"
 
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/kernels/gpu"
@@ -114,6 +109,11 @@ func (c *compiler) checkCases(out *Compiled) error {
 			if _, err := c.mlxConsts(nc.c); err != nil {
 				c.errs = append(c.errs, err)
 			}
+			for ci := range c.s.Source.MLX.Constants {
+				if _, err := c.constValues(ci, nc.c); err != nil {
+					c.errs = append(c.errs, err)
+				}
+			}
 		}
 		if out.Base != nil {
 			c.matchBase(out, nc)
@@ -183,7 +183,12 @@ func (c *compiler) checkCases(out *Compiled) error {
 // operands: the backends bind input buffers to its operands in order.
 func (c *compiler) matchBase(out *Compiled, nc namedCase) {
 	want := out.Base.Inputs(nc.c)
-	got := out.Kernel.Inputs(nc.c)
+	var got []kernels.Operand
+	for _, in := range c.present(nc.c) {
+		if in.buffer >= 0 {
+			got = append(got, c.operand(in, nc.c))
+		}
+	}
 	if len(got) != len(want) {
 		names := make([]string, len(want))
 		for i, op := range want {
@@ -239,73 +244,9 @@ func (c *compiler) checkReference(k *kernels.Kernel, cases []namedCase) {
 // the expression once when the spec was loaded.
 func (c *compiler) referenceFunc(k *kernels.Kernel) func(kernels.Case, [][]float32) []float64 {
 	return func(cs kernels.Case, in [][]float32) []float64 {
-		out, _ := c.evalReference(cs, in, runtime.GOMAXPROCS(0))
+		out, _ := c.evalReference(cs, in, referenceWorkers())
 		return out
 	}
-}
-
-func (c *compiler) evalReference(cs kernels.Case, in [][]float32, workers int) ([]float64, error) {
-	n, err := c.lengths[c.outIndex].evalInt(c.env(cs.Shape, nil))
-	if err != nil {
-		return nil, err
-	}
-	bufs := map[string][]float64{}
-	bi := 0
-	for _, b := range c.s.Buffers {
-		if b.IO != "in" {
-			continue
-		}
-		if b.Optional && !cs.Has(kernels.Bias) {
-			bufs[b.Name] = nil
-			continue
-		}
-		f := make([]float64, len(in[bi]))
-		for j, v := range in[bi] {
-			f[j] = float64(v)
-		}
-		bufs[b.Name] = f
-		bi++
-	}
-	out := make([]float64, n)
-	workers = max(1, min(workers, n/256))
-	var wg sync.WaitGroup
-	errs := make([]error, workers)
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			env := c.env(cs.Shape, nil)
-			env["bias"] = b2i(cs.Has(kernels.Bias))
-			env["eps"] = float64(float32(kernels.RMSNormEps))
-			for name, b := range bufs {
-				env[name] = b
-			}
-			var m vm.VM
-			for i := w; i < n; i += workers {
-				env["i"] = i
-				v, err := m.Run(c.reference.prog, env)
-				f, ok := toFloat(v)
-				if err != nil || !ok {
-					out[i] = math.NaN()
-					if errs[w] == nil {
-						if err == nil {
-							err = fmt.Errorf("is %v (%T), not a number", v, v)
-						}
-						errs[w] = c.reference.errorf("output element %d on %s: %v", i, cs, firstLine(err.Error()))
-					}
-					continue
-				}
-				out[i] = f
-			}
-		}()
-	}
-	wg.Wait()
-	for _, e := range errs {
-		if e != nil {
-			return out, e
-		}
-	}
-	return out, nil
 }
 
 func toFloat(v any) (float64, bool) {

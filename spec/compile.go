@@ -53,7 +53,13 @@ type compiler struct {
 	classes     []*program // nil for a catch-all class
 	flops       *program
 	reference   *program
-	outIndex    int // index of the output buffer
+	outIndex    int   // index of the (first) output buffer
+	outs        []int // indexes of the output buffers, in order
+	outRefs     []*program
+	ranges      [][2]*program // per buffer: its range, or nils
+	elems       []kernels.Elem
+	inOps       []inOp // the inputs in binding order
+	base        *kernels.Kernel
 	mlx         *mlxCompiled
 }
 
@@ -107,6 +113,7 @@ func compile(s *Spec, file, dir string) (*Compiled, error) {
 			c.fail("implements", "", "%q is not a built-in family (allowed: %s)", s.Implements, strings.Join(params.BuiltinNames(), ", "))
 		} else {
 			out.Base, _ = kernels.Get(s.Implements)
+			c.base = out.Base
 		}
 	}
 
@@ -282,8 +289,11 @@ func compile(s *Spec, file, dir string) (*Compiled, error) {
 				lastRequired = i
 			}
 		case "out":
+			if nOut == 0 {
+				c.outIndex = i
+			}
 			nOut++
-			c.outIndex = i
+			c.outs = append(c.outs, i)
 			if b.Optional {
 				c.fail(f+".optional", "", "an output buffer cannot be optional")
 			}
@@ -304,6 +314,7 @@ func compile(s *Spec, file, dir string) (*Compiled, error) {
 			}
 		}
 		c.shapes = append(c.shapes, shape)
+		c.bufferTyping(i, b, dEnv)
 		if length == "" {
 			c.fail(lengthField, "", "required: the number of elements, an expression over the dims")
 			c.lengths = append(c.lengths, nil)
@@ -311,8 +322,11 @@ func compile(s *Spec, file, dir string) (*Compiled, error) {
 		}
 		c.lengths = append(c.lengths, c.compile(lengthField, length, dEnv, intKind))
 	}
-	if nOut != 1 {
-		c.fail("buffers", "", "has %d output buffers; a kernel has exactly one (io: \"out\")", nOut)
+	switch {
+	case s.Source.MLX != nil && nOut == 0:
+		c.fail("buffers", "", "has no output buffer; an mlx kernel has one or more (io: \"out\", in the order of source.mlx.output_names)")
+	case s.Source.MLX == nil && nOut != 1:
+		c.fail("buffers", "", "has %d output buffers; a kernel has exactly one (io: \"out\"; only an mlx source has several)", nOut)
 	}
 	if firstOptional >= 0 && lastRequired > firstOptional {
 		c.fail(fmt.Sprintf("buffers[%d].optional", firstOptional), "", "optional input buffers must come after every required one")
@@ -362,16 +376,28 @@ func compile(s *Spec, file, dir string) (*Compiled, error) {
 
 	// Correctness.
 	switch {
-	case s.Implements != "" && s.Reference != nil:
+	case s.Implements != "" && (s.Reference != nil || c.hasOutputRefs()):
 		c.fail("reference", "", "a spec that implements %s is checked against its reference; remove one", s.Implements)
-	case s.Implements == "" && s.Reference == nil:
-		c.fail("reference", "", "required: a reference expression for output element i, or implements: a built-in family")
-	case s.Reference != nil:
+	case s.Implements != "" && nOut > 1:
+		c.fail("buffers", "", "a spec that implements %s has its one output", s.Implements)
+	case s.Implements == "" && s.Reference == nil && !c.hasOutputRefs():
+		c.fail("reference", "", "required: a reference expression for output element i (reference.expr, or buffers[].reference on each output), or implements: a built-in family")
+	case s.Implements == "":
 		env := envOf(map[string]any{"bias": 0, "eps": 0.0}, c.dims, []string{"i"})
 		for _, n := range inNames {
 			env[n] = []float64{}
 		}
-		c.reference = c.compile("reference.expr", s.Reference.Expr, env, floatKind)
+		if m := s.Source.MLX; m != nil {
+			for _, cn := range m.Constants {
+				if _, clash := env[cn.Name]; !clash {
+					env[cn.Name] = []float64{}
+				}
+			}
+			if m.InitValue != nil {
+				env["init_value"] = 0.0
+			}
+		}
+		c.outputReferences(env)
 	}
 	if s.Bias && (out.Base == nil || !slices.Contains(out.Base.Options, kernels.Bias)) {
 		c.fail("bias", "", "only a kernel that implements a family with a bias operand (%s) has one", strings.Join(biasFamilies(), ", "))
@@ -555,27 +581,61 @@ func (c *compiler) build(out *Compiled, space params.Space) {
 	case base != nil:
 		k.Odd = keep(base.Odd)
 	}
+	if m := s.Source.MLX; m != nil && m.EnsureRowContiguous != nil && !*m.EnsureRowContiguous {
+		// The kernel reads its inputs through their strides: every
+		// candidate is verified on views too, on each verification shape.
+		k.Options = append(k.Options, stridedOption)
+		var views []kernels.Case
+		for _, cs := range append(slices.Clone(k.Odd), k.Workload[:min(1, len(k.Workload))]...) {
+			views = append(views, kernels.Case{Shape: cs.Shape, Options: append(slices.Clone(cs.Options), stridedOption)})
+		}
+		k.Odd = append(k.Odd, views...)
+	}
 	switch {
 	case s.MemoryBound != nil:
 		k.MemoryBound = *s.MemoryBound
 	case base != nil:
 		k.MemoryBound = base.MemoryBound
 	}
+	if c.mlx == nil {
+		for i, b := range s.Buffers {
+			if b.IO == "in" {
+				c.inOps = append(c.inOps, inOp{name: b.Name, buffer: i, cnst: -1, optional: b.Optional})
+			}
+		}
+	}
 	k.Inputs = func(cs kernels.Case) []kernels.Operand {
+		var ops []kernels.Operand
+		for _, in := range c.present(cs) {
+			ops = append(ops, c.operand(in, cs))
+		}
+		return ops
+	}
+	outputs := func(cs kernels.Case) []kernels.Operand {
 		env := c.env(cs.Shape, nil)
 		var ops []kernels.Operand
-		for i, b := range s.Buffers {
-			if b.IO != "in" || b.Optional && !cs.Has(kernels.Bias) {
-				continue
-			}
+		for _, i := range c.outs {
 			n, _ := c.lengths[i].evalInt(env) // checked by Classify
-			ops = append(ops, kernels.Operand{Name: b.Name, Len: n})
+			ops = append(ops, kernels.Operand{Name: s.Buffers[i].Name, Len: n, Elem: c.elems[i]})
 		}
 		return ops
 	}
 	k.OutLen = func(shape []int) int {
-		n, _ := c.lengths[c.outIndex].evalInt(c.env(shape, nil))
+		n := 0
+		for _, op := range outputs(kernels.Case{Shape: shape}) {
+			n += op.Len
+		}
 		return n
+	}
+	if c.typed() {
+		// Else one output of the tuned dtype: the built-in families' verification.
+		k.Outputs = outputs
+	}
+	if m := s.Source.MLX; m != nil {
+		k.Init = m.InitValue
+	}
+	if c.typed() {
+		k.FillCase = c.fill
 	}
 	switch {
 	case c.flops != nil:
@@ -593,6 +653,11 @@ func (c *compiler) build(out *Compiled, space params.Space) {
 	if base != nil {
 		// The base's output layout too (spec/check.go holds OutLen equal).
 		k.Reference, k.OutRow = base.Reference, base.OutRow
+		if c.typed() { // the family's reference takes its own operands only
+			k.Reference = func(cs kernels.Case, in [][]float32) []float64 {
+				return base.Reference(cs, c.baseInputs(cs, in))
+			}
+		}
 	} else {
 		k.Reference = c.referenceFunc(k)
 	}

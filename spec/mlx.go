@@ -5,27 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/kernels/gpu"
 	"github.com/kerntune/kerntune/params"
 )
-
-// mlxDTypes maps the MLX dtypes a constant input may have to their Metal
-// names (MLX's get_type_string) and sizes.
-var mlxDTypes = map[string]struct {
-	metal string
-	size  int
-}{
-	"int32":   {"int32_t", 4},
-	"uint32":  {"uint32_t", 4},
-	"int64":   {"int64_t", 8},
-	"uint64":  {"uint64_t", 8},
-	"float32": {"float", 4},
-}
-
-func mlxDTypeNames() string { return "int32, uint32, int64, uint64, float32" }
 
 // mlxInput says where one of input_names comes from.
 type mlxInput struct {
@@ -161,12 +147,12 @@ func (c *compiler) mlxSource(out *Compiled, read func(field, name string) string
 			c.fail(f+".name", "", "constant %q is listed twice", cn.Name)
 		}
 		constIndex[cn.Name] = i
-		dt, ok := mlxDTypes[cn.DType]
-		if !ok {
-			c.fail(f+".dtype", "", "%q is not a dtype a constant input can have (allowed: %s)", cn.DType, mlxDTypeNames())
+		e, err := kernels.ParseElem(cn.DType)
+		if err != nil || e == kernels.ElemBool {
+			c.fail(f+".dtype", "", "%q is not a dtype a constant input can have (allowed: %s but bool)", cn.DType, elemNames())
 		}
 		kind := intKind
-		if dt.metal == "float" {
+		if e.IsFloat() {
 			kind = floatKind
 		}
 		var progs []*program
@@ -187,10 +173,10 @@ func (c *compiler) mlxSource(out *Compiled, read func(field, name string) string
 
 	// Inputs.
 	bufIndex := map[string]int{}
-	outName := ""
+	var outNames []string
 	for i, b := range s.Buffers {
 		if b.IO == "out" {
-			outName = b.Name
+			outNames = append(outNames, b.Name)
 			continue
 		}
 		bufIndex[b.Name] = i
@@ -218,6 +204,9 @@ func (c *compiler) mlxSource(out *Compiled, read func(field, name string) string
 		gi := gpu.MLXInput{Name: n}
 		if bi, ok := bufIndex[n]; ok {
 			in.buffer = bi
+			if e := c.elems[bi]; e != kernels.ElemDType {
+				gi.Type = e.MetalName()
+			}
 			if bi < lastBuf {
 				c.fail(f, "", "input buffer %q comes after %q here but before it in buffers: list the input buffers in the same order in both (kerntune binds the operands in buffers order)", n, s.Buffers[lastBuf].Name)
 			}
@@ -225,7 +214,9 @@ func (c *compiler) mlxSource(out *Compiled, read func(field, name string) string
 		} else if ci, ok := constIndex[n]; ok {
 			in.cnst = ci
 			cn := m.Constants[ci]
-			gi.Type = mlxDTypes[cn.DType].metal
+			if e, err := kernels.ParseElem(cn.DType); err == nil {
+				gi.Type = e.MetalName()
+			}
 			gi.Scalar = cn.Value != ""
 			gi.Small = gi.Scalar || len(cn.Values) < gpu.MLXMinDeviceElements
 		} else {
@@ -233,6 +224,7 @@ func (c *compiler) mlxSource(out *Compiled, read func(field, name string) string
 			continue
 		}
 		c.mlx.inputs = append(c.mlx.inputs, in)
+		c.inOps = append(c.inOps, inOp{name: n, buffer: in.buffer, cnst: in.cnst})
 		k.Inputs = append(k.Inputs, gi)
 	}
 	for i, b := range s.Buffers {
@@ -247,14 +239,41 @@ func (c *compiler) mlxSource(out *Compiled, read func(field, name string) string
 	}
 	switch {
 	case m.OutputNames == nil:
-		c.fail("source.mlx.output_names", "", "required: metal_kernel's output_names (one: the output buffer)")
-	case len(m.OutputNames) != 1:
-		c.fail("source.mlx.output_names", "", "has %d names; kerntune verifies one output, the buffer with io \"out\"", len(m.OutputNames))
-	case outName != "" && m.OutputNames[0] != outName:
-		c.fail("source.mlx.output_names[0]", "", "%q is not the output buffer %q", m.OutputNames[0], outName)
+		c.fail("source.mlx.output_names", "", "required: metal_kernel's output_names (the buffers with io \"out\", in order)")
+	case !slices.Equal(m.OutputNames, outNames):
+		c.fail("source.mlx.output_names", "", "is %q, but the output buffers (io \"out\") are %q: list the same names in the same order", m.OutputNames, outNames)
 	default:
-		k.Outputs = []string{m.OutputNames[0]}
-		names[m.OutputNames[0]] = "source.mlx.output_names[0]"
+		for j, n := range m.OutputNames {
+			f := fmt.Sprintf("source.mlx.output_names[%d]", j)
+			if prev, dup := names[n]; dup {
+				c.fail(f, "", "%q is already %s", n, prev)
+			}
+			names[n] = f
+			o := gpu.MLXOutput{Name: n}
+			if e := c.elems[c.outs[j]]; e != kernels.ElemDType {
+				o.Type = e.MetalName()
+			}
+			k.Outputs = append(k.Outputs, o)
+		}
+	}
+	k.Atomic = m.AtomicOutputs
+	if m.InitValue != nil && (math.IsNaN(*m.InitValue) || math.IsInf(*m.InitValue, 0)) {
+		c.fail("source.mlx.init_value", "", "must be a finite number")
+	}
+	switch m.MathMode {
+	case "", "safe", "relaxed", "fast":
+		out.Body.Compile.MathMode = m.MathMode
+		if m.MathMode == "" {
+			out.Body.Compile.MathMode = "safe" // MLX's default
+		}
+	default:
+		c.fail("source.mlx.math_mode", "", "%q is not a math mode (allowed: safe, relaxed, fast; MLX's compile_options={\"math_mode\": ...})", m.MathMode)
+	}
+	switch m.MetalVersion {
+	case "", "3.0", "3.1", "3.2", "4.0":
+		out.Body.Compile.LanguageVersion = m.MetalVersion
+	default:
+		c.fail("source.mlx.metal_version", "", "%q is not a Metal language version (allowed: 3.0, 3.1, 3.2, 4.0)", m.MetalVersion)
 	}
 
 	// Template arguments.
@@ -313,6 +332,9 @@ func (c *compiler) mlxSource(out *Compiled, read func(field, name string) string
 		}
 	}
 
+	if o := k.ClosesEarly(); o != "" {
+		c.fail("source.mlx.output_names", "", "MLX would close the kernel's argument list after output %s: it compares the buffer index with the number of inputs and outputs, and the <name>_shape/_strides/_ndim arguments the body uses push the index past it, so the later outputs land in the body and MLX cannot compile the kernel (use a Metal attribute such as thread_position_in_grid, which MLX lists after the outputs, or fewer shape arguments)", o)
+	}
 	c.mlx.kernel = k
 	out.Body.MLX = k
 	out.Body.Func = "custom_kernel_" + k.Name
@@ -323,7 +345,7 @@ func (c *compiler) mlxSource(out *Compiled, read func(field, name string) string
 // (not negative: it becomes part of the function's name) or a boolean.
 func templateArg(t TemplateArg) (gpu.MLXTemplateArg, string) {
 	a := gpu.MLXTemplateArg{Name: t.Name}
-	allowed := fmt.Sprintf("allowed: \"dtype\" (the tuned element type), \"param\" (the tunable parameter %s), an integer constant, true or false", t.Name)
+	allowed := fmt.Sprintf("allowed: \"dtype\" (the tuned element type), \"param\" (the tunable parameter %s), a dtype (%s), an integer constant, true or false", t.Name, elemNames())
 	var str string
 	if json.Unmarshal(t.Value, &str) == nil {
 		switch str {
@@ -332,7 +354,11 @@ func templateArg(t TemplateArg) (gpu.MLXTemplateArg, string) {
 		case "param":
 			a.Kind = gpu.TemplateParam
 		default:
-			return a, fmt.Sprintf("%q is not a template kind (%s)", str, allowed)
+			e, err := kernels.ParseElem(str)
+			if err != nil {
+				return a, fmt.Sprintf("%q is not a template kind (%s)", str, allowed)
+			}
+			a.Kind, a.Type = gpu.TemplateType, e.MetalName()
 		}
 		return a, ""
 	}
@@ -412,88 +438,74 @@ func (c *compiler) mlxCheckShape(shape []int) error {
 }
 
 // mlxConsts computes the Bytes arguments of a case in binding order:
-// constants in their dtype, shapes as int32, strides (row-major, in
-// elements) as int64, ndim as int32; little-endian, as Apple GPUs are.
+// shapes as int32, strides (in elements: row-major, or the view of a
+// strided case) as int64, ndim as int32; little-endian, as Apple GPUs are.
+// Constants are inputs (buffers), as MLX binds every array.
 func (c *compiler) mlxConsts(cs kernels.Case) ([][]byte, error) {
-	env := c.env(cs.Shape, nil)
-	env["bias"] = b2i(cs.Has(kernels.Bias))
-	env["eps"] = float64(float32(kernels.RMSNormEps))
 	var out [][]byte
 	for _, bd := range c.mlx.kernel.Bindings() {
 		if bd.Kind != gpu.Bytes {
 			continue
 		}
 		in := c.mlx.inputs[bd.Input]
+		l, err := c.layoutOf(inOp{name: bd.Name, buffer: in.buffer, cnst: in.cnst}, cs)
+		if err != nil {
+			return nil, err
+		}
 		var b []byte
 		switch bd.Part {
-		case gpu.PartValue:
-			cn := c.s.Source.MLX.Constants[in.cnst]
-			for _, p := range c.mlx.consts[in.cnst] {
-				v, err := constBytes(p, env, cn.DType)
-				if err != nil {
-					return nil, err
-				}
-				b = append(b, v...)
+		case gpu.PartShape:
+			for _, d := range l.dims {
+				b = binary.LittleEndian.AppendUint32(b, uint32(int32(d)))
 			}
-		case gpu.PartShape, gpu.PartStrides, gpu.PartNDim:
-			dims, err := c.mlxShape(in, env)
-			if err != nil {
-				return nil, err
+		case gpu.PartStrides:
+			for _, v := range l.strides {
+				b = binary.LittleEndian.AppendUint64(b, uint64(v))
 			}
-			switch bd.Part {
-			case gpu.PartShape:
-				for _, d := range dims {
-					b = binary.LittleEndian.AppendUint32(b, uint32(int32(d)))
-				}
-			case gpu.PartStrides:
-				st := make([]int64, len(dims))
-				acc := int64(1)
-				for i := len(dims) - 1; i >= 0; i-- {
-					st[i] = acc
-					acc *= int64(dims[i])
-				}
-				for _, v := range st {
-					b = binary.LittleEndian.AppendUint64(b, uint64(v))
-				}
-			default:
-				b = binary.LittleEndian.AppendUint32(b, uint32(len(dims)))
-			}
+		default:
+			b = binary.LittleEndian.AppendUint32(b, uint32(len(l.dims)))
 		}
 		out = append(out, b)
 	}
 	return out, nil
 }
 
-// constBytes evaluates one element of a constant input in its dtype.
-func constBytes(p *program, env map[string]any, dtype string) ([]byte, error) {
-	if dtype == "float32" {
-		f, err := p.evalFloat(env)
-		if err != nil {
-			return nil, err
-		}
-		if math.IsNaN(f) || math.IsInf(f, 0) || math.Abs(f) > math.MaxFloat32 {
-			return nil, p.errorf("is %g, not a finite float32, with %s", f, describeEnv(env))
-		}
-		return binary.LittleEndian.AppendUint32(nil, math.Float32bits(float32(f))), nil
-	}
-	n, err := p.evalInt(env)
+// constValues computes constant ci of a case: its elements in their dtype
+// (kernels.Elem containers), each checked to fit it.
+func (c *compiler) constValues(ci int, cs kernels.Case) ([]float32, error) {
+	env := c.env(cs.Shape, nil)
+	env["bias"] = b2i(cs.Has(kernels.Bias))
+	env["eps"] = float64(float32(kernels.RMSNormEps))
+	cn := c.s.Source.MLX.Constants[ci]
+	e, err := kernels.ParseElem(cn.DType)
 	if err != nil {
 		return nil, err
 	}
-	lo, hi := int64(math.MinInt32), int64(math.MaxInt32)
-	switch dtype {
-	case "uint32":
-		lo, hi = 0, math.MaxUint32
-	case "int64":
-		lo, hi = math.MinInt64, math.MaxInt64
-	case "uint64":
-		lo, hi = 0, math.MaxInt64
+	var out []float32
+	for _, p := range c.mlx.consts[ci] {
+		if e.IsFloat() {
+			f, err := p.evalFloat(env)
+			if err != nil {
+				return nil, err
+			}
+			if math.IsNaN(f) || math.IsInf(f, 0) || math.Abs(f) > math.MaxFloat32 {
+				return nil, p.errorf("is %g, not a finite %s, with %s", f, e, describeEnv(env))
+			}
+			out = append(out, e.Round(float32(f)))
+			continue
+		}
+		n, err := p.evalInt(env)
+		if err != nil {
+			return nil, err
+		}
+		if lo, hi := e.IntRange(); int64(n) < lo || int64(n) > hi {
+			what := string(e)
+			if e.Size() == 8 {
+				what += " (kerntune holds 64-bit constants within 32 bits)"
+			}
+			return nil, p.errorf("is %d, which does not fit %s, with %s", n, what, describeEnv(env))
+		}
+		out = append(out, kernels.Int(int64(n)))
 	}
-	if int64(n) < lo || int64(n) > hi {
-		return nil, p.errorf("is %d, which does not fit %s, with %s", n, dtype, describeEnv(env))
-	}
-	if mlxDTypes[dtype].size == 8 {
-		return binary.LittleEndian.AppendUint64(nil, uint64(n)), nil
-	}
-	return binary.LittleEndian.AppendUint32(nil, uint32(n)), nil
+	return out, nil
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -134,7 +135,7 @@ func TestMLXSignatureRules(t *testing.T) {
   const device float* v [[buffer(2)]],
   const constant uint32_t* shape [[buffer(3)]],
   device float* out [[buffer(4)]]) {
-`, func() [][]byte { return [][]byte{f32s(float32(kernels.RMSNormEps)), u32s(9, 3)} }},
+`, func() [][]byte { return nil }},
 		{"shapes, strides, ndim and attributes", `// threads_per_grid appears only in this comment
 uint i = thread_position_in_grid.x; out[i] = Q_shape[1] + Q_strides[0] + v_ndim + shape_shape[0] + simdgroup_index_in_threadgroup;`, `  const device float* Q [[buffer(0)]],
   const constant int* Q_shape [[buffer(1)]],
@@ -149,14 +150,14 @@ uint i = thread_position_in_grid.x; out[i] = Q_shape[1] + Q_strides[0] + v_ndim 
   uint3 thread_position_in_grid [[thread_position_in_grid]],
   uint3 threads_per_grid [[threads_per_grid]]) {
 `, func() [][]byte {
-			return [][]byte{i32s(9, 3), i64s(3, 1), f32s(float32(kernels.RMSNormEps)), i32s(1), u32s(9, 3), i32s(2)}
+			return [][]byte{i32s(9, 3), i64s(3, 1), i32s(1), i32s(2)}
 		}},
 		{"a scalar has no shape arguments", "out[0] = eps_shape + eps_ndim;", `  const device float* Q [[buffer(0)]],
   const constant float& eps [[buffer(1)]],
   const device float* v [[buffer(2)]],
   const constant uint32_t* shape [[buffer(3)]],
   device float* out [[buffer(4)]]) {
-`, func() [][]byte { return [][]byte{f32s(float32(kernels.RMSNormEps)), u32s(9, 3)} }},
+`, func() [][]byte { return nil }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -183,6 +184,20 @@ uint i = thread_position_in_grid.x; out[i] = Q_shape[1] + Q_strides[0] + v_ndim 
 			}
 			if nBytes != len(got) || len(c.Body.Args) != strings.Count(tt.want, "[[buffer(") {
 				t.Fatalf("args %v for %d consts", c.Body.Args, len(got))
+			}
+			// Constants are inputs bound as buffers, as MLX binds arrays,
+			// holding what the application passes.
+			p9, err := kernels.NewProblem(c.Kernel, kernels.F32, kernels.Case{Shape: []int{9, 3}}, rand.New(rand.NewPCG(1, 1)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ops := c.Kernel.Inputs(p9.Case)
+			if len(ops) != 4 || ops[1].Name != "eps" || ops[3].Name != "shape" || ops[3].Elem != kernels.ElemUint32 {
+				t.Fatalf("inputs %+v", ops)
+			}
+			if e, sh := p9.Inputs[1], p9.Inputs[3]; len(e) != 1 || e[0] != float32(kernels.RMSNormEps) ||
+				fmt.Sprint(ops[3].Elem.Encode(sh)) != fmt.Sprint(u32s(9, 3)) {
+				t.Fatalf("constant inputs eps %v, shape %v", e, sh)
 			}
 			if c.Body.Scalars(kernels.Case{Shape: []int{9, 3}}, c.Kernel.Scalars) != nil {
 				t.Fatal("an mlx body has scalar arguments")
@@ -254,8 +269,12 @@ func TestMLXLaunch(t *testing.T) {
 		t.Fatalf("launch %+v, want %+v", l, want)
 	}
 	// The constant input holds the shape as the application passes it.
-	if got := c.Body.Consts(kernels.Case{Shape: []int{4096, 1000}}); fmt.Sprint(got) != fmt.Sprint([][]byte{u32s(4096, 1000)}) {
-		t.Fatalf("consts %v", got)
+	big, err := kernels.NewProblem(c.Kernel, kernels.F32, kernels.Case{Shape: []int{4096, 1000}}, rand.New(rand.NewPCG(1, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := kernels.ElemUint32.Encode(big.Inputs[2]); fmt.Sprint(got) != fmt.Sprint(u32s(4096, 1000)) {
+		t.Fatalf("shape constant %v", got)
 	}
 	// A shape with a tiny input resolves parameters (its class) but cannot
 	// be tuned: MLX would generate another signature for it.
@@ -341,7 +360,7 @@ func TestBadMLXSpecs(t *testing.T) {
 		{"input not a buffer", func(m map[string]any) { mlxOf(m)["input_names"] = []any{"Q", "eps", "v", "shape", "W"} }, []string{"source.mlx.input_names[4]", `"W"`}, false},
 		{"buffer not an input", func(m map[string]any) { mlxOf(m)["input_names"] = []any{"Q", "eps", "shape"} }, []string{"buffers[1].name", `"v" is not in source.mlx.input_names`}, false},
 		{"inputs out of order", func(m map[string]any) { mlxOf(m)["input_names"] = []any{"v", "eps", "Q", "shape"} }, []string{"source.mlx.input_names[2]", "same order"}, false},
-		{"wrong output", func(m map[string]any) { mlxOf(m)["output_names"] = []any{"y"} }, []string{"source.mlx.output_names[0]", `"y"`}, false},
+		{"wrong output", func(m map[string]any) { mlxOf(m)["output_names"] = []any{"y"} }, []string{"source.mlx.output_names", `["y"]`, `["out"]`}, false},
 		{"constant dtype", func(m map[string]any) {
 			mlxOf(m)["constants"].([]any)[1].(map[string]any)["dtype"] = "float64"
 		}, []string{"source.mlx.constants[1].dtype", "float64", "uint32"}, true},

@@ -100,15 +100,30 @@ type MLXSource struct {
 	HeaderFile string `json:"header_file,omitempty"`
 	// InputNames are the inputs in order: input buffers and Constants.
 	InputNames []string `json:"input_names"`
-	// OutputNames is the output buffer's name (kerntune verifies one output).
+	// OutputNames are the output buffers (io "out"), in their order.
 	OutputNames []string `json:"output_names"`
 	// Template binds the template arguments, in the order the application
 	// passes them: "dtype" (the tuned element type), "param" (the tunable
-	// parameter of that name), an integer or a boolean constant.
+	// parameter of that name), an MLX dtype name (a fixed type), an
+	// integer or a boolean constant.
 	Template TemplateArgs `json:"template,omitempty"`
-	// EnsureRowContiguous is metal_kernel's flag (default true); kerntune's
-	// inputs are always row-contiguous, so it changes nothing here.
+	// EnsureRowContiguous is metal_kernel's flag (default true). False:
+	// the kernel reads its inputs through their strides, and every
+	// candidate is also verified on inputs that are not row-contiguous.
 	EnsureRowContiguous *bool `json:"ensure_row_contiguous,omitempty"`
+	// AtomicOutputs is metal_kernel's atomic_outputs: outputs are
+	// declared device atomic<T>*.
+	AtomicOutputs bool `json:"atomic_outputs,omitempty"`
+	// InitValue is the kernel call's init_value: every output is filled
+	// with it before the kernel runs (absent: outputs are not initialised).
+	InitValue *float64 `json:"init_value,omitempty"`
+	// MathMode is metal_kernel's compile_options math_mode: "safe"
+	// (MLX's default), "relaxed" or "fast".
+	MathMode string `json:"math_mode,omitempty"`
+	// MetalVersion is the Metal language version to compile with ("3.1",
+	// "3.2", "4.0"); empty: Metal's default for the OS, as MLX picks
+	// its version by OS.
+	MetalVersion string `json:"metal_version,omitempty"`
 	// Constants are inputs computed from the shape, such as the
 	// mx.array([m, k], dtype=mx.uint32) an application passes as "shape".
 	Constants []MLXConstant `json:"constants,omitempty"`
@@ -117,7 +132,7 @@ type MLXSource struct {
 // MLXConstant is an input whose values come from the shape.
 type MLXConstant struct {
 	Name string `json:"name"`
-	// DType is the array's MLX dtype: int32, uint32, int64, uint64, float32.
+	// DType is the array's MLX dtype: any but bool.
 	DType string `json:"dtype"`
 	// Values are the elements of a 1-d array, expressions over the dims,
 	// bias and eps; Value instead makes a scalar (a 0-d array, or a
@@ -219,6 +234,17 @@ type Buffer struct {
 	Shape []string `json:"shape,omitempty"`
 	// Optional input buffers are present only for cases with a bias.
 	Optional bool `json:"optional,omitempty"`
+	// DType is the buffer's element type by MLX's name (float32, int32,
+	// uint32, bool, ...), or "dtype" (default): the tuned element type.
+	// mlx source only.
+	DType string `json:"dtype,omitempty"`
+	// Reference is output element i of this output in float64 (an output
+	// of a spec with several; the expression language of reference.expr).
+	Reference string `json:"reference,omitempty"`
+	// Range is how an input's random values are drawn: [lo, hi],
+	// expressions over the dims; integers in [lo, hi], floats in [lo, hi).
+	// Default: the whole integer type, bool 0/1, floats [-1, 1).
+	Range []string `json:"range,omitempty"`
 }
 
 // Scalar is one scalar argument, passed after the buffers.

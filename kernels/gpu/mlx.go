@@ -37,18 +37,28 @@ type MLX struct {
 	Header  string
 	Source  string
 	Inputs  []MLXInput
-	Outputs []string
+	Outputs []MLXOutput
 	// Template lists the template arguments in the order the application
 	// passes them (template=[("T", mx.float32), ("BN", 32)]).
 	Template []MLXTemplateArg
+	// Atomic is metal_kernel's atomic_outputs: outputs are declared
+	// device atomic<T>*.
+	Atomic bool
+}
+
+// MLXOutput is one of output_names with its dtype's Metal name (empty:
+// the tuned element type).
+type MLXOutput struct {
+	Name string
+	Type string
 }
 
 // MLXInput is one of input_names and how the application passes it.
 type MLXInput struct {
 	Name string
 	// Type is the element type's Metal name (uint32_t, float, ...), or
-	// empty for an array of the tuned element type (a data buffer: float or
-	// float16_t).
+	// empty for an array of the tuned element type (float, float16_t or
+	// bfloat16_t). Every input is bound as a buffer, as MLX binds arrays.
 	Type string
 	// Scalar inputs (ndim 0) are passed by reference: `const constant T& name`.
 	Scalar bool
@@ -61,12 +71,14 @@ type MLXInput struct {
 type MLXTemplateKind int
 
 // Template argument kinds: the tuned element type (typename), a tunable
-// parameter's value (int), a fixed int, a fixed bool.
+// parameter's value (int), a fixed int, a fixed bool, a fixed type
+// (typename: MLX's ("AccT", mx.float32)).
 const (
 	TemplateDType MLXTemplateKind = iota
 	TemplateParam
 	TemplateInt
 	TemplateBool
+	TemplateType
 )
 
 // MLXTemplateArg is one template argument.
@@ -75,6 +87,8 @@ type MLXTemplateArg struct {
 	Kind MLXTemplateKind
 	// Value of a TemplateInt, or of a TemplateBool (0 or 1).
 	Value int
+	// Type is a TemplateType's Metal name (float, bfloat16_t, ...).
+	Type string
 }
 
 // MLXPart is what an MLX kernel argument carries.
@@ -135,12 +149,7 @@ const MLXUtils = "#include <metal_stdlib>\nusing namespace metal;\ntypedef half 
 const MLXMinDeviceElements = 8
 
 // MLXTypeName is MLX's Metal name of an element type (get_type_string).
-func MLXTypeName(dt kernels.DType) string {
-	if dt == kernels.F16 {
-		return "float16_t"
-	}
-	return "float"
-}
+func MLXTypeName(dt kernels.DType) string { return kernels.ElemOf(dt).MetalName() }
 
 // Attributes are the attribute arguments the body gets: those whose names
 // its text contains, as MLX finds them (a substring search, comments included).
@@ -171,11 +180,7 @@ func (m *MLX) ShapeInfo(i int) (shape, strides, ndim bool) {
 func (m *MLX) Bindings() []MLXBinding {
 	var out []MLXBinding
 	for i, in := range m.Inputs {
-		kind := Bytes
-		if in.Type == "" {
-			kind = In
-		}
-		out = append(out, MLXBinding{Arg: Arg{Name: in.Name, Kind: kind}, Input: i, Part: PartValue})
+		out = append(out, MLXBinding{Arg: Arg{Name: in.Name, Kind: In}, Input: i, Part: PartValue})
 		shape, strides, ndim := m.ShapeInfo(i)
 		if shape {
 			out = append(out, MLXBinding{Arg: Arg{Name: in.Name + "_shape", Kind: Bytes}, Input: i, Part: PartShape})
@@ -188,7 +193,7 @@ func (m *MLX) Bindings() []MLXBinding {
 		}
 	}
 	for _, o := range m.Outputs {
-		out = append(out, MLXBinding{Arg: Arg{Name: o, Kind: Out}, Input: -1, Part: PartValue})
+		out = append(out, MLXBinding{Arg: Arg{Name: o.Name, Kind: Out}, Input: -1, Part: PartValue})
 	}
 	return out
 }
@@ -203,11 +208,20 @@ func (m *MLX) templateValues(dt kernels.DType, p map[string]int) []string {
 			vals[i] = MLXTypeName(dt)
 		case TemplateParam:
 			vals[i] = strconv.Itoa(p[t.Name])
+		case TemplateType:
+			vals[i] = t.Type
 		default:
 			vals[i] = strconv.Itoa(t.Value)
 		}
 	}
 	return vals
+}
+
+func (m *MLX) outputType(o MLXOutput, dt kernels.DType) string {
+	if o.Type == "" {
+		return MLXTypeName(dt)
+	}
+	return o.Type
 }
 
 func (m *MLX) inputType(in MLXInput, dt kernels.DType) string {
@@ -240,9 +254,9 @@ func (m *MLX) KernelName(dt kernels.DType, p map[string]int) string {
 			b.WriteString("c")
 		}
 	}
-	for range m.Outputs {
+	for _, o := range m.Outputs {
 		b.WriteString("_")
-		b.WriteString(MLXTypeName(dt))
+		b.WriteString(m.outputType(o, dt))
 	}
 	return b.String()
 }
@@ -262,7 +276,7 @@ func (m *MLX) KernelSource(dt kernels.DType, p map[string]int) string {
 				b.WriteString(", ")
 			}
 			switch t.Kind {
-			case TemplateDType:
+			case TemplateDType, TemplateType:
 				b.WriteString("typename ")
 			case TemplateBool:
 				b.WriteString("bool ")
@@ -300,10 +314,15 @@ func (m *MLX) KernelSource(dt kernels.DType, p map[string]int) string {
 		}
 	}
 	for _, o := range m.Outputs {
-		fmt.Fprintf(&b, "  device %s* %s [[buffer(%d)]]", MLXTypeName(dt), o, index)
-		// MLX's test compares the buffer index with the count of inputs
-		// and outputs; with one output (all kerntune allows) it closes the
-		// list unless attributes follow.
+		ty := m.outputType(o, dt)
+		if m.Atomic {
+			ty = "atomic<" + ty + ">"
+		}
+		fmt.Fprintf(&b, "  device %s* %s [[buffer(%d)]]", ty, o.Name, index)
+		// MLX compares the buffer index with the count of inputs and
+		// outputs, not of the arguments written (shape arguments take
+		// indexes too): the list is closed early when it counts past it, as
+		// in MLX, whose kernels then fail to compile the same way.
 		if index < len(m.Inputs)+len(m.Outputs)-1 || len(attrs) > 0 {
 			b.WriteString(",\n")
 		} else {
@@ -333,6 +352,35 @@ func attrType(name string) string {
 		if a[0] == name {
 			return a[1]
 		}
+	}
+	return ""
+}
+
+// ClosesEarly names the output after which MLX's signature closes its
+// argument list before the last output: MLX decides by comparing the
+// buffer index with the count of inputs and outputs, which the shape,
+// strides and ndim arguments push past it, so with several outputs and no
+// attributes the later outputs land in the body and MLX cannot compile the
+// kernel. Empty when the signature is whole.
+func (m *MLX) ClosesEarly() string {
+	if len(m.Attributes()) > 0 {
+		return ""
+	}
+	index := 0
+	for i := range m.Inputs {
+		index++
+		shape, strides, ndim := m.ShapeInfo(i)
+		for _, b := range []bool{shape, strides, ndim} {
+			if b {
+				index++
+			}
+		}
+	}
+	for j, o := range m.Outputs {
+		if j < len(m.Outputs)-1 && index >= len(m.Inputs)+len(m.Outputs)-1 {
+			return o.Name
+		}
+		index++
 	}
 	return ""
 }
