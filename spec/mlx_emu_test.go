@@ -29,10 +29,43 @@ const emuStdlib = `#pragma once
 #define device
 #define constant
 #define threadgroup static
+#include <atomic>
+#include <bit>
+#include <limits>
+#define METAL_FUNC inline
 namespace metal {
 typedef unsigned int uint;
 typedef __fp16 half;  // storage only; the emulation runs f32
+// bfloat: 16 bits of storage, float arithmetic, round to nearest even.
+struct bfloat {
+  unsigned short bits;
+  bfloat() = default;
+  constexpr bfloat(float f) : bits(round(f)) {}
+  constexpr operator float() const { return std::bit_cast<float>(unsigned(bits) << 16); }
+  static constexpr unsigned short round(float f) {
+    unsigned u = std::bit_cast<unsigned>(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fc0;
+    return (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+  }
+};
+template <typename T> struct numeric_limits : std::numeric_limits<T> {};
+template <> struct numeric_limits<half> {
+  static constexpr float max() { return 65504.0f; }
+  static constexpr float infinity() { return std::numeric_limits<float>::infinity(); }
+};
+template <> struct numeric_limits<bfloat> {
+  static constexpr float max() { return 3.38953139e38f; }
+  static constexpr float infinity() { return std::numeric_limits<float>::infinity(); }
+};
 struct uint3 { uint x, y, z; };
+struct uint2 { uint x, y; };
+template <typename T, int N> struct vec { T x, y, z, w; };
+// Atomics: std::atomic of the same size as the element, as Metal's.
+enum memory_order { memory_order_relaxed };
+template <typename T> struct atomic { std::atomic<T> v; };
+template <typename T> T atomic_fetch_add_explicit(atomic<T>* o, T x, memory_order) { return o->v.fetch_add(x); }
+template <typename T> T atomic_load_explicit(atomic<T>* o, memory_order) { return o->v.load(); }
+template <typename T> void atomic_store_explicit(atomic<T>* o, T x, memory_order) { o->v.store(x); }
 enum class mem_flags { mem_none = 0, mem_device = 1, mem_threadgroup = 2, mem_texture = 4 };
 inline std::barrier<>* kt_barrier;
 inline void threadgroup_barrier(mem_flags) { kt_barrier->arrive_and_wait(); }

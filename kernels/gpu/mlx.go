@@ -137,11 +137,124 @@ var mlxAttributes = [][2]string{
 }
 
 // MLXUtils stands in for the utilities MLX compiles in front of every
-// custom kernel (mlx/backend/metal/kernels/utils.h): the Metal standard
-// library, `using namespace metal` and the float16_t type MLX names half
-// by. MLX's other helpers (elem_to_loc, ...) are not provided: a body that
-// calls them must bring them in its header.
-const MLXUtils = "#include <metal_stdlib>\nusing namespace metal;\ntypedef half float16_t;\n"
+// custom kernel (mlx/backend/metal/kernels/utils.h and what it includes),
+// so that a body that compiles in MLX compiles here: the Metal standard
+// library and `using namespace metal`, the float16_t and bfloat16_t names
+// of half and bfloat, Limits<T> (max and min: ±infinity for the float
+// types, the extremes for integers; finite_max and finite_min), the
+// elem_to_loc family (the memory offset of an element of a strided
+// array: generic dims, 1 to 3 fixed dims, two or three arrays at once),
+// WorkPerThread<T>, ceildiv and MLX_MTL_PRAGMA_UNROLL. They are written
+// here from MLX's documented behaviour, with MLX's names and signatures;
+// the templates leave room for a user's header that defines non-template
+// functions of the same names, which overload resolution prefers, as in
+// MLX. MLX's math overloads for bfloat, complex64_t and its 64-bit simd
+// shuffles are not provided.
+const MLXUtils = `#include <metal_stdlib>
+using namespace metal;
+typedef half float16_t;
+typedef bfloat bfloat16_t;
+#define MLX_MTL_PRAGMA_UNROLL _Pragma("clang loop unroll(full)")
+template <typename U>
+struct WorkPerThread {
+  static constexpr constant int n = 8 / sizeof(U);
+};
+template <typename U>
+struct Limits {
+  static constexpr constant U max = metal::numeric_limits<U>::max();
+  static constexpr constant U min = metal::numeric_limits<U>::min();
+  static constexpr constant U finite_max = metal::numeric_limits<U>::max();
+  static constexpr constant U finite_min = metal::numeric_limits<U>::min();
+};
+template <> struct Limits<float> {
+  static constexpr constant float max = metal::numeric_limits<float>::infinity();
+  static constexpr constant float min = -metal::numeric_limits<float>::infinity();
+  static constexpr constant float finite_max = metal::numeric_limits<float>::max();
+  static constexpr constant float finite_min = -metal::numeric_limits<float>::max();
+};
+template <> struct Limits<half> {
+  static constexpr constant half max = metal::numeric_limits<half>::infinity();
+  static constexpr constant half min = -metal::numeric_limits<half>::infinity();
+  static constexpr constant half finite_max = metal::numeric_limits<half>::max();
+  static constexpr constant half finite_min = -metal::numeric_limits<half>::max();
+};
+template <> struct Limits<bfloat> {
+  static constexpr constant bfloat max = metal::numeric_limits<bfloat>::infinity();
+  static constexpr constant bfloat min = -metal::numeric_limits<bfloat>::infinity();
+  static constexpr constant bfloat finite_max = metal::numeric_limits<bfloat>::max();
+  static constexpr constant bfloat finite_min = -metal::numeric_limits<bfloat>::max();
+};
+template <> struct Limits<bool> {
+  static constexpr constant bool max = true;
+  static constexpr constant bool min = false;
+};
+template <typename T, typename U>
+inline T ceildiv(T n, U m) {
+  return (n + m - 1) / m;
+}
+// The offset of row-major element elem of an array of ndim dims.
+template <typename IdxT = int64_t>
+METAL_FUNC IdxT elem_to_loc(IdxT elem, constant const int* shape, constant const int64_t* strides, int ndim) {
+  IdxT loc = 0;
+  for (int d = ndim - 1; d >= 0 && elem > 0; --d) {
+    loc += (elem % shape[d]) * IdxT(strides[d]);
+    elem /= shape[d];
+  }
+  return loc;
+}
+// The offset of the element at x (last dim), y (the one before) and z
+// (all earlier dims, row-major).
+template <typename IdxT = int64_t>
+METAL_FUNC IdxT elem_to_loc(uint3 elem, constant const int* shape, constant const int64_t* strides, int ndim) {
+  IdxT loc = IdxT(elem.x) * IdxT(strides[ndim - 1]) + IdxT(elem.y) * IdxT(strides[ndim - 2]);
+  for (int d = ndim - 3; d >= 0; --d) {
+    loc += IdxT(elem.z % shape[d]) * IdxT(strides[d]);
+    elem.z /= shape[d];
+  }
+  return loc;
+}
+template <typename IdxT = int64_t>
+METAL_FUNC IdxT elem_to_loc_1(uint elem, constant const int64_t& stride) {
+  return IdxT(elem) * IdxT(stride);
+}
+template <typename IdxT = int64_t>
+METAL_FUNC IdxT elem_to_loc_2(uint2 elem, constant const int64_t strides[2]) {
+  return IdxT(elem.x) * IdxT(strides[1]) + IdxT(elem.y) * IdxT(strides[0]);
+}
+template <typename IdxT = int64_t>
+METAL_FUNC IdxT elem_to_loc_3(uint3 elem, constant const int64_t strides[3]) {
+  return IdxT(elem.x) * IdxT(strides[2]) + IdxT(elem.y) * IdxT(strides[1]) + IdxT(elem.z) * IdxT(strides[0]);
+}
+template <typename IdxT = int64_t>
+METAL_FUNC vec<IdxT, 2> elem_to_loc_2_nd(uint3 elem, constant const int* shape, constant const int64_t* a_strides,
+                                         constant const int64_t* b_strides, int ndim) {
+  vec<IdxT, 2> loc = {IdxT(elem.x) * IdxT(a_strides[ndim - 1]) + IdxT(elem.y) * IdxT(a_strides[ndim - 2]),
+                      IdxT(elem.x) * IdxT(b_strides[ndim - 1]) + IdxT(elem.y) * IdxT(b_strides[ndim - 2])};
+  for (int d = ndim - 3; d >= 0; --d) {
+    uint l = elem.z % shape[d];
+    loc.x += l * IdxT(a_strides[d]);
+    loc.y += l * IdxT(b_strides[d]);
+    elem.z /= shape[d];
+  }
+  return loc;
+}
+template <typename IdxT = int64_t>
+METAL_FUNC vec<IdxT, 3> elem_to_loc_3_nd(uint3 elem, constant const int* shape, constant const int64_t* a_strides,
+                                         constant const int64_t* b_strides, constant const int64_t* c_strides,
+                                         int ndim) {
+  vec<IdxT, 3> loc = {IdxT(elem.x) * IdxT(a_strides[ndim - 1]) + IdxT(elem.y) * IdxT(a_strides[ndim - 2]),
+                      IdxT(elem.x) * IdxT(b_strides[ndim - 1]) + IdxT(elem.y) * IdxT(b_strides[ndim - 2]),
+                      IdxT(elem.x) * IdxT(c_strides[ndim - 1]) + IdxT(elem.y) * IdxT(c_strides[ndim - 2])};
+  for (int d = ndim - 3; d >= 0; --d) {
+    uint l = elem.z % shape[d];
+    loc.x += l * IdxT(a_strides[d]);
+    loc.y += l * IdxT(b_strides[d]);
+    loc.z += l * IdxT(c_strides[d]);
+    elem.z /= shape[d];
+  }
+  return loc;
+}
+`
 
 // MLXMinDeviceElements is the fewest elements of an input MLX passes in
 // device memory; smaller inputs go in the constant address space
