@@ -389,7 +389,7 @@ func compile(s *Spec, file, dir string) (*Compiled, error) {
 		}
 		if m := s.Source.MLX; m != nil {
 			for _, cn := range m.Constants {
-				if _, clash := env[cn.Name]; !clash {
+				if _, clash := env[cn.Name]; !clash && !reserved[cn.Name] {
 					env[cn.Name] = []float64{}
 				}
 			}

@@ -327,7 +327,7 @@ func (c *compiler) evalReference(cs kernels.Case, in [][]float32, workers int) (
 		}
 	}
 	for i, x := range c.present(cs) {
-		if i < len(in) {
+		if i < len(in) && !reserved[x.name] { // a constant named eps is the eps of the expressions
 			bufs[x.name] = c.logical(x, cs, in[i])
 		}
 	}
