@@ -1,6 +1,7 @@
 // One threadgroup per row: TG threads sum squares (in AccT), meet in
 // threadgroup memory, and scale the row. x may be a view: its elements are
-// found through x_shape and x_strides with MLX's elem_to_loc.
+// found through x_shape and x_strides with MLX's elem_to_loc, and w may
+// be a slice, read through w_strides.
 uint row = threadgroup_position_in_grid.x;
 uint t = thread_position_in_threadgroup.x;
 uint cols = dims[1];
@@ -26,5 +27,5 @@ if (t == 0) {
 }
 for (uint c = t; c < cols; c += TG) {
   AccT v = AccT(x[elem_to_loc(int64_t(row * cols + c), x_shape, x_strides, x_ndim)]);
-  out[row * cols + c] = static_cast<T>(v * inv * AccT(w[c]));
+  out[row * cols + c] = static_cast<T>(v * inv * AccT(w[c * w_strides[0]]));
 }

@@ -1,8 +1,8 @@
 package spec
 
 import (
+	"encoding/hex"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -70,7 +70,38 @@ enum class mem_flags { mem_none = 0, mem_device = 1, mem_threadgroup = 2, mem_te
 inline std::barrier<>* kt_barrier;
 inline void threadgroup_barrier(mem_flags) { kt_barrier->arrive_and_wait(); }
 using std::fma;
+using std::exp;
+inline float rsqrt(float x) { return 1.0f / std::sqrt(x); }
 }  // namespace metal
+`
+
+// emuHalf converts __fp16 storage (f16 kernels) on x86, where clang
+// calls these helpers from a runtime library the link does not include:
+// f16 to f32 exactly, f32 to f16 rounding to nearest even.
+const emuHalf = `
+#include <bit>
+extern "C" float __gnu_h2f_ieee(unsigned short h) {
+  unsigned s = (h & 0x8000u) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ff;
+  if (e == 0x1f) return std::bit_cast<float>(s | 0x7f800000u | (m << 13));
+  if (e == 0) {
+    float f = float(m) * 5.9604644775390625e-8f;  // m * 2^-24
+    return s ? -f : f;
+  }
+  return std::bit_cast<float>(s | ((e + 112) << 23) | (m << 13));
+}
+extern "C" unsigned short __gnu_f2h_ieee(float f) {
+  unsigned u = std::bit_cast<unsigned>(f), s = (u >> 16) & 0x8000u;
+  unsigned a = u & 0x7fffffffu;
+  if (a > 0x7f800000u) return s | 0x7e00;
+  if (a >= 0x477ff000u) return s | 0x7c00;  // rounds to infinity
+  if (a < 0x38800000u) {                    // subnormal or zero in f16
+    float r = std::bit_cast<float>(a) * 16777216.0f;  // * 2^24, rounds to nearest even
+    return s | (unsigned short)(r);
+  }
+  unsigned r = a - 0x38000000u;  // rebias
+  r = (r + 0xfffu + ((r >> 13) & 1u)) >> 13;
+  return s | (unsigned short)r;
+}
 `
 
 // emuRunner is the C++ that launches one case as Metal's dispatchThreads
@@ -81,8 +112,7 @@ namespace kt_run_%[1]d {
 %[2]s
 void run() {
   const unsigned G[3] = {%[3]d, %[4]d, %[5]d}, TG[3] = {%[6]d, %[7]d, %[8]d};
-  static float out[%[9]d];
-  for (auto& o : out) o = NAN;
+%[9]s
   for (unsigned bz = 0; bz * TG[2] < G[2]; ++bz)
     for (unsigned by = 0; by * TG[1] < G[1]; ++by)
       for (unsigned bx = 0; bx * TG[0] < G[0]; ++bx) {
@@ -102,8 +132,7 @@ void run() {
         for (auto& t : ts) t.join();
       }
   std::printf("case %[1]d\n");
-  for (float o : out) std::printf("%%a\n", o);
-}
+%[12]s}
 }  // namespace kt_run_%[1]d
 `
 
@@ -112,6 +141,8 @@ type emuCase struct {
 	example string
 	cand    map[string]int
 	shape   []int
+	dt      kernels.DType // "": f32
+	options []string
 	// edit breaks the body (the check must then fail verification)
 	edit func(string) string
 }
@@ -122,26 +153,54 @@ type emuCase struct {
 // for results, not only for syntax, off a Mac.
 func TestMLXExamplesComputeOnCPU(t *testing.T) {
 	cc := mslcheck.Require(t)
+	type m = map[string]int
 	cases := []emuCase{
-		{"mlx_qr_col_dot.json", map[string]int{"TG": 32, "UNROLL": 4}, []int{33, 7}, nil},
-		{"mlx_qr_col_dot.json", map[string]int{"TG": 64, "UNROLL": 8}, []int{130, 29}, nil},
-		{"mlx_gemm_av.json", map[string]int{"BM": 32, "BN": 8, "BK": 16}, []int{37, 53, 29}, nil},
-		{"mlx_gemm_av.json", map[string]int{"BM": 8, "BN": 16, "BK": 32}, []int{130, 7, 65}, nil},
+		{example: "mlx_qr_col_dot.json", cand: m{"TG": 32, "UNROLL": 4}, shape: []int{33, 7}},
+		{example: "mlx_qr_col_dot.json", cand: m{"TG": 64, "UNROLL": 8}, shape: []int{130, 29}},
+		{example: "mlx_gemm_av.json", cand: m{"BM": 32, "BN": 8, "BK": 16}, shape: []int{37, 53, 29}},
+		{example: "mlx_gemm_av.json", cand: m{"BM": 8, "BN": 16, "BK": 32}, shape: []int{130, 7, 65}},
+		// Packed uint32 weights, per-group scales and biases.
+		{example: "mlx_qmv4.json", cand: m{"TPR": 8, "ROWS": 4}, shape: []int{9, 128}},
+		{example: "mlx_qmv4.json", cand: m{"TPR": 4, "ROWS": 2}, shape: []int{33, 192}, dt: kernels.F16},
+		// Atomic outputs of two types, filled with init_value first.
+		{example: "mlx_scatter_add.json", cand: m{"TG": 64, "ITEMS": 2}, shape: []int{1000, 7}},
+		{example: "mlx_scatter_add.json", cand: m{"TG": 128, "ITEMS": 1}, shape: []int{77, 3}},
+		// Two outputs (the second float32 in f16 too), a template dtype,
+		// MLX's elem_to_loc on a transposed view of x.
+		{example: "mlx_rmsnorm_inv.json", cand: m{"TG": 32}, shape: []int{3, 37}},
+		{example: "mlx_rmsnorm_inv.json", cand: m{"TG": 64}, shape: []int{5, 100}, dt: kernels.F16},
+		{example: "mlx_rmsnorm_inv.json", cand: m{"TG": 32}, shape: []int{5, 100}, options: []string{stridedOption}},
+		{example: "mlx_exp1d.json", cand: m{"TG": 64}, shape: []int{1000}},
+		{example: "mlx_exp1d.json", cand: m{"TG": 256}, shape: []int{8}, dt: kernels.F16},
 		// Teeth: without the tail loop the last rows of Q are dropped;
 		// staging A without the slice offset k0 multiplies the first slice
-		// of A with every slice of V.
-		{"mlx_qr_col_dot.json", map[string]int{"TG": 32, "UNROLL": 4}, []int{33, 7}, func(s string) string {
+		// of A with every slice of V; nibbles read from the wrong end, all
+		// counts in one bin, and a view read as if row-contiguous fail.
+		{example: "mlx_qr_col_dot.json", cand: m{"TG": 32, "UNROLL": 4}, shape: []int{33, 7}, edit: func(s string) string {
 			return strings.Replace(s, "for (; i < m; ++i) {", "for (; false; ++i) {", 1)
 		}},
-		{"mlx_gemm_av.json", map[string]int{"BM": 16, "BN": 16, "BK": 8}, []int{37, 53, 29}, func(s string) string {
+		{example: "mlx_gemm_av.json", cand: m{"BM": 16, "BN": 16, "BK": 8}, shape: []int{37, 53, 29}, edit: func(s string) string {
 			return strings.Replace(s, "A[(row0 + r) * k + k0 + c]", "A[(row0 + r) * k + c]", 1)
+		}},
+		{example: "mlx_qmv4.json", cand: m{"TPR": 8, "ROWS": 4}, shape: []int{9, 128}, edit: func(s string) string {
+			return strings.Replace(s, "(q >> (4 * j))", "(q >> (4 * (7 - j)))", 1)
+		}},
+		{example: "mlx_scatter_add.json", cand: m{"TG": 64, "ITEMS": 2}, shape: []int{1000, 7}, edit: func(s string) string {
+			return strings.Replace(s, "&counts[b]", "&counts[0]", 1)
+		}},
+		{example: "mlx_rmsnorm_inv.json", cand: m{"TG": 32}, shape: []int{5, 100}, options: []string{stridedOption}, edit: func(s string) string {
+			return strings.ReplaceAll(s, "x[elem_to_loc(int64_t(row * cols + c), x_shape, x_strides, x_ndim)]", "x[row * cols + c + 0 * x_shape[0] * x_strides[0] * x_ndim]")
 		}},
 	}
 	var srcs, runners []string
 	var problems []*kernels.Problem
 	for i, ec := range cases {
 		c := loadExample(t, ec.example)
-		p, err := kernels.NewProblem(c.Kernel, kernels.F32, kernels.Case{Shape: ec.shape}, rand.New(rand.NewPCG(uint64(i), 7)))
+		dt := ec.dt
+		if dt == "" {
+			dt = kernels.F32
+		}
+		p, err := kernels.NewProblem(c.Kernel, dt, kernels.Case{Shape: ec.shape, Options: ec.options}, rand.New(rand.NewPCG(uint64(i), 7)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -156,7 +215,7 @@ func TestMLXExamplesComputeOnCPU(t *testing.T) {
 		}
 		body := *c.Body
 		body.MLX = &m
-		src, err := body.SourceFor(gpu.Metal, kernels.F32, ec.cand)
+		src, err := body.SourceFor(gpu.Metal, dt, ec.cand)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -167,7 +226,7 @@ func TestMLXExamplesComputeOnCPU(t *testing.T) {
 	inc := filepath.Join(dir, "emu")
 	os.Mkdir(inc, 0o755)
 	os.WriteFile(filepath.Join(inc, "metal_stdlib"), []byte(emuStdlib), 0o644)
-	prog := "#include <algorithm>\n#include <cstdio>\n#include <thread>\n#include <vector>\n" + emuBatch(srcs) + strings.Join(runners, "") + "int main() {\n"
+	prog := "#include <algorithm>\n#include <cstdio>\n#include <thread>\n#include <vector>\n" + emuHalf + emuBatch(srcs) + strings.Join(runners, "") + "int main() {\n"
 	for i := range cases {
 		prog += fmt.Sprintf("  kt_run_%d::run();\n", i)
 	}
@@ -175,7 +234,7 @@ func TestMLXExamplesComputeOnCPU(t *testing.T) {
 	path := filepath.Join(dir, "emu.cpp")
 	os.WriteFile(path, []byte(prog), 0o644)
 	bin := filepath.Join(dir, "emu.bin")
-	if out, err := exec.Command(cc, "-x", "c++", "-std=c++20", "-O1", "-pthread", "-Wno-unknown-attributes", "-I", inc, path, "-lstdc++", "-lm", "-o", bin).CombinedOutput(); err != nil {
+	if out, err := exec.Command(cc, "-x", "c++", "-std=c++20", "-O1", "-pthread", "-Wno-unknown-attributes", "-Wno-deprecated-anon-enum-enum-conversion", "-I", inc, path, "-lstdc++", "-lm", "-o", bin).CombinedOutput(); err != nil {
 		t.Fatalf("compiling the emulation: %v\n%s", err, out)
 	}
 	out, err := exec.Command(bin).Output()
@@ -187,20 +246,22 @@ func TestMLXExamplesComputeOnCPU(t *testing.T) {
 		t.Fatalf("%d results for %d cases", len(results), len(cases))
 	}
 	for i, r := range results {
-		lines := strings.Fields(r)[1:]
-		got := make([]float32, len(lines))
-		for j, l := range lines {
-			v, err := strconv.ParseFloat(l, 32)
-			if err != nil {
-				v = math.NaN()
+		p := problems[i]
+		var got []float32
+		for j, hexOut := range strings.Fields(r)[1:] {
+			raw, err := hex.DecodeString(hexOut)
+			op := p.Kernel.OutOperands(p.Case)[j]
+			e := op.Elem.In(p.DType)
+			if err != nil || len(raw) != op.Len*e.Size() {
+				t.Fatalf("case %d output %d: %d bytes (%v)", i, j, len(raw), err)
 			}
-			got[j] = float32(v)
+			got = append(got, e.Decode(raw, op.Len)...)
 		}
-		err := problems[i].Verify(got)
+		err := p.Verify(got)
 		ec := cases[i]
 		switch {
 		case ec.edit == nil && err != nil:
-			t.Errorf("%s %v on %v: %v", ec.example, ec.cand, ec.shape, err)
+			t.Errorf("%s %s %v on %v%v: %v", ec.example, p.DType, ec.cand, ec.shape, ec.options, err)
 		case ec.edit != nil && err == nil:
 			t.Errorf("%s %v on %v: a broken body passed verification", ec.example, ec.cand, ec.shape)
 		case ec.edit != nil:
@@ -217,20 +278,48 @@ func emuRun(t *testing.T, i int, b *gpu.Body, p *kernels.Problem, cand map[strin
 	t.Helper()
 	var decls, args []string
 	consts := b.Consts(p.Case)
-	nIn, nConst := 0, 0
+	ops := p.Kernel.Inputs(p.Case)
+	outs := p.Kernel.OutOperands(p.Case)
+	var outDecls, prints strings.Builder
+	nIn, nOut, nConst := 0, 0, 0
+	bytesDecl := func(name string, raw []byte, mutable bool) string {
+		vals := make([]string, len(raw))
+		for j, v := range raw {
+			vals[j] = strconv.Itoa(int(v))
+		}
+		q := "const "
+		if mutable {
+			q = ""
+		}
+		return fmt.Sprintf("alignas(8) static %sunsigned char %s[] = {%s};", q, name, strings.Join(vals, ", "))
+	}
 	for _, bd := range b.MLX.Bindings() {
 		name := fmt.Sprintf("a_%s", bd.Name)
 		switch bd.Kind {
 		case gpu.In:
-			vals := make([]string, len(p.Inputs[nIn]))
-			for j, v := range p.Inputs[nIn] {
-				vals[j] = strconv.FormatFloat(float64(v), 'x', -1, 32) + "f"
+			e := ops[nIn].Elem.In(p.DType)
+			decls = append(decls, bytesDecl(name, e.Encode(p.Inputs[nIn]), false))
+			if b.MLX.Inputs[bd.Input].Scalar {
+				args = append(args, "KtRef{"+name+"}")
+			} else {
+				args = append(args, "KtPtr{"+name+"}")
 			}
 			nIn++
-			decls = append(decls, fmt.Sprintf("static const float %s[] = {%s};", name, strings.Join(vals, ", ")))
-			args = append(args, "KtPtr{"+name+"}")
 		case gpu.Out:
-			args = append(args, "KtPtr{out}")
+			e := outs[nOut].Elem.In(p.DType)
+			n := outs[nOut].Len
+			var init []byte
+			if v := p.Kernel.Init; v != nil {
+				init = e.Fill(*v, n)
+			} else {
+				for len(init) < n*e.Size() {
+					init = append(init, e.Poison()...)
+				}
+			}
+			fmt.Fprintf(&outDecls, "  %s\n", bytesDecl(name, init, true))
+			fmt.Fprintf(&prints, "  for (unsigned char c : %s) std::printf(\"%%02x\", c);\n  std::printf(\"\\n\");\n", name)
+			args = append(args, "KtPtr{"+name+"}")
+			nOut++
 		case gpu.Bytes:
 			vals := make([]string, len(consts[nConst]))
 			for j, v := range consts[nConst] {
@@ -238,7 +327,7 @@ func emuRun(t *testing.T, i int, b *gpu.Body, p *kernels.Problem, cand map[strin
 			}
 			nConst++
 			decls = append(decls, fmt.Sprintf("alignas(8) static const unsigned char %s[] = {%s};", name, strings.Join(vals, ", ")))
-			if bd.Part == gpu.PartNDim || bd.Part == gpu.PartValue && b.MLX.Inputs[bd.Input].Scalar {
+			if bd.Part == gpu.PartNDim {
 				args = append(args, "KtRef{"+name+"}")
 			} else {
 				args = append(args, "KtPtr{"+name+"}")
@@ -260,9 +349,9 @@ func emuRun(t *testing.T, i int, b *gpu.Body, p *kernels.Problem, cand map[strin
 		"struct KtPtr { const void* p; template <typename T> operator T*() const { return (T*)p; } };",
 		"struct KtRef { const void* p; template <typename T> operator T&() const { return *(T*)p; } };")
 	l := b.Geometry(p.Case.Shape, cand)
-	fn := b.FuncName(kernels.F32, cand) // ForSyntaxCheck made the instantiation a plain kernel
+	fn := b.FuncName(p.DType, cand) // ForSyntaxCheck made the instantiation a plain kernel
 	return fmt.Sprintf(emuRunner, i, strings.Join(decls, "\n"), l.ThreadGrid[0], l.ThreadGrid[1], l.ThreadGrid[2],
-		l.Group[0], l.Group[1], l.Group[2], p.Kernel.OutLen(p.Case.Shape), fn, strings.Join(args, ", "))
+		l.Group[0], l.Group[1], l.Group[2], outDecls.String(), fn, strings.Join(args, ", "), prints.String())
 }
 
 // emuBatch joins MLX sources (which define no macros) for one C++
