@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/kerntune/kerntune/internal/bf16"
 	"github.com/kerntune/kerntune/internal/half"
 )
 
@@ -47,10 +48,17 @@ func NewProblem(k *Kernel, dt DType, c Case, rng *rand.Rand) (*Problem, error) {
 		} else {
 			uniformChunks(buf, rng)
 		}
-		if dt == F16 {
+		switch dt {
+		case F16:
 			inChunks(len(buf), func(lo, hi int) {
 				for i := lo; i < hi; i++ {
 					buf[i] = half.Round(buf[i])
+				}
+			})
+		case BF16:
+			inChunks(len(buf), func(lo, hi int) {
+				for i := lo; i < hi; i++ {
+					buf[i] = bf16.Round(buf[i])
 				}
 			})
 		}
