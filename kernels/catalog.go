@@ -80,9 +80,10 @@ func (d DType) Size() int {
 // are already bf16 values and every family accumulates in f32, so the error
 // a correct candidate leaves is the final rounding of each output to bf16:
 // at most the unit roundoff u = 2⁻⁸ ≈ 3.9e-3 per element (8 significand
-// bits), about 0.45u ≈ 1.7e-3 in the norm (measured on the gemv shapes). 8e-3 is about 2u, as f16's 1e-3
-// is about 2u of f16 (2⁻¹¹); TestBF16Tolerance shows a realistic reduction
-// inside it and an element off, or a bf16 accumulator, outside.
+// bits), about 0.45u ≈ 1.7e-3 in the norm (measured on the gemv shapes).
+// 8e-3 is about 2u, as f16's 1e-3 is about 2u of f16 (2⁻¹¹);
+// TestBF16Tolerance shows a realistic reduction inside it and an element
+// off, or a bf16 accumulator, outside.
 const BF16Tolerance = 8e-3
 
 // Round rounds x to the nearest value of d (ties to even), as a float32.
