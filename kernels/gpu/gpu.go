@@ -12,7 +12,7 @@
 // A body is the statements of a kernel function. It names its arguments as
 // declared in Body.Args and may use, besides C:
 //
-//	T                       the element type of the T buffers (float or half storage)
+//	T                       the element type of the T buffers (float, half or bf16 storage)
 //	LOAD(p, i)              element i of a T buffer as a float
 //	STORE(p, i, v)          store float v into element i of a T buffer
 //	LOADV(p, i, dst)        VEC consecutive elements from i (aligned) into float dst[VEC]
@@ -34,8 +34,9 @@
 //
 // Where a candidate has MMA=1 (and the API has matrix units, see Feature),
 // the dialect adds matrix-unit fragments whose shape the API chooses
-// (GemmFragment: 8×8×8 simdgroup_float8x8 on Metal; on CUDA 16×16 of
-// mma.sync m16n8k16 for f16 with f32 accumulation, or ×8 of m16n8k8 TF32),
+// (GemmFragment: 8×8×8 simdgroup_float8x8 on Metal, from f32 tiles in
+// every dtype; on CUDA 16×16 of mma.sync m16n8k16 for f16 and bf16 with
+// f32 accumulation, or ×8 of m16n8k8 TF32),
 // and copies from device into threadgroup memory that are asynchronous
 // where the API has them (cp.async on CUDA):
 //
@@ -52,6 +53,16 @@
 //	                          edges checked; scratch: FRAG_SCRATCH floats of the
 //	                          SIMD-group's threadgroup memory (Metal uses it)
 //	SMEM_T                    element type of fragment tiles (T on CUDA, float on Metal)
+//
+// # bf16
+//
+// bf16 candidates store 16-bit bfloat16 values and compute in f32. CUDA
+// holds them as unsigned short (no cuda_bf16.h: NVRTC needs no include
+// path), widened by a shift and rounded by cvt.rn.bf16.f32, and multiplies
+// fragments with mma.sync m16n8k16 .bf16 (sm_80+). Metal uses MSL's bfloat
+// where the compiler defines __HAVE_BFLOAT__ (Metal 3.1, macOS 14) and
+// ushort with f32 math otherwise, as MLX does; its fragments are f32 in
+// every dtype. OpenCL C has no bf16 type: ushort storage, f32 math.
 //	SHARED_PTR(type)          pointer to threadgroup memory
 //	SHARED_DYN(type, name, n) threadgroup array sized at launch on CUDA (past 48 KiB)
 //	COPY_N                    elements per 16-byte copy
@@ -185,6 +196,9 @@ func (b *Body) Buildable(api API, dt kernels.DType, p map[string]int) error {
 	if _, err := b.Supported(api, p); err != nil {
 		return err
 	}
+	if b.MLX != nil && dt == kernels.BF16 {
+		return fmt.Errorf("MLX kernels are not generated in bf16 yet (MLX's bfloat16_t is not among the types mlx.go names)")
+	}
 	if b.APIDefines != nil {
 		if _, err := b.APIDefines(api, dt, p); err != nil {
 			return err
@@ -261,9 +275,11 @@ func GemmFragment(api API, dt kernels.DType, p map[string]int) (Fragment, error)
 		f = metalFragment
 	case CUDA:
 		switch {
-		case dt == kernels.F16 && p["TF32"] == 0:
-			// ldmatrix rows of 16 bytes: pad by 8 halves.
-			f = Fragment{M: 16, N: 16, K: 16, Instr: "ldmatrix.x4 + 2× mma.sync.m16n8k16 (f16 in, f32 accumulate)", SmemBytes: 2, PadA: 8, PadAT: 8, PadB: 8}
+		case dt.Half() && p["TF32"] == 0:
+			// ldmatrix rows of 16 bytes: pad by 8 halves. bf16 moves the
+			// same 16-bit fragments and multiplies with the .bf16 mma.sync
+			// (sm_80 and later, as the f16 one).
+			f = Fragment{M: 16, N: 16, K: 16, Instr: fmt.Sprintf("ldmatrix.x4 + 2× mma.sync.m16n8k16 (%s in, f32 accumulate)", dt), SmemBytes: 2, PadA: 8, PadAT: 8, PadB: 8}
 		case dt == kernels.F32 && p["TF32"] == 1:
 			// A by ldmatrix (16-byte rows: pad 4 floats); k-major A and B by
 			// 32-bit loads at k·ld + n for 8 n and 4 k: ld ≡ 8 (mod 32) banks.
@@ -313,6 +329,9 @@ func (b *Body) SourceFor(api API, dt kernels.DType, p map[string]int) (string, e
 	if _, err := b.Supported(api, p); err != nil {
 		return "", fmt.Errorf("%s candidate %v: %w", b.Family, p, err)
 	}
+	if b.MLX != nil && dt == kernels.BF16 {
+		return "", fmt.Errorf("%s: MLX kernels are not generated in bf16 yet (MLX's bfloat16_t is not among the types mlx.go names)", b.Family)
+	}
 	if b.MLX != nil {
 		// MLX's source exactly: no parameter #defines (a tuning macro
 		// would rewrite the template parameter of the same name).
@@ -358,12 +377,16 @@ func (b *Body) SourceFor(api API, dt kernels.DType, p map[string]int) (string, e
 		if !ok {
 			return "", fmt.Errorf("kernel %s has raw sources for %s only; the %s backend cannot build it", b.Family, rawAPIs(b.Raw), api)
 		}
-		// The raw source chooses its own types; KT_F16 tells it the dtype.
-		f16 := 0
-		if dt == kernels.F16 {
+		// The raw source chooses its own types; KT_F16 and KT_BF16 tell
+		// it the dtype (bf16 buffers hold 16-bit bfloat16 values).
+		f16, bf := 0, 0
+		switch dt {
+		case kernels.F16:
 			f16 = 1
+		case kernels.BF16:
+			bf = 1
 		}
-		fmt.Fprintf(&sb, "#define KT_F16 %d\n", f16)
+		fmt.Fprintf(&sb, "#define KT_F16 %d\n#define KT_BF16 %d\n", f16, bf)
 		sb.WriteString(raw)
 		sb.WriteString("\n")
 		return sb.String(), nil
