@@ -63,6 +63,7 @@
 // where the compiler defines __HAVE_BFLOAT__ (Metal 3.1, macOS 14) and
 // ushort with f32 math otherwise, as MLX does; its fragments are f32 in
 // every dtype. OpenCL C has no bf16 type: ushort storage, f32 math.
+//
 //	SHARED_PTR(type)          pointer to threadgroup memory
 //	SHARED_DYN(type, name, n) threadgroup array sized at launch on CUDA (past 48 KiB)
 //	COPY_N                    elements per 16-byte copy

@@ -54,7 +54,7 @@ type Backend struct {
 	spinScale float64
 	// The sampling kernels of OutputSample (sample.go).
 	firstBad32, firstBad16, firstBadBF16, gather32, gather16 *cudadrv.Function
-	hostLaunchUS                               float64
+	hostLaunchUS                                             float64
 }
 
 // Open initialises the driver and a context on the GPU with the given ordinal.
