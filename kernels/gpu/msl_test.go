@@ -14,7 +14,7 @@ import (
 )
 
 // mslSources generates the MSL of every candidate of every family that
-// Metal can build, f32 and f16: all but the CUDA-only ones (TF32=1,
+// Metal can build, f32, f16 and bf16: all but the CUDA-only ones (TF32=1,
 // STAGES > 2 with MMA=1). Unless full, only a covering sample of each
 // family and dtype, plus its default: every pair of values of two
 // parameters that a Metal candidate takes (MMA=1 with every tile size,
