@@ -3,6 +3,7 @@ package kernels
 import (
 	"math"
 
+	"github.com/kerntune/kerntune/internal/bf16"
 	"github.com/kerntune/kerntune/internal/half"
 )
 
@@ -15,6 +16,14 @@ func Encode(dt DType, xs []float32) []byte {
 		out := make([]byte, 2*len(h))
 		for i, v := range h {
 			out[2*i], out[2*i+1] = byte(v), byte(v>>8)
+		}
+		return out
+	}
+	if dt == BF16 {
+		out := make([]byte, 2*len(xs))
+		for i, v := range xs {
+			b := bf16.FromFloat32(v)
+			out[2*i], out[2*i+1] = byte(b), byte(b>>8)
 		}
 		return out
 	}
@@ -32,6 +41,13 @@ func Decode(dt DType, b []byte) []float32 {
 		out := make([]float32, len(b)/2)
 		for i := range out {
 			out[i] = half.ToFloat32(uint16(b[2*i]) | uint16(b[2*i+1])<<8)
+		}
+		return out
+	}
+	if dt == BF16 {
+		out := make([]float32, len(b)/2)
+		for i := range out {
+			out[i] = bf16.ToFloat32(uint16(b[2*i]) | uint16(b[2*i+1])<<8)
 		}
 		return out
 	}

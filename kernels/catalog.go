@@ -35,20 +35,25 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/kerntune/kerntune/internal/bf16"
+	"github.com/kerntune/kerntune/internal/half"
 	"github.com/kerntune/kerntune/params"
 )
 
 // DType is an element type of kernel inputs and outputs.
 type DType string
 
-// Supported element types. f16 kernels read and write half precision and accumulate in f32.
+// Supported element types. f16 and bf16 kernels read and write 16-bit
+// values (IEEE half; bfloat16, the upper half of a float32) and accumulate
+// in f32.
 const (
-	F32 DType = "f32"
-	F16 DType = "f16"
+	F32  DType = "f32"
+	F16  DType = "f16"
+	BF16 DType = "bf16"
 )
 
 // DTypes lists the element types kerntune tunes.
-var DTypes = []DType{F32, F16}
+var DTypes = []DType{F32, F16, BF16}
 
 // ParseDType checks a dtype name.
 func ParseDType(s string) (DType, error) {
@@ -57,21 +62,48 @@ func ParseDType(s string) (DType, error) {
 			return d, nil
 		}
 	}
-	return "", fmt.Errorf("unknown dtype %q (allowed: f32, f16)", s)
+	return "", fmt.Errorf("unknown dtype %q (allowed: f32, f16, bf16)", s)
 }
+
+// Half reports whether d is stored in 16 bits (f16 or bf16).
+func (d DType) Half() bool { return d == F16 || d == BF16 }
 
 // Size is the number of bytes of one element.
 func (d DType) Size() int {
-	if d == F16 {
+	if d.Half() {
 		return 2
 	}
 	return 4
 }
 
+// BF16Tolerance is bf16's relative-norm tolerance. The inputs of a problem
+// are already bf16 values and every family accumulates in f32, so the error
+// a correct candidate leaves is the final rounding of each output to bf16:
+// at most the unit roundoff u = 2⁻⁸ ≈ 3.9e-3 per element (8 significand
+// bits), about 0.45u ≈ 1.7e-3 in the norm (measured on the gemv shapes).
+// 8e-3 is about 2u, as f16's 1e-3 is about 2u of f16 (2⁻¹¹);
+// TestBF16Tolerance shows a realistic reduction inside it and an element
+// off, or a bf16 accumulator, outside.
+const BF16Tolerance = 8e-3
+
+// Round rounds x to the nearest value of d (ties to even), as a float32.
+func (d DType) Round(x float32) float32 {
+	switch d {
+	case F16:
+		return half.Round(x)
+	case BF16:
+		return bf16.Round(x)
+	}
+	return x
+}
+
 // Tolerance is the largest relative-norm error ‖y−ref‖/‖ref‖ a candidate may have.
 func (d DType) Tolerance() float64 {
-	if d == F16 {
+	switch d {
+	case F16:
 		return 1e-3
+	case BF16:
+		return BF16Tolerance
 	}
 	return 1e-5
 }

@@ -60,7 +60,7 @@ func ElemOf(dt DType) Elem {
 	switch dt {
 	case F16:
 		return ElemFloat16
-	case "bf16":
+	case BF16:
 		return ElemBFloat
 	}
 	return ElemFloat32

@@ -11,7 +11,7 @@ func dtypeOf(e Elem) DType {
 	case ElemFloat16:
 		return F16
 	case ElemBFloat:
-		return "bf16"
+		return BF16
 	}
 	return F32
 }

@@ -235,7 +235,7 @@ func AutoOrder(space string) []string {
 // PeakGFLOPS is the arithmetic peak, in GFLOP/s, of the units a candidate
 // of dtype runs on, from the device's facts; 0 when the backend does not
 // know it. A candidate with MMA=1 runs on the matrix units: their peak is
-// peak_mma_<f16|tf32|f32>_gflops (f32 with TF32=1 is tf32), several times
+// peak_mma_<f16|tf32|f32>_gflops (f32 with TF32=1 is tf32, bf16 is f16), several times
 // the SIMT peak_gflops on NVIDIA GPUs, which would make a compute floor no
 // floor (456 % of it for an H100's tensor-core GEMM). Apple GPUs run
 // simdgroup_matrix on the SIMD lanes, so Metal's MMA=1 peak is its
@@ -246,8 +246,13 @@ func PeakGFLOPS(info DeviceInfo, dt kernels.DType, cand map[string]int) float64 
 		return info.Facts["peak_gflops"]
 	}
 	kind := string(dt)
-	if dt == kernels.F32 && cand["TF32"] == 1 {
+	switch {
+	case dt == kernels.F32 && cand["TF32"] == 1:
 		kind = "tf32"
+	case dt == kernels.BF16:
+		// NVIDIA's tensor cores (sm_80 and later, where bf16 mma.sync
+		// exists) multiply bf16 at the f16 rate.
+		kind = "f16"
 	}
 	if p := info.Facts["peak_mma_"+kind+"_gflops"]; p > 0 {
 		return p

@@ -22,7 +22,7 @@ import (
 //	KTDEV_REQUIRE_CC=1        a missing g++ fails instead of skipping (CI)
 
 // emuSource turns a candidate's generated CUDA source into a host program:
-// the PTX block and the PTX half conversions give way to the emulation in
+// the PTX block and the PTX half (or bf16) conversions give way to the emulation in
 // testdata/cudaemu/shim.h, dynamic shared memory becomes a static array,
 // and testdata/cudaemu/main.cpp launches it.
 func emuSource(t *testing.T, src, fn string) string {
@@ -53,7 +53,12 @@ func emuSource(t *testing.T, src, fn string) string {
 			src = strings.Replace(src, line, "", 1)
 		}
 	}
-	return string(shim) + src + "#define KT_KERNEL " + fn + "\n" + string(main)
+	// bf16 sources: the shim's kt_h2f and kt_f2h convert bf16.
+	pre := ""
+	if strings.Contains(src, "#define KT_BF16 1\n") {
+		pre = "#define KT_EMU_BF16 1\n"
+	}
+	return pre + string(shim) + src + "#define KT_KERNEL " + fn + "\n" + string(main)
 }
 
 var gxx = sync.OnceValue(func() string {
@@ -138,6 +143,9 @@ func TestCUDAEmulatedGEMM(t *testing.T) {
 	}
 	cands := []cand{
 		{gemmCand(32, 32, 16, 1, 1, 1, 0), kernels.F16, false},
+		{gemmCand(32, 32, 16, 1, 1, 1, 0), kernels.BF16, true},
+		{gemmCand(64, 64, 32, 2, 2, 2, 0), kernels.BF16, false},
+		{gemmCand(128, 64, 16, 2, 1, 3, 0), kernels.BF16, true},
 		{gemmCand(64, 64, 32, 2, 2, 2, 0), kernels.F16, true},
 		{gemmCand(128, 64, 16, 2, 1, 3, 0), kernels.F16, false},
 		{gemmCand(64, 128, 64, 1, 2, 4, 0), kernels.F16, true},
@@ -146,16 +154,18 @@ func TestCUDAEmulatedGEMM(t *testing.T) {
 		{gemmCand(128, 32, 16, 4, 1, 2, 1), kernels.F32, false},
 		{map[string]int{"BM": 32, "BN": 64, "BK": 16, "TM": 4, "TN": 2, "PAD": 1, "MMA": 0, "WM": 1, "WN": 1, "STAGES": 2, "TF32": 0}, kernels.F32, false},
 		{map[string]int{"BM": 64, "BN": 32, "BK": 8, "TM": 2, "TN": 4, "PAD": 4, "MMA": 0, "WM": 1, "WN": 1, "STAGES": 1, "TF32": 0}, kernels.F16, false},
+		{map[string]int{"BM": 32, "BN": 32, "BK": 16, "TM": 2, "TN": 2, "PAD": 1, "MMA": 0, "WM": 1, "WN": 1, "STAGES": 2, "TF32": 0}, kernels.BF16, false},
 	}
+	fixed := len(cands)
 	if n, _ := strconv.Atoi(os.Getenv("KTDEV_CUDA_EMU_SAMPLE")); n > 0 {
 		sd, _ := strconv.ParseUint(os.Getenv("KTDEV_CUDA_EMU_SEED"), 10, 64)
 		rng := rand.New(rand.NewPCG(sd, 1))
 		k, _ := kernels.Get("gemm_av")
 		b, _ := Get("gemm_av")
 		all := spaceOf(t, k)
-		for len(cands) < 9+n {
+		for len(cands) < fixed+n {
 			c := all[rng.IntN(len(all))]
-			dt := kernels.DTypes[rng.IntN(2)]
+			dt := kernels.DTypes[rng.IntN(len(kernels.DTypes))]
 			if b.Buildable(CUDA, dt, c) == nil {
 				cands = append(cands, cand{c, dt, rng.IntN(2) == 0})
 			}

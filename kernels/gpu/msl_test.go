@@ -14,7 +14,7 @@ import (
 )
 
 // mslSources generates the MSL of every candidate of every family that
-// Metal can build, f32 and f16: all but the CUDA-only ones (TF32=1,
+// Metal can build, f32, f16 and bf16: all but the CUDA-only ones (TF32=1,
 // STAGES > 2 with MMA=1). Unless full, only a covering sample of each
 // family and dtype, plus its default: every pair of values of two
 // parameters that a Metal candidate takes (MMA=1 with every tile size,
@@ -95,8 +95,8 @@ func TestMSLSyntax(t *testing.T) {
 	}
 	srcs, what := mslSources(t, cover.Full())
 	lines := map[mslcheck.Mode]string{
-		mslcheck.Syntax:        "MSL syntax check: %d candidates checked, %s, every family, f32 and f16, MMA=0 and 1; %d clang runs, %s",
-		mslcheck.AddressSpaces: "MSL address-space check: %d candidates checked as C++ for OpenCL, %s, every family, f32 and f16, MMA=0 and 1; %d clang runs, %s",
+		mslcheck.Syntax:        "MSL syntax check: %d candidates checked, %s, every family, f32, f16 and bf16 (ushort storage), MMA=0 and 1; %d clang runs, %s",
+		mslcheck.AddressSpaces: "MSL address-space check: %d candidates checked as C++ for OpenCL, %s, every family, f32, f16 and bf16 (ushort storage), MMA=0 and 1; %d clang runs, %s",
 	}
 	for _, mode := range mslcheck.Modes {
 		start := time.Now()
@@ -112,6 +112,40 @@ func TestMSLSyntax(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// bf16 sources take MSL's bfloat where the compiler defines __HAVE_BFLOAT__
+// (Metal 3.1) and ushort storage otherwise: TestMSLSyntax checks the
+// second (clang defines no __HAVE_BFLOAT__); this checks the first, the
+// bf16 sources of the sample with the macro defined, against the stand-in
+// bfloat of the headers.
+func TestMSLBFloat(t *testing.T) {
+	chk, err := mslcheck.New(mslcheck.Require(t), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, _ := mslSources(t, false)
+	const open = "using namespace metal;\n"
+	var srcs []mslcheck.Source
+	for _, s := range all {
+		if !strings.Contains(s.Name, " bf16 ") {
+			continue
+		}
+		if !strings.Contains(s.Text, "#if defined(__HAVE_BFLOAT__)\ntypedef bfloat T;") {
+			t.Fatalf("%s: no bfloat branch", s.Name)
+		}
+		s.Text = strings.Replace(s.Text, open, open+"#define __HAVE_BFLOAT__ 1\n", 1)
+		srcs = append(srcs, s)
+	}
+	if len(srcs) == 0 {
+		t.Fatal("no bf16 sources")
+	}
+	for _, mode := range mslcheck.Modes {
+		if _, err := chk.CheckAll(mode, srcs, 400); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("%d bf16 MSL candidates checked with bfloat (__HAVE_BFLOAT__), both modes", len(srcs))
 }
 
 // The checks have teeth on real bodies: a CUDA-only intrinsic fails both;

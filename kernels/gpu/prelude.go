@@ -82,7 +82,28 @@ KT_INLINE void kt_store2(T* __restrict__ p, int i, float a, float b) { *reinterp
 const cudaF16 = `typedef unsigned short T;
 KT_INLINE float kt_h2f(unsigned short h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
 KT_INLINE unsigned short kt_f2h(float f) { unsigned short h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
-#define LOAD(p, i) kt_h2f((p)[i])
+` + cuda16
+
+// bf16 is stored as unsigned short too, with the same vector loads and
+// stores (cuda16); kt_h2f and kt_f2h convert bf16 here: widening is a
+// 16-bit shift (a bfloat16 is a float32's upper half) and rounding is
+// PTX's cvt.rn.bf16.f32 (sm_80 and later; before it, the same round to
+// nearest even in integer arithmetic, NaN kept quiet). So NVRTC needs no
+// cuda_bf16.h (__nv_bfloat16) and no include path, like f16. KT_BF16
+// selects the bf16 mma.sync of the fragment operations.
+const cudaBF16 = `typedef unsigned short T;
+#define KT_BF16 1
+KT_INLINE float kt_h2f(unsigned short h) { return __uint_as_float((unsigned)h << 16); }
+#if __CUDA_ARCH__ >= 800
+KT_INLINE unsigned short kt_f2h(float f) { unsigned short h; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
+#else
+KT_INLINE unsigned short kt_f2h(float f) { unsigned u = __float_as_uint(f); if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x40u); u += 0x7fffu + ((u >> 16) & 1u); return (unsigned short)(u >> 16); }
+#endif
+` + cuda16
+
+// cuda16 is the part of the 16-bit preludes after the conversions
+// kt_h2f and kt_f2h: LOAD, STORE and their vector forms.
+const cuda16 = `#define LOAD(p, i) kt_h2f((p)[i])
 #define STORE(p, i, v) ((p)[i] = kt_f2h(v))
 KT_INLINE void kt_loadv(const T* __restrict__ p, int i, float* d) {
 #if VEC == 1
@@ -143,6 +164,11 @@ KT_INLINE void kt_mma_f16(float* d, const unsigned* a, const unsigned* b) {
                : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
+KT_INLINE void kt_mma_bf16(float* d, const unsigned* a, const unsigned* b) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
 KT_INLINE void kt_mma_tf32(float* d, const unsigned* a, const unsigned* b) {
   asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
                : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
@@ -152,12 +178,12 @@ KT_INLINE unsigned kt_tf32(float f) { unsigned r; asm("cvt.rna.tf32.f32 %0, %1;"
 `
 
 // cudaFragments maps the fragment operations onto mma.sync. A fragment is
-// 16×16 (FRAG_K 16 for f16, 8 for TF32): one A operand of mma.sync
+// 16×16 (FRAG_K 16 for f16 and bf16, 8 for TF32): one A operand of mma.sync
 // m16n8k16 (m16n8k8) and two B operands side by side, so that one
 // ldmatrix.x4 fills it, and its accumulator is two m16n8 tiles. Lane l of a
 // warp holds, per m16n8 tile h, rows l/4 and l/4+8 at columns 8h+2(l%4) and
 // +1 (PTX ISA, "Matrix Fragments for mma.m16n8k16"). Threadgroup tiles hold
-// T itself (half bits or float) and fill from global memory with cp.async,
+// T itself (16-bit bits or float) and fill from global memory with cp.async,
 // 16 bytes a copy, a chunk at a misaligned or partial edge element by element.
 const cudaFragments = `typedef T SMEM_T;
 #define SHARED_PTR(type) type*
@@ -226,6 +252,9 @@ KT_INLINE void kt_frag_mma(kt_frag_c& c, const kt_frag_a& a, const kt_frag_b& b)
 #if TF32
   kt_mma_tf32(c.v, a.r, b.r);
   kt_mma_tf32(c.v + 4, a.r, b.r + 2);
+#elif KT_BF16
+  kt_mma_bf16(c.v, a.r, b.r);
+  kt_mma_bf16(c.v + 4, a.r, b.r + 2);
 #else
   kt_mma_f16(c.v, a.r, b.r);
   kt_mma_f16(c.v + 4, a.r, b.r + 2);
@@ -265,7 +294,11 @@ const metalInclude = `#include <metal_stdlib>
 using namespace metal;
 `
 
-const metalCommon = `#define LID ((int)kt_tid.x)
+// metalCommon is the Metal prelude of a T that MSL converts itself.
+const metalCommon = metalBase + metalIO
+
+// metalBase is the part of the Metal prelude that does not use T.
+const metalBase = `#define LID ((int)kt_tid.x)
 #define GROUP_X ((int)kt_gid.x)
 #define GROUP_Y ((int)kt_gid.y)
 #define SHARED(type, name, n) threadgroup type name[n]
@@ -298,7 +331,11 @@ KT_SEG_REDUCE(kt_seg_sum, KT_ADD)
 KT_SEG_REDUCE(kt_seg_max, fmax)
 #define SEG_SUM(v, W, s) kt_seg_sum((v), (W), (s), kt_tid.x)
 #define SEG_MAX(v, W, s) kt_seg_max((v), (W), (s), kt_tid.x)
-#define LOAD(p, i) ((float)(p)[i])
+`
+
+// metalIO is LOAD, STORE and their vector forms where T converts to and
+// from float in MSL itself (float, half, bfloat).
+const metalIO = `#define LOAD(p, i) ((float)(p)[i])
 #define STORE(p, i, v) ((p)[i] = (T)(v))
 inline void kt_loadv(device const T* p, int i, thread float* d) {
 #if VEC == 1
@@ -328,9 +365,10 @@ inline void kt_storev(device T* p, int i, thread const float* d) {
 
 // metalFragments maps the fragment operations onto simdgroup_matrix 8×8:
 // every fragment is a simdgroup_float8x8 loaded from float threadgroup
-// tiles (the loads convert half inputs), since simdgroup_multiply_accumulate
-// takes one element type and half accumulators would miss the f16
-// tolerance. Copies into threadgroup memory are immediate (Metal has no
+// tiles (the copies convert half and bf16 inputs with LOAD), since
+// simdgroup_multiply_accumulate takes one element type and half
+// accumulators would miss the f16 tolerance; bf16 candidates multiply the
+// same f32 fragments, so they need no bfloat simdgroup_matrix (MSL 3.1). Copies into threadgroup memory are immediate (Metal has no
 // asynchronous copy into it); the accumulator leaves through an 8×8
 // threadgroup scratch per SIMD-group so that edges can be checked.
 const metalFragments = `#define SMEM_T float
@@ -338,7 +376,7 @@ const metalFragments = `#define SMEM_T float
 #define SHARED_DYN(type, name, n) threadgroup type name[n]
 #define COPY_N (16 / (int)sizeof(T))
 inline void kt_copy_chunk(threadgroup float* dst, device const T* src, int i, int n) {
-  for (int j = 0; j < COPY_N; ++j) dst[j] = j < n ? (float)src[i + j] : 0.0f;
+  for (int j = 0; j < COPY_N; ++j) dst[j] = j < n ? LOAD(src, i + j) : 0.0f;
 }
 #define COPY_CHUNK(d, s, i, n) kt_copy_chunk((d), (s), (i), (n))
 #define COPY_FULL(d, s, i) kt_copy_chunk((d), (s), (i), COPY_N)
@@ -357,12 +395,56 @@ inline void kt_frag_store(simdgroup_float8x8 c, device T* C, int ldc, int gi, in
   simdgroup_barrier(mem_flags::mem_threadgroup);
   const int r = (int)lane / 4, col = ((int)lane % 4) * 2;
   if (gi + r < M) {
-    if (gj + col < N) C[(gi + r) * ldc + gj + col] = (T)s[r * 8 + col];
-    if (gj + col + 1 < N) C[(gi + r) * ldc + gj + col + 1] = (T)s[r * 8 + col + 1];
+    if (gj + col < N) STORE(C, (gi + r) * ldc + gj + col, s[r * 8 + col]);
+    if (gj + col + 1 < N) STORE(C, (gi + r) * ldc + gj + col + 1, s[r * 8 + col + 1]);
   }
   simdgroup_barrier(mem_flags::mem_threadgroup);
 }
 #define FRAG_STORE(c, C, ldc, gi, gj, M, N, scratch) kt_frag_store((c), (C), (ldc), (gi), (gj), (M), (N), (scratch), kt_tid.x & 31u)
+`
+
+// metalBF16 is bf16 on Metal: MSL's bfloat where the compiler has it
+// (__HAVE_BFLOAT__: Metal 3.1, macOS 14), with metalIO's conversions;
+// otherwise 16-bit storage with f32 math, as MLX does on older systems
+// (its _MLX_BFloat16): ushort holding the upper half of a float32,
+// widened by a shift and rounded to nearest even in integer arithmetic.
+const metalBF16 = metalBase + `#if defined(__HAVE_BFLOAT__)
+typedef bfloat T;
+#define KT_VEC2 bfloat2
+#define KT_VEC4 bfloat4
+` + metalIO + `#else
+typedef ushort T;
+` + metalBF16Storage + `#endif
+`
+
+const metalBF16Storage = `inline float kt_b2f(ushort h) { return as_type<float>((uint)h << 16); }
+inline ushort kt_f2b(float f) {
+  uint u = as_type<uint>(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (ushort)((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (ushort)(u >> 16);
+}
+#define LOAD(p, i) kt_b2f((p)[i])
+#define STORE(p, i, v) ((p)[i] = kt_f2b(v))
+inline void kt_loadv(device const T* p, int i, thread float* d) {
+#if VEC == 1
+  d[0] = kt_b2f(p[i]);
+#else
+  for (int j = 0; j < VEC; j += 2) {
+    const uint a = *((device const uint*)(p + i + j));
+    d[j] = as_type<float>(a << 16); d[j + 1] = as_type<float>(a & 0xffff0000u);
+  }
+#endif
+}
+#define LOADV(p, i, d) kt_loadv((p), (i), (d))
+inline void kt_storev(device T* p, int i, thread const float* d) {
+#if VEC == 1
+  p[i] = kt_f2b(d[0]);
+#else
+  for (int j = 0; j < VEC; j += 2) *((device uint*)(p + i + j)) = (uint)kt_f2b(d[j]) | ((uint)kt_f2b(d[j + 1]) << 16);
+#endif
+}
+#define STOREV(p, i, d) kt_storev((p), (i), (d))
 `
 
 const openclCommon = `#define LID ((int)get_local_id(0))
@@ -425,6 +507,29 @@ void kt_storev(__global T* restrict p, int i, const float* d) {
 #define STOREV(p, i, d) kt_storev((p), (i), (d))
 `
 
+// OpenCL C has no bf16 type: ushort storage holding a float32's upper
+// half, widened by a shift and rounded to nearest even in integer
+// arithmetic (NaN kept quiet), f32 math.
+const openclBF16 = `typedef ushort T;
+float kt_b2f(ushort h) { return as_float((uint)h << 16); }
+ushort kt_f2b(float f) {
+  uint u = as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (ushort)((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (ushort)(u >> 16);
+}
+#define LOAD(p, i) kt_b2f((p)[i])
+#define STORE(p, i, v) ((p)[i] = kt_f2b(v))
+void kt_loadv(__global const T* restrict p, int i, float* d) {
+  for (int j = 0; j < VEC; ++j) d[j] = kt_b2f(p[i + j]);
+}
+#define LOADV(p, i, d) kt_loadv((p), (i), (d))
+void kt_storev(__global T* restrict p, int i, const float* d) {
+  for (int j = 0; j < VEC; ++j) p[i + j] = kt_f2b(d[j]);
+}
+#define STOREV(p, i, d) kt_storev((p), (i), (d))
+`
+
 func prelude(api API, dt kernels.DType, vec int) (string, error) {
 	if vec != 1 && vec != 2 && vec%4 != 0 {
 		return "", fmt.Errorf("VEC=%d: vector loads take 1, 2 or a multiple of 4 elements", vec)
@@ -438,6 +543,8 @@ func prelude(api API, dt kernels.DType, vec int) (string, error) {
 			return cudaCommon + cudaF32 + frag(cudaPTX+cudaFragments), nil
 		case kernels.F16:
 			return cudaCommon + cudaF16 + frag(cudaPTX+cudaFragments), nil
+		case kernels.BF16:
+			return cudaCommon + cudaBF16 + frag(cudaPTX+cudaFragments), nil
 		}
 	case Metal:
 		switch dt {
@@ -445,6 +552,8 @@ func prelude(api API, dt kernels.DType, vec int) (string, error) {
 			return strings.Replace(metalCommon, "#define LID", "typedef float T;\n#define KT_VEC2 float2\n#define KT_VEC4 float4\n#define LID", 1) + frag(metalFragments), nil
 		case kernels.F16:
 			return strings.Replace(metalCommon, "#define LID", "typedef half T;\n#define KT_VEC2 half2\n#define KT_VEC4 half4\n#define LID", 1) + frag(metalFragments), nil
+		case kernels.BF16:
+			return metalBF16 + frag(metalFragments), nil
 		}
 	case OpenCL:
 		switch dt {
@@ -452,6 +561,8 @@ func prelude(api API, dt kernels.DType, vec int) (string, error) {
 			return openclCommon + openclF32, nil
 		case kernels.F16:
 			return openclCommon + openclF16, nil
+		case kernels.BF16:
+			return openclCommon + openclBF16, nil
 		}
 	default:
 		return "", fmt.Errorf("unknown API %q", api)

@@ -1,6 +1,6 @@
 // Command gemmsrc writes the CUDA templates of the GEMM body for
-// scripts/gemm_xcheck.py: DIR/t16.cu and DIR/t32.cu, the generated source of
-// gemm_av in f16 and f32 without its header line and parameter #defines
+// scripts/gemm_xcheck.py: DIR/t16.cu, DIR/t32.cu and DIR/tbf16.cu, the
+// generated source of gemm_av in f16, f32 and bf16 without its header line and parameter #defines
 // (the prelude, the signature and the body, which no parameter changes).
 // The script puts each candidate's #defines in front, as kernels/gpu does.
 //
@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/kernels/gpu"
@@ -36,7 +37,7 @@ func write(dir string) error {
 		if err != nil {
 			return err
 		}
-		name := filepath.Join(dir, "t"+string(dt)[1:]+".cu")
+		name := filepath.Join(dir, "t"+strings.TrimPrefix(string(dt), "f")+".cu")
 		if err := os.WriteFile(name, []byte(t), 0o644); err != nil {
 			return err
 		}

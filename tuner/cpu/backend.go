@@ -9,6 +9,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/kerntune/kerntune/internal/bf16"
 	"github.com/kerntune/kerntune/internal/half"
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/params"
@@ -98,12 +99,18 @@ func (b *Backend) Load(p *kernels.Problem, copies int) (tuner.Instance, error) {
 				ops[i] = append([]float32(nil), x...)
 			}
 			inst.in32 = append(inst.in32, ops)
-		case kernels.F16:
+		case kernels.F16, kernels.BF16:
 			ops := make([][]uint16, len(p.Inputs))
 			for i, x := range p.Inputs {
 				h := make([]uint16, len(x))
-				for j, v := range x {
-					h[j] = half.FromFloat32(v)
+				if p.DType == kernels.BF16 {
+					for j, v := range x {
+						h[j] = bf16.FromFloat32(v)
+					}
+				} else {
+					for j, v := range x {
+						h[j] = half.FromFloat32(v)
+					}
 				}
 				ops[i] = h
 			}
@@ -122,10 +129,12 @@ func (b *Backend) Load(p *kernels.Problem, copies int) (tuner.Instance, error) {
 	return inst, nil
 }
 
-// program runs one kernel function on an instance's copy.
+// program runs one kernel function on an instance's copy. f16 and bf16
+// both hold their values as uint16 bits.
 type program struct {
-	f32 func(p *kernels.Problem, in [][]float32, out []float32)
-	f16 func(p *kernels.Problem, in [][]uint16, out []uint16)
+	f32  func(p *kernels.Problem, in [][]float32, out []float32)
+	f16  func(p *kernels.Problem, in [][]uint16, out []uint16)
+	bf16 func(p *kernels.Problem, in [][]uint16, out []uint16)
 }
 
 func (pr *program) Close() error { return nil }
@@ -138,10 +147,14 @@ func (pr *program) runOnce(inst *instance, copy int) error {
 		pr.f32(inst.p, inst.in32[copy], inst.out32)
 		return nil
 	}
-	if pr.f16 == nil {
-		return fmt.Errorf("no f16 implementation")
+	f := pr.f16
+	if inst.p.DType == kernels.BF16 {
+		f = pr.bf16
 	}
-	pr.f16(inst.p, inst.in16[copy], inst.out16)
+	if f == nil {
+		return fmt.Errorf("no %s implementation", inst.p.DType)
+	}
+	f(inst.p, inst.in16[copy], inst.out16)
 	return nil
 }
 
@@ -174,8 +187,9 @@ func (pr *program) Output(ti tuner.Instance) ([]float32, error) {
 		return append([]float32(nil), inst.out32...), nil
 	}
 	out := make([]float32, len(inst.out16))
+	to := widen16(inst.p.DType)
 	for i, h := range inst.out16 {
-		out[i] = half.ToFloat32(h)
+		out[i] = to(h)
 	}
 	return out, nil
 }
@@ -191,8 +205,12 @@ func (pr *program) outputRun(ti tuner.Instance) (*instance, error) {
 	for i := range inst.out32 {
 		inst.out32[i] = nan
 	}
+	nan16 := uint16(0x7e00) // f16 quiet NaN
+	if inst.p.DType == kernels.BF16 {
+		nan16 = 0x7fc0
+	}
 	for i := range inst.out16 {
-		inst.out16[i] = 0x7e00
+		inst.out16[i] = nan16
 	}
 	if err := pr.runOnce(inst, 0); err != nil {
 		return nil, err
@@ -215,12 +233,17 @@ func (pr *program) OutputSample(ti tuner.Instance, s kernels.RowSample) ([]float
 		return rows, bad, len(inst.out32), nil
 	}
 	bad := -1
+	exp := uint16(0x7c00) // f16's exponent bits; all set: Inf or NaN
+	if inst.p.DType == kernels.BF16 {
+		exp = 0x7f80
+	}
 	for i, h := range inst.out16 {
-		if h&0x7c00 == 0x7c00 { // all exponent bits: Inf or NaN
+		if h&exp == exp {
 			bad = i
 			break
 		}
 	}
+	to := widen16(inst.p.DType)
 	rows := make([]float32, 0, s.Elems())
 	for _, r := range s.Rows {
 		lo := r * s.RowLen
@@ -228,7 +251,7 @@ func (pr *program) OutputSample(ti tuner.Instance, s kernels.RowSample) ([]float
 			break
 		}
 		for _, h := range inst.out16[lo : lo+s.RowLen] {
-			rows = append(rows, half.ToFloat32(h))
+			rows = append(rows, to(h))
 		}
 	}
 	return rows, bad, len(inst.out16), nil
@@ -245,6 +268,14 @@ func (b *Backend) Build(k *kernels.Kernel, _ kernels.DType, c search.Candidate) 
 		return nil, err
 	}
 	return pr, nil
+}
+
+// widen16 converts one stored 16-bit value of dt to float32.
+func widen16(dt kernels.DType) func(uint16) float32 {
+	if dt == kernels.BF16 {
+		return bf16.ToFloat32
+	}
+	return half.ToFloat32
 }
 
 // checkGuards reports a write outside the output and re-arms the canaries.

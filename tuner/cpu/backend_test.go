@@ -119,7 +119,7 @@ func TestRMSNormLongRowAccuracy(t *testing.T) {
 }
 
 // A large output's sample taken in place holds the rows the whole output
-// has, in f32 and f16, and the scan finds the first unwritten element.
+// has, in f32, f16 and bf16, and the scan finds the first unwritten element.
 func TestOutputSample(t *testing.T) {
 	b, err := Open()
 	if err != nil {
@@ -130,7 +130,7 @@ func TestOutputSample(t *testing.T) {
 		t.Fatal(err)
 	}
 	ps, _ := k.Space("cpu")
-	for _, dt := range []kernels.DType{kernels.F32, kernels.F16} {
+	for _, dt := range kernels.DTypes {
 		p, err := kernels.NewSeededProblem(k, dt, kernels.Case{Shape: []int{1100, 1024}}, 3)
 		if err != nil {
 			t.Fatal(err)
@@ -172,6 +172,9 @@ func TestOutputSample(t *testing.T) {
 		}, f16: func(p *kernels.Problem, in [][]uint16, out []uint16) {
 			prog.(*program).f16(p, in, out)
 			out[len(out)-5] = 0x7e00
+		}, bf16: func(p *kernels.Problem, in [][]uint16, out []uint16) {
+			prog.(*program).bf16(p, in, out)
+			out[len(out)-5] = 0x7f80 // +Inf: overflowed
 		}}
 		if _, bad, _, err := skip.OutputSample(in, s); err != nil || bad != len(whole)-5 {
 			t.Errorf("%s: first bad element %d (%v), want %d", dt, bad, err, len(whole)-5)

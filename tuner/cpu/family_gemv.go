@@ -20,6 +20,9 @@ func init() {
 				f16: func(p *kernels.Problem, in [][]uint16, out []uint16) {
 					GemvNTHalf(gp, p.Case.Shape[1], p.Case.Shape[2], in[0], in[1], bias(p, in), out)
 				},
+				bf16: func(p *kernels.Problem, in [][]uint16, out []uint16) {
+					GemvNTBF16(gp, p.Case.Shape[1], p.Case.Shape[2], in[0], in[1], bias(p, in), out)
+				},
 			}, nil
 		},
 		// Sgemv adds the bias as beta·y, so y starts as a copy of it.

@@ -17,6 +17,9 @@ func init() {
 			f16: func(p *kernels.Problem, in [][]uint16, out []uint16) {
 				RMSNormHalf(rp, p.Case.Shape[0], p.Case.Shape[1], eps(p), in[0], in[1], out)
 			},
+			bf16: func(p *kernels.Problem, in [][]uint16, out []uint16) {
+				RMSNormBF16(rp, p.Case.Shape[0], p.Case.Shape[1], eps(p), in[0], in[1], out)
+			},
 		}, nil
 	}})
 }

@@ -17,6 +17,9 @@ func init() {
 			f16: func(p *kernels.Problem, in [][]uint16, out []uint16) {
 				SoftmaxHalf(rp, p.Case.Shape[0], p.Case.Shape[1], in[0], out)
 			},
+			bf16: func(p *kernels.Problem, in [][]uint16, out []uint16) {
+				SoftmaxBF16(rp, p.Case.Shape[0], p.Case.Shape[1], in[0], out)
+			},
 		}, nil
 	}})
 }

@@ -78,7 +78,7 @@ func BenchmarkGemmAV1024(b *testing.B) {
 }
 
 // BenchmarkGemvNT times y = x·Wᵀ + bias at the n=4864, k=896 shape (an MLP
-// projection) in f32 and f16, with gonum's Sgemv for comparison. GB/s counts
+// projection) in f32, f16 and bf16, with gonum's Sgemv for comparison. GB/s counts
 // the bytes of W, which dominate the traffic.
 func BenchmarkGemvNT(b *testing.B) {
 	const n, k = 4864, 896
@@ -115,6 +115,15 @@ func BenchmarkGemvNT(b *testing.B) {
 		b.Run(fmt.Sprintf("f16_BN%d_R%d_U%d_T%d", p.BN, p.Rows, p.Unroll, p.Threads), func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				GemvNTHalf(p, n, k, xh, wh, bh, yh)
+			}
+			kernReportBytes(b, 2*n*k)
+		})
+	}
+	xb, wb, bb := kernRandBF16(rng, k), kernRandBF16(rng, n*k), kernRandBF16(rng, n)
+	for _, p := range params {
+		b.Run(fmt.Sprintf("bf16_BN%d_R%d_U%d_T%d", p.BN, p.Rows, p.Unroll, p.Threads), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				GemvNTBF16(p, n, k, xb, wb, bb, yh)
 			}
 			kernReportBytes(b, 2*n*k)
 		})

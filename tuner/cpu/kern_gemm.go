@@ -1,5 +1,7 @@
 package cpu
 
+import "math"
+
 // GemmParams are the tuning knobs of the blocked GEMMs (Goto/BLIS layout):
 // NC and KC size the packed B block (KC×NC, meant for L2/L3), MC the packed
 // A block (MC×KC, meant for L2), MR×NR the register tile of the micro-kernel
@@ -33,12 +35,14 @@ func kernMicro(mr, nr int) kernMicroFunc {
 	}
 }
 
-// kernGemmOperand describes one input matrix, f32 or f16. For the A operand
+// kernGemmOperand describes one input matrix, f32, f16 or bf16 (h with bf
+// set). For the A operand
 // element (i, p) is at i*ld+p, or at p*ld+i when trans is set (GemmAtB packs
 // columns of A so Aᵀ is never formed). For the B operand (p, j) is at p*ld+j.
 type kernGemmOperand struct {
 	f     []float32
 	h     []uint16
+	bf    bool
 	ld    int
 	trans bool
 }
@@ -181,7 +185,7 @@ func (g *kernGemm) block(ap, bp, tmp []float32, ic, mcb, jc, ncb, jlo, jhi, kcp 
 
 // packA packs rows [ic, ic+mcb) × depth [pc, pc+kcb) of A into MR-row panels:
 // panel element (p, r) at p*MR+r, rows past mcb and depth past kcb zeroed.
-// The f16 operand is converted here, once per element per block.
+// A 16-bit operand is converted here, once per element per block.
 func (g *kernGemm) packA(dst []float32, ic, pc, mcb, kcb, kcp int) {
 	mr, a := g.mr, &g.a
 	lut := kernHalfLUT
@@ -199,6 +203,11 @@ func (g *kernGemm) packA(dst []float32, ic, pc, mcb, kcb, kcp int) {
 					for r, v := range s {
 						d[r] = v
 					}
+				} else if a.bf {
+					s := a.h[off : off+rows]
+					for r, h := range s {
+						d[r] = math.Float32frombits(uint32(h) << 16)
+					}
 				} else {
 					s := a.h[off : off+rows]
 					for r, h := range s {
@@ -215,6 +224,11 @@ func (g *kernGemm) packA(dst []float32, ic, pc, mcb, kcb, kcp int) {
 					s := a.f[off : off+kcb]
 					for p, v := range s {
 						d[p*mr] = v
+					}
+				} else if a.bf {
+					s := a.h[off : off+kcb]
+					for p, h := range s {
+						d[p*mr] = math.Float32frombits(uint32(h) << 16)
 					}
 				} else {
 					s := a.h[off : off+kcb]
@@ -254,6 +268,12 @@ func (g *kernGemm) packB(dst []float32, jc, pc, ncb, kcb, kcp, lo, hi int) {
 			case b.f != nil:
 				copy(d, b.f[off:off+cols])
 				clear(d[cols:])
+			case b.bf:
+				s := b.h[off : off+cols]
+				for x, h := range s {
+					d[x] = math.Float32frombits(uint32(h) << 16)
+				}
+				clear(d[cols:])
 			default:
 				s := b.h[off : off+cols]
 				for x, h := range s {
@@ -283,14 +303,23 @@ func GemmAV(p GemmParams, m, n, k int, a, v, c []float32) {
 // while packing and C is accumulated in float32 scratch, so only the final
 // result is rounded to f16.
 func GemmAVHalf(p GemmParams, m, n, k int, a, v, c []uint16) {
-	kernCheckDims("GemmAVHalf", m, n, k)
-	kernCheckLen("GemmAVHalf", "a", len(a), m*k)
-	kernCheckLen("GemmAVHalf", "v", len(v), k*n)
-	kernCheckLen("GemmAVHalf", "c", len(c), m*n)
+	gemmAV16(kernF16, "GemmAVHalf", p, m, n, k, a, v, c)
+}
+
+// GemmAVBF16 is GemmAV with bfloat16 inputs and output (f32 accumulate).
+func GemmAVBF16(p GemmParams, m, n, k int, a, v, c []uint16) {
+	gemmAV16(kernBF16, "GemmAVBF16", p, m, n, k, a, v, c)
+}
+
+func gemmAV16(f *kern16, name string, p GemmParams, m, n, k int, a, v, c []uint16) {
+	kernCheckDims(name, m, n, k)
+	kernCheckLen(name, "a", len(a), m*k)
+	kernCheckLen(name, "v", len(v), k*n)
+	kernCheckLen(name, "c", len(c), m*n)
 	g := kernNewGemm(p, m, n, k)
-	g.a = kernGemmOperand{h: a, ld: k}
-	g.b = kernGemmOperand{h: v, ld: n}
-	g.runHalf(c)
+	g.a = kernGemmOperand{h: a, bf: f.bf16, ld: k}
+	g.b = kernGemmOperand{h: v, bf: f.bf16, ld: n}
+	g.runHalf(c, f)
 }
 
 // GemmAtB computes Z[n×k] = Aᵀ · B with A m×n and B m×k, all row-major
@@ -309,20 +338,29 @@ func GemmAtB(p GemmParams, m, n, k int, a, b, z []float32) {
 
 // GemmAtBHalf is GemmAtB with binary16 inputs and output (f32 accumulate).
 func GemmAtBHalf(p GemmParams, m, n, k int, a, b, z []uint16) {
-	kernCheckDims("GemmAtBHalf", m, n, k)
-	kernCheckLen("GemmAtBHalf", "a", len(a), m*n)
-	kernCheckLen("GemmAtBHalf", "b", len(b), m*k)
-	kernCheckLen("GemmAtBHalf", "z", len(z), n*k)
-	g := kernNewGemm(p, n, k, m)
-	g.a = kernGemmOperand{h: a, ld: n, trans: true}
-	g.b = kernGemmOperand{h: b, ld: k}
-	g.runHalf(z)
+	gemmAtB16(kernF16, "GemmAtBHalf", p, m, n, k, a, b, z)
 }
 
-// runHalf runs g into pooled float32 scratch and rounds it into out: keeping
-// the partial sums of successive KC blocks in f32 avoids one f16 rounding per
-// block.
-func (g *kernGemm) runHalf(out []uint16) {
+// GemmAtBBF16 is GemmAtB with bfloat16 inputs and output (f32 accumulate).
+func GemmAtBBF16(p GemmParams, m, n, k int, a, b, z []uint16) {
+	gemmAtB16(kernBF16, "GemmAtBBF16", p, m, n, k, a, b, z)
+}
+
+func gemmAtB16(f *kern16, name string, p GemmParams, m, n, k int, a, b, z []uint16) {
+	kernCheckDims(name, m, n, k)
+	kernCheckLen(name, "a", len(a), m*n)
+	kernCheckLen(name, "b", len(b), m*k)
+	kernCheckLen(name, "z", len(z), n*k)
+	g := kernNewGemm(p, n, k, m)
+	g.a = kernGemmOperand{h: a, bf: f.bf16, ld: n, trans: true}
+	g.b = kernGemmOperand{h: b, bf: f.bf16, ld: k}
+	g.runHalf(z, f)
+}
+
+// runHalf runs g into pooled float32 scratch and rounds it into out in
+// format f: keeping the partial sums of successive KC blocks in f32 avoids
+// one 16-bit rounding per block.
+func (g *kernGemm) runHalf(out []uint16, f *kern16) {
 	size := g.m * g.n
 	cp := kernGetF32(size)
 	defer kernPutF32(cp)
@@ -332,6 +370,6 @@ func (g *kernGemm) runHalf(out []uint16) {
 	tasks := (size + chunk - 1) / chunk
 	kernParallel(g.threads, tasks, func(_, t int) {
 		lo, hi := t*chunk, min((t+1)*chunk, size)
-		kernF32ToHalf(out[lo:hi], g.c[lo:hi])
+		f.fromF32(out[lo:hi], g.c[lo:hi])
 	})
 }

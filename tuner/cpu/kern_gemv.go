@@ -1,7 +1,5 @@
 package cpu
 
-import "github.com/kerntune/kerntune/internal/half"
-
 // GemvParams are the tuning knobs of GemvNT: BN rows of W per work chunk
 // handed to a goroutine, Rows output rows computed together so that each
 // load of x serves Rows rows (1, 2 or 4), Unroll independent accumulators per
@@ -47,6 +45,12 @@ var kernGemvF16Table = [12]kernGemvF16Func{
 	kernGemvF16R4U1, kernGemvF16R4U2, kernGemvF16R4U4, kernGemvF16R4U8,
 }
 
+var kernGemvBF16Table = [12]kernGemvF16Func{
+	kernGemvBF16R1U1, kernGemvBF16R1U2, kernGemvBF16R1U4, kernGemvBF16R1U8,
+	kernGemvBF16R2U1, kernGemvBF16R2U2, kernGemvBF16R2U4, kernGemvBF16R2U8,
+	kernGemvBF16R4U1, kernGemvBF16R4U2, kernGemvBF16R4U4, kernGemvBF16R4U8,
+}
+
 // GemvNT computes y[1×n] = x[1×k] · Wᵀ (+ bias when bias != nil) with W n×k
 // row-major, i.e. y[j] = Σ_p x[p]·W[j,p] + bias[j]. Every output is one
 // contiguous dot product, so the kernel streams W once.
@@ -80,22 +84,32 @@ const kernGemvChunk = 256
 // x is widened once per call; W is widened through the lookup table as it is
 // streamed, so the kernel reads half the bytes of the f32 one.
 func GemvNTHalf(p GemvParams, n, k int, x, w, bias, y []uint16) {
-	kernCheckDims("GemvNTHalf", n, k)
-	kernCheckLen("GemvNTHalf", "x", len(x), k)
-	kernCheckLen("GemvNTHalf", "w", len(w), n*k)
-	kernCheckLen("GemvNTHalf", "y", len(y), n)
+	gemv16(kernF16, "GemvNTHalf", p, n, k, x, w, bias, y)
+}
+
+// GemvNTBF16 is GemvNT with bfloat16 x, W, bias and y and f32
+// accumulation; W is widened by a shift as it is streamed.
+func GemvNTBF16(p GemvParams, n, k int, x, w, bias, y []uint16) {
+	gemv16(kernBF16, "GemvNTBF16", p, n, k, x, w, bias, y)
+}
+
+// gemv16 is GemvNT with 16-bit storage in format c.
+func gemv16(c *kern16, name string, p GemvParams, n, k int, x, w, bias, y []uint16) {
+	kernCheckDims(name, n, k)
+	kernCheckLen(name, "x", len(x), k)
+	kernCheckLen(name, "w", len(w), n*k)
+	kernCheckLen(name, "y", len(y), n)
 	if bias != nil {
-		kernCheckLen("GemvNTHalf", "bias", len(bias), n)
+		kernCheckLen(name, "bias", len(bias), n)
 	}
-	kern := kernGemvF16Table[kernGemvIndex(p.Rows, p.Unroll)]
+	kern := c.gemv[kernGemvIndex(p.Rows, p.Unroll)]
 	bn := max(p.BN, 1)
 	tasks := (n + bn - 1) / bn
 	workers := kernWorkers(p.Threads, tasks)
 	sp := kernGetF32(k + workers*kernGemvChunk)
 	defer kernPutF32(sp)
 	xs, scratch := (*sp)[:k], (*sp)[k:]
-	kernHalfToF32(xs, x[:k])
-	lut := kernHalfLUT
+	c.toF32(xs, x[:k])
 	kernParallel(p.Threads, tasks, func(wk, t int) {
 		tmp := scratch[wk*kernGemvChunk : (wk+1)*kernGemvChunk]
 		lo, hi := t*bn, min((t+1)*bn, n)
@@ -103,16 +117,12 @@ func GemvNTHalf(p GemvParams, n, k int, x, w, bias, y []uint16) {
 			e := min(s+kernGemvChunk, hi)
 			yc := tmp[:e-s]
 			kern(k, xs, w[s*k:e*k], yc)
-			out := y[s:e]
 			if bias != nil {
 				for i, b := range bias[s:e] {
-					out[i] = half.FromFloat32(yc[i] + lut[b])
-				}
-			} else {
-				for i, v := range yc {
-					out[i] = half.FromFloat32(v)
+					yc[i] += c.one(b)
 				}
 			}
+			c.fromF32(y[s:e], yc)
 		}
 	})
 }

@@ -2,6 +2,8 @@
 
 package cpu
 
+import "math"
+
 // The GEMV kernels below are one template unrolled for each (Rows, Unroll)
 // and W element type, so that every accumulator is a distinct local the
 // compiler can keep in a register. Each loop iteration covers 8 depth steps,
@@ -1768,6 +1770,882 @@ func kernGemvF16R4U8(k int, x []float32, w []uint16, y []float32) {
 		for ; p < k; p++ {
 			x0 := x[p]
 			s00 += x0 * lut[w0[p]]
+		}
+		y[i+0] = ((s00 + s01) + (s02 + s03)) + ((s04 + s05) + (s06 + s07))
+	}
+}
+
+// kernGemvBF16R1U1 sets y[i] = x·w[i*k:(i+1)*k] for every i < len(y), 1 row(s) at a time
+// with 1 accumulator(s) per row.
+func kernGemvBF16R1U1(k int, x []float32, w []uint16, y []float32) {
+	x = x[:k:k]
+	i := 0
+	for ; i < len(y); i++ {
+		w0 := w[(i+0)*k:][:k]
+		var s00 float32
+		p := 0
+		for ; p+8 <= k; p += 8 {
+			xx := x[p : p+8 : p+8]
+			v0 := w0[p : p+8 : p+8]
+			x0 := xx[0]
+			s00 += x0 * math.Float32frombits(uint32(v0[0])<<16)
+			x0 = xx[1]
+			s00 += x0 * math.Float32frombits(uint32(v0[1])<<16)
+			x0 = xx[2]
+			s00 += x0 * math.Float32frombits(uint32(v0[2])<<16)
+			x0 = xx[3]
+			s00 += x0 * math.Float32frombits(uint32(v0[3])<<16)
+			x0 = xx[4]
+			s00 += x0 * math.Float32frombits(uint32(v0[4])<<16)
+			x0 = xx[5]
+			s00 += x0 * math.Float32frombits(uint32(v0[5])<<16)
+			x0 = xx[6]
+			s00 += x0 * math.Float32frombits(uint32(v0[6])<<16)
+			x0 = xx[7]
+			s00 += x0 * math.Float32frombits(uint32(v0[7])<<16)
+		}
+		for ; p < k; p++ {
+			x0 := x[p]
+			s00 += x0 * math.Float32frombits(uint32(w0[p])<<16)
+		}
+		y[i+0] = s00
+	}
+}
+
+// kernGemvBF16R1U2 sets y[i] = x·w[i*k:(i+1)*k] for every i < len(y), 1 row(s) at a time
+// with 2 accumulator(s) per row.
+func kernGemvBF16R1U2(k int, x []float32, w []uint16, y []float32) {
+	x = x[:k:k]
+	i := 0
+	for ; i < len(y); i++ {
+		w0 := w[(i+0)*k:][:k]
+		var s00, s01 float32
+		p := 0
+		for ; p+8 <= k; p += 8 {
+			xx := x[p : p+8 : p+8]
+			v0 := w0[p : p+8 : p+8]
+			x0 := xx[0]
+			s00 += x0 * math.Float32frombits(uint32(v0[0])<<16)
+			x0 = xx[1]
+			s01 += x0 * math.Float32frombits(uint32(v0[1])<<16)
+			x0 = xx[2]
+			s00 += x0 * math.Float32frombits(uint32(v0[2])<<16)
+			x0 = xx[3]
+			s01 += x0 * math.Float32frombits(uint32(v0[3])<<16)
+			x0 = xx[4]
+			s00 += x0 * math.Float32frombits(uint32(v0[4])<<16)
+			x0 = xx[5]
+			s01 += x0 * math.Float32frombits(uint32(v0[5])<<16)
+			x0 = xx[6]
+			s00 += x0 * math.Float32frombits(uint32(v0[6])<<16)
+			x0 = xx[7]
+			s01 += x0 * math.Float32frombits(uint32(v0[7])<<16)
+		}
+		for ; p < k; p++ {
+			x0 := x[p]
+			s00 += x0 * math.Float32frombits(uint32(w0[p])<<16)
+		}
+		y[i+0] = s00 + s01
+	}
+}
+
+// kernGemvBF16R1U4 sets y[i] = x·w[i*k:(i+1)*k] for every i < len(y), 1 row(s) at a time
+// with 4 accumulator(s) per row.
+func kernGemvBF16R1U4(k int, x []float32, w []uint16, y []float32) {
+	x = x[:k:k]
+	i := 0
+	for ; i < len(y); i++ {
+		w0 := w[(i+0)*k:][:k]
+		var s00, s01, s02, s03 float32
+		p := 0
+		for ; p+8 <= k; p += 8 {
+			xx := x[p : p+8 : p+8]
+			v0 := w0[p : p+8 : p+8]
+			x0 := xx[0]
+			s00 += x0 * math.Float32frombits(uint32(v0[0])<<16)
+			x0 = xx[1]
+			s01 += x0 * math.Float32frombits(uint32(v0[1])<<16)
+			x0 = xx[2]
+			s02 += x0 * math.Float32frombits(uint32(v0[2])<<16)
+			x0 = xx[3]
+			s03 += x0 * math.Float32frombits(uint32(v0[3])<<16)
+			x0 = xx[4]
+			s00 += x0 * math.Float32frombits(uint32(v0[4])<<16)
+			x0 = xx[5]
+			s01 += x0 * math.Float32frombits(uint32(v0[5])<<16)
+			x0 = xx[6]
+			s02 += x0 * math.Float32frombits(uint32(v0[6])<<16)
+			x0 = xx[7]
+			s03 += x0 * math.Float32frombits(uint32(v0[7])<<16)
+		}
+		for ; p < k; p++ {
+			x0 := x[p]
+			s00 += x0 * math.Float32frombits(uint32(w0[p])<<16)
+		}
+		y[i+0] = (s00 + s01) + (s02 + s03)
+	}
+}
+
+// kernGemvBF16R1U8 sets y[i] = x·w[i*k:(i+1)*k] for every i < len(y), 1 row(s) at a time
+// with 8 accumulator(s) per row.
+func kernGemvBF16R1U8(k int, x []float32, w []uint16, y []float32) {
+	x = x[:k:k]
+	i := 0
+	for ; i < len(y); i++ {
+		w0 := w[(i+0)*k:][:k]
+		var s00, s01, s02, s03, s04, s05, s06, s07 float32
+		p := 0
+		for ; p+8 <= k; p += 8 {
+			xx := x[p : p+8 : p+8]
+			v0 := w0[p : p+8 : p+8]
+			x0 := xx[0]
+			s00 += x0 * math.Float32frombits(uint32(v0[0])<<16)
+			x0 = xx[1]
+			s01 += x0 * math.Float32frombits(uint32(v0[1])<<16)
+			x0 = xx[2]
+			s02 += x0 * math.Float32frombits(uint32(v0[2])<<16)
+			x0 = xx[3]
+			s03 += x0 * math.Float32frombits(uint32(v0[3])<<16)
+			x0 = xx[4]
+			s04 += x0 * math.Float32frombits(uint32(v0[4])<<16)
+			x0 = xx[5]
+			s05 += x0 * math.Float32frombits(uint32(v0[5])<<16)
+			x0 = xx[6]
+			s06 += x0 * math.Float32frombits(uint32(v0[6])<<16)
+			x0 = xx[7]
+			s07 += x0 * math.Float32frombits(uint32(v0[7])<<16)
+		}
+		for ; p < k; p++ {
+			x0 := x[p]
+			s00 += x0 * math.Float32frombits(uint32(w0[p])<<16)
+		}
+		y[i+0] = ((s00 + s01) + (s02 + s03)) + ((s04 + s05) + (s06 + s07))
+	}
+}
+
+// kernGemvBF16R2U1 sets y[i] = x·w[i*k:(i+1)*k] for every i < len(y), 2 row(s) at a time
+// with 1 accumulator(s) per row.
+func kernGemvBF16R2U1(k int, x []float32, w []uint16, y []float32) {
+	x = x[:k:k]
+	i := 0
+	for ; i+2 <= len(y); i += 2 {
+		w0 := w[(i+0)*k:][:k]
+		w1 := w[(i+1)*k:][:k]
+		var s00, s10 float32
+		p := 0
+		for ; p+8 <= k; p += 8 {
+			xx := x[p : p+8 : p+8]
+			v0 := w0[p : p+8 : p+8]
+			v1 := w1[p : p+8 : p+8]
+			x0 := xx[0]
+			s00 += x0 * math.Float32frombits(uint32(v0[0])<<16)
+			s10 += x0 * math.Float32frombits(uint32(v1[0])<<16)
+			x0 = xx[1]
+			s00 += x0 * math.Float32frombits(uint32(v0[1])<<16)
+			s10 += x0 * math.Float32frombits(uint32(v1[1])<<16)
+			x0 = xx[2]
+			s00 += x0 * math.Float32frombits(uint32(v0[2])<<16)
+			s10 += x0 * math.Float32frombits(uint32(v1[2])<<16)
+			x0 = xx[3]
+			s00 += x0 * math.Float32frombits(uint32(v0[3])<<16)
+			s10 += x0 * math.Float32frombits(uint32(v1[3])<<16)
+			x0 = xx[4]
+			s00 += x0 * math.Float32frombits(uint32(v0[4])<<16)
+			s10 += x0 * math.Float32frombits(uint32(v1[4])<<16)
+			x0 = xx[5]
+			s00 += x0 * math.Float32frombits(uint32(v0[5])<<16)
+			s10 += x0 * math.Float32frombits(uint32(v1[5])<<16)
+			x0 = xx[6]
+			s00 += x0 * math.Float32frombits(uint32(v0[6])<<16)
+			s10 += x0 * math.Float32frombits(uint32(v1[6])<<16)
+			x0 = xx[7]
+			s00 += x0 * math.Float32frombits(uint32(v0[7])<<16)
+			s10 += x0 * math.Float32frombits(uint32(v1[7])<<16)
+		}
+		for ; p < k; p++ {
+			x0 := x[p]
+			s00 += x0 * math.Float32frombits(uint32(w0[p])<<16)
+			s10 += x0 * math.Float32frombits(uint32(w1[p])<<16)
+		}
+		y[i+0] = s00
+		y[i+1] = s10
+	}
+	for ; i < len(y); i++ {
+		w0 := w[(i+0)*k:][:k]
+		var s00 float32
+		p := 0
+		for ; p+8 <= k; p += 8 {
+			xx := x[p : p+8 : p+8]
+			v0 := w0[p : p+8 : p+8]
+			x0 := xx[0]
+			s00 += x0 * math.Float32frombits(uint32(v0[0])<<16)
+			x0 = xx[1]
+			s00 += x0 * math.Float32frombits(uint32(v0[1])<<16)
+			x0 = xx[2]
+			s00 += x0 * math.Float32frombits(uint32(v0[2])<<16)
+			x0 = xx[3]
+			s00 += x0 * math.Float32frombits(uint32(v0[3])<<16)
+			x0 = xx[4]
+			s00 += x0 * math.Float32frombits(uint32(v0[4])<<16)
+			x0 = xx[5]
+			s00 += x0 * math.Float32frombits(uint32(v0[5])<<16)
+			x0 = xx[6]
+			s00 += x0 * math.Float32frombits(uint32(v0[6])<<16)
+			x0 = xx[7]
+			s00 += x0 * math.Float32frombits(uint32(v0[7])<<16)
+		}
+		for ; p < k; p++ {
+			x0 := x[p]
+			s00 += x0 * math.Float32frombits(uint32(w0[p])<<16)
+		}
+		y[i+0] = s00
+	}
+}
+
+// kernGemvBF16R2U2 sets y[i] = x·w[i*k:(i+1)*k] for every i < len(y), 2 row(s) at a time
+// with 2 accumulator(s) per row.
+func kernGemvBF16R2U2(k int, x []float32, w []uint16, y []float32) {
+	x = x[:k:k]
+	i := 0
+	for ; i+2 <= len(y); i += 2 {
+		w0 := w[(i+0)*k:][:k]
+		w1 := w[(i+1)*k:][:k]
+		var s00, s01, s10, s11 float32
+		p := 0
+		for ; p+8 <= k; p += 8 {
+			xx := x[p : p+8 : p+8]
+			v0 := w0[p : p+8 : p+8]
+			v1 := w1[p : p+8 : p+8]
+			x0 := xx[0]
+			s00 += x0 * math.Float32frombits(uint32(v0[0])<<16)
+			s10 += x0 * math.Float32frombits(uint32(v1[0])<<16)
+			x0 = xx[1]
+			s01 += x0 * math.Float32frombits(uint32(v0[1])<<16)
+			s11 += x0 * math.Float32frombits(uint32(v1[1])<<16)
+			x0 = xx[2]
+			s00 += x0 * math.Float32frombits(uint32(v0[2])<<16)
+			s10 += x0 * math.Float32frombits(uint32(v1[2])<<16)
+			x0 = xx[3]
+			s01 += x0 * math.Float32frombits(uint32(v0[3])<<16)
+			s11 += x0 * math.Float32frombits(uint32(v1[3])<<16)
+			x0 = xx[4]
+			s00 += x0 * math.Float32frombits(uint32(v0[4])<<16)
+			s10 += x0 * math.Float32frombits(uint32(v1[4])<<16)
+			x0 = xx[5]
+			s01 += x0 * math.Float32frombits(uint32(v0[5])<<16)
+			s11 += x0 * math.Float32frombits(uint32(v1[5])<<16)
+			x0 = xx[6]
+			s00 += x0 * math.Float32frombits(uint32(v0[6])<<16)
+			s10 += x0 * math.Float32frombits(uint32(v1[6])<<16)
+			x0 = xx[7]
+			s01 += x0 * math.Float32frombits(uint32(v0[7])<<16)
+			s11 += x0 * math.Float32frombits(uint32(v1[7])<<16)
+		}
+		for ; p < k; p++ {
+			x0 := x[p]
+			s00 += x0 * math.Float32frombits(uint32(w0[p])<<16)
+			s10 += x0 * math.Float32frombits(uint32(w1[p])<<16)
+		}
+		y[i+0] = s00 + s01
+		y[i+1] = s10 + s11
+	}
+	for ; i < len(y); i++ {
+		w0 := w[(i+0)*k:][:k]
+		var s00, s01 float32
+		p := 0
+		for ; p+8 <= k; p += 8 {
+			xx := x[p : p+8 : p+8]
+			v0 := w0[p : p+8 : p+8]
+			x0 := xx[0]
+			s00 += x0 * math.Float32frombits(uint32(v0[0])<<16)
+			x0 = xx[1]
+			s01 += x0 * math.Float32frombits(uint32(v0[1])<<16)
+			x0 = xx[2]
+			s00 += x0 * math.Float32frombits(uint32(v0[2])<<16)
+			x0 = xx[3]
+			s01 += x0 * math.Float32frombits(uint32(v0[3])<<16)
+			x0 = xx[4]
+			s00 += x0 * math.Float32frombits(uint32(v0[4])<<16)
+			x0 = xx[5]
+			s01 += x0 * math.Float32frombits(uint32(v0[5])<<16)
+			x0 = xx[6]
+			s00 += x0 * math.Float32frombits(uint32(v0[6])<<16)
+			x0 = xx[7]
+			s01 += x0 * math.Float32frombits(uint32(v0[7])<<16)
+		}
+		for ; p < k; p++ {
+			x0 := x[p]
+			s00 += x0 * math.Float32frombits(uint32(w0[p])<<16)
+		}
+		y[i+0] = s00 + s01
+	}
+}
+
+// kernGemvBF16R2U4 sets y[i] = x·w[i*k:(i+1)*k] for every i < len(y), 2 row(s) at a time
+// with 4 accumulator(s) per row.
+func kernGemvBF16R2U4(k int, x []float32, w []uint16, y []float32) {
+	x = x[:k:k]
+	i := 0
+	for ; i+2 <= len(y); i += 2 {
+		w0 := w[(i+0)*k:][:k]
+		w1 := w[(i+1)*k:][:k]
+		var s00, s01, s02, s03, s10, s11, s12, s13 float32
+		p := 0
+		for ; p+8 <= k; p += 8 {
+			xx := x[p : p+8 : p+8]
+			v0 := w0[p : p+8 : p+8]
+			v1 := w1[p : p+8 : p+8]
+			x0 := xx[0]
+			s00 += x0 * math.Float32frombits(uint32(v0[0])<<16)
+			s10 += x0 * math.Float32frombits(uint32(v1[0])<<16)
+			x0 = xx[1]
+			s01 += x0 * math.Float32frombits(uint32(v0[1])<<16)
+			s11 += x0 * math.Float32frombits(uint32(v1[1])<<16)
+			x0 = xx[2]
+			s02 += x0 * math.Float32frombits(uint32(v0[2])<<16)
+			s12 += x0 * math.Float32frombits(uint32(v1[2])<<16)
+			x0 = xx[3]
+			s03 += x0 * math.Float32frombits(uint32(v0[3])<<16)
+			s13 += x0 * math.Float32frombits(uint32(v1[3])<<16)
+			x0 = xx[4]
+			s00 += x0 * math.Float32frombits(uint32(v0[4])<<16)
+			s10 += x0 * math.Float32frombits(uint32(v1[4])<<16)
+			x0 = xx[5]
+			s01 += x0 * math.Float32frombits(uint32(v0[5])<<16)
+			s11 += x0 * math.Float32frombits(uint32(v1[5])<<16)
+			x0 = xx[6]
+			s02 += x0 * math.Float32frombits(uint32(v0[6])<<16)
+			s12 += x0 * math.Float32frombits(uint32(v1[6])<<16)
+			x0 = xx[7]
+			s03 += x0 * math.Float32frombits(uint32(v0[7])<<16)
+			s13 += x0 * math.Float32frombits(uint32(v1[7])<<16)
+		}
+		for ; p < k; p++ {
+			x0 := x[p]
+			s00 += x0 * math.Float32frombits(uint32(w0[p])<<16)
+			s10 += x0 * math.Float32frombits(uint32(w1[p])<<16)
+		}
+		y[i+0] = (s00 + s01) + (s02 + s03)
+		y[i+1] = (s10 + s11) + (s12 + s13)
+	}
+	for ; i < len(y); i++ {
+		w0 := w[(i+0)*k:][:k]
+		var s00, s01, s02, s03 float32
+		p := 0
+		for ; p+8 <= k; p += 8 {
+			xx := x[p : p+8 : p+8]
+			v0 := w0[p : p+8 : p+8]
+			x0 := xx[0]
+			s00 += x0 * math.Float32frombits(uint32(v0[0])<<16)
+			x0 = xx[1]
+			s01 += x0 * math.Float32frombits(uint32(v0[1])<<16)
+			x0 = xx[2]
+			s02 += x0 * math.Float32frombits(uint32(v0[2])<<16)
+			x0 = xx[3]
+			s03 += x0 * math.Float32frombits(uint32(v0[3])<<16)
+			x0 = xx[4]
+			s00 += x0 * math.Float32frombits(uint32(v0[4])<<16)
+			x0 = xx[5]
+			s01 += x0 * math.Float32frombits(uint32(v0[5])<<16)
+			x0 = xx[6]
+			s02 += x0 * math.Float32frombits(uint32(v0[6])<<16)
+			x0 = xx[7]
+			s03 += x0 * math.Float32frombits(uint32(v0[7])<<16)
+		}
+		for ; p < k; p++ {
+			x0 := x[p]
+			s00 += x0 * math.Float32frombits(uint32(w0[p])<<16)
+		}
+		y[i+0] = (s00 + s01) + (s02 + s03)
+	}
+}
+
+// kernGemvBF16R2U8 sets y[i] = x·w[i*k:(i+1)*k] for every i < len(y), 2 row(s) at a time
+// with 8 accumulator(s) per row.
+func kernGemvBF16R2U8(k int, x []float32, w []uint16, y []float32) {
+	x = x[:k:k]
+	i := 0
+	for ; i+2 <= len(y); i += 2 {
+		w0 := w[(i+0)*k:][:k]
+		w1 := w[(i+1)*k:][:k]
+		var s00, s01, s02, s03, s04, s05, s06, s07, s10, s11, s12, s13, s14, s15, s16, s17 float32
+		p := 0
+		for ; p+8 <= k; p += 8 {
+			xx := x[p : p+8 : p+8]
+			v0 := w0[p : p+8 : p+8]
+			v1 := w1[p : p+8 : p+8]
+			x0 := xx[0]
+			s00 += x0 * math.Float32frombits(uint32(v0[0])<<16)
+			s10 += x0 * math.Float32frombits(uint32(v1[0])<<16)
+			x0 = xx[1]
+			s01 += x0 * math.Float32frombits(uint32(v0[1])<<16)
+			s11 += x0 * math.Float32frombits(uint32(v1[1])<<16)
+			x0 = xx[2]
+			s02 += x0 * math.Float32frombits(uint32(v0[2])<<16)
+			s12 += x0 * math.Float32frombits(uint32(v1[2])<<16)
+			x0 = xx[3]
+			s03 += x0 * math.Float32frombits(uint32(v0[3])<<16)
+			s13 += x0 * math.Float32frombits(uint32(v1[3])<<16)
+			x0 = xx[4]
+			s04 += x0 * math.Float32frombits(uint32(v0[4])<<16)
+			s14 += x0 * math.Float32frombits(uint32(v1[4])<<16)
+			x0 = xx[5]
+			s05 += x0 * math.Float32frombits(uint32(v0[5])<<16)
+			s15 += x0 * math.Float32frombits(uint32(v1[5])<<16)
+			x0 = xx[6]
+			s06 += x0 * math.Float32frombits(uint32(v0[6])<<16)
+			s16 += x0 * math.Float32frombits(uint32(v1[6])<<16)
+			x0 = xx[7]
+			s07 += x0 * math.Float32frombits(uint32(v0[7])<<16)
+			s17 += x0 * math.Float32frombits(uint32(v1[7])<<16)
+		}
+		for ; p < k; p++ {
+			x0 := x[p]
+			s00 += x0 * math.Float32frombits(uint32(w0[p])<<16)
+			s10 += x0 * math.Float32frombits(uint32(w1[p])<<16)
+		}
+		y[i+0] = ((s00 + s01) + (s02 + s03)) + ((s04 + s05) + (s06 + s07))
+		y[i+1] = ((s10 + s11) + (s12 + s13)) + ((s14 + s15) + (s16 + s17))
+	}
+	for ; i < len(y); i++ {
+		w0 := w[(i+0)*k:][:k]
+		var s00, s01, s02, s03, s04, s05, s06, s07 float32
+		p := 0
+		for ; p+8 <= k; p += 8 {
+			xx := x[p : p+8 : p+8]
+			v0 := w0[p : p+8 : p+8]
+			x0 := xx[0]
+			s00 += x0 * math.Float32frombits(uint32(v0[0])<<16)
+			x0 = xx[1]
+			s01 += x0 * math.Float32frombits(uint32(v0[1])<<16)
+			x0 = xx[2]
+			s02 += x0 * math.Float32frombits(uint32(v0[2])<<16)
+			x0 = xx[3]
+			s03 += x0 * math.Float32frombits(uint32(v0[3])<<16)
+			x0 = xx[4]
+			s04 += x0 * math.Float32frombits(uint32(v0[4])<<16)
+			x0 = xx[5]
+			s05 += x0 * math.Float32frombits(uint32(v0[5])<<16)
+			x0 = xx[6]
+			s06 += x0 * math.Float32frombits(uint32(v0[6])<<16)
+			x0 = xx[7]
+			s07 += x0 * math.Float32frombits(uint32(v0[7])<<16)
+		}
+		for ; p < k; p++ {
+			x0 := x[p]
+			s00 += x0 * math.Float32frombits(uint32(w0[p])<<16)
+		}
+		y[i+0] = ((s00 + s01) + (s02 + s03)) + ((s04 + s05) + (s06 + s07))
+	}
+}
+
+// kernGemvBF16R4U1 sets y[i] = x·w[i*k:(i+1)*k] for every i < len(y), 4 row(s) at a time
+// with 1 accumulator(s) per row.
+func kernGemvBF16R4U1(k int, x []float32, w []uint16, y []float32) {
+	x = x[:k:k]
+	i := 0
+	for ; i+4 <= len(y); i += 4 {
+		w0 := w[(i+0)*k:][:k]
+		w1 := w[(i+1)*k:][:k]
+		w2 := w[(i+2)*k:][:k]
+		w3 := w[(i+3)*k:][:k]
+		var s00, s10, s20, s30 float32
+		p := 0
+		for ; p+8 <= k; p += 8 {
+			xx := x[p : p+8 : p+8]
+			v0 := w0[p : p+8 : p+8]
+			v1 := w1[p : p+8 : p+8]
+			v2 := w2[p : p+8 : p+8]
+			v3 := w3[p : p+8 : p+8]
+			x0 := xx[0]
+			s00 += x0 * math.Float32frombits(uint32(v0[0])<<16)
+			s10 += x0 * math.Float32frombits(uint32(v1[0])<<16)
+			s20 += x0 * math.Float32frombits(uint32(v2[0])<<16)
+			s30 += x0 * math.Float32frombits(uint32(v3[0])<<16)
+			x0 = xx[1]
+			s00 += x0 * math.Float32frombits(uint32(v0[1])<<16)
+			s10 += x0 * math.Float32frombits(uint32(v1[1])<<16)
+			s20 += x0 * math.Float32frombits(uint32(v2[1])<<16)
+			s30 += x0 * math.Float32frombits(uint32(v3[1])<<16)
+			x0 = xx[2]
+			s00 += x0 * math.Float32frombits(uint32(v0[2])<<16)
+			s10 += x0 * math.Float32frombits(uint32(v1[2])<<16)
+			s20 += x0 * math.Float32frombits(uint32(v2[2])<<16)
+			s30 += x0 * math.Float32frombits(uint32(v3[2])<<16)
+			x0 = xx[3]
+			s00 += x0 * math.Float32frombits(uint32(v0[3])<<16)
+			s10 += x0 * math.Float32frombits(uint32(v1[3])<<16)
+			s20 += x0 * math.Float32frombits(uint32(v2[3])<<16)
+			s30 += x0 * math.Float32frombits(uint32(v3[3])<<16)
+			x0 = xx[4]
+			s00 += x0 * math.Float32frombits(uint32(v0[4])<<16)
+			s10 += x0 * math.Float32frombits(uint32(v1[4])<<16)
+			s20 += x0 * math.Float32frombits(uint32(v2[4])<<16)
+			s30 += x0 * math.Float32frombits(uint32(v3[4])<<16)
+			x0 = xx[5]
+			s00 += x0 * math.Float32frombits(uint32(v0[5])<<16)
+			s10 += x0 * math.Float32frombits(uint32(v1[5])<<16)
+			s20 += x0 * math.Float32frombits(uint32(v2[5])<<16)
+			s30 += x0 * math.Float32frombits(uint32(v3[5])<<16)
+			x0 = xx[6]
+			s00 += x0 * math.Float32frombits(uint32(v0[6])<<16)
+			s10 += x0 * math.Float32frombits(uint32(v1[6])<<16)
+			s20 += x0 * math.Float32frombits(uint32(v2[6])<<16)
+			s30 += x0 * math.Float32frombits(uint32(v3[6])<<16)
+			x0 = xx[7]
+			s00 += x0 * math.Float32frombits(uint32(v0[7])<<16)
+			s10 += x0 * math.Float32frombits(uint32(v1[7])<<16)
+			s20 += x0 * math.Float32frombits(uint32(v2[7])<<16)
+			s30 += x0 * math.Float32frombits(uint32(v3[7])<<16)
+		}
+		for ; p < k; p++ {
+			x0 := x[p]
+			s00 += x0 * math.Float32frombits(uint32(w0[p])<<16)
+			s10 += x0 * math.Float32frombits(uint32(w1[p])<<16)
+			s20 += x0 * math.Float32frombits(uint32(w2[p])<<16)
+			s30 += x0 * math.Float32frombits(uint32(w3[p])<<16)
+		}
+		y[i+0] = s00
+		y[i+1] = s10
+		y[i+2] = s20
+		y[i+3] = s30
+	}
+	for ; i < len(y); i++ {
+		w0 := w[(i+0)*k:][:k]
+		var s00 float32
+		p := 0
+		for ; p+8 <= k; p += 8 {
+			xx := x[p : p+8 : p+8]
+			v0 := w0[p : p+8 : p+8]
+			x0 := xx[0]
+			s00 += x0 * math.Float32frombits(uint32(v0[0])<<16)
+			x0 = xx[1]
+			s00 += x0 * math.Float32frombits(uint32(v0[1])<<16)
+			x0 = xx[2]
+			s00 += x0 * math.Float32frombits(uint32(v0[2])<<16)
+			x0 = xx[3]
+			s00 += x0 * math.Float32frombits(uint32(v0[3])<<16)
+			x0 = xx[4]
+			s00 += x0 * math.Float32frombits(uint32(v0[4])<<16)
+			x0 = xx[5]
+			s00 += x0 * math.Float32frombits(uint32(v0[5])<<16)
+			x0 = xx[6]
+			s00 += x0 * math.Float32frombits(uint32(v0[6])<<16)
+			x0 = xx[7]
+			s00 += x0 * math.Float32frombits(uint32(v0[7])<<16)
+		}
+		for ; p < k; p++ {
+			x0 := x[p]
+			s00 += x0 * math.Float32frombits(uint32(w0[p])<<16)
+		}
+		y[i+0] = s00
+	}
+}
+
+// kernGemvBF16R4U2 sets y[i] = x·w[i*k:(i+1)*k] for every i < len(y), 4 row(s) at a time
+// with 2 accumulator(s) per row.
+func kernGemvBF16R4U2(k int, x []float32, w []uint16, y []float32) {
+	x = x[:k:k]
+	i := 0
+	for ; i+4 <= len(y); i += 4 {
+		w0 := w[(i+0)*k:][:k]
+		w1 := w[(i+1)*k:][:k]
+		w2 := w[(i+2)*k:][:k]
+		w3 := w[(i+3)*k:][:k]
+		var s00, s01, s10, s11, s20, s21, s30, s31 float32
+		p := 0
+		for ; p+8 <= k; p += 8 {
+			xx := x[p : p+8 : p+8]
+			v0 := w0[p : p+8 : p+8]
+			v1 := w1[p : p+8 : p+8]
+			v2 := w2[p : p+8 : p+8]
+			v3 := w3[p : p+8 : p+8]
+			x0 := xx[0]
+			s00 += x0 * math.Float32frombits(uint32(v0[0])<<16)
+			s10 += x0 * math.Float32frombits(uint32(v1[0])<<16)
+			s20 += x0 * math.Float32frombits(uint32(v2[0])<<16)
+			s30 += x0 * math.Float32frombits(uint32(v3[0])<<16)
+			x0 = xx[1]
+			s01 += x0 * math.Float32frombits(uint32(v0[1])<<16)
+			s11 += x0 * math.Float32frombits(uint32(v1[1])<<16)
+			s21 += x0 * math.Float32frombits(uint32(v2[1])<<16)
+			s31 += x0 * math.Float32frombits(uint32(v3[1])<<16)
+			x0 = xx[2]
+			s00 += x0 * math.Float32frombits(uint32(v0[2])<<16)
+			s10 += x0 * math.Float32frombits(uint32(v1[2])<<16)
+			s20 += x0 * math.Float32frombits(uint32(v2[2])<<16)
+			s30 += x0 * math.Float32frombits(uint32(v3[2])<<16)
+			x0 = xx[3]
+			s01 += x0 * math.Float32frombits(uint32(v0[3])<<16)
+			s11 += x0 * math.Float32frombits(uint32(v1[3])<<16)
+			s21 += x0 * math.Float32frombits(uint32(v2[3])<<16)
+			s31 += x0 * math.Float32frombits(uint32(v3[3])<<16)
+			x0 = xx[4]
+			s00 += x0 * math.Float32frombits(uint32(v0[4])<<16)
+			s10 += x0 * math.Float32frombits(uint32(v1[4])<<16)
+			s20 += x0 * math.Float32frombits(uint32(v2[4])<<16)
+			s30 += x0 * math.Float32frombits(uint32(v3[4])<<16)
+			x0 = xx[5]
+			s01 += x0 * math.Float32frombits(uint32(v0[5])<<16)
+			s11 += x0 * math.Float32frombits(uint32(v1[5])<<16)
+			s21 += x0 * math.Float32frombits(uint32(v2[5])<<16)
+			s31 += x0 * math.Float32frombits(uint32(v3[5])<<16)
+			x0 = xx[6]
+			s00 += x0 * math.Float32frombits(uint32(v0[6])<<16)
+			s10 += x0 * math.Float32frombits(uint32(v1[6])<<16)
+			s20 += x0 * math.Float32frombits(uint32(v2[6])<<16)
+			s30 += x0 * math.Float32frombits(uint32(v3[6])<<16)
+			x0 = xx[7]
+			s01 += x0 * math.Float32frombits(uint32(v0[7])<<16)
+			s11 += x0 * math.Float32frombits(uint32(v1[7])<<16)
+			s21 += x0 * math.Float32frombits(uint32(v2[7])<<16)
+			s31 += x0 * math.Float32frombits(uint32(v3[7])<<16)
+		}
+		for ; p < k; p++ {
+			x0 := x[p]
+			s00 += x0 * math.Float32frombits(uint32(w0[p])<<16)
+			s10 += x0 * math.Float32frombits(uint32(w1[p])<<16)
+			s20 += x0 * math.Float32frombits(uint32(w2[p])<<16)
+			s30 += x0 * math.Float32frombits(uint32(w3[p])<<16)
+		}
+		y[i+0] = s00 + s01
+		y[i+1] = s10 + s11
+		y[i+2] = s20 + s21
+		y[i+3] = s30 + s31
+	}
+	for ; i < len(y); i++ {
+		w0 := w[(i+0)*k:][:k]
+		var s00, s01 float32
+		p := 0
+		for ; p+8 <= k; p += 8 {
+			xx := x[p : p+8 : p+8]
+			v0 := w0[p : p+8 : p+8]
+			x0 := xx[0]
+			s00 += x0 * math.Float32frombits(uint32(v0[0])<<16)
+			x0 = xx[1]
+			s01 += x0 * math.Float32frombits(uint32(v0[1])<<16)
+			x0 = xx[2]
+			s00 += x0 * math.Float32frombits(uint32(v0[2])<<16)
+			x0 = xx[3]
+			s01 += x0 * math.Float32frombits(uint32(v0[3])<<16)
+			x0 = xx[4]
+			s00 += x0 * math.Float32frombits(uint32(v0[4])<<16)
+			x0 = xx[5]
+			s01 += x0 * math.Float32frombits(uint32(v0[5])<<16)
+			x0 = xx[6]
+			s00 += x0 * math.Float32frombits(uint32(v0[6])<<16)
+			x0 = xx[7]
+			s01 += x0 * math.Float32frombits(uint32(v0[7])<<16)
+		}
+		for ; p < k; p++ {
+			x0 := x[p]
+			s00 += x0 * math.Float32frombits(uint32(w0[p])<<16)
+		}
+		y[i+0] = s00 + s01
+	}
+}
+
+// kernGemvBF16R4U4 sets y[i] = x·w[i*k:(i+1)*k] for every i < len(y), 4 row(s) at a time
+// with 4 accumulator(s) per row.
+func kernGemvBF16R4U4(k int, x []float32, w []uint16, y []float32) {
+	x = x[:k:k]
+	i := 0
+	for ; i+4 <= len(y); i += 4 {
+		w0 := w[(i+0)*k:][:k]
+		w1 := w[(i+1)*k:][:k]
+		w2 := w[(i+2)*k:][:k]
+		w3 := w[(i+3)*k:][:k]
+		var s00, s01, s02, s03, s10, s11, s12, s13, s20, s21, s22, s23, s30, s31, s32, s33 float32
+		p := 0
+		for ; p+8 <= k; p += 8 {
+			xx := x[p : p+8 : p+8]
+			v0 := w0[p : p+8 : p+8]
+			v1 := w1[p : p+8 : p+8]
+			v2 := w2[p : p+8 : p+8]
+			v3 := w3[p : p+8 : p+8]
+			x0 := xx[0]
+			s00 += x0 * math.Float32frombits(uint32(v0[0])<<16)
+			s10 += x0 * math.Float32frombits(uint32(v1[0])<<16)
+			s20 += x0 * math.Float32frombits(uint32(v2[0])<<16)
+			s30 += x0 * math.Float32frombits(uint32(v3[0])<<16)
+			x0 = xx[1]
+			s01 += x0 * math.Float32frombits(uint32(v0[1])<<16)
+			s11 += x0 * math.Float32frombits(uint32(v1[1])<<16)
+			s21 += x0 * math.Float32frombits(uint32(v2[1])<<16)
+			s31 += x0 * math.Float32frombits(uint32(v3[1])<<16)
+			x0 = xx[2]
+			s02 += x0 * math.Float32frombits(uint32(v0[2])<<16)
+			s12 += x0 * math.Float32frombits(uint32(v1[2])<<16)
+			s22 += x0 * math.Float32frombits(uint32(v2[2])<<16)
+			s32 += x0 * math.Float32frombits(uint32(v3[2])<<16)
+			x0 = xx[3]
+			s03 += x0 * math.Float32frombits(uint32(v0[3])<<16)
+			s13 += x0 * math.Float32frombits(uint32(v1[3])<<16)
+			s23 += x0 * math.Float32frombits(uint32(v2[3])<<16)
+			s33 += x0 * math.Float32frombits(uint32(v3[3])<<16)
+			x0 = xx[4]
+			s00 += x0 * math.Float32frombits(uint32(v0[4])<<16)
+			s10 += x0 * math.Float32frombits(uint32(v1[4])<<16)
+			s20 += x0 * math.Float32frombits(uint32(v2[4])<<16)
+			s30 += x0 * math.Float32frombits(uint32(v3[4])<<16)
+			x0 = xx[5]
+			s01 += x0 * math.Float32frombits(uint32(v0[5])<<16)
+			s11 += x0 * math.Float32frombits(uint32(v1[5])<<16)
+			s21 += x0 * math.Float32frombits(uint32(v2[5])<<16)
+			s31 += x0 * math.Float32frombits(uint32(v3[5])<<16)
+			x0 = xx[6]
+			s02 += x0 * math.Float32frombits(uint32(v0[6])<<16)
+			s12 += x0 * math.Float32frombits(uint32(v1[6])<<16)
+			s22 += x0 * math.Float32frombits(uint32(v2[6])<<16)
+			s32 += x0 * math.Float32frombits(uint32(v3[6])<<16)
+			x0 = xx[7]
+			s03 += x0 * math.Float32frombits(uint32(v0[7])<<16)
+			s13 += x0 * math.Float32frombits(uint32(v1[7])<<16)
+			s23 += x0 * math.Float32frombits(uint32(v2[7])<<16)
+			s33 += x0 * math.Float32frombits(uint32(v3[7])<<16)
+		}
+		for ; p < k; p++ {
+			x0 := x[p]
+			s00 += x0 * math.Float32frombits(uint32(w0[p])<<16)
+			s10 += x0 * math.Float32frombits(uint32(w1[p])<<16)
+			s20 += x0 * math.Float32frombits(uint32(w2[p])<<16)
+			s30 += x0 * math.Float32frombits(uint32(w3[p])<<16)
+		}
+		y[i+0] = (s00 + s01) + (s02 + s03)
+		y[i+1] = (s10 + s11) + (s12 + s13)
+		y[i+2] = (s20 + s21) + (s22 + s23)
+		y[i+3] = (s30 + s31) + (s32 + s33)
+	}
+	for ; i < len(y); i++ {
+		w0 := w[(i+0)*k:][:k]
+		var s00, s01, s02, s03 float32
+		p := 0
+		for ; p+8 <= k; p += 8 {
+			xx := x[p : p+8 : p+8]
+			v0 := w0[p : p+8 : p+8]
+			x0 := xx[0]
+			s00 += x0 * math.Float32frombits(uint32(v0[0])<<16)
+			x0 = xx[1]
+			s01 += x0 * math.Float32frombits(uint32(v0[1])<<16)
+			x0 = xx[2]
+			s02 += x0 * math.Float32frombits(uint32(v0[2])<<16)
+			x0 = xx[3]
+			s03 += x0 * math.Float32frombits(uint32(v0[3])<<16)
+			x0 = xx[4]
+			s00 += x0 * math.Float32frombits(uint32(v0[4])<<16)
+			x0 = xx[5]
+			s01 += x0 * math.Float32frombits(uint32(v0[5])<<16)
+			x0 = xx[6]
+			s02 += x0 * math.Float32frombits(uint32(v0[6])<<16)
+			x0 = xx[7]
+			s03 += x0 * math.Float32frombits(uint32(v0[7])<<16)
+		}
+		for ; p < k; p++ {
+			x0 := x[p]
+			s00 += x0 * math.Float32frombits(uint32(w0[p])<<16)
+		}
+		y[i+0] = (s00 + s01) + (s02 + s03)
+	}
+}
+
+// kernGemvBF16R4U8 sets y[i] = x·w[i*k:(i+1)*k] for every i < len(y), 4 row(s) at a time
+// with 8 accumulator(s) per row.
+func kernGemvBF16R4U8(k int, x []float32, w []uint16, y []float32) {
+	x = x[:k:k]
+	i := 0
+	for ; i+4 <= len(y); i += 4 {
+		w0 := w[(i+0)*k:][:k]
+		w1 := w[(i+1)*k:][:k]
+		w2 := w[(i+2)*k:][:k]
+		w3 := w[(i+3)*k:][:k]
+		var s00, s01, s02, s03, s04, s05, s06, s07, s10, s11, s12, s13, s14, s15, s16, s17, s20, s21, s22, s23, s24, s25, s26, s27, s30, s31, s32, s33, s34, s35, s36, s37 float32
+		p := 0
+		for ; p+8 <= k; p += 8 {
+			xx := x[p : p+8 : p+8]
+			v0 := w0[p : p+8 : p+8]
+			v1 := w1[p : p+8 : p+8]
+			v2 := w2[p : p+8 : p+8]
+			v3 := w3[p : p+8 : p+8]
+			x0 := xx[0]
+			s00 += x0 * math.Float32frombits(uint32(v0[0])<<16)
+			s10 += x0 * math.Float32frombits(uint32(v1[0])<<16)
+			s20 += x0 * math.Float32frombits(uint32(v2[0])<<16)
+			s30 += x0 * math.Float32frombits(uint32(v3[0])<<16)
+			x0 = xx[1]
+			s01 += x0 * math.Float32frombits(uint32(v0[1])<<16)
+			s11 += x0 * math.Float32frombits(uint32(v1[1])<<16)
+			s21 += x0 * math.Float32frombits(uint32(v2[1])<<16)
+			s31 += x0 * math.Float32frombits(uint32(v3[1])<<16)
+			x0 = xx[2]
+			s02 += x0 * math.Float32frombits(uint32(v0[2])<<16)
+			s12 += x0 * math.Float32frombits(uint32(v1[2])<<16)
+			s22 += x0 * math.Float32frombits(uint32(v2[2])<<16)
+			s32 += x0 * math.Float32frombits(uint32(v3[2])<<16)
+			x0 = xx[3]
+			s03 += x0 * math.Float32frombits(uint32(v0[3])<<16)
+			s13 += x0 * math.Float32frombits(uint32(v1[3])<<16)
+			s23 += x0 * math.Float32frombits(uint32(v2[3])<<16)
+			s33 += x0 * math.Float32frombits(uint32(v3[3])<<16)
+			x0 = xx[4]
+			s04 += x0 * math.Float32frombits(uint32(v0[4])<<16)
+			s14 += x0 * math.Float32frombits(uint32(v1[4])<<16)
+			s24 += x0 * math.Float32frombits(uint32(v2[4])<<16)
+			s34 += x0 * math.Float32frombits(uint32(v3[4])<<16)
+			x0 = xx[5]
+			s05 += x0 * math.Float32frombits(uint32(v0[5])<<16)
+			s15 += x0 * math.Float32frombits(uint32(v1[5])<<16)
+			s25 += x0 * math.Float32frombits(uint32(v2[5])<<16)
+			s35 += x0 * math.Float32frombits(uint32(v3[5])<<16)
+			x0 = xx[6]
+			s06 += x0 * math.Float32frombits(uint32(v0[6])<<16)
+			s16 += x0 * math.Float32frombits(uint32(v1[6])<<16)
+			s26 += x0 * math.Float32frombits(uint32(v2[6])<<16)
+			s36 += x0 * math.Float32frombits(uint32(v3[6])<<16)
+			x0 = xx[7]
+			s07 += x0 * math.Float32frombits(uint32(v0[7])<<16)
+			s17 += x0 * math.Float32frombits(uint32(v1[7])<<16)
+			s27 += x0 * math.Float32frombits(uint32(v2[7])<<16)
+			s37 += x0 * math.Float32frombits(uint32(v3[7])<<16)
+		}
+		for ; p < k; p++ {
+			x0 := x[p]
+			s00 += x0 * math.Float32frombits(uint32(w0[p])<<16)
+			s10 += x0 * math.Float32frombits(uint32(w1[p])<<16)
+			s20 += x0 * math.Float32frombits(uint32(w2[p])<<16)
+			s30 += x0 * math.Float32frombits(uint32(w3[p])<<16)
+		}
+		y[i+0] = ((s00 + s01) + (s02 + s03)) + ((s04 + s05) + (s06 + s07))
+		y[i+1] = ((s10 + s11) + (s12 + s13)) + ((s14 + s15) + (s16 + s17))
+		y[i+2] = ((s20 + s21) + (s22 + s23)) + ((s24 + s25) + (s26 + s27))
+		y[i+3] = ((s30 + s31) + (s32 + s33)) + ((s34 + s35) + (s36 + s37))
+	}
+	for ; i < len(y); i++ {
+		w0 := w[(i+0)*k:][:k]
+		var s00, s01, s02, s03, s04, s05, s06, s07 float32
+		p := 0
+		for ; p+8 <= k; p += 8 {
+			xx := x[p : p+8 : p+8]
+			v0 := w0[p : p+8 : p+8]
+			x0 := xx[0]
+			s00 += x0 * math.Float32frombits(uint32(v0[0])<<16)
+			x0 = xx[1]
+			s01 += x0 * math.Float32frombits(uint32(v0[1])<<16)
+			x0 = xx[2]
+			s02 += x0 * math.Float32frombits(uint32(v0[2])<<16)
+			x0 = xx[3]
+			s03 += x0 * math.Float32frombits(uint32(v0[3])<<16)
+			x0 = xx[4]
+			s04 += x0 * math.Float32frombits(uint32(v0[4])<<16)
+			x0 = xx[5]
+			s05 += x0 * math.Float32frombits(uint32(v0[5])<<16)
+			x0 = xx[6]
+			s06 += x0 * math.Float32frombits(uint32(v0[6])<<16)
+			x0 = xx[7]
+			s07 += x0 * math.Float32frombits(uint32(v0[7])<<16)
+		}
+		for ; p < k; p++ {
+			x0 := x[p]
+			s00 += x0 * math.Float32frombits(uint32(w0[p])<<16)
 		}
 		y[i+0] = ((s00 + s01) + (s02 + s03)) + ((s04 + s05) + (s06 + s07))
 	}

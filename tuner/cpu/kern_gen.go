@@ -33,13 +33,20 @@ func tree(names []string) string {
 	return s
 }
 
-// gemv writes one GEMV kernel: R rows at a time, U accumulators per row.
-func gemv(half bool, R, U int) {
+// gemv writes one GEMV kernel of W element type elem (f32, f16 or bf16):
+// R rows at a time, U accumulators per row. f16 W is widened through the
+// lookup table, bf16 W by a 16-bit shift (it is a float32's upper half).
+func gemv(elem string, R, U int) {
+	half := elem == "f16"
 	ty, name := "float32", fmt.Sprintf("kernGemvF32R%dU%d", R, U)
 	ld := func(s string) string { return s }
-	if half {
+	switch elem {
+	case "f16":
 		ty, name = "uint16", fmt.Sprintf("kernGemvF16R%dU%d", R, U)
 		ld = func(s string) string { return "lut[" + s + "]" }
+	case "bf16":
+		ty, name = "uint16", fmt.Sprintf("kernGemvBF16R%dU%d", R, U)
+		ld = func(s string) string { return "math.Float32frombits(uint32(" + s + ") << 16)" }
 	}
 	w("// %s sets y[i] = x·w[i*k:(i+1)*k] for every i < len(y), %d row(s) at a time\n// with %d accumulator(s) per row.\n", name, R, U)
 	w("func %s(k int, x []float32, w []%s, y []float32) {\n", name, ty)
@@ -291,11 +298,12 @@ func main() {
 	micro()
 	emit("kern_gemm_micro.go")
 	header()
+	w("import \"math\"\n\n")
 	w("// The GEMV kernels below are one template unrolled for each (Rows, Unroll)\n// and W element type, so that every accumulator is a distinct local the\n// compiler can keep in a register. Each loop iteration covers 8 depth steps,\n// step s adding into accumulator s%%Unroll: that amortises the loop overhead\n// and the spills that Go's scheduler forces on the last step, while Unroll\n// still sets how many independent add chains hide the FP add latency.\n\n")
-	for _, half := range []bool{false, true} {
+	for _, elem := range []string{"f32", "f16", "bf16"} {
 		for _, R := range []int{1, 2, 4} {
 			for _, U := range []int{1, 2, 4, 8} {
-				gemv(half, R, U)
+				gemv(elem, R, U)
 			}
 		}
 	}

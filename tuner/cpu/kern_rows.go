@@ -1,10 +1,6 @@
 package cpu
 
-import (
-	"github.com/kerntune/kerntune/internal/half"
-
-	"math"
-)
+import "math"
 
 // RowParams are the tuning knobs of the row-wise kernels: RowsPerTask rows
 // per work chunk handed to a goroutine, Unroll independent accumulators along
@@ -115,9 +111,18 @@ func Softmax(p RowParams, rows, cols int, x, y []float32) {
 // into per-goroutine f32 scratch so the reductions run at f32 speed and the
 // exponentials are rounded only once.
 func SoftmaxHalf(p RowParams, rows, cols int, x, y []uint16) {
-	kernCheckDims("SoftmaxHalf", rows, cols)
-	kernCheckLen("SoftmaxHalf", "x", len(x), rows*cols)
-	kernCheckLen("SoftmaxHalf", "y", len(y), rows*cols)
+	softmax16(kernF16, "SoftmaxHalf", p, rows, cols, x, y)
+}
+
+// SoftmaxBF16 is SoftmaxHalf with bfloat16 input and output.
+func SoftmaxBF16(p RowParams, rows, cols int, x, y []uint16) {
+	softmax16(kernBF16, "SoftmaxBF16", p, rows, cols, x, y)
+}
+
+func softmax16(f *kern16, name string, p RowParams, rows, cols int, x, y []uint16) {
+	kernCheckDims(name, rows, cols)
+	kernCheckLen(name, "x", len(x), rows*cols)
+	kernCheckLen(name, "y", len(y), rows*cols)
 	if cols == 0 {
 		return
 	}
@@ -130,14 +135,13 @@ func SoftmaxHalf(p RowParams, rows, cols int, x, y []uint16) {
 	kernParallel(p.Threads, tasks, func(w, t int) {
 		buf := scratch[w*cols : w*cols+cols]
 		for r := t * rpt; r < min((t+1)*rpt, rows); r++ {
-			kernHalfToF32(buf, x[r*cols:r*cols+cols])
+			f.toF32(buf, x[r*cols:r*cols+cols])
 			m := kf.max(buf)
 			inv := 1 / kf.expSum(buf, buf, m)
-			yr := y[r*cols : r*cols+cols]
-			yr = yr[:len(buf)]
-			for i, v := range buf {
-				yr[i] = half.FromFloat32(v * inv)
+			for i := range buf {
+				buf[i] *= inv
 			}
+			f.fromF32(y[r*cols:r*cols+cols], buf)
 		}
 	})
 }
@@ -188,10 +192,19 @@ func RMSNorm(p RowParams, rows, cols int, eps float32, x, w, y []float32) {
 // RMSNormHalf is RMSNorm with binary16 x, w and y; w is widened once per
 // call and each row once into per-goroutine scratch.
 func RMSNormHalf(p RowParams, rows, cols int, eps float32, x, w, y []uint16) {
-	kernCheckDims("RMSNormHalf", rows, cols)
-	kernCheckLen("RMSNormHalf", "x", len(x), rows*cols)
-	kernCheckLen("RMSNormHalf", "w", len(w), cols)
-	kernCheckLen("RMSNormHalf", "y", len(y), rows*cols)
+	rmsnorm16(kernF16, "RMSNormHalf", p, rows, cols, eps, x, w, y)
+}
+
+// RMSNormBF16 is RMSNormHalf with bfloat16 x, w and y.
+func RMSNormBF16(p RowParams, rows, cols int, eps float32, x, w, y []uint16) {
+	rmsnorm16(kernBF16, "RMSNormBF16", p, rows, cols, eps, x, w, y)
+}
+
+func rmsnorm16(f *kern16, name string, p RowParams, rows, cols int, eps float32, x, w, y []uint16) {
+	kernCheckDims(name, rows, cols)
+	kernCheckLen(name, "x", len(x), rows*cols)
+	kernCheckLen(name, "w", len(w), cols)
+	kernCheckLen(name, "y", len(y), rows*cols)
 	if cols == 0 {
 		return
 	}
@@ -201,18 +214,17 @@ func RMSNormHalf(p RowParams, rows, cols int, eps float32, x, w, y []uint16) {
 	sp := kernGetF32((kernWorkers(p.Threads, tasks) + 1) * cols)
 	defer kernPutF32(sp)
 	wf, scratch := (*sp)[:cols], (*sp)[cols:]
-	kernHalfToF32(wf, w)
+	f.toF32(wf, w)
 	kernParallel(p.Threads, tasks, func(wk, t int) {
 		buf := scratch[wk*cols : wk*cols+cols]
 		for r := t * rpt; r < min((t+1)*rpt, rows); r++ {
-			kernHalfToF32(buf, x[r*cols:r*cols+cols])
+			f.toF32(buf, x[r*cols:r*cols+cols])
 			s := kernRMSScale(kernSumSqBlocked(kf.sumSq, buf), cols, eps)
 			wr := wf[:len(buf)]
-			yr := y[r*cols : r*cols+cols]
-			yr = yr[:len(buf)]
 			for i, v := range buf {
-				yr[i] = half.FromFloat32(v * s * wr[i])
+				buf[i] = v * s * wr[i]
 			}
+			f.fromF32(y[r*cols:r*cols+cols], buf)
 		}
 	})
 }

@@ -53,8 +53,8 @@ type Backend struct {
 	// (longerSpin); used on the context's thread only.
 	spinScale float64
 	// The sampling kernels of OutputSample (sample.go).
-	firstBad32, firstBad16, gather32, gather16 *cudadrv.Function
-	hostLaunchUS                               float64
+	firstBad32, firstBad16, firstBadBF16, gather32, gather16 *cudadrv.Function
+	hostLaunchUS                                             float64
 }
 
 // Open initialises the driver and a context on the GPU with the given ordinal.
@@ -224,7 +224,7 @@ func (b *Backend) loadHelpers() error {
 			name string
 		}{
 			{&b.empty, "kt_empty"}, {&b.spinFn, "kt_spin"},
-			{&b.firstBad32, "kt_first_bad32"}, {&b.firstBad16, "kt_first_bad16"},
+			{&b.firstBad32, "kt_first_bad32"}, {&b.firstBad16, "kt_first_bad16"}, {&b.firstBadBF16, "kt_first_badbf16"},
 			{&b.gather32, "kt_gather32"}, {&b.gather16, "kt_gather16"},
 		} {
 			if *f.dst, err = t.Function(m, f.name); err != nil {

@@ -8,7 +8,7 @@ import (
 
 // Baseline is cuBLAS, called in the same harness, for the families that
 // register a routine (baseline_gemm.go, baseline_gemv.go): cublasGemmEx
-// (f32 without TF32, or f16 with f32 accumulation) for the GEMMs,
+// (f32 without TF32, or f16 or bf16 with f32 accumulation) for the GEMMs,
 // cublasSgemv or GemmEx with one column for gemv_nt. Softmax and rmsnorm
 // have no vendor routine: their entries are held to the copy bandwidth
 // instead. Row-major operands are passed as their column-major transposes.
@@ -18,8 +18,11 @@ func (b *Backend) Baseline(k *kernels.Kernel, dt kernels.DType) (tuner.Program, 
 		return nil, "", nil
 	}
 	ty := cudadrv.R32F
-	if dt == kernels.F16 {
+	switch dt {
+	case kernels.F16:
 		ty = cudadrv.R16F
+	case kernels.BF16:
+		ty = cudadrv.R16BF
 	}
 	launch := func(t *cudadrv.Thread, in *instance, c int) error {
 		bl, err := t.Blas()

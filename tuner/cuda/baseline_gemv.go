@@ -6,7 +6,7 @@ import (
 	"github.com/kerntune/kerntune/params"
 )
 
-// gemv_nt calls cublasSgemv (f32) or GemmEx with one column (f16). cuBLAS
+// gemv_nt calls cublasSgemv (f32) or GemmEx with one column (f16, bf16). cuBLAS
 // has no bias epilogue: the bias is copied into y first and added with
 // beta = 1.
 func init() {

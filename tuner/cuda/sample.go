@@ -30,6 +30,11 @@ extern "C" __global__ void kt_first_bad16(const unsigned short* out, long long n
     if ((out[i] & 0x7c00u) == 0x7c00u) { atomicMin(first, (unsigned long long)i); return; }
   }
 }
+extern "C" __global__ void kt_first_badbf16(const unsigned short* out, long long n, unsigned long long* first) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+    if ((out[i] & 0x7f80u) == 0x7f80u) { atomicMin(first, (unsigned long long)i); return; }
+  }
+}
 extern "C" __global__ void kt_gather32(const unsigned int* out, const int* rows, long long n, int rowLen, unsigned int* dst) {
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
     dst[i] = out[(long long)rows[i / rowLen] * rowLen + i % rowLen];
@@ -63,8 +68,11 @@ func (pr *program) OutputSample(ti tuner.Instance, s kernels.RowSample) ([]float
 	}
 	dt := in.Problem.DType
 	first, gather := pr.b.firstBad32, pr.b.gather32
-	if dt == kernels.F16 {
+	switch dt {
+	case kernels.F16:
 		first, gather = pr.b.firstBad16, pr.b.gather16
+	case kernels.BF16:
+		first, gather = pr.b.firstBadBF16, pr.b.gather16
 	}
 	elems := s.Elems()
 	sample := make([]byte, elems*dt.Size())

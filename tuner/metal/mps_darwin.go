@@ -20,9 +20,15 @@ import (
 // map directly. Softmax and rmsnorm have no MPS routine of this form: their
 // entries are held to the copy bandwidth instead. KERNTUNE_METAL_MPS=0
 // turns it off.
+//
+// bf16 has no MPS baseline: MPSMatrixMultiplication and
+// MPSMatrixVectorMultiplication document float32 and float16 matrices;
+// MPSDataTypeBFloat16 (macOS 14) is MPSGraph's, and a data type an MPS
+// kernel does not take fails an assertion that aborts the process rather
+// than returning an error. bf16 entries are held to the rooflines instead.
 func (b *Backend) Baseline(k *kernels.Kernel, dt kernels.DType) (tuner.Program, string, error) {
 	encoder, ok := mpsEncoders.Get(k.Name)
-	if !b.mpsOK || !ok {
+	if !b.mpsOK || !ok || dt == kernels.BF16 {
 		return nil, "", nil
 	}
 	m := &mps{b: b, size: dt.Size(), ty: mpsDataTypeFloat32, kernels: map[string]objc.ID{}, wrappers: map[mpsKey]objc.ID{}}

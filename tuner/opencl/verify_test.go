@@ -57,7 +57,7 @@ func seed(t *testing.T) uint64 {
 }
 
 // TestVerifyEveryFamily executes every family's body on the OpenCL device
-// (PoCL's CPU device in CI) for f32 and f16: a seeded covering sample of
+// (PoCL's CPU device in CI) for f32, f16 and bf16: a seeded covering sample of
 // the valid candidates, in which every value of every tuning parameter
 // occurs, verified against the float64 reference on the family's odd
 // shapes with the output NaN-poisoned first, plus the family's default;
@@ -134,7 +134,7 @@ func TestVerifyEveryFamily(t *testing.T) {
 	if shards > 1 {
 		what += fmt.Sprintf(", shard %d/%d", shard, shards)
 	}
-	line := fmt.Sprintf("OpenCL verification on %s: %d/%d candidates passed, %s of %d valid, every family, f32 and f16, in %.0fs",
+	line := fmt.Sprintf("OpenCL verification on %s: %d/%d candidates passed, %s of %d valid, every family, f32, f16 and bf16, in %.0fs",
 		b.Info().Key, passed, total, what, valid, time.Since(start).Seconds())
 	t.Log(line)
 	if f := os.Getenv("KTDEV_SUMMARY"); f != "" {

@@ -256,10 +256,14 @@ func (in *Instance[B]) ReadOutput(m Memory[B]) ([]float32, error) {
 	return all, nil
 }
 
-// NaNWord is a 32-bit word of NaN in dt: one f32 quiet NaN, or two f16 ones.
+// NaNWord is a 32-bit word of NaN in dt: one f32 quiet NaN, or two f16 or
+// bf16 ones.
 func NaNWord(dt kernels.DType) uint32 {
-	if dt == kernels.F16 {
+	switch dt {
+	case kernels.F16:
 		return 0x7e007e00
+	case kernels.BF16:
+		return 0x7fc07fc0
 	}
 	return 0x7fc00000
 }

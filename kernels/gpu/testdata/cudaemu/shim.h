@@ -48,8 +48,19 @@ inline float __shfl_xor_sync(unsigned, float, int) { std::abort(); }
 using std::max;
 using std::min;
 
+#ifdef KT_EMU_BF16
+// bf16 (a source with KT_BF16): the upper half of a float32; cvt.rn.bf16.f32
+// rounds to nearest even.
+inline float kt_h2f(unsigned short h) { return __uint_as_float((unsigned)h << 16); }
+inline unsigned short kt_f2h(float f) {
+  unsigned u = kt_float_bits(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x40u);
+  return (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+#else
 inline float kt_h2f(unsigned short h) { _Float16 v; std::memcpy(&v, &h, 2); return (float)v; }
 inline unsigned short kt_f2h(float f) { _Float16 v = (_Float16)f; unsigned short h; std::memcpy(&h, &v, 2); return h; }
+#endif
 
 // One exchange area per warp of the block.
 struct kt_warp {
@@ -91,7 +102,7 @@ inline void kt_ldsm_x4_trans(unsigned* r, const void* p) { kt_ldsm(r, p, true); 
 static float kt_half_lo(unsigned r) { return kt_h2f((unsigned short)(r & 0xffff)); }
 static float kt_half_hi(unsigned r) { return kt_h2f((unsigned short)(r >> 16)); }
 
-// mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 and m16n8k8 .tf32:
+// mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 (and .bf16) and m16n8k8 .tf32:
 // group g = l/4, t = l%4. f16 A: r0 (g, 2t..2t+1), r1 (g+8, 2t..), r2 (g,
 // 2t+8..), r3 (g+8, 2t+8..); B: r0 (k 2t..2t+1, n g), r1 (k 2t+8.., n g).
 // TF32 A: r0 (g, t), r1 (g+8, t), r2 (g, t+4), r3 (g+8, t+4); B: r0 (k t,
@@ -140,6 +151,8 @@ static void kt_mma(float* d, const unsigned* a, const unsigned* b, bool tf32) {
   w.bar->arrive_and_wait();
 }
 inline void kt_mma_f16(float* d, const unsigned* a, const unsigned* b) { kt_mma(d, a, b, false); }
+// .bf16: the same layout, its halves converted by the bf16 kt_h2f.
+inline void kt_mma_bf16(float* d, const unsigned* a, const unsigned* b) { kt_mma(d, a, b, false); }
 inline void kt_mma_tf32(float* d, const unsigned* a, const unsigned* b) { kt_mma(d, a, b, true); }
 
 // cvt.rna.tf32.f32: round to nearest, ties away from zero, at mantissa bit 13.
