@@ -120,10 +120,17 @@
 //     M3 Max"), cudaDeviceProp.name and nvidia-smi ("NVIDIA H100 80GB
 //     HBM3"), the CPU model; these are the names kerntune's backends record.
 //     A name is never matched in part ("NVIDIA H100" is not "NVIDIA H100
-//     80GB HBM3"). Among several devices of that name Options.ComputeUnits
-//     picks the nearest (Matched "name, nearest compute units (40 for 38)";
-//     without it, the first by key: "name, first of 2 by key (no compute
-//     units given)");
+//     80GB HBM3"). The compute units, Options.ComputeUnits, else those of
+//     this machine's GPU when it has that name (Options.LocalGPU, by default
+//     LocalGPU(): on macOS the Apple GPU's gpu-core-count from the I/O
+//     Registry, for MLX's device_info() does not report it), pick the device
+//     with exactly that many. A choice that is not exact is a warning that
+//     names every device of the name with its compute units and the one
+//     chosen: among several without known compute units, the first by key
+//     ("name, first of 2 by key (no compute units given)"); several with
+//     them, the first of those by key ("name, first of 2 by key with 40
+//     compute units"); none with them, the nearest ("name, nearest compute
+//     units (40 for 38)", or "name, compute units not recorded (wanted 38)");
 //  3. "only device in file": when nothing above names a device and the file
 //     holds exactly one, unless it is another machine's: its backend is not
 //     Options.Backend (when set), or, when the local device applies (as in

@@ -89,6 +89,18 @@ type Options struct {
 	// turns the attempt off.
 	Local *DeviceID
 
+	// LocalGPU is this machine's GPU. When ComputeUnits is 0 and DeviceName
+	// (or its variable) names it (equal names, see FoldDeviceName), its
+	// compute units stand for ComputeUnits, and, Backend being empty, only
+	// the devices of its backend are matched if the file holds any: Apple
+	// sells one chip name with several GPU core counts (an M3 Max has 30
+	// or 40), and MLX's device_info() does not report the count. nil means
+	// LocalGPU() (on macOS the Apple GPU, read from the I/O Registry, only
+	// when a name matches a device); a pointer to a zero DeviceID turns the
+	// lookup off. A name that matches several devices without known compute
+	// units, or none with exactly the known ones, is a warning.
+	LocalGPU *DeviceID
+
 	// Backend (cpu, cuda, metal, ...) and DeviceFamily (amd64, sm_90, ...)
 	// describe the device when it is not in the file: Backend picks the
 	// parameter space (through SpaceKind) and DeviceFamily the fallback
@@ -728,8 +740,12 @@ func (l *Loader) chooseDevice(f *File, name string, o Options) error {
 	case key != "" && f.Devices[key] != nil:
 		found, d.How, d.Matched = key, keyHow, MatchedKey
 	case devName != "":
-		if k, m := matchName(f, devName, o.ComputeUnits, o.Backend); k != "" {
-			found, d.How, d.Matched = k, nameHow, m
+		m := matchName(f, devName, o.ComputeUnits, "Options.ComputeUnits", o.Backend, localGPUFunc(o.LocalGPU))
+		if m.key != "" {
+			found, d.How, d.Matched = m.key, nameHow, m.matched
+			if w := m.warning(fmt.Sprintf("device name %q (%s)", devName, nameHow), fileLabel(name), o.EnvPrefix, "Options.ComputeUnits"); w != "" {
+				l.warnings = append(l.warnings, w)
+			}
 		}
 	case key != "":
 	case only != "":
@@ -747,8 +763,12 @@ func (l *Loader) chooseDevice(f *File, name string, o Options) error {
 	case useLocal && local.Key != "" && f.Devices[local.Key] != nil && f.Devices[local.Key].Backend == local.Backend:
 		found, d.How, d.Matched = local.Key, "local device", MatchedKey
 	case useLocal:
-		if k, m := matchName(f, local.Name, local.ComputeUnits, local.Backend); k != "" {
-			found, d.How, d.Matched = k, "local device", m
+		m := matchName(f, local.Name, local.ComputeUnits, "local device", local.Backend, nil)
+		if m.key != "" {
+			found, d.How, d.Matched = m.key, "local device", m.matched
+			if w := m.warning(fmt.Sprintf("the local device's name %q", local.Name), fileLabel(name), o.EnvPrefix, ""); w != "" {
+				l.warnings = append(l.warnings, w)
+			}
 		}
 	}
 
@@ -827,6 +847,19 @@ func (l *Loader) chooseDevice(f *File, name string, o Options) error {
 			fileLabel(name), len(f.Devices), why, o.EnvPrefix, o.EnvPrefix, then, holds))
 	}
 	return nil
+}
+
+// localGPUFunc is how matchName asks for this machine's GPU: LocalGPU()
+// when opt is nil, nothing when it points to a zero DeviceID, else opt.
+func localGPUFunc(opt *DeviceID) func() (DeviceID, error) {
+	switch {
+	case opt == nil:
+		return LocalGPU
+	case *opt == DeviceID{}:
+		return nil
+	}
+	g := *opt
+	return func() (DeviceID, error) { return g, nil }
 }
 
 // onlyDeviceFits says whether the file's only device dev (key k) may stand
