@@ -171,15 +171,29 @@
 //
 // Loading rejects, with a *PathError naming the file and the JSON path
 // (e.g. devices["cpu:x"].kernels.gemv_nt["f32/tiny"].params.BN): bytes that are
-// not JSON, a schema_version other than 1, a field of the wrong type, and, for
-// an entry's "use" other than "baseline" or "tuned", and, for every entry of
-// a family the loader knows on a device whose backend has a space for it, an unknown parameter name, a value outside the parameter's
-// allowed values, a malformed or non-canonical exact-shape key, and a complete
+// not JSON (nesting deeper than 10000 levels included), a schema_version
+// other than 1, a field of the wrong type or a number out of its range
+// (1e400), an entry's "use" other than "baseline" or "tuned", a parameter
+// name that is not an upper-case identifier or a value that is not a 32-bit
+// integer, and, for every entry of a family the loader knows on a device
+// whose backend has a space for it, a value outside the parameter's allowed
+// values, a malformed or non-canonical exact-shape key, and a complete
 // entry that breaks the family's Check. Entries of unknown families, and
 // entries of known families on backends without a space for them, are kept
 // as they are; entries with an unknown dtype or shape class are ignored with a
-// warning. Unknown extra fields are accepted. No input makes the package
-// panic (see FuzzLoad).
+// warning. No input makes the package panic (see FuzzLoad).
+//
+// A file written by a newer kerntune loads as far as this version
+// understands it: a field this loader does not know, at the top level, in a
+// device or in an entry, and a parameter that a known family does not have
+// (the entry's other parameters apply) are ignored with a warning naming
+// the JSON path of the first occurrence and counting the other devices or
+// entries that have it. Unknown fields of an entry's records (default,
+// baseline, candidates, roofline, drift, time) and of facts are ignored
+// silently: the loader uses none of them. Another schema_version stays an
+// error: a new version is what a change of meaning would bring. Merge,
+// MergeFiles and MergeIntoFile keep every field and parameter they do not
+// understand.
 //
 // # Other languages
 //

@@ -297,7 +297,7 @@ func Open(opts Options) (*Loader, error) {
 	var l *Loader
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		l, err = newLoader(nil, path, o)
+		l, err = newLoader(nil, nil, path, o)
 		if err == nil && explicit {
 			l.warnings = append([]string{fmt.Sprintf("params file %s does not exist; built-in defaults apply", path)}, l.warnings...)
 		}
@@ -337,11 +337,11 @@ func LoadBytes(data []byte, opts Options) (*Loader, error) {
 }
 
 func loadData(data []byte, name string, o Options) (*Loader, error) {
-	f, err := parse(data, name)
+	f, unknown, err := parseNoting(data, name)
 	if err != nil {
 		return nil, err // a *PathError, naming the file (or "params data") and the JSON path
 	}
-	l, err := newLoader(f, name, o)
+	l, err := newLoader(f, unknown, name, o)
 	if err != nil {
 		return nil, err
 	}
@@ -387,7 +387,9 @@ func (l *Loader) Families() []string { return slices.Clone(l.famNames) }
 // shape class, an explicitly named file that does not exist.
 func (l *Loader) Warnings() []string { return slices.Clone(l.warnings) }
 
-func newLoader(f *File, name string, o Options) (*Loader, error) {
+// newLoader makes the loader of file f (nil for none), whose unknown fields
+// parsing noted in unknown.
+func newLoader(f *File, unknown *unknownNotes, name string, o Options) (*Loader, error) {
 	l := &Loader{path: name, found: f != nil, prefix: o.EnvPrefix, lookup: o.Lookup, knownEnv: map[string]bool{},
 		unread: map[string]string{}, envFams: map[string]string{}}
 	fams := Builtin()
@@ -453,7 +455,7 @@ func newLoader(f *File, name string, o Options) (*Loader, error) {
 	}
 	l.aliases = o.Aliases
 	if f != nil {
-		if err := l.validateFile(f, name, fams); err != nil {
+		if err := l.validateFile(f, unknown, name, fams); err != nil {
 			return nil, err
 		}
 	}
@@ -602,14 +604,21 @@ func validateDefaults(fams map[string]*Family, defaults map[string]map[string]in
 
 // validateFile checks every entry of every family the loader knows on every
 // device whose kind of backend has a space for that family: the entry key,
-// the parameter names and values, and, for an entry that sets every
-// parameter, the family's Check (with the shape of an exact-shape entry).
-// Unknown families and families without a space for the device's backend
-// are accepted as they are.
-func (l *Loader) validateFile(f *File, name string, fams map[string]*Family) error {
+// the parameter values, and, for an entry that sets every parameter, the
+// family's Check (with the shape of an exact-shape entry). Unknown
+// families and families without a space for the device's backend are
+// accepted as they are. A parameter the family does not have (a newer
+// kerntune's, or a typo) is dropped from the entry, whose other parameters
+// apply, and noted in unknown; the warnings come in this order: unknown
+// fields and parameters, then entries ignored for their dtype or class.
+func (l *Loader) validateFile(f *File, unknown *unknownNotes, name string, fams map[string]*Family) error {
 	fail := func(path, format string, args ...any) error {
 		return &PathError{File: name, Path: path, Msg: fmt.Sprintf(format, args...)}
 	}
+	if unknown == nil {
+		unknown = &unknownNotes{}
+	}
+	var ignored []string // entries ignored for their dtype or shape class
 	for _, dk := range sortedKeys(f.Devices) {
 		dev := f.Devices[dk]
 		kind := SpaceKind(dev.Backend)
@@ -641,16 +650,19 @@ func (l *Loader) validateFile(f *File, name string, fams map[string]*Family) err
 					}
 					shape = s
 				} else if len(fam.Classes) > 0 && !hasClass(fam, suffix) {
-					l.warnings = append(l.warnings, fmt.Sprintf("%s: %s has no shape class %q; entry ignored", describe(name, ep), fk, suffix))
+					ignored = append(ignored, fmt.Sprintf("%s: %s has no shape class %q; entry ignored", describe(name, ep), fk, suffix))
 				}
 				if !ValidDType(dtype) {
-					l.warnings = append(l.warnings, fmt.Sprintf("%s: unknown dtype %q (known: %s); entry ignored", describe(name, ep), dtype, strings.Join(DTypes(), ", ")))
+					ignored = append(ignored, fmt.Sprintf("%s: unknown dtype %q (known: %s); entry ignored", describe(name, ep), dtype, strings.Join(DTypes(), ", ")))
 				}
 				pp := child(ep, "params")
 				for _, pn := range sortedKeys(e.Params) {
 					p, ok := space.Param(pn)
 					if !ok {
-						return fail(child(pp, pn), "%s has no parameter %s on %s backends (it has %s)", fk, pn, kind, strings.Join(paramNames(space), ", "))
+						unknown.add("param\x00"+fk+"\x00"+kind+"\x00"+pn, child(pp, pn),
+							fmt.Sprintf("%s has no parameter %s on %s backends (it has %s)", fk, pn, kind, strings.Join(paramNames(space), ", ")), "entry", true)
+						delete(e.Params, pn) // f is this loader's own copy
+						continue
 					}
 					if v := e.Params[pn]; !p.Allowed(v) {
 						return fail(child(pp, pn), "%d is not an allowed value of %s %s on %s backends (allowed: %s)", v, fk, pn, kind, p.ValuesString())
@@ -664,6 +676,8 @@ func (l *Loader) validateFile(f *File, name string, fams map[string]*Family) err
 			}
 		}
 	}
+	l.warnings = append(l.warnings, unknown.warnings(name)...)
+	l.warnings = append(l.warnings, ignored...)
 	return nil
 }
 
