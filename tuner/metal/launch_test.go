@@ -80,8 +80,10 @@ func TestMLXKernelBinding(t *testing.T) {
 		}
 	}
 	bound, err := bytesArgs(c.Body.Args, c.Body.Consts(kernels.Case{Shape: []int{4096, 1000}}))
-	if err != nil || len(bound) != 1 || bound[0].index != index["shape"] || len(bound[0].data) != 8 {
-		t.Fatalf("bound %+v, %v", bound, err)
+	// The constant shape is an input buffer, as MLX binds every array;
+	// this body names no <name>_shape, so nothing is bound with setBytes.
+	if err != nil || len(bound) != 0 || c.Body.Args[index["shape"]].Kind != gpu.In {
+		t.Fatalf("bound %+v, %v; shape bound as %v", bound, err, c.Body.Args[index["shape"]].Kind)
 	}
 	if !strings.Contains(src, "[[host_name(\""+c.Body.FuncName(kernels.F32, cand)+"\")]]") {
 		t.Fatal("the pipeline's function name is not the kernel's host name")
