@@ -11,7 +11,7 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..")))
-import kerntune_params as kp  # noqa: E402
+from kerntune_params import expressions as kp  # noqa: E402
 
 TABLE = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "spec", "testdata", "expressions.json"))
 
