@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import math
+from decimal import Decimal
 from typing import Any, List, Mapping, Optional, Sequence, Tuple, Union
 
-from ._common import _is_int
+from ._common import _is_int, _quote
+from .errors import SpecError
 from .families import _go_div, _go_mod
-
-# the Go spec package uses) and the families they define.
 
 _FUNCS = {
     "cdiv", "idiv", "is_pow2", "exp", "sqrt", "rsqrt", "log", "tanh", "sigmoid",
@@ -46,15 +46,17 @@ class _Expr:
     under + - * %, / divides as floats, ** is a float power, comparisons
     chain as a < b < c meaning a < b && b < c)."""
 
-    def __init__(self, src: str, names: Sequence[str]) -> None:
+    def __init__(self, src: str, names: Union[Sequence[str], Mapping[str, str]]) -> None:
         self.src = src
         self.idents: set = set()
-        self._names = set(names)
+        self._types: Mapping[str, str] = names if isinstance(names, Mapping) else {n: INT for n in names}
+        self._names = set(self._types)
         self._toks = self._tokenize(src)
         self._pos = 0
         self.node = self._expression(0)
         if self._peek() is not None:
             raise _ExprSyntax(f"unexpected token {self._peek()[1]!r}")
+        self.type = _check(self.node, self._types)
 
     @staticmethod
     def _tokenize(src: str) -> List[Tuple[str, str]]:
@@ -90,7 +92,7 @@ class _Expr:
     def _next(self) -> Tuple[str, str]:
         t = self._peek()
         if t is None:
-            raise _ExprSyntax("unexpected end of expression")
+            raise _ExprSyntax("unexpected token EOF")
         self._pos += 1
         return t
 
@@ -158,22 +160,26 @@ class _Expr:
             s = v.replace("_", "").lower()
             try:
                 if s.startswith("0x"):
-                    return ("lit", int(s[2:], 16))
-                if "." in s or "e" in s:
+                    n = int(s[2:], 16)
+                elif "." in s or "e" in s:
                     return ("lit", float(s))
-                if s.startswith("0b"):
-                    return ("lit", int(s[2:], 2))
-                if s.startswith("0o"):
-                    return ("lit", int(s[2:], 8))
-                return ("lit", int(s, 10))
-            except ValueError:
+                elif s.startswith("0b"):
+                    n = int(s[2:], 2)
+                elif s.startswith("0o"):
+                    n = int(s[2:], 8)
+                else:
+                    n = int(s, 10)
+            except (ValueError, OverflowError):
                 raise _ExprSyntax(f"bad number syntax: {v!r}") from None
+            if n >= 1 << 63:
+                raise _ExprSyntax(f"invalid integer literal: strconv.ParseInt: parsing {_quote(v)}: value out of range")
+            return ("lit", n)
         if kind == "id":
             if v in ("true", "false"):
                 return ("lit", v == "true")
             if self._peek() == ("op", "("):
                 if v not in _FUNCS:
-                    raise _ExprSyntax(f"unknown func {v}")
+                    raise _ExprSyntax(f"unknown name {v}")
                 self._next()
                 args = []
                 if self._peek() != ("op", ")"):
@@ -186,13 +192,14 @@ class _Expr:
                 self._expect(")")
                 return ("call", v, args)
             if v not in self._names:
-                raise _ExprSyntax(f"unknown name {v} (names in scope: {', '.join(sorted(self._names))})")
+                raise _ExprSyntax(f"unknown name {v}")
             self.idents.add(v)
             return ("var", v)
         raise _ExprSyntax(f"unexpected token {v!r}")
 
     def eval(self, env: Mapping[str, Any]) -> Any:
         return _eval(self.node, env)
+
 
 
 def _scan_number(src: str, i: int) -> int:
@@ -223,10 +230,134 @@ def _scan_number(src: str, i: int) -> int:
     return i
 
 
+
+# Static types, as expr-lang's checker names them; "" is unknown (checked
+# when the expression runs).
+INT, FLOAT, BOOL, ARRAY = "int", "float64", "bool", "[]float64"
+_NUMERIC = (INT, FLOAT, "")
+
+# Functions the spec package adds: name → (argument types accepted, result).
+_USER_FUNCS = {
+    "cdiv": ((INT, INT), INT), "idiv": ((INT, INT), INT), "is_pow2": ((INT,), BOOL),
+    "exp": ((FLOAT,), FLOAT), "sqrt": ((FLOAT,), FLOAT), "rsqrt": ((FLOAT,), FLOAT), "log": ((FLOAT,), FLOAT),
+    "tanh": ((FLOAT,), FLOAT), "sigmoid": ((FLOAT,), FLOAT),
+}
+
+
+def _type_of_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return BOOL
+    if isinstance(v, int):
+        return INT
+    if isinstance(v, float):
+        return FLOAT
+    if isinstance(v, (list, tuple)):
+        return ARRAY
+    return ""
+
+
+def _mismatch(op: str, a: str, b: str) -> _ExprSyntax:
+    return _ExprSyntax(f"invalid operation: {op} (mismatched types {a or 'interface {}'} and {b or 'interface {}'})")
+
+
+def _check(n: Any, types: Mapping[str, str]) -> str:
+    """The static type of node n, raising _ExprSyntax with expr-lang's
+    message where its checker rejects the expression."""
+    tag = n[0]
+    if tag == "lit":
+        return _type_of_value(n[1])
+    if tag == "var":
+        return types.get(n[1], INT)
+    if tag == "un":
+        t = _check(n[2], types)
+        if n[1] in ("!", "not"):
+            if t not in (BOOL, ""):
+                raise _ExprSyntax(f"invalid operation: {n[1]} (mismatched type {t})")
+            return BOOL
+        if t not in _NUMERIC:
+            raise _ExprSyntax(f"invalid operation: {n[1]} (mismatched type {t})")
+        return t
+    if tag == "cond":
+        c = _check(n[1], types)
+        if c not in (BOOL, ""):
+            raise _ExprSyntax(f"non-bool expression (type {c}) used as condition")
+        a, b = _check(n[2], types), _check(n[3], types)
+        return a if a == b else ""
+    if tag == "call":
+        return _check_call(n[1], [_check(a, types) for a in n[2]])
+    op, a, b = n[1], _check(n[2], types), _check(n[3], types)
+    if op in ("&&", "and", "||", "or"):
+        if a not in (BOOL, "") or b not in (BOOL, ""):
+            raise _mismatch(op, a, b)
+        return BOOL
+    if op in ("==", "!="):
+        if a != b and a and b and not (a in _NUMERIC and b in _NUMERIC):
+            raise _mismatch(op, a, b)
+        return BOOL
+    if a not in _NUMERIC or b not in _NUMERIC:
+        raise _mismatch(op, a, b)
+    if op in _COMPARISON:
+        return BOOL
+    if op in ("/", "**", "^"):
+        return FLOAT
+    if op == "%":
+        if FLOAT in (a, b):
+            raise _mismatch(op, a, b)
+        return INT
+    if a == INT and b == INT:
+        return INT
+    return FLOAT if a and b else ""
+
+
+def _check_call(name: str, args: List[str]) -> str:
+    sig = _USER_FUNCS.get(name)
+    if sig is not None:
+        want, result = sig
+        if len(args) < len(want):
+            raise _ExprSyntax(f"not enough arguments to call {name}")
+        if len(args) > len(want):
+            raise _ExprSyntax(f"too many arguments to call {name}")
+        for a, w in zip(args, want):
+            ok = a == "" or a == w or (w == FLOAT and a == INT)
+            if not ok:
+                raise _ExprSyntax(f"cannot use {a} as argument (type int) to call {name}")
+        return result
+    if name in ("min", "max"):
+        for a in args:
+            if a not in _NUMERIC:
+                raise _ExprSyntax(f"invalid argument for {name} (type {a})")
+        if args and all(a == INT for a in args):
+            return INT
+        if args and all(a == FLOAT for a in args):
+            return FLOAT
+        return ""
+    if len(args) != 1:
+        raise _ExprSyntax(f"{'not enough' if len(args) < 1 else 'too many'} arguments to call {name}")
+    if args[0] not in _NUMERIC:
+        raise _ExprSyntax(f"invalid argument for {name} (type {args[0]})")
+    if name == "abs":
+        return args[0]
+    if name == "int":
+        return INT
+    return FLOAT
+
+
+def _wrap(v: int) -> int:
+    """Go's int arithmetic: two's complement, 64 bits."""
+    if -(1 << 63) <= v < (1 << 63):
+        return v
+    return ((v + (1 << 63)) & ((1 << 64) - 1)) - (1 << 63)
+
+
 def _num(v: Any, what: str) -> Union[int, float]:
     if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise _ExprRuntime(f"invalid operation: {what} on {type(v).__name__}")
+        raise _ExprRuntime(f"invalid operation: {what} (mismatched type {go_type(v)})")
     return v
+
+
+def go_type(v: Any) -> str:
+    """A value's type as Go's %T writes it."""
+    return _type_of_value(v) or type(v).__name__
 
 
 def _eval(n: Any, env: Mapping[str, Any]) -> Any:
@@ -239,14 +370,16 @@ def _eval(n: Any, env: Mapping[str, Any]) -> Any:
         v = _eval(n[2], env)
         if n[1] in ("!", "not"):
             if not isinstance(v, bool):
-                raise _ExprRuntime(f"invalid operation: {n[1]} on {type(v).__name__}")
+                raise _ExprRuntime(f"invalid operation: {n[1]} (mismatched type {go_type(v)})")
             return not v
         v = _num(v, n[1])
-        return -v if n[1] == "-" else v
+        if n[1] == "+":
+            return v
+        return _wrap(-v) if isinstance(v, int) else -v
     if tag == "cond":
         c = _eval(n[1], env)
         if not isinstance(c, bool):
-            raise _ExprRuntime("non-bool condition")
+            raise _ExprRuntime(f"non-bool expression (type {go_type(c)}) used as condition")
         return _eval(n[2], env) if c else _eval(n[3], env)
     if tag == "call":
         return _call(n[1], [_eval(a, env) for a in n[2]])
@@ -254,12 +387,12 @@ def _eval(n: Any, env: Mapping[str, Any]) -> Any:
     if op in ("&&", "and", "||", "or"):
         a = _eval(n[2], env)
         if not isinstance(a, bool):
-            raise _ExprRuntime(f"invalid operation: {op} on {type(a).__name__}")
+            raise _ExprRuntime(f"invalid operation: {op} (mismatched type {go_type(a)})")
         if (op in ("&&", "and")) != a:
             return a
         b = _eval(n[3], env)
         if not isinstance(b, bool):
-            raise _ExprRuntime(f"invalid operation: {op} on {type(b).__name__}")
+            raise _ExprRuntime(f"invalid operation: {op} (mismatched type {go_type(b)})")
         return b
     a, b = _eval(n[2], env), _eval(n[3], env)
     if op == "==":
@@ -275,26 +408,29 @@ def _eval(n: Any, env: Mapping[str, Any]) -> Any:
         return a <= b
     if op == ">=":
         return a >= b
-    if op == "+":
-        return a + b
-    if op == "-":
-        return a - b
-    if op == "*":
-        return a * b
+    if op in ("+", "-", "*"):
+        r = a + b if op == "+" else a - b if op == "-" else a * b
+        if isinstance(r, int):
+            return _wrap(r)
+        return r
     if op == "/":
         if b == 0:
-            return math.nan if a == 0 or isinstance(a, float) and math.isnan(a) else math.copysign(math.inf, a) * math.copysign(1.0, float(b))
+            if a == 0 or (isinstance(a, float) and math.isnan(a)):
+                return math.nan
+            return math.copysign(math.inf, a) * math.copysign(1.0, float(b))
         return float(a) / float(b)
     if op == "%":
         if not (isinstance(a, int) and isinstance(b, int)):
-            raise _ExprRuntime("invalid operation: % on float")
+            raise _ExprRuntime("invalid operation: % (mismatched types float64 and int)")
         if b == 0:
-            raise _ExprRuntime("integer divide by zero")
-        return _go_mod(a, b)
+            raise _ExprRuntime("runtime error: integer divide by zero")
+        return _wrap(_go_mod(a, b))
     if op in ("**", "^"):
         try:
             return math.pow(float(a), float(b))
-        except (OverflowError, ValueError):
+        except OverflowError:
+            return math.inf
+        except ValueError:
             return math.nan
     raise _ExprRuntime(f"unknown operator {op}")
 
@@ -314,13 +450,15 @@ def _call(name: str, args: List[Any]) -> Any:
         a, b = ints(2)
         if b == 0:
             raise _ExprRuntime(f"{name}({a}, 0): division by zero")
-        return _go_div(a + b - 1, b) if name == "cdiv" else _go_div(a, b)
+        if name == "cdiv":
+            return _wrap(_go_div(_wrap(_wrap(a + b) - 1), b))
+        return _wrap(_go_div(a, b))
     if name == "is_pow2":
         (v,) = ints(1)
         return v > 0 and v & (v - 1) == 0
     if name in ("min", "max"):
         if not args:
-            raise _ExprRuntime(f"{name} needs arguments")
+            raise _ExprRuntime(f"not enough arguments to call {name}")
         best = _num(args[0], name)
         for a in args[1:]:
             a = _num(a, name)
@@ -328,17 +466,20 @@ def _call(name: str, args: List[Any]) -> Any:
                 best = a
         return best
     if name == "abs":
-        return abs(one_num())
+        v = one_num()
+        return _wrap(abs(v)) if isinstance(v, int) else abs(v)
     if name in ("ceil", "floor", "round"):
         x = float(one_num())
+        if not math.isfinite(x):
+            return x
         if name == "ceil":
-            return float(math.ceil(x)) if math.isfinite(x) else x
+            return float(math.ceil(x))
         if name == "floor":
-            return float(math.floor(x)) if math.isfinite(x) else x
-        return float(math.floor(abs(x) + 0.5)) * (1 if x >= 0 else -1) if math.isfinite(x) else x
+            return float(math.floor(x))
+        return math.copysign(float(math.floor(abs(x) + 0.5)), x)
     if name == "int":
         x = one_num()
-        return int(x) if math.isfinite(x) else 0
+        return _wrap(int(x)) if math.isfinite(x) else 0
     if name == "float":
         return float(one_num())
     x = float(one_num())
@@ -360,8 +501,129 @@ def _call(name: str, args: List[Any]) -> Any:
     raise _ExprRuntime(f"unknown func {name}")
 
 
-def _describe_env(env: Mapping[str, Any]) -> str:
-    parts = [f"{k}={env[k]}" for k in sorted(env) if _is_int(env[k])]
+def go_float(x: float, threshold: int) -> str:
+    """A float as Go's strconv 'g' format with the shortest digits writes
+    it: an exponent (two digits at least) when it is below -4 or at least
+    threshold (6 for %g, 21 for %v)."""
+    if math.isnan(x):
+        return "NaN"
+    if math.isinf(x):
+        return "+Inf" if x > 0 else "-Inf"
+    if x == 0:
+        return "-0" if math.copysign(1.0, x) < 0 else "0"
+    sign, digits, exponent = Decimal(repr(x)).normalize().as_tuple()
+    ds = "".join(map(str, digits))
+    nd = len(ds)
+    dp = exponent + nd  # type: ignore[operator]
+    e = dp - 1
+    neg = "-" if sign else ""
+    if e < -4 or e >= threshold:
+        mant = ds[0] + ("." + ds[1:] if nd > 1 else "")
+        return f"{neg}{mant}e{'-' if e < 0 else '+'}{abs(e):02d}"
+    if dp <= 0:
+        return neg + "0." + "0" * (-dp) + ds
+    if dp >= nd:
+        return neg + ds + "0" * (dp - nd)
+    return neg + ds[:dp] + "." + ds[dp:]
+
+
+def go_v(v: Any) -> str:
+    """A value as Go's %v writes it."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        return go_float(v, 21)
+    return str(v)
+
+
+def describe_env(env: Mapping[str, Any]) -> str:
+    """The integer variables of an environment, e.g. "n=896, BN=64" (sorted by name)."""
+    parts = [f"{k}={env[k]}" for k in sorted(env, key=lambda k: k.encode("utf-8")) if _is_int(env[k])]
     return ", ".join(parts) if parts else "no variables"
 
+
+_describe_env = describe_env
+
+KIND_INT, KIND_BOOL, KIND_FLOAT = "int", "bool", "float"
+
+
+class Program:
+    """One compiled spec expression (Go's spec.program): where it comes
+    from, its kind and its parse; errors are SpecErrors with Go's messages."""
+
+    __slots__ = ("file", "field", "src", "kind", "expr", "type", "idents")
+
+    def __init__(self, file: str, field: str, src: str, kind: str, expr: "_Expr") -> None:
+        self.file, self.field, self.src, self.kind, self.expr = file, field, src, kind, expr
+        self.type = expr.type
+        self.idents = expr.idents
+
+    def error(self, msg: str) -> SpecError:
+        return SpecError(self.file, self.field, self.src, msg)
+
+    def run(self, env: Mapping[str, Any]) -> Any:
+        try:
+            return _eval(self.expr.node, env)
+        except _ExprRuntime as e:
+            raise self.error(f"{e} (with {describe_env(env)})") from None
+        except (OverflowError, ValueError, TypeError, ZeroDivisionError, RecursionError) as e:
+            raise self.error(f"runtime error: {e} (with {describe_env(env)})") from None
+
+    def eval_int(self, env: Mapping[str, Any]) -> int:
+        v = self.run(env)
+        if _is_int(v):
+            return v
+        if isinstance(v, float):
+            if math.isfinite(v) and v == math.trunc(v) and abs(v) < 2**53:
+                return int(v)
+            raise self.error(f"is {go_float(v, 6)}, not an integer, with {describe_env(env)} "
+                             "(\"/\" divides as floats: use idiv(a, b) or cdiv(a, b))")
+        raise self.error(f"is {go_v(v)} ({go_type(v)}), not an integer")
+
+    def eval_bool(self, env: Mapping[str, Any]) -> bool:
+        v = self.run(env)
+        if isinstance(v, bool):
+            return v
+        if self.type == "":
+            raise self.error(f"invalid operation: bool({go_type(v)}) (with {describe_env(env)})")
+        raise self.error(f"is {go_v(v)} ({go_type(v)}), not a boolean")
+
+    def eval_float(self, env: Mapping[str, Any]) -> float:
+        v = self.run(env)
+        if isinstance(v, bool):
+            if self.type == "":
+                raise self.error(f"invalid operation: float64({go_type(v)}) (with {describe_env(env)})")
+            raise self.error(f"is {go_v(v)} ({go_type(v)}), not a number")
+        if isinstance(v, (int, float)):
+            return float(v)
+        raise self.error(f"is {go_v(v)} ({go_type(v)}), not a number")
+
+    def eval(self, env: Mapping[str, Any]) -> Any:
+        """The value by the program's kind."""
+        if self.kind == KIND_BOOL:
+            return self.eval_bool(env)
+        if self.kind == KIND_FLOAT:
+            return self.eval_float(env)
+        return self.eval_int(env)
+
+
+def compile_expr(file: str, field: str, src: Any, env: Mapping[str, Any], kind: str) -> Program:
+    """Compiles src against env (names → example values, which give their
+    types) as Go's compileExpr: errors name the file, the field and the
+    expression, and list the names in scope."""
+    if not isinstance(src, str) or src.strip() == "":
+        raise SpecError(file, field, src if isinstance(src, str) else "", "empty expression")
+    types = {k: _type_of_value(v) for k, v in env.items()}
+    scope = ", ".join(sorted(env, key=lambda k: k.encode("utf-8")))
+    try:
+        e = _Expr(src, types)
+        if kind == KIND_BOOL and e.type not in (BOOL, ""):
+            raise _ExprSyntax(f"expected bool, but got {e.type}")
+        if kind == KIND_FLOAT and e.type not in (INT, FLOAT, ""):
+            raise _ExprSyntax(f"expected float64, but got {e.type}")
+    except _ExprSyntax as x:
+        raise SpecError(file, field, src, f"{x} (names in scope: {scope})") from None
+    except RecursionError:
+        raise SpecError(file, field, src, f"expression nested too deeply (names in scope: {scope})") from None
+    return Program(file, field, src, kind, e)
 
