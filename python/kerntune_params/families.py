@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from ._common import DEFAULT_ENV_PREFIX, MAX_DIM, MAX_ELEMENTS, _quote
 from .errors import InvalidShapeError, _ShapeError
@@ -87,6 +87,8 @@ class Family:
     classes: List[Tuple[str, str]]
     classify: Callable[[Sequence[int]], str]
     spaces: Dict[str, Space]
+    # A spec kernel's compiled launch (spec.SpecKernel) when its source is mlx.
+    spec: Any = None
 
 
 def space_kind(backend: str) -> str:
