@@ -5,7 +5,7 @@ from __future__ import annotations
 import operator
 import os
 from dataclasses import dataclass
-from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
 from ._common import DEFAULT_ENV_PREFIX, DEFAULT_FILE_NAME, MATCHED_KEY, MATCHED_NONE, MATCHED_ONLY, RESERVED_PARAM_NAME, SOURCE_DEFAULT, SOURCE_ENV_PREFIX, SOURCE_FALLBACK_PREFIX, SOURCE_FILE_PREFIX, USE_BASELINE, USE_TUNED, _IDENT_RE, _INT32_MAX, _INT32_MIN, _INT_RE, _PARAM_NAME_RE, _child, _is_int, _quote, _trim
 from .devices import DeviceChoice, DeviceID, _match_name, fold_device_name, local_device
@@ -13,6 +13,7 @@ from .errors import DefaultsError, EnvError, InvalidShapeError, NoSpaceError, Op
 from .families import Family, Param, Space, _env_family, _looks_like_shape, builtin_families, dtypes, env_var_name, parse_shape, shape_string, space_kind
 from .fileformat import _Device, _parse
 from .spec import load_spec
+from .launch import Launch, compute_launch, dtype_name
 
 class Value(NamedTuple):
     """A resolved parameter value and where it came from: "default",
@@ -45,6 +46,8 @@ class Resolved:
     use_baseline: bool = False
     baseline: str = ""
     use_source: str = SOURCE_DEFAULT
+    # A spec kernel with an mlx source: the arguments of its call (see Launch).
+    launch: Optional[Launch] = None
 
     def __getitem__(self, name: str) -> int:
         return self.params[name].value
@@ -52,6 +55,13 @@ class Resolved:
     def get(self, name: str, default: int = 0) -> int:
         v = self.params.get(name)
         return default if v is None else v.value
+
+    def mlx_kwargs(self, inputs: Sequence[Any]) -> Dict[str, Any]:
+        """The keyword arguments of the MLX kernel call for a spec kernel
+        with an mlx source: kernel(**r.mlx_kwargs([a, b]))."""
+        if self.launch is None:
+            raise UnknownFamilyError(f"params: {self.kernel} is not a spec kernel with an mlx source; it has no launch")
+        return self.launch.kwargs(inputs)
 
     def ints(self) -> Dict[str, int]:
         """The values as a plain dict, in the space's order."""
@@ -189,6 +199,7 @@ class Loader:
                 self._chain.append(self._dev_state(devices, self.device.key, SOURCE_FILE_PREFIX))
             for k in self.device.fallbacks:
                 self._chain.append(self._dev_state(devices, k, SOURCE_FALLBACK_PREFIX))
+        self._cache: Dict[Any, Any] = {}
         self._fams: Dict[str, _FamState] = {}
         for key, fam in fams.items():
             sp = fam.spaces.get(self.device.kind)
@@ -511,14 +522,81 @@ class Loader:
 
     # -- resolving
 
-    def resolve(self, family: str, dtype: str, shape: Union[Sequence[int], str]) -> Resolved:
-        """The parameters to launch family with, for dtype and shape (a
-        sequence of ints, or dims joined by x), each with its source."""
-        fs = self._fams.get(family)
+    def resolve(self, family: str, dtype: Any, shape: Union[Sequence[int], str]) -> Resolved:
+        """The parameters to launch family with, for dtype ("f32", "f16",
+        "bf16", or mx.float32, mx.float16, mx.bfloat16) and shape (a
+        sequence of ints, or dims joined by x), each with its source; for a
+        spec kernel with an mlx source, also its launch (Resolved.launch).
+
+        A shape seen before with the same family, dtype and values of the
+        variables the family reads is answered from a cache, the same
+        Resolved object (do not change it)."""
+        key_shape = tuple(shape) if shape.__class__ is list else shape
+        key = (family, dtype, key_shape)
+        try:
+            hit = self._cache.get(key)
+        except TypeError:  # an unhashable argument: the exact path says what is wrong
+            hit = None
+        if hit is not None:
+            if key_shape.__class__ is tuple:
+                for d in key_shape:
+                    if d.__class__ is not int:
+                        hit = None
+                        break
+            if hit is not None and hit[0] == tuple(map(hit[1], hit[2])):
+                return hit[3]
+        r = self._resolve(family, dtype, shape)
+        fs = self._fams[family]
+        get, keys = self._env_getter(fs)
+        if len(self._cache) >= _CACHE_SIZE:
+            self._cache.clear()
+        try:
+            self._cache[key] = (tuple(map(get, keys)), get, keys, r)
+        except TypeError:
+            pass
+        return r
+
+    def _env_getter(self, fs: "_FamState") -> Tuple[Callable[[Any], Any], Tuple[Any, ...]]:
+        # The variables resolve reads for the family, and a fast way to read
+        # them: os.environ's own mapping by encoded names, or env.get.
+        names = [ps.env for ps in fs.params] + [fs.use_env] + [a.alias.name for a in fs.aliases]
+        if self._env is None:
+            data = getattr(os.environ, "_data", None)
+            enc = getattr(os.environ, "encodekey", None)
+            if isinstance(data, dict) and enc is not None:
+                try:
+                    return data.get, tuple(enc(n) for n in names)
+                except Exception:
+                    pass
+            return os.environ.get, tuple(names)
+        return self._env.get, tuple(names)
+
+    def metal_kernel_args(self, family: str) -> Dict[str, Any]:
+        """The arguments of mx.fast.metal_kernel for a spec kernel with an
+        mlx source: name, input_names, output_names, source, header,
+        ensure_row_contiguous, atomic_outputs (and compile_options when
+        the spec's math_mode is not MLX's default, "safe")."""
+        fs = self._fams.get(family) if isinstance(family, str) else None
         if fs is None:
-            raise UnknownFamilyError(f"params: unknown kernel family {_quote(family)} (known: {', '.join(self.families)})")
-        if not _valid_dtype(dtype):
-            raise UnknownDTypeError(f"params: unknown dtype {_quote(dtype)} (known: {', '.join(dtypes())})")
+            raise UnknownFamilyError(f"params: unknown kernel family {_quote(str(family))} (known: {', '.join(self.families)})")
+        k = getattr(fs.fam, "spec", None)
+        if k is None or k.mlx is None:
+            raise UnknownFamilyError(f"params: {family} is not a spec kernel with an mlx source (load(specs=[...]))")
+        m = k.mlx
+        args: Dict[str, Any] = {
+            "name": m.name, "input_names": list(m.input_names), "output_names": list(m.output_names),
+            "source": m.source, "header": m.header, "ensure_row_contiguous": m.ensure_row_contiguous,
+            "atomic_outputs": m.atomic_outputs,
+        }
+        if m.math_mode != "safe":
+            args["compile_options"] = {"math_mode": m.math_mode}
+        return args
+
+    def _resolve(self, family: Any, dtype: Any, shape: Any) -> Resolved:
+        fs = self._fams.get(family) if isinstance(family, str) else None
+        if fs is None:
+            raise UnknownFamilyError(f"params: unknown kernel family {_shown(family)} (known: {', '.join(self.families)})")
+        dtype = dtype_name(dtype)
         if isinstance(shape, str):
             try:
                 shp = parse_shape(shape)
@@ -590,12 +668,17 @@ class Loader:
                 )
             r.use_baseline = v == USE_BASELINE
             r.use_source = SOURCE_ENV_PREFIX + fs.use_env
+        spec = getattr(fs.fam, "spec", None)
         if fs.space.check is None:
+            if spec is not None:
+                r.launch = compute_launch(spec, shp, dtype, r.ints())
             return r
         err = _check(fs.space, shp, r.ints())
         if err is not None:
             err = self._degrade(r, fs, shp, layers, err)
         if err is None:
+            if spec is not None:
+                r.launch = compute_launch(spec, shp, dtype, r.ints())
             return r
         if env_vars:
             raise EnvError(
@@ -656,6 +739,18 @@ class Loader:
                 return None
             err = e
         return err
+
+
+_CACHE_SIZE = 4096
+
+
+def _shown(v: Any) -> str:
+    if isinstance(v, str):
+        return _quote(v)
+    try:
+        return repr(v)
+    except Exception:
+        return f"<{type(v).__name__}>"
 
 
 def _check(space: Space, shape: Optional[Sequence[int]], p: Mapping[str, int]) -> Optional[str]:
