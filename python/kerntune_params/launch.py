@@ -57,7 +57,7 @@ def dtype_name(dtype: Any) -> str:
     except Exception:
         shown = f"<{type(dtype).__name__}>"
     raise UnknownDTypeError(
-        f"params: unknown dtype {shown} (known: {', '.join(dtypes())}, or mx.float32, mx.float16, mx.bfloat16)")
+        f"params: unknown dtype {shown} (known: {', '.join(dtypes())}) (MLX: mx.float32, mx.float16, mx.bfloat16)")
 
 
 def mlx_dtype(name: str) -> Any:
