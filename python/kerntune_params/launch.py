@@ -65,7 +65,7 @@ def mlx_dtype(name: str) -> Any:
     mx = mlx_core()
     if mx is None:
         return name
-    return getattr(mx, name, name)
+    return getattr(mx, "bool_" if name == "bool" else name, name)
 
 
 @dataclass(frozen=True)
