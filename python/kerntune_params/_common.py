@@ -69,7 +69,10 @@ def _go_fields(s: str) -> List[str]:
 
 def _quote(s: str) -> str:
     """A double-quoted string as Go's %q writes the common cases."""
-    return json.dumps(s, ensure_ascii=False)
+    q = json.dumps(s, ensure_ascii=False)
+    if any("\ud800" <= c <= "\udfff" for c in q):  # a lone surrogate: U+FFFD, as Go holds it
+        q = "".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in q)
+    return q
 
 
 def _json_key(k: str) -> str:

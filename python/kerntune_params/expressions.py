@@ -538,7 +538,7 @@ def go_v(v: Any) -> str:
 
 def describe_env(env: Mapping[str, Any]) -> str:
     """The integer variables of an environment, e.g. "n=896, BN=64" (sorted by name)."""
-    parts = [f"{k}={env[k]}" for k in sorted(env, key=lambda k: k.encode("utf-8")) if _is_int(env[k])]
+    parts = [f"{k}={env[k]}" for k in sorted(env, key=lambda k: k.encode("utf-8", "surrogatepass")) if _is_int(env[k])]
     return ", ".join(parts) if parts else "no variables"
 
 
@@ -614,7 +614,7 @@ def compile_expr(file: str, field: str, src: Any, env: Mapping[str, Any], kind: 
     if not isinstance(src, str) or src.strip() == "":
         raise SpecError(file, field, src if isinstance(src, str) else "", "empty expression")
     types = {k: _type_of_value(v) for k, v in env.items()}
-    scope = ", ".join(sorted(env, key=lambda k: k.encode("utf-8")))
+    scope = ", ".join(sorted(env, key=lambda k: k.encode("utf-8", "surrogatepass")))
     try:
         e = _Expr(src, types)
         if kind == KIND_BOOL and e.type not in (BOOL, ""):

@@ -387,7 +387,7 @@ def _env_family(family: str) -> str:
     # Go upper-cases the UTF-8 bytes' runes and then replaces every byte
     # outside [A-Z0-9_]; a multi-byte rune becomes one _ per byte.
     return "".join(
-        c if ("A" <= c <= "Z" or "0" <= c <= "9" or c == "_") else "_" * len(c.encode("utf-8"))
+        c if ("A" <= c <= "Z" or "0" <= c <= "9" or c == "_") else "_" * len(c.encode("utf-8", "surrogatepass"))
         for c in family.upper()
     )
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from dataclasses import dataclass
 from typing import Any, Dict, Union
 
@@ -269,10 +270,91 @@ def _parse(data: Union[bytes, str], file: str) -> Dict[str, _Device]:
         text = data.decode("utf-8", "replace")
     else:
         text = data
+    if not isinstance(text, str):
+        raise PathError(file, "", f"not valid JSON: params data must be bytes or str, not {type(text).__name__}")
+    if _depth(text) > MAX_DEPTH:
+        raise PathError(file, "", "not valid JSON: invalid character '[' exceeded max depth")
     try:
-        root = json.loads(text, parse_float=_JsonFloat, parse_constant=_reject_constant)
+        root = loads_deep(text, parse_float=_JsonFloat, parse_constant=_reject_constant)
+    except RecursionError:
+        raise PathError(file, "", "not valid JSON: exceeded max depth") from None
     except ValueError as e:
         raise PathError(file, "", f"not valid JSON: {e}") from None
+    if "\\u" in text or "\\U" in text:
+        root = _replace_surrogates(root)
     return _Walker(file).file1(root)
+
+
+# Go's decoder refuses JSON nested deeper than this.
+MAX_DEPTH = 10000
+
+
+def _depth(text: str) -> int:
+    """The deepest nesting of arrays and objects in text (strings skipped)."""
+    if text.count("[") + text.count("{") <= MAX_DEPTH:
+        return 0
+    depth = best = 0
+    in_str = esc = False
+    for c in text:
+        if in_str:
+            if esc:
+                esc = False
+            elif c == "\\":
+                esc = True
+            elif c == '"':
+                in_str = False
+        elif c == '"':
+            in_str = True
+        elif c in "[{":
+            depth += 1
+            if depth > best:
+                best = depth
+        elif c in "]}":
+            depth -= 1
+    return best
+
+
+def loads_deep(text: str, **kw: Any) -> Any:
+    """json.loads with room for Go's nesting limit (the C scanner recurses)."""
+    need = MAX_DEPTH + 200
+    old = sys.getrecursionlimit()
+    if text.count("[") + text.count("{") < old - 100:
+        return json.loads(text, **kw)
+    sys.setrecursionlimit(max(old, need))
+    try:
+        return json.loads(text, **kw)
+    finally:
+        sys.setrecursionlimit(old)
+
+
+def _fix(s: str) -> str:
+    # A lone surrogate (from a \\ud800 escape) reads as U+FFFD, as in Go.
+    if any("\ud800" <= c <= "\udfff" for c in s):
+        return "".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in s)
+    return s
+
+
+def _replace_surrogates(root: Any) -> Any:
+    """root with lone surrogates in its strings and keys replaced, without recursion."""
+    if isinstance(root, str):
+        return _fix(root)
+    stack = [root]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, dict):
+            items = list(v.items())
+            v.clear()
+            for k, x in items:
+                x = _fix(x) if isinstance(x, str) and not isinstance(x, _JsonFloat) else x
+                v[_fix(k)] = x
+                if isinstance(x, (dict, list)):
+                    stack.append(x)
+        elif isinstance(v, list):
+            for i, x in enumerate(v):
+                if isinstance(x, str):
+                    v[i] = _fix(x)
+                elif isinstance(x, (dict, list)):
+                    stack.append(x)
+    return root
 
 

@@ -266,7 +266,7 @@ class Loader:
         env = os.environ if environ is None else environ
         p = self.env_prefix + "_"
         out = []
-        for n in sorted(env, key=lambda k: k.encode("utf-8")):
+        for n in sorted(env, key=lambda k: k.encode("utf-8", "surrogatepass")):
             if not n.startswith(p):
                 continue
             if n in self._unread:
@@ -609,7 +609,7 @@ class Loader:
                     raise TypeError
                 shp = tuple(operator.index(d) for d in shape)
             except TypeError:
-                raise InvalidShapeError(f"params: invalid shape: {list(shape)!r} is not a sequence of integers") from None
+                raise InvalidShapeError(f"params: invalid shape: shape={_shown(shape)} is not a sequence of integers nor dims joined by x") from None
         try:
             cls = fs.fam.classify(shp)
         except _ShapeError as e:
@@ -748,7 +748,7 @@ def _shown(v: Any) -> str:
     if isinstance(v, str):
         return _quote(v)
     try:
-        return repr(v)
+        return _quote(repr(v))[1:-1].replace('\\"', '"').replace("\\\\", "\\")
     except Exception:
         return f"<{type(v).__name__}>"
 
@@ -771,7 +771,7 @@ def _from_layers(ps: _ParamState, layers: Sequence[_EntryState]) -> Value:
 
 def _sorted_keys(m: Mapping[str, Any]) -> List[str]:
     # Go sorts strings by their UTF-8 bytes.
-    return sorted(m, key=lambda k: k.encode("utf-8"))
+    return sorted(m, key=lambda k: k.encode("utf-8", "surrogatepass"))
 
 
 def _describe_device(k: str, d: _Device) -> str:
@@ -818,7 +818,76 @@ def _siblings(devices: Optional[Mapping[str, _Device]], self_key: str, family: s
 # Entry points
 
 
+class IOError_(ParamsError):
+    """A params file that exists but cannot be read; __cause__ is the OSError."""
+
+    kind = "io"
+
+
+_KNOWN_ARGS = ("device", "device_name", "compute_units", "backend", "device_family", "env_prefix", "env", "specs",
+               "defaults", "aliases", "local")
+
+
+def _arg_error(name: str, v: Any, want: str) -> OptionsError:
+    return OptionsError(f"params: {name}={_shown(v)}: must be {want}")
+
+
 def _options(kw: Dict[str, Any]) -> Dict[str, Any]:
+    """Checks the arguments' types: every problem is an OptionsError naming the argument."""
+    for k in kw:
+        if k not in _KNOWN_ARGS:
+            raise OptionsError(f"params: unknown argument {k}= (known: {', '.join(_KNOWN_ARGS)})")
+    for k in ("device", "device_name", "backend", "device_family", "env_prefix"):
+        v = kw.get(k)
+        if v is not None and not isinstance(v, str):
+            raise _arg_error(k, v, "a str or None")
+    cu = kw.get("compute_units", 0)
+    if cu is None:
+        kw["compute_units"] = cu = 0
+    if not _is_int(cu) or cu > _INT32_MAX:
+        raise _arg_error("compute_units", cu, f"an int from 0 (unknown) to {_INT32_MAX}")
+    env = kw.get("env")
+    if env is not None and not isinstance(env, Mapping):
+        raise _arg_error("env", env, "a mapping of str to str, or None (os.environ)")
+    if env is not None:
+        for n, v in env.items():
+            if not isinstance(n, str) or not isinstance(v, str):
+                raise _arg_error("env", {n: v}, "a mapping of str to str")
+    specs = kw.get("specs", ())
+    if specs is None:
+        kw["specs"] = specs = ()
+    if isinstance(specs, (str, bytes)) or not isinstance(specs, (list, tuple)):
+        raise _arg_error("specs", specs, "a list of spec file paths")
+    for x in specs:
+        if not isinstance(x, (str, os.PathLike)):
+            raise _arg_error("specs", specs, "a list of spec file paths (str or os.PathLike)")
+    d = kw.get("defaults")
+    if d is not None:
+        if not isinstance(d, Mapping) or not all(
+                isinstance(f, str) and isinstance(m, Mapping) and all(isinstance(n, str) and _is_int(x) for n, x in m.items())
+                for f, m in d.items()):
+            raise _arg_error("defaults", d, "a mapping {family: {param: int}}")
+    al = kw.get("aliases", ())
+    if al is None:
+        kw["aliases"] = al = ()
+    if not isinstance(al, (list, tuple)):
+        raise _arg_error("aliases", al, "a list of kerntune_params.alias(...)")
+    for i, a in enumerate(al):
+        if not isinstance(a, Alias) or not isinstance(a.name, str) or not isinstance(a.sep, str) or not isinstance(
+                a.family, str) or not isinstance(a.params, tuple) or not all(isinstance(p, str) for p in a.params):
+            raise _arg_error(f"aliases[{i}]", a, "made by kerntune_params.alias(name: str, params: [str], sep: str, family: str)")
+    loc = kw.get("local")
+    if loc is not None and not isinstance(loc, (bool, DeviceID, Mapping)):
+        raise _arg_error("local", loc, "None, a bool, a DeviceID or a dict of its fields")
+    if isinstance(loc, Mapping):
+        try:
+            loc = DeviceID(**dict(loc))
+        except TypeError:
+            raise _arg_error("local", loc, "a dict of DeviceID's fields (key, backend, name, family, compute_units)") from None
+    if isinstance(loc, DeviceID):
+        if not all(isinstance(getattr(loc, f), str) for f in ("key", "backend", "name", "family")) or not _is_int(loc.compute_units):
+            raise _arg_error("local", loc, "a DeviceID of str fields and int compute_units")
+        kw["local"] = loc
     prefix = kw.get("env_prefix") or DEFAULT_ENV_PREFIX
     if not _IDENT_RE.match(prefix):
         raise OptionsError(f"params: env_prefix {_quote(prefix)} is not an identifier")
@@ -864,6 +933,10 @@ def load(
     o = _options(dict(device=device, device_name=device_name, compute_units=compute_units, backend=backend,
                       device_family=device_family, env_prefix=env_prefix, env=env, specs=specs, defaults=defaults,
                       aliases=aliases, local=local))
+    if path is not None and not isinstance(path, (str, os.PathLike)):
+        raise _arg_error("path", path, "a str, an os.PathLike or None")
+    if path is not None and not isinstance(os.fspath(path), str):
+        raise _arg_error("path", path, "a str path (not bytes)")
     e = os.environ if env is None else env
     explicit = path is not None and os.fspath(path) != ""
     p = os.fspath(path) if explicit else ""
@@ -882,10 +955,9 @@ def load(
         l = Loader(None, p, **o)
         if explicit:
             l.warnings.insert(0, f"params file {p} does not exist; built-in defaults apply")
-    except OSError as x:
-        err = ParamsError(f"params: {x}")
-        err.kind = "io"
-        raise err from None
+    except (OSError, ValueError) as x:  # ValueError: a NUL in the path
+        err = IOError_(f"params: {x}")
+        raise err from x
     else:
         l = Loader(_parse(data, p), p, **o)
     if not named:
@@ -896,6 +968,10 @@ def load(
 def loads(data: Union[bytes, str], device_name: Optional[str] = None, **kw: Any) -> Loader:
     """Loads params file contents (Go's params.LoadBytes); errors name
     "params data" instead of a file. Takes load's keyword arguments."""
+    if not isinstance(data, (bytes, bytearray, memoryview, str)):
+        raise _arg_error("data", data, "bytes or str")
+    if not isinstance(data, (bytes, str)):
+        data = bytes(data)
     o = _options(dict(kw, device_name=device_name))
     for k, dflt in (("device", None), ("compute_units", 0), ("backend", None), ("device_family", None), ("env", None),
                     ("specs", ()), ("defaults", None), ("aliases", ()), ("local", None)):
