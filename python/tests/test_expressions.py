@@ -1,6 +1,7 @@
-"""Runs spec/testdata/expressions.json, the table of spec-file expressions
-the Go spec package (expr-lang) also runs: the Python loader's evaluator
-must agree with it."""
+"""Runs the expression tables the Go spec package (expr-lang) also runs:
+spec/testdata/expressions.json (values) and
+params/testdata/conformance/expressions/expressions.json (values, integer
+and float results, the messages of compile and run-time errors)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,10 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..")))
-import kerntune_params as kp  # noqa: E402
+from kerntune_params import expressions as kp  # noqa: E402
 
+CONFORMANCE = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "params", "testdata", "conformance",
+                                           "expressions", "expressions.json"))
 TABLE = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "spec", "testdata", "expressions.json"))
 
 
@@ -51,6 +54,40 @@ class Expressions(unittest.TestCase):
                     got = evaluate(c["expr"], c["kind"], c["env"])
                     self.assertEqual(got, c["want"])
                     self.assertEqual(type(got) is bool, type(c["want"]) is bool)
+
+
+def _same(got: object, want: object) -> bool:
+    if isinstance(want, str):  # NaN, Infinity, -Infinity
+        return isinstance(got, float) and repr(got) == repr(float(want.lower().replace("infinity", "inf")))
+    if isinstance(want, float):
+        return isinstance(got, float) and got == want and math.copysign(1, got) == math.copysign(1, want)
+    return type(got) is type(want) and got == want
+
+
+class Conformance(unittest.TestCase):
+    def test_cases(self) -> None:
+        with open(CONFORMANCE, encoding="utf-8") as f:
+            suite = json.load(f)
+        self.assertLessEqual(set(suite), {"doc", "cases"})
+        self.assertGreaterEqual(len(suite["cases"]), 40)
+        for c in suite["cases"]:
+            with self.subTest(case=c["name"]):
+                self.assertLessEqual(set(c), {"name", "expr", "kind", "env", "want", "error"})
+                env = c.get("env") or {}
+                stage = "compile"
+                try:
+                    p = kp.compile_expr("expressions.json", "expr", c["expr"], env, c["kind"])
+                    stage = "run"
+                    got = p.eval(env)
+                except kp.SpecError as e:
+                    want = c.get("error")
+                    self.assertIsNotNone(want, f"{c['expr']!r}: {stage} error {e}")
+                    self.assertEqual(stage, want["stage"], str(e))
+                    for sub in want["contains"]:
+                        self.assertIn(sub, str(e))
+                    continue
+                self.assertNotIn("error", c, f"{c['expr']!r} = {got!r}; want an error")
+                self.assertTrue(_same(got, c["want"]), f"{c['expr']!r} = {got!r}, want {c['want']!r}")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,629 @@
+"""The expression language of spec files: a subset of expr-lang evaluated as the Go spec package does."""
+
+from __future__ import annotations
+
+import math
+from decimal import Decimal
+from typing import Any, List, Mapping, Optional, Sequence, Tuple, Union
+
+from ._common import _is_int, _quote
+from .errors import SpecError
+from .families import _go_div, _go_mod
+
+_FUNCS = {
+    "cdiv", "idiv", "is_pow2", "exp", "sqrt", "rsqrt", "log", "tanh", "sigmoid",
+    "min", "max", "abs", "ceil", "floor", "round", "int", "float",
+}
+_RESERVED_SPEC_NAMES = {
+    "cdiv", "idiv", "is_pow2", "exp", "sqrt", "rsqrt", "log", "tanh", "sigmoid", "bias", "eps", "i",
+    "NTHREADS", "min", "max", "abs", "ceil", "floor", "sum", "len",
+}
+_DIALECT_NAMES = {
+    "T", "NTHREADS", "LID", "GROUP_X", "GROUP_Y", "LOAD", "STORE", "LOADV", "STOREV", "SHARED", "BARRIER",
+    "SEG_SUM", "SEG_MAX", "EXP", "RSQRT", "FMAX", "FMA", "NEG_BIG", "UNROLL_LOOP",
+}
+_BINARY = {
+    "or": 10, "||": 10, "and": 15, "&&": 15,
+    "==": 20, "!=": 20, "<": 20, ">": 20, ">=": 20, "<=": 20,
+    "+": 30, "-": 30, "*": 60, "/": 60, "%": 60, "**": 100, "^": 100,
+}
+_RIGHT_ASSOC = {"**", "^"}
+_COMPARISON = {"<", ">", "<=", ">="}
+_UNARY = {"not": 50, "!": 50, "-": 90, "+": 90}
+_OPERATORS = ("**", "==", "!=", "<=", ">=", "&&", "||", "-", "+", "*", "/", "%", "^", "<", ">", "!", "?", ":", "(", ")", ",")
+
+
+class _ExprSyntax(Exception):
+    pass
+
+
+class _ExprRuntime(Exception):
+    pass
+
+
+class _Expr:
+    """One parsed expression: evaluates with expr-lang's rules (ints stay ints
+    under + - * %, / divides as floats, ** is a float power, comparisons
+    chain as a < b < c meaning a < b && b < c)."""
+
+    def __init__(self, src: str, names: Union[Sequence[str], Mapping[str, str]]) -> None:
+        self.src = src
+        self.idents: set = set()
+        self._types: Mapping[str, str] = names if isinstance(names, Mapping) else {n: INT for n in names}
+        self._names = set(self._types)
+        self._toks = self._tokenize(src)
+        self._pos = 0
+        self.node = self._expression(0)
+        if self._peek() is not None:
+            raise _ExprSyntax(f"unexpected token {self._peek()[1]!r}")
+        self.type = _check(self.node, self._types)
+
+    @staticmethod
+    def _tokenize(src: str) -> List[Tuple[str, str]]:
+        toks: List[Tuple[str, str]] = []
+        i, n = 0, len(src)
+        while i < n:
+            c = src[i]
+            if c in " \t\n\r":
+                i += 1
+            elif c.isdigit() or (c == "." and i + 1 < n and src[i + 1].isdigit()):
+                j = _scan_number(src, i)
+                toks.append(("num", src[i:j]))
+                i = j
+            elif c.isalpha() or c == "_":
+                j = i
+                while j < n and (src[j].isalnum() or src[j] == "_"):
+                    j += 1
+                toks.append(("id", src[i:j]))
+                i = j
+            else:
+                for op in _OPERATORS:
+                    if src.startswith(op, i):
+                        toks.append(("op", op))
+                        i += len(op)
+                        break
+                else:
+                    raise _ExprSyntax(f"unrecognized character: {c!r} (the Python loader reads arithmetic, comparisons, && || !, ?: and the spec functions)")
+        return toks
+
+    def _peek(self) -> Optional[Tuple[str, str]]:
+        return self._toks[self._pos] if self._pos < len(self._toks) else None
+
+    def _next(self) -> Tuple[str, str]:
+        t = self._peek()
+        if t is None:
+            raise _ExprSyntax("unexpected token EOF")
+        self._pos += 1
+        return t
+
+    def _expect(self, op: str) -> None:
+        t = self._next()
+        if t != ("op", op):
+            raise _ExprSyntax(f"expected {op!r}, got {t[1]!r}")
+
+    def _binop(self) -> Optional[str]:
+        t = self._peek()
+        if t is None:
+            return None
+        if t[0] == "op" and t[1] in _BINARY:
+            return t[1]
+        if t[0] == "id" and t[1] in ("and", "or"):
+            return t[1]
+        return None
+
+    def _expression(self, prec: int) -> Any:
+        left = self._primary()
+        while True:
+            op = self._binop()
+            if op is None or _BINARY[op] < prec:
+                break
+            self._next()
+            p = _BINARY[op]
+            if op in _COMPARISON:
+                node = None
+                while True:
+                    right = self._expression(p + 1)
+                    cmp_ = ("bin", op, left, right)
+                    node = cmp_ if node is None else ("bin", "&&", node, cmp_)
+                    left = right
+                    nxt = self._binop()
+                    if nxt not in _COMPARISON:
+                        break
+                    op = nxt
+                    self._next()
+                left = node
+                continue
+            right = self._expression(p if op in _RIGHT_ASSOC else p + 1)
+            left = ("bin", op, left, right)
+        if prec == 0:
+            while self._peek() == ("op", "?"):
+                self._next()
+                if self._peek() == ("op", ":"):
+                    self._next()
+                    left = ("cond", left, left, self._expression(0))
+                else:
+                    a = self._expression(0)
+                    self._expect(":")
+                    left = ("cond", left, a, self._expression(0))
+        return left
+
+    def _primary(self) -> Any:
+        t = self._next()
+        kind, v = t
+        if (kind == "op" and v in ("-", "+", "!")) or (kind == "id" and v == "not"):
+            return ("un", v, self._expression(_UNARY[v]))
+        if t == ("op", "("):
+            e = self._expression(0)
+            self._expect(")")
+            return e
+        if kind == "num":
+            s = v.replace("_", "").lower()
+            try:
+                if s.startswith("0x"):
+                    n = int(s[2:], 16)
+                elif "." in s or "e" in s:
+                    return ("lit", float(s))
+                elif s.startswith("0b"):
+                    n = int(s[2:], 2)
+                elif s.startswith("0o"):
+                    n = int(s[2:], 8)
+                else:
+                    n = int(s, 10)
+            except (ValueError, OverflowError):
+                raise _ExprSyntax(f"bad number syntax: {v!r}") from None
+            if n >= 1 << 63:
+                raise _ExprSyntax(f"invalid integer literal: strconv.ParseInt: parsing {_quote(v)}: value out of range")
+            return ("lit", n)
+        if kind == "id":
+            if v in ("true", "false"):
+                return ("lit", v == "true")
+            if self._peek() == ("op", "("):
+                if v not in _FUNCS:
+                    raise _ExprSyntax(f"unknown name {v}")
+                self._next()
+                args = []
+                if self._peek() != ("op", ")"):
+                    while True:
+                        args.append(self._expression(0))
+                        if self._peek() == ("op", ","):
+                            self._next()
+                            continue
+                        break
+                self._expect(")")
+                return ("call", v, args)
+            if v not in self._names:
+                raise _ExprSyntax(f"unknown name {v}")
+            self.idents.add(v)
+            return ("var", v)
+        raise _ExprSyntax(f"unexpected token {v!r}")
+
+    def eval(self, env: Mapping[str, Any]) -> Any:
+        return _eval(self.node, env)
+
+
+
+def _scan_number(src: str, i: int) -> int:
+    """The end of the number at src[i:], as expr-lang's lexer scans it."""
+    n = len(src)
+
+    def run(j: int, chars: str) -> int:
+        while j < n and src[j] in chars:
+            j += 1
+        return j
+
+    digits = "0123456789_"
+    if src[i] == "0" and i + 1 < n and src[i + 1] in "xXoObB":
+        digits = {"x": "0123456789abcdefABCDEF_", "o": "01234567_", "b": "01_"}[src[i + 1].lower()]
+        i += 2
+    i = run(i, digits)
+    if i < n and src[i] == ".":
+        if i + 1 < n and src[i + 1] == ".":
+            return i
+        i = run(i + 1, digits)
+    if i < n and src[i] in "eE":
+        i += 1
+        if i < n and src[i] in "+-":
+            i += 1
+        i = run(i, digits)
+    if i < n and (src[i].isalnum() or src[i] == "_"):
+        raise _ExprSyntax(f"bad number syntax: {src[:i + 1]!r}")
+    return i
+
+
+
+# Static types, as expr-lang's checker names them; "" is unknown (checked
+# when the expression runs).
+INT, FLOAT, BOOL, ARRAY = "int", "float64", "bool", "[]float64"
+_NUMERIC = (INT, FLOAT, "")
+
+# Functions the spec package adds: name → (argument types accepted, result).
+_USER_FUNCS = {
+    "cdiv": ((INT, INT), INT), "idiv": ((INT, INT), INT), "is_pow2": ((INT,), BOOL),
+    "exp": ((FLOAT,), FLOAT), "sqrt": ((FLOAT,), FLOAT), "rsqrt": ((FLOAT,), FLOAT), "log": ((FLOAT,), FLOAT),
+    "tanh": ((FLOAT,), FLOAT), "sigmoid": ((FLOAT,), FLOAT),
+}
+
+
+def _type_of_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return BOOL
+    if isinstance(v, int):
+        return INT
+    if isinstance(v, float):
+        return FLOAT
+    if isinstance(v, (list, tuple)):
+        return ARRAY
+    return ""
+
+
+def _mismatch(op: str, a: str, b: str) -> _ExprSyntax:
+    return _ExprSyntax(f"invalid operation: {op} (mismatched types {a or 'interface {}'} and {b or 'interface {}'})")
+
+
+def _check(n: Any, types: Mapping[str, str]) -> str:
+    """The static type of node n, raising _ExprSyntax with expr-lang's
+    message where its checker rejects the expression."""
+    tag = n[0]
+    if tag == "lit":
+        return _type_of_value(n[1])
+    if tag == "var":
+        return types.get(n[1], INT)
+    if tag == "un":
+        t = _check(n[2], types)
+        if n[1] in ("!", "not"):
+            if t not in (BOOL, ""):
+                raise _ExprSyntax(f"invalid operation: {n[1]} (mismatched type {t})")
+            return BOOL
+        if t not in _NUMERIC:
+            raise _ExprSyntax(f"invalid operation: {n[1]} (mismatched type {t})")
+        return t
+    if tag == "cond":
+        c = _check(n[1], types)
+        if c not in (BOOL, ""):
+            raise _ExprSyntax(f"non-bool expression (type {c}) used as condition")
+        a, b = _check(n[2], types), _check(n[3], types)
+        return a if a == b else ""
+    if tag == "call":
+        return _check_call(n[1], [_check(a, types) for a in n[2]])
+    op, a, b = n[1], _check(n[2], types), _check(n[3], types)
+    if op in ("&&", "and", "||", "or"):
+        if a not in (BOOL, "") or b not in (BOOL, ""):
+            raise _mismatch(op, a, b)
+        return BOOL
+    if op in ("==", "!="):
+        if a != b and a and b and not (a in _NUMERIC and b in _NUMERIC):
+            raise _mismatch(op, a, b)
+        return BOOL
+    if a not in _NUMERIC or b not in _NUMERIC:
+        raise _mismatch(op, a, b)
+    if op in _COMPARISON:
+        return BOOL
+    if op in ("/", "**", "^"):
+        return FLOAT
+    if op == "%":
+        if FLOAT in (a, b):
+            raise _mismatch(op, a, b)
+        return INT
+    if a == INT and b == INT:
+        return INT
+    return FLOAT if a and b else ""
+
+
+def _check_call(name: str, args: List[str]) -> str:
+    sig = _USER_FUNCS.get(name)
+    if sig is not None:
+        want, result = sig
+        if len(args) < len(want):
+            raise _ExprSyntax(f"not enough arguments to call {name}")
+        if len(args) > len(want):
+            raise _ExprSyntax(f"too many arguments to call {name}")
+        for a, w in zip(args, want):
+            ok = a == "" or a == w or (w == FLOAT and a == INT)
+            if not ok:
+                raise _ExprSyntax(f"cannot use {a} as argument (type int) to call {name}")
+        return result
+    if name in ("min", "max"):
+        for a in args:
+            if a not in _NUMERIC:
+                raise _ExprSyntax(f"invalid argument for {name} (type {a})")
+        if args and all(a == INT for a in args):
+            return INT
+        if args and all(a == FLOAT for a in args):
+            return FLOAT
+        return ""
+    if len(args) != 1:
+        raise _ExprSyntax(f"{'not enough' if len(args) < 1 else 'too many'} arguments to call {name}")
+    if args[0] not in _NUMERIC:
+        raise _ExprSyntax(f"invalid argument for {name} (type {args[0]})")
+    if name == "abs":
+        return args[0]
+    if name == "int":
+        return INT
+    return FLOAT
+
+
+def _wrap(v: int) -> int:
+    """Go's int arithmetic: two's complement, 64 bits."""
+    if -(1 << 63) <= v < (1 << 63):
+        return v
+    return ((v + (1 << 63)) & ((1 << 64) - 1)) - (1 << 63)
+
+
+def _num(v: Any, what: str) -> Union[int, float]:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise _ExprRuntime(f"invalid operation: {what} (mismatched type {go_type(v)})")
+    return v
+
+
+def go_type(v: Any) -> str:
+    """A value's type as Go's %T writes it."""
+    return _type_of_value(v) or type(v).__name__
+
+
+def _eval(n: Any, env: Mapping[str, Any]) -> Any:
+    tag = n[0]
+    if tag == "lit":
+        return n[1]
+    if tag == "var":
+        return env.get(n[1], 0)
+    if tag == "un":
+        v = _eval(n[2], env)
+        if n[1] in ("!", "not"):
+            if not isinstance(v, bool):
+                raise _ExprRuntime(f"invalid operation: {n[1]} (mismatched type {go_type(v)})")
+            return not v
+        v = _num(v, n[1])
+        if n[1] == "+":
+            return v
+        return _wrap(-v) if isinstance(v, int) else -v
+    if tag == "cond":
+        c = _eval(n[1], env)
+        if not isinstance(c, bool):
+            raise _ExprRuntime(f"non-bool expression (type {go_type(c)}) used as condition")
+        return _eval(n[2], env) if c else _eval(n[3], env)
+    if tag == "call":
+        return _call(n[1], [_eval(a, env) for a in n[2]])
+    op = n[1]
+    if op in ("&&", "and", "||", "or"):
+        a = _eval(n[2], env)
+        if not isinstance(a, bool):
+            raise _ExprRuntime(f"invalid operation: {op} (mismatched type {go_type(a)})")
+        if (op in ("&&", "and")) != a:
+            return a
+        b = _eval(n[3], env)
+        if not isinstance(b, bool):
+            raise _ExprRuntime(f"invalid operation: {op} (mismatched type {go_type(b)})")
+        return b
+    a, b = _eval(n[2], env), _eval(n[3], env)
+    if op == "==":
+        return a == b and isinstance(a, bool) == isinstance(b, bool)
+    if op == "!=":
+        return not (a == b and isinstance(a, bool) == isinstance(b, bool))
+    a, b = _num(a, op), _num(b, op)
+    if op == "<":
+        return a < b
+    if op == ">":
+        return a > b
+    if op == "<=":
+        return a <= b
+    if op == ">=":
+        return a >= b
+    if op in ("+", "-", "*"):
+        r = a + b if op == "+" else a - b if op == "-" else a * b
+        if isinstance(r, int):
+            return _wrap(r)
+        return r
+    if op == "/":
+        if b == 0:
+            if a == 0 or (isinstance(a, float) and math.isnan(a)):
+                return math.nan
+            return math.copysign(math.inf, a) * math.copysign(1.0, float(b))
+        return float(a) / float(b)
+    if op == "%":
+        if not (isinstance(a, int) and isinstance(b, int)):
+            raise _ExprRuntime("invalid operation: % (mismatched types float64 and int)")
+        if b == 0:
+            raise _ExprRuntime("runtime error: integer divide by zero")
+        return _wrap(_go_mod(a, b))
+    if op in ("**", "^"):
+        try:
+            return math.pow(float(a), float(b))
+        except OverflowError:
+            return math.inf
+        except ValueError:
+            return math.nan
+    raise _ExprRuntime(f"unknown operator {op}")
+
+
+def _call(name: str, args: List[Any]) -> Any:
+    def ints(n: int) -> List[int]:
+        if len(args) != n or not all(_is_int(a) for a in args):
+            raise _ExprRuntime(f"{name} takes {n} integer argument(s)")
+        return args
+
+    def one_num() -> Union[int, float]:
+        if len(args) != 1:
+            raise _ExprRuntime(f"{name} takes 1 argument")
+        return _num(args[0], name)
+
+    if name in ("cdiv", "idiv"):
+        a, b = ints(2)
+        if b == 0:
+            raise _ExprRuntime(f"{name}({a}, 0): division by zero")
+        if name == "cdiv":
+            return _wrap(_go_div(_wrap(_wrap(a + b) - 1), b))
+        return _wrap(_go_div(a, b))
+    if name == "is_pow2":
+        (v,) = ints(1)
+        return v > 0 and v & (v - 1) == 0
+    if name in ("min", "max"):
+        if not args:
+            raise _ExprRuntime(f"not enough arguments to call {name}")
+        best = _num(args[0], name)
+        for a in args[1:]:
+            a = _num(a, name)
+            if (a < best) if name == "min" else (a > best):
+                best = a
+        return best
+    if name == "abs":
+        v = one_num()
+        return _wrap(abs(v)) if isinstance(v, int) else abs(v)
+    if name in ("ceil", "floor", "round"):
+        x = float(one_num())
+        if not math.isfinite(x):
+            return x
+        if name == "ceil":
+            return float(math.ceil(x))
+        if name == "floor":
+            return float(math.floor(x))
+        return math.copysign(float(math.floor(abs(x) + 0.5)), x)
+    if name == "int":
+        x = one_num()
+        return _wrap(int(x)) if math.isfinite(x) else 0
+    if name == "float":
+        return float(one_num())
+    x = float(one_num())
+    try:
+        if name == "exp":
+            return math.exp(x)
+        if name == "sqrt":
+            return math.sqrt(x) if x >= 0 else math.nan
+        if name == "rsqrt":
+            return 1 / math.sqrt(x) if x > 0 else (math.inf if x == 0 else math.nan)
+        if name == "log":
+            return math.log(x) if x > 0 else (-math.inf if x == 0 else math.nan)
+        if name == "tanh":
+            return math.tanh(x)
+        if name == "sigmoid":
+            return 1 / (1 + math.exp(-x))
+    except OverflowError:
+        return math.inf if name != "sigmoid" else 0.0
+    raise _ExprRuntime(f"unknown func {name}")
+
+
+def go_float(x: float, threshold: int) -> str:
+    """A float as Go's strconv 'g' format with the shortest digits writes
+    it: an exponent (two digits at least) when it is below -4 or at least
+    threshold (6 for %g, 21 for %v)."""
+    if math.isnan(x):
+        return "NaN"
+    if math.isinf(x):
+        return "+Inf" if x > 0 else "-Inf"
+    if x == 0:
+        return "-0" if math.copysign(1.0, x) < 0 else "0"
+    sign, digits, exponent = Decimal(repr(x)).normalize().as_tuple()
+    ds = "".join(map(str, digits))
+    nd = len(ds)
+    dp = exponent + nd  # type: ignore[operator]
+    e = dp - 1
+    neg = "-" if sign else ""
+    if e < -4 or e >= threshold:
+        mant = ds[0] + ("." + ds[1:] if nd > 1 else "")
+        return f"{neg}{mant}e{'-' if e < 0 else '+'}{abs(e):02d}"
+    if dp <= 0:
+        return neg + "0." + "0" * (-dp) + ds
+    if dp >= nd:
+        return neg + ds + "0" * (dp - nd)
+    return neg + ds[:dp] + "." + ds[dp:]
+
+
+def go_v(v: Any) -> str:
+    """A value as Go's %v writes it."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        return go_float(v, 21)
+    return str(v)
+
+
+def describe_env(env: Mapping[str, Any]) -> str:
+    """The integer variables of an environment, e.g. "n=896, BN=64" (sorted by name)."""
+    parts = [f"{k}={env[k]}" for k in sorted(env, key=lambda k: k.encode("utf-8", "surrogatepass")) if _is_int(env[k])]
+    return ", ".join(parts) if parts else "no variables"
+
+
+_describe_env = describe_env
+
+KIND_INT, KIND_BOOL, KIND_FLOAT = "int", "bool", "float"
+
+
+class Program:
+    """One compiled spec expression (Go's spec.program): where it comes
+    from, its kind and its parse; errors are SpecErrors with Go's messages."""
+
+    __slots__ = ("file", "field", "src", "kind", "expr", "type", "idents")
+
+    def __init__(self, file: str, field: str, src: str, kind: str, expr: "_Expr") -> None:
+        self.file, self.field, self.src, self.kind, self.expr = file, field, src, kind, expr
+        self.type = expr.type
+        self.idents = expr.idents
+
+    def error(self, msg: str) -> SpecError:
+        return SpecError(self.file, self.field, self.src, msg)
+
+    def run(self, env: Mapping[str, Any]) -> Any:
+        try:
+            return _eval(self.expr.node, env)
+        except _ExprRuntime as e:
+            raise self.error(f"{e} (with {describe_env(env)})") from None
+        except (OverflowError, ValueError, TypeError, ZeroDivisionError, RecursionError) as e:
+            raise self.error(f"runtime error: {e} (with {describe_env(env)})") from None
+
+    def eval_int(self, env: Mapping[str, Any]) -> int:
+        v = self.run(env)
+        if _is_int(v):
+            return v
+        if isinstance(v, float):
+            if math.isfinite(v) and v == math.trunc(v) and abs(v) < 2**53:
+                return int(v)
+            raise self.error(f"is {go_float(v, 6)}, not an integer, with {describe_env(env)} "
+                             "(\"/\" divides as floats: use idiv(a, b) or cdiv(a, b))")
+        raise self.error(f"is {go_v(v)} ({go_type(v)}), not an integer")
+
+    def eval_bool(self, env: Mapping[str, Any]) -> bool:
+        v = self.run(env)
+        if isinstance(v, bool):
+            return v
+        if self.type == "":
+            raise self.error(f"invalid operation: bool({go_type(v)}) (with {describe_env(env)})")
+        raise self.error(f"is {go_v(v)} ({go_type(v)}), not a boolean")
+
+    def eval_float(self, env: Mapping[str, Any]) -> float:
+        v = self.run(env)
+        if isinstance(v, bool):
+            if self.type == "":
+                raise self.error(f"invalid operation: float64({go_type(v)}) (with {describe_env(env)})")
+            raise self.error(f"is {go_v(v)} ({go_type(v)}), not a number")
+        if isinstance(v, (int, float)):
+            return float(v)
+        raise self.error(f"is {go_v(v)} ({go_type(v)}), not a number")
+
+    def eval(self, env: Mapping[str, Any]) -> Any:
+        """The value by the program's kind."""
+        if self.kind == KIND_BOOL:
+            return self.eval_bool(env)
+        if self.kind == KIND_FLOAT:
+            return self.eval_float(env)
+        return self.eval_int(env)
+
+
+def compile_expr(file: str, field: str, src: Any, env: Mapping[str, Any], kind: str) -> Program:
+    """Compiles src against env (names → example values, which give their
+    types) as Go's compileExpr: errors name the file, the field and the
+    expression, and list the names in scope."""
+    if not isinstance(src, str) or src.strip() == "":
+        raise SpecError(file, field, src if isinstance(src, str) else "", "empty expression")
+    types = {k: _type_of_value(v) for k, v in env.items()}
+    scope = ", ".join(sorted(env, key=lambda k: k.encode("utf-8", "surrogatepass")))
+    try:
+        e = _Expr(src, types)
+        if kind == KIND_BOOL and e.type not in (BOOL, ""):
+            raise _ExprSyntax(f"expected bool, but got {e.type}")
+        if kind == KIND_FLOAT and e.type not in (INT, FLOAT, ""):
+            raise _ExprSyntax(f"expected float64, but got {e.type}")
+    except _ExprSyntax as x:
+        raise SpecError(file, field, src, f"{x} (names in scope: {scope})") from None
+    except RecursionError:
+        raise SpecError(file, field, src, f"expression nested too deeply (names in scope: {scope})") from None
+    return Program(file, field, src, kind, e)
+

@@ -1,0 +1,360 @@
+"""Parsing hardware_params.json into devices and entries."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from dataclasses import dataclass
+from typing import Any, Dict, Union
+
+from ._common import SCHEMA_VERSION, USE_BASELINE, USE_TUNED, _INT32_MAX, _INT32_MIN, _PARAM_NAME_RE, _child, _quote
+from .errors import PathError
+
+# The fields of an entry's "time" (where its tuning time went), in the order
+# the Go loader checks them (params.TuneTime).
+_TIME_FIELDS = ("wall_s", "setup_s", "compile_s", "verify_s", "measure_s", "search_s", "journal_s",
+                "other_s", "device_s", "idle_s", "busy_pct")
+
+
+class _JsonFloat(float):
+    """A JSON number written with a fraction or exponent; keeps its text."""
+
+    text = ""
+
+    def __new__(cls, s: str) -> "_JsonFloat":
+        v = float.__new__(cls, s)
+        v.text = s
+        return v
+
+
+def _reject_constant(s: str) -> Any:
+    raise ValueError(f"invalid character {s[0]!r} looking for beginning of value")
+
+
+@dataclass
+class _Entry:
+    params: Dict[str, int]
+    use: str
+    baseline: str
+
+
+@dataclass
+class _Device:
+    backend: str
+    name: str
+    family: str
+    compute_units: int
+    kernels: Dict[str, Dict[str, _Entry]]
+
+
+def _type_name(v: Any) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "a boolean"
+    if isinstance(v, (int, float)):
+        return "a number"
+    if isinstance(v, str):
+        return "a string"
+    if isinstance(v, list):
+        return "an array"
+    if isinstance(v, dict):
+        return "an object"
+    return type(v).__name__
+
+
+class _Walker:
+    """Converts decoded JSON into devices, raising PathError at the first
+    problem, in the order the Go loader checks (so both name the same path)."""
+
+    def __init__(self, file: str) -> None:
+        self.file = file
+
+    def fail(self, path: str, msg: str) -> PathError:
+        return PathError(self.file, path, msg)
+
+    def obj(self, path: str, v: Any) -> Dict[str, Any]:
+        if not isinstance(v, dict):
+            raise self.fail(path, f"must be an object, got {_type_name(v)}")
+        return v
+
+    def str_(self, path: str, v: Any) -> str:
+        if not isinstance(v, str):
+            raise self.fail(path, f"must be a string, got {_type_name(v)}")
+        return v
+
+    def num(self, path: str, v: Any) -> float:
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise self.fail(path, f"must be a number, got {_type_name(v)}")
+        x = float(v)
+        if math.isinf(x) or math.isnan(x):
+            raise self.fail(path, f"must be a finite number, got {v.text if isinstance(v, _JsonFloat) else v}")
+        return x
+
+    def integer(self, path: str, v: Any) -> int:
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise self.fail(path, f"must be an integer, got {_type_name(v)}")
+        if isinstance(v, _JsonFloat) or not (_INT32_MIN <= v <= _INT32_MAX):
+            text = v.text if isinstance(v, _JsonFloat) else str(v)
+            raise self.fail(path, f"must be an integer between {_INT32_MIN} and {_INT32_MAX}, got {text}")
+        return int(v)
+
+    def file1(self, root: Any) -> Dict[str, _Device]:
+        m = self.obj("", root)
+        if "schema_version" not in m:
+            raise self.fail("schema_version", f"missing (this reader understands schema_version {SCHEMA_VERSION})")
+        sv = self.integer("schema_version", m["schema_version"])
+        if sv != SCHEMA_VERSION:
+            raise self.fail("schema_version", f"is {sv}; this reader understands only {SCHEMA_VERSION}")
+        if "generator" in m:
+            self.str_("generator", m["generator"])
+        if "devices" not in m:
+            raise self.fail("devices", "missing")
+        dm = self.obj("devices", m["devices"])
+        out: Dict[str, _Device] = {}
+        for key in sorted(dm):
+            p = _child("devices", key)
+            if key == "":
+                raise self.fail(p, "device key must not be empty")
+            out[key] = self.device(p, dm[key])
+        return out
+
+    def device(self, path: str, v: Any) -> _Device:
+        m = self.obj(path, v)
+        for req in ("backend", "name", "family", "kernels"):
+            if req not in m:
+                raise self.fail(_child(path, req), "missing")
+        d = _Device(
+            self.str_(_child(path, "backend"), m["backend"]),
+            self.str_(_child(path, "name"), m["name"]),
+            self.str_(_child(path, "family"), m["family"]),
+            0,
+            {},
+        )
+        if "compute_units" in m:
+            d.compute_units = self.integer(_child(path, "compute_units"), m["compute_units"])
+        if "tuned_at" in m:
+            self.str_(_child(path, "tuned_at"), m["tuned_at"])
+        if "facts" in m:
+            fp = _child(path, "facts")
+            fm = self.obj(fp, m["facts"])
+            for k in sorted(fm):
+                x = fm[k]
+                if isinstance(x, (int, float)) and not isinstance(x, bool):
+                    self.num(_child(fp, k), x)
+        kp = _child(path, "kernels")
+        km = self.obj(kp, m["kernels"])
+        for fam in sorted(km):
+            fp = _child(kp, fam)
+            em = self.obj(fp, km[fam])
+            entries: Dict[str, _Entry] = {}
+            for ek in sorted(em):
+                ep = _child(fp, ek)
+                i = ek.find("/")
+                if i <= 0 or i == len(ek) - 1:
+                    raise self.fail(ep, "entry key must be <dtype>/<class> or <dtype>/<shape>")
+                entries[ek] = self.entry(ep, em[ek])
+            d.kernels[fam] = entries
+        return d
+
+    def param_map(self, path: str, v: Any) -> Dict[str, int]:
+        m = self.obj(path, v)
+        out = {}
+        for k in sorted(m):
+            p = _child(path, k)
+            if not _PARAM_NAME_RE.match(k):
+                raise self.fail(p, "parameter name must be an upper-case identifier like BN or TG")
+            out[k] = self.integer(p, m[k])
+        return out
+
+    def entry(self, path: str, v: Any) -> _Entry:
+        m = self.obj(path, v)
+        if "params" not in m:
+            raise self.fail(_child(path, "params"), "missing")
+        e = _Entry(self.param_map(_child(path, "params"), m["params"]), "", "")
+        for k in ("median_us", "iqr_us", "min_us"):
+            if k in m:
+                self.num(_child(path, k), m[k])
+        if "samples" in m:
+            self.integer(_child(path, "samples"), m["samples"])
+        if "strategy" in m:
+            self.str_(_child(path, "strategy"), m["strategy"])
+        if "evaluations" in m:
+            self.integer(_child(path, "evaluations"), m["evaluations"])
+        if "stopped" in m:
+            self.str_(_child(path, "stopped"), m["stopped"])
+        if "use" in m:
+            up = _child(path, "use")
+            e.use = self.str_(up, m["use"])
+            if e.use not in (USE_BASELINE, USE_TUNED):
+                raise self.fail(up, f"is {_quote(e.use)}; must be {_quote(USE_BASELINE)} or {_quote(USE_TUNED)}")
+        if "fast_math" in m and not isinstance(m["fast_math"], bool):
+            raise self.fail(_child(path, "fast_math"), f"must be a boolean, got {_type_name(m['fast_math'])}")
+        if "no_harm" in m:
+            self.str_(_child(path, "no_harm"), m["no_harm"])
+        if m.get("drift") is not None:
+            dp = _child(path, "drift")
+            dm = self.obj(dp, m["drift"])
+            for k in ("checks", "events", "remeasured", "settled"):
+                if k in dm:
+                    self.integer(_child(dp, k), dm[k])
+            for k in ("max_pct", "waited_s"):
+                if k in dm:
+                    self.num(_child(dp, k), dm[k])
+        if m.get("time") is not None:
+            tp = _child(path, "time")
+            tm = self.obj(tp, m["time"])
+            for k in _TIME_FIELDS:
+                if k not in tm:
+                    continue
+                fp = _child(tp, k)
+                x = self.num(fp, tm[k])
+                text = tm[k].text if isinstance(tm[k], _JsonFloat) else str(tm[k])
+                if x < 0:
+                    raise self.fail(fp, f"must not be negative, got {text}")
+                if k == "busy_pct" and x > 100:
+                    raise self.fail(fp, f"must be at most 100, got {text}")
+        if "shape_median_us" in m:
+            sp = _child(path, "shape_median_us")
+            arr = m["shape_median_us"]
+            if not isinstance(arr, list):
+                raise self.fail(sp, f"must be an array of numbers, got {_type_name(arr)}")
+            for i, x in enumerate(arr):
+                self.num(f"{sp}[{i}]", x)
+        if m.get("roofline") is not None:
+            rp = _child(path, "roofline")
+            rm = self.obj(rp, m["roofline"])
+            for k in ("flops", "bytes", "gflops", "gbps", "pct_of_floor"):
+                if k in rm:
+                    self.num(_child(rp, k), rm[k])
+            if "memory_bound" in rm and not isinstance(rm["memory_bound"], bool):
+                raise self.fail(_child(rp, "memory_bound"), f"must be a boolean, got {_type_name(rm['memory_bound'])}")
+        if m.get("default") is not None:
+            dp = _child(path, "default")
+            dm = self.obj(dp, m["default"])
+            if "params" in dm:
+                self.param_map(_child(dp, "params"), dm["params"])
+            if "median_us" in dm:
+                self.num(_child(dp, "median_us"), dm["median_us"])
+        if m.get("baseline") is not None:
+            bp = _child(path, "baseline")
+            bm = self.obj(bp, m["baseline"])
+            if "name" in bm:
+                e.baseline = self.str_(_child(bp, "name"), bm["name"])
+            if "median_us" in bm:
+                self.num(_child(bp, "median_us"), bm["median_us"])
+        if "shapes" in m:
+            sp = _child(path, "shapes")
+            arr = m["shapes"]
+            if not isinstance(arr, list):
+                raise self.fail(sp, f"must be an array of shapes, got {_type_name(arr)}")
+            for i, s in enumerate(arr):
+                ip = f"{sp}[{i}]"
+                if not isinstance(s, list):
+                    raise self.fail(ip, f"must be an array of integers, got {_type_name(s)}")
+                for j, d in enumerate(s):
+                    self.integer(f"{ip}[{j}]", d)
+        if "candidates" in m:
+            cp = _child(path, "candidates")
+            cm = self.obj(cp, m["candidates"])
+            for k in ("valid", "measured", "failed"):
+                if k in cm:
+                    self.integer(_child(cp, k), cm[k])
+        return e
+
+
+def _parse(data: Union[bytes, str], file: str) -> Dict[str, _Device]:
+    if isinstance(data, bytes):
+        # Go's decoder reads invalid UTF-8 as U+FFFD; so does this.
+        text = data.decode("utf-8", "replace")
+    else:
+        text = data
+    if not isinstance(text, str):
+        raise PathError(file, "", f"not valid JSON: params data must be bytes or str, not {type(text).__name__}")
+    if _depth(text) > MAX_DEPTH:
+        raise PathError(file, "", "not valid JSON: invalid character '[' exceeded max depth")
+    try:
+        root = loads_deep(text, parse_float=_JsonFloat, parse_constant=_reject_constant)
+    except RecursionError:
+        raise PathError(file, "", "not valid JSON: exceeded max depth") from None
+    except ValueError as e:
+        raise PathError(file, "", f"not valid JSON: {e}") from None
+    if "\\u" in text or "\\U" in text:
+        root = _replace_surrogates(root)
+    return _Walker(file).file1(root)
+
+
+# Go's decoder refuses JSON nested deeper than this.
+MAX_DEPTH = 10000
+
+
+def _depth(text: str) -> int:
+    """The deepest nesting of arrays and objects in text (strings skipped)."""
+    if text.count("[") + text.count("{") <= MAX_DEPTH:
+        return 0
+    depth = best = 0
+    in_str = esc = False
+    for c in text:
+        if in_str:
+            if esc:
+                esc = False
+            elif c == "\\":
+                esc = True
+            elif c == '"':
+                in_str = False
+        elif c == '"':
+            in_str = True
+        elif c in "[{":
+            depth += 1
+            if depth > best:
+                best = depth
+        elif c in "]}":
+            depth -= 1
+    return best
+
+
+def loads_deep(text: str, **kw: Any) -> Any:
+    """json.loads with room for Go's nesting limit (the C scanner recurses)."""
+    need = MAX_DEPTH + 200
+    old = sys.getrecursionlimit()
+    if text.count("[") + text.count("{") < old - 100:
+        return json.loads(text, **kw)
+    sys.setrecursionlimit(max(old, need))
+    try:
+        return json.loads(text, **kw)
+    finally:
+        sys.setrecursionlimit(old)
+
+
+def _fix(s: str) -> str:
+    # A lone surrogate (from a \\ud800 escape) reads as U+FFFD, as in Go.
+    if any("\ud800" <= c <= "\udfff" for c in s):
+        return "".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in s)
+    return s
+
+
+def _replace_surrogates(root: Any) -> Any:
+    """root with lone surrogates in its strings and keys replaced, without recursion."""
+    if isinstance(root, str):
+        return _fix(root)
+    stack = [root]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, dict):
+            items = list(v.items())
+            v.clear()
+            for k, x in items:
+                x = _fix(x) if isinstance(x, str) and not isinstance(x, _JsonFloat) else x
+                v[_fix(k)] = x
+                if isinstance(x, (dict, list)):
+                    stack.append(x)
+        elif isinstance(v, list):
+            for i, x in enumerate(v):
+                if isinstance(x, str):
+                    v[i] = _fix(x)
+                elif isinstance(x, (dict, list)):
+                    stack.append(x)
+    return root
+
+

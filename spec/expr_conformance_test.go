@@ -1,0 +1,172 @@
+package spec
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"strings"
+	"testing"
+)
+
+// exprConformanceFile holds expression cases the Python loader
+// (python/tests/test_expressions.py) runs too: values, integer and float
+// results, and the messages of compile and run-time errors.
+const exprConformanceFile = "../params/testdata/conformance/expressions/expressions.json"
+
+type exprCase struct {
+	Name  string                     `json:"name"`
+	Expr  string                     `json:"expr"`
+	Kind  string                     `json:"kind"`
+	Env   map[string]json.RawMessage `json:"env"`
+	Want  json.RawMessage            `json:"want"`
+	Error *struct {
+		Stage    string   `json:"stage"`
+		Contains []string `json:"contains"`
+	} `json:"error"`
+}
+
+// exprEnvValue reads an environment value: an integer (a JSON number
+// without fraction or exponent), a float, or a boolean.
+func exprEnvValue(raw json.RawMessage) (any, error) {
+	s := strings.TrimSpace(string(raw))
+	switch s {
+	case "true", "false":
+		return s == "true", nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var n json.Number
+	if err := dec.Decode(&n); err != nil {
+		return nil, err
+	}
+	if !strings.ContainsAny(s, ".eE") {
+		v, err := n.Int64()
+		return int(v), err
+	}
+	return n.Float64()
+}
+
+// TestExprConformance runs the shared expression cases through the
+// evaluator of spec fields: compileExpr, then evalInt, evalBool or
+// evalFloat by kind.
+func TestExprConformance(t *testing.T) {
+	data, err := os.ReadFile(exprConformanceFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var suite struct {
+		Doc   string     `json:"doc"`
+		Cases []exprCase `json:"cases"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&suite); err != nil {
+		t.Fatal(err)
+	}
+	if len(suite.Cases) < 40 {
+		t.Fatalf("%d cases; want at least 40", len(suite.Cases))
+	}
+	kinds := map[string]kind{"int": intKind, "bool": boolKind, "float": floatKind}
+	for _, c := range suite.Cases {
+		t.Run(c.Name, func(t *testing.T) {
+			k, ok := kinds[c.Kind]
+			if !ok {
+				t.Fatalf("kind %q", c.Kind)
+			}
+			if (c.Error == nil) == (len(c.Want) == 0) {
+				t.Fatalf("give exactly one of want and error")
+			}
+			env := map[string]any{}
+			for n, raw := range c.Env {
+				v, err := exprEnvValue(raw)
+				if err != nil {
+					t.Fatalf("env %s: %v", n, err)
+				}
+				env[n] = v
+			}
+			got, stage, err := evalCase(c.Expr, env, k)
+			if c.Error != nil {
+				if err == nil {
+					t.Fatalf("%q = %v; want a %s error", c.Expr, got, c.Error.Stage)
+				}
+				if stage != c.Error.Stage {
+					t.Errorf("%q: %s error %v; want a %s error", c.Expr, stage, err, c.Error.Stage)
+				}
+				for _, sub := range c.Error.Contains {
+					if !strings.Contains(err.Error(), sub) {
+						t.Errorf("%q: error %q lacks %q", c.Expr, err.Error(), sub)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("%q: %v", c.Expr, err)
+			}
+			if !sameResult(got, c.Want) {
+				t.Errorf("%q = %s, want %s", c.Expr, fmtValue(got), c.Want)
+			}
+		})
+	}
+}
+
+func evalCase(src string, env map[string]any, k kind) (any, string, error) {
+	p, err := compileExpr("expressions.json", "expr", src, env, k)
+	if err != nil {
+		return nil, "compile", err
+	}
+	var v any
+	switch k {
+	case intKind:
+		v, err = p.evalInt(env)
+	case boolKind:
+		v, err = p.evalBool(env)
+	default:
+		v, err = p.evalFloat(env)
+	}
+	return v, "run", err
+}
+
+// sameResult compares a result with the case's want: an integer, a
+// float (a JSON number with a fraction or exponent, or "NaN", "Infinity",
+// "-Infinity"), or a boolean, of the same type and value.
+func sameResult(got any, want json.RawMessage) bool {
+	w := strings.TrimSpace(string(want))
+	f, isFloat := got.(float64)
+	if !isFloat {
+		return w == fmtValue(got)
+	}
+	var s string
+	if json.Unmarshal(want, &s) == nil {
+		return fmtValue(f) == w
+	}
+	if !strings.ContainsAny(w, ".eE") {
+		return false
+	}
+	var x float64
+	return json.Unmarshal(want, &x) == nil && x == f && math.Signbit(x) == math.Signbit(f)
+}
+
+// fmtValue writes a result as the cases give it: integers plain, floats
+// as JSON numbers with a fraction or exponent ("Infinity", "-Infinity",
+// "NaN" as strings), booleans as true or false.
+func fmtValue(v any) string {
+	switch x := v.(type) {
+	case float64:
+		switch {
+		case math.IsNaN(x):
+			return `"NaN"`
+		case math.IsInf(x, 1):
+			return `"Infinity"`
+		case math.IsInf(x, -1):
+			return `"-Infinity"`
+		}
+		s := fmt.Sprintf("%v", x)
+		if !strings.ContainsAny(s, ".eE") {
+			s += ".0"
+		}
+		return s
+	}
+	return fmt.Sprint(v)
+}
