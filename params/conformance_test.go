@@ -57,7 +57,8 @@ type confOptions struct {
 		Sep    string   `json:"sep"`
 		Family string   `json:"family"`
 	} `json:"aliases"`
-	Local *params.DeviceID `json:"local"`
+	Local    *params.DeviceID `json:"local"`
+	LocalGPU *params.DeviceID `json:"local_gpu"`
 }
 
 type confQuery struct {
@@ -155,11 +156,14 @@ func runCase(t *testing.T, s *confSuite, c confCase) {
 	o := c.Options
 	opts := params.Options{
 		Device: o.Device, DeviceName: o.DeviceName, ComputeUnits: o.ComputeUnits, Backend: o.Backend,
-		DeviceFamily: o.DeviceFamily, EnvPrefix: o.EnvPrefix, Defaults: o.Defaults, Local: o.Local,
+		DeviceFamily: o.DeviceFamily, EnvPrefix: o.EnvPrefix, Defaults: o.Defaults, Local: o.Local, LocalGPU: o.LocalGPU,
 		Lookup: func(name string) (string, bool) { v, ok := env[name]; return v, ok },
 	}
 	if opts.Local == nil {
 		opts.Local = &params.DeviceID{} // the machine's own CPU must not affect a case
+	}
+	if opts.LocalGPU == nil {
+		opts.LocalGPU = &params.DeviceID{} // nor its GPU
 	}
 	for _, a := range o.Aliases {
 		opts.Aliases = append(opts.Aliases, params.Alias{Name: a.Name, Params: a.Params, Sep: a.Sep, Family: a.Family})

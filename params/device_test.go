@@ -63,11 +63,24 @@ func TestDeviceMatch(t *testing.T) {
 		{name: "name, exact compute units", opts: Options{DeviceName: "Apple M3 Max", ComputeUnits: 30},
 			key: "metal:Apple M3 Max:30c", how: "Options.DeviceName", matched: "name", inFile: true, fb: []string{"metal:Apple M3 Max:40c", "metal:Apple M3 Pro:18c"}},
 		{name: "name, nearest compute units", opts: Options{DeviceName: "Apple M3 Max", ComputeUnits: 38, Backend: "metal"},
-			key: "metal:Apple M3 Max:40c", how: "Options.DeviceName", matched: "name, nearest compute units (40 for 38)", inFile: true, fb: []string{"metal:Apple M3 Max:30c", "metal:Apple M3 Pro:18c"}},
+			key: "metal:Apple M3 Max:40c", how: "Options.DeviceName", matched: "name, nearest compute units (40 for 38)", inFile: true, fb: []string{"metal:Apple M3 Max:30c", "metal:Apple M3 Pro:18c"},
+			warn: []string{`device name "Apple M3 Max" (Options.DeviceName) with 38 compute units (Options.ComputeUnits) matches several entries of params data: metal:Apple M3 Max:30c (30 compute units), metal:Apple M3 Max:40c (40 compute units); chose metal:Apple M3 Max:40c, the nearest in compute units; to choose, set KERNTUNE_DEVICE to a key`}},
 		{name: "name, nearest compute units, tie by key", opts: Options{DeviceName: "Apple M3 Max", ComputeUnits: 35},
-			key: "metal:Apple M3 Max:30c", how: "Options.DeviceName", matched: "name, nearest compute units (30 for 35)", inFile: true, fb: []string{"metal:Apple M3 Max:40c", "metal:Apple M3 Pro:18c"}},
+			key: "metal:Apple M3 Max:30c", how: "Options.DeviceName", matched: "name, nearest compute units (30 for 35)", inFile: true, fb: []string{"metal:Apple M3 Max:40c", "metal:Apple M3 Pro:18c"},
+			warn: []string{"with 35 compute units (Options.ComputeUnits) matches several entries", "chose metal:Apple M3 Max:30c, the nearest in compute units"}},
 		{name: "name, no compute units, first by key", opts: Options{DeviceName: "Apple M3 Max"},
-			key: "metal:Apple M3 Max:30c", how: "Options.DeviceName", matched: "name, first of 2 by key (no compute units given)", inFile: true, fb: []string{"metal:Apple M3 Max:40c", "metal:Apple M3 Pro:18c"}},
+			key: "metal:Apple M3 Max:30c", how: "Options.DeviceName", matched: "name, first of 2 by key (no compute units given)", inFile: true, fb: []string{"metal:Apple M3 Max:40c", "metal:Apple M3 Pro:18c"},
+			warn: []string{`device name "Apple M3 Max" (Options.DeviceName) with compute units unknown matches several entries of params data: metal:Apple M3 Max:30c (30 compute units), metal:Apple M3 Max:40c (40 compute units); chose metal:Apple M3 Max:30c, the first by key; to choose, set KERNTUNE_DEVICE to a key or pass Options.ComputeUnits`}},
+		{name: "name, this machine's GPU gives the compute units", opts: Options{DeviceName: "Apple M3 Max", LocalGPU: &DeviceID{Backend: "metal", Name: "apple m3 max", ComputeUnits: 40}},
+			key: "metal:Apple M3 Max:40c", how: "Options.DeviceName", matched: "name", inFile: true, fb: []string{"metal:Apple M3 Max:30c", "metal:Apple M3 Pro:18c"}},
+		{name: "name, this machine's GPU has other compute units", opts: Options{DeviceName: "Apple M3 Max", LocalGPU: &DeviceID{Backend: "metal", Name: "Apple M3 Max", ComputeUnits: 36}},
+			key: "metal:Apple M3 Max:40c", how: "Options.DeviceName", matched: "name, nearest compute units (40 for 36)", inFile: true, fb: []string{"metal:Apple M3 Max:30c", "metal:Apple M3 Pro:18c"},
+			warn: []string{"with 36 compute units (this machine's GPU) matches several entries", "chose metal:Apple M3 Max:40c, the nearest"}},
+		{name: "name, Options.ComputeUnits beats this machine's GPU", opts: Options{DeviceName: "Apple M3 Max", ComputeUnits: 30, LocalGPU: &DeviceID{Backend: "metal", Name: "Apple M3 Max", ComputeUnits: 40}},
+			key: "metal:Apple M3 Max:30c", how: "Options.DeviceName", matched: "name", inFile: true, fb: []string{"metal:Apple M3 Max:40c", "metal:Apple M3 Pro:18c"}},
+		{name: "name, this machine's GPU is another chip", opts: Options{DeviceName: "Apple M3 Max", LocalGPU: &DeviceID{Backend: "metal", Name: "Apple M3 Pro", ComputeUnits: 18}},
+			key: "metal:Apple M3 Max:30c", how: "Options.DeviceName", matched: "name, first of 2 by key (no compute units given)", inFile: true, fb: []string{"metal:Apple M3 Max:40c", "metal:Apple M3 Pro:18c"},
+			warn: []string{"with compute units unknown matches several entries", "chose metal:Apple M3 Max:30c, the first by key"}},
 		{name: "name from env replaces Options.DeviceName", opts: Options{DeviceName: "Apple M3 Max"}, env: []string{"KERNTUNE_DEVICE_NAME", "NVIDIA H200"},
 			key: "cuda:NVIDIA H200", how: "env:KERNTUNE_DEVICE_NAME", matched: "name", inFile: true, fb: []string{"cuda:NVIDIA H100 80GB HBM3"}},
 		{name: "key from env beats name from env", env: []string{"KERNTUNE_DEVICE", "cuda:NVIDIA H200", "KERNTUNE_DEVICE_NAME", "Apple M3 Max"},
@@ -86,7 +99,8 @@ func TestDeviceMatch(t *testing.T) {
 		{name: "local device by key", opts: Options{Local: &DeviceID{Key: "cpu:AMD EPYC 7B13:64", Backend: "cpu", Name: "AMD EPYC 7B13", Family: "amd64", ComputeUnits: 64}},
 			key: "cpu:AMD EPYC 7B13:64", how: "local device", matched: "key", inFile: true, fb: []string{"cpu:AMD EPYC 7B13:2"}},
 		{name: "local device by name and nearest cores", opts: Options{Local: &DeviceID{Key: "cpu:AMD EPYC 7B13:16", Backend: "cpu", Name: "AMD EPYC 7B13", Family: "amd64", ComputeUnits: 16}},
-			key: "cpu:AMD EPYC 7B13:2", how: "local device", matched: "name, nearest compute units (2 for 16)", inFile: true, fb: []string{"cpu:AMD EPYC 7B13:64"}},
+			key: "cpu:AMD EPYC 7B13:2", how: "local device", matched: "name, nearest compute units (2 for 16)", inFile: true, fb: []string{"cpu:AMD EPYC 7B13:64"},
+			warn: []string{`the local device's name "AMD EPYC 7B13" with 16 compute units (local device) matches several entries of params data: cpu:AMD EPYC 7B13:2 (2 compute units), cpu:AMD EPYC 7B13:64 (64 compute units); chose cpu:AMD EPYC 7B13:2, the nearest in compute units`}},
 		{name: "local device by family", opts: Options{Local: &DeviceID{Key: "cpu:Intel Xeon:4", Backend: "cpu", Name: "Intel Xeon", Family: "amd64", ComputeUnits: 4}},
 			matched: "family amd64", fb: []string{"cpu:AMD EPYC 7B13:2", "cpu:AMD EPYC 7B13:64"},
 			warn: []string{`holds 7 devices and none was chosen, and none is the local device (key "cpu:Intel Xeon:4", name "Intel Xeon")`, "using fallback devices cpu:AMD EPYC 7B13:2, cpu:AMD EPYC 7B13:64 (family amd64)"}},
@@ -98,6 +112,9 @@ func TestDeviceMatch(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.opts.Lookup = env(tt.env...)
+			if tt.opts.LocalGPU == nil {
+				tt.opts.LocalGPU = &DeviceID{} // this machine's GPU must not change a result
+			}
 			l, err := LoadBytes([]byte(mergedFile), tt.opts)
 			if err != nil {
 				t.Fatal(err)
@@ -192,6 +209,9 @@ func TestUseBaseline(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.opts.Lookup = env(tt.env...)
+			if tt.opts.LocalGPU == nil {
+				tt.opts.LocalGPU = &DeviceID{} // this machine's GPU must not change a result
+			}
 			l, err := LoadBytes([]byte(mergedFile), tt.opts)
 			if err != nil {
 				t.Fatal(err)

@@ -120,10 +120,17 @@
 //     M3 Max"), cudaDeviceProp.name and nvidia-smi ("NVIDIA H100 80GB
 //     HBM3"), the CPU model; these are the names kerntune's backends record.
 //     A name is never matched in part ("NVIDIA H100" is not "NVIDIA H100
-//     80GB HBM3"). Among several devices of that name Options.ComputeUnits
-//     picks the nearest (Matched "name, nearest compute units (40 for 38)";
-//     without it, the first by key: "name, first of 2 by key (no compute
-//     units given)");
+//     80GB HBM3"). The compute units, Options.ComputeUnits, else those of
+//     this machine's GPU when it has that name (Options.LocalGPU, by default
+//     LocalGPU(): on macOS the Apple GPU's gpu-core-count from the I/O
+//     Registry, for MLX's device_info() does not report it), pick the device
+//     with exactly that many. A choice that is not exact is a warning that
+//     names every device of the name with its compute units and the one
+//     chosen: among several without known compute units, the first by key
+//     ("name, first of 2 by key (no compute units given)"); several with
+//     them, the first of those by key ("name, first of 2 by key with 40
+//     compute units"); none with them, the nearest ("name, nearest compute
+//     units (40 for 38)", or "name, compute units not recorded (wanted 38)");
 //  3. "only device in file": when nothing above names a device and the file
 //     holds exactly one, unless it is another machine's: its backend is not
 //     Options.Backend (when set), or, when the local device applies (as in
@@ -164,15 +171,29 @@
 //
 // Loading rejects, with a *PathError naming the file and the JSON path
 // (e.g. devices["cpu:x"].kernels.gemv_nt["f32/tiny"].params.BN): bytes that are
-// not JSON, a schema_version other than 1, a field of the wrong type, and, for
-// an entry's "use" other than "baseline" or "tuned", and, for every entry of
-// a family the loader knows on a device whose backend has a space for it, an unknown parameter name, a value outside the parameter's
-// allowed values, a malformed or non-canonical exact-shape key, and a complete
+// not JSON (nesting deeper than 10000 levels included), a schema_version
+// other than 1, a field of the wrong type or a number out of its range
+// (1e400), an entry's "use" other than "baseline" or "tuned", a parameter
+// name that is not an upper-case identifier or a value that is not a 32-bit
+// integer, and, for every entry of a family the loader knows on a device
+// whose backend has a space for it, a value outside the parameter's allowed
+// values, a malformed or non-canonical exact-shape key, and a complete
 // entry that breaks the family's Check. Entries of unknown families, and
 // entries of known families on backends without a space for them, are kept
 // as they are; entries with an unknown dtype or shape class are ignored with a
-// warning. Unknown extra fields are accepted. No input makes the package
-// panic (see FuzzLoad).
+// warning. No input makes the package panic (see FuzzLoad).
+//
+// A file written by a newer kerntune loads as far as this version
+// understands it: a field this loader does not know, at the top level, in a
+// device or in an entry, and a parameter that a known family does not have
+// (the entry's other parameters apply) are ignored with a warning naming
+// the JSON path of the first occurrence and counting the other devices or
+// entries that have it. Unknown fields of an entry's records (default,
+// baseline, candidates, roofline, drift, time) and of facts are ignored
+// silently: the loader uses none of them. Another schema_version stays an
+// error: a new version is what a change of meaning would bring. Merge,
+// MergeFiles and MergeIntoFile keep every field and parameter they do not
+// understand.
 //
 // # Other languages
 //

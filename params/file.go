@@ -248,28 +248,121 @@ func ReadFile(path string) (*File, error) {
 func Parse(data []byte) (*File, error) { return parse(data, "") }
 
 func parse(data []byte, name string) (*File, error) {
+	f, _, err := parseNoting(data, name)
+	return f, err
+}
+
+// Fields of the objects whose fields the loader reads; others are unknown
+// (written by a newer kerntune, or by hand) and ignored with a warning.
+// Fields of an entry's records (default, baseline, candidates, roofline,
+// drift, time) and of facts describe the tuning run; the loader uses none
+// of them, so unknown ones there are ignored without a word.
+var (
+	fileFields   = fieldSet("schema_version", "generator", "devices")
+	deviceFields = fieldSet("backend", "name", "family", "compute_units", "tuned_at", "facts", "kernels")
+	entryFields  = fieldSet("params", "median_us", "iqr_us", "min_us", "samples", "shape_median_us", "default", "baseline",
+		"shapes", "candidates", "strategy", "roofline", "evaluations", "stopped", "use", "fast_math", "drift", "no_harm", "time")
+)
+
+func fieldSet(names ...string) map[string]bool {
+	m := make(map[string]bool, len(names))
+	for _, n := range names {
+		m[n] = true
+	}
+	return m
+}
+
+// unknownNote is one unknown field or parameter name, at the first path
+// (in the order of sortedKeys at every level) where it occurs, with how
+// many more objects of the same kind hold it: a file that a newer kerntune
+// wrote may add a field to every entry, and one warning per entry would
+// bury the others.
+type unknownNote struct {
+	path  string // JSON path of the first occurrence
+	what  string // what is unknown: `field "variant"`, or the message for a parameter
+	kind  string // "entry", "device" or "" (the top level), for the count
+	more  int    // further occurrences
+	param bool   // an unknown parameter: the entry's other parameters apply
+}
+
+// unknownNotes gathers unknown names by kind and name, in order of first occurrence.
+type unknownNotes struct {
+	list  []*unknownNote
+	index map[string]*unknownNote
+}
+
+func (u *unknownNotes) add(id, path, what, kind string, param bool) {
+	if n := u.index[id]; n != nil {
+		n.more++
+		return
+	}
+	if u.index == nil {
+		u.index = map[string]*unknownNote{}
+	}
+	n := &unknownNote{path: path, what: what, kind: kind, param: param}
+	u.index[id] = n
+	u.list = append(u.list, n)
+}
+
+// warnings renders the notes for Loader.Warnings, e.g.
+//
+//	hardware_params.json: devices["cpu:x"].kernels.gemv_nt["f32/tiny"].variant: field "variant" is unknown to this loader and ignored (a newer kerntune may have written it); 2 more entries have it
+func (u *unknownNotes) warnings(file string) []string {
+	var out []string
+	for _, n := range u.list {
+		msg := n.what + " is unknown to this loader and ignored"
+		if n.param {
+			msg = n.what + "; ignored, the entry's other parameters apply"
+		}
+		msg = fmt.Sprintf("%s: %s (a newer kerntune may have written it)", describe(file, n.path), msg)
+		switch {
+		case n.more == 1:
+			msg += fmt.Sprintf("; 1 more %s has it", n.kind)
+		case n.more > 1:
+			plural := map[string]string{"entry": "entries", "device": "devices"}[n.kind]
+			msg += fmt.Sprintf("; %d more %s have it", n.more, plural)
+		}
+		out = append(out, msg)
+	}
+	return out
+}
+
+// parseNoting is parse that also returns the unknown fields it ignored.
+func parseNoting(data []byte, name string) (*File, *unknownNotes, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var root any
 	if err := dec.Decode(&root); err != nil {
-		return nil, &PathError{File: name, Msg: "not valid JSON: " + err.Error()}
+		return nil, nil, &PathError{File: name, Msg: "not valid JSON: " + err.Error()}
 	}
 	// dec.More reports false for a stray ']' or '}', so ask for the next token instead.
 	if _, err := dec.Token(); err != io.EOF {
-		return nil, &PathError{File: name, Msg: "not valid JSON: trailing data after the top-level value"}
+		return nil, nil, &PathError{File: name, Msg: "not valid JSON: trailing data after the top-level value"}
 	}
 	w := walker{file: name}
 	f := w.file1(root)
 	if w.err != nil {
-		return nil, w.err
+		return nil, nil, w.err
 	}
-	return f, nil
+	return f, &w.unknown, nil
 }
 
-// walker converts a decoded JSON tree into a File, recording the first error with its path.
+// walker converts a decoded JSON tree into a File, recording the first
+// error with its path, and the unknown fields it ignores.
 type walker struct {
-	file string
-	err  error
+	file    string
+	err     error
+	unknown unknownNotes
+}
+
+// noteUnknown records the fields of m that known does not list; kind is
+// "entry", "device" or "" for the top level.
+func (w *walker) noteUnknown(path string, m map[string]any, known map[string]bool, kind string) {
+	for _, k := range sortedKeys(m) {
+		if !known[k] {
+			w.unknown.add(kind+"\x00"+k, child(path, k), fmt.Sprintf("field %q", k), kind, false)
+		}
+	}
 }
 
 func (w *walker) fail(path, format string, args ...any) {
@@ -363,6 +456,7 @@ func (w *walker) file1(v any) *File {
 		return nil
 	}
 	f := &File{Devices: map[string]*Device{}}
+	w.noteUnknown("", m, fileFields, "")
 	sv, ok := m["schema_version"]
 	if !ok {
 		w.fail("schema_version", "missing (this reader understands schema_version %d)", SchemaVersion)
@@ -398,6 +492,7 @@ func (w *walker) device(path string, v any) *Device {
 		return nil
 	}
 	d := &Device{Kernels: map[string]map[string]*Entry{}}
+	w.noteUnknown(path, m, deviceFields, "device")
 	for _, req := range []string{"backend", "name", "family", "kernels"} {
 		if _, ok := m[req]; !ok {
 			w.fail(child(path, req), "missing")
@@ -492,6 +587,7 @@ func (w *walker) entry(path string, v any) *Entry {
 		return nil
 	}
 	e := &Entry{}
+	w.noteUnknown(path, m, entryFields, "entry")
 	pv, ok := m["params"]
 	if !ok {
 		w.fail(child(path, "params"), "missing")

@@ -89,6 +89,18 @@ type Options struct {
 	// turns the attempt off.
 	Local *DeviceID
 
+	// LocalGPU is this machine's GPU. When ComputeUnits is 0 and DeviceName
+	// (or its variable) names it (equal names, see FoldDeviceName), its
+	// compute units stand for ComputeUnits, and, Backend being empty, only
+	// the devices of its backend are matched if the file holds any: Apple
+	// sells one chip name with several GPU core counts (an M3 Max has 30
+	// or 40), and MLX's device_info() does not report the count. nil means
+	// LocalGPU() (on macOS the Apple GPU, read from the I/O Registry, only
+	// when a name matches a device); a pointer to a zero DeviceID turns the
+	// lookup off. A name that matches several devices without known compute
+	// units, or none with exactly the known ones, is a warning.
+	LocalGPU *DeviceID
+
 	// Backend (cpu, cuda, metal, ...) and DeviceFamily (amd64, sm_90, ...)
 	// describe the device when it is not in the file: Backend picks the
 	// parameter space (through SpaceKind) and DeviceFamily the fallback
@@ -285,7 +297,7 @@ func Open(opts Options) (*Loader, error) {
 	var l *Loader
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		l, err = newLoader(nil, path, o)
+		l, err = newLoader(nil, nil, path, o)
 		if err == nil && explicit {
 			l.warnings = append([]string{fmt.Sprintf("params file %s does not exist; built-in defaults apply", path)}, l.warnings...)
 		}
@@ -325,11 +337,11 @@ func LoadBytes(data []byte, opts Options) (*Loader, error) {
 }
 
 func loadData(data []byte, name string, o Options) (*Loader, error) {
-	f, err := parse(data, name)
+	f, unknown, err := parseNoting(data, name)
 	if err != nil {
 		return nil, err // a *PathError, naming the file (or "params data") and the JSON path
 	}
-	l, err := newLoader(f, name, o)
+	l, err := newLoader(f, unknown, name, o)
 	if err != nil {
 		return nil, err
 	}
@@ -375,7 +387,9 @@ func (l *Loader) Families() []string { return slices.Clone(l.famNames) }
 // shape class, an explicitly named file that does not exist.
 func (l *Loader) Warnings() []string { return slices.Clone(l.warnings) }
 
-func newLoader(f *File, name string, o Options) (*Loader, error) {
+// newLoader makes the loader of file f (nil for none), whose unknown fields
+// parsing noted in unknown.
+func newLoader(f *File, unknown *unknownNotes, name string, o Options) (*Loader, error) {
 	l := &Loader{path: name, found: f != nil, prefix: o.EnvPrefix, lookup: o.Lookup, knownEnv: map[string]bool{},
 		unread: map[string]string{}, envFams: map[string]string{}}
 	fams := Builtin()
@@ -441,7 +455,7 @@ func newLoader(f *File, name string, o Options) (*Loader, error) {
 	}
 	l.aliases = o.Aliases
 	if f != nil {
-		if err := l.validateFile(f, name, fams); err != nil {
+		if err := l.validateFile(f, unknown, name, fams); err != nil {
 			return nil, err
 		}
 	}
@@ -590,14 +604,21 @@ func validateDefaults(fams map[string]*Family, defaults map[string]map[string]in
 
 // validateFile checks every entry of every family the loader knows on every
 // device whose kind of backend has a space for that family: the entry key,
-// the parameter names and values, and, for an entry that sets every
-// parameter, the family's Check (with the shape of an exact-shape entry).
-// Unknown families and families without a space for the device's backend
-// are accepted as they are.
-func (l *Loader) validateFile(f *File, name string, fams map[string]*Family) error {
+// the parameter values, and, for an entry that sets every parameter, the
+// family's Check (with the shape of an exact-shape entry). Unknown
+// families and families without a space for the device's backend are
+// accepted as they are. A parameter the family does not have (a newer
+// kerntune's, or a typo) is dropped from the entry, whose other parameters
+// apply, and noted in unknown; the warnings come in this order: unknown
+// fields and parameters, then entries ignored for their dtype or class.
+func (l *Loader) validateFile(f *File, unknown *unknownNotes, name string, fams map[string]*Family) error {
 	fail := func(path, format string, args ...any) error {
 		return &PathError{File: name, Path: path, Msg: fmt.Sprintf(format, args...)}
 	}
+	if unknown == nil {
+		unknown = &unknownNotes{}
+	}
+	var ignored []string // entries ignored for their dtype or shape class
 	for _, dk := range sortedKeys(f.Devices) {
 		dev := f.Devices[dk]
 		kind := SpaceKind(dev.Backend)
@@ -629,16 +650,19 @@ func (l *Loader) validateFile(f *File, name string, fams map[string]*Family) err
 					}
 					shape = s
 				} else if len(fam.Classes) > 0 && !hasClass(fam, suffix) {
-					l.warnings = append(l.warnings, fmt.Sprintf("%s: %s has no shape class %q; entry ignored", describe(name, ep), fk, suffix))
+					ignored = append(ignored, fmt.Sprintf("%s: %s has no shape class %q; entry ignored", describe(name, ep), fk, suffix))
 				}
 				if !ValidDType(dtype) {
-					l.warnings = append(l.warnings, fmt.Sprintf("%s: unknown dtype %q (known: %s); entry ignored", describe(name, ep), dtype, strings.Join(DTypes(), ", ")))
+					ignored = append(ignored, fmt.Sprintf("%s: unknown dtype %q (known: %s); entry ignored", describe(name, ep), dtype, strings.Join(DTypes(), ", ")))
 				}
 				pp := child(ep, "params")
 				for _, pn := range sortedKeys(e.Params) {
 					p, ok := space.Param(pn)
 					if !ok {
-						return fail(child(pp, pn), "%s has no parameter %s on %s backends (it has %s)", fk, pn, kind, strings.Join(paramNames(space), ", "))
+						unknown.add("param\x00"+fk+"\x00"+kind+"\x00"+pn, child(pp, pn),
+							fmt.Sprintf("%s has no parameter %s on %s backends (it has %s)", fk, pn, kind, strings.Join(paramNames(space), ", ")), "entry", true)
+						delete(e.Params, pn) // f is this loader's own copy
+						continue
 					}
 					if v := e.Params[pn]; !p.Allowed(v) {
 						return fail(child(pp, pn), "%d is not an allowed value of %s %s on %s backends (allowed: %s)", v, fk, pn, kind, p.ValuesString())
@@ -652,6 +676,8 @@ func (l *Loader) validateFile(f *File, name string, fams map[string]*Family) err
 			}
 		}
 	}
+	l.warnings = append(l.warnings, unknown.warnings(name)...)
+	l.warnings = append(l.warnings, ignored...)
 	return nil
 }
 
@@ -728,8 +754,12 @@ func (l *Loader) chooseDevice(f *File, name string, o Options) error {
 	case key != "" && f.Devices[key] != nil:
 		found, d.How, d.Matched = key, keyHow, MatchedKey
 	case devName != "":
-		if k, m := matchName(f, devName, o.ComputeUnits, o.Backend); k != "" {
-			found, d.How, d.Matched = k, nameHow, m
+		m := matchName(f, devName, o.ComputeUnits, "Options.ComputeUnits", o.Backend, localGPUFunc(o.LocalGPU))
+		if m.key != "" {
+			found, d.How, d.Matched = m.key, nameHow, m.matched
+			if w := m.warning(fmt.Sprintf("device name %q (%s)", devName, nameHow), fileLabel(name), o.EnvPrefix, "Options.ComputeUnits"); w != "" {
+				l.warnings = append(l.warnings, w)
+			}
 		}
 	case key != "":
 	case only != "":
@@ -747,8 +777,12 @@ func (l *Loader) chooseDevice(f *File, name string, o Options) error {
 	case useLocal && local.Key != "" && f.Devices[local.Key] != nil && f.Devices[local.Key].Backend == local.Backend:
 		found, d.How, d.Matched = local.Key, "local device", MatchedKey
 	case useLocal:
-		if k, m := matchName(f, local.Name, local.ComputeUnits, local.Backend); k != "" {
-			found, d.How, d.Matched = k, "local device", m
+		m := matchName(f, local.Name, local.ComputeUnits, "local device", local.Backend, nil)
+		if m.key != "" {
+			found, d.How, d.Matched = m.key, "local device", m.matched
+			if w := m.warning(fmt.Sprintf("the local device's name %q", local.Name), fileLabel(name), o.EnvPrefix, ""); w != "" {
+				l.warnings = append(l.warnings, w)
+			}
 		}
 	}
 
@@ -827,6 +861,19 @@ func (l *Loader) chooseDevice(f *File, name string, o Options) error {
 			fileLabel(name), len(f.Devices), why, o.EnvPrefix, o.EnvPrefix, then, holds))
 	}
 	return nil
+}
+
+// localGPUFunc is how matchName asks for this machine's GPU: LocalGPU()
+// when opt is nil, nothing when it points to a zero DeviceID, else opt.
+func localGPUFunc(opt *DeviceID) func() (DeviceID, error) {
+	switch {
+	case opt == nil:
+		return LocalGPU
+	case *opt == DeviceID{}:
+		return nil
+	}
+	g := *opt
+	return func() (DeviceID, error) { return g, nil }
 }
 
 // onlyDeviceFits says whether the file's only device dev (key k) may stand

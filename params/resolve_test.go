@@ -444,8 +444,6 @@ func TestLoadErrors(t *testing.T) {
 			`devices["cpu:x"].kernels.gemv_nt["f32/tiny"].params: missing`},
 		{"param not allowed", fileWith("cpu", "gemv_nt", "f32/tiny", `{"params":{"BN":7}}`), Options{},
 			`devices["cpu:x"].kernels.gemv_nt["f32/tiny"].params.BN: 7 is not an allowed value of gemv_nt BN on cpu backends (allowed: 4, 8, 16, 32, 64, 128, 256)`},
-		{"unknown param", fileWith("cpu", "gemv_nt", "f32/tiny", `{"params":{"XX":1}}`), Options{},
-			`devices["cpu:x"].kernels.gemv_nt["f32/tiny"].params.XX: gemv_nt has no parameter XX on cpu backends (it has BN, ROWS, UNROLL, THREADS)`},
 		{"param not allowed on a fallback-less device of another backend name", fileWith("opencl", "tiled", "f32/any", `{"params":{"TILE":12}}`),
 			Options{Families: map[string]*Family{"tiled": boundedFamily()}},
 			`devices["cpu:x"].kernels.tiled["f32/any"].params.TILE: 12 is not an allowed value of tiled TILE on gpu backends (allowed: 8, 16, 32, 64)`},
