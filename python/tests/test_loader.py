@@ -179,7 +179,7 @@ class Variants(unittest.TestCase):
                                      "kernels": {}} for n in (40, 30)}})
 
     def test_unknown_core_count_warns(self) -> None:
-        l = kp.loads(self.FILE, "Apple M3 Max", env={}, local=False)
+        l = kp.loads(self.FILE, "Apple M3 Max", env={}, local=False, local_gpu=False)
         self.assertEqual(l.device.key, "metal:Apple M3 Max:30c")
         self.assertEqual(len(l.warnings), 1)
         for sub in ("several entries", "metal:Apple M3 Max:30c (30", "metal:Apple M3 Max:40c (40",
@@ -187,7 +187,7 @@ class Variants(unittest.TestCase):
             self.assertIn(sub, l.warnings[0])
 
     def test_core_count_given(self) -> None:
-        for opts in ({"compute_units": 40}, {"local": kp.DeviceID("", "metal", "Apple M3 Max", "apple9", 40)}):
+        for opts in ({"compute_units": 40}, {"local_gpu": kp.DeviceID("", "metal", "Apple M3 Max", "", 40)}):
             l = kp.loads(self.FILE, "Apple M3 Max", env={}, **opts)
             self.assertEqual((l.device.key, l.device.matched, l.warnings), ("metal:Apple M3 Max:40c", "name", []))
 
