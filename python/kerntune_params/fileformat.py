@@ -6,7 +6,7 @@ import json
 import math
 import sys
 from dataclasses import dataclass
-from typing import Any, Dict, Union
+from typing import Any, Dict, List, Tuple, Union
 
 from ._common import SCHEMA_VERSION, USE_BASELINE, USE_TUNED, _INT32_MAX, _INT32_MIN, _PARAM_NAME_RE, _child, _quote
 from .errors import PathError
@@ -64,12 +64,57 @@ def _type_name(v: Any) -> str:
     return type(v).__name__
 
 
+_FILE_FIELDS = frozenset(("schema_version", "generator", "devices"))
+_DEVICE_FIELDS = frozenset(("backend", "name", "family", "compute_units", "tuned_at", "facts", "kernels"))
+_ENTRY_FIELDS = frozenset(("params", "median_us", "iqr_us", "min_us", "samples", "shape_median_us", "default", "baseline",
+                           "shapes", "candidates", "strategy", "roofline", "evaluations", "stopped", "use", "fast_math",
+                           "drift", "no_harm", "time"))
+
+
+class Unknown:
+    """Fields and parameters this loader does not know (a newer kerntune's):
+    one note per name and kind of object, at its first JSON path in sorted
+    key order, counting the other objects that have it (Go's unknownNotes)."""
+
+    def __init__(self) -> None:
+        self.notes: List[List[Any]] = []  # [path, what, kind, more, param]
+        self._index: Dict[str, List[Any]] = {}
+
+    def add(self, ident: str, path: str, what: str, kind: str, param: bool) -> None:
+        n = self._index.get(ident)
+        if n is not None:
+            n[3] += 1
+            return
+        n = [path, what, kind, 0, param]
+        self._index[ident] = n
+        self.notes.append(n)
+
+    def warnings(self, file: str) -> List[str]:
+        out = []
+        for path, what, kind, more, param in self.notes:
+            msg = f"{what}; ignored, the entry's other parameters apply" if param else f"{what} is unknown to this loader and ignored"
+            msg = f"{file or 'params data'}: {path}: {msg} (a newer kerntune may have written it)"
+            if more == 1:
+                msg += f"; 1 more {kind} has it"
+            elif more > 1:
+                msg += f"; {more} more {dict(entry='entries', device='devices').get(kind, kind)} have it"
+            out.append(msg)
+        return out
+
+
 class _Walker:
     """Converts decoded JSON into devices, raising PathError at the first
-    problem, in the order the Go loader checks (so both name the same path)."""
+    problem, in the order the Go loader checks (so both name the same path),
+    and noting the fields it does not know."""
 
     def __init__(self, file: str) -> None:
         self.file = file
+        self.unknown = Unknown()
+
+    def note_unknown(self, path: str, m: Dict[str, Any], known: Any, kind: str) -> None:
+        for k in sorted(m, key=lambda x: x.encode("utf-8", "surrogatepass")):
+            if k not in known:
+                self.unknown.add(kind + "\x00" + k, _child(path, k), f"field {_quote(k)}", kind, False)
 
     def fail(self, path: str, msg: str) -> PathError:
         return PathError(self.file, path, msg)
@@ -102,6 +147,7 @@ class _Walker:
 
     def file1(self, root: Any) -> Dict[str, _Device]:
         m = self.obj("", root)
+        self.note_unknown("", m, _FILE_FIELDS, "")
         if "schema_version" not in m:
             raise self.fail("schema_version", f"missing (this reader understands schema_version {SCHEMA_VERSION})")
         sv = self.integer("schema_version", m["schema_version"])
@@ -122,6 +168,7 @@ class _Walker:
 
     def device(self, path: str, v: Any) -> _Device:
         m = self.obj(path, v)
+        self.note_unknown(path, m, _DEVICE_FIELDS, "device")
         for req in ("backend", "name", "family", "kernels"):
             if req not in m:
                 raise self.fail(_child(path, req), "missing")
@@ -170,6 +217,7 @@ class _Walker:
 
     def entry(self, path: str, v: Any) -> _Entry:
         m = self.obj(path, v)
+        self.note_unknown(path, m, _ENTRY_FIELDS, "entry")
         if "params" not in m:
             raise self.fail(_child(path, "params"), "missing")
         e = _Entry(self.param_map(_child(path, "params"), m["params"]), "", "")
@@ -265,6 +313,12 @@ class _Walker:
 
 
 def _parse(data: Union[bytes, str], file: str) -> Dict[str, _Device]:
+    """The devices of params data (see parse_noting)."""
+    return parse_noting(data, file)[0]
+
+
+def parse_noting(data: Union[bytes, str], file: str) -> Tuple[Dict[str, _Device], Unknown]:
+    """The devices of params data and the unknown fields it holds."""
     if isinstance(data, bytes):
         # Go's decoder reads invalid UTF-8 as U+FFFD; so does this.
         text = data.decode("utf-8", "replace")
@@ -282,7 +336,8 @@ def _parse(data: Union[bytes, str], file: str) -> Dict[str, _Device]:
         raise PathError(file, "", f"not valid JSON: {e}") from None
     if "\\u" in text or "\\U" in text:
         root = _replace_surrogates(root)
-    return _Walker(file).file1(root)
+    w = _Walker(file)
+    return w.file1(root), w.unknown
 
 
 # Go's decoder refuses JSON nested deeper than this.

@@ -7,12 +7,13 @@ import os
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
-from ._common import DEFAULT_ENV_PREFIX, DEFAULT_FILE_NAME, MATCHED_KEY, MATCHED_NONE, MATCHED_ONLY, RESERVED_PARAM_NAME, SOURCE_DEFAULT, SOURCE_ENV_PREFIX, SOURCE_FALLBACK_PREFIX, SOURCE_FILE_PREFIX, USE_BASELINE, USE_TUNED, _IDENT_RE, _INT32_MAX, _INT32_MIN, _INT_RE, _PARAM_NAME_RE, _child, _is_int, _quote, _trim
+from ._common import MATCHED_NAME, DEFAULT_ENV_PREFIX, DEFAULT_FILE_NAME, MATCHED_KEY, MATCHED_NONE, MATCHED_ONLY, RESERVED_PARAM_NAME, SOURCE_DEFAULT, SOURCE_ENV_PREFIX, SOURCE_FALLBACK_PREFIX, SOURCE_FILE_PREFIX, USE_BASELINE, USE_TUNED, _IDENT_RE, _INT32_MAX, _INT32_MIN, _INT_RE, _PARAM_NAME_RE, _child, _is_int, _quote, _trim
 from .devices import DeviceChoice, DeviceID, _match_name, fold_device_name, local_device
 from .errors import DefaultsError, EnvError, InvalidShapeError, NoSpaceError, OptionsError, ParamsError, PathError, UnknownDTypeError, UnknownFamilyError, _ShapeError, _TooLarge, _read_limited
 from .families import Family, Param, Space, _env_family, _looks_like_shape, builtin_families, dtypes, env_var_name, parse_shape, shape_string, space_kind
-from .fileformat import _Device, _parse
+from .fileformat import Unknown, _Device, _parse, parse_noting
 from .spec import load_spec
+from .iokit import local_gpu as _system_gpu
 from .launch import Launch, compute_launch, dtype_name
 
 class Value(NamedTuple):
@@ -152,6 +153,8 @@ class Loader:
         defaults: Optional[Mapping[str, Mapping[str, int]]],
         aliases: Sequence[Alias],
         local: Union[None, bool, DeviceID, Mapping[str, Any]],
+        local_gpu: Union[None, bool, DeviceID, Mapping[str, Any]] = None,
+        unknown: Optional[Unknown] = None,
     ) -> None:
         self.path = name
         self.file_found = devices is not None
@@ -191,8 +194,9 @@ class Loader:
         self._validate_defaults(fams, defaults)
         self._validate_aliases(fams, aliases)
         if devices is not None:
-            self._validate_file(devices, name, fams)
-        self.device = self._choose_device(devices, name, device, device_name, compute_units, backend, device_family, local)
+            self._validate_file(devices, name, fams, unknown or Unknown())
+        self.device = self._choose_device(devices, name, device, device_name, compute_units, backend, device_family, local,
+                                          local_gpu)
         self._chain: List[Dict[str, Dict[str, _EntryState]]] = []
         if devices is not None:
             if self.device.in_file:
@@ -344,7 +348,17 @@ class Loader:
                 what = f"alias of {', '.join(a.params)}"
             self._claim_env(a.name, what)
 
-    def _validate_file(self, devices: Dict[str, _Device], name: str, fams: Mapping[str, Family]) -> None:
+    def _validate_file(self, devices: Dict[str, _Device], name: str, fams: Mapping[str, Family], unknown: Unknown) -> None:
+        # A parameter a family does not have is dropped from its entry (whose
+        # other parameters apply) and noted; warnings: unknown fields and
+        # parameters, then entries ignored for their dtype or class.
+        ignored: List[str] = []
+        self._validate_entries(devices, name, fams, unknown, ignored)
+        self.warnings.extend(unknown.warnings(name))
+        self.warnings.extend(ignored)
+
+    def _validate_entries(self, devices: Dict[str, _Device], name: str, fams: Mapping[str, Family], unknown: Unknown,
+                          ignored: List[str]) -> None:
         def fail(path: str, msg: str) -> PathError:
             return PathError(name, path, msg)
 
@@ -373,14 +387,18 @@ class Loader:
                             raise fail(ep, f"exact-shape entry key is not canonical; write {dtype}/{shape_string(s)}")
                         shape = s
                     elif fam.classes and suffix not in [c for c, _ in fam.classes]:
-                        self.warnings.append(f"{label}: {ep}: {fk} has no shape class {_quote(suffix)}; entry ignored")
+                        ignored.append(f"{label}: {ep}: {fk} has no shape class {_quote(suffix)}; entry ignored")
                     if not _valid_dtype(dtype):
-                        self.warnings.append(f"{label}: {ep}: unknown dtype {_quote(dtype)} (known: {', '.join(dtypes())}); entry ignored")
+                        ignored.append(f"{label}: {ep}: unknown dtype {_quote(dtype)} (known: {', '.join(dtypes())}); entry ignored")
                     pp = _child(ep, "params")
                     for pn in sorted(e.params):
                         p = space.param(pn)
                         if p is None:
-                            raise fail(_child(pp, pn), f"{fk} has no parameter {pn} on {kind} backends (it has {', '.join(x.name for x in space.params)})")
+                            unknown.add(f"param\x00{fk}\x00{kind}\x00{pn}", _child(pp, pn),
+                                        f"{fk} has no parameter {pn} on {kind} backends (it has {', '.join(x.name for x in space.params)})",
+                                        "entry", True)
+                            del e.params[pn]
+                            continue
                         if not p.allowed(e.params[pn]):
                             raise fail(_child(pp, pn), f"{e.params[pn]} is not an allowed value of {fk} {pn} on {kind} backends (allowed: {p.values_string()})")
                     if space.check is not None and len(e.params) == len(space.params):
@@ -400,6 +418,7 @@ class Loader:
         opt_backend: Optional[str],
         opt_family: Optional[str],
         opt_local: Union[None, bool, DeviceID, Mapping[str, Any]],
+        opt_gpu: Any = None,
     ) -> DeviceChoice:
         d = DeviceChoice()
         prefix = self.env_prefix
@@ -434,7 +453,8 @@ class Loader:
         elif key != "" and key in devices:
             found, d.how, d.matched = key, key_how, MATCHED_KEY
         elif dev_name != "":
-            k, m = _match_name(devices, dev_name, cu, o_backend)
+            k, m = self._match_name(devices, dev_name, cu, "Options.ComputeUnits", o_backend, self._local_gpu(opt_gpu),
+                                    f"device name {_quote(dev_name)} ({name_how})", name or "params data", "Options.ComputeUnits")
             if k:
                 found, d.how, d.matched = k, name_how, m
         elif key != "":
@@ -454,7 +474,8 @@ class Loader:
         elif use_local and local.key != "" and local.key in devices and devices[local.key].backend == local.backend:
             found, d.how, d.matched = local.key, "local device", MATCHED_KEY
         elif use_local:
-            k, m = _match_name(devices, local.name, local.compute_units, local.backend)
+            k, m = self._match_name(devices, local.name, local.compute_units, "local device", local.backend, None,
+                                    f"the local device's name {_quote(local.name)}", name or "params data", "")
             if k:
                 found, d.how, d.matched = k, "local device", m
 
@@ -512,6 +533,71 @@ class Loader:
                 f"or Options.Device or Options.DeviceName); {then}; {holds}"
             )
         return d
+
+    def _match_name(self, devices: Dict[str, _Device], dev_name: str, cu: int, cu_how: str, backend: str,
+                    gpu: Optional[DeviceID], subject: str, file: str, hint: str) -> Tuple[str, str]:
+        # Go's matchName and nameMatch.warning: the compute units given, else
+        # this machine's GPU's (gpu: None for no lookup) decide among the
+        # devices of the name; every choice that is not exact is a warning
+        # naming each of them with its compute units and the one chosen.
+        want = fold_device_name(dev_name)
+        if not want:
+            return "", ""
+        cs = [(k, devices[k].compute_units) for k in _sorted_keys(devices)
+              if fold_device_name(devices[k].name) == want and (not backend or devices[k].backend == backend)]
+        if not cs:
+            return "", ""
+        if cu <= 0 and gpu is not None and gpu.compute_units > 0 and fold_device_name(gpu.name) == want:
+            cu, cu_how = gpu.compute_units, "this machine's GPU"
+            if not backend and gpu.backend:
+                same_b = [c for c in cs if devices[c[0]].backend == gpu.backend]
+                cs = same_b or cs
+        exact, why = False, ""
+        if cu <= 0:
+            key = cs[0][0]
+            if len(cs) == 1:
+                matched, exact = MATCHED_NAME, True
+            else:
+                matched, why = f"{MATCHED_NAME}, first of {len(cs)} by key (no compute units given)", "the first by key"
+        else:
+            same = [k for k, c in cs if c == cu]
+            if len(same) == 1:
+                key, matched, exact = same[0], MATCHED_NAME, True
+            elif same:
+                key = same[0]
+                matched, why = f"{MATCHED_NAME}, first of {len(same)} by key with {cu} compute units", f"the first by key of those with {cu}"
+            else:
+                def dist(c: Tuple[str, int]) -> int:
+                    return 1 << 40 if c[1] <= 0 else abs(c[1] - cu)
+                best = cs[0]
+                for c in cs[1:]:
+                    if dist(c) < dist(best):
+                        best = c
+                key = best[0]
+                if best[1] <= 0:
+                    matched, why = f"{MATCHED_NAME}, compute units not recorded (wanted {cu})", "which records no compute units"
+                else:
+                    matched, why = f"{MATCHED_NAME}, nearest compute units ({best[1]} for {cu})", "the nearest in compute units"
+        if not exact:
+            w = subject + (f" with {cu} compute units ({cu_how})" if cu > 0 else " with compute units unknown")
+            w += f" matches {'several entries' if len(cs) > 1 else 'one entry'} of {file}: "
+            w += ", ".join(f"{k} ({c} compute units)" if c > 0 else f"{k} (compute units not recorded)" for k, c in cs)
+            w += f"; chose {key}, {why}; to choose, set {self.env_prefix}_DEVICE to a key"
+            if cu <= 0 and hint:
+                w += " or pass " + hint
+            self.warnings.append(w)
+        return key, matched
+
+    @staticmethod
+    def _local_gpu(opt: Any) -> Optional[DeviceID]:
+        # local_gpu: None asks the system (IOKit on macOS), False none, a
+        # DeviceID stands for the system's answer.
+        if opt is False:
+            return None
+        if isinstance(opt, DeviceID):
+            return opt if opt != DeviceID() else None
+        model, cores = _system_gpu()
+        return DeviceID("", "metal", model, "", cores) if cores > 0 else None
 
     @staticmethod
     def _dev_state(devices: Dict[str, _Device], key: str, prefix: str) -> Dict[str, Dict[str, _EntryState]]:
@@ -825,7 +911,7 @@ class IOError_(ParamsError):
 
 
 _KNOWN_ARGS = ("device", "device_name", "compute_units", "backend", "device_family", "env_prefix", "env", "specs",
-               "defaults", "aliases", "local")
+               "defaults", "aliases", "local", "local_gpu")
 
 
 def _arg_error(name: str, v: Any, want: str) -> OptionsError:
@@ -888,6 +974,18 @@ def _options(kw: Dict[str, Any]) -> Dict[str, Any]:
         if not all(isinstance(getattr(loc, f), str) for f in ("key", "backend", "name", "family")) or not _is_int(loc.compute_units):
             raise _arg_error("local", loc, "a DeviceID of str fields and int compute_units")
         kw["local"] = loc
+    g = kw.get("local_gpu")
+    if g is True:
+        kw["local_gpu"] = g = None
+    if g is not None and g is not False:
+        if isinstance(g, Mapping):
+            try:
+                g = DeviceID(**dict(g))
+            except TypeError:
+                raise _arg_error("local_gpu", g, "a dict of DeviceID's fields (backend, name, compute_units)") from None
+        if not isinstance(g, DeviceID) or not isinstance(g.name, str) or not isinstance(g.backend, str) or not _is_int(g.compute_units):
+            raise _arg_error("local_gpu", g, "None (ask the system), False (no lookup) or a DeviceID")
+        kw["local_gpu"] = g
     prefix = kw.get("env_prefix") or DEFAULT_ENV_PREFIX
     if not _IDENT_RE.match(prefix):
         raise OptionsError(f"params: env_prefix {_quote(prefix)} is not an identifier")
@@ -909,6 +1007,7 @@ def load(
     defaults: Optional[Mapping[str, Mapping[str, int]]] = None,
     aliases: Sequence[Alias] = (),
     local: Union[None, bool, DeviceID, Mapping[str, Any]] = None,
+    local_gpu: Union[None, bool, DeviceID, Mapping[str, Any]] = None,
 ) -> Loader:
     """Opens the params file: path, else $<PREFIX>_PARAMS, else
     ./hardware_params.json (Go's params.Open). A missing file is no error:
@@ -932,7 +1031,7 @@ def load(
     defaults per family and parameter; aliases are composite variables."""
     o = _options(dict(device=device, device_name=device_name, compute_units=compute_units, backend=backend,
                       device_family=device_family, env_prefix=env_prefix, env=env, specs=specs, defaults=defaults,
-                      aliases=aliases, local=local))
+                      aliases=aliases, local=local, local_gpu=local_gpu))
     if path is not None and not isinstance(path, (str, os.PathLike)):
         raise _arg_error("path", path, "a str, an os.PathLike or None")
     if path is not None and not isinstance(os.fspath(path), str):
@@ -959,7 +1058,8 @@ def load(
         err = IOError_(f"params: {x}")
         raise err from x
     else:
-        l = Loader(_parse(data, p), p, **o)
+        devs, unknown = parse_noting(data, p)
+        l = Loader(devs, p, unknown=unknown, **o)
     if not named:
         l._unread.pop(o["env_prefix"] + "_PARAMS", None)  # it was read, set or not
     return l
@@ -974,7 +1074,8 @@ def loads(data: Union[bytes, str], device_name: Optional[str] = None, **kw: Any)
         data = bytes(data)
     o = _options(dict(kw, device_name=device_name))
     for k, dflt in (("device", None), ("compute_units", 0), ("backend", None), ("device_family", None), ("env", None),
-                    ("specs", ()), ("defaults", None), ("aliases", ()), ("local", None)):
+                    ("specs", ()), ("defaults", None), ("aliases", ()), ("local", None), ("local_gpu", None)):
         o.setdefault(k, dflt)
-    return Loader(_parse(data, ""), "", **o)
+    devs, unknown = parse_noting(data, "")
+    return Loader(devs, "", unknown=unknown, **o)
 

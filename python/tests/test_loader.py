@@ -169,3 +169,32 @@ class Examples(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class Variants(unittest.TestCase):
+    """A name several entries share with different compute units."""
+
+    FILE = json.dumps({"schema_version": 1, "devices": {
+        f"metal:Apple M3 Max:{n}c": {"backend": "metal", "name": "Apple M3 Max", "family": "apple9", "compute_units": n,
+                                     "kernels": {}} for n in (40, 30)}})
+
+    def test_unknown_core_count_warns(self) -> None:
+        l = kp.loads(self.FILE, "Apple M3 Max", env={}, local=False, local_gpu=False)
+        self.assertEqual(l.device.key, "metal:Apple M3 Max:30c")
+        self.assertEqual(len(l.warnings), 1)
+        for sub in ("several entries", "metal:Apple M3 Max:30c (30", "metal:Apple M3 Max:40c (40",
+                    "chose metal:Apple M3 Max:30c"):
+            self.assertIn(sub, l.warnings[0])
+
+    def test_core_count_given(self) -> None:
+        for opts in ({"compute_units": 40}, {"local_gpu": kp.DeviceID("", "metal", "Apple M3 Max", "", 40)}):
+            l = kp.loads(self.FILE, "Apple M3 Max", env={}, **opts)
+            self.assertEqual((l.device.key, l.device.matched, l.warnings), ("metal:Apple M3 Max:40c", "name", []))
+
+    def test_iokit_never_crashes(self) -> None:
+        from kerntune_params import iokit
+
+        n = iokit.gpu_core_count()
+        self.assertIsInstance(n, int)
+        if sys.platform != "darwin":
+            self.assertEqual(n, 0)
