@@ -22,7 +22,8 @@ func (b peaksBackend) Info() DeviceInfo {
 }
 
 // A compute-bound candidate's floor is the peak of the units it runs on:
-// the matrix units' for MMA=1 (TF32's for f32 with TF32=1), the SIMT
+// the matrix units' for MMA=1 (TF32's for f32 with TF32=1, f16's for
+// bf16), the SIMT
 // peak otherwise; Metal's simdgroup_matrix runs on the SIMT lanes; with no
 // matrix-unit peak known an MMA=1 candidate gets no compute floor.
 func TestRooflineUsesTheCandidatesUnits(t *testing.T) {
@@ -40,6 +41,7 @@ func TestRooflineUsesTheCandidatesUnits(t *testing.T) {
 		peak    float64 // GFLOP/s the floor should use; 0: no floor
 	}{
 		{"cuda f16 MMA=1", "cuda", cuda, kernels.F16, search.Candidate{"MMA": 1}, 990e3},
+		{"cuda bf16 MMA=1 (the f16 rate)", "cuda", cuda, kernels.BF16, search.Candidate{"MMA": 1}, 990e3},
 		{"cuda f32 TF32", "cuda", cuda, kernels.F32, search.Candidate{"MMA": 1, "TF32": 1}, 495e3},
 		{"cuda SIMT", "cuda", cuda, kernels.F16, search.Candidate{"MMA": 0}, 60e3},
 		{"metal MMA=1", "metal", map[string]float64{"peak_gflops": 14e3}, kernels.F16, search.Candidate{"MMA": 1}, 14e3},

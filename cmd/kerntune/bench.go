@@ -161,7 +161,7 @@ the default workload or the --shape list. SPEEDUP is baseline/tuned time (above
 	fl := cmd.Flags()
 	addBackendFlag(cmd, &backend, "")
 	fl.StringArrayVar(&kernelNames, "kernel", nil, "kernel family (repeatable; default all)")
-	fl.StringVar(&dtype, "dtype", "f32", "element type: f32 or f16")
+	fl.StringVar(&dtype, "dtype", "f32", "element type: "+strings.Join(dtypeNames(), ", "))
 	fl.StringArrayVar(&shapes, "shape", nil, "shape to time (repeatable; needs one --kernel); default the workload")
 	fl.StringVar(&file, "params", "", "params file (default $KERNTUNE_PARAMS, then ./hardware_params.json)")
 	fl.IntVar(&samples, "samples", 50, "timed samples of each kernel")

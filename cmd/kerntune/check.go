@@ -196,7 +196,7 @@ check does the static checks only and says so.`,
 	f := cmd.Flags()
 	f.StringArrayVar(&specs, "spec", nil, "kernel spec file (repeatable)")
 	f.StringVar(&backend, "backend", "auto", "GPU backend for the device check: auto, none, "+strings.Join(tuner.Backends(), ", "))
-	f.StringArrayVar(&dtypes, "dtype", nil, "element type to verify (repeatable; default: the spec's dtypes)")
+	f.StringArrayVar(&dtypes, "dtype", nil, "element type to verify (repeatable; "+strings.Join(dtypeNames(), ", ")+"; default: the spec's dtypes)")
 	f.IntVar(&sample, "sample", 0, "verify every N-th valid candidate (0: about 32 per dtype; 1: all)")
 	f.BoolVar(&asJSON, "json", false, "print the checks as JSON on stdout")
 	return cmd

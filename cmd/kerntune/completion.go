@@ -40,7 +40,7 @@ func registerCompletions(root *cobra.Command) {
 	values := map[string]func() []string{
 		"backend":  func() []string { return append([]string{"auto"}, tuner.Backends()...) },
 		"kernel":   kernels.Names,
-		"dtype":    func() []string { return []string{"f32", "f16"} },
+		"dtype":    dtypeNames,
 		"strategy": func() []string { return search.Names },
 		"format":   func() []string { return []string{"svg", "png"} },
 	}

@@ -39,6 +39,15 @@ func parseKernels(names []string) ([]*kernels.Kernel, error) {
 	return ks, nil
 }
 
+// dtypeNames lists the dtypes for help texts and completion: f32, f16, bf16.
+func dtypeNames() []string {
+	names := make([]string, len(kernels.DTypes))
+	for i, d := range kernels.DTypes {
+		names[i] = string(d)
+	}
+	return names
+}
+
 // parseDTypes resolves --dtype values.
 func parseDTypes(names ...string) ([]kernels.DType, error) {
 	dts := make([]kernels.DType, 0, len(names))

@@ -100,7 +100,7 @@ An interrupted run (Ctrl-C, SIGTERM) writes what it finished and exits 130
 	fl := cmd.Flags()
 	addBackendFlag(cmd, &f.backend, " (auto: metal on macOS, else cuda if a GPU is found, else cpu)")
 	fl.StringArrayVar(&f.kernels, "kernel", nil, "kernel family to tune (repeatable; default all): "+strings.Join(kernels.Names(), ", "))
-	fl.StringVar(&f.dtype, "dtype", "f32", "element type: f32 or f16")
+	fl.StringVar(&f.dtype, "dtype", "f32", "element type: "+strings.Join(dtypeNames(), ", "))
 	fl.StringArrayVar(&f.shapes, "shape", nil, "exact shape to tune, e.g. 1x896x4864 (repeatable; needs exactly one --kernel)")
 	fl.StringVar(&f.strategy, "strategy", search.DefaultStrategy, "search strategy: "+strings.Join(search.Names, ", ")+" (warm = ils climbing from the family's entries already in --out; default: the old name of warm)")
 	fl.StringVar(&f.budgetS, "budget", "3m", "budget: "+budgetHelp)

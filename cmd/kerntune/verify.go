@@ -113,7 +113,7 @@ by reason; the command fails if any candidate fails.`,
 	fl := cmd.Flags()
 	addBackendFlag(cmd, &backend, "")
 	fl.StringArrayVar(&kernelNames, "kernel", nil, "kernel family (repeatable; default all)")
-	fl.StringArrayVar(&dtypes, "dtype", []string{"f32", "f16"}, "element types (repeatable)")
+	fl.StringArrayVar(&dtypes, "dtype", []string{"f32", "f16"}, "element types (repeatable): "+strings.Join(dtypeNames(), ", "))
 	fl.IntVar(&sample, "sample", 1, "verify every N-th candidate only")
 	fl.StringArrayVar(&where, "where", nil, "verify only candidates with this parameter value, e.g. MMA=1 (repeatable; all must hold)")
 	fl.BoolVar(&asJSON, "json", false, "print JSON")
