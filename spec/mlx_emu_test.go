@@ -162,6 +162,7 @@ func TestMLXExamplesComputeOnCPU(t *testing.T) {
 		// Packed uint32 weights, per-group scales and biases.
 		{example: "mlx_qmv4.json", cand: m{"TPR": 8, "ROWS": 4}, shape: []int{9, 128}},
 		{example: "mlx_qmv4.json", cand: m{"TPR": 4, "ROWS": 2}, shape: []int{33, 192}, dt: kernels.F16},
+		{example: "mlx_qmv4.json", cand: m{"TPR": 16, "ROWS": 1}, shape: []int{33, 192}, dt: kernels.BF16},
 		// Atomic outputs of two types, filled with init_value first.
 		{example: "mlx_scatter_add.json", cand: m{"TG": 64, "ITEMS": 2}, shape: []int{1000, 7}},
 		{example: "mlx_scatter_add.json", cand: m{"TG": 128, "ITEMS": 1}, shape: []int{77, 3}},
