@@ -7,7 +7,8 @@ import (
 )
 
 // BenchmarkResolve measures Resolve as an application calls it before a
-// launch, with the real environment lookup (os.LookupEnv).
+// launch, with the real environment lookup (os.LookupEnv): the same shape
+// again and again, so every call but the first is answered from the cache.
 func BenchmarkResolve(b *testing.B) {
 	data, err := os.ReadFile(filepath.Join("testdata", "hardware_params.json"))
 	if err != nil {
@@ -56,6 +57,66 @@ func BenchmarkResolveParallel(b *testing.B) {
 		shape := []int{1, 896, 4864}
 		for pb.Next() {
 			if _, err := l.Resolve(GemvNT, "f32", shape); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
+// BenchmarkResolveFirst is the first resolve of a shape: every call a shape
+// not seen before (n runs through the tiny class), so none is answered from
+// the cache and each is resolved, then cached.
+func BenchmarkResolveFirst(b *testing.B) {
+	l, err := Load(filepath.Join("testdata", "hardware_params.json"), Options{Device: "cpu:amd-epyc-7b13-2c"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	shape := []int{1, 1, 896}
+	for b.Loop() {
+		shape[1] = shape[1]%2047 + 1 // 1..2047: more shapes than the cache holds
+		if _, err := l.Resolve(GemvNT, "f32", shape); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkLaunch is Launch on a shape seen before: the cached result itself,
+// shared and immutable, with the variables read as Resolve reads them.
+func BenchmarkLaunch(b *testing.B) {
+	l, err := Load(filepath.Join("testdata", "hardware_params.json"), Options{Device: "cpu:amd-epyc-7b13-2c"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct {
+		name   string
+		family string
+		shape  []int
+	}{{"gemv_nt", GemvNT, []int{1, 896, 4864}}, {"gemm_av", GemmAV, []int{512, 4864, 896}}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				x, err := l.Launch(c.family, "f32", c.shape)
+				if err != nil || x.Int("NC") < 0 {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkLaunchParallel is Launch from all CPUs at once.
+func BenchmarkLaunchParallel(b *testing.B) {
+	l, err := Load(filepath.Join("testdata", "hardware_params.json"), Options{Device: "cpu:amd-epyc-7b13-2c"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		shape := []int{1, 896, 4864}
+		for pb.Next() {
+			if _, err := l.Launch(GemvNT, "f32", shape); err != nil {
 				b.Error(err)
 				return
 			}

@@ -128,3 +128,26 @@ func ExampleResolved_UseBaseline() {
 	// metal:Apple M3 Max:40c matched by name, nearest compute units (40 for 38)
 	// call MPS
 }
+
+// Launch answers a shape seen before from the loader's cache without
+// allocating: the result is shared, so it has methods, not fields.
+func ExampleLoader_Launch() {
+	l, err := params.LoadBytes([]byte(`{"schema_version": 1, "devices": {"cpu:x": {"backend": "cpu", "name": "X", "family": "amd64",
+	  "kernels": {"gemv_nt": {"f32/1x896x4864": {"params": {"BN": 64, "ROWS": 2, "UNROLL": 4, "THREADS": 2}}}}}}}`),
+		params.Options{Device: "cpu:x", Lookup: func(string) (string, bool) { return "", false }}) // a real application leaves Lookup nil
+	if err != nil {
+		log.Fatal(err)
+	}
+	for range 3 { // e.g. one call per decode step
+		x, err := l.Launch(params.GemvNT, "f32", []int{1, 896, 4864})
+		if err != nil {
+			log.Fatal(err)
+		}
+		v, _ := x.Value("BN")
+		fmt.Println(x.Int("BN"), x.Int("ROWS"), v.Source, x.UseBaseline())
+	}
+	// Output:
+	// 64 2 file:cpu:x/gemv_nt/f32/1x896x4864 false
+	// 64 2 file:cpu:x/gemv_nt/f32/1x896x4864 false
+	// 64 2 file:cpu:x/gemv_nt/f32/1x896x4864 false
+}

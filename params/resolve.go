@@ -255,6 +255,10 @@ type famState struct {
 	names     []string
 	useEnv    string // KERNTUNE_GEMV_NT_USE
 	useSource string // env:KERNTUNE_GEMV_NT_USE
+	// envNames are the variables Resolve reads, in this order: the
+	// aliases', the parameters', then useEnv.
+	envNames []string
+	cache    resolveCache
 }
 
 type paramState struct {
@@ -488,6 +492,13 @@ func newLoader(f *File, unknown *unknownNotes, name string, o Options) (*Loader,
 			}
 			fs.aliases = aliasesFor(key, sp, o.Aliases)
 		}
+		for _, a := range fs.aliases {
+			fs.envNames = append(fs.envNames, a.Name)
+		}
+		for _, p := range fs.params {
+			fs.envNames = append(fs.envNames, p.env)
+		}
+		fs.envNames = append(fs.envNames, fs.useEnv)
 		l.fams[key] = fs
 		l.noteUnread(key, fam, fs)
 	}
@@ -974,13 +985,61 @@ func check(s *Space, shape []int, p map[string]int) (err error) {
 // or a family with no space for the device's backend are errors wrapping
 // ErrUnknownFamily, ErrUnknownDType, ErrInvalidShape or ErrNoSpace.
 func (l *Loader) Resolve(family, dtype string, shape []int) (*Resolved, error) {
+	x, r, err := l.launch(family, dtype, shape)
+	switch {
+	case err != nil:
+		return nil, err
+	case r != nil:
+		return r, nil // resolved now: the cache holds its own copy
+	}
+	return x.r.clone(), nil
+}
+
+// Launch is Resolve for hot paths: the same result, as an immutable value
+// that the loader shares between callers instead of copying it. A shape
+// resolved before with the same values of the variables costs no
+// allocation (BenchmarkLaunch); Resolve copies what it returns, so that a
+// caller may change it.
+func (l *Loader) Launch(family, dtype string, shape []int) (*Launch, error) {
+	x, _, err := l.launch(family, dtype, shape)
+	return x, err
+}
+
+// launch answers from the cache, else resolves the shape and caches the
+// result; r is the fresh result, not shared, when it resolved (nil when
+// the cache answered).
+func (l *Loader) launch(family, dtype string, shape []int) (x *Launch, r *Resolved, err error) {
 	fs := l.fams[family]
 	if fs == nil {
-		return nil, fmt.Errorf("params: %w %q (known: %s)", ErrUnknownFamily, family, strings.Join(l.famNames, ", "))
+		return nil, nil, fmt.Errorf("params: %w %q (known: %s)", ErrUnknownFamily, family, strings.Join(l.famNames, ", "))
 	}
 	if !ValidDType(dtype) {
-		return nil, fmt.Errorf("params: %w %q (known: %s)", ErrUnknownDType, dtype, strings.Join(DTypes(), ", "))
+		return nil, nil, fmt.Errorf("params: %w %q (known: %s)", ErrUnknownDType, dtype, strings.Join(DTypes(), ", "))
 	}
+	// The variables are read once, here; the result depends on nothing
+	// else that can change, so a shape resolved before with the same
+	// values is answered from the cache.
+	var eb [8]envValue
+	env := eb[:0]
+	for _, name := range fs.envNames {
+		v, ok := l.lookup(name)
+		env = append(env, envValue{v, ok})
+	}
+	var kb [64]byte
+	key := appendShape(append(append(kb[:0], dtype...), '/'), shape)
+	if x := fs.cache.get(key, env); x != nil {
+		return x, nil, nil
+	}
+	r, err = l.resolve(fs, family, dtype, shape, env)
+	if err != nil {
+		return nil, nil, err
+	}
+	return fs.cache.put(string(key), env, r), r, nil
+}
+
+// resolve is Resolve without the cache, with the values of the variables
+// (fs.envNames) already read.
+func (l *Loader) resolve(fs *famState, family, dtype string, shape []int, envVals []envValue) (*Resolved, error) {
 	class, err := classify(fs.fam, shape)
 	if err != nil {
 		return nil, fmt.Errorf("params: %w: %w", ErrInvalidShape, err)
@@ -1013,10 +1072,12 @@ func (l *Loader) Resolve(family, dtype string, shape []int) (*Resolved, error) {
 		Shape: slices.Clone(shape), Class: class, Params: make(map[string]Value, len(fs.params)), names: fs.names,
 		Matched: l.device.Matched, UseSource: SourceDefault,
 	}
+	// envVals holds the aliases' variables, then the parameters', then USE (see envNames).
+	aliasVals, paramVals, useVal := envVals[:len(fs.aliases)], envVals[len(fs.aliases):len(fs.aliases)+len(fs.params)], envVals[len(envVals)-1]
 	var env, aliasVars []EnvVar
 	var aliased map[string]Value // parameter → value set by an alias
-	for _, a := range fs.aliases {
-		raw, ok := l.lookup(a.Name)
+	for i, a := range fs.aliases {
+		raw, ok := aliasVals[i].v, aliasVals[i].ok
 		if !ok || strings.TrimSpace(raw) == "" {
 			continue
 		}
@@ -1036,7 +1097,7 @@ func (l *Loader) Resolve(family, dtype string, shape []int) (*Resolved, error) {
 	}
 	for i := range fs.params {
 		p := &fs.params[i]
-		if raw, ok := l.lookup(p.env); ok && strings.TrimSpace(raw) != "" {
+		if raw, ok := paramVals[i].v, paramVals[i].ok; ok && strings.TrimSpace(raw) != "" {
 			v, err := p.parseEnv(family, fs.kind, raw)
 			if err != nil {
 				return nil, err
@@ -1063,7 +1124,7 @@ func (l *Loader) Resolve(family, dtype string, shape []int) (*Resolved, error) {
 	if len(layers) > 0 {
 		r.UseBaseline, r.Baseline, r.UseSource = layers[0].use == UseBaseline, layers[0].baseline, layers[0].source
 	}
-	if raw, ok := l.lookup(fs.useEnv); ok && strings.TrimSpace(raw) != "" {
+	if raw, ok := useVal.v, useVal.ok; ok && strings.TrimSpace(raw) != "" {
 		switch strings.TrimSpace(raw) {
 		case UseBaseline:
 			r.UseBaseline = true
