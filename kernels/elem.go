@@ -157,8 +157,12 @@ func (e Elem) Round(x float32) float32 {
 	return x
 }
 
-// Encode writes the elements as the device holds them, little-endian.
+// Encode writes the elements as the device holds them, little-endian:
+// float types as Encode does for their dtype.
 func (e Elem) Encode(xs []float32) []byte {
+	if e.IsFloat() {
+		return Encode(dtypeOf(e), xs)
+	}
 	out := make([]byte, 0, len(xs)*e.Size())
 	for _, x := range xs {
 		out = e.append(out, x)
@@ -196,20 +200,18 @@ func b2byte(b bool) byte {
 	return 0
 }
 
-// Decode reads n elements back into containers (see Elem); a 64-bit
-// value beyond 32 bits is clamped, which verification then reports.
+// Decode reads n elements back into containers (see Elem): float types
+// as Decode does for their dtype; a 64-bit value beyond 32 bits is
+// clamped, which verification then reports.
 func (e Elem) Decode(b []byte, n int) []float32 {
+	if e.IsFloat() {
+		return Decode(dtypeOf(e), b[:n*e.Size()])
+	}
 	out := make([]float32, n)
 	sz := e.Size()
 	for i := range out {
 		p := b[i*sz:]
 		switch e {
-		case ElemFloat32:
-			out[i] = math.Float32frombits(binary.LittleEndian.Uint32(p))
-		case ElemFloat16:
-			out[i] = half.ToFloat32(binary.LittleEndian.Uint16(p))
-		case ElemBFloat:
-			out[i] = bf16.ToFloat32(binary.LittleEndian.Uint16(p))
 		case ElemInt8:
 			out[i] = Int(int64(int8(p[0])))
 		case ElemUint8, ElemBool:

@@ -3,6 +3,7 @@ package spec
 import (
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/kernels/gpu"
@@ -244,7 +245,7 @@ func (c *compiler) checkReference(k *kernels.Kernel, cases []namedCase) {
 // the expression once when the spec was loaded.
 func (c *compiler) referenceFunc(k *kernels.Kernel) func(kernels.Case, [][]float32) []float64 {
 	return func(cs kernels.Case, in [][]float32) []float64 {
-		out, _ := c.evalReference(cs, in, referenceWorkers())
+		out, _ := c.evalReference(cs, in, runtime.GOMAXPROCS(0))
 		return out
 	}
 }

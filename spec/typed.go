@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"runtime"
 	"sync"
 
 	"github.com/expr-lang/expr/vm"
@@ -398,6 +397,3 @@ func (c *compiler) evalOutput(ref *program, cs kernels.Case, bufs map[string][]f
 	}
 	return out, nil
 }
-
-// referenceWorkers is the goroutines of a reference evaluation.
-func referenceWorkers() int { return runtime.GOMAXPROCS(0) }

@@ -22,7 +22,7 @@ TUNED_MLX_DTYPE = {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}
 CONSTANT_DTYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float16",
                    "bfloat16")
 MATH_MODES = ("safe", "relaxed", "fast")
-METAL_VERSIONS = ("3.0", "3.1", "3.2")
+METAL_VERSIONS = ("3.0", "3.1", "3.2", "4.0")
 _NAME_RE = re.compile(r"[a-z][a-z0-9_]*\Z")
 _MAX_INT32 = (1 << 31) - 1
 _BUFFER_DTYPES_TEXT = ("allowed: \"dtype\" (the tuned element type), " + ", ".join(MLX_DTYPES))
@@ -499,8 +499,8 @@ def _mlx_source(path: str, s: Mapping[str, Any], m: Mapping[str, Any], params: L
     mm = m.get("math_mode", "safe")
     if mm not in MATH_MODES:
         raise fail("source.mlx.math_mode", f"{_quote(mm)} is not a math mode (allowed: {', '.join(MATH_MODES)})")
-    mv = m.get("metal_version", "3.1")
-    if mv not in METAL_VERSIONS:
+    mv = m.get("metal_version", "")  # "": Metal's default for the OS, as MLX picks by OS
+    if mv != "" and mv not in METAL_VERSIONS:
         raise fail("source.mlx.metal_version", f"{_quote(mv)} is not a Metal language version (allowed: {', '.join(METAL_VERSIONS)})")
 
     names: Dict[str, str] = {}

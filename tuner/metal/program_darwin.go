@@ -154,9 +154,9 @@ func (pr *program) Output(ti tuner.Instance) ([]float32, error) {
 	}
 	var out []float32
 	err = pr.b.gpu.do(func() error {
-		if pr.vendor || in.Problem.Kernel.Outputs == nil && in.Problem.Kernel.Init == nil {
-			prepareOutput(in.Out.bytes(), in.Problem.DType, pr.vendor)
-		} else if err := in.Poison(device{pr.b}); err != nil { // several outputs, own types, an init value
+		if pr.vendor {
+			prepareOutput(in.Out.bytes(), in.Problem.DType, true)
+		} else if err := in.Poison(device{pr.b}); err != nil {
 			return err
 		}
 		if err := pr.b.runUntimed(func(cb objc.ID) error { return pr.encode(cb, in, 0, true) }); err != nil {

@@ -71,11 +71,11 @@ func Load[B any](d Device[B], p *kernels.Problem, copies int, where string) (*In
 	ops := p.Kernel.Inputs(p.Case)
 	host := make([][]byte, len(p.Inputs))
 	for i, x := range p.Inputs {
-		if i < len(ops) && ops[i].Elem != kernels.ElemDType {
-			host[i] = ops[i].Elem.Encode(x)
-			continue
+		e := kernels.ElemOf(p.DType)
+		if i < len(ops) {
+			e = ops[i].Elem.In(p.DType)
 		}
-		host[i] = kernels.Encode(p.DType, x)
+		host[i] = e.Encode(x)
 	}
 	err := d.Memory(func(m Memory[B]) error {
 		for range max(copies, 1) {
@@ -217,11 +217,7 @@ func (in *Instance[B]) Poison(m Memory[B]) error {
 			}
 			continue
 		}
-		word := NaNWord(in.Problem.DType)
-		if in.Problem.Kernel.Outputs != nil {
-			word = patternWord(e.Poison())
-		}
-		if err := m.Fill(out, word, in.outBytes(i)/4); err != nil {
+		if err := m.Fill(out, patternWord(e.Poison()), in.outBytes(i)/4); err != nil {
 			return err
 		}
 	}
@@ -247,26 +243,14 @@ func (in *Instance[B]) ReadOutput(m Memory[B]) ([]float32, error) {
 		if err := m.Read(buf, out); err != nil {
 			return nil, err
 		}
-		op := in.outOps[i]
-		if in.Problem.Kernel.Outputs == nil {
-			return kernels.Decode(in.Problem.DType, buf[:op.Len*in.Problem.DType.Size()]), nil
-		}
-		all = append(all, in.outElem(i).Decode(buf, op.Len)...)
+		all = append(all, in.outElem(i).Decode(buf, in.outOps[i].Len)...)
 	}
 	return all, nil
 }
 
 // NaNWord is a 32-bit word of NaN in dt: one f32 quiet NaN, or two f16 or
 // bf16 ones.
-func NaNWord(dt kernels.DType) uint32 {
-	switch dt {
-	case kernels.F16:
-		return 0x7e007e00
-	case kernels.BF16:
-		return 0x7fc07fc0
-	}
-	return 0x7fc00000
-}
+func NaNWord(dt kernels.DType) uint32 { return patternWord(kernels.ElemOf(dt).Poison()) }
 
 // FillWords sets every whole 32-bit word of dst to word, little-endian:
 // Fill for a buffer the host can write.
