@@ -57,8 +57,12 @@ template <> struct numeric_limits<bfloat> {
   static constexpr float max() { return 3.38953139e38f; }
   static constexpr float infinity() { return std::numeric_limits<float>::infinity(); }
 };
-struct uint3 { uint x, y, z; };
 struct uint2 { uint x, y; };
+struct uint3 {
+  union { struct { uint x, y, z; }; uint2 xy; };  // .xy: MSL's swizzle
+  uint3() = default;
+  constexpr uint3(uint a, uint b, uint c) : x(a), y(b), z(c) {}
+};
 template <typename T, int N> struct vec { T x, y, z, w; };
 // Atomics: std::atomic of the same size as the element, as Metal's.
 enum memory_order { memory_order_relaxed };
@@ -173,6 +177,11 @@ func TestMLXExamplesComputeOnCPU(t *testing.T) {
 		{example: "mlx_rmsnorm_inv.json", cand: m{"TG": 32}, shape: []int{5, 100}, options: []string{stridedOption}},
 		{example: "mlx_exp1d.json", cand: m{"TG": 64}, shape: []int{1000}},
 		{example: "mlx_exp1d.json", cand: m{"TG": 256}, shape: []int{8}, dt: kernels.F16},
+		{example: "mlx_add_one.json", cand: m{"TG": 64}, shape: []int{1000}},
+		{example: "mlx_add1d.json", cand: m{"TG": 32}, shape: []int{77}, dt: kernels.F16},
+		{example: "mlx_divmap.json", cand: m{"TG": 64}, shape: []int{37, 29}},
+		{example: "mlx_twod.json", cand: m{"TX": 8, "TY": 4}, shape: []int{37, 29}},
+		{example: "mlx_twod.json", cand: m{"TX": 16, "TY": 2}, shape: []int{3, 7}, dt: kernels.F16},
 		// Teeth: without the tail loop the last rows of Q are dropped;
 		// staging A without the slice offset k0 multiplies the first slice
 		// of A with every slice of V; nibbles read from the wrong end, all
@@ -188,6 +197,14 @@ func TestMLXExamplesComputeOnCPU(t *testing.T) {
 		}},
 		{example: "mlx_scatter_add.json", cand: m{"TG": 64, "ITEMS": 2}, shape: []int{1000, 7}, edit: func(s string) string {
 			return strings.Replace(s, "&counts[b]", "&counts[0]", 1)
+		}},
+		// A 2D index with the wrong row length leaves elements unwritten;
+		// the column taken modulo the wrong extent reads the wrong input.
+		{example: "mlx_twod.json", cand: m{"TX": 8, "TY": 4}, shape: []int{3, 7}, edit: func(s string) string {
+			return strings.Replace(s, "uint idx = g.y * k + g.x;", "uint idx = g.y * n + g.x;", 1)
+		}},
+		{example: "mlx_divmap.json", cand: m{"TG": 64}, shape: []int{3, 7}, edit: func(s string) string {
+			return strings.Replace(s, "uint col = gid % k;", "uint col = gid % n;", 1)
 		}},
 		{example: "mlx_rmsnorm_inv.json", cand: m{"TG": 32}, shape: []int{5, 100}, options: []string{stridedOption}, edit: func(s string) string {
 			return strings.ReplaceAll(s, "x[elem_to_loc(int64_t(row * cols + c), x_shape, x_strides, x_ndim)]", "x[row * cols + c + 0 * x_shape[0] * x_strides[0] * x_ndim]")

@@ -176,7 +176,7 @@ class Loader:
         # load reads <PREFIX>_PARAMS only when the caller names no file.
         self._unread[env_prefix + "_PARAMS"] = "not read: the caller named the params file"
         if device:
-            self._unread[env_prefix + "_DEVICE"] = "not read: Options.Device names the device"
+            self._unread[env_prefix + "_DEVICE"] = "not read: device= names the device"
         by_env: Dict[str, str] = {}
         for key in sorted(fams):
             e = _env_family(key)
@@ -425,12 +425,12 @@ class Loader:
         if not _is_int(cu) or cu < 0:
             raise OptionsError(f"params: compute_units is {cu}; it must be 0 (unknown) or positive")
         o_backend = opt_backend or ""
-        key, key_how = opt_device or "", "Options.Device"
+        key, key_how = opt_device or "", "device="
         if key == "":
             x = self._lookup(prefix + "_DEVICE")
             if x is not None:
                 key, key_how = _trim(x), SOURCE_ENV_PREFIX + prefix + "_DEVICE"
-        dev_name, name_how = _trim(opt_name or ""), "Options.DeviceName"
+        dev_name, name_how = _trim(opt_name or ""), "device_name="
         x = self._lookup(prefix + "_DEVICE_NAME")
         if x is not None and _trim(x) != "":
             dev_name, name_how = _trim(x), SOURCE_ENV_PREFIX + prefix + "_DEVICE_NAME"
@@ -453,8 +453,8 @@ class Loader:
         elif key != "" and key in devices:
             found, d.how, d.matched = key, key_how, MATCHED_KEY
         elif dev_name != "":
-            k, m = self._match_name(devices, dev_name, cu, "Options.ComputeUnits", o_backend, self._local_gpu(opt_gpu),
-                                    f"device name {_quote(dev_name)} ({name_how})", name or "params data", "Options.ComputeUnits")
+            k, m = self._match_name(devices, dev_name, cu, "compute_units=", o_backend, self._local_gpu(opt_gpu),
+                                    f"device name {_quote(dev_name)} ({name_how})", name or "params data", "compute_units=")
             if k:
                 found, d.how, d.matched = k, name_how, m
         elif key != "":
@@ -484,7 +484,7 @@ class Loader:
             d.key, d.in_file = found, True
             d.backend, d.family = dev.backend, dev.family
             if o_backend and space_kind(o_backend) != space_kind(dev.backend):
-                raise OptionsError(f"params: Options.Backend is {_quote(o_backend)} but device {_quote(d.key)} in {name or 'params data'} has backend {_quote(dev.backend)}")
+                raise OptionsError(f"params: backend= is {_quote(o_backend)} but device {_quote(d.key)} in {name or 'params data'} has backend {_quote(dev.backend)}")
         else:
             if use_local:
                 backend = backend or local.backend
@@ -520,7 +520,7 @@ class Loader:
         if not_only:
             self.warnings.append(
                 f"the only device in {label}, {_describe_device(only, devices[only])}, {not_only}; {then} (set {prefix}_DEVICE or "
-                f"{prefix}_DEVICE_NAME, or Options.Device or Options.DeviceName, to use it)"
+                f"{prefix}_DEVICE_NAME, or device= or device_name=, to use it)"
             )
         elif key and not dev_name:
             self.warnings.append(f"device {_quote(key)} ({key_how}) is not in {label}; {then}; {holds}")
@@ -530,7 +530,7 @@ class Loader:
             why = f", and none is the local device (key {_quote(local.key)}, name {_quote(local.name)})" if use_local else ""
             self.warnings.append(
                 f"{label} holds {len(devices)} devices and none was chosen{why} (set {prefix}_DEVICE or {prefix}_DEVICE_NAME, "
-                f"or Options.Device or Options.DeviceName); {then}; {holds}"
+                f"or device= or device_name=); {then}; {holds}"
             )
         return d
 
@@ -873,7 +873,7 @@ def _only_device_fits(dev: _Device, k: str, backend: str, local: DeviceID, use_l
     # itself or nothing is known to compare it with, why it may not stand
     # for the device the loader runs for; "" when it may).
     if backend and dev.backend != backend:
-        return False, f"is of backend {dev.backend}, not {backend} (Options.Backend)"
+        return False, f"is of backend {dev.backend}, not {backend} (backend=)"
     if not use_local:
         return True, ""
     if dev.backend != local.backend:

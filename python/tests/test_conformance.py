@@ -101,12 +101,13 @@ def run_case(t: unittest.TestCase, suite: Dict[str, Any], c: Dict[str, Any]) -> 
                    "backend": dev.backend, "kind": dev.kind, "family": dev.family, "fallbacks": dev.fallbacks}
             for k, want in c["device"].items():
                 t.assertIn(k, got, f"device: unknown field {k!r} in the case")
-                t.assertEqual(got[k], want, f"device.{k}")
+                t.assertEqual(got[k], py_names(want), f"device.{k}")
         want_w: List[List[str]] = c.get("warnings") or []
         t.assertEqual(len(loader.warnings), len(want_w), f"warnings {loader.warnings!r}")
         for w, subs in zip(loader.warnings, want_w):
             for sub in subs:
-                t.assertIn(sub, w)
+                t.assertIn(py_names(sub), w)
+                t.assertNotIn("Options.", w, "a Python warning names Go's Options")
         if "unused_env" in c:
             t.assertEqual(loader.unused_env(env), c["unused_env"], "unused env")
         if "unused_env_why" in c:
@@ -114,7 +115,7 @@ def run_case(t: unittest.TestCase, suite: Dict[str, Any], c: Dict[str, Any]) -> 
             t.assertEqual(sorted(got_why), sorted(c["unused_env_why"]), "variables with a reason")
             for n, subs in c["unused_env_why"].items():
                 for sub in subs:
-                    t.assertIn(sub, got_why.get(n, ""), f"unused env {n}")
+                    t.assertIn(py_names(sub), got_why.get(n, ""), f"unused env {n}")
         for i, q in enumerate(c.get("queries") or []):
             run_query(t, i, loader, q)
 
@@ -140,6 +141,21 @@ def run_query(t: unittest.TestCase, i: int, loader: kp.Loader, q: Dict[str, Any]
             t.assertEqual(got_v, q[k], f"query {i}: {k}")
 
 
+# Go's messages name its Options fields; Python's name its own arguments.
+GO_OPTIONS = [("Options.DeviceName", "device_name="), ("Options.Device", "device="),
+              ("Options.ComputeUnits", "compute_units="), ("Options.Backend", "backend="),
+              ("Options.LocalGPU", "local_gpu=")]
+
+
+def py_names(s: Any) -> Any:
+    """s with Go's option names replaced by the Python arguments they stand for."""
+    if not isinstance(s, str):
+        return s
+    for go, py in GO_OPTIONS:
+        s = s.replace(go, py)
+    return s
+
+
 def check_error(t: unittest.TestCase, stage: str, e: kp.ParamsError, want: Optional[Dict[str, Any]]) -> None:
     if want is None:
         t.fail(f"{stage}: unexpected {e.kind} error: {e}")
@@ -149,7 +165,8 @@ def check_error(t: unittest.TestCase, stage: str, e: kp.ParamsError, want: Optio
         t.assertIsInstance(e, kp.PathError)
         t.assertEqual(getattr(e, "path", None), want["path"], f"{stage}: JSON path of {e}")
     for sub in want.get("contains") or []:
-        t.assertIn(sub, str(e), f"{stage}")
+        t.assertIn(py_names(sub), str(e), f"{stage}")
+    t.assertNotIn("Options.", str(e), f"{stage}: a Python error names Go's Options")
 
 
 if __name__ == "__main__":
