@@ -49,14 +49,14 @@ done
 echo "the whole run took $(( $(date +%s) - start )) s"
 
 # The table: bench's rows are FAMILY DTYPE SHAPE PARAMS TUNED FILE BASELINE
-# SPEEDUP ...; tuned/cuBLAS is the ratio the issue asks about (gemv bf16 at
+# SPEEDUP ..., BASELINE in two fields ("cublas 6.82"); tuned/cuBLAS is the ratio the issue asks about (gemv bf16 at
 # most 1; gemm bf16 at most gemm f16's).
 step "summary (µs; ratio = tuned / cuBLAS)"
 awk '
   $1 == "gemv_nt" || $1 == "gemm_av" {
     key = $1 " " $3
     if (!(key in seen)) { seen[key] = 1; order[n++] = key }
-    tuned[key, $2] = $5; blas[key, $2] = $7
+    tuned[key, $2] = $5; blas[key, $2] = $8
   }
   function ratio(t, b) { return (t + 0 > 0 && b + 0 > 0) ? sprintf("%.2f", t / b) : "-" }
   END {
