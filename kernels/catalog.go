@@ -143,6 +143,11 @@ type Kernel struct {
 	Workload []Case
 	// Odd are small shapes not multiple of any tile, used to verify candidates' edge handling.
 	Odd []Case
+	// KeyedClasses says that the class names end in "_<key>" for dims that
+	// are part of every entry's key but not of the class rule (qgemv's
+	// bits and group size: "largeN_q4g64"); the default workload covers
+	// the classes of some keys only.
+	KeyedClasses bool
 	// MemoryBound families stream their inputs, so timing rotates input copies past the cache.
 	MemoryBound bool
 	// Inputs lists the input operands of a case in argument order.

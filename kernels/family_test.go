@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -53,6 +54,9 @@ func TestCaseOptions(t *testing.T) {
 // values in [-1, 1).
 func TestFill(t *testing.T) {
 	for _, k := range All() {
+		if k.Name == params.QGemv {
+			continue // TestFillQGemv
+		}
 		p, err := NewProblem(k, F32, k.Odd[0], rand.New(rand.NewPCG(3, 4)))
 		if err != nil {
 			t.Fatal(err)
@@ -74,6 +78,37 @@ func TestFill(t *testing.T) {
 	sm, _ := Get(params.Softmax)
 	if sm.Fill == nil {
 		t.Error("softmax draws no large logits: a naive exp would pass verification")
+	}
+}
+
+// qgemv draws every bit of its packed words, positive scales and
+// non-positive biases (what mx.quantize makes of weights in [-1, 1)), and
+// uniform x.
+func TestFillQGemv(t *testing.T) {
+	k, _ := Get(params.QGemv)
+	for _, c := range k.Odd {
+		p, err := NewProblem(k, F16, c, rand.New(rand.NewPCG(3, 4)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var or, and uint32 = 0, ^uint32(0)
+		for _, v := range p.Inputs[1] {
+			or |= math.Float32bits(v)
+			and &= math.Float32bits(v)
+		}
+		if or != ^uint32(0) || and != 0 {
+			t.Errorf("%s: packed words OR %#x AND %#x: not every bit drawn", c, or, and)
+		}
+		for i, v := range p.Inputs[2] {
+			if !(v > 0 && v < 0.2) || !(p.Inputs[3][i] <= 0 && p.Inputs[3][i] >= -1) {
+				t.Fatalf("%s: scale %v bias %v", c, v, p.Inputs[3][i])
+			}
+		}
+		for _, v := range p.Inputs[0] {
+			if v < -1 || v >= 1 {
+				t.Fatalf("%s: x %v outside [-1, 1)", c, v)
+			}
+		}
 	}
 }
 

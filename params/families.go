@@ -129,7 +129,7 @@ var threadsParam = Param{Name: "THREADS", Values: []int{1, 2, 4, 8, 16, 32, 64},
 
 // builtins constructs the built-in families, each in its own file
 // (family_*.go). Adding a family adds its file and one entry here.
-var builtins = []func() *Family{gemmAVFamily, gemmAtBFamily, gemvNTFamily, softmaxFamily, rmsnormFamily}
+var builtins = []func() *Family{gemmAVFamily, gemmAtBFamily, gemvNTFamily, qgemvFamily, softmaxFamily, rmsnormFamily}
 
 // Builtin returns the built-in families by name. Each call returns fresh
 // values, so a caller may change them without affecting others.
