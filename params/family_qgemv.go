@@ -93,6 +93,10 @@ func gpuQGemvSpace() *Space {
 			if t := p["TPR"] * p["RPB"]; t > 1024 || t < 32 {
 				return fmt.Errorf("TPR×RPB=%d threads per threadgroup must be in 32..1024", t)
 			}
+			// A load of VEC words stays within one group (one scale and bias).
+			if len(shape) == 5 && shape[3] > 0 && p["VEC"] > shape[4]*shape[3]/32 {
+				return fmt.Errorf("VEC=%d words exceed the %d words of a group (bits=%d, group_size=%d)", p["VEC"], shape[4]*shape[3]/32, shape[3], shape[4])
+			}
 			return nil
 		},
 	}

@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"fmt"
+	mbits "math/bits"
 	"sort"
 	"strconv"
 	"strings"
@@ -178,6 +179,63 @@ const gemvSource = `
   if (row < n && sl == 0) {
     if (has_bias != 0) s += LOAD(bias, row);
     STORE(y, row, s);
+  }`
+
+// qgemvSource: y = x·dequant(W)ᵀ (+ bias), W in MLX's affine layout:
+// bits-bit values packed into uint32 words along k from the lowest bits up,
+// a scale and a bias per group of values. Segments of TPR threads own one
+// row each, RPB rows per threadgroup; a thread reads VEC words at a time
+// (UNROLL loads in flight, all VEC words in one group) and dequantises per
+// group, s·Σ x·q + β·Σ x, then the segment reduces. bits is a run-time
+// argument; the switch selects a loop with it constant (uniform across the
+// grid, so no divergence), and gshift is log2 of the words per group.
+const qgemvSource = `
+#define KT_QDOT(QB) { \
+    const int per = 32 / QB; \
+    for (int c = sl * VEC; c < kw; c += UNROLL * step) { \
+      unsigned int wv[UNROLL][VEC]; \
+      UNROLL_LOOP \
+      for (int u = 0; u < UNROLL; ++u) { \
+        if (c + u * step < kw) { LOADW(w, base + c + u * step, wv[u]); } \
+      } \
+      UNROLL_LOOP \
+      for (int u = 0; u < UNROLL; ++u) { \
+        const int cw = c + u * step; \
+        if (cw < kw) { \
+          const int g = gbase + (cw >> gshift); \
+          float xq = 0.0f, xs = 0.0f; \
+          UNROLL_LOOP \
+          for (int v = 0; v < VEC; ++v) { \
+            const unsigned int q = wv[u][v]; \
+            const int x0 = (cw + v) * per; \
+            UNROLL_LOOP \
+            for (int j = 0; j < per; ++j) { \
+              const float xv = LOAD(x, x0 + j); \
+              xq = FMA(xv, (float)((q >> (QB * j)) & ((1u << QB) - 1u)), xq); \
+              xs += xv; \
+            } \
+          } \
+          acc = FMA(LOAD(scales, g), xq, FMA(LOAD(biases, g), xs, acc)); \
+        } \
+      } \
+    } \
+  }
+  const int seg = LID / TPR, sl = LID % TPR;
+  const int row = GROUP_X * RPB + seg;
+  SHARED(float, red, NTHREADS);
+  float acc = 0.0f;
+  if (row < n) {
+    const int kw = k / (32 / bits);
+    const int base = row * kw, gbase = row * groups;
+    const int step = TPR * VEC;
+    if (bits == 4) KT_QDOT(4)
+    else if (bits == 8) KT_QDOT(8)
+    else KT_QDOT(2)
+  }
+  acc = SEG_SUM(acc, TPR, red);
+  if (row < n && sl == 0) {
+    if (has_bias != 0) acc += LOAD(bias, row);
+    STORE(y, row, acc);
   }`
 
 // softmaxSource: one segment of TPR threads per row, RPB rows per
@@ -560,6 +618,25 @@ var bodies = map[string]*Body{
 				hb = 1
 			}
 			return []any{int32(c.Shape[1]), int32(c.Shape[2]), hb}
+		},
+	},
+	"qgemv": {
+		Family: "qgemv", Func: "kt_qgemv",
+		Args: []Arg{{"x", In}, {"w", Words}, {"scales", In}, {"biases", In}, {"bias", In}, {"y", Out},
+			{"n", Int}, {"k", Int}, {"bits", Int}, {"groups", Int}, {"gshift", Int}, {"has_bias", Int}},
+		Source:      qgemvSource,
+		Defines:     func(p map[string]int) map[string]int { return map[string]int{"NTHREADS": p["TPR"] * p["RPB"]} },
+		SharedBytes: func(p map[string]int) int { return 4 * p["TPR"] * p["RPB"] },
+		Geometry: func(shape []int, p map[string]int) Launch {
+			return Launch{Grid: [2]int{ceilDiv(shape[1], p["RPB"]), 1}, Threads: p["TPR"] * p["RPB"]}
+		},
+		Scalars: func(c kernels.Case, _ map[string]float64) []any {
+			n, k, bits, g := c.Shape[1], c.Shape[2], c.Shape[3], c.Shape[4]
+			hb := int32(0)
+			if c.Has(kernels.Bias) {
+				hb = 1
+			}
+			return []any{int32(n), int32(k), int32(bits), int32(k / g), int32(mbits.TrailingZeros(uint(g * bits / 32))), hb}
 		},
 	},
 	"softmax": rowBody("softmax", "kt_softmax", softmaxSource,

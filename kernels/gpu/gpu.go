@@ -110,7 +110,13 @@ const (
 	Int
 	Float
 	Bytes
+	// Words is an input buffer of uint32 words instead of T (qgemv's
+	// packed weights); the body reads it with LOADW.
+	Words
 )
+
+// IsInput reports whether the argument is an input buffer (In or Words).
+func (k ArgKind) IsInput() bool { return k == In || k == Words }
 
 // Arg is one kernel argument.
 type Arg struct {
@@ -403,6 +409,9 @@ func (b *Body) SourceFor(api API, dt kernels.DType, p map[string]int) (string, e
 		return "", err
 	}
 	sb.WriteString(pre)
+	if b.words() {
+		sb.WriteString(wordPrelude[api])
+	}
 	sb.WriteString(b.signature(api))
 	sb.WriteString(" {\n")
 	sb.WriteString(b.Source)
@@ -419,6 +428,8 @@ func (b *Body) signature(api API) string {
 			switch a.Kind {
 			case In:
 				args = append(args, "const T* __restrict__ "+a.Name)
+			case Words:
+				args = append(args, "const unsigned int* __restrict__ "+a.Name)
 			case Out:
 				args = append(args, "T* __restrict__ "+a.Name)
 			case Int:
@@ -430,6 +441,8 @@ func (b *Body) signature(api API) string {
 			switch a.Kind {
 			case In:
 				args = append(args, fmt.Sprintf("device const T* %s [[buffer(%d)]]", a.Name, buf))
+			case Words:
+				args = append(args, fmt.Sprintf("device const uint* %s [[buffer(%d)]]", a.Name, buf))
 			case Out:
 				args = append(args, fmt.Sprintf("device T* %s [[buffer(%d)]]", a.Name, buf))
 			case Int:
@@ -442,6 +455,8 @@ func (b *Body) signature(api API) string {
 			switch a.Kind {
 			case In:
 				args = append(args, "__global const T* restrict "+a.Name)
+			case Words:
+				args = append(args, "__global const uint* restrict "+a.Name)
 			case Out:
 				args = append(args, "__global T* restrict "+a.Name)
 			case Int:
@@ -459,6 +474,16 @@ func (b *Body) signature(api API) string {
 		return fmt.Sprintf("[[max_total_threads_per_threadgroup(NTHREADS)]] kernel void %s(%s)", b.Func, strings.Join(args, ", "))
 	}
 	return fmt.Sprintf("__kernel __attribute__((reqd_work_group_size(NTHREADS, 1, 1))) void %s(%s)", b.Func, strings.Join(args, ", "))
+}
+
+// words reports whether the body takes a buffer of uint32 words.
+func (b *Body) words() bool {
+	for _, a := range b.Args {
+		if a.Kind == Words {
+			return true
+		}
+	}
+	return false
 }
 
 func rawAPIs(raw map[API]string) string {

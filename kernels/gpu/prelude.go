@@ -530,6 +530,48 @@ void kt_storev(__global T* restrict p, int i, const float* d) {
 #define STOREV(p, i, d) kt_storev((p), (i), (d))
 `
 
+// wordPrelude is LOADW(p, i, d) per API, for bodies that take uint32 word
+// buffers (Arg.Words): VEC words from word i on (aligned to VEC) into
+// unsigned int d[VEC], with one vector load where the API has one.
+var wordPrelude = map[API]string{
+	CUDA: `KT_INLINE void kt_loadw(const unsigned int* __restrict__ p, int i, unsigned int* d) {
+#if VEC == 1
+  d[0] = p[i];
+#elif VEC == 2
+  const uint2 a = *reinterpret_cast<const uint2*>(p + i);
+  d[0] = a.x; d[1] = a.y;
+#else
+  UNROLL_LOOP
+  for (int j = 0; j < VEC; j += 4) {
+    const uint4 a = *reinterpret_cast<const uint4*>(p + i + j);
+    d[j] = a.x; d[j + 1] = a.y; d[j + 2] = a.z; d[j + 3] = a.w;
+  }
+#endif
+}
+#define LOADW(p, i, d) kt_loadw((p), (i), (d))
+`,
+	Metal: `inline void kt_loadw(device const uint* p, int i, thread uint* d) {
+#if VEC == 1
+  d[0] = p[i];
+#elif VEC == 2
+  const uint2 a = *((device const uint2*)(p + i));
+  d[0] = a.x; d[1] = a.y;
+#else
+  for (int j = 0; j < VEC; j += 4) {
+    const uint4 a = *((device const uint4*)(p + i + j));
+    d[j] = a.x; d[j + 1] = a.y; d[j + 2] = a.z; d[j + 3] = a.w;
+  }
+#endif
+}
+#define LOADW(p, i, d) kt_loadw((p), (i), (d))
+`,
+	OpenCL: `void kt_loadw(__global const uint* restrict p, int i, uint* d) {
+  for (int j = 0; j < VEC; ++j) d[j] = p[i + j];
+}
+#define LOADW(p, i, d) kt_loadw((p), (i), (d))
+`,
+}
+
 func prelude(api API, dt kernels.DType, vec int) (string, error) {
 	if vec != 1 && vec != 2 && vec%4 != 0 {
 		return "", fmt.Errorf("VEC=%d: vector loads take 1, 2 or a multiple of 4 elements", vec)

@@ -3,18 +3,20 @@ package cuda
 import (
 	"github.com/kerntune/kerntune/internal/cudadrv"
 	"github.com/kerntune/kerntune/kernels"
+	"github.com/kerntune/kerntune/params"
 	"github.com/kerntune/kerntune/tuner"
 )
 
 // Baseline is cuBLAS, called in the same harness, for the families that
 // register a routine (baseline_gemm.go, baseline_gemv.go): cublasGemmEx
 // (f32 without TF32, or f16 or bf16 with f32 accumulation) for the GEMMs,
-// cublasSgemv or GemmEx with one column for gemv_nt. Softmax and rmsnorm
+// cublasSgemv or GemmEx with one column for gemv_nt, and the same on
+// weights dequantised beforehand for qgemv (baseline_qgemv.go). Softmax and rmsnorm
 // have no vendor routine: their entries are held to the copy bandwidth
 // instead. Row-major operands are passed as their column-major transposes.
 func (b *Backend) Baseline(k *kernels.Kernel, dt kernels.DType) (tuner.Program, string, error) {
 	call, ok := blasCalls.Get(k.Name)
-	if !ok || !b.lib.HasCUBLAS() {
+	if (!ok && k.Name != params.QGemv) || !b.lib.HasCUBLAS() {
 		return nil, "", nil
 	}
 	ty := cudadrv.R32F
@@ -23,6 +25,10 @@ func (b *Backend) Baseline(k *kernels.Kernel, dt kernels.DType) (tuner.Program, 
 		ty = cudadrv.R16F
 	case kernels.BF16:
 		ty = cudadrv.R16BF
+	}
+	if k.Name == params.QGemv {
+		q := &qgemvBaseline{b: b, ty: ty, deq: map[*instance][]cudadrv.DevPtr{}}
+		return qgemvProgram{q.program(), q}, "cublas", nil
 	}
 	launch := func(t *cudadrv.Thread, in *instance, c int) error {
 		bl, err := t.Blas()

@@ -12,18 +12,25 @@ import (
 func init() {
 	blasCalls.Add(params.GemvNT, func(t *cudadrv.Thread, bl *cudadrv.ThreadBlas, in *instance, c int, ty cudadrv.DataType) error {
 		n, kk := in.Problem.Case.Shape[1], in.Problem.Case.Shape[2]
-		x, w := in.Inputs[c][0], in.Inputs[c][1]
-		dt := in.Problem.DType
-		beta := float32(0)
+		var bias cudadrv.DevPtr
 		if in.Problem.Case.Has(kernels.Bias) {
-			if err := t.CopyDtoD(in.Out, in.Inputs[c][2], int64(n*dt.Size())); err != nil {
-				return err
-			}
-			beta = 1
+			bias = in.Inputs[c][2]
 		}
-		if dt == kernels.F32 {
-			return bl.Sgemv(true, kk, n, 1, w, kk, x, 1, beta, in.Out, 1)
-		}
-		return bl.GemmEx(true, false, n, 1, kk, 1, w, ty, kk, x, ty, kk, beta, in.Out, ty, n)
+		return gemvBLAS(t, bl, in.Problem.DType, ty, n, kk, in.Inputs[c][0], in.Inputs[c][1], bias, in.Out)
 	})
+}
+
+// gemvBLAS computes y = x·Wᵀ (+ bias; 0: none) with W n×k row-major.
+func gemvBLAS(t *cudadrv.Thread, bl *cudadrv.ThreadBlas, dt kernels.DType, ty cudadrv.DataType, n, kk int, x, w, bias, y cudadrv.DevPtr) error {
+	beta := float32(0)
+	if bias != 0 {
+		if err := t.CopyDtoD(y, bias, int64(n*dt.Size())); err != nil {
+			return err
+		}
+		beta = 1
+	}
+	if dt == kernels.F32 {
+		return bl.Sgemv(true, kk, n, 1, w, kk, x, 1, beta, y, 1)
+	}
+	return bl.GemmEx(true, false, n, 1, kk, 1, w, ty, kk, x, ty, kk, beta, y, ty, n)
 }

@@ -266,7 +266,7 @@ func (b *Backend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate)
 		nIn, nOut := 0, 0
 		for i, a := range body.Args {
 			switch a.Kind {
-			case gpu.In:
+			case gpu.In, gpu.Words:
 				e.Send(sel.setBuffer, in.Input(cp, nIn).id, uint64(0), uint64(i))
 				nIn++
 			case gpu.Out:

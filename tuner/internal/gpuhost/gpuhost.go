@@ -181,7 +181,7 @@ func (in *Instance[B]) Args(body *gpu.Body, cp int) []any {
 	nIn, nOut, nScalar := 0, 0, 0
 	for _, a := range body.Args {
 		switch a.Kind {
-		case gpu.In:
+		case gpu.In, gpu.Words:
 			args = append(args, in.Input(cp, nIn))
 			nIn++
 		case gpu.Out:

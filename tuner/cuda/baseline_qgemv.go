@@ -1,0 +1,134 @@
+package cuda
+
+import (
+	"math"
+
+	"github.com/kerntune/kerntune/internal/cudadrv"
+	"github.com/kerntune/kerntune/kernels"
+	"github.com/kerntune/kerntune/tuner"
+	"github.com/kerntune/kerntune/tuner/internal/gpuhost"
+)
+
+// qgemvBaseline is what an application without a quantized mat-vec runs:
+// the weights dequantised once into the activation dtype (w = s·q + β, as
+// MLX's mx.dequantize gives them), then cuBLAS's gemv on them (Sgemv in
+// f32, GemmEx with one column in f16 and bf16), as gemv_nt's baseline. The
+// dequantised weights are made before any timed run, one copy per input
+// copy so that runs rotate past the cache as the tuned kernel's do, and
+// freed with the program.
+type qgemvBaseline struct {
+	b   *Backend
+	ty  cudadrv.DataType
+	deq map[*instance][]cudadrv.DevPtr
+}
+
+func (q *qgemvBaseline) prepare(t *cudadrv.Thread, in *instance) ([]cudadrv.DevPtr, error) {
+	if d, ok := q.deq[in]; ok {
+		return d, nil
+	}
+	p := in.Problem
+	n, k, bits, g := p.Case.Shape[1], p.Case.Shape[2], p.Case.Shape[3], p.Case.Shape[4]
+	kw, kg := k*bits/32, k/g
+	w := make([]float32, n*k)
+	words := make([]uint32, kw)
+	for j := range n {
+		for i := range words {
+			words[i] = math.Float32bits(p.Inputs[1][j*kw+i])
+		}
+		for c := range k {
+			s, b := p.Inputs[2][j*kg+c/g], p.Inputs[3][j*kg+c/g]
+			w[j*k+c] = s*float32(kernels.QUnpack(words, bits, c)) + b
+		}
+	}
+	host := kernels.ElemOf(p.DType).Encode(w)
+	var bufs []cudadrv.DevPtr
+	for range in.Inputs {
+		d, err := t.Alloc(int64(len(host)))
+		if err != nil {
+			q.free(t, bufs)
+			return nil, err
+		}
+		bufs = append(bufs, d)
+		if err := t.CopyHtoD(d, host); err != nil {
+			q.free(t, bufs)
+			return nil, err
+		}
+	}
+	q.deq[in] = bufs
+	return bufs, nil
+}
+
+func (q *qgemvBaseline) free(t *cudadrv.Thread, bufs []cudadrv.DevPtr) error {
+	var first error
+	for _, d := range bufs {
+		if err := t.Free(d); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// program is the cuBLAS call on input copy c, once its weights exist.
+func (q *qgemvBaseline) program() *program {
+	pr := &program{b: q.b}
+	pr.launch = func(t *cudadrv.Thread, in *instance, c int) error {
+		deq, err := q.prepare(t, in)
+		if err != nil {
+			return err
+		}
+		bl, err := t.Blas()
+		if err != nil {
+			return err
+		}
+		n, k := in.Problem.Case.Shape[1], in.Problem.Case.Shape[2]
+		var bias cudadrv.DevPtr
+		if in.Problem.Case.Has(kernels.Bias) {
+			bias = in.Inputs[c][4]
+		}
+		return gemvBLAS(t, bl, in.Problem.DType, q.ty, n, k, in.Inputs[c][0], deq[c], bias, in.Out)
+	}
+	pr.unload = func() error {
+		return q.b.ctx.Do(func(t *cudadrv.Thread) error {
+			var first error
+			for in, bufs := range q.deq {
+				if err := q.free(t, bufs); err != nil && first == nil {
+					first = err
+				}
+				delete(q.deq, in)
+			}
+			return first
+		})
+	}
+	return pr
+}
+
+// qgemvProgram dequantises before Run and Output time or read anything.
+type qgemvProgram struct {
+	*program
+	q *qgemvBaseline
+}
+
+func (p qgemvProgram) ready(ti tuner.Instance) error {
+	in, err := gpuhost.Of(ti, device{p.b}, "cuda")
+	if err != nil {
+		return err
+	}
+	return p.b.ctx.Do(func(t *cudadrv.Thread) error {
+		_, err := p.q.prepare(t, in)
+		return err
+	})
+}
+
+func (p qgemvProgram) Run(ti tuner.Instance, n int) ([]float64, error) {
+	if err := p.ready(ti); err != nil {
+		return nil, err
+	}
+	return p.program.Run(ti, n)
+}
+
+func (p qgemvProgram) Output(ti tuner.Instance) ([]float32, error) {
+	if err := p.ready(ti); err != nil {
+		return nil, err
+	}
+	return p.program.Output(ti)
+}
