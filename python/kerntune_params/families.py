@@ -148,6 +148,43 @@ def _gemv_classify(shape: Sequence[int]) -> str:
     return "mid"
 
 
+# qgemv (params/family_qgemv.go): gemv_nt's classes per bits and group size
+# of MLX's affine quantization; bits and group_size are dims, never tuned.
+_QGEMV_BITS = (2, 4, 8)
+_QGEMV_GROUPS = (32, 64, 128)
+_QGEMV_DIMS = ["m", "n", "k", "bits", "group_size"]
+_GEMV_CLASSES = [
+    ("tiny", "n < 2048 and k < 2048"),
+    ("largeK_smallN", "k ≥ 2048 and n < 2048"),
+    ("largeN", "n > 4096"),
+    ("mid", "otherwise (2048 ≤ n ≤ 4096)"),
+]
+
+
+def _qgemv_class(c: str, bits: int, group: int) -> str:
+    """The class name of gemv class c at bits and group size: "largeN_q4g64"."""
+    return f"{c}_q{bits}g{group}"
+
+
+def _qgemv_classes() -> List[Tuple[str, str]]:
+    return [(_qgemv_class(c, b, g), f"bits={b}, group_size={g}, {rule}")
+            for b in _QGEMV_BITS for g in _QGEMV_GROUPS for c, rule in _GEMV_CLASSES]
+
+
+def _qgemv_classify(shape: Sequence[int]) -> str:
+    _check_dims("qgemv", _QGEMV_DIMS, shape, [(1, 2)])
+    if shape[0] != 1:
+        raise _ShapeError(f"qgemv: m must be 1 (y = x·dequant(W)ᵀ with x of 1×k), got m={shape[0]}")
+    n, k, bits, g = shape[1], shape[2], shape[3], shape[4]
+    if bits not in _QGEMV_BITS:
+        raise _ShapeError(f"qgemv: bits={bits} is not supported (allowed: 2, 4, 8)")
+    if g not in _QGEMV_GROUPS:
+        raise _ShapeError(f"qgemv: group_size={g} is not supported (allowed: 32, 64, 128)")
+    if k % g != 0:
+        raise _ShapeError(f"qgemv: k={k} must be a multiple of group_size={g}")
+    return _qgemv_class(_gemv_classify([1, n, k]), bits, g)
+
+
 def _row_classifier(family: str) -> Callable[[Sequence[int]], str]:
     def classify(shape: Sequence[int]) -> str:
         _check_dims(family, ["rows", "cols"], shape, [(0, 1)])
@@ -328,6 +365,25 @@ def _gpu_gemv_space() -> Space:
     )
 
 
+def _gpu_qgemv_space() -> Space:
+    def check(_shape: Optional[Sequence[int]], p: Mapping[str, int]) -> Optional[str]:
+        t = p.get("TPR", 0) * p.get("RPB", 0)
+        if t > 1024 or t < 32:
+            return f"TPR×RPB={t} threads per threadgroup must be in 32..1024"
+        return None
+
+    return Space(
+        [
+            Param("TPR", (2, 4, 8, 16, 32, 64, 128), 16,
+                  "threads per output row: the K-split across threads (above 32: across SIMD-groups)"),
+            Param("RPB", (1, 2, 4, 8, 16, 32), 4, "rows per threadgroup"),
+            Param("VEC", (1, 2, 4), 2, "packed uint32 words per load"),
+            Param("UNROLL", (1, 2, 4), 1, "independent loads in flight per thread"),
+        ],
+        check,
+    )
+
+
 def _gpu_row_space() -> Space:
     def check(shape: Optional[Sequence[int]], p: Mapping[str, int]) -> Optional[str]:
         t = p.get("TPR", 0) * p.get("RPB", 0)
@@ -359,13 +415,19 @@ def builtin_families() -> Dict[str, Family]:
         Family("gemm_at_b", "Z = Aᵀ·B; A m×n, B m×k, Z n×k, row-major", ["m", "n", "k"], atb_classes, atb,
                {"cpu": _cpu_gemm_space(), "gpu": _gpu_gemm_space()}),
         Family("gemv_nt", "y = x·Wᵀ (+ bias); x 1×k, W n×k row-major, y 1×n (LLM decode)", ["m", "n", "k"],
-               [("tiny", "n < 2048 and k < 2048"), ("largeK_smallN", "k ≥ 2048 and n < 2048"),
-                ("largeN", "n > 4096"), ("mid", "otherwise (2048 ≤ n ≤ 4096)")],
-               _gemv_classify,
+               list(_GEMV_CLASSES), _gemv_classify,
                {"gpu": _gpu_gemv_space(), "cpu": Space([
                    Param("BN", (4, 8, 16, 32, 64, 128, 256), 32, "rows of W per work chunk"),
                    Param("ROWS", (1, 2, 4), 1, "rows of W sharing each load of x"),
                    Param("UNROLL", (1, 2, 4, 8), 1, "independent accumulators along k"),
+                   _THREADS,
+               ])}),
+        Family("qgemv", "y = x·dequant(W)ᵀ (+ bias); x 1×k, W n×k in MLX's affine layout (bits-bit values packed "
+                        "into uint32 along k, a scale and a bias per group_size values), y 1×n (quantized LLM decode)",
+               list(_QGEMV_DIMS), _qgemv_classes(), _qgemv_classify,
+               {"gpu": _gpu_qgemv_space(), "cpu": Space([
+                   Param("BN", (4, 8, 16, 32, 64, 128, 256), 32, "rows of W per work chunk"),
+                   Param("ROWS", (1, 2, 4), 1, "rows of W sharing each load of x"),
                    _THREADS,
                ])}),
         Family("softmax", "row-wise, numerically stable softmax of rows×cols", ["rows", "cols"], list(_ROW_CLASSES),
