@@ -366,10 +366,16 @@ def _gpu_gemv_space() -> Space:
 
 
 def _gpu_qgemv_space() -> Space:
-    def check(_shape: Optional[Sequence[int]], p: Mapping[str, int]) -> Optional[str]:
+    def check(shape: Optional[Sequence[int]], p: Mapping[str, int]) -> Optional[str]:
         t = p.get("TPR", 0) * p.get("RPB", 0)
         if t > 1024 or t < 32:
             return f"TPR×RPB={t} threads per threadgroup must be in 32..1024"
+        # A load of VEC words stays within one group (one scale and bias).
+        if shape is not None and len(shape) == 5 and shape[3] > 0:
+            words = shape[4] * shape[3] // 32
+            if p.get("VEC", 0) > words:
+                return (f"VEC={p.get('VEC', 0)} words exceed the {words} words of a group "
+                        f"(bits={shape[3]}, group_size={shape[4]})")
         return None
 
     return Space(
