@@ -183,59 +183,75 @@ const gemvSource = `
 
 // qgemvSource: y = x·dequant(W)ᵀ (+ bias), W in MLX's affine layout:
 // bits-bit values packed into uint32 words along k from the lowest bits up,
-// a scale and a bias per group of values. Segments of TPR threads own one
-// row each, RPB rows per threadgroup; a thread reads VEC words at a time
-// (UNROLL loads in flight, all VEC words in one group) and dequantises per
-// group, s·Σ x·q + β·Σ x, then the segment reduces. bits is a run-time
-// argument; the switch selects a loop with it constant (uniform across the
-// grid, so no divergence), and gshift is log2 of the words per group.
+// a scale and a bias per group of values. Segments of TPR threads own RPT
+// adjacent rows each, RPB segments per threadgroup; a thread reads VEC
+// words of each of its rows at a time (all in one group; UNROLL such steps
+// per iteration), loads and widens the matching x values once for its RPT
+// rows, and dequantises per group, s·Σ x·q + β·Σ x; then each segment
+// reduces. Widening (x to f32, q to f32) is what such a kernel spends its
+// arithmetic on: Q2F is a bit trick where conversions are slow (CUDA).
+// bits is a run-time argument; the switch selects a loop with it constant
+// (uniform across the grid, so no divergence), and gshift is log2 of the
+// words per group.
 const qgemvSource = `
 #define KT_QDOT(QB) { \
     const int per = 32 / QB; \
     for (int c = sl * VEC; c < kw; c += UNROLL * step) { \
-      unsigned int wv[UNROLL][VEC]; \
-      UNROLL_LOOP \
-      for (int u = 0; u < UNROLL; ++u) { \
-        if (c + u * step < kw) { LOADW(w, base + c + u * step, wv[u]); } \
-      } \
       UNROLL_LOOP \
       for (int u = 0; u < UNROLL; ++u) { \
         const int cw = c + u * step; \
         if (cw < kw) { \
-          const int g = gbase + (cw >> gshift); \
-          float xq = 0.0f, xs = 0.0f; \
+          unsigned int wv[RPT][VEC]; \
+          UNROLL_LOOP \
+          for (int r = 0; r < RPT; ++r) { \
+            if (row0 + r < n) { LOADW(w, (row0 + r) * kw + cw, wv[r]); } \
+          } \
+          float xq[RPT], xs = 0.0f; \
+          UNROLL_LOOP \
+          for (int r = 0; r < RPT; ++r) xq[r] = 0.0f; \
           UNROLL_LOOP \
           for (int v = 0; v < VEC; ++v) { \
-            const unsigned int q = wv[u][v]; \
-            const int x0 = (cw + v) * per; \
             UNROLL_LOOP \
-            for (int j = 0; j < per; ++j) { \
-              const float xv = LOAD(x, x0 + j); \
-              xq = FMA(xv, (float)((q >> (QB * j)) & ((1u << QB) - 1u)), xq); \
-              xs += xv; \
+            for (int j4 = 0; j4 < per; j4 += 4) { \
+              float xv[4]; \
+              LOADX4(x, (cw + v) * per + j4, xv); \
+              UNROLL_LOOP \
+              for (int j = 0; j < 4; ++j) { \
+                xs += xv[j]; \
+                UNROLL_LOOP \
+                for (int r = 0; r < RPT; ++r) \
+                  xq[r] = FMA(xv[j], Q2F((wv[r][v] >> (QB * (j4 + j))) & ((1u << QB) - 1u)), xq[r]); \
+              } \
             } \
           } \
-          acc = FMA(LOAD(scales, g), xq, FMA(LOAD(biases, g), xs, acc)); \
+          UNROLL_LOOP \
+          for (int r = 0; r < RPT; ++r) { \
+            if (row0 + r < n) { \
+              const int g = (row0 + r) * groups + (cw >> gshift); \
+              acc[r] = FMA(LOAD(scales, g), xq[r], FMA(LOAD(biases, g), xs, acc[r])); \
+            } \
+          } \
         } \
       } \
     } \
   }
   const int seg = LID / TPR, sl = LID % TPR;
-  const int row = GROUP_X * RPB + seg;
+  const int row0 = (GROUP_X * RPB + seg) * RPT;
   SHARED(float, red, NTHREADS);
-  float acc = 0.0f;
-  if (row < n) {
+  float acc[RPT];
+  UNROLL_LOOP
+  for (int r = 0; r < RPT; ++r) acc[r] = 0.0f;
+  if (row0 < n) {
     const int kw = k / (32 / bits);
-    const int base = row * kw, gbase = row * groups;
     const int step = TPR * VEC;
     if (bits == 4) KT_QDOT(4)
     else if (bits == 8) KT_QDOT(8)
     else KT_QDOT(2)
   }
-  acc = SEG_SUM(acc, TPR, red);
-  if (row < n && sl == 0) {
-    if (has_bias != 0) acc += LOAD(bias, row);
-    STORE(y, row, acc);
+  UNROLL_LOOP
+  for (int r = 0; r < RPT; ++r) {
+    const float s = SEG_SUM(acc[r], TPR, red);
+    if (row0 + r < n && sl == 0) STORE(y, row0 + r, has_bias != 0 ? s + LOAD(bias, row0 + r) : s);
   }`
 
 // softmaxSource: one segment of TPR threads per row, RPB rows per
@@ -628,7 +644,7 @@ var bodies = map[string]*Body{
 		Defines:     func(p map[string]int) map[string]int { return map[string]int{"NTHREADS": p["TPR"] * p["RPB"]} },
 		SharedBytes: func(p map[string]int) int { return 4 * p["TPR"] * p["RPB"] },
 		Geometry: func(shape []int, p map[string]int) Launch {
-			return Launch{Grid: [2]int{ceilDiv(shape[1], p["RPB"]), 1}, Threads: p["TPR"] * p["RPB"]}
+			return Launch{Grid: [2]int{ceilDiv(shape[1], p["RPB"]*p["RPT"]), 1}, Threads: p["TPR"] * p["RPB"]}
 		},
 		Scalars: func(c kernels.Case, _ map[string]float64) []any {
 			n, k, bits, g := c.Shape[1], c.Shape[2], c.Shape[3], c.Shape[4]

@@ -549,6 +549,19 @@ var wordPrelude = map[API]string{
 #endif
 }
 #define LOADW(p, i, d) kt_loadw((p), (i), (d))
+// 4 elements of T from element i on (aligned to 4), widened: one 8- or
+// 16-byte load.
+KT_INLINE void kt_loadx4(const T* __restrict__ p, int i, float* d) {
+  __align__(16) T h[4];
+  if (sizeof(T) == 4) *reinterpret_cast<uint4*>(h) = *reinterpret_cast<const uint4*>(p + i);
+  else *reinterpret_cast<uint2*>(h) = *reinterpret_cast<const uint2*>(p + i);
+  UNROLL_LOOP
+  for (int j = 0; j < 4; ++j) d[j] = LOAD(h, j);
+}
+#define LOADX4(p, i, d) kt_loadx4((p), (i), (d))
+// q < 2^23 to float without a conversion instruction (16 per clock per
+// SM): q in the mantissa of 2^23, minus 2^23; exact.
+#define Q2F(q) (__uint_as_float(0x4B000000u | (q)) - 8388608.0f)
 `,
 	Metal: `inline void kt_loadw(device const uint* p, int i, thread uint* d) {
 #if VEC == 1
@@ -564,11 +577,26 @@ var wordPrelude = map[API]string{
 #endif
 }
 #define LOADW(p, i, d) kt_loadw((p), (i), (d))
+inline void kt_loadx4(device const T* p, int i, thread float* d) {
+#ifdef KT_VEC4
+  const float4 a = float4(*((device const KT_VEC4*)(p + i)));
+  d[0] = a.x; d[1] = a.y; d[2] = a.z; d[3] = a.w;
+#else
+  for (int j = 0; j < 4; ++j) d[j] = LOAD(p, i + j);
+#endif
+}
+#define LOADX4(p, i, d) kt_loadx4((p), (i), (d))
+#define Q2F(q) ((float)(q))
 `,
 	OpenCL: `void kt_loadw(__global const uint* restrict p, int i, uint* d) {
   for (int j = 0; j < VEC; ++j) d[j] = p[i + j];
 }
 #define LOADW(p, i, d) kt_loadw((p), (i), (d))
+void kt_loadx4(__global const T* restrict p, int i, float* d) {
+  for (int j = 0; j < 4; ++j) d[j] = LOAD(p, i + j);
+}
+#define LOADX4(p, i, d) kt_loadx4((p), (i), (d))
+#define Q2F(q) ((float)(q))
 `,
 }
 
