@@ -178,6 +178,11 @@ type Kernel struct {
 	Implements string
 	// Tolerances overrides DType.Tolerance per dtype (user-defined kernels).
 	Tolerances map[DType]float64
+	// BaselineTolerances loosens the tolerance of the vendor baseline per
+	// dtype where it computes from rounded operands of its own (qgemv's
+	// baseline multiplies weights dequantised into the activation dtype);
+	// the tuned candidates keep Tolerance.
+	BaselineTolerances map[DType]float64
 	// Options names the optional parts a case may turn on (gemv_nt: Bias,
 	// an added operand); NewProblem refuses a case with any other.
 	Options []string
@@ -219,9 +224,13 @@ func (k *Kernel) Tolerance(dt DType) float64 {
 const TF32Tolerance = 1e-3
 
 // ToleranceFor is the tolerance of one candidate: Tolerance, except that a
-// candidate with TF32=1 in f32 gets TF32Tolerance (when that is looser).
+// candidate with TF32=1 in f32 gets TF32Tolerance (when that is looser),
+// and a baseline (p nil) gets BaselineTolerances where set.
 func (k *Kernel) ToleranceFor(dt DType, p map[string]int) float64 {
 	tol := k.Tolerance(dt)
+	if bt, ok := k.BaselineTolerances[dt]; ok && p == nil {
+		tol = max(tol, bt)
+	}
 	if dt == F32 && p["TF32"] == 1 {
 		tol = max(tol, TF32Tolerance)
 	}

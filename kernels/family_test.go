@@ -120,3 +120,20 @@ func TestRMSNormEps(t *testing.T) {
 		t.Errorf("rmsnorm scalar eps = %v, want the reference's %v", got, RMSNormEps)
 	}
 }
+
+// qgemv's baseline (p nil) gets its looser bound; its candidates keep the dtype's.
+func TestBaselineTolerance(t *testing.T) {
+	k, _ := Get(params.QGemv)
+	for _, tt := range []struct {
+		dt   DType
+		p    map[string]int
+		want float64
+	}{
+		{F16, nil, 2e-2}, {BF16, nil, 1e-1}, {F32, nil, F32.Tolerance()},
+		{F16, map[string]int{"TPR": 16}, F16.Tolerance()}, {BF16, map[string]int{}, BF16.Tolerance()},
+	} {
+		if got := k.ToleranceFor(tt.dt, tt.p); got != tt.want {
+			t.Errorf("%s %v: tolerance %v, want %v", tt.dt, tt.p, got, tt.want)
+		}
+	}
+}
