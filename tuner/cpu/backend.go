@@ -7,6 +7,7 @@ package cpu
 import (
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/kerntune/kerntune/internal/bf16"
@@ -68,9 +69,14 @@ func (b *Backend) Close() error { return nil }
 
 // instance holds a problem's input copies in the kernel's storage type.
 type instance struct {
-	p     *kernels.Problem
-	in32  [][][]float32 // [copy][operand]
-	in16  [][][]uint16
+	p    *kernels.Problem
+	in32 [][][]float32 // [copy][operand]
+	in16 [][][]uint16
+	// words holds the integer operands (kernels.Elem of an integer type:
+	// qgemv's packed weights) as uint32 words, [copy][operand], nil for a
+	// float operand, whose slot in in32 or in16 it is instead; nil when the
+	// problem has no integer operand.
+	words [][][]uint32
 	out32 []float32
 	out16 []uint16
 	// The outputs live in guarded buffers: Output checks that a candidate
@@ -84,24 +90,48 @@ type instance struct {
 
 func (in *instance) Close() error { return nil }
 
-// Load converts the inputs to the dtype's storage and replicates them.
+// Load converts the inputs to the dtype's storage and replicates them;
+// integer operands become uint32 words whatever the dtype.
 func (b *Backend) Load(p *kernels.Problem, copies int) (tuner.Instance, error) {
 	if copies < 1 {
 		copies = 1
 	}
 	inst := &instance{p: p, copies: copies}
 	outLen := p.Kernel.OutLen(p.Case.Shape)
+	isInt := make([]bool, len(p.Inputs))
+	for i, op := range p.Kernel.Inputs(p.Case) {
+		if i < len(isInt) && !op.Elem.In(p.DType).IsFloat() {
+			isInt[i] = true
+		}
+	}
 	for c := 0; c < copies; c++ {
+		if slices.Contains(isInt, true) {
+			words := make([][]uint32, len(p.Inputs))
+			for i, x := range p.Inputs {
+				if isInt[i] {
+					words[i] = make([]uint32, len(x))
+					for j, v := range x {
+						words[i][j] = math.Float32bits(v)
+					}
+				}
+			}
+			inst.words = append(inst.words, words)
+		}
 		switch p.DType {
 		case kernels.F32:
 			ops := make([][]float32, len(p.Inputs))
 			for i, x := range p.Inputs {
-				ops[i] = append([]float32(nil), x...)
+				if !isInt[i] {
+					ops[i] = append([]float32(nil), x...)
+				}
 			}
 			inst.in32 = append(inst.in32, ops)
 		case kernels.F16, kernels.BF16:
 			ops := make([][]uint16, len(p.Inputs))
 			for i, x := range p.Inputs {
+				if isInt[i] {
+					continue
+				}
 				h := make([]uint16, len(x))
 				if p.DType == kernels.BF16 {
 					for j, v := range x {
@@ -135,11 +165,21 @@ type program struct {
 	f32  func(p *kernels.Problem, in [][]float32, out []float32)
 	f16  func(p *kernels.Problem, in [][]uint16, out []uint16)
 	bf16 func(p *kernels.Problem, in [][]uint16, out []uint16)
+	// wf32, wf16 and wbf16 take the place of f32, f16 and bf16 for a
+	// family with integer operands (qgemv's packed weights): words[i] is
+	// operand i as uint32 words when it is an integer operand, in[i] when
+	// it is a float one (see instance.words).
+	wf32  func(p *kernels.Problem, in [][]float32, words [][]uint32, out []float32)
+	wf16  func(p *kernels.Problem, in [][]uint16, words [][]uint32, out []uint16)
+	wbf16 func(p *kernels.Problem, in [][]uint16, words [][]uint32, out []uint16)
 }
 
 func (pr *program) Close() error { return nil }
 
 func (pr *program) runOnce(inst *instance, copy int) error {
+	if inst.words != nil {
+		return pr.runWords(inst, copy)
+	}
 	if inst.in32 != nil {
 		if pr.f32 == nil {
 			return fmt.Errorf("no f32 implementation")
@@ -155,6 +195,27 @@ func (pr *program) runOnce(inst *instance, copy int) error {
 		return fmt.Errorf("no %s implementation", inst.p.DType)
 	}
 	f(inst.p, inst.in16[copy], inst.out16)
+	return nil
+}
+
+// runWords is runOnce for a problem with integer operands.
+func (pr *program) runWords(inst *instance, copy int) error {
+	words := inst.words[copy]
+	if inst.in32 != nil {
+		if pr.wf32 == nil {
+			return fmt.Errorf("no f32 implementation taking integer operands")
+		}
+		pr.wf32(inst.p, inst.in32[copy], words, inst.out32)
+		return nil
+	}
+	f := pr.wf16
+	if inst.p.DType == kernels.BF16 {
+		f = pr.wbf16
+	}
+	if f == nil {
+		return fmt.Errorf("no %s implementation taking integer operands", inst.p.DType)
+	}
+	f(inst.p, inst.in16[copy], words, inst.out16)
 	return nil
 }
 

@@ -7,6 +7,8 @@ import (
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/gonum"
+
+	"github.com/kerntune/kerntune/kernels"
 )
 
 // kernGemmBenchParams are representative GEMM settings: the fastest found on
@@ -189,6 +191,64 @@ func BenchmarkRMSNorm(b *testing.B) {
 				RMSNormHalf(p, rows, cols, 1e-6, xh, wh, yh)
 			}
 			kernReportBytes(b, 4*rows*cols)
+		})
+	}
+}
+
+// BenchmarkQGemv times the largest decode projection of Qwen2.5-0.5B
+// quantized as MLX does by default (1×151936×896, 4 bits, groups of 64) in
+// f32, f16 and bf16. GB/s counts the problem's bytes (kernels.Kernel.Bytes:
+// the packed words, scales, biases, x and y), Gelem/s the weights applied:
+// on the 2-core development machine the kernel is bound by the unpacking
+// and conversion of each value (about 3 Gelem/s per core), not by memory.
+func BenchmarkQGemv(b *testing.B) {
+	const n, k, bits, g = 151936, 896, 4, 64
+	kern, err := kernels.Get("qgemv")
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := kernels.Case{Shape: []int{1, n, k, bits, g}}
+	rng := rand.New(rand.NewPCG(7, 7))
+	w := make([]uint32, n*k*bits/32)
+	for i := range w {
+		w[i] = rng.Uint32()
+	}
+	x, sc, bi := kernRandF32(rng, k), kernRandF32(rng, n*k/g), kernRandF32(rng, n*k/g)
+	y := make([]float32, n)
+	xh, sh, bh, yh := kernRandHalf(rng, k), kernRandHalf(rng, n*k/g), kernRandHalf(rng, n*k/g), make([]uint16, n)
+	xb, sb, bb := kernRandBF16(rng, k), kernRandBF16(rng, n*k/g), kernRandBF16(rng, n*k/g)
+	params := []QGemvParams{
+		{BN: 32, Rows: 1, Threads: 2},
+		{BN: 32, Rows: 2, Threads: 2},
+		{BN: 32, Rows: 4, Threads: 2},
+		{BN: 256, Rows: 2, Threads: 2},
+		{BN: 4, Rows: 2, Threads: 2},
+		{BN: 32, Rows: 2, Threads: 1},
+		{BN: 32, Rows: 2, Threads: 4},
+	}
+	report := func(b *testing.B, dt kernels.DType) {
+		b.ReportMetric(kern.Bytes(c, dt)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
+		b.ReportMetric(float64(n*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "Gelem/s")
+	}
+	for _, p := range params {
+		name := fmt.Sprintf("BN%d_R%d_T%d", p.BN, p.Rows, p.Threads)
+		b.Run("f32_"+name, func(b *testing.B) {
+			for range b.N {
+				QGemv(p, n, k, bits, g, x, w, sc, bi, nil, y)
+			}
+			report(b, kernels.F32)
+		})
+		b.Run("f16_"+name, func(b *testing.B) {
+			for range b.N {
+				QGemvHalf(p, n, k, bits, g, xh, w, sh, bh, nil, yh)
+			}
+			report(b, kernels.F16)
+		})
+		b.Run("bf16_"+name, func(b *testing.B) {
+			for range b.N {
+				QGemvBF16(p, n, k, bits, g, xb, w, sb, bb, nil, yh)
+			}
+			report(b, kernels.BF16)
 		})
 	}
 }

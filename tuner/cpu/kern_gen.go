@@ -1,8 +1,9 @@
 //go:build ignore
 
 // kern_gen.go writes the unrolled kernels kern_gemm_micro.go,
-// kern_gemv_kernels.go and kern_rows_kernels.go. Run it with
-// `go generate` (see kern_gemm.go) after editing a template here.
+// kern_gemv_kernels.go, kern_qgemv_kernels.go and kern_rows_kernels.go.
+// Run it with `go generate` (see kern_gemm.go) after editing a template
+// here.
 package main
 
 import (
@@ -100,6 +101,84 @@ func gemv(elem string, R, U int) {
 				n = append(n, fmt.Sprintf("s%d%d", r, u))
 			}
 			w("\t\ty[i+%d] = %s\n", r, tree(n))
+		}
+	}
+	if R > 1 {
+		w("\tfor ; i+%d <= len(y); i += %d {\n", R, R)
+		rowgroup(R)
+		w("\t}\n")
+	}
+	w("\tfor ; i < len(y); i++ {\n")
+	rowgroup(1)
+	w("\t}\n}\n\n")
+}
+
+// qgemvStep is the number of quantized values one step of the qgemv
+// kernels' inner loop covers: 1, 2 or 4 words at 2, 4 or 8 bits. Every
+// group size (32, 64, 128) is a multiple of it.
+const qgemvStep = 16
+
+// qgemv writes the quantized GEMV kernel for bits-bit values, R rows at a
+// time. Each step unpacks the words holding 16 values of every row with
+// shifts and masks (MLX packs from the lowest bits up), multiplies them by
+// the 16 values of x the rows share and sums the products as a tree; a
+// group's dot product d then enters the row's accumulator as s·d + β·Σx.
+func qgemv(bits, R int) {
+	name := fmt.Sprintf("kernQGemvB%dR%d", bits, R)
+	per := 32 / bits     // values per word
+	W := qgemvStep / per // words per step
+	mask := 1<<bits - 1
+	w("// %s sets y[i] = Σ_g sc[i·kg+g]·(Σ_{p in g} x[p]·q[i,p]) + bi[i·kg+g]·xs[g]\n", name)
+	w("// for every i < len(y), with q[i,p] the %d-bit values packed in the row's\n", bits)
+	w("// words w[i·kw:(i+1)·kw], kw = k/%d, kg = k/g groups of g values and xs[g]\n", per)
+	w("// the sum of x over group g; %d row(s) at a time. g is a multiple of %d.\n", R, qgemvStep)
+	w("func %s(k, g int, x, xs []float32, w []uint32, sc, bi, y []float32) {\n", name)
+	w("\tkw, kg := k/%d, k/g\n", per)
+	w("\tx = x[:k:k]\n\txs = xs[:kg:kg]\n\ti := 0\n")
+	rowgroup := func(R int) {
+		for r := 0; r < R; r++ {
+			w("\t\tw%d := w[(i+%d)*kw:][:kw]\n", r, r)
+			w("\t\tsc%d := sc[(i+%d)*kg:][:kg]\n", r, r)
+			w("\t\tbi%d := bi[(i+%d)*kg:][:kg]\n", r, r)
+		}
+		var as, ds []string
+		for r := 0; r < R; r++ {
+			as = append(as, fmt.Sprintf("a%d", r))
+			ds = append(ds, fmt.Sprintf("d%d", r))
+		}
+		w("\t\tvar %s float32\n", strings.Join(as, ", "))
+		w("\t\tfor gi, xsg := range xs {\n")
+		w("\t\t\tvar %s float32\n", strings.Join(ds, ", "))
+		w("\t\t\tfor p, o := gi*g, gi*g/%d; p < gi*g+g; p, o = p+%d, o+%d {\n", per, qgemvStep, W)
+		w("\t\t\t\txx := x[p : p+%d : p+%d]\n", qgemvStep, qgemvStep)
+		for r := 0; r < R; r++ {
+			w("\t\t\t\tv%d := w%d[o : o+%d : o+%d]\n", r, r, W, W)
+		}
+		for r := 0; r < R; r++ {
+			var terms []string
+			for j := 0; j < W; j++ {
+				w("\t\t\t\tu%d%d := v%d[%d]\n", r, j, r, j)
+				u := fmt.Sprintf("u%d%d", r, j)
+				for e := 0; e < per; e++ {
+					q := u
+					if sh := e * bits; sh > 0 {
+						q = fmt.Sprintf("%s>>%d", u, sh)
+					}
+					if e < per-1 {
+						q = fmt.Sprintf("%s&%d", q, mask)
+					}
+					terms = append(terms, fmt.Sprintf("xx[%d]*float32(%s)", j*per+e, q))
+				}
+			}
+			w("\t\t\t\td%d += %s\n", r, tree(terms))
+		}
+		w("\t\t\t}\n")
+		for r := 0; r < R; r++ {
+			w("\t\t\ta%d += sc%d[gi]*d%d + bi%d[gi]*xsg\n", r, r, r, r)
+		}
+		w("\t\t}\n")
+		for r := 0; r < R; r++ {
+			w("\t\ty[i+%d] = a%d\n", r, r)
 		}
 	}
 	if R > 1 {
@@ -308,6 +387,14 @@ func main() {
 		}
 	}
 	emit("kern_gemv_kernels.go")
+	header()
+	w("// The quantized GEMV kernels below are one template unrolled for each\n// width (2, 4, 8 bits) and Rows, so that the accumulators are distinct\n// locals and each step's values of x serve Rows rows. A value is unpacked\n// with a shift and a mask and converted to float32 (a table lookup and\n// float tricks measured no faster); products are summed as a tree per step\n// of %d values, so that the adds of a step do not wait on one another.\n\n", qgemvStep)
+	for _, bits := range []int{2, 4, 8} {
+		for _, R := range []int{1, 2, 4} {
+			qgemv(bits, R)
+		}
+	}
+	emit("kern_qgemv_kernels.go")
 	header()
 	w("// The row reductions below are one template unrolled for each Unroll, so\n// that the partial results are distinct locals held in registers.\n\n")
 	for _, U := range []int{1, 2, 4, 8} {

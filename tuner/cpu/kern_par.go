@@ -64,7 +64,9 @@ func kernGetF32(n int) *[]float32 {
 			*p = (*p)[:n]
 			return p
 		}
-		kernF32Pool.Put(p) // too small for this call; leave it for smaller ones
+		// Too small for this call: dropped, so that the buffer made here
+		// takes its place. Put back, it would be the one handed out next
+		// time too, and every call of this size would allocate.
 	}
 	s := make([]float32, n)
 	return &s

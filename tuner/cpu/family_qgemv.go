@@ -1,0 +1,44 @@
+package cpu
+
+import (
+	"github.com/kerntune/kerntune/kernels"
+	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/search"
+)
+
+// qgemv takes its packed weights (operand 1) as uint32 words; x, scales,
+// biases and bias are in the dtype. There is no baseline: gonum has no
+// quantized mat-vec.
+func init() {
+	families.Add(params.QGemv, family{build: func(c search.Candidate) (*program, error) {
+		qp := QGemvParams{BN: c["BN"], Rows: c["ROWS"], Threads: c["THREADS"]}
+		return &program{
+			wf32: func(p *kernels.Problem, in [][]float32, words [][]uint32, out []float32) {
+				n, k, bits, g := qgemvShape(p)
+				QGemv(qp, n, k, bits, g, in[0], words[1], in[2], in[3], qgemvBias(p, in), out)
+			},
+			wf16: func(p *kernels.Problem, in [][]uint16, words [][]uint32, out []uint16) {
+				n, k, bits, g := qgemvShape(p)
+				QGemvHalf(qp, n, k, bits, g, in[0], words[1], in[2], in[3], qgemvBias(p, in), out)
+			},
+			wbf16: func(p *kernels.Problem, in [][]uint16, words [][]uint32, out []uint16) {
+				n, k, bits, g := qgemvShape(p)
+				QGemvBF16(qp, n, k, bits, g, in[0], words[1], in[2], in[3], qgemvBias(p, in), out)
+			},
+		}, nil
+	}})
+}
+
+// qgemvShape is n, k, bits and group_size of a qgemv problem (m is 1).
+func qgemvShape(p *kernels.Problem) (n, k, bits, g int) {
+	s := p.Case.Shape
+	return s[1], s[2], s[3], s[4]
+}
+
+// qgemvBias is qgemv's bias operand, nil when the case has none.
+func qgemvBias[T float32 | uint16](p *kernels.Problem, in [][]T) []T {
+	if p.Case.Has(kernels.Bias) {
+		return in[4]
+	}
+	return nil
+}
