@@ -86,7 +86,7 @@ func gpuQGemvSpace() *Space {
 		Params: []Param{
 			{Name: "TPR", Values: []int{2, 4, 8, 16, 32, 64, 128}, Default: 16, Doc: "threads per output row: the K-split across threads (above 32: across SIMD-groups)"},
 			{Name: "RPB", Values: []int{1, 2, 4, 8, 16, 32}, Default: 4, Doc: "row segments per threadgroup"},
-			{Name: "RPT", Values: []int{1, 2, 4}, Default: 1, Doc: "rows per segment, sharing each load of x"},
+			{Name: "RPT", Values: []int{1, 2, 4, 8}, Default: 1, Doc: "rows per segment, sharing each load of x"},
 			{Name: "VEC", Values: []int{1, 2, 4}, Default: 2, Doc: "packed uint32 words per load"},
 			{Name: "UNROLL", Values: []int{1, 2, 4}, Default: 1, Doc: "independent loads in flight per thread"},
 		},

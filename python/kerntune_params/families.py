@@ -383,7 +383,7 @@ def _gpu_qgemv_space() -> Space:
             Param("TPR", (2, 4, 8, 16, 32, 64, 128), 16,
                   "threads per output row: the K-split across threads (above 32: across SIMD-groups)"),
             Param("RPB", (1, 2, 4, 8, 16, 32), 4, "row segments per threadgroup"),
-            Param("RPT", (1, 2, 4), 1, "rows per segment, sharing each load of x"),
+            Param("RPT", (1, 2, 4, 8), 1, "rows per segment, sharing each load of x"),
             Param("VEC", (1, 2, 4), 2, "packed uint32 words per load"),
             Param("UNROLL", (1, 2, 4), 1, "independent loads in flight per thread"),
         ],
