@@ -197,6 +197,26 @@ type Kernel struct {
 	FillCase func(c Case, op Operand, buf []float32, rng *rand.Rand)
 }
 
+// TunedClasses are the classes the default workload must reach: every
+// class, or with KeyedClasses those of the keys the workload tunes.
+func (k *Kernel) TunedClasses() []string {
+	keys := map[string]bool{}
+	if k.KeyedClasses {
+		for _, c := range k.Workload {
+			if cl, err := k.Classify(c.Shape); err == nil {
+				keys[cl[strings.LastIndex(cl, "_")+1:]] = true
+			}
+		}
+	}
+	var out []string
+	for _, cl := range k.Classes {
+		if !k.KeyedClasses || keys[cl.Name[strings.LastIndex(cl.Name, "_")+1:]] {
+			out = append(out, cl.Name)
+		}
+	}
+	return out
+}
+
 // Base is the family whose conventions the kernel follows: Implements when
 // set, else its own name.
 func (k *Kernel) Base() string {

@@ -80,9 +80,9 @@ func TestWorkloadCoversClasses(t *testing.T) {
 			}
 			seen[cl] = true
 		}
-		for _, cl := range k.Classes {
-			if !seen[cl.Name] && keyedReached(k, cl.Name) {
-				t.Errorf("%s: class %s has no workload shape", k.Name, cl.Name)
+		for _, cl := range k.TunedClasses() {
+			if !seen[cl] {
+				t.Errorf("%s: class %s has no workload shape", k.Name, cl)
 			}
 		}
 	}
@@ -221,21 +221,4 @@ func TestToleranceForTF32(t *testing.T) {
 	if err := p.VerifyFor(out, tf32); err == nil || !strings.Contains(err.Error(), "f32 TF32 tolerance") {
 		t.Errorf("TF32 candidate with a 1e-2 error: %v", err)
 	}
-}
-
-// keyedReached reports whether class cl must be reached: always, except in
-// a family whose class names end in a key (qgemv's bits and group size,
-// "largeN_q4g64"), where the workload reaches every class of the keys it
-// tunes and the other keys are tuned on request (--shape).
-func keyedReached(k *Kernel, cl string) bool {
-	if !k.KeyedClasses {
-		return true
-	}
-	key := cl[strings.LastIndex(cl, "_")+1:]
-	for _, c := range k.Workload {
-		if s, err := k.Classify(c.Shape); err == nil && strings.HasSuffix(s, "_"+key) {
-			return true
-		}
-	}
-	return false
 }

@@ -136,9 +136,11 @@ func (p *Problem) Reference() []float64 {
 	return p.ref
 }
 
-// Verify compares an output against the reference with the dtype's tolerance.
+// Verify compares an output against the reference with the dtype's
+// tolerance, as for a candidate without parameters (not a baseline's,
+// which VerifyFor with nil params gives).
 func (p *Problem) Verify(out []float32) error {
-	return p.VerifyFor(out, nil)
+	return p.VerifyFor(out, map[string]int{})
 }
 
 // VerifyFor compares the output of candidate params (nil: a baseline)

@@ -140,6 +140,24 @@ var mutants = map[string]func(p *kernels.Problem, in [][]float32, out []float32,
 		}
 		contract(1, n, k, func(_, q int) float32 { return get(in[0], q) }, func(q, j int) float32 { return get(in[1], j*ldw+q) }, bias, out, mut)
 	},
+	"qgemv": func(p *kernels.Problem, in [][]float32, out []float32, mut string) {
+		n, k, bits, g := p.Case.Shape[1], p.Case.Shape[2], p.Case.Shape[3], p.Case.Shape[4]
+		per, kg := 32/bits, k/g
+		kw := k * bits / 32
+		if mut == "wrong stride" {
+			kw++
+		}
+		var bias []float32
+		if p.Case.Has(kernels.Bias) {
+			bias = in[4]
+		}
+		w := func(q, j int) float32 {
+			word := math.Float32bits(get(in[1], j*kw+q/per))
+			v := (word >> (uint(q%per) * uint(bits))) & (1<<uint(bits) - 1)
+			return get(in[2], j*kg+q/g)*float32(v) + get(in[3], j*kg+q/g)
+		}
+		contract(1, n, k, func(_, q int) float32 { return get(in[0], q) }, w, bias, out, mut)
+	},
 	"softmax": func(p *kernels.Problem, in [][]float32, out []float32, mut string) {
 		rowwise("softmax", p.Case.Shape[0], p.Case.Shape[1], in, 0, out, mut)
 	},

@@ -190,8 +190,8 @@ func TestClassTasksCoverWorkload(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(tasks) != len(k.Classes) {
-			t.Errorf("%s: %d class tasks for %d classes: every class needs a workload shape", k.Name, len(tasks), len(k.Classes))
+		if len(tasks) != len(k.TunedClasses()) {
+			t.Errorf("%s: %d class tasks for %d classes: every class needs a workload shape", k.Name, len(tasks), len(k.TunedClasses()))
 		}
 		n := 0
 		for _, task := range tasks {
