@@ -200,17 +200,16 @@ type Kernel struct {
 // TunedClasses are the classes the default workload must reach: every
 // class, or with KeyedClasses those of the keys the workload tunes.
 func (k *Kernel) TunedClasses() []string {
+	key := func(cl string) string { return cl[strings.LastIndex(cl, "_")+1:] }
 	keys := map[string]bool{}
-	if k.KeyedClasses {
-		for _, c := range k.Workload {
-			if cl, err := k.Classify(c.Shape); err == nil {
-				keys[cl[strings.LastIndex(cl, "_")+1:]] = true
-			}
+	for _, c := range k.Workload {
+		if cl, err := k.Classify(c.Shape); err == nil {
+			keys[key(cl)] = true
 		}
 	}
 	var out []string
 	for _, cl := range k.Classes {
-		if !k.KeyedClasses || keys[cl.Name[strings.LastIndex(cl.Name, "_")+1:]] {
+		if !k.KeyedClasses || keys[key(cl.Name)] {
 			out = append(out, cl.Name)
 		}
 	}
