@@ -18,11 +18,12 @@ func init() {
 			{Shape: []int{1, 3584, 896, 4, 64}},
 			{Shape: []int{1, 9728, 896, 4, 64}}, {Shape: []int{1, 4864, 896, 4, 64}}, {Shape: []int{1, 151936, 896, 4, 64}},
 		},
-		// Odd row counts, each width and group size, rows of one group.
+		// Odd row counts, each width and group size, rows of one group, and
+		// a k over two stages of x in threadgroup memory (GPU bodies).
 		Odd: []Case{
 			{Shape: []int{1, 37, 64, 4, 32}}, {Shape: []int{1, 131, 256, 8, 64}, Options: []string{Bias}},
 			{Shape: []int{1, 1, 128, 2, 128}}, {Shape: []int{1, 67, 384, 4, 128}, Options: []string{Bias}},
-			{Shape: []int{1, 33, 96, 8, 32}},
+			{Shape: []int{1, 33, 96, 8, 32}}, {Shape: []int{1, 45, 2368, 4, 64}},
 		},
 		MemoryBound:  true,
 		KeyedClasses: true,

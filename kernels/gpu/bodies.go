@@ -185,50 +185,94 @@ const gemvSource = `
 // bits-bit values packed into uint32 words along k from the lowest bits up,
 // a scale and a bias per group of values. Segments of TPR threads own RPT
 // adjacent rows each, RPB segments per threadgroup; a thread reads VEC
-// words of each of its rows at a time (all in one group; UNROLL such steps
-// per iteration), loads and widens the matching x values once for its RPT
-// rows, and dequantises per group, s·Σ x·q + β·Σ x; then each segment
-// reduces. Widening (x to f32, q to f32) is what such a kernel spends its
-// arithmetic on: Q2F is a bit trick where conversions are slow (CUDA).
-// bits is a run-time argument; the switch selects a loop with it constant
-// (uniform across the grid, so no divergence), and gshift is log2 of the
+// words of each of its rows at a time (all in one group), UNROLL such
+// steps loaded before any is used, and dequantises per group,
+// s·Σ x·q + β·Σ x; then each segment reduces.
+//
+// x is staged in threadgroup memory, XC values at a time, as f32 and
+// pre-scaled by 2^-(bits·j) for the j-th value of each 16-bit half of its
+// word, with the sum of each word's x beside it. A value then needs no
+// shift: x'·float(w & (mask << bits·j)) = x·q exactly, and where an
+// integer-to-float conversion is slow (CUDA) QM2F makes the float with
+// one OR and one subtraction. The first weights are requested before the
+// staging, so their latency overlaps it. bits is a run-time argument; the
+// switch selects a loop with it constant (uniform across the grid, so the
+// barriers inside are reached by every thread), and gshift is log2 of the
 // words per group.
+// qgemvStage is the x values qgemv stages in threadgroup memory at a time:
+// 4 KB of f32 and 1 KB of word sums, a multiple of every group's words.
+const qgemvStage = 1024
+
 const qgemvSource = `
 #define KT_QDOT(QB) { \
-    const int per = 32 / QB; \
-    for (int c = sl * VEC; c < kw; c += UNROLL * step) { \
+    const int per = 32 / QB, hp = per / 2; \
+    const int cwords = XC / per; \
+    const unsigned int qm = (1u << QB) - 1u; \
+    unsigned int wv[UNROLL][RPT][VEC]; \
+    for (int cb = 0; cb < kw; cb += cwords) { \
+      const int ce = min(cb + cwords, kw); \
+      /* the weights of this chunk's first steps, in flight during the staging */ \
+      const int c0 = cb + sl * VEC; \
       UNROLL_LOOP \
       for (int u = 0; u < UNROLL; ++u) { \
-        const int cw = c + u * step; \
-        if (cw < kw) { \
-          unsigned int wv[RPT][VEC]; \
+        UNROLL_LOOP \
+        for (int r = 0; r < RPT; ++r) { \
+          if (row0 + r < n && c0 + u * step < ce) { LOADW(w, (row0 + r) * kw + c0 + u * step, wv[u][r]); } \
+        } \
+      } \
+      BARRIER(); \
+      for (int wd = cb + LID; wd < ce; wd += NTHREADS) { \
+        float sum = 0.0f; \
+        UNROLL_LOOP \
+        for (int j4 = 0; j4 < per; j4 += 4) { \
+          float xv[4]; \
+          LOADX4(x, wd * per + j4, xv); \
           UNROLL_LOOP \
-          for (int r = 0; r < RPT; ++r) { \
-            if (row0 + r < n) { LOADW(w, (row0 + r) * kw + cw, wv[r]); } \
+          for (int j = 0; j < 4; ++j) { \
+            sum += xv[j]; \
+            xsh[(wd - cb) * per + j4 + j] = xv[j] * (1.0f / (float)(1u << (QB * ((j4 + j) % hp)))); \
           } \
-          float xq[RPT], xs = 0.0f; \
+        } \
+        xws[wd - cb] = sum; \
+      } \
+      BARRIER(); \
+      for (int c = c0; c < ce; c += UNROLL * step) { \
+        if (c != c0) { \
           UNROLL_LOOP \
-          for (int r = 0; r < RPT; ++r) xq[r] = 0.0f; \
-          UNROLL_LOOP \
-          for (int v = 0; v < VEC; ++v) { \
+          for (int u = 0; u < UNROLL; ++u) { \
             UNROLL_LOOP \
-            for (int j4 = 0; j4 < per; j4 += 4) { \
-              float xv[4]; \
-              LOADX4(x, (cw + v) * per + j4, xv); \
-              UNROLL_LOOP \
-              for (int j = 0; j < 4; ++j) { \
-                xs += xv[j]; \
-                UNROLL_LOOP \
-                for (int r = 0; r < RPT; ++r) \
-                  xq[r] = FMA(xv[j], Q2F((wv[r][v] >> (QB * (j4 + j))) & ((1u << QB) - 1u)), xq[r]); \
-              } \
+            for (int r = 0; r < RPT; ++r) { \
+              if (row0 + r < n && c + u * step < ce) { LOADW(w, (row0 + r) * kw + c + u * step, wv[u][r]); } \
             } \
           } \
-          UNROLL_LOOP \
-          for (int r = 0; r < RPT; ++r) { \
-            if (row0 + r < n) { \
-              const int g = (row0 + r) * groups + (cw >> gshift); \
-              acc[r] = FMA(LOAD(scales, g), xq[r], FMA(LOAD(biases, g), xs, acc[r])); \
+        } \
+        UNROLL_LOOP \
+        for (int u = 0; u < UNROLL; ++u) { \
+          const int cw = c + u * step; \
+          if (cw < ce) { \
+            float xq[RPT], xs = 0.0f; \
+            UNROLL_LOOP \
+            for (int r = 0; r < RPT; ++r) xq[r] = 0.0f; \
+            UNROLL_LOOP \
+            for (int v = 0; v < VEC; ++v) { \
+              const int xo = (cw - cb + v) * per; \
+              xs += xws[cw - cb + v]; \
+              UNROLL_LOOP \
+              for (int r = 0; r < RPT; ++r) { \
+                const unsigned int lo = wv[u][r][v], hi = lo >> 16; \
+                UNROLL_LOOP \
+                for (int j = 0; j < hp; ++j) { \
+                  xq[r] = FMA(xsh[xo + j], QM2F(lo & (qm << (QB * j))), xq[r]); \
+                  xq[r] = FMA(xsh[xo + hp + j], QM2F(hi & (qm << (QB * j))), xq[r]); \
+                } \
+              } \
+            } \
+            UNROLL_LOOP \
+            for (int r = 0; r < RPT; ++r) { \
+              if (row0 + r < n) { \
+                const int g = (row0 + r) * groups + (cw >> gshift); \
+                acc[r] = FMA(LOAD(scales, g), xq[r], FMA(LOAD(biases, g), xs, acc[r])); \
+              } \
             } \
           } \
         } \
@@ -238,16 +282,16 @@ const qgemvSource = `
   const int seg = LID / TPR, sl = LID % TPR;
   const int row0 = (GROUP_X * RPB + seg) * RPT;
   SHARED(float, red, NTHREADS);
+  SHARED(float, xsh, XC);
+  SHARED(float, xws, XC / 4);
   float acc[RPT];
   UNROLL_LOOP
   for (int r = 0; r < RPT; ++r) acc[r] = 0.0f;
-  if (row0 < n) {
-    const int kw = k / (32 / bits);
-    const int step = TPR * VEC;
-    if (bits == 4) KT_QDOT(4)
-    else if (bits == 8) KT_QDOT(8)
-    else KT_QDOT(2)
-  }
+  const int kw = k / (32 / bits);
+  const int step = TPR * VEC;
+  if (bits == 4) KT_QDOT(4)
+  else if (bits == 8) KT_QDOT(8)
+  else KT_QDOT(2)
   UNROLL_LOOP
   for (int r = 0; r < RPT; ++r) {
     const float s = SEG_SUM(acc[r], TPR, red);
@@ -607,8 +651,10 @@ func gemmMN(shape []int, trans int) (int, int) {
 func rowBody(family, fn, src string, args []Arg, scalars func(c kernels.Case, consts map[string]float64) []any) *Body {
 	return &Body{
 		Family: family, Func: fn, Args: args, Source: src,
-		Defines:     func(p map[string]int) map[string]int { return map[string]int{"NTHREADS": p["TPR"] * p["RPB"]} },
-		SharedBytes: func(p map[string]int) int { return 4 * p["TPR"] * p["RPB"] },
+		Defines: func(p map[string]int) map[string]int {
+			return map[string]int{"NTHREADS": p["TPR"] * p["RPB"], "XC": qgemvStage}
+		},
+		SharedBytes: func(p map[string]int) int { return 4 * (p["TPR"]*p["RPB"] + qgemvStage + qgemvStage/4) },
 		Geometry: func(shape []int, p map[string]int) Launch {
 			return Launch{Grid: [2]int{ceilDiv(shape[0], p["RPB"]), 1}, Threads: p["TPR"] * p["RPB"]}
 		},
@@ -640,9 +686,11 @@ var bodies = map[string]*Body{
 		Family: "qgemv", Func: "kt_qgemv",
 		Args: []Arg{{"x", In}, {"w", Words}, {"scales", In}, {"biases", In}, {"bias", In}, {"y", Out},
 			{"n", Int}, {"k", Int}, {"bits", Int}, {"groups", Int}, {"gshift", Int}, {"has_bias", Int}},
-		Source:      qgemvSource,
-		Defines:     func(p map[string]int) map[string]int { return map[string]int{"NTHREADS": p["TPR"] * p["RPB"]} },
-		SharedBytes: func(p map[string]int) int { return 4 * p["TPR"] * p["RPB"] },
+		Source: qgemvSource,
+		Defines: func(p map[string]int) map[string]int {
+			return map[string]int{"NTHREADS": p["TPR"] * p["RPB"], "XC": qgemvStage}
+		},
+		SharedBytes: func(p map[string]int) int { return 4 * (p["TPR"]*p["RPB"] + qgemvStage + qgemvStage/4) },
 		Geometry: func(shape []int, p map[string]int) Launch {
 			return Launch{Grid: [2]int{ceilDiv(shape[1], p["RPB"]*p["RPT"]), 1}, Threads: p["TPR"] * p["RPB"]}
 		},
