@@ -40,8 +40,20 @@ func (o backendOptions) args() []string {
 	return a
 }
 
+// opened, when set, is told of each backend this process opens: tests
+// count the opens of a parent and its workers with it.
+var opened func(name string)
+
 // openBackend opens the named backend with the options that apply to it.
 func openBackend(name string, o backendOptions) (tuner.Backend, error) {
+	b, err := openNamed(name, o)
+	if err == nil && opened != nil {
+		opened(name)
+	}
+	return b, err
+}
+
+func openNamed(name string, o backendOptions) (tuner.Backend, error) {
 	switch name {
 	case "metal":
 		return metal.OpenWith(metal.Options{FastMath: o.metalFastMath})

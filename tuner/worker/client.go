@@ -16,6 +16,12 @@ import (
 	"github.com/kerntune/kerntune/tuner"
 )
 
+// ExitUnavailable is the exit status of a worker whose backend could not
+// open because this machine lacks it (an error wrapping
+// tuner.ErrUnavailable): the client's error then wraps
+// tuner.ErrUnavailable too. It is sysexits.h's EX_UNAVAILABLE.
+const ExitUnavailable = 69
+
 // Options says how to start the worker process.
 type Options struct {
 	// Command is the worker's program and arguments; the program must call
@@ -198,6 +204,9 @@ func (b *Backend) lost(p *proc, req *request) error {
 		reason = p.waitErr.Error()
 	}
 	cr := readCrash(p.stderr.String())
+	if p.cmd.ProcessState != nil && p.cmd.ProcessState.ExitCode() == ExitUnavailable {
+		return fmt.Errorf("%w (in the worker): %s", tuner.ErrUnavailable, cr.reason)
+	}
 	if cr.reason != "" {
 		reason += ": " + cr.reason
 	}

@@ -23,6 +23,10 @@ func TestMain(m *testing.M) {
 	if os.Getenv("KTDEV_WORKER_TEST") == "" {
 		os.Exit(m.Run())
 	}
+	if os.Getenv("KTDEV_UNAVAILABLE") != "" {
+		fmt.Fprintln(os.Stderr, "kerntune worker: --backend metal: backend unavailable: Metal is only available on macOS")
+		os.Exit(ExitUnavailable)
+	}
 	b, err := cpu.Open()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -599,5 +603,23 @@ func TestReadCrash(t *testing.T) {
 				t.Errorf("excerpt of %d bytes, want at most %d", len(r.excerpt), tc.maxExcerptSize)
 			}
 		})
+	}
+}
+
+// A worker whose backend this machine lacks exits with ExitUnavailable:
+// Open's error wraps tuner.ErrUnavailable, so that "auto" passes over it
+// quietly, and the worker is not reported as crashed.
+func TestWorkerUnavailable(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log strings.Builder
+	_, err = Open(Options{Command: []string{exe, "-test.run=^$"}, Env: append(os.Environ(), "KTDEV_WORKER_TEST=1", "KTDEV_UNAVAILABLE=1"), Log: &log})
+	if !errors.Is(err, tuner.ErrUnavailable) || errors.Is(err, tuner.ErrCrashed) || !strings.Contains(err.Error(), "only available on macOS") {
+		t.Errorf("open: %v; want ErrUnavailable with the worker's reason", err)
+	}
+	if strings.Contains(log.String(), "crashed") {
+		t.Errorf("log reports a crash: %s", log.String())
 	}
 }
