@@ -147,6 +147,18 @@ func revisedDispatches(d int, perDispatch, target float64, limit int) int {
 	return d
 }
 
+// pruneClosed drops the runs-per-command-buffer counts of closed
+// instances: a program (the baseline, a finalist) outlives the instances it
+// ran on, and its counts would otherwise keep every one of them, with its
+// host state, for as long as the program lives.
+func pruneClosed[B any](counts map[*gpuhost.Instance[B]]int) {
+	for in := range counts {
+		if in.Closed() {
+			delete(counts, in)
+		}
+	}
+}
+
 // compileSettings are the MTLCompileOptions every kernel is compiled with.
 // They are always set explicitly: nil options would compile with Metal's
 // defaults, which enable fast math.

@@ -120,6 +120,7 @@ func (pr *program) Run(ti tuner.Instance, n int) ([]float64, error) {
 		if err := pr.b.rewarmIfIdle(); err != nil {
 			return err
 		}
+		pruneClosed(pr.perBuffer)
 		d, ok := pr.perBuffer[in]
 		if !ok {
 			if err := pr.b.runUntimed(func(cb objc.ID) error { return pr.encodeRuns(cb, in, in.Take(calibrationDispatch)) }); err != nil {
