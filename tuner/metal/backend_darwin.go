@@ -41,6 +41,7 @@ type Backend struct {
 	mpsOK       bool
 	family      gpuFamily
 	compileOpts compileSettings
+	storage     storageMode // of problems' buffers: private where memory is not unified
 
 	// compiles holds pipelines by family|dtype|candidate key, compiled on
 	// a pool of goroutines (Metal's device methods are thread-safe).
@@ -56,13 +57,16 @@ type Backend struct {
 	lastGPU                       time.Time
 }
 
-// buffer is a shared-storage MTLBuffer and its CPU mapping.
+// buffer is an MTLBuffer: shared storage with its CPU mapping, or private
+// storage, which the CPU reaches through staging buffers and blits.
 type buffer struct {
-	id   objc.ID
-	ptr  unsafe.Pointer // -[MTLBuffer contents]
-	size int
+	id      objc.ID
+	ptr     unsafe.Pointer // -[MTLBuffer contents]; nil for a private buffer
+	size    int
+	private bool
 }
 
+// bytes is a shared buffer's CPU mapping.
 func (bf buffer) bytes() []byte { return unsafe.Slice((*byte)(bf.ptr), bf.size) }
 
 // pipeline is a compute pipeline state (owned) and the limits it reports.
@@ -132,6 +136,7 @@ func (b *Backend) describe() {
 	maxBuf := uint64(d.Send(sel.maxBufferLength))
 	maxTPT := b.rt.sendSize(uintptr(d), uintptr(sel.maxThreadsPerThreadgroup))
 	unified := objc.Send[bool](d, sel.hasUnifiedMemory)
+	b.storage = storageFor(unified)
 	cores, coreErr := b.rt.gpuCoreCount()
 
 	b.mpsOK = b.rt.mpsSupportsDevice != nil && b.rt.mpsSupportsDevice(uintptr(d)) && os.Getenv("KERNTUNE_METAL_MPS") != "0"
@@ -148,6 +153,7 @@ func (b *Backend) describe() {
 		"recommended_max_working_set_bytes": float64(workingSet),
 		"max_buffer_bytes":                  float64(maxBuf),
 		"unified_memory":                    boolFact(unified),
+		"private_buffers":                   boolFact(b.storage == storagePrivate),
 		"slc_bytes_estimate":                float64(slcBytes(name)),
 		"mps_baseline":                      boolFact(b.mpsOK),
 	}
@@ -185,18 +191,27 @@ func (b *Backend) loadHelpers() error {
 		return err
 	}
 	b.empty, b.copyKernel, b.burnKernel = ps[0], ps[1], ps[2]
-	if b.warmSrc, err = b.newBuffer(warmBytes); err != nil {
+	// The helpers' buffers live where problems' buffers do, so that the
+	// warmup and the bandwidth measure the memory kernels read.
+	if b.warmSrc, err = b.newBufferIn(warmBytes, b.storage); err != nil {
 		return err
 	}
-	b.warmDst, err = b.newBuffer(warmBytes)
+	b.warmDst, err = b.newBufferIn(warmBytes, b.storage)
 	return err
 }
 
 // newBuffer allocates a zero-filled shared-storage buffer. Any thread.
-func (b *Backend) newBuffer(size int) (buffer, error) {
-	id := b.device.Send(sel.newBufferWithLength, uint64(size), uint64(mtlResourceStorageModeShared))
+func (b *Backend) newBuffer(size int) (buffer, error) { return b.newBufferIn(size, storageShared) }
+
+// newBufferIn allocates a buffer of the given storage: for a private one,
+// the GPU's own memory, which the CPU does not map. Any thread.
+func (b *Backend) newBufferIn(size int, s storageMode) (buffer, error) {
+	id := b.device.Send(sel.newBufferWithLength, uint64(size), s.resourceOptions())
 	if id == 0 {
-		return buffer{}, fmt.Errorf("newBufferWithLength:%d failed (out of memory?)", size)
+		return buffer{}, fmt.Errorf("newBufferWithLength:%d options:%s storage failed (out of memory?)", size, s)
+	}
+	if s == storagePrivate {
+		return buffer{id: id, size: size, private: true}, nil
 	}
 	p := b.rt.sendPtr(uintptr(id), uintptr(sel.contents))
 	if p == nil {
@@ -388,6 +403,17 @@ func (b *Backend) dispatchThreads(enc objc.ID, threads, perGroup mtlSize) {
 	b.rt.sendDispatch(uintptr(enc), uintptr(sel.dispatchThreads), threads, perGroup)
 }
 
+// encodeBlit adds a blit of the first n bytes of src to dst.
+func encodeBlit(cb, src, dst objc.ID, n int) error {
+	blit := cb.Send(sel.blitCommandEncoder)
+	if blit == 0 {
+		return errors.New("metal: blitCommandEncoder returned nil")
+	}
+	blit.Send(sel.copyBuffer, src, uint64(0), dst, uint64(0), uint64(n))
+	blit.Send(sel.endEncoding)
+	return nil
+}
+
 // encodeEmpty adds n dispatches of the empty kernel (one threadgroup of
 // 32), in one compute encoder or, with ownEncoder, each in its own (as every
 // timed run of a candidate or of MPS is).
@@ -480,12 +506,12 @@ func (b *Backend) measure() error {
 	f["warmup_s"] = initialWarmup.Seconds()
 
 	// Copy bandwidth, read + write, far past the SLC.
-	src, err := b.newBuffer(bwBytes)
+	src, err := b.newBufferIn(bwBytes, b.storage)
 	if err != nil {
 		return err
 	}
 	defer freeBuffer(&src)
-	dst, err := b.newBuffer(bwBytes)
+	dst, err := b.newBufferIn(bwBytes, b.storage)
 	if err != nil {
 		return err
 	}

@@ -28,13 +28,12 @@ const (
 
 // Constants from the SDK headers.
 const (
-	mtlResourceStorageModeShared = 0 // MTLResourceStorageModeShared << MTLResourceStorageModeShift (4): 0
-	mtlCommandBufferStatusError  = 5 // MTLCommandBufferStatusError
-	mpsDataTypeFloat32           = 0x10000000 | 32
-	mpsDataTypeFloat16           = 0x10000000 | 16
-	cfStringEncodingUTF8         = 0x08000100 // kCFStringEncodingUTF8
-	nsUTF8StringEncoding         = 4          // NSUTF8StringEncoding
-	cfNumberSInt64Type           = 4          // kCFNumberSInt64Type
+	mtlCommandBufferStatusError = 5 // MTLCommandBufferStatusError
+	mpsDataTypeFloat32          = 0x10000000 | 32
+	mpsDataTypeFloat16          = 0x10000000 | 16
+	cfStringEncodingUTF8        = 0x08000100 // kCFStringEncodingUTF8
+	nsUTF8StringEncoding        = 4          // NSUTF8StringEncoding
+	cfNumberSInt64Type          = 4          // kCFNumberSInt64Type
 )
 
 // runtimeLib holds the C functions and typed objc_msgSend variants the
