@@ -19,6 +19,9 @@ import (
 // facts are measured once, in the process that times. It refuses options
 // the backend it opened does not take.
 func openForTune(f tuneFlags, log io.Writer) (tuner.Backend, error) {
+	if _, err := f.backendOpts.mathMode(); err != nil {
+		return nil, err
+	}
 	names := []string{f.backend}
 	if f.backend == "auto" {
 		names = tuner.AutoOrder("")

@@ -80,8 +80,12 @@ func open(o Options) (tuner.Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", tuner.ErrUnavailable, err)
 	}
+	cs, err := compileSettingsFor(o)
+	if err != nil {
+		return nil, err
+	}
 	registerSelectors()
-	b := &Backend{rt: r, compileOpts: compileSettingsFor(o)}
+	b := &Backend{rt: r, compileOpts: cs}
 	b.compiles = gpuhost.NewCompiles(max(2, runtime.NumCPU()), errClosed, b.compilePipeline)
 	b.gpu = startGPUThread(r)
 	if err := b.gpu.do(b.setup); err != nil {
@@ -138,6 +142,8 @@ func (b *Backend) describe() {
 	unified := objc.Send[bool](d, sel.hasUnifiedMemory)
 	b.storage = storageFor(unified)
 	cores, coreErr := b.rt.gpuCoreCount()
+	b.compileOpts.macOSMajor = int(osVer.Width)
+	ms, _ := mathSettingFor(b.compileOpts.mode, b.compileOpts.macOSMajor)
 
 	b.mpsOK = b.rt.mpsSupportsDevice != nil && b.rt.mpsSupportsDevice(uintptr(d)) && os.Getenv("KERNTUNE_METAL_MPS") != "0"
 
@@ -147,7 +153,9 @@ func (b *Backend) describe() {
 		"apple_gpu_family":                  float64(b.family.apple),
 		"mac2_gpu_family":                   boolFact(b.family.mac2),
 		"simdgroup_matrix":                  boolFact(b.family.simdgroupMatrix()),
-		"fast_math":                         boolFact(b.compileOpts.fastMath),
+		"fast_math":                         boolFact(b.compileOpts.mode == MathFast),
+		"math_mode":                         float64(mathModes[b.compileOpts.mode]),
+		"math_mode_selector":                boolFact(ms.useMathMode), // 1: setMathMode: (macOS 15+), 0: setFastMathEnabled:
 		"max_threadgroup_memory_bytes":      float64(tgMem),
 		"max_threads_per_threadgroup":       float64(maxTPT.Width),
 		"recommended_max_working_set_bytes": float64(workingSet),
@@ -304,15 +312,13 @@ func (b *Backend) pipelineOf(lib objc.ID, fn string) (pipeline, error) {
 }
 
 // compileOptions makes the MTLCompileOptions of every compile (+1: the
-// caller releases them), with fast math set explicitly: nil options mean
-// Metal's default, fast math before macOS 15 and MTLMathModeRelaxed on
-// Apple silicon since. setFastMathEnabled: is what the metal-cpp headers
-// (macOS 14) offer; macOS 15 deprecates it for mathMode but documents it
-// as setting mathMode: NO gives MTLMathModeSafe, YES MTLMathModeFast. The
-// setting is read back, so a Metal that ignored it is an error, not a
-// silent change of the arithmetic being tuned.
+// caller releases them), with the math mode set explicitly as MLX sets it
+// on the running macOS (mathSettingFor): nil options would mean Metal's
+// default, fast math before macOS 15 and MTLMathModeRelaxed on Apple
+// silicon since. The setting is read back, so a Metal that ignored it is
+// an error, not a silent change of the arithmetic being tuned.
 func (b *Backend) compileOptions(co gpu.CompileOptions) (objc.ID, error) {
-	fast, err := mathMode(co.MathMode, b.compileOpts.fastMath)
+	ms, err := mathSettingFor(kernelMathMode(co.MathMode, b.compileOpts.mode), b.compileOpts.macOSMajor)
 	if err != nil {
 		return 0, err
 	}
@@ -324,10 +330,18 @@ func (b *Backend) compileOptions(co gpu.CompileOptions) (objc.ID, error) {
 	if opts == 0 {
 		return 0, errors.New("metal: [[MTLCompileOptions alloc] init] returned nil")
 	}
-	opts.Send(sel.setFastMathEnabled, fast)
-	if got := objc.Send[bool](opts, sel.fastMathEnabled); got != fast {
-		release(opts)
-		return 0, fmt.Errorf("metal: MTLCompileOptions.fastMathEnabled reads %t after setting it to %t", got, fast)
+	if ms.useMathMode {
+		opts.Send(sel.setMathMode, ms.mathMode)
+		if got := objc.Send[int64](opts, sel.mathMode); got != ms.mathMode {
+			release(opts)
+			return 0, fmt.Errorf("metal: MTLCompileOptions.mathMode reads %d after setting it to %d", got, ms.mathMode)
+		}
+	} else {
+		opts.Send(sel.setFastMathEnabled, ms.fastMath)
+		if got := objc.Send[bool](opts, sel.fastMathEnabled); got != ms.fastMath {
+			release(opts)
+			return 0, fmt.Errorf("metal: MTLCompileOptions.fastMathEnabled reads %t after setting it to %t", got, ms.fastMath)
+		}
 	}
 	if lang != 0 {
 		opts.Send(sel.setLanguageVersion, lang)

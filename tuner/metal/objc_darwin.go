@@ -222,6 +222,7 @@ var sel struct {
 	initWithCString, utf8String, localizedDescription        objc.SEL
 	processInfo, operatingSystemVersion                      objc.SEL
 	setFastMathEnabled, fastMathEnabled                      objc.SEL
+	setMathMode, mathMode                                    objc.SEL
 	setLanguageVersion, languageVersion                      objc.SEL
 	name, supportsFamily, maxThreadgroupMemoryLength         objc.SEL
 	recommendedMaxWorkingSetSize, maxThreadsPerThreadgroup   objc.SEL
@@ -248,6 +249,7 @@ func registerSelectors() {
 		sel.localizedDescription = r("localizedDescription")
 		sel.processInfo, sel.operatingSystemVersion = r("processInfo"), r("operatingSystemVersion")
 		sel.setFastMathEnabled, sel.fastMathEnabled = r("setFastMathEnabled:"), r("fastMathEnabled")
+		sel.setMathMode, sel.mathMode = r("setMathMode:"), r("mathMode")
 		sel.setLanguageVersion, sel.languageVersion = r("setLanguageVersion:"), r("languageVersion")
 		sel.name, sel.supportsFamily = r("name"), r("supportsFamily:")
 		sel.maxThreadgroupMemoryLength = r("maxThreadgroupMemoryLength")
