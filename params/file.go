@@ -74,6 +74,14 @@ type Entry struct {
 	// before it was recorded.
 	FastMath *bool `json:"fast_math,omitempty"`
 
+	// MathMode says, for metal, the math mode the kernels were compiled
+	// with: "safe" (the default, as MLX), "relaxed" or "fast" (kerntune
+	// tune --metal-math-mode), set as MLX sets it on the macOS that ran
+	// them. Absent for other backends and in entries written before it
+	// was recorded (those were compiled with fastMathEnabled, see
+	// FastMath).
+	MathMode string `json:"math_mode,omitempty"`
+
 	// Drift is what the tuner's drift guard saw: it re-times the default
 	// (the anchor) every few candidates and measures again what was
 	// measured while the device's speed drifted (thermal throttling).
@@ -252,6 +260,10 @@ func parse(data []byte, name string) (*File, error) {
 	return f, err
 }
 
+// MathModes are the values of an entry's math_mode: MLX's metal_kernel
+// compile_options math_mode.
+var MathModes = []string{"safe", "relaxed", "fast"}
+
 // Fields of the objects whose fields the loader reads; others are unknown
 // (written by a newer kerntune, or by hand) and ignored with a warning.
 // Fields of an entry's records (default, baseline, candidates, roofline,
@@ -261,7 +273,7 @@ var (
 	fileFields   = fieldSet("schema_version", "generator", "devices")
 	deviceFields = fieldSet("backend", "name", "family", "compute_units", "tuned_at", "facts", "kernels")
 	entryFields  = fieldSet("params", "median_us", "iqr_us", "min_us", "samples", "shape_median_us", "default", "baseline",
-		"shapes", "candidates", "strategy", "roofline", "evaluations", "stopped", "use", "fast_math", "drift", "no_harm", "time")
+		"shapes", "candidates", "strategy", "roofline", "evaluations", "stopped", "use", "fast_math", "math_mode", "drift", "no_harm", "time")
 )
 
 func fieldSet(names ...string) map[string]bool {
@@ -628,6 +640,13 @@ func (w *walker) entry(path string, v any) *Entry {
 			w.fail(child(path, "fast_math"), "must be a boolean, got %s", typeName(v))
 		}
 		e.FastMath = &b
+	}
+	if v, ok := m["math_mode"]; ok {
+		mp := child(path, "math_mode")
+		e.MathMode = w.str(mp, v)
+		if w.err == nil && !slices.Contains(MathModes, e.MathMode) {
+			w.fail(mp, "is %q; must be one of %s", e.MathMode, strings.Join(MathModes, ", "))
+		}
 	}
 	if v, ok := m["no_harm"]; ok {
 		e.NoHarm = w.str(child(path, "no_harm"), v)

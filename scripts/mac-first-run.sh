@@ -12,18 +12,32 @@
 #      and shader validation on (MTL_DEBUG_LAYER=1 MTL_SHADER_VALIDATION=1),
 #      both dtypes: every N-th candidate of every family against the float64
 #      reference
+#      Shader validation instruments every kernel, which can lower a
+#      pipeline's maxTotalThreadsPerThreadgroup: candidates refused there for
+#      "register pressure" are not counted as failures; verify runs again
+#      with shader validation off (API validation on), and that run counts.
 #   4. a 60 s tune (f16 gemv_nt, one shape from each of two shape classes:
 #      1x896x896 in tiny, 1x896x4864 in largeK_smallN) into FOLDER's own
 #      hardware_params.json, with a trace
 #   5. kerntune bench of the tuned shapes against MPS (MPSMatrixVector-
-#      Multiplication), and of one GEMM shape with the default parameters
-#      against MPSMatrixMultiplication
-#   6. crash reports of kerntune written meanwhile
+#      Multiplication), of one GEMM shape with the default parameters
+#      against MPSMatrixMultiplication, and of 4-bit qgemv (Qwen2-0.5B's
+#      shapes, group size 64); where MLX is installed (python3 -c 'import
+#      mlx.core' works), MLX's own mx.quantized_matmul on the same shapes,
+#      printed beside kerntune's
+#   6. crash reports of kerntune written meanwhile: GOTRACEBACK=crash makes
+#      a Go program that dies of a fatal signal abort, so that macOS writes
+#      one (by default Go exits with status 2 and macOS writes none)
 #
 # Settings (environment): KERNTUNE, the binary (default ./kerntune if there,
 # else kerntune on PATH); SAMPLE, verify's --sample (default 20); BUDGET,
-# the tune budget (default 60s).
+# the tune budget (default 60s); PYTHON, the Python with MLX (default
+# python3).
 set -uo pipefail
+
+# A crash leaves every goroutine's stack in the logs and a crash report in
+# ~/Library/Logs/DiagnosticReports (step 6).
+export GOTRACEBACK=crash
 
 kt=${KERNTUNE:-}
 if [ -z "$kt" ]; then
@@ -95,6 +109,19 @@ record() {
 	[ "$rc" = 0 ] || failed=$((failed + 1))
 }
 
+# pressure_refusals LOG: how many candidates verify refused because their
+# pipeline allows fewer threads than they need ("… × build: needs N threads
+# per threadgroup but its pipeline allows M (register pressure)  (e.g. …)").
+pressure_refusals() {
+	awk '/ × .*\(register pressure\)/ { n += $1 } END { print n + 0 }' "$1" 2>/dev/null || echo 0
+}
+
+# failed_candidates LOG: verify's total of failed candidates ("verified N
+# candidates on DEVICE: P passed, F failed").
+failed_candidates() {
+	awk '/^verified .* passed, .* failed$/ { n = $(NF - 1) } END { print n + 0 }' "$1" 2>/dev/null || echo 0
+}
+
 {
 	echo "kerntune first run on a Mac, $(date -u +%Y-%m-%dT%H:%M:%SZ)"
 	echo "binary: $kt"
@@ -119,6 +146,20 @@ step "devices" devices.txt "$kt" devices
 json_step "devices --json" devices.json "$kt" devices --json
 step "verify (validation on)" verify-sample.log \
 	env MTL_DEBUG_LAYER=1 MTL_SHADER_VALIDATION=1 "$kt" verify --backend metal --sample "$sample"
+# Shader validation can lower maxTotalThreadsPerThreadgroup, and verify
+# then refuses candidates for "register pressure" that run without it:
+# those refusals are not the candidates' failures. Verify again with shader
+# validation off; that run's register-pressure refusals are real.
+pressure=$(pressure_refusals "$dir/verify-sample.log")
+if [ "$pressure" -gt 0 ]; then
+	total=$(failed_candidates "$dir/verify-sample.log")
+	echo "(verify with shader validation: $pressure register-pressure refusals not counted, of $total failures)" >>"$summary"
+	if [ "$total" -gt 0 ] && [ "$total" -le "$pressure" ]; then
+		failed=$((failed - 1)) # the step failed for those refusals alone
+	fi
+	step "verify (shader validation off)" verify-sample-noshadervalidation.log \
+		env MTL_DEBUG_LAYER=1 "$kt" verify --backend metal --sample "$sample"
+fi
 step "tune ($budget)" tune.log \
 	"$kt" tune --backend metal --dtype f16 --kernel gemv_nt --shape 1x896x896 --shape 1x896x4864 \
 	--budget "$budget" --out "$params" --trace "$dir/tune.trace.jsonl"
@@ -135,6 +176,89 @@ step "bench gemv_nt vs MPS" bench-gemv.txt \
 step "bench gemm_av vs MPS" bench-gemm.txt \
 	"$kt" bench --backend metal --dtype f16 --kernel gemm_av --shape 512x4864x896 \
 	--params "$params" --json-out "$dir/bench-gemm.json"
+
+# 4-bit qgemv on Qwen2-0.5B's decode shapes (1×N×K: x 1×896, W N×896),
+# group size 64: kerntune's kernel, then MLX's own where it is installed.
+qshapes=(1x896x896 1x4864x896 1x9728x896 1x151936x896)
+qargs=()
+for s in "${qshapes[@]}"; do qargs+=(--shape "${s}x4x64"); done
+step "bench qgemv (4-bit)" bench-qgemv.txt \
+	"$kt" bench --backend metal --dtype f16 --kernel qgemv "${qargs[@]}" \
+	--params "$params" --json-out "$dir/bench-qgemv.json"
+
+# mlx_python prints the Python that has MLX, or nothing. On a Mac without
+# the Command Line Tools, /usr/bin/python3 is a stub that asks to install
+# them: it is not run there.
+mlx_python() {
+	local py=${PYTHON:-python3}
+	command -v "$py" >/dev/null 2>&1 || return 0
+	if [ "$(command -v "$py")" = /usr/bin/python3 ] && ! xcode-select -p >/dev/null 2>&1; then
+		return 0
+	fi
+	"$py" -c 'import mlx.core' >/dev/null 2>&1 && echo "$py"
+	return 0
+}
+
+# mlx_qgemv PYTHON BENCH_JSON SHAPE...: times mx.quantized_matmul (4 bits,
+# group size 64, transpose=True: W is N×K) on x 1×K f16 for each M×N×K
+# shape, warmed up, the median of many mx.eval: one op per eval (what a
+# decode step pays, launch and synchronisation included), and per op in a
+# batch of 32 per eval (closer to kerntune's GPU time per dispatch). Prints
+# them beside kerntune's time from bench's JSON.
+mlx_qgemv() {
+	local py=$1 bench=$2
+	shift 2
+	"$py" - "$bench" "$@" <<'PY'
+import json, statistics, sys, time
+
+import mlx.core as mx
+
+bench, shapes = sys.argv[1], sys.argv[2:]
+bits, group, batch, warm, reps = 4, 64, 32, 20, 50
+kt = {}
+try:
+    with open(bench) as f:
+        for r in json.load(f).get("rows", []):
+            kt[r["shape"]] = r.get("tuned_us")
+except (OSError, ValueError) as e:
+    print(f"(no kerntune times: {e})")
+print(f"MLX {mx.__version__}, mx.quantized_matmul bits={bits} group_size={group} transpose=True, f16; "
+      f"median of {reps} mx.eval after {warm} warm-up evals")
+per_op = f"MLX µs/op (x{batch})"
+print(f"{'SHAPE':<22} {'KERNTUNE µs':>12} {per_op:>18} {'MLX µs/eval':>12}")
+for s in shapes:
+    m, n, k = (int(v) for v in s.split("x"))
+    x = mx.random.normal((m, k)).astype(mx.float16)
+    w = mx.random.normal((n, k)).astype(mx.float16)
+    wq, scales, biases = mx.quantize(w, group_size=group, bits=bits)
+    mx.eval(x, wq, scales, biases)
+
+    def op():
+        return mx.quantized_matmul(x, wq, scales, biases, transpose=True, group_size=group, bits=bits)
+
+    def timed(ops):
+        ts = []
+        for i in range(warm + reps):
+            t0 = time.perf_counter()
+            mx.eval([op() for _ in range(ops)])
+            if i >= warm:
+                ts.append((time.perf_counter() - t0) / ops)
+        return statistics.median(ts) * 1e6
+
+    one, batched = timed(1), timed(batch)
+    key = f"{s}x{bits}x{group}"
+    ours = kt.get(key)
+    ours = f"{ours:.2f}" if isinstance(ours, (int, float)) else "-"
+    print(f"{key:<22} {ours:>12} {batched:>18.2f} {one:>12.2f}")
+PY
+}
+
+py=$(mlx_python)
+if [ -n "$py" ]; then
+	step "MLX qgemv (4-bit)" mlx-qgemv.txt mlx_qgemv "$py" "$dir/bench-qgemv.json" "${qshapes[@]}"
+else
+	echo "(no MLX: python3 -c 'import mlx.core' fails; MLX's quantized_matmul not timed)" >>"$summary"
+fi
 
 # Crash reports macOS wrote for kerntune during the run.
 reports=0

@@ -256,13 +256,6 @@ func (r *run) program(c search.Candidate) (Program, error) {
 	if cd.err != nil {
 		return nil, cd.err
 	}
-	if !cd.warm {
-		if err := r.warmup(cd.prog); err != nil {
-			cd.err = fmt.Errorf("warmup: %w", err)
-			return nil, cd.err
-		}
-		cd.warm = true
-	}
 	return cd.prog, nil
 }
 

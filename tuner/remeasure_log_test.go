@@ -46,7 +46,7 @@ func TestRemeasureLog(t *testing.T) {
 			cand := search.Candidate{"BN": 8}
 			r := &run{t: tu, ctx: context.Background(), deadline: time.Now().Add(time.Hour),
 				problems: []*loaded{{p: &kernels.Problem{}}},
-				cands:    map[string]*candidate{cand.Key(): {cand: cand, warm: true, prog: &scriptedProg{batches: c.batches}}}}
+				cands:    map[string]*candidate{cand.Key(): {cand: cand, prog: &scriptedProg{batches: c.batches}}}}
 			tot, err := r.measureLive(cand, 4)
 			if err != nil {
 				t.Fatal(err)

@@ -161,3 +161,40 @@ func TestRunRetimesIncumbent(t *testing.T) {
 		t.Errorf("retiming %+v for a task without an incumbent", base.Retiming)
 	}
 }
+
+// Every program the final rounds time is warmed up first, by the same path:
+// the search's candidates, an incumbent the search never measured, and the
+// baseline each run once per shape (the warmup's runs of one sample) before
+// their first timed samples.
+func TestFinalProgramsWarmedAlike(t *testing.T) {
+	task := gemvTask(t)
+	incumbent := search.Candidate{"BN": 16, "ROWS": 4, "UNROLL": 1, "THREADS": 1}
+	task.Incumbent = incumbent
+	fb := &fakeBackend{rng: rand.New(rand.NewPCG(1, 2)), threadsCap: 4, baseline: true, runs: map[string][]int{}}
+	res, err := New(fb, Config{Strategy: "random", Seed: 1, MaxEvals: 3, FinalSamples: 10, Warmup: time.Microsecond}).Run(context.Background(), task, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Entry.Baseline == nil || res.Retiming == nil || len(res.Retiming.Samples) == 0 {
+		t.Fatalf("baseline %+v, retiming %+v: the test needs both timed", res.Entry.Baseline, res.Retiming)
+	}
+	for _, m := range res.Trace {
+		if m.Key == incumbent.Key() {
+			t.Fatalf("the search measured the incumbent %s; the test needs one built for the final timing alone", m.Key)
+		}
+	}
+	shapes := len(task.Cases)
+	for _, key := range []string{search.Candidate(res.Entry.Params).Key(), incumbent.Key(), "baseline"} {
+		ns := fb.runs[key]
+		if len(ns) < shapes+1 {
+			t.Errorf("%s: runs %v; want warmup runs, then samples", key, ns)
+			continue
+		}
+		for i, n := range ns[:shapes] {
+			if n != 1 {
+				t.Errorf("%s: run %d took %d samples before any warmup (runs %v): timed cold", key, i, n, ns)
+				break
+			}
+		}
+	}
+}

@@ -709,18 +709,21 @@ func (s *Session) write(res *Result) (*KeepDecision, error) {
 }
 
 // RecordBackendOptions writes into a tuned entry the backend options its
-// numbers depend on: for Metal, whether the kernels were compiled with
-// fast math (the backend's fact fast_math, 0 or 1), as "fast_math".
+// numbers depend on: for Metal, the math mode the kernels were compiled
+// with (the backend's fact math_mode, MTLMathMode 0, 1 or 2) as
+// "math_mode", and whether that is fast math (the fact fast_math, 0 or 1)
+// as "fast_math", which older readers know.
 func RecordBackendOptions(info DeviceInfo, e *params.Entry) {
 	if e == nil || info.Backend != "metal" {
 		return
 	}
-	v, ok := info.Facts["fast_math"]
-	if !ok {
-		return
+	if v, ok := info.Facts["fast_math"]; ok {
+		fast := v == 1
+		e.FastMath = &fast
 	}
-	fast := v == 1
-	e.FastMath = &fast
+	if v, ok := info.Facts["math_mode"]; ok && v >= 0 && int(v) < len(params.MathModes) && v == float64(int(v)) {
+		e.MathMode = params.MathModes[int(v)] // MTLMathMode order: safe, relaxed, fast
+	}
 }
 
 // traceRecords turns a task's trace into trace-file records (see package trace).

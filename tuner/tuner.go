@@ -243,7 +243,6 @@ type candidate struct {
 	prog    Program
 	err     error
 	samples []float64
-	warm    bool
 	status  string // set for a failure replayed from the journal
 	remeas  int
 	cand    search.Candidate
@@ -478,13 +477,10 @@ func (r *run) incumbent(space *search.Space, rt *Retiming, contest []*timed) (Pr
 		rt.Invalid, rt.Err = true, "build: "+err.Error()
 		return nil, false
 	}
-	if err := r.verify(prog, inc); err != nil {
+	if err := r.ready(prog, inc); err != nil {
 		prog.Close()
-		rt.Invalid, rt.Err = true, "verification: "+err.Error()
+		rt.Invalid, rt.Err = true, err.Error()
 		return nil, false
-	}
-	if err := r.warmup(prog); err != nil {
-		rt.Err = "warmup: " + err.Error()
 	}
 	return prog, true
 }
@@ -688,9 +684,7 @@ func (r *run) built(c search.Candidate) *candidate {
 			cd.err = fmt.Errorf("build: %w", err)
 		} else {
 			cd.prog = prog
-			if err := r.verify(prog, c); err != nil {
-				cd.err = fmt.Errorf("verification: %w", err)
-			}
+			cd.err = r.ready(prog, c)
 		}
 		if cd.err != nil && r.t.cfg.Verbose {
 			fmt.Fprintf(r.t.cfg.Log, "  %s %s: %v\n", key, StatusOf(cd.err), cd.err)
@@ -735,6 +729,21 @@ func (r *run) measureLive(c search.Candidate, n int) ([]float64, error) {
 	}
 	cd.samples = append(cd.samples, tot...)
 	return tot, nil
+}
+
+// ready verifies a program and warms it up: the one path by which a
+// search candidate, the incumbent and the baseline become ready to time, so
+// that none of them is timed colder than the others (a GPU's clocks, its
+// caches and a pipeline's first use all favour whoever ran just before).
+// cand is nil for the baseline.
+func (r *run) ready(prog Program, cand search.Candidate) error {
+	if err := r.verify(prog, cand); err != nil {
+		return fmt.Errorf("verification: %w", err)
+	}
+	if err := r.warmup(prog); err != nil {
+		return fmt.Errorf("warmup: %w", err)
+	}
+	return nil
 }
 
 func (r *run) warmup(prog Program) error {

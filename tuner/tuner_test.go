@@ -25,6 +25,9 @@ type fakeBackend struct {
 	baseline   bool
 	baseCost   float64 // seconds per case of the baseline; default 150 µs
 	threadsCap int
+	// runs, when set, records the n of every Run by program: a
+	// candidate's key, or "baseline".
+	runs map[string][]int
 }
 
 func (f *fakeBackend) Info() DeviceInfo {
@@ -75,6 +78,13 @@ func (f *fakeBackend) Baseline(*kernels.Kernel, kernels.DType) (Program, string,
 func (*fakeBackend) Close() error { return nil }
 
 func (p *fakeProg) Run(ti Instance, n int) ([]float64, error) {
+	if p.f.runs != nil {
+		key := "baseline"
+		if p.c != nil {
+			key = p.c.Key()
+		}
+		p.f.runs[key] = append(p.f.runs[key], n)
+	}
 	ts := make([]float64, n)
 	for i := range ts {
 		ts[i] = p.cost * (1 + 0.01*p.f.rng.NormFloat64())

@@ -17,13 +17,16 @@ import (
 // backendOptions are the flags that configure a backend as it opens
 // (tune, verify, bench and the worker process take them).
 type backendOptions struct {
-	metalFastMath bool // --metal-fast-math
-	allowTF32     bool // --allow-tf32
+	metalFastMath bool   // --metal-fast-math: --metal-math-mode fast
+	metalMathMode string // --metal-math-mode; "": the default, safe
+	allowTF32     bool   // --allow-tf32
 }
 
 func addBackendFlags(cmd *cobra.Command, o *backendOptions) {
+	cmd.Flags().StringVar(&o.metalMathMode, "metal-math-mode", "",
+		"metal: compile kernels in this math mode, as MLX's compile_options name them: safe (the default, as MLX), relaxed (macOS 15 and later) or fast; set as MLX sets it on the running macOS; tuned entries record it as math_mode")
 	cmd.Flags().BoolVar(&o.metalFastMath, "metal-fast-math", false,
-		"metal: compile kernels with fast math (MTLCompileOptions.fastMathEnabled); off by default; tuned entries record it as fast_math")
+		"metal: --metal-math-mode fast; tuned entries record it as fast_math")
 	cmd.Flags().BoolVar(&o.allowTF32, "allow-tf32", false,
 		"cuda: admit GEMM candidates with TF32=1 (f32 on the matrix units, inputs rounded to 10-bit mantissas; verified to 1e-3 instead of 1e-5); off by default")
 }
@@ -34,17 +37,36 @@ func (o backendOptions) args() []string {
 	if o.metalFastMath {
 		a = append(a, "--metal-fast-math")
 	}
+	if o.metalMathMode != "" {
+		a = append(a, "--metal-math-mode", o.metalMathMode)
+	}
 	if o.allowTF32 {
 		a = append(a, "--allow-tf32")
 	}
 	return a
 }
 
+// opened, when set, is told of each backend this process opens: tests
+// count the opens of a parent and its workers with it.
+var opened func(name string)
+
 // openBackend opens the named backend with the options that apply to it.
 func openBackend(name string, o backendOptions) (tuner.Backend, error) {
+	b, err := openNamed(name, o)
+	if err == nil && opened != nil {
+		opened(name)
+	}
+	return b, err
+}
+
+func openNamed(name string, o backendOptions) (tuner.Backend, error) {
 	switch name {
 	case "metal":
-		return metal.OpenWith(metal.Options{FastMath: o.metalFastMath})
+		mode, err := o.mathMode()
+		if err != nil {
+			return nil, err
+		}
+		return metal.OpenWith(metal.Options{MathMode: mode})
 	case "cuda":
 		b, err := cuda.OpenWith(0, cuda.Options{AllowTF32: o.allowTF32})
 		if err != nil {
@@ -55,11 +77,29 @@ func openBackend(name string, o backendOptions) (tuner.Backend, error) {
 	return tuner.Open(name)
 }
 
+// mathMode is the Metal math mode the flags ask for: --metal-math-mode,
+// or fast for --metal-fast-math; "" for the backend's default.
+func (o backendOptions) mathMode() (string, error) {
+	if _, ok := metal.MathModeValue(o.metalMathMode); o.metalMathMode != "" && !ok {
+		return "", usageErrorf("--metal-math-mode %s: want safe, relaxed or fast", o.metalMathMode)
+	}
+	if !o.metalFastMath {
+		return o.metalMathMode, nil
+	}
+	if o.metalMathMode != "" && o.metalMathMode != metal.MathFast {
+		return "", usageErrorf("--metal-fast-math is --metal-math-mode fast, but --metal-math-mode is %s", o.metalMathMode)
+	}
+	return metal.MathFast, nil
+}
+
 // checkBackendOptions refuses options that the opened backend does not take.
 func checkBackendOptions(b tuner.Backend, o backendOptions) error {
 	name := b.Info().Backend
 	if o.metalFastMath && name != "metal" {
 		return usageErrorf("--metal-fast-math applies to the metal backend only; this run uses %s (name --backend metal on a Mac)", name)
+	}
+	if o.metalMathMode != "" && name != "metal" {
+		return usageErrorf("--metal-math-mode applies to the metal backend only; this run uses %s (name --backend metal on a Mac)", name)
 	}
 	if o.allowTF32 && name != "cuda" {
 		return usageErrorf("--allow-tf32 applies to the cuda backend only; this run uses %s (Apple GPUs have no TF32 mode)", name)
@@ -73,6 +113,9 @@ func checkBackendOptions(b tuner.Backend, o backendOptions) error {
 // driver) is logged only when verbose (kerntune devices says it too); a
 // backend that is present but failed to open is always logged.
 func pickBackend(name string, log io.Writer, verbose bool, o backendOptions) (tuner.Backend, error) {
+	if _, err := o.mathMode(); err != nil {
+		return nil, err
+	}
 	b, err := openPicked(name, log, verbose, o)
 	if err != nil {
 		return nil, err

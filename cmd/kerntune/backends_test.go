@@ -213,3 +213,104 @@ func TestAutoSkipsQuietly(t *testing.T) {
 		t.Errorf("devices (exit %d) does not say why %s is not used:\n%s", code, missing[0], out)
 	}
 }
+
+// --metal-math-mode takes MLX's three math modes, reaches the worker,
+// agrees with --metal-fast-math (its older spelling of fast), and applies
+// to the metal backend only.
+func TestMetalMathModeFlag(t *testing.T) {
+	for _, c := range []struct {
+		o    backendOptions
+		want string
+		bad  string
+	}{
+		{backendOptions{}, "", ""},
+		{backendOptions{metalMathMode: "safe"}, "safe", ""},
+		{backendOptions{metalMathMode: "relaxed"}, "relaxed", ""},
+		{backendOptions{metalFastMath: true}, "fast", ""},
+		{backendOptions{metalFastMath: true, metalMathMode: "fast"}, "fast", ""},
+		{backendOptions{metalFastMath: true, metalMathMode: "safe"}, "", "--metal-fast-math is --metal-math-mode fast"},
+		{backendOptions{metalMathMode: "precise"}, "", "want safe, relaxed or fast"},
+	} {
+		got, err := c.o.mathMode()
+		if c.bad != "" {
+			if err == nil || !strings.Contains(err.Error(), c.bad) {
+				t.Errorf("%+v: %q, %v; want an error containing %q", c.o, got, err, c.bad)
+			}
+			continue
+		}
+		if err != nil || got != c.want {
+			t.Errorf("%+v: %q, %v; want %q", c.o, got, err, c.want)
+		}
+	}
+	if got := (backendOptions{metalMathMode: "relaxed"}).args(); !slices.Equal(got, []string{"--metal-math-mode", "relaxed"}) {
+		t.Errorf("args() = %q", got)
+	}
+	for _, mk := range []func() *cobra.Command{newTuneCmd, newVerifyCmd, newBenchCmd, newWorkerCmd} {
+		if c := mk(); c.Flags().Lookup("metal-math-mode") == nil {
+			t.Errorf("%s does not take --metal-math-mode", c.Name())
+		}
+	}
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"tune", "--backend", "cpu", "--metal-math-mode", "fast", "--kernel", "softmax", "--shape", "2x3", "--budget", "1s", "--out", filepath.Join(dir, "p.json")},
+		{"bench", "--backend", "cpu", "--metal-math-mode", "safe", "--kernel", "softmax", "--shape", "2x3", "--samples", "1", "--params", filepath.Join(dir, "none.json")},
+	} {
+		code, log := runCLI(t, args...)
+		if code != exitUsage || !strings.Contains(log, "--metal-math-mode applies to the metal backend only") {
+			t.Errorf("%s: exit %d, output:\n%s", args[0], code, log)
+		}
+	}
+	if code, log := runCLI(t, "tune", "--backend", "cpu", "--metal-math-mode", "precise", "--kernel", "softmax", "--shape", "2x3", "--budget", "1s", "--out", filepath.Join(dir, "p.json")); code != exitUsage || !strings.Contains(log, "want safe, relaxed or fast") {
+		t.Errorf("an unknown math mode: exit %d, output:\n%s", code, log)
+	}
+}
+
+// A Metal entry records the math mode from the backend's fact math_mode
+// (MTLMathMode), beside fast_math; the written file keeps it, validates,
+// and reads back.
+func TestMathModeRecordedInEntry(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		info tuner.DeviceInfo
+		want string
+	}{
+		{"safe", tuner.DeviceInfo{Backend: "metal", Facts: map[string]float64{"fast_math": 0, "math_mode": 0}}, "safe"},
+		{"relaxed", tuner.DeviceInfo{Backend: "metal", Facts: map[string]float64{"fast_math": 0, "math_mode": 1}}, "relaxed"},
+		{"fast", tuner.DeviceInfo{Backend: "metal", Facts: map[string]float64{"fast_math": 1, "math_mode": 2}}, "fast"},
+		{"older facts", tuner.DeviceInfo{Backend: "metal", Facts: map[string]float64{"fast_math": 0}}, ""},
+		{"cpu", tuner.DeviceInfo{Backend: "cpu", Facts: map[string]float64{"math_mode": 2}}, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := &params.Entry{Params: map[string]int{"TG": 128}, MedianUS: 10, Shapes: [][]int{{1, 896, 896}}}
+			tuner.RecordBackendOptions(c.info, e)
+			if e.MathMode != c.want {
+				t.Fatalf("MathMode = %q, want %q", e.MathMode, c.want)
+			}
+			k, err := kernels.Get("gemv_nt")
+			if err != nil {
+				t.Fatal(err)
+			}
+			info := c.info
+			info.Key, info.Name, info.Family = info.Backend+":test", "Test GPU", "test"
+			path := filepath.Join(t.TempDir(), "hardware_params.json")
+			res := &tuner.Result{Task: tuner.Task{Kernel: k, DType: kernels.F16, Cases: []kernels.Case{{Shape: []int{1, 896, 896}}}}, Entry: e}
+			if _, err := tuner.WriteResult(path, false, false, info, "kerntune test", res); err != nil {
+				t.Fatal(err)
+			}
+			raw, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := validateSchema(t, raw); err != nil {
+				t.Errorf("schema rejects the file: %v", err)
+			}
+			f, err := params.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := f.Devices[info.Key].Kernels["gemv_nt"][res.Task.Key()]; got == nil || got.MathMode != c.want {
+				t.Errorf("read back %+v, want math_mode %q", got, c.want)
+			}
+		})
+	}
+}

@@ -9,6 +9,21 @@ import (
 	"github.com/kerntune/kerntune/tuner/worker"
 )
 
+// noteOpen appends "who name" to the file KTDEV_OPENS names, if any: the
+// backends opened by a test and the kerntune processes it starts.
+func noteOpen(who, name string) {
+	path := os.Getenv("KTDEV_OPENS")
+	if path == "" {
+		return
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		panic(err)
+	}
+	defer f.Close()
+	fmt.Fprintf(f, "%s %s\n", who, name)
+}
+
 // TestMain lets the test binary stand in for kerntune: started with
 // KTDEV_AS_KERNTUNE set it runs the command line it was given, so tests can
 // kill a real tuning process and start worker processes (os.Executable is
@@ -25,6 +40,7 @@ func TestMain(m *testing.M) {
 		}
 		return worker.WithFaults(b, faults), nil
 	}
+	opened = func(name string) { noteOpen("process", name) }
 	if err := limitFileSize(os.Getenv("KTDEV_FSIZE")); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

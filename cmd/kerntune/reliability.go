@@ -11,11 +11,47 @@ import (
 	"github.com/kerntune/kerntune/tuner/worker"
 )
 
-// isolateBackend replaces b by the same backend in a worker process when
-// --isolate says so, by default for the backends whose traits say so (the
-// GPU backends: one faulting kernel can poison a GPU context for good).
-func isolateBackend(b tuner.Backend, f tuneFlags, log io.Writer) (tuner.Backend, error) {
-	name := b.Info().Backend
+// openForTune opens the backend a tune runs on ("auto": the first of
+// tuner.AutoOrder that opens). Where isolation is on (--isolate, by default
+// for the backends whose traits say so: the GPU backends, where one faulting
+// kernel can poison a GPU context for good) only the worker process opens
+// the device: the parent never does, so a GPU's warm-up and the device's
+// facts are measured once, in the process that times. It refuses options
+// the backend it opened does not take.
+func openForTune(f tuneFlags, log io.Writer) (tuner.Backend, error) {
+	if _, err := f.backendOpts.mathMode(); err != nil {
+		return nil, err
+	}
+	names := []string{f.backend}
+	if f.backend == "auto" {
+		names = tuner.AutoOrder("")
+	}
+	for _, name := range names {
+		b, err := openTuneBackend(name, f, log)
+		if err != nil {
+			if f.backend != "auto" {
+				return nil, usageError{fmt.Errorf("--backend %s: %w", name, err)}
+			}
+			if f.verbose || !errors.Is(err, tuner.ErrUnavailable) {
+				fmt.Fprintf(log, "backend %s not used: %v\n", name, err)
+			}
+			continue
+		}
+		if err := checkBackendOptions(b, f.backendOpts); err != nil {
+			b.Close()
+			return nil, err
+		}
+		if _, ok := b.(*worker.Backend); ok {
+			fmt.Fprintf(log, "candidates run in a worker process (limit %s per call)\n", f.candTimeout)
+		}
+		return b, nil
+	}
+	return nil, usageErrorf("no backend could be opened")
+}
+
+// openTuneBackend opens one named backend: in a worker process when
+// isolation is on for it, else in this process.
+func openTuneBackend(name string, f tuneFlags, log io.Writer) (tuner.Backend, error) {
 	traits, err := tuner.TraitsOf(name)
 	if err != nil {
 		return nil, err
@@ -25,7 +61,7 @@ func isolateBackend(b tuner.Backend, f tuneFlags, log io.Writer) (tuner.Backend,
 		on = f.isolate
 	}
 	if !on {
-		return b, nil
+		return openBackend(name, f.backendOpts)
 	}
 	cmdline, err := worker.Command(name)
 	if err != nil {
@@ -36,13 +72,10 @@ func isolateBackend(b tuner.Backend, f tuneFlags, log io.Writer) (tuner.Backend,
 		cmdline = append(cmdline, "--spec", s)
 	}
 	cmdline = append(cmdline, f.backendOpts.args()...)
-	// The device is opened by the worker from now on.
-	b.Close()
 	wb, err := worker.Open(worker.Options{Command: cmdline, Timeout: f.candTimeout, Log: log})
 	if err != nil {
 		return nil, fmt.Errorf("--isolate: %w", err)
 	}
-	fmt.Fprintf(log, "candidates run in a worker process (limit %s per call)\n", f.candTimeout)
 	return wb, nil
 }
 

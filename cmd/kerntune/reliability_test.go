@@ -319,3 +319,37 @@ func waitExit(t *testing.T, cmd *exec.Cmd, code int, log *bytes.Buffer) {
 		t.Fatalf("tune did not stop within 30 s of the signal:\n%s", log.String())
 	}
 }
+
+// A tune whose candidates run in a worker opens the device once, in the
+// worker: a parent that opened it too would warm the GPU up and measure
+// the device's facts twice. Without isolation the parent opens it.
+func TestTuneOpensBackendOnce(t *testing.T) {
+	for _, tc := range []struct {
+		isolate string
+		want    string
+	}{
+		{"--isolate", "process cpu\n"},
+		{"--isolate=false", "test cpu\n"},
+	} {
+		t.Run(tc.isolate, func(t *testing.T) {
+			opens := filepath.Join(t.TempDir(), "opens")
+			t.Setenv("KTDEV_AS_KERNTUNE", "1") // the worker is this test binary
+			t.Setenv("KTDEV_OPENS", opens)
+			opened = func(name string) { noteOpen("test", name) }
+			t.Cleanup(func() { opened = nil })
+			out := filepath.Join(t.TempDir(), "hardware_params.json")
+			code, log := runCLI(t, "tune", "--backend", "cpu", tc.isolate, "--kernel", "softmax", "--shape", "16x300",
+				"--budget", "20s,2e", "--out", out)
+			if code != 0 {
+				t.Fatalf("tune exited %d:\n%s", code, log)
+			}
+			got, err := os.ReadFile(opens)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != tc.want {
+				t.Errorf("backends opened (by this process: test, by a worker: process):\n%swant\n%s", got, tc.want)
+			}
+		})
+	}
+}

@@ -226,11 +226,8 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 			}
 		}
 	}
-	b, err := pickBackend(f.backend, log, f.verbose, f.backendOpts)
+	b, err := openForTune(f, log)
 	if err != nil {
-		return err
-	}
-	if b, err = isolateBackend(b, f, log); err != nil {
 		return err
 	}
 	defer b.Close()

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -42,6 +43,12 @@ func newWorkerCmd() *cobra.Command {
 				return err
 			}
 			b, err := openBackend(backend, backendOpts)
+			if errors.Is(err, tuner.ErrUnavailable) {
+				// The parent's "auto" passes over a backend this machine
+				// lacks: say so by the exit status.
+				fmt.Fprintf(os.Stderr, "kerntune worker: --backend %s: %v\n", backend, err)
+				os.Exit(worker.ExitUnavailable)
+			}
 			if err != nil {
 				return usageError{fmt.Errorf("--backend %s: %w", backend, err)}
 			}

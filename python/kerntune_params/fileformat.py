@@ -68,7 +68,8 @@ _FILE_FIELDS = frozenset(("schema_version", "generator", "devices"))
 _DEVICE_FIELDS = frozenset(("backend", "name", "family", "compute_units", "tuned_at", "facts", "kernels"))
 _ENTRY_FIELDS = frozenset(("params", "median_us", "iqr_us", "min_us", "samples", "shape_median_us", "default", "baseline",
                            "shapes", "candidates", "strategy", "roofline", "evaluations", "stopped", "use", "fast_math",
-                           "drift", "no_harm", "time"))
+                           "math_mode", "drift", "no_harm", "time"))
+MATH_MODES = ("safe", "relaxed", "fast")
 
 
 class Unknown:
@@ -239,6 +240,11 @@ class _Walker:
                 raise self.fail(up, f"is {_quote(e.use)}; must be {_quote(USE_BASELINE)} or {_quote(USE_TUNED)}")
         if "fast_math" in m and not isinstance(m["fast_math"], bool):
             raise self.fail(_child(path, "fast_math"), f"must be a boolean, got {_type_name(m['fast_math'])}")
+        if "math_mode" in m:
+            mp = _child(path, "math_mode")
+            mode = self.str_(mp, m["math_mode"])
+            if mode not in MATH_MODES:
+                raise self.fail(mp, f"is {_quote(mode)}; must be one of {', '.join(MATH_MODES)}")
         if "no_harm" in m:
             self.str_(_child(path, "no_harm"), m["no_harm"])
         if m.get("drift") is not None:

@@ -41,6 +41,7 @@ type Backend struct {
 	mpsOK       bool
 	family      gpuFamily
 	compileOpts compileSettings
+	storage     storageMode // of problems' buffers: private where memory is not unified
 
 	// compiles holds pipelines by family|dtype|candidate key, compiled on
 	// a pool of goroutines (Metal's device methods are thread-safe).
@@ -56,13 +57,16 @@ type Backend struct {
 	lastGPU                       time.Time
 }
 
-// buffer is a shared-storage MTLBuffer and its CPU mapping.
+// buffer is an MTLBuffer: shared storage with its CPU mapping, or private
+// storage, which the CPU reaches through staging buffers and blits.
 type buffer struct {
-	id   objc.ID
-	ptr  unsafe.Pointer // -[MTLBuffer contents]
-	size int
+	id      objc.ID
+	ptr     unsafe.Pointer // -[MTLBuffer contents]; nil for a private buffer
+	size    int
+	private bool
 }
 
+// bytes is a shared buffer's CPU mapping.
 func (bf buffer) bytes() []byte { return unsafe.Slice((*byte)(bf.ptr), bf.size) }
 
 // pipeline is a compute pipeline state (owned) and the limits it reports.
@@ -76,8 +80,12 @@ func open(o Options) (tuner.Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", tuner.ErrUnavailable, err)
 	}
+	cs, err := compileSettingsFor(o)
+	if err != nil {
+		return nil, err
+	}
 	registerSelectors()
-	b := &Backend{rt: r, compileOpts: compileSettingsFor(o)}
+	b := &Backend{rt: r, compileOpts: cs}
 	b.compiles = gpuhost.NewCompiles(max(2, runtime.NumCPU()), errClosed, b.compilePipeline)
 	b.gpu = startGPUThread(r)
 	if err := b.gpu.do(b.setup); err != nil {
@@ -132,7 +140,10 @@ func (b *Backend) describe() {
 	maxBuf := uint64(d.Send(sel.maxBufferLength))
 	maxTPT := b.rt.sendSize(uintptr(d), uintptr(sel.maxThreadsPerThreadgroup))
 	unified := objc.Send[bool](d, sel.hasUnifiedMemory)
+	b.storage = storageFor(unified)
 	cores, coreErr := b.rt.gpuCoreCount()
+	b.compileOpts.macOSMajor = int(osVer.Width)
+	ms, _ := mathSettingFor(b.compileOpts.mode, b.compileOpts.macOSMajor)
 
 	b.mpsOK = b.rt.mpsSupportsDevice != nil && b.rt.mpsSupportsDevice(uintptr(d)) && os.Getenv("KERNTUNE_METAL_MPS") != "0"
 
@@ -142,12 +153,15 @@ func (b *Backend) describe() {
 		"apple_gpu_family":                  float64(b.family.apple),
 		"mac2_gpu_family":                   boolFact(b.family.mac2),
 		"simdgroup_matrix":                  boolFact(b.family.simdgroupMatrix()),
-		"fast_math":                         boolFact(b.compileOpts.fastMath),
+		"fast_math":                         boolFact(b.compileOpts.mode == MathFast),
+		"math_mode":                         float64(mathModes[b.compileOpts.mode]),
+		"math_mode_selector":                boolFact(ms.useMathMode), // 1: setMathMode: (macOS 15+), 0: setFastMathEnabled:
 		"max_threadgroup_memory_bytes":      float64(tgMem),
 		"max_threads_per_threadgroup":       float64(maxTPT.Width),
 		"recommended_max_working_set_bytes": float64(workingSet),
 		"max_buffer_bytes":                  float64(maxBuf),
 		"unified_memory":                    boolFact(unified),
+		"private_buffers":                   boolFact(b.storage == storagePrivate),
 		"slc_bytes_estimate":                float64(slcBytes(name)),
 		"mps_baseline":                      boolFact(b.mpsOK),
 	}
@@ -185,18 +199,27 @@ func (b *Backend) loadHelpers() error {
 		return err
 	}
 	b.empty, b.copyKernel, b.burnKernel = ps[0], ps[1], ps[2]
-	if b.warmSrc, err = b.newBuffer(warmBytes); err != nil {
+	// The helpers' buffers live where problems' buffers do, so that the
+	// warmup and the bandwidth measure the memory kernels read.
+	if b.warmSrc, err = b.newBufferIn(warmBytes, b.storage); err != nil {
 		return err
 	}
-	b.warmDst, err = b.newBuffer(warmBytes)
+	b.warmDst, err = b.newBufferIn(warmBytes, b.storage)
 	return err
 }
 
 // newBuffer allocates a zero-filled shared-storage buffer. Any thread.
-func (b *Backend) newBuffer(size int) (buffer, error) {
-	id := b.device.Send(sel.newBufferWithLength, uint64(size), uint64(mtlResourceStorageModeShared))
+func (b *Backend) newBuffer(size int) (buffer, error) { return b.newBufferIn(size, storageShared) }
+
+// newBufferIn allocates a buffer of the given storage: for a private one,
+// the GPU's own memory, which the CPU does not map. Any thread.
+func (b *Backend) newBufferIn(size int, s storageMode) (buffer, error) {
+	id := b.device.Send(sel.newBufferWithLength, uint64(size), s.resourceOptions())
 	if id == 0 {
-		return buffer{}, fmt.Errorf("newBufferWithLength:%d failed (out of memory?)", size)
+		return buffer{}, fmt.Errorf("newBufferWithLength:%d options:%s storage failed (out of memory?)", size, s)
+	}
+	if s == storagePrivate {
+		return buffer{id: id, size: size, private: true}, nil
 	}
 	p := b.rt.sendPtr(uintptr(id), uintptr(sel.contents))
 	if p == nil {
@@ -289,15 +312,13 @@ func (b *Backend) pipelineOf(lib objc.ID, fn string) (pipeline, error) {
 }
 
 // compileOptions makes the MTLCompileOptions of every compile (+1: the
-// caller releases them), with fast math set explicitly: nil options mean
-// Metal's default, fast math before macOS 15 and MTLMathModeRelaxed on
-// Apple silicon since. setFastMathEnabled: is what the metal-cpp headers
-// (macOS 14) offer; macOS 15 deprecates it for mathMode but documents it
-// as setting mathMode: NO gives MTLMathModeSafe, YES MTLMathModeFast. The
-// setting is read back, so a Metal that ignored it is an error, not a
-// silent change of the arithmetic being tuned.
+// caller releases them), with the math mode set explicitly as MLX sets it
+// on the running macOS (mathSettingFor): nil options would mean Metal's
+// default, fast math before macOS 15 and MTLMathModeRelaxed on Apple
+// silicon since. The setting is read back, so a Metal that ignored it is
+// an error, not a silent change of the arithmetic being tuned.
 func (b *Backend) compileOptions(co gpu.CompileOptions) (objc.ID, error) {
-	fast, err := mathMode(co.MathMode, b.compileOpts.fastMath)
+	ms, err := mathSettingFor(kernelMathMode(co.MathMode, b.compileOpts.mode), b.compileOpts.macOSMajor)
 	if err != nil {
 		return 0, err
 	}
@@ -309,10 +330,18 @@ func (b *Backend) compileOptions(co gpu.CompileOptions) (objc.ID, error) {
 	if opts == 0 {
 		return 0, errors.New("metal: [[MTLCompileOptions alloc] init] returned nil")
 	}
-	opts.Send(sel.setFastMathEnabled, fast)
-	if got := objc.Send[bool](opts, sel.fastMathEnabled); got != fast {
-		release(opts)
-		return 0, fmt.Errorf("metal: MTLCompileOptions.fastMathEnabled reads %t after setting it to %t", got, fast)
+	if ms.useMathMode {
+		opts.Send(sel.setMathMode, ms.mathMode)
+		if got := objc.Send[int64](opts, sel.mathMode); got != ms.mathMode {
+			release(opts)
+			return 0, fmt.Errorf("metal: MTLCompileOptions.mathMode reads %d after setting it to %d", got, ms.mathMode)
+		}
+	} else {
+		opts.Send(sel.setFastMathEnabled, ms.fastMath)
+		if got := objc.Send[bool](opts, sel.fastMathEnabled); got != ms.fastMath {
+			release(opts)
+			return 0, fmt.Errorf("metal: MTLCompileOptions.fastMathEnabled reads %t after setting it to %t", got, ms.fastMath)
+		}
 	}
 	if lang != 0 {
 		opts.Send(sel.setLanguageVersion, lang)
@@ -386,6 +415,17 @@ func (b *Backend) dispatch(enc objc.ID, groups, threads mtlSize) {
 // launches its custom kernels; the same two-MTLSize ABI as dispatch.
 func (b *Backend) dispatchThreads(enc objc.ID, threads, perGroup mtlSize) {
 	b.rt.sendDispatch(uintptr(enc), uintptr(sel.dispatchThreads), threads, perGroup)
+}
+
+// encodeBlit adds a blit of the first n bytes of src to dst.
+func encodeBlit(cb, src, dst objc.ID, n int) error {
+	blit := cb.Send(sel.blitCommandEncoder)
+	if blit == 0 {
+		return errors.New("metal: blitCommandEncoder returned nil")
+	}
+	blit.Send(sel.copyBuffer, src, uint64(0), dst, uint64(0), uint64(n))
+	blit.Send(sel.endEncoding)
+	return nil
 }
 
 // encodeEmpty adds n dispatches of the empty kernel (one threadgroup of
@@ -480,12 +520,12 @@ func (b *Backend) measure() error {
 	f["warmup_s"] = initialWarmup.Seconds()
 
 	// Copy bandwidth, read + write, far past the SLC.
-	src, err := b.newBuffer(bwBytes)
+	src, err := b.newBufferIn(bwBytes, b.storage)
 	if err != nil {
 		return err
 	}
 	defer freeBuffer(&src)
-	dst, err := b.newBuffer(bwBytes)
+	dst, err := b.newBufferIn(bwBytes, b.storage)
 	if err != nil {
 		return err
 	}

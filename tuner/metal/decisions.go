@@ -1,7 +1,6 @@
 package metal
 
 import (
-	"errors"
 	"fmt"
 	"math"
 
@@ -147,16 +146,104 @@ func revisedDispatches(d int, perDispatch, target float64, limit int) int {
 	return d
 }
 
-// compileSettings are the MTLCompileOptions every kernel is compiled with.
-// They are always set explicitly: nil options would compile with Metal's
-// defaults, which enable fast math.
-type compileSettings struct {
-	fastMath bool // setFastMathEnabled:
+// pruneClosed drops the runs-per-command-buffer counts of closed
+// instances: a program (the baseline, a finalist) outlives the instances it
+// ran on, and its counts would otherwise keep every one of them, with its
+// host state, for as long as the program lives.
+func pruneClosed[B any](counts map[*gpuhost.Instance[B]]int) {
+	for in := range counts {
+		if in.Closed() {
+			delete(counts, in)
+		}
+	}
 }
 
-// compileSettingsFor maps the backend's Options to compile settings: fast
-// math only when asked for.
-func compileSettingsFor(o Options) compileSettings { return compileSettings{fastMath: o.FastMath} }
+// Math modes, as MLX's metal_kernel compile_options math_mode names them,
+// and their MTLMathMode values (MTLLibrary.h, macOS 15).
+const (
+	MathSafe    = "safe"    // MTLMathModeSafe (0): IEEE 754 arithmetic; MLX's default
+	MathRelaxed = "relaxed" // MTLMathModeRelaxed (1): no NaN/Inf guarantees, reassociation allowed
+	MathFast    = "fast"    // MTLMathModeFast (2): relaxed, and approximate division and functions
+)
+
+// mathModes maps each math mode to its MTLMathMode.
+var mathModes = map[string]int64{MathSafe: 0, MathRelaxed: 1, MathFast: 2}
+
+// MathModeValue is a math mode's MTLMathMode value, the fact math_mode.
+func MathModeValue(mode string) (int64, bool) {
+	v, ok := mathModes[mode]
+	return v, ok
+}
+
+// checkMathMode accepts "" (the default: MathSafe) and the three modes.
+func checkMathMode(mode string) (string, error) {
+	if mode == "" {
+		return MathSafe, nil
+	}
+	if _, ok := mathModes[mode]; !ok {
+		return "", fmt.Errorf("metal: math mode %q is not safe, relaxed or fast", mode)
+	}
+	return mode, nil
+}
+
+// compileSettings are what every kernel is compiled with: a math mode, set
+// the way MLX sets it on the macOS that runs (mathSettingFor).
+type compileSettings struct {
+	mode       string // MathSafe, MathRelaxed or MathFast
+	macOSMajor int    // the running macOS's major version; 0: unknown
+}
+
+// compileSettingsFor maps the backend's Options to compile settings; the
+// macOS version is filled in once the device is described.
+func compileSettingsFor(o Options) (compileSettings, error) {
+	mode, err := checkMathMode(o.MathMode)
+	if err != nil {
+		return compileSettings{}, err
+	}
+	return compileSettings{mode: mode}, nil
+}
+
+// mathSetting is what compileOptions sends to an MTLCompileOptions.
+type mathSetting struct {
+	// useMathMode: send setMathMode: (macOS 15 and later) with mathMode;
+	// otherwise setFastMathEnabled: with fastMath.
+	useMathMode bool
+	mathMode    int64 // MTLMathMode
+	fastMath    bool
+}
+
+// mathSettingFor is how MLX compiles a kernel of the given math mode on a
+// macOS of the given major version (mlx/backend/metal/device.cpp): on
+// macOS 15 and later setMathMode: alone, which leaves
+// mathFloatingPointFunctions at its default, fast FP32 functions (exp,
+// rsqrt, …) even in the safe mode; before, setFastMathEnabled:, NO for
+// safe. setFastMathEnabled:NO on macOS 15 would also select precise
+// functions, slower than what MLX runs. Relaxed exists only as a
+// mathMode: before macOS 15 it is refused rather than compiled another way.
+// An unknown version (0) is taken for one before 15, whose selector every
+// macOS still answers.
+func mathSettingFor(mode string, macOSMajor int) (mathSetting, error) {
+	mode, err := checkMathMode(mode)
+	if err != nil {
+		return mathSetting{}, err
+	}
+	if macOSMajor >= 15 {
+		return mathSetting{useMathMode: true, mathMode: mathModes[mode]}, nil
+	}
+	if mode == MathRelaxed {
+		return mathSetting{}, fmt.Errorf("metal: math mode \"relaxed\" needs MTLCompileOptions.mathMode (macOS 15); this is macOS %d: use \"safe\" or \"fast\"", macOSMajor)
+	}
+	return mathSetting{fastMath: mode == MathFast}, nil
+}
+
+// kernelMathMode is the math mode a kernel compiles with: its own
+// (an MLX spec's compile_options math_mode), else the backend's.
+func kernelMathMode(own, backend string) string {
+	if own != "" {
+		return own
+	}
+	return backend
+}
 
 // prepareOutput fills an output buffer before a verification run: with NaN
 // for kerntune's own candidates, so that an element a candidate does not
@@ -170,25 +257,6 @@ func prepareOutput(dst []byte, dt kernels.DType, vendor bool) {
 		return
 	}
 	gpuhost.FillWords(dst, gpuhost.NaNWord(dt))
-}
-
-// mathMode is fastMathEnabled for an MLX kernel's math_mode: "safe" is
-// NO and "fast" YES, as MLX sets them before macOS 15; "relaxed" needs
-// MTLCompileOptions.mathMode (macOS 15), which is not among the selectors
-// this backend is checked against, so it is refused rather than compiled
-// another way. Empty: the backend's own setting.
-func mathMode(mode string, backend bool) (bool, error) {
-	switch mode {
-	case "":
-		return backend, nil
-	case "safe":
-		return false, nil
-	case "fast":
-		return true, nil
-	case "relaxed":
-		return false, errors.New("metal: math_mode \"relaxed\" needs MTLCompileOptions.mathMode (macOS 15), which kerntune does not set; use \"safe\" or \"fast\"")
-	}
-	return false, fmt.Errorf("metal: math_mode %q is not safe, relaxed or fast", mode)
 }
 
 // languageVersion is MTLLanguageVersion for "3.0" … "4.0": major<<16 | minor.

@@ -199,18 +199,63 @@ func TestRevisedDispatches(t *testing.T) {
 	}
 }
 
-// Fast math is off unless asked for, and the compile settings say so
-// explicitly (TestCompileOptionsExplicit checks the darwin code passes them).
+// The math mode is MLX's default, safe, unless asked for; an unknown one
+// is refused when the backend opens.
 func TestCompileSettings(t *testing.T) {
 	for _, c := range []struct {
 		o    Options
-		want compileSettings
+		want string
+		bad  bool
 	}{
-		{Options{}, compileSettings{fastMath: false}},
-		{Options{FastMath: true}, compileSettings{fastMath: true}},
+		{Options{}, MathSafe, false},
+		{Options{MathMode: "safe"}, MathSafe, false},
+		{Options{MathMode: "relaxed"}, MathRelaxed, false},
+		{Options{MathMode: "fast"}, MathFast, false},
+		{Options{MathMode: "quick"}, "", true},
 	} {
-		if got := compileSettingsFor(c.o); got != c.want {
-			t.Errorf("compileSettingsFor(%+v) = %+v, want %+v", c.o, got, c.want)
+		got, err := compileSettingsFor(c.o)
+		if (err != nil) != c.bad || got.mode != c.want {
+			t.Errorf("compileSettingsFor(%+v) = %+v, %v; want mode %q (error: %v)", c.o, got, err, c.want, c.bad)
+		}
+	}
+}
+
+// Kernels are compiled as MLX compiles them on each macOS: from macOS 15
+// with setMathMode: alone (MTLMathModeSafe 0, Relaxed 1, Fast 2), which
+// keeps the default fast FP32 math functions; setFastMathEnabled:NO there
+// would also select precise ones. Before macOS 15 setFastMathEnabled:, and
+// relaxed, which only mathMode offers, is refused.
+func TestMathSettingPerMacOS(t *testing.T) {
+	for _, c := range []struct {
+		mode  string
+		macOS int
+		want  mathSetting
+		bad   string
+	}{
+		{"safe", 15, mathSetting{useMathMode: true, mathMode: 0}, ""},
+		{"", 15, mathSetting{useMathMode: true, mathMode: 0}, ""},
+		{"relaxed", 15, mathSetting{useMathMode: true, mathMode: 1}, ""},
+		{"fast", 26, mathSetting{useMathMode: true, mathMode: 2}, ""},
+		{"safe", 14, mathSetting{fastMath: false}, ""},
+		{"fast", 14, mathSetting{fastMath: true}, ""},
+		{"safe", 0, mathSetting{fastMath: false}, ""}, // version unknown: the selector every macOS answers
+		{"relaxed", 14, mathSetting{}, "macOS 15"},
+		{"quick", 15, mathSetting{}, "not safe, relaxed or fast"},
+	} {
+		got, err := mathSettingFor(c.mode, c.macOS)
+		if c.bad != "" {
+			if err == nil || !strings.Contains(err.Error(), c.bad) {
+				t.Errorf("%q on macOS %d: error %v, want one containing %q", c.mode, c.macOS, err, c.bad)
+			}
+			continue
+		}
+		if err != nil || got != c.want {
+			t.Errorf("%q on macOS %d: %+v, %v; want %+v", c.mode, c.macOS, got, err, c.want)
+		}
+	}
+	for mode, want := range map[string]int64{"safe": 0, "relaxed": 1, "fast": 2} {
+		if v, ok := MathModeValue(mode); !ok || v != want {
+			t.Errorf("MathModeValue(%q) = %d, %v; want %d (MTLMathMode)", mode, v, ok, want)
 		}
 	}
 }
@@ -247,24 +292,12 @@ func TestPrepareOutput(t *testing.T) {
 }
 
 func TestKernelCompileOptions(t *testing.T) {
-	for _, c := range []struct {
-		mode    string
-		backend bool
-		fast    bool
-		bad     string
-	}{
-		{"", true, true, ""}, {"", false, false, ""}, {"safe", true, false, ""}, {"fast", false, true, ""},
-		{"relaxed", false, false, "macOS 15"}, {"quick", false, false, "not safe, relaxed or fast"},
+	// A kernel's own math mode (an MLX spec's compile_options) wins over the backend's.
+	for _, c := range []struct{ own, backend, want string }{
+		{"", "safe", "safe"}, {"", "fast", "fast"}, {"safe", "fast", "safe"}, {"relaxed", "safe", "relaxed"},
 	} {
-		fast, err := mathMode(c.mode, c.backend)
-		if c.bad != "" {
-			if err == nil || !strings.Contains(err.Error(), c.bad) {
-				t.Errorf("math mode %q: error %v, want one containing %q", c.mode, err, c.bad)
-			}
-			continue
-		}
-		if err != nil || fast != c.fast {
-			t.Errorf("math mode %q (backend %t): %t, %v; want %t", c.mode, c.backend, fast, err, c.fast)
+		if got := kernelMathMode(c.own, c.backend); got != c.want {
+			t.Errorf("kernel %q, backend %q: %q, want %q", c.own, c.backend, got, c.want)
 		}
 	}
 	for v, want := range map[string]uint64{"": 0, "3.0": 0x30000, "3.1": 0x30001, "3.2": 0x30002, "4.0": 0x40000, "2.4": 1, "3": 1, "3.1.0": 1, "03.1": 1} {

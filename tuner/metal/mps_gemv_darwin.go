@@ -3,8 +3,6 @@
 package metal
 
 import (
-	"fmt"
-
 	"github.com/ebitengine/purego/objc"
 
 	"github.com/kerntune/kerntune/kernels"
@@ -39,7 +37,7 @@ func (m *mps) gemvNT(cb objc.ID, in *instance, cp int, verify bool) error {
 	}
 	// macOS wants blit sizes in multiples of 4 bytes; buffers are allocated
 	// in multiples of 16 (bufferBytes), so the rounded copy stays inside both.
-	biasBytes := uint64(roundUp(n*m.size, 4))
+	biasBytes := roundUp(n*m.size, 4)
 	ops := in.Inputs[cp]
 	x, err := m.vector(ops[0].id, k)
 	if err != nil {
@@ -50,12 +48,9 @@ func (m *mps) gemvNT(cb objc.ID, in *instance, cp int, verify bool) error {
 		return err
 	}
 	if in.Problem.Case.Has(kernels.Bias) && verify {
-		blit := cb.Send(sel.blitCommandEncoder)
-		if blit == 0 {
-			return fmt.Errorf("metal: blitCommandEncoder returned nil")
+		if err := encodeBlit(cb, ops[2].id, in.Out.id, biasBytes); err != nil {
+			return err
 		}
-		blit.Send(sel.copyBuffer, ops[2].id, uint64(0), in.Out.id, uint64(0), biasBytes)
-		blit.Send(sel.endEncoding)
 	}
 	kern.Send(sel.encodeMatVec, cb, w, x, y)
 	return nil

@@ -28,13 +28,12 @@ const (
 
 // Constants from the SDK headers.
 const (
-	mtlResourceStorageModeShared = 0 // MTLResourceStorageModeShared << MTLResourceStorageModeShift (4): 0
-	mtlCommandBufferStatusError  = 5 // MTLCommandBufferStatusError
-	mpsDataTypeFloat32           = 0x10000000 | 32
-	mpsDataTypeFloat16           = 0x10000000 | 16
-	cfStringEncodingUTF8         = 0x08000100 // kCFStringEncodingUTF8
-	nsUTF8StringEncoding         = 4          // NSUTF8StringEncoding
-	cfNumberSInt64Type           = 4          // kCFNumberSInt64Type
+	mtlCommandBufferStatusError = 5 // MTLCommandBufferStatusError
+	mpsDataTypeFloat32          = 0x10000000 | 32
+	mpsDataTypeFloat16          = 0x10000000 | 16
+	cfStringEncodingUTF8        = 0x08000100 // kCFStringEncodingUTF8
+	nsUTF8StringEncoding        = 4          // NSUTF8StringEncoding
+	cfNumberSInt64Type          = 4          // kCFNumberSInt64Type
 )
 
 // runtimeLib holds the C functions and typed objc_msgSend variants the
@@ -223,6 +222,7 @@ var sel struct {
 	initWithCString, utf8String, localizedDescription        objc.SEL
 	processInfo, operatingSystemVersion                      objc.SEL
 	setFastMathEnabled, fastMathEnabled                      objc.SEL
+	setMathMode, mathMode                                    objc.SEL
 	setLanguageVersion, languageVersion                      objc.SEL
 	name, supportsFamily, maxThreadgroupMemoryLength         objc.SEL
 	recommendedMaxWorkingSetSize, maxThreadsPerThreadgroup   objc.SEL
@@ -249,6 +249,7 @@ func registerSelectors() {
 		sel.localizedDescription = r("localizedDescription")
 		sel.processInfo, sel.operatingSystemVersion = r("processInfo"), r("operatingSystemVersion")
 		sel.setFastMathEnabled, sel.fastMathEnabled = r("setFastMathEnabled:"), r("fastMathEnabled")
+		sel.setMathMode, sel.mathMode = r("setMathMode:"), r("mathMode")
 		sel.setLanguageVersion, sel.languageVersion = r("setLanguageVersion:"), r("languageVersion")
 		sel.name, sel.supportsFamily = r("name"), r("supportsFamily:")
 		sel.maxThreadgroupMemoryLength = r("maxThreadgroupMemoryLength")

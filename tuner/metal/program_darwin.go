@@ -18,33 +18,64 @@ import (
 	"github.com/kerntune/kerntune/tuner/internal/gpuhost"
 )
 
-// instance is a problem resident in shared-storage buffers: input copies
+// instance is a problem resident in the device's buffers: input copies
 // and the output.
 type instance = gpuhost.Instance[buffer]
 
-// device gives the buffer operations on the GPU thread. Buffers are shared
-// storage: the CPU writes and reads them through -[MTLBuffer contents].
+// device gives the buffer operations on the GPU thread. Problems' buffers
+// are shared storage where memory is unified, which the CPU writes and
+// reads through -[MTLBuffer contents], and private storage elsewhere,
+// reached through a staging buffer and a blit (memory.go).
 type device struct{ b *Backend }
 
 func (d device) Memory(f func(gpuhost.Memory[buffer]) error) error {
 	return d.b.gpu.do(func() error { return f(d) })
 }
 
-func (d device) Alloc(n int) (buffer, error)       { return d.b.newBuffer(n) }
-func (d device) Read(dst []byte, src buffer) error { copy(dst, src.bytes()); return nil }
-func (d device) Free(bf buffer) error              { freeBuffer(&bf); return nil }
+func (d device) Alloc(n int) (buffer, error) { return d.b.newBufferIn(n, d.b.storage) }
+func (d device) Free(bf buffer) error        { freeBuffer(&bf); return nil }
+
+func (d device) Read(dst []byte, src buffer) error {
+	if src.private {
+		return readVia[buffer](d, dst, src, src.size)
+	}
+	copy(dst, src.bytes())
+	return nil
+}
 
 func (d device) Write(dst buffer, src []byte) error {
 	if len(src) > dst.size {
 		return fmt.Errorf("metal: writing %d bytes into a buffer of %d", len(src), dst.size)
+	}
+	if dst.private {
+		return writeVia[buffer](d, dst, dst.size, src)
 	}
 	copy(dst.bytes(), src)
 	return nil
 }
 
 func (d device) Fill(dst buffer, word uint32, words int) error {
+	if dst.private {
+		return fillWordsVia[buffer](d, dst, dst.size, word, words)
+	}
 	gpuhost.FillWords(dst.bytes()[:4*words], word)
 	return nil
+}
+
+// staging, release and blit move bytes into and out of private buffers
+// (stager). GPU thread.
+func (d device) staging(n int) (buffer, []byte, error) {
+	bf, err := d.b.newBuffer(n)
+	if err != nil {
+		return buffer{}, nil, err
+	}
+	return bf, bf.bytes(), nil
+}
+
+func (d device) release(bf buffer) { freeBuffer(&bf) }
+
+func (d device) blit(src, dst buffer, n int) error {
+	return d.b.runUntimed(func(cb objc.ID) error { return encodeBlit(cb, src.id, dst.id, n) })
 }
 
 // Load writes copies of the inputs and allocates the output.
@@ -120,6 +151,7 @@ func (pr *program) Run(ti tuner.Instance, n int) ([]float64, error) {
 		if err := pr.b.rewarmIfIdle(); err != nil {
 			return err
 		}
+		pruneClosed(pr.perBuffer)
 		d, ok := pr.perBuffer[in]
 		if !ok {
 			if err := pr.b.runUntimed(func(cb objc.ID) error { return pr.encodeRuns(cb, in, in.Take(calibrationDispatch)) }); err != nil {
@@ -155,7 +187,11 @@ func (pr *program) Output(ti tuner.Instance) ([]float32, error) {
 	var out []float32
 	err = pr.b.gpu.do(func() error {
 		if pr.vendor {
-			prepareOutput(in.Out.bytes(), in.Problem.DType, true)
+			zeros := make([]byte, in.Out.size)
+			prepareOutput(zeros, in.Problem.DType, true)
+			if err := (device{pr.b}).Write(in.Out, zeros); err != nil {
+				return err
+			}
 		} else if err := in.Poison(device{pr.b}); err != nil {
 			return err
 		}

@@ -37,11 +37,15 @@ func traits(goos string) tuner.Traits {
 
 // Options configure the backend. The zero value is the default.
 type Options struct {
-	// FastMath compiles every kernel with MTLCompileOptions.fastMathEnabled
-	// YES (Metal's relaxed floating point: reassociation, no NaN/Inf
-	// guarantees, approximate exp and division). Off by default, as MLX
-	// compiles its kernels; the fact fast_math (0 or 1) records the choice.
-	FastMath bool
+	// MathMode is the math mode every kernel is compiled with, as MLX's
+	// metal_kernel compile_options math_mode names them: MathSafe (the
+	// default, "" too: MLX's), MathRelaxed (macOS 15 and later) or
+	// MathFast. It is set as MLX sets it on the running macOS
+	// (setMathMode: from macOS 15, setFastMathEnabled: before), so that
+	// kernels are timed with the arithmetic and the math functions the
+	// application runs. The facts math_mode (MTLMathMode: 0, 1, 2) and
+	// fast_math (0 or 1) record the choice.
+	MathMode string
 }
 
 // Open opens the system's default Metal device with the default Options.

@@ -226,8 +226,8 @@ func readSelectorList(t *testing.T, name string) []string {
 }
 
 // TestSelectors checks every selector the backend sends against Apple's
-// published selectors (metal-cpp's headers, and the MPS class reference for
-// MPS), and that every send passes as many arguments as the selector has
+// published selectors (metal-cpp's headers, the MPS class reference for
+// MPS, and Apple's Metal reference for macOS 15's), and that every send passes as many arguments as the selector has
 // colons.
 func TestSelectors(t *testing.T) {
 	src := parseBackend(t)
@@ -245,6 +245,13 @@ func TestSelectors(t *testing.T) {
 	for _, s := range mps {
 		published[s] = "MPS"
 	}
+	macOS15 := readSelectorList(t, "macos15.txt")
+	for _, s := range macOS15 {
+		if published[s] == "metal-cpp" {
+			t.Errorf("macos15.txt lists %q, which metal-cpp.txt has: remove it", s)
+		}
+		published[s] = "macOS 15"
+	}
 
 	used := map[string]bool{}
 	for _, c := range calls {
@@ -260,7 +267,7 @@ func TestSelectors(t *testing.T) {
 	}
 	for field, name := range regs {
 		if _, ok := published[name]; !ok {
-			t.Errorf("sel.%s = %q is in neither metal-cpp's selectors nor the MPS list", field, name)
+			t.Errorf("sel.%s = %q is in neither metal-cpp's selectors nor the MPS or macOS 15 lists", field, name)
 		}
 		if !used[field] {
 			t.Errorf("sel.%s (%q) is registered but never sent", field, name)
@@ -270,9 +277,11 @@ func TestSelectors(t *testing.T) {
 	for _, name := range regs {
 		sent[name] = true
 	}
-	for _, s := range mps {
-		if !sent[s] {
-			t.Errorf("mps.txt lists %q, which the backend does not send: remove it", s)
+	for list, names := range map[string][]string{"mps.txt": mps, "macos15.txt": macOS15} {
+		for _, s := range names {
+			if !sent[s] {
+				t.Errorf("%s lists %q, which the backend does not send: remove it", list, s)
+			}
 		}
 	}
 	t.Logf("%d selectors, %d message sends checked", len(regs), len(calls))

@@ -16,6 +16,12 @@ import (
 	"github.com/kerntune/kerntune/tuner"
 )
 
+// ExitUnavailable is the exit status of a worker whose backend could not
+// open because this machine lacks it (an error wrapping
+// tuner.ErrUnavailable): the client's error then wraps
+// tuner.ErrUnavailable too. It is sysexits.h's EX_UNAVAILABLE.
+const ExitUnavailable = 69
+
 // Options says how to start the worker process.
 type Options struct {
 	// Command is the worker's program and arguments; the program must call
@@ -97,7 +103,7 @@ func (b *Backend) start() error {
 	if err != nil {
 		return err
 	}
-	p := &proc{cmd: cmd, stdin: stdin, enc: gob.NewEncoder(stdin), resps: make(chan *response), done: make(chan struct{}), stderr: &tail{max: 16 << 10}}
+	p := &proc{cmd: cmd, stdin: stdin, enc: gob.NewEncoder(stdin), resps: make(chan *response), done: make(chan struct{}), stderr: &tail{max: stderrTail}}
 	cmd.Stderr = p.stderr
 	if err := cmd.Start(); err != nil {
 		return err
@@ -145,14 +151,14 @@ func (b *Backend) callLocked(req *request, limit time.Duration) (*response, erro
 	}
 	b.sent[req.Op]++
 	if err := p.enc.Encode(req); err != nil {
-		return nil, b.lost(p, fmt.Sprintf("sending %s", req.Op))
+		return nil, b.lost(p, req)
 	}
 	timer := time.NewTimer(limit)
 	defer timer.Stop()
 	select {
 	case r, ok := <-p.resps:
 		if !ok {
-			return nil, b.lost(p, req.Op)
+			return nil, b.lost(p, req)
 		}
 		if r.Fatal {
 			// The worker exits after a fatal answer: wait for it, a while.
@@ -186,20 +192,57 @@ func (b *Backend) reap(p *proc) {
 	}
 }
 
-// lost reports a worker whose output ended: it crashed.
-func (b *Backend) lost(p *proc, op string) error {
+// lost reports a worker whose output ended: it crashed. The error and the
+// log name what it was doing (the candidate), why it died, the last call
+// into the backend that its traceback shows, and the crash part of its
+// stderr.
+func (b *Backend) lost(p *proc, req *request) error {
 	p.cmd.Process.Kill()
 	b.reap(p)
 	reason := "exited"
 	if p.waitErr != nil {
 		reason = p.waitErr.Error()
 	}
-	if msg := p.stderr.crashLine(); msg != "" {
-		reason += ": " + msg
+	cr := readCrash(p.stderr.String())
+	if p.cmd.ProcessState != nil && p.cmd.ProcessState.ExitCode() == ExitUnavailable {
+		return fmt.Errorf("%w (in the worker): %s", tuner.ErrUnavailable, cr.reason)
 	}
-	fmt.Fprintf(b.opts.Log, "worker: crashed in %s (%s); starting a fresh worker\n", op, reason)
-	return fmt.Errorf("%w during %s: %s", tuner.ErrCrashed, op, reason)
+	if cr.reason != "" {
+		reason += ": " + cr.reason
+	}
+	if cr.call != "" {
+		label := "last backend call"
+		if cr.metal {
+			label = "last Metal call"
+		}
+		reason += "; " + label + ": " + cr.call
+	}
+	what := describe(req)
+	fmt.Fprintf(b.opts.Log, "worker: crashed in %s (%s); starting a fresh worker\n", what, reason)
+	if cr.excerpt != "" {
+		fmt.Fprintf(b.opts.Log, "worker stderr:\n%s\n", indent(cr.excerpt))
+		return fmt.Errorf("%w during %s: %s\nworker stderr:\n%s", tuner.ErrCrashed, what, reason, indent(cr.excerpt))
+	}
+	return fmt.Errorf("%w during %s: %s", tuner.ErrCrashed, what, reason)
 }
+
+// describe names a call for a crash report: its operation and, where it
+// runs a program, the kernel, dtype and candidate (or baseline).
+func describe(req *request) string {
+	if req.Kernel == "" {
+		return req.Op
+	}
+	prog := search.Candidate(req.Cand).Key()
+	if req.Op == opBaseline || req.Baseline {
+		prog = "baseline"
+	}
+	if prog == "" {
+		return fmt.Sprintf("%s of %s %s", req.Op, req.Kernel, req.DType)
+	}
+	return fmt.Sprintf("%s of %s %s %s", req.Op, req.Kernel, req.DType, prog)
+}
+
+func indent(s string) string { return "  " + strings.ReplaceAll(s, "\n", "\n  ") }
 
 // Info describes the worker's device. Its limits on candidates came with
 // it, as data: the tuner checks candidates here, with no call per check.
@@ -346,6 +389,8 @@ func (pr *program) execReq(req *request, ti tuner.Instance) (*response, error) {
 		return nil, err
 	}
 	req.ID, req.Inst = pr.id, in.id
+	// The program's identity travels for a crash report only (describe).
+	req.Kernel, req.DType, req.Cand, req.Baseline = pr.kernel, pr.dtype, pr.cand, pr.baseline
 	return b.callLocked(req, b.opts.Timeout)
 }
 
@@ -428,18 +473,143 @@ func (t *tail) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// crashLine is the line of stderr that says why the worker died: a Go
-// panic or fatal error, else the last line.
-func (t *tail) crashLine() string {
+func (t *tail) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	lines := strings.Split(strings.TrimSpace(string(t.buf)), "\n")
-	for _, l := range lines {
-		if strings.HasPrefix(l, "panic: ") || strings.HasPrefix(l, "fatal error: ") || strings.HasPrefix(l, "SIGSEGV") {
-			return strings.TrimSpace(l)
+	return string(t.buf)
+}
+
+// Stderr bounds: the tail read for a crash's reason and traceback, and the
+// excerpt of it kept in the log and the journal.
+const (
+	stderrTail    = 64 << 10
+	stderrExcerpt = 8 << 10
+)
+
+// crashMarks start the lines that say why a process died, in order of
+// preference: an Objective-C exception names its class and reason (an
+// unrecognized selector, say) and is followed by the SIGABRT it raises; a
+// Go panic or fatal error; a fatal signal, Go's ("SIGABRT: abort",
+// "SIGSEGV: segmentation violation") or the runtime's "unexpected signal".
+var crashMarks = []string{
+	"*** Terminating app due to uncaught exception",
+	"panic: ", "fatal error: ",
+	"SIGABRT", "SIGSEGV", "SIGBUS", "SIGILL", "SIGFPE", "SIGTRAP", "unexpected signal",
+}
+
+// crashReport is what a dead worker's stderr says about its death.
+type crashReport struct {
+	reason  string // the line saying why, or the last line
+	call    string // the innermost backend frame of the crashing goroutine: "metal.(*Backend).compileOptions (backend_darwin.go:312)"
+	metal   bool   // call is in the Metal backend
+	excerpt string // stderr from the first crash line on (the last lines when there is none), at most stderrExcerpt bytes
+}
+
+// readCrash reads a worker's stderr: the crash line, the last call into a
+// backend package named by the crashing goroutine's traceback (Go prints
+// the crashing goroutine first, even for a signal raised in C code), and
+// the excerpt kept in the log and the journal.
+func readCrash(stderr string) crashReport {
+	stderr = strings.TrimRight(stderr, "\n")
+	if strings.TrimSpace(stderr) == "" {
+		return crashReport{}
+	}
+	lines := strings.Split(stderr, "\n")
+	var r crashReport
+	first := -1
+	for j, mark := range crashMarks {
+		for i, l := range lines {
+			l = strings.TrimSpace(l)
+			at := 0
+			if j == 0 { // NSLog puts a date and the process before it
+				at = strings.Index(l, mark)
+			} else if !strings.HasPrefix(l, mark) {
+				at = -1
+			}
+			if at >= 0 {
+				if r.reason == "" {
+					r.reason = l[at:]
+				}
+				if first < 0 || i < first {
+					first = i
+				}
+				break
+			}
 		}
 	}
-	return strings.TrimSpace(lines[len(lines)-1])
+	if r.reason == "" {
+		r.reason = strings.TrimSpace(lines[len(lines)-1])
+	}
+	r.call, r.metal = backendFrame(lines)
+	if first >= 0 {
+		r.excerpt = strings.Join(lines[first:], "\n")
+		if len(r.excerpt) > stderrExcerpt {
+			r.excerpt = r.excerpt[:stderrExcerpt] + fmt.Sprintf("\n… (%d more bytes)", len(r.excerpt)-stderrExcerpt)
+		}
+	} else {
+		r.excerpt = stderr
+		if len(r.excerpt) > stderrExcerpt {
+			r.excerpt = "… " + r.excerpt[len(r.excerpt)-stderrExcerpt:]
+		}
+	}
+	return r
+}
+
+// backendPkg prefixes the functions of kerntune's backend packages in a
+// Go traceback.
+const backendPkg = "github.com/kerntune/kerntune/tuner/"
+
+// backendFrame is the innermost frame of a backend package (not this one)
+// in the first goroutine of a Go traceback, as "pkg.func (file.go:line)",
+// and whether it is the Metal backend's.
+func backendFrame(lines []string) (string, bool) {
+	in := false
+	for i, l := range lines {
+		switch {
+		case strings.HasPrefix(l, "goroutine "):
+			if in {
+				return "", false // only the crashing goroutine's frames count
+			}
+			in = true
+			continue
+		case !in || l == "" || strings.HasPrefix(l, "\t"):
+			if in && l == "" {
+				return "", false
+			}
+			continue
+		}
+		fn, ok := strings.CutPrefix(l, backendPkg)
+		if !ok || strings.HasPrefix(fn, "worker.") {
+			continue
+		}
+		fn = stripArgs(fn)
+		if i+1 < len(lines) && strings.HasPrefix(lines[i+1], "\t") {
+			loc, _, _ := strings.Cut(strings.TrimSpace(lines[i+1]), " ")
+			fn += " (" + loc[strings.LastIndex(loc, "/")+1:] + ")"
+		}
+		return fn, strings.HasPrefix(fn, "metal.")
+	}
+	return "", false
+}
+
+// stripArgs drops a traceback frame's argument list: the parenthesized
+// group that ends the line ("f(0x1, {...})" → "f"; "(*T).m(...)" → "(*T).m").
+func stripArgs(frame string) string {
+	if !strings.HasSuffix(frame, ")") {
+		return frame
+	}
+	depth := 0
+	for i := len(frame) - 1; i >= 0; i-- {
+		switch frame[i] {
+		case ')':
+			depth++
+		case '(':
+			if depth--; depth == 0 {
+				return frame[:i]
+			}
+		}
+	}
+	return frame
 }
 
 // Command is the command line that runs this program as a worker for the

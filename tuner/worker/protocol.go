@@ -47,6 +47,9 @@ type request struct {
 	// Sample, for an output request, asks for these rows of the output
 	// only (tuner.SampledOutputer), with FirstBad and OutLen.
 	Sample *kernels.RowSample
+	// Baseline marks a run or output of the baseline program; with
+	// Kernel, DType and Cand it names the program in a crash report.
+	Baseline bool
 }
 
 type response struct {

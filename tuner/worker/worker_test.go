@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -22,6 +23,10 @@ func TestMain(m *testing.M) {
 	if os.Getenv("KTDEV_WORKER_TEST") == "" {
 		os.Exit(m.Run())
 	}
+	if os.Getenv("KTDEV_UNAVAILABLE") != "" {
+		fmt.Fprintln(os.Stderr, "kerntune worker: --backend metal: backend unavailable: Metal is only available on macOS")
+		os.Exit(ExitUnavailable)
+	}
 	b, err := cpu.Open()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -35,6 +40,10 @@ func TestMain(m *testing.M) {
 	var served tuner.Backend = WithFaults(b, faults)
 	if key := os.Getenv("KTDEV_LOSE"); key != "" {
 		served = &losingBackend{Backend: served, key: key}
+	}
+	if spec := os.Getenv("KTDEV_DIE"); spec != "" {
+		key, file, _ := strings.Cut(spec, "@")
+		served = &dyingBackend{Backend: served, key: key, stderr: file}
 	}
 	if keys := os.Getenv("KTDEV_READY"); keys != "" {
 		served = &readyBackend{Backend: served, ready: strings.Split(keys, ";")}
@@ -68,6 +77,37 @@ func (l *losingBackend) Build(k *kernels.Kernel, dt kernels.DType, c search.Cand
 func (losingProg) Output(tuner.Instance) ([]float32, error) { return nil, errLost }
 
 func (l *losingBackend) DeviceLost(err error) bool { return err.Error() == errLost.Error() }
+
+// dyingBackend models a process killed by a fatal signal in C code (an
+// Objective-C exception's abort, say): the candidate key's program writes
+// a recorded stderr and exits with status 2, as Go does on a fatal signal.
+type dyingBackend struct {
+	tuner.Backend
+	key, stderr string
+}
+
+type dyingProg struct {
+	tuner.Program
+	stderr string
+}
+
+func (d *dyingBackend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate) (tuner.Program, error) {
+	p, err := d.Backend.Build(k, dt, c)
+	if err != nil || c.Key() != d.key {
+		return p, err
+	}
+	return dyingProg{p, d.stderr}, nil
+}
+
+func (d dyingProg) Run(tuner.Instance, int) ([]float64, error) {
+	data, err := os.ReadFile(d.stderr)
+	if err != nil {
+		panic(err)
+	}
+	os.Stderr.Write(data)
+	os.Exit(2)
+	return nil, nil
+}
 
 // readyBackend models a compile pool whose compiles of the candidates in
 // ready (keys) have ended, for kernel softmax.
@@ -457,5 +497,129 @@ func TestParseFaults(t *testing.T) {
 		if err != nil || len(f) != tt.n {
 			t.Errorf("%q: %v %v", tt.spec, f, err)
 		}
+	}
+}
+
+// A worker killed by an Objective-C exception's abort: the error, which
+// the journal keeps, and the log name the candidate, the exception and its
+// reason, and the last Metal call of the crashing goroutine's traceback,
+// and keep the crash part of the worker's stderr.
+func TestCrashReportNamesCandidateAndCall(t *testing.T) {
+	k, err := kernels.Get("softmax")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, _ := k.Space("cpu")
+	cand := search.Candidate(ps.Defaults())
+	fixture, err := filepath.Abs(filepath.Join("testdata", "objc-abort.stderr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("KTDEV_DIE", cand.Key()+"@"+fixture)
+	var log strings.Builder
+	b := openTestWorker(t, "", time.Minute, &log)
+	p, err := kernels.NewSeededProblem(k, kernels.F32, kernels.Case{Shape: []int{4, 64}}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst, err := b.Load(p, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog, err := b.Build(k, kernels.F32, cand)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = prog.Run(inst, 1)
+	if !errors.Is(err, tuner.ErrCrashed) {
+		t.Fatalf("run: %v, want ErrCrashed", err)
+	}
+	first, _, _ := strings.Cut(err.Error(), "\n")
+	for _, want := range []string{
+		"run of softmax f32 " + cand.Key(),
+		"exit status 2",
+		"*** Terminating app due to uncaught exception 'NSInvalidArgumentException', reason: '-[MTLCompileOptions setMathMode:]: unrecognized selector",
+		"last Metal call: metal.(*Backend).compileOptions (backend_darwin.go:312)",
+	} {
+		if !strings.Contains(first, want) {
+			t.Errorf("error's first line lacks %q:\n%s", want, first)
+		}
+	}
+	for _, want := range []string{"First throw call stack", "SIGABRT: abort", "goroutine 21 "} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks the stderr's %q:\n%s", want, err)
+		}
+		if !strings.Contains(log.String(), want) {
+			t.Errorf("log lacks the stderr's %q:\n%s", want, log.String())
+		}
+	}
+}
+
+func TestReadCrash(t *testing.T) {
+	read := func(name string) string {
+		data, err := os.ReadFile(filepath.Join("testdata", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(data)
+	}
+	long := strings.Repeat("noise line\n", 2000) + "panic: runtime error: index out of range [9] with length 4\n\ngoroutine 7 [running]:\n" +
+		"github.com/kerntune/kerntune/tuner/cpu.(*prog).Run.func1()\n\t/src/tuner/cpu/cpu.go:42 +0x30\n" + strings.Repeat("more\n", 3000)
+	tests := []struct {
+		name, stderr   string
+		reason, call   string
+		metal          bool
+		excerptHas     []string
+		excerptLacks   string
+		maxExcerptSize int
+	}{
+		{"objective-c exception", read("objc-abort.stderr"),
+			"*** Terminating app due to uncaught exception 'NSInvalidArgumentException', reason: '-[MTLCompileOptions setMathMode:]: unrecognized selector sent to instance 0x6000030a4000'",
+			"metal.(*Backend).compileOptions (backend_darwin.go:312)", true,
+			[]string{"*** First throw call stack:", "SIGABRT: abort", "gpuThread"}, "GPU core count unknown", 0},
+		{"go abort", read("go-abort.stderr"), "SIGABRT: abort", "", false, []string{"runtime.raise"}, "", 0},
+		{"segfault", "SIGSEGV: segmentation violation\nPC=0x0 m=3 sigcode=2\n", "SIGSEGV: segmentation violation", "", false, nil, "", 0},
+		{"fatal error", "note\nfatal error: unexpected signal during runtime execution\n[signal SIGSEGV: segmentation violation]\n", "fatal error: unexpected signal during runtime execution", "", false, nil, "note", 0},
+		{"panic in a backend, long stderr", long, "panic: runtime error: index out of range [9] with length 4",
+			"cpu.(*prog).Run.func1 (cpu.go:42)", false, []string{"goroutine 7"}, "noise line", stderrExcerpt + 64},
+		{"no crash line", "one\ntwo\n", "two", "", false, []string{"one\ntwo"}, "", 0},
+		{"empty", "", "", "", false, nil, "", 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := readCrash(tc.stderr)
+			if r.reason != tc.reason || r.call != tc.call || r.metal != tc.metal {
+				t.Errorf("reason %q, call %q (metal %v);\nwant %q, %q (%v)", r.reason, r.call, r.metal, tc.reason, tc.call, tc.metal)
+			}
+			for _, s := range tc.excerptHas {
+				if !strings.Contains(r.excerpt, s) {
+					t.Errorf("excerpt lacks %q", s)
+				}
+			}
+			if tc.excerptLacks != "" && strings.Contains(r.excerpt, tc.excerptLacks) {
+				t.Errorf("excerpt has %q, from before the crash", tc.excerptLacks)
+			}
+			if tc.maxExcerptSize > 0 && len(r.excerpt) > tc.maxExcerptSize {
+				t.Errorf("excerpt of %d bytes, want at most %d", len(r.excerpt), tc.maxExcerptSize)
+			}
+		})
+	}
+}
+
+// A worker whose backend this machine lacks exits with ExitUnavailable:
+// Open's error wraps tuner.ErrUnavailable, so that "auto" passes over it
+// quietly, and the worker is not reported as crashed.
+func TestWorkerUnavailable(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log strings.Builder
+	_, err = Open(Options{Command: []string{exe, "-test.run=^$"}, Env: append(os.Environ(), "KTDEV_WORKER_TEST=1", "KTDEV_UNAVAILABLE=1"), Log: &log})
+	if !errors.Is(err, tuner.ErrUnavailable) || errors.Is(err, tuner.ErrCrashed) || !strings.Contains(err.Error(), "only available on macOS") {
+		t.Errorf("open: %v; want ErrUnavailable with the worker's reason", err)
+	}
+	if strings.Contains(log.String(), "crashed") {
+		t.Errorf("log reports a crash: %s", log.String())
 	}
 }

@@ -133,6 +133,9 @@ func (in *Instance[B]) Close() error {
 	})
 }
 
+// Closed reports whether Close has freed the instance's buffers.
+func (in *Instance[B]) Closed() bool { return in.closed }
+
 // Of returns ti as an open instance of device d, or an error naming the
 // backend when it is another backend's or closed.
 func Of[B any](ti tuner.Instance, d Device[B], backend string) (*Instance[B], error) {
