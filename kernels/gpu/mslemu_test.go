@@ -355,3 +355,76 @@ func TestMSLEmulation(t *testing.T) {
 		t.Fatal("no matrix-unit candidate was computed")
 	}
 }
+
+// The emulation has teeth: each mutant of a generated source, a fault the
+// syntax checks cannot see, fails verification on the odd shapes.
+func TestMSLEmulationCatchesMutants(t *testing.T) {
+	cc := mslcheck.Require(t)
+	type m = map[string]int
+	mmaAV := m{"BM": 32, "BN": 32, "BK": 16, "TM": 1, "TN": 1, "PAD": 0, "MMA": 1, "WM": 2, "WN": 2, "STAGES": 1, "TF32": 0}
+	mutants := []struct {
+		name, family string
+		dt           kernels.DType
+		c            m
+		old, new     string
+	}{
+		{"a shuffle reads the wrong lane", "softmax", kernels.F32, m{"TPR": 256, "RPB": 1, "UNROLL": 1, "VEC": 1},
+			"simd_shuffle_xor(v, (ushort)o)", "simd_shuffle_xor(v, (ushort)(o ^ 1))"},
+		{"a shuffle reads the wrong lane", "gemv_nt", kernels.F16, m{"TG": 64, "TPR": 16, "UNROLL": 2, "VEC": 2},
+			// (o + 1 would be no mutant within a SIMD-group of 16: masks 9, 5,
+			// 3, 2 span every lane, so the butterfly still sums them all.)
+			"simd_shuffle_xor(v, (ushort)o)", "simd_shuffle_xor(v, (ushort)(o >> 1))"},
+		{"no barrier before the partials are read", "rmsnorm", kernels.F32, m{"TPR": 128, "RPB": 2, "UNROLL": 1, "VEC": 1},
+			"if ((lid & 31u) == 0u) scratch[sg] = v; \\\n  threadgroup_barrier(mem_flags::mem_threadgroup); \\\n", "if ((lid & 31u) == 0u) scratch[sg] = v; \\\n"},
+		{"no barrier between the tile copies and the matrix loads", "gemm_av", kernels.F32, mmaAV,
+			"COPY_WAIT(0);\n    BARRIER();\n", "COPY_WAIT(0);\n"},
+		{"no barrier between the tile copies and the matrix loads", "gemm_av", kernels.F16, mmaAV,
+			"COPY_WAIT(0);\n    BARRIER();\n", "COPY_WAIT(0);\n"},
+		{"no SIMD-group barrier after the accumulator's store", "gemm_av", kernels.F32, mmaAV,
+			"simdgroup_store(c, s, 8);\n  simdgroup_barrier(mem_flags::mem_threadgroup);\n", "simdgroup_store(c, s, 8);\n"},
+		{"no barrier after the SIMT tiles are used", "gemm_at_b", kernels.BF16, m{"BM": 32, "BN": 32, "BK": 8, "TM": 2, "TN": 2, "PAD": 1, "MMA": 0, "WM": 1, "WN": 1, "STAGES": 1, "TF32": 0},
+			"#if STAGES == 1\n    BARRIER();\n#endif\n", ""},
+		{"the transposed load turned off", "gemm_at_b", kernels.F32, mmaAV,
+			"ulong2(0, 0), true)", "ulong2(0, 0), false)"},
+		{"the transposed load turned off", "gemm_at_b", kernels.F16, m{"BM": 64, "BN": 32, "BK": 32, "TM": 1, "TN": 1, "PAD": 0, "MMA": 1, "WM": 2, "WN": 1, "STAGES": 2, "TF32": 0},
+			"ulong2(0, 0), true)", "ulong2(0, 0), false)"},
+	}
+	var cands []emuCand
+	for _, mu := range mutants {
+		k, err := kernels.Get(mu.family)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := bodies[mu.family]
+		if err := b.Buildable(Metal, mu.dt, mu.c); err != nil {
+			t.Fatalf("%s: %v", mu.name, err)
+		}
+		src, err := b.SourceFor(Metal, mu.dt, mu.c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The unbroken source first: it must pass, so that the mutant's
+		// failure is the mutation's.
+		cands = append(cands, emuCand{k: k, b: b, dt: mu.dt, c: mu.c, name: fmt.Sprintf("%s %s %v", mu.family, mu.dt, mu.c), src: src})
+		broken := strings.ReplaceAll(src, mu.old, mu.new)
+		if broken == src {
+			t.Fatalf("%s: %s %s has no %q", mu.name, mu.family, mu.dt, mu.old)
+		}
+		cands = append(cands, emuCand{k: k, b: b, dt: mu.dt, c: mu.c, name: fmt.Sprintf("%s %s (%s)", mu.family, mu.dt, mu.name), src: broken})
+	}
+	res := emulate(t, cc, cands, len(cands))
+	caught := 0
+	for i, ec := range cands {
+		err := res[i].err
+		switch {
+		case i%2 == 0 && err != nil:
+			t.Errorf("%s, unbroken: %v", ec.name, err)
+		case i%2 == 1 && err == nil:
+			t.Errorf("%s: passed verification", ec.name)
+		case i%2 == 1:
+			caught++
+			t.Logf("%s: caught: %v", ec.name, err)
+		}
+	}
+	t.Logf("%d of %d mutants caught", caught, len(mutants))
+}
