@@ -24,7 +24,8 @@ tune: build
 # those of NORACE, whose tests are single-threaded and CPU-bound (code
 # generation, clang and g++ over generated sources), where it only
 # multiplies the time. The sweeps over every candidate (MSL through clang,
-# OpenCL on PoCL) run a covering sample here; make test-full runs them whole.
+# MSL computed by the emulation, OpenCL on PoCL) run a covering sample here;
+# make test-full runs them whole (the emulation: every pair of values).
 # TIMEOUT is go test's -timeout, far above any package's time.
 TIMEOUT ?= 15m
 NORACE  := ./kernels/gpu
@@ -42,7 +43,8 @@ test-go-norace:
 	$(GO) test -count=1 -timeout $(TIMEOUT) $(NORACE)
 
 # The whole sweeps make test samples, with the time they took: every Metal
-# candidate through both clang checks (about 1 minute on 2 cores), every
+# candidate through both clang checks (about 1 minute on 2 cores), the MSL
+# emulation on a sample of every pair of parameter values (about 2 minutes), every
 # OpenCL candidate verified on the OpenCL device (PoCL off a GPU machine) in
 # one process per core (about 80 minutes on 2 cores). OPENCL_PART=I/N
 # verifies the I-th of every N OpenCL candidates only (CI: a quarter);

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # make test-full: the whole sweeps that make test samples, and how long they
-# took. Every Metal candidate through both clang checks (kernels/gpu), then
+# took. Every Metal candidate through both clang checks (kernels/gpu), a
+# sample of every pair of Metal parameter values run by the MSL emulation
+# (kernels/gpu, about 2 minutes on 2 cores), then
 # every OpenCL candidate built and verified on the OpenCL device (PoCL's CPU
 # device off a GPU machine), one process per core: PoCL compiles one kernel
 # at a time per process.
@@ -37,6 +39,12 @@ t0=$(date +%s)
 "$GO" test -count=1 -timeout 60m -v -run '^TestMSLSyntax$' ./kernels/gpu >"$tmp/msl.log" 2>&1 || rc=1
 grep -v '^=== ' "$tmp/msl.log"
 echo "MSL sweep: $(($(date +%s) - t0)) s"
+
+echo "== MSL emulation: a sample of every pair of parameter values computed on the CPU"
+t0=$(date +%s)
+"$GO" test -count=1 -timeout 60m -v -run '^TestMSLEmulation$' ./kernels/gpu >"$tmp/mslemu.log" 2>&1 || rc=1
+grep -v '^=== ' "$tmp/mslemu.log"
+echo "MSL emulation sweep: $(($(date +%s) - t0)) s"
 
 what="every OpenCL candidate"
 [ "$pn" -gt 1 ] && what="OpenCL candidates, part $pi/$pn"

@@ -131,3 +131,41 @@ func TestRawSourceAnyWidth(t *testing.T) {
 		t.Errorf("raw source rejected by %q: %v", name, err)
 	}
 }
+
+// f16 matrix-unit tiles are half in threadgroup memory: for every MMA=1
+// candidate Metal builds, the f16 tiles' data is half the f32 tiles' (their
+// padding stays 16 bytes a row), so more candidates fit an Apple GPU's 32
+// KiB. Float tiles for f16, as before, fail it.
+func TestMetalHalfTiles(t *testing.T) {
+	for _, fam := range []string{"gemm_av", "gemm_at_b"} {
+		k, err := kernels.Get(fam)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := bodies[fam]
+		fitsBefore, fitsNow, total := 0, 0, 0
+		for _, c := range spaceOf(t, k) {
+			if c["MMA"] != 1 || b.Buildable(Metal, kernels.F16, c) != nil {
+				continue
+			}
+			total++
+			aElems := c["BM"] * c["BK"]
+			data := gemmStages(c) * (aElems + c["BK"]*c["BN"])
+			f32, f16 := b.Shared(Metal, kernels.F32, c), b.Shared(Metal, kernels.F16, c)
+			if f32-f16 != 2*data {
+				t.Fatalf("%s %v: f16 takes %d bytes of threadgroup memory, f32 %d: want 2 bytes less per tile element (%d elements)", fam, c, f16, f32, data)
+			}
+			// Before half tiles, f16 took what f32 takes.
+			if f32 <= appleGPU.MaxShared {
+				fitsBefore++
+			}
+			if f16 <= appleGPU.MaxShared {
+				fitsNow++
+			}
+		}
+		if fitsNow <= fitsBefore {
+			t.Errorf("%s: %d f16 MMA candidates fit 32 KiB with half tiles, %d with float tiles", fam, fitsNow, fitsBefore)
+		}
+		t.Logf("%s f16 MMA=1: %d of %d candidates fit 32 KiB of threadgroup memory with half tiles, %d with float tiles", fam, fitsNow, total, fitsBefore)
+	}
+}

@@ -363,27 +363,28 @@ inline void kt_storev(device T* p, int i, thread const float* d) {
 #define STOREV(p, i, d) kt_storev((p), (i), (d))
 `
 
-// metalFragments maps the fragment operations onto simdgroup_matrix 8×8:
-// every fragment is a simdgroup_float8x8 loaded from float threadgroup
-// tiles (the copies convert half and bf16 inputs with LOAD), since
-// simdgroup_multiply_accumulate takes one element type and half
-// accumulators would miss the f16 tolerance; bf16 candidates multiply the
-// same f32 fragments, so they need no bfloat simdgroup_matrix (MSL 3.1). Copies into threadgroup memory are immediate (Metal has no
-// asynchronous copy into it); the accumulator leaves through an 8×8
-// threadgroup scratch per SIMD-group so that edges can be checked.
-const metalFragments = `#define SMEM_T float
+// metalFragments maps the fragment operations onto simdgroup_matrix 8×8.
+// The threadgroup tiles and the A and B fragments hold KT_TILE, chosen per
+// dtype (metalTiles); accumulators are simdgroup_float8x8 in every dtype,
+// since half accumulators would miss the f16 tolerance, and
+// simdgroup_multiply_accumulate takes half or bfloat operands into a float
+// accumulator (as llama.cpp's kernel_mul_mm does). Copies into threadgroup
+// memory are immediate (Metal has no asynchronous copy into it); the
+// accumulator leaves through an 8×8 float threadgroup scratch per
+// SIMD-group so that edges can be checked.
+const metalFragments = `#define SMEM_T KT_TILE
 #define SHARED_PTR(type) threadgroup type*
 #define SHARED_DYN(type, name, n) threadgroup type name[n]
 #define COPY_N (16 / (int)sizeof(T))
-inline void kt_copy_chunk(threadgroup float* dst, device const T* src, int i, int n) {
-  for (int j = 0; j < COPY_N; ++j) dst[j] = j < n ? LOAD(src, i + j) : 0.0f;
+inline void kt_copy_chunk(threadgroup SMEM_T* dst, device const T* src, int i, int n) {
+  for (int j = 0; j < COPY_N; ++j) dst[j] = j < n ? (SMEM_T)LOAD(src, i + j) : (SMEM_T)0.0f;
 }
 #define COPY_CHUNK(d, s, i, n) kt_copy_chunk((d), (s), (i), (n))
 #define COPY_FULL(d, s, i) kt_copy_chunk((d), (s), (i), COPY_N)
 #define COPY_COMMIT()
 #define COPY_WAIT(n)
-#define FRAG_A simdgroup_float8x8
-#define FRAG_B simdgroup_float8x8
+#define FRAG_A KT_FRAG_AB
+#define FRAG_B KT_FRAG_AB
 #define FRAG_C simdgroup_float8x8
 #define FRAG_ZERO(c) ((c) = make_filled_simdgroup_matrix<float, 8, 8>(0.0f))
 #define FRAG_LOAD_A(f, p, ld) simdgroup_load((f), (p), (ld))
@@ -402,6 +403,16 @@ inline void kt_frag_store(simdgroup_float8x8 c, device T* C, int ldc, int gi, in
 }
 #define FRAG_STORE(c, C, ldc, gi, gj, M, N, scratch) kt_frag_store((c), (C), (ldc), (gi), (gj), (M), (N), (scratch), kt_tid.x & 31u)
 `
+
+// metalTiles chooses the element of the fragment tiles: f32 in float, f16
+// in half (half the threadgroup memory of float tiles), bf16 in bfloat
+// where MSL has it (__HAVE_BFLOAT__, Metal 3.1: simdgroup_bfloat8x8) and in
+// float where bf16 is ushort storage, which no simdgroup_matrix loads.
+var metalTiles = map[kernels.DType]string{
+	kernels.F32:  "#define KT_TILE float\n#define KT_FRAG_AB simdgroup_float8x8\n",
+	kernels.F16:  "#define KT_TILE half\n#define KT_FRAG_AB simdgroup_half8x8\n",
+	kernels.BF16: "#if defined(__HAVE_BFLOAT__)\n#define KT_TILE bfloat\n#define KT_FRAG_AB simdgroup_bfloat8x8\n#else\n#define KT_TILE float\n#define KT_FRAG_AB simdgroup_float8x8\n#endif\n",
+}
 
 // metalBF16 is bf16 on Metal: MSL's bfloat where the compiler has it
 // (__HAVE_BFLOAT__: Metal 3.1, macOS 14), with metalIO's conversions;
@@ -622,11 +633,11 @@ func prelude(api API, dt kernels.DType, vec int) (string, error) {
 	case Metal:
 		switch dt {
 		case kernels.F32:
-			return strings.Replace(metalCommon, "#define LID", "typedef float T;\n#define KT_VEC2 float2\n#define KT_VEC4 float4\n#define LID", 1) + frag(metalFragments), nil
+			return strings.Replace(metalCommon, "#define LID", "typedef float T;\n#define KT_VEC2 float2\n#define KT_VEC4 float4\n#define LID", 1) + frag(metalTiles[dt]+metalFragments), nil
 		case kernels.F16:
-			return strings.Replace(metalCommon, "#define LID", "typedef half T;\n#define KT_VEC2 half2\n#define KT_VEC4 half4\n#define LID", 1) + frag(metalFragments), nil
+			return strings.Replace(metalCommon, "#define LID", "typedef half T;\n#define KT_VEC2 half2\n#define KT_VEC4 half4\n#define LID", 1) + frag(metalTiles[dt]+metalFragments), nil
 		case kernels.BF16:
-			return metalBF16 + frag(metalFragments), nil
+			return metalBF16 + frag(metalTiles[dt]+metalFragments), nil
 		}
 	case OpenCL:
 		switch dt {

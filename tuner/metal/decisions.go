@@ -53,7 +53,7 @@ func probeGPUFamily(supports func(family int) bool) gpuFamily {
 func (g gpuFamily) key() string { return familyKey(g.apple, g.mac2) }
 
 // simdgroupMatrix reports whether the device runs simdgroup_matrix
-// (simdgroup_float8x8 loads, stores and multiply-accumulates): Apple7 and
+// (simdgroup_matrix loads, stores and multiply-accumulates): Apple7 and
 // later (M1 on). Mac2 alone is not enough: Intel Macs' GPUs lack it.
 func (g gpuFamily) simdgroupMatrix() bool { return g.apple >= 7 }
 
