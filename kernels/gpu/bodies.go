@@ -651,10 +651,8 @@ func gemmMN(shape []int, trans int) (int, int) {
 func rowBody(family, fn, src string, args []Arg, scalars func(c kernels.Case, consts map[string]float64) []any) *Body {
 	return &Body{
 		Family: family, Func: fn, Args: args, Source: src,
-		Defines: func(p map[string]int) map[string]int {
-			return map[string]int{"NTHREADS": p["TPR"] * p["RPB"], "XC": qgemvStage}
-		},
-		SharedBytes: func(p map[string]int) int { return 4 * (p["TPR"]*p["RPB"] + qgemvStage + qgemvStage/4) },
+		Defines:     func(p map[string]int) map[string]int { return map[string]int{"NTHREADS": p["TPR"] * p["RPB"]} },
+		SharedBytes: func(p map[string]int) int { return 4 * p["TPR"] * p["RPB"] },
 		Geometry: func(shape []int, p map[string]int) Launch {
 			return Launch{Grid: [2]int{ceilDiv(shape[0], p["RPB"]), 1}, Threads: p["TPR"] * p["RPB"]}
 		},
