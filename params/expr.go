@@ -1,0 +1,943 @@
+package params
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Expr is a parsed expression of the language that spec files and the
+// built-in family descriptions share: the subset of expr-lang that the spec
+// package compiles (integers that stay integers under + - * %, "/" that
+// divides as floats, ** a float power, comparisons that chain, && || !,
+// and/or/not, ?:, and the functions cdiv, idiv, is_pow2, min, max, abs,
+// ceil, floor, round, int, float, exp, sqrt, rsqrt, log, tanh, sigmoid).
+// It is evaluated here, with the standard library alone, so that this
+// package reads the family descriptions without expr-lang; the Python
+// loader's evaluator (python/kerntune_params/expressions.py) is the same
+// language, and both run testdata/conformance/expressions/expressions.json.
+type Expr struct {
+	src    string
+	root   *node
+	typ    string
+	idents map[string]bool
+}
+
+// Static types, as expr-lang's checker names them; "" is unknown until the
+// expression runs.
+const (
+	typInt   = "int"
+	typFloat = "float64"
+	typBool  = "bool"
+)
+
+type node struct {
+	tag  byte // 'l' literal, 'v' variable, 'u' unary, 'b' binary, 'c' conditional, 'f' call
+	op   string
+	val  any
+	args []*node
+}
+
+// exprFuncs are the functions an expression may call.
+var exprFuncs = map[string]bool{
+	"cdiv": true, "idiv": true, "is_pow2": true, "exp": true, "sqrt": true, "rsqrt": true, "log": true,
+	"tanh": true, "sigmoid": true, "min": true, "max": true, "abs": true, "ceil": true, "floor": true,
+	"round": true, "int": true, "float": true,
+}
+
+var binaryPrec = map[string]int{
+	"or": 10, "||": 10, "and": 15, "&&": 15,
+	"==": 20, "!=": 20, "<": 20, ">": 20, ">=": 20, "<=": 20,
+	"+": 30, "-": 30, "*": 60, "/": 60, "%": 60, "**": 100, "^": 100,
+}
+
+var unaryPrec = map[string]int{"not": 50, "!": 50, "-": 90, "+": 90}
+
+var operators = []string{"**", "==", "!=", "<=", ">=", "&&", "||", "-", "+", "*", "/", "%", "^", "<", ">", "!", "?", ":", "(", ")", ","}
+
+func isComparison(op string) bool { return op == "<" || op == ">" || op == "<=" || op == ">=" }
+
+type exprToken struct {
+	kind byte // 'n' number, 'i' identifier, 'o' operator
+	text string
+}
+
+// ParseExpr parses src; vars gives the names it may use and their static
+// types ("int", "float64", "bool"; a name absent from vars is unknown).
+func ParseExpr(src string, vars map[string]string) (*Expr, error) {
+	if strings.TrimSpace(src) == "" {
+		return nil, fmt.Errorf("empty expression")
+	}
+	toks, err := tokenize(src)
+	if err != nil {
+		return nil, err
+	}
+	p := &exprParser{toks: toks, vars: vars, idents: map[string]bool{}}
+	root, err := p.expression(0)
+	if err == nil && p.pos < len(p.toks) {
+		err = fmt.Errorf("unexpected token %q", p.toks[p.pos].text)
+	}
+	if err != nil {
+		return nil, err
+	}
+	typ, err := checkType(root, vars)
+	if err != nil {
+		return nil, err
+	}
+	return &Expr{src: src, root: root, typ: typ, idents: p.idents}, nil
+}
+
+// ParseIntExpr parses src with every name of vars an int.
+func ParseIntExpr(src string, vars []string) (*Expr, error) {
+	m := make(map[string]string, len(vars))
+	for _, v := range vars {
+		m[v] = typInt
+	}
+	return ParseExpr(src, m)
+}
+
+// String returns the expression's source.
+func (e *Expr) String() string { return e.src }
+
+// Uses reports whether the expression names any of names.
+func (e *Expr) Uses(names []string) bool {
+	for _, n := range names {
+		if e.idents[n] {
+			return true
+		}
+	}
+	return false
+}
+
+func tokenize(src string) ([]exprToken, error) {
+	var toks []exprToken
+	i, n := 0, len(src)
+	for i < n {
+		c := src[i]
+		switch {
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+			i++
+		case isDigit(c) || c == '.' && i+1 < n && isDigit(src[i+1]):
+			j, err := scanNumber(src, i)
+			if err != nil {
+				return nil, err
+			}
+			toks = append(toks, exprToken{'n', src[i:j]})
+			i = j
+		case isAlpha(c) || c == '_':
+			j := i
+			for j < n && (isAlpha(src[j]) || isDigit(src[j]) || src[j] == '_') {
+				j++
+			}
+			toks = append(toks, exprToken{'i', src[i:j]})
+			i = j
+		default:
+			found := false
+			for _, op := range operators {
+				if strings.HasPrefix(src[i:], op) {
+					toks = append(toks, exprToken{'o', op})
+					i += len(op)
+					found = true
+					break
+				}
+			}
+			if !found {
+				return nil, fmt.Errorf("unrecognized character: %q", rune(c))
+			}
+		}
+	}
+	return toks, nil
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+func isAlpha(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
+
+// scanNumber returns the end of the number at src[i:], as expr-lang's lexer scans it.
+func scanNumber(src string, i int) (int, error) {
+	n := len(src)
+	run := func(j int, chars string) int {
+		for j < n && strings.IndexByte(chars, src[j]) >= 0 {
+			j++
+		}
+		return j
+	}
+	digits := "0123456789_"
+	if src[i] == '0' && i+1 < n && strings.IndexByte("xXoObB", src[i+1]) >= 0 {
+		digits = map[byte]string{'x': "0123456789abcdefABCDEF_", 'o': "01234567_", 'b': "01_"}[src[i+1]|0x20]
+		i += 2
+	}
+	i = run(i, digits)
+	if i < n && src[i] == '.' {
+		if i+1 < n && src[i+1] == '.' {
+			return i, nil
+		}
+		i = run(i+1, digits)
+	}
+	if i < n && (src[i] == 'e' || src[i] == 'E') {
+		i++
+		if i < n && (src[i] == '+' || src[i] == '-') {
+			i++
+		}
+		i = run(i, digits)
+	}
+	if i < n && (isAlpha(src[i]) || isDigit(src[i]) || src[i] == '_') {
+		return 0, fmt.Errorf("bad number syntax: %q", src[:i+1])
+	}
+	return i, nil
+}
+
+type exprParser struct {
+	toks   []exprToken
+	pos    int
+	vars   map[string]string
+	idents map[string]bool
+}
+
+func (p *exprParser) peek() (exprToken, bool) {
+	if p.pos < len(p.toks) {
+		return p.toks[p.pos], true
+	}
+	return exprToken{}, false
+}
+
+func (p *exprParser) next() (exprToken, error) {
+	t, ok := p.peek()
+	if !ok {
+		return t, fmt.Errorf("unexpected token EOF")
+	}
+	p.pos++
+	return t, nil
+}
+
+func (p *exprParser) isOp(op string) bool {
+	t, ok := p.peek()
+	return ok && t.kind == 'o' && t.text == op
+}
+
+func (p *exprParser) expect(op string) error {
+	t, err := p.next()
+	if err != nil {
+		return err
+	}
+	if t.kind != 'o' || t.text != op {
+		return fmt.Errorf("expected %q, got %q", op, t.text)
+	}
+	return nil
+}
+
+func (p *exprParser) binop() string {
+	t, ok := p.peek()
+	if !ok {
+		return ""
+	}
+	if _, isBin := binaryPrec[t.text]; isBin && (t.kind == 'o' || t.text == "and" || t.text == "or") {
+		return t.text
+	}
+	return ""
+}
+
+// expression parses operators of precedence prec and above (Pratt parsing).
+func (p *exprParser) expression(prec int) (*node, error) {
+	left, err := p.primary()
+	if err != nil {
+		return nil, err
+	}
+	for {
+		op := p.binop()
+		if op == "" || binaryPrec[op] < prec {
+			break
+		}
+		p.pos++
+		bp := binaryPrec[op]
+		if isComparison(op) {
+			// a < b < c means a < b && b < c.
+			var chain *node
+			for {
+				right, err := p.expression(bp + 1)
+				if err != nil {
+					return nil, err
+				}
+				cmp := &node{tag: 'b', op: op, args: []*node{left, right}}
+				if chain == nil {
+					chain = cmp
+				} else {
+					chain = &node{tag: 'b', op: "&&", args: []*node{chain, cmp}}
+				}
+				left = right
+				op = p.binop()
+				if !isComparison(op) {
+					break
+				}
+				p.pos++
+			}
+			left = chain
+			continue
+		}
+		rp := bp + 1
+		if op == "**" || op == "^" {
+			rp = bp // right-associative
+		}
+		right, err := p.expression(rp)
+		if err != nil {
+			return nil, err
+		}
+		left = &node{tag: 'b', op: op, args: []*node{left, right}}
+	}
+	if prec == 0 {
+		for p.isOp("?") {
+			p.pos++
+			if p.isOp(":") {
+				p.pos++
+				c, err := p.expression(0)
+				if err != nil {
+					return nil, err
+				}
+				left = &node{tag: 'c', args: []*node{left, left, c}}
+				continue
+			}
+			a, err := p.expression(0)
+			if err != nil {
+				return nil, err
+			}
+			if err := p.expect(":"); err != nil {
+				return nil, err
+			}
+			b, err := p.expression(0)
+			if err != nil {
+				return nil, err
+			}
+			left = &node{tag: 'c', args: []*node{left, a, b}}
+		}
+	}
+	return left, nil
+}
+
+func (p *exprParser) primary() (*node, error) {
+	t, err := p.next()
+	if err != nil {
+		return nil, err
+	}
+	if t.kind == 'o' && (t.text == "-" || t.text == "+" || t.text == "!") || t.kind == 'i' && t.text == "not" {
+		x, err := p.expression(unaryPrec[t.text])
+		if err != nil {
+			return nil, err
+		}
+		return &node{tag: 'u', op: t.text, args: []*node{x}}, nil
+	}
+	switch t.kind {
+	case 'o':
+		if t.text == "(" {
+			e, err := p.expression(0)
+			if err != nil {
+				return nil, err
+			}
+			return e, p.expect(")")
+		}
+	case 'n':
+		v, err := parseNumber(t.text)
+		if err != nil {
+			return nil, err
+		}
+		return &node{tag: 'l', val: v}, nil
+	case 'i':
+		if t.text == "true" || t.text == "false" {
+			return &node{tag: 'l', val: t.text == "true"}, nil
+		}
+		if p.isOp("(") {
+			if !exprFuncs[t.text] {
+				return nil, fmt.Errorf("unknown name %s", t.text)
+			}
+			p.pos++
+			var args []*node
+			if !p.isOp(")") {
+				for {
+					a, err := p.expression(0)
+					if err != nil {
+						return nil, err
+					}
+					args = append(args, a)
+					if !p.isOp(",") {
+						break
+					}
+					p.pos++
+				}
+			}
+			if err := p.expect(")"); err != nil {
+				return nil, err
+			}
+			return &node{tag: 'f', op: t.text, args: args}, nil
+		}
+		if _, ok := p.vars[t.text]; !ok {
+			return nil, fmt.Errorf("unknown name %s", t.text)
+		}
+		p.idents[t.text] = true
+		return &node{tag: 'v', op: t.text}, nil
+	}
+	return nil, fmt.Errorf("unexpected token %q", t.text)
+}
+
+func parseNumber(text string) (any, error) {
+	s := strings.ToLower(strings.ReplaceAll(text, "_", ""))
+	if !strings.HasPrefix(s, "0x") && strings.ContainsAny(s, ".e") {
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil && !strings.Contains(err.Error(), "range") {
+			return nil, fmt.Errorf("bad number syntax: %q", text)
+		}
+		return f, nil
+	}
+	base, digits := 10, s
+	if len(s) > 1 && s[0] == '0' && strings.IndexByte("xob", s[1]) >= 0 {
+		base, digits = map[byte]int{'x': 16, 'o': 8, 'b': 2}[s[1]], s[2:]
+	}
+	n, err := strconv.ParseUint(digits, base, 64)
+	if err != nil && !strings.Contains(err.Error(), "range") {
+		return nil, fmt.Errorf("bad number syntax: %q", text)
+	}
+	if err != nil || n >= 1<<63 {
+		return nil, fmt.Errorf("invalid integer literal: strconv.ParseInt: parsing %q: value out of range", text)
+	}
+	return int(n), nil
+}
+
+// userFuncs are the functions the spec package adds to expr-lang's:
+// argument types accepted and result.
+var userFuncs = map[string]struct {
+	args   []string
+	result string
+}{
+	"cdiv": {[]string{typInt, typInt}, typInt}, "idiv": {[]string{typInt, typInt}, typInt},
+	"is_pow2": {[]string{typInt}, typBool},
+	"exp":     {[]string{typFloat}, typFloat}, "sqrt": {[]string{typFloat}, typFloat},
+	"rsqrt": {[]string{typFloat}, typFloat}, "log": {[]string{typFloat}, typFloat},
+	"tanh": {[]string{typFloat}, typFloat}, "sigmoid": {[]string{typFloat}, typFloat},
+}
+
+func numeric(t string) bool { return t == typInt || t == typFloat || t == "" }
+
+func typeOf(v any) string {
+	switch v.(type) {
+	case bool:
+		return typBool
+	case int:
+		return typInt
+	case float64:
+		return typFloat
+	}
+	return ""
+}
+
+func mismatch(op, a, b string) error {
+	or := func(t string) string {
+		if t == "" {
+			return "interface {}"
+		}
+		return t
+	}
+	return fmt.Errorf("invalid operation: %s (mismatched types %s and %s)", op, or(a), or(b))
+}
+
+// checkType returns the static type of n, or the error expr-lang's checker gives.
+func checkType(n *node, vars map[string]string) (string, error) {
+	switch n.tag {
+	case 'l':
+		return typeOf(n.val), nil
+	case 'v':
+		return vars[n.op], nil
+	case 'u':
+		t, err := checkType(n.args[0], vars)
+		if err != nil {
+			return "", err
+		}
+		if n.op == "!" || n.op == "not" {
+			if t != typBool && t != "" {
+				return "", fmt.Errorf("invalid operation: %s (mismatched type %s)", n.op, t)
+			}
+			return typBool, nil
+		}
+		if !numeric(t) {
+			return "", fmt.Errorf("invalid operation: %s (mismatched type %s)", n.op, t)
+		}
+		return t, nil
+	case 'c':
+		ts := make([]string, 3)
+		for i, a := range n.args {
+			t, err := checkType(a, vars)
+			if err != nil {
+				return "", err
+			}
+			ts[i] = t
+		}
+		if ts[0] != typBool && ts[0] != "" {
+			return "", fmt.Errorf("non-bool expression (type %s) used as condition", ts[0])
+		}
+		if ts[1] == ts[2] {
+			return ts[1], nil
+		}
+		return "", nil
+	case 'f':
+		ts := make([]string, len(n.args))
+		for i, a := range n.args {
+			t, err := checkType(a, vars)
+			if err != nil {
+				return "", err
+			}
+			ts[i] = t
+		}
+		return checkCall(n.op, ts)
+	}
+	a, err := checkType(n.args[0], vars)
+	if err != nil {
+		return "", err
+	}
+	b, err := checkType(n.args[1], vars)
+	if err != nil {
+		return "", err
+	}
+	op := n.op
+	switch {
+	case op == "&&" || op == "and" || op == "||" || op == "or":
+		if a != typBool && a != "" || b != typBool && b != "" {
+			return "", mismatch(op, a, b)
+		}
+		return typBool, nil
+	case op == "==" || op == "!=":
+		if a != b && a != "" && b != "" && !(numeric(a) && numeric(b)) {
+			return "", mismatch(op, a, b)
+		}
+		return typBool, nil
+	case !numeric(a) || !numeric(b):
+		return "", mismatch(op, a, b)
+	case isComparison(op):
+		return typBool, nil
+	case op == "/" || op == "**" || op == "^":
+		return typFloat, nil
+	case op == "%":
+		if a == typFloat || b == typFloat {
+			return "", mismatch(op, a, b)
+		}
+		return typInt, nil
+	case a == typInt && b == typInt:
+		return typInt, nil
+	case a != "" && b != "":
+		return typFloat, nil
+	}
+	return "", nil
+}
+
+func checkCall(name string, args []string) (string, error) {
+	if sig, ok := userFuncs[name]; ok {
+		if len(args) < len(sig.args) {
+			return "", fmt.Errorf("not enough arguments to call %s", name)
+		}
+		if len(args) > len(sig.args) {
+			return "", fmt.Errorf("too many arguments to call %s", name)
+		}
+		for i, a := range args {
+			w := sig.args[i]
+			if !(a == "" || a == w || w == typFloat && a == typInt) {
+				return "", fmt.Errorf("cannot use %s as argument (type int) to call %s", a, name)
+			}
+		}
+		return sig.result, nil
+	}
+	if name == "min" || name == "max" {
+		allInt, allFloat := len(args) > 0, len(args) > 0
+		for _, a := range args {
+			if !numeric(a) {
+				return "", fmt.Errorf("invalid argument for %s (type %s)", name, a)
+			}
+			allInt = allInt && a == typInt
+			allFloat = allFloat && a == typFloat
+		}
+		switch {
+		case allInt:
+			return typInt, nil
+		case allFloat:
+			return typFloat, nil
+		}
+		return "", nil
+	}
+	if len(args) != 1 {
+		if len(args) < 1 {
+			return "", fmt.Errorf("not enough arguments to call %s", name)
+		}
+		return "", fmt.Errorf("too many arguments to call %s", name)
+	}
+	if !numeric(args[0]) {
+		return "", fmt.Errorf("invalid argument for %s (type %s)", name, args[0])
+	}
+	switch name {
+	case "abs":
+		return args[0], nil
+	case "int":
+		return typInt, nil
+	}
+	return typFloat, nil
+}
+
+// Eval evaluates the expression; a name env lacks reads 0.
+func (e *Expr) Eval(env map[string]any) (any, error) { return eval(e.root, env) }
+
+// EvalBool evaluates a boolean expression.
+func (e *Expr) EvalBool(env map[string]any) (bool, error) {
+	v, err := e.Eval(env)
+	if err != nil {
+		return false, err
+	}
+	b, ok := v.(bool)
+	if !ok {
+		return false, fmt.Errorf("is %v (%s), not a boolean", v, goType(v))
+	}
+	return b, nil
+}
+
+// EvalInt evaluates an integer expression: a float result is an integer
+// only if it is whole ("/" divides as floats).
+func (e *Expr) EvalInt(env map[string]any) (int, error) {
+	v, err := e.Eval(env)
+	if err != nil {
+		return 0, err
+	}
+	switch x := v.(type) {
+	case int:
+		return x, nil
+	case float64:
+		if !math.IsInf(x, 0) && x == math.Trunc(x) && math.Abs(x) < 1<<53 {
+			return int(x), nil
+		}
+		return 0, fmt.Errorf("is %v, not an integer, with %s (\"/\" divides as floats: use idiv(a, b) or cdiv(a, b))", x, describeEnv(env))
+	}
+	return 0, fmt.Errorf("is %v (%s), not an integer", v, goType(v))
+}
+
+// EvalFloat evaluates a numeric expression as a float.
+func (e *Expr) EvalFloat(env map[string]any) (float64, error) {
+	v, err := e.Eval(env)
+	if err != nil {
+		return 0, err
+	}
+	switch x := v.(type) {
+	case int:
+		return float64(x), nil
+	case float64:
+		return x, nil
+	}
+	return 0, fmt.Errorf("is %v (%s), not a number", v, goType(v))
+}
+
+func goType(v any) string {
+	if t := typeOf(v); t != "" {
+		return t
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// describeEnv lists the integer variables of env, sorted by name: "n=896, BN=64".
+func describeEnv(env map[string]any) string {
+	keys := make([]string, 0, len(env))
+	for k, v := range env {
+		if _, ok := v.(int); ok {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return "no variables"
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s=%v", k, env[k])
+	}
+	return strings.Join(parts, ", ")
+}
+
+func toFloat(v any) float64 {
+	if i, ok := v.(int); ok {
+		return float64(i)
+	}
+	return v.(float64)
+}
+
+func num(v any, what string) (any, error) {
+	switch v.(type) {
+	case int, float64:
+		return v, nil
+	}
+	return nil, fmt.Errorf("invalid operation: %s (mismatched type %s)", what, goType(v))
+}
+
+func eval(n *node, env map[string]any) (any, error) {
+	switch n.tag {
+	case 'l':
+		return n.val, nil
+	case 'v':
+		if v, ok := env[n.op]; ok {
+			return v, nil
+		}
+		return 0, nil
+	case 'u':
+		v, err := eval(n.args[0], env)
+		if err != nil {
+			return nil, err
+		}
+		if n.op == "!" || n.op == "not" {
+			b, ok := v.(bool)
+			if !ok {
+				return nil, fmt.Errorf("invalid operation: %s (mismatched type %s)", n.op, goType(v))
+			}
+			return !b, nil
+		}
+		if v, err = num(v, n.op); err != nil || n.op == "+" {
+			return v, err
+		}
+		if i, ok := v.(int); ok {
+			return -i, nil
+		}
+		return -v.(float64), nil
+	case 'c':
+		c, err := eval(n.args[0], env)
+		if err != nil {
+			return nil, err
+		}
+		b, ok := c.(bool)
+		if !ok {
+			return nil, fmt.Errorf("non-bool expression (type %s) used as condition", goType(c))
+		}
+		if b {
+			return eval(n.args[1], env)
+		}
+		return eval(n.args[2], env)
+	case 'f':
+		args := make([]any, len(n.args))
+		for i, a := range n.args {
+			v, err := eval(a, env)
+			if err != nil {
+				return nil, err
+			}
+			args[i] = v
+		}
+		return call(n.op, args)
+	}
+	op := n.op
+	a, err := eval(n.args[0], env)
+	if err != nil {
+		return nil, err
+	}
+	if op == "&&" || op == "and" || op == "||" || op == "or" {
+		ab, ok := a.(bool)
+		if !ok {
+			return nil, fmt.Errorf("invalid operation: %s (mismatched type %s)", op, goType(a))
+		}
+		if (op == "&&" || op == "and") != ab {
+			return ab, nil // short-circuit
+		}
+		b, err := eval(n.args[1], env)
+		if err != nil {
+			return nil, err
+		}
+		bb, ok := b.(bool)
+		if !ok {
+			return nil, fmt.Errorf("invalid operation: %s (mismatched type %s)", op, goType(b))
+		}
+		return bb, nil
+	}
+	b, err := eval(n.args[1], env)
+	if err != nil {
+		return nil, err
+	}
+	if op == "==" || op == "!=" {
+		return equal(a, b) == (op == "=="), nil
+	}
+	if a, err = num(a, op); err != nil {
+		return nil, err
+	}
+	if b, err = num(b, op); err != nil {
+		return nil, err
+	}
+	ai, aInt := a.(int)
+	bi, bInt := b.(int)
+	if aInt && bInt {
+		switch op {
+		case "<":
+			return ai < bi, nil
+		case ">":
+			return ai > bi, nil
+		case "<=":
+			return ai <= bi, nil
+		case ">=":
+			return ai >= bi, nil
+		case "+":
+			return ai + bi, nil
+		case "-":
+			return ai - bi, nil
+		case "*":
+			return ai * bi, nil
+		case "%":
+			if bi == 0 {
+				return nil, fmt.Errorf("runtime error: integer divide by zero")
+			}
+			if bi == -1 {
+				return 0, nil // MinInt % -1 would trap
+			}
+			return ai % bi, nil
+		}
+	}
+	af, bf := toFloat(a), toFloat(b)
+	switch op {
+	case "<":
+		return af < bf, nil
+	case ">":
+		return af > bf, nil
+	case "<=":
+		return af <= bf, nil
+	case ">=":
+		return af >= bf, nil
+	case "+":
+		return af + bf, nil
+	case "-":
+		return af - bf, nil
+	case "*":
+		return af * bf, nil
+	case "/":
+		return af / bf, nil
+	case "**", "^":
+		return math.Pow(af, bf), nil
+	case "%":
+		return nil, fmt.Errorf("invalid operation: %% (mismatched types float64 and int)")
+	}
+	return nil, fmt.Errorf("unknown operator %s", op)
+}
+
+// equal is expr-lang's ==: numbers compare by value, a bool equals only a bool.
+func equal(a, b any) bool {
+	ab, aBool := a.(bool)
+	bb, bBool := b.(bool)
+	if aBool || bBool {
+		return aBool && bBool && ab == bb
+	}
+	if ai, ok := a.(int); ok {
+		if bi, ok := b.(int); ok {
+			return ai == bi
+		}
+	}
+	return toFloat(a) == toFloat(b)
+}
+
+func call(name string, args []any) (any, error) {
+	ints := func(n int) ([]int, error) {
+		if len(args) != n {
+			return nil, fmt.Errorf("%s takes %d integer argument(s)", name, n)
+		}
+		out := make([]int, n)
+		for i, a := range args {
+			v, ok := a.(int)
+			if !ok {
+				return nil, fmt.Errorf("%s takes %d integer argument(s)", name, n)
+			}
+			out[i] = v
+		}
+		return out, nil
+	}
+	oneNum := func() (any, error) {
+		if len(args) != 1 {
+			return nil, fmt.Errorf("%s takes 1 argument", name)
+		}
+		return num(args[0], name)
+	}
+	switch name {
+	case "cdiv", "idiv":
+		v, err := ints(2)
+		if err != nil {
+			return nil, err
+		}
+		a, b := v[0], v[1]
+		if b == 0 {
+			return nil, fmt.Errorf("%s(%d, 0): division by zero", name, a)
+		}
+		if name == "cdiv" {
+			a = a + b - 1
+		}
+		if b == -1 {
+			return -a, nil // MinInt / -1 wraps
+		}
+		return a / b, nil
+	case "is_pow2":
+		v, err := ints(1)
+		if err != nil {
+			return nil, err
+		}
+		return v[0] > 0 && v[0]&(v[0]-1) == 0, nil
+	case "min", "max":
+		if len(args) == 0 {
+			return nil, fmt.Errorf("not enough arguments to call %s", name)
+		}
+		best, err := num(args[0], name)
+		if err != nil {
+			return nil, err
+		}
+		for _, a := range args[1:] {
+			if a, err = num(a, name); err != nil {
+				return nil, err
+			}
+			if name == "min" && toFloat(a) < toFloat(best) || name == "max" && toFloat(a) > toFloat(best) {
+				best = a
+			}
+		}
+		return best, nil
+	case "abs":
+		v, err := oneNum()
+		if err != nil {
+			return nil, err
+		}
+		if i, ok := v.(int); ok {
+			if i < 0 {
+				return -i, nil
+			}
+			return i, nil
+		}
+		return math.Abs(v.(float64)), nil
+	case "int":
+		v, err := oneNum()
+		if err != nil {
+			return nil, err
+		}
+		if i, ok := v.(int); ok {
+			return i, nil
+		}
+		f := v.(float64)
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			return 0, nil
+		}
+		return int(f), nil
+	}
+	v, err := oneNum()
+	if err != nil {
+		return nil, err
+	}
+	x := toFloat(v)
+	switch name {
+	case "float":
+		return x, nil
+	case "ceil":
+		return math.Ceil(x), nil
+	case "floor":
+		return math.Floor(x), nil
+	case "round":
+		return math.Round(x), nil
+	case "exp":
+		return math.Exp(x), nil
+	case "sqrt":
+		return math.Sqrt(x), nil
+	case "rsqrt":
+		return 1 / math.Sqrt(x), nil
+	case "log":
+		return math.Log(x), nil
+	case "tanh":
+		return math.Tanh(x), nil
+	case "sigmoid":
+		return 1 / (1 + math.Exp(-x)), nil
+	}
+	return nil, fmt.Errorf("unknown func %s", name)
+}
