@@ -7,9 +7,11 @@
 // # Adding a family
 //
 // Every layer keeps a family in a file of its own and finds it by name, so
-// a new family NAME adds files, two lines and its twin in the Python loader:
+// a new family NAME adds files and two lines:
 //
-//	params/family_NAME.go               name, dims, classes, parameter spaces; one line in params' builtins list
+//	params/families/NAME.json           name, doc, dims, shape rules, classes, and per kind of backend
+//	                                    the parameters and their constraints (expressions); read by the
+//	                                    tuner, params and the Python loader alike (no list to edit)
 //	kernels/NAME.go                     workload, odd shapes, operands, reference, flops, and when it has
 //	                                    them its Options, Scalars and Fill (builtin, from init)
 //	kernels/gpu/NAME.go                 the GPU body; one entry in the bodies map of bodies.go
@@ -17,12 +19,11 @@
 //	tuner/cpu/family_NAME.go            the CPU builder and a gonum baseline if there is one (families.Add)
 //	tuner/cuda/baseline_NAME.go         a cuBLAS baseline, if there is one (blasCalls.Add)
 //	tuner/metal/mps_NAME_darwin.go      an MPS baseline, if there is one (mpsEncoders.Add)
-//	python/kerntune_params/__init__.py  the family as params/family_NAME.go has it, in builtin_families
-//	                                    (params' TestPythonBuiltinFamilies holds the two equal)
 //
-// Its tests: a naive implementation with the mutations in the tuner's
-// mutation test (an entry in mutants), and rows in the table-driven tests
-// of its classes and reference. The tests that range over every family
+// Its tests: a naive implementation in the tuner's mutation test (an entry
+// in mutants) with the mutations its description chooses ("mutants": the
+// kinds that mean something for its kernels; every kind without it), and
+// rows in the table-driven tests of its classes and reference. The tests that range over every family
 // (verification on the CPU, source generation for every GPU API, the MSL
 // check, OpenCL execution) then cover it. README's family table documents it.
 package kernels

@@ -3,6 +3,7 @@ package params
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -21,6 +22,9 @@ type Family struct {
 	Classify func(shape []int) (string, error)
 	// Spaces maps a backend kind ("cpu", "gpu"; see SpaceKind) to its parameters.
 	Spaces map[string]*Space
+	// Mutants are the kinds of broken kernel the family's tests must
+	// catch (see kernels' mutation test); empty means every kind.
+	Mutants []string
 }
 
 // Class is a named shape class and the rule that selects it.
@@ -124,19 +128,52 @@ func checkDims(family string, names []string, shape []int, operands [][2]int) er
 	return nil
 }
 
-var threadsParam = Param{Name: "THREADS", Values: []int{1, 2, 4, 8, 16, 32, 64}, Default: 4,
-	Doc: "goroutines sharing the work"}
+// Names of the built-in families: keys in the file and in env variables.
+const (
+	GemmAV  = "gemm_av"
+	GemmAtB = "gemm_at_b"
+	GemvNT  = "gemv_nt"
+	// QGemv is the quantized matrix-vector family: y = x·dequant(W)ᵀ (+
+	// bias) with W in MLX's affine layout (mx.quantize): each row of W
+	// (n×k) holds k values of bits bits packed into uint32 words from the
+	// lowest bits up, and every group_size consecutive values of a row share
+	// a scale s and a bias β in the activation dtype, w = s·q + β.
+	QGemv   = "qgemv"
+	Softmax = "softmax"
+	RMSNorm = "rmsnorm"
+)
 
-// builtins constructs the built-in families, each in its own file
-// (family_*.go). Adding a family adds its file and one entry here.
-var builtins = []func() *Family{gemmAVFamily, gemmAtBFamily, gemvNTFamily, qgemvFamily, softmaxFamily, rmsnormFamily}
+// QGemvBits are the widths of a quantized value qgemv takes (those that
+// fill a uint32 word exactly), and QGemvGroups MLX's affine group sizes:
+// the values its description allows for the dims bits and group_size.
+var (
+	QGemvBits   = builtinDimValues(QGemv, "bits")
+	QGemvGroups = builtinDimValues(QGemv, "group_size")
+)
 
-// Builtin returns the built-in families by name. Each call returns fresh
-// values, so a caller may change them without affecting others.
+// MMAMaxWarpTile bounds a SIMD-group's block of a gemm tile with MMA=1,
+// (BM/WM)·(BN/WN) elements: 128 f32 accumulators per thread, past which
+// they spill. The gemm descriptions state it in their constraints.
+const MMAMaxWarpTile = 64 * 64
+
+func builtinDimValues(family, dim string) []int {
+	for _, d := range builtinDescs {
+		if d.desc.Name == family {
+			if i := slices.Index(d.desc.Dims, dim); i >= 0 {
+				return slices.Clone(d.dimValues(i))
+			}
+		}
+	}
+	return nil
+}
+
+// Builtin returns the built-in families by name, built from their
+// descriptions (families/NAME.json). Each call returns fresh values, so a
+// caller may change them without affecting others.
 func Builtin() map[string]*Family {
-	m := make(map[string]*Family, len(builtins))
-	for _, mk := range builtins {
-		f := mk()
+	m := make(map[string]*Family, len(builtinDescs))
+	for _, d := range builtinDescs {
+		f := d.family()
 		m[f.Name] = f
 	}
 	return m

@@ -44,7 +44,7 @@ func TestGPUGemmSpaceCheck(t *testing.T) {
 		{"MMA without STAGES", mmaP(stages, 0), "STAGES=0"},
 		{"bad MMA", simt(mma, 2), "MMA=2"},
 	}
-	sp := gpuGemmSpace()
+	sp := Builtin()[GemmAV].Spaces["gpu"]
 	for _, tt := range tests {
 		err := sp.Check(nil, tt.p)
 		switch {
@@ -62,5 +62,27 @@ func TestGPUGemmSpaceCheck(t *testing.T) {
 	}
 	if err := sp.Check(nil, sp.Defaults()); err != nil {
 		t.Errorf("defaults rejected: %v", err)
+	}
+}
+
+// Every built-in family's defaults lie in their values and form a valid
+// candidate on every kind of backend, and its file is named after it.
+func TestBuiltinDefaultsValid(t *testing.T) {
+	for name, f := range Builtin() {
+		for kind, sp := range f.Spaces {
+			for _, p := range sp.Params {
+				if !p.Allowed(p.Default) {
+					t.Errorf("%s %s: %s's default %d not among %s", name, kind, p.Name, p.Default, p.ValuesString())
+				}
+			}
+			if sp.Check != nil {
+				if err := sp.Check(nil, sp.Defaults()); err != nil {
+					t.Errorf("%s %s: defaults rejected: %v", name, kind, err)
+				}
+			}
+		}
+	}
+	if got := len(BuiltinNames()); got != len(builtinDescs) || got < 6 {
+		t.Errorf("%d built-in families from %d descriptions", got, len(builtinDescs))
 	}
 }

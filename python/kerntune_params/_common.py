@@ -98,3 +98,14 @@ def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
+
+
+def _go_div(a: int, b: int) -> int:
+    """Go's integer division (truncates toward zero)."""
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b >= 0) else -q
+
+
+def _go_mod(a: int, b: int) -> int:
+    """Go's % (the sign of the dividend)."""
+    return a - b * _go_div(a, b)

@@ -6,9 +6,8 @@ import math
 from decimal import Decimal
 from typing import Any, List, Mapping, Optional, Sequence, Tuple, Union
 
-from ._common import _is_int, _quote
+from ._common import _go_div, _go_mod, _is_int, _quote
 from .errors import SpecError
-from .families import _go_div, _go_mod
 
 _FUNCS = {
     "cdiv", "idiv", "is_pow2", "exp", "sqrt", "rsqrt", "log", "tanh", "sigmoid",
