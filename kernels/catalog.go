@@ -6,26 +6,28 @@
 //
 // # Adding a family
 //
-// Every layer keeps a family in a file of its own and finds it by name, so
-// a new family NAME adds files and two lines:
+// Every layer finds a family by name, so a new family NAME is files that
+// edit none, three at most (scripts/trial_family.sh adds one so and runs it):
 //
-//	params/families/NAME.json           name, doc, dims, shape rules, classes, and per kind of backend
-//	                                    the parameters and their constraints (expressions); read by the
-//	                                    tuner, params and the Python loader alike (no list to edit)
-//	kernels/NAME.go                     workload, odd shapes, operands, reference, flops, and when it has
-//	                                    them its Options, Scalars and Fill (builtin, from init)
-//	kernels/gpu/NAME.go                 the GPU body; one entry in the bodies map of bodies.go
-//	tuner/cpu/kern_NAME.go              the CPU kernel functions
-//	tuner/cpu/family_NAME.go            the CPU builder and a gonum baseline if there is one (families.Add)
-//	tuner/cuda/baseline_NAME.go         a cuBLAS baseline, if there is one (blasCalls.Add)
-//	tuner/metal/mps_NAME_darwin.go      an MPS baseline, if there is one (mpsEncoders.Add)
+//	params/families/NAME.json   its description: dims, shape rules, classes, and per kind of
+//	                            backend its parameters and constraints (expressions), with the
+//	                            kinds of mutant its tests must catch; read by the tuner, params
+//	                            and the Python loader alike
+//	kernels/gpu/NAME.go         its GPU body (builtinBody) and its catalog entry (AddBuiltin:
+//	                            workload, odd shapes, operands, reference, flops), from init
+//	tuner/cpu/NAME.go           its CPU kernel (families.Add), if it runs on the CPU
+//
+// A family without a GPU space has no body, and keeps its catalog entry in
+// kernels/NAME.go (builtin); the built-in families keep theirs there too.
+// Vendor baselines, where there are some, add tuner/cuda/baseline_NAME.go
+// (blasCalls.Add) and tuner/metal/mps_NAME_darwin.go (mpsEncoders.Add).
 //
 // Its tests: a naive implementation in the tuner's mutation test (an entry
-// in mutants) with the mutations its description chooses ("mutants": the
-// kinds that mean something for its kernels; every kind without it), and
-// rows in the table-driven tests of its classes and reference. The tests that range over every family
-// (verification on the CPU, source generation for every GPU API, the MSL
-// check, OpenCL execution) then cover it. README's family table documents it.
+// in mutants), checked with the mutations its description chooses; the
+// tests that range over every family (the constraints of the descriptions
+// in both loaders, verification on the CPU, source generation for every
+// GPU API, the MSL check, OpenCL execution) then cover it. README's family
+// table documents it.
 package kernels
 
 import (
@@ -283,6 +285,23 @@ func (k *Kernel) ClassOf(shape []int) (string, error) { return k.Classify(shape)
 var catalog = NewTable[*Kernel]("kernel")
 
 func builtin(k *Kernel) { catalog.Add(k.Name, k) }
+
+// AddBuiltin adds the catalog entry of a built-in family (one described in
+// params/families) from the init of a file in another layer: a family may
+// keep its entry beside its GPU body (kernels/gpu/NAME.go) or, running on
+// the CPU only, beside its CPU kernel, instead of in a file here. A family
+// that is not built in, or added twice, panics as Table.Add does.
+func AddBuiltin(k *Kernel) {
+	if k == nil || k.Family == nil {
+		panic("kernels.AddBuiltin: kernel without a family")
+	}
+	builtin(k)
+}
+
+// BuiltinFamily is the params package's description of the built-in family
+// name, for a catalog entry added with AddBuiltin; it panics for a name
+// that is not built in.
+func BuiltinFamily(name string) *params.Family { return family(name) }
 
 // family is the params package's description of a built-in family: params
 // lists the built-in families, and each has its file here too.

@@ -9,10 +9,15 @@ import (
 	"github.com/kerntune/kerntune/params"
 )
 
-// Every family params lists has its file here, and no other family is built in.
+// Every built-in kernel is a family params describes. (Every described
+// family has a catalog entry, here or beside its GPU body: kernels/gpu's
+// TestEveryFamilyComplete, whose binary holds both.)
 func TestBuiltinsMatchParams(t *testing.T) {
-	if got, want := catalog.Families(), params.BuiltinNames(); !slices.Equal(got, want) {
-		t.Fatalf("built-in kernels %v, params families %v", got, want)
+	want := params.BuiltinNames()
+	for _, name := range catalog.Families() {
+		if !slices.Contains(want, name) {
+			t.Errorf("built-in kernel %s is not a params family (%v)", name, want)
+		}
 	}
 }
 

@@ -5,8 +5,24 @@ import (
 	"testing"
 
 	"github.com/kerntune/kerntune/kernels"
+	"github.com/kerntune/kerntune/params"
 	"github.com/kerntune/kerntune/search"
 )
+
+// TestEveryFamilyComplete: every family params describes has a catalog
+// entry (in kernels or beside its body here), and a body exactly when it
+// has a GPU space, so that a family is found by name in every layer.
+func TestEveryFamilyComplete(t *testing.T) {
+	for name, f := range params.Builtin() {
+		if _, err := kernels.Get(name); err != nil {
+			t.Errorf("%s: no catalog entry: %v", name, err)
+		}
+		_, hasSpace := f.Space("gpu")
+		if _, err := Get(name); (err == nil) != hasSpace {
+			t.Errorf("%s: GPU space %v, body error %v", name, hasSpace, err)
+		}
+	}
+}
 
 // spaceOf enumerates a family's GPU candidates without shape constraints.
 func spaceOf(t *testing.T, k *kernels.Kernel) []search.Candidate {

@@ -1,0 +1,148 @@
+package gpu
+
+import (
+	mbits "math/bits"
+
+	"github.com/kerntune/kerntune/kernels"
+)
+
+// qgemvSource: y = x·dequant(W)ᵀ (+ bias), W in MLX's affine layout:
+// bits-bit values packed into uint32 words along k from the lowest bits up,
+// a scale and a bias per group of values. Segments of TPR threads own RPT
+// adjacent rows each, RPB segments per threadgroup; a thread reads VEC
+// words of each of its rows at a time (all in one group), UNROLL such
+// steps loaded before any is used, and dequantises per group,
+// s·Σ x·q + β·Σ x; then each segment reduces.
+//
+// x is staged in threadgroup memory, XC values at a time, as f32 and
+// pre-scaled by 2^-(bits·j) for the j-th value of each 16-bit half of its
+// word, with the sum of each word's x beside it. A value then needs no
+// shift: x'·float(w & (mask << bits·j)) = x·q exactly, and where an
+// integer-to-float conversion is slow (CUDA) QM2F makes the float with
+// one OR and one subtraction. The first weights are requested before the
+// staging, so their latency overlaps it. bits is a run-time argument; the
+// switch selects a loop with it constant (uniform across the grid, so the
+// barriers inside are reached by every thread), and gshift is log2 of the
+// words per group.
+// qgemvStage is the x values qgemv stages in threadgroup memory at a time:
+// 4 KB of f32 and 1 KB of word sums, a multiple of every group's words.
+const qgemvStage = 1024
+
+const qgemvSource = `
+#define KT_QDOT(QB) { \
+    const int per = 32 / QB, hp = per / 2; \
+    const int cwords = XC / per; \
+    const unsigned int qm = (1u << QB) - 1u; \
+    unsigned int wv[UNROLL][RPT][VEC]; \
+    for (int cb = 0; cb < kw; cb += cwords) { \
+      const int ce = min(cb + cwords, kw); \
+      /* the weights of this chunk's first steps, in flight during the staging */ \
+      const int c0 = cb + sl * VEC; \
+      UNROLL_LOOP \
+      for (int u = 0; u < UNROLL; ++u) { \
+        UNROLL_LOOP \
+        for (int r = 0; r < RPT; ++r) { \
+          if (row0 + r < n && c0 + u * step < ce) { LOADW(w, (row0 + r) * kw + c0 + u * step, wv[u][r]); } \
+        } \
+      } \
+      BARRIER(); \
+      for (int wd = cb + LID; wd < ce; wd += NTHREADS) { \
+        float sum = 0.0f; \
+        UNROLL_LOOP \
+        for (int j4 = 0; j4 < per; j4 += 4) { \
+          float xv[4]; \
+          LOADX4(x, wd * per + j4, xv); \
+          UNROLL_LOOP \
+          for (int j = 0; j < 4; ++j) { \
+            sum += xv[j]; \
+            xsh[(wd - cb) * per + j4 + j] = xv[j] * (1.0f / (float)(1u << (QB * ((j4 + j) % hp)))); \
+          } \
+        } \
+        xws[wd - cb] = sum; \
+      } \
+      BARRIER(); \
+      for (int c = c0; c < ce; c += UNROLL * step) { \
+        if (c != c0) { \
+          UNROLL_LOOP \
+          for (int u = 0; u < UNROLL; ++u) { \
+            UNROLL_LOOP \
+            for (int r = 0; r < RPT; ++r) { \
+              if (row0 + r < n && c + u * step < ce) { LOADW(w, (row0 + r) * kw + c + u * step, wv[u][r]); } \
+            } \
+          } \
+        } \
+        UNROLL_LOOP \
+        for (int u = 0; u < UNROLL; ++u) { \
+          const int cw = c + u * step; \
+          if (cw < ce) { \
+            float xq[RPT], xs = 0.0f; \
+            UNROLL_LOOP \
+            for (int r = 0; r < RPT; ++r) xq[r] = 0.0f; \
+            UNROLL_LOOP \
+            for (int v = 0; v < VEC; ++v) { \
+              const int xo = (cw - cb + v) * per; \
+              xs += xws[cw - cb + v]; \
+              UNROLL_LOOP \
+              for (int r = 0; r < RPT; ++r) { \
+                const unsigned int lo = wv[u][r][v], hi = lo >> 16; \
+                UNROLL_LOOP \
+                for (int j = 0; j < hp; ++j) { \
+                  xq[r] = FMA(xsh[xo + j], QM2F(lo & (qm << (QB * j))), xq[r]); \
+                  xq[r] = FMA(xsh[xo + hp + j], QM2F(hi & (qm << (QB * j))), xq[r]); \
+                } \
+              } \
+            } \
+            UNROLL_LOOP \
+            for (int r = 0; r < RPT; ++r) { \
+              if (row0 + r < n) { \
+                const int g = (row0 + r) * groups + (cw >> gshift); \
+                acc[r] = FMA(LOAD(scales, g), xq[r], FMA(LOAD(biases, g), xs, acc[r])); \
+              } \
+            } \
+          } \
+        } \
+      } \
+    } \
+  }
+  const int seg = LID / TPR, sl = LID % TPR;
+  const int row0 = (GROUP_X * RPB + seg) * RPT;
+  SHARED(float, red, NTHREADS);
+  SHARED(float, xsh, XC);
+  SHARED(float, xws, XC / 4);
+  float acc[RPT];
+  UNROLL_LOOP
+  for (int r = 0; r < RPT; ++r) acc[r] = 0.0f;
+  const int kw = k / (32 / bits);
+  const int step = TPR * VEC;
+  if (bits == 4) KT_QDOT(4)
+  else if (bits == 8) KT_QDOT(8)
+  else KT_QDOT(2)
+  UNROLL_LOOP
+  for (int r = 0; r < RPT; ++r) {
+    const float s = SEG_SUM(acc[r], TPR, red);
+    if (row0 + r < n && sl == 0) STORE(y, row0 + r, has_bias != 0 ? s + LOAD(bias, row0 + r) : s);
+  }`
+
+func init() { builtinBody(qgemvBody) }
+
+var qgemvBody = &Body{
+	Family: "qgemv", Func: "kt_qgemv",
+	Args: []Arg{{"x", In}, {"w", Words}, {"scales", In}, {"biases", In}, {"bias", In}, {"y", Out},
+		{"n", Int}, {"k", Int}, {"bits", Int}, {"groups", Int}, {"gshift", Int}, {"has_bias", Int}},
+	Source: qgemvSource,
+	Defines: func(p map[string]int) map[string]int {
+		return map[string]int{"NTHREADS": p["TPR"] * p["RPB"], "XC": qgemvStage}
+	},
+	SharedBytes: func(p map[string]int) int { return 4 * (p["TPR"]*p["RPB"] + qgemvStage + qgemvStage/4) },
+	Geometry: func(shape []int, p map[string]int) Launch {
+		return Launch{Grid: [2]int{ceilDiv(shape[1], p["RPB"]*p["RPT"]), 1}, Threads: p["TPR"] * p["RPB"]}
+	},
+	Scalars: func(c kernels.Case, _ map[string]float64) []any {
+		n, k, bits, g := c.Shape[1], c.Shape[2], c.Shape[3], c.Shape[4]
+		hb := int32(0)
+		if c.Has(kernels.Bias) {
+			hb = 1
+		}
+		return []any{int32(n), int32(k), int32(bits), int32(k / g), int32(mbits.TrailingZeros(uint(g * bits / 32))), hb}
+	},
+}

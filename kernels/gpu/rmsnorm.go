@@ -1,0 +1,60 @@
+package gpu
+
+import (
+	"github.com/kerntune/kerntune/kernels"
+)
+
+// rmsnormSource: one segment of TPR threads per row; sum of squares with
+// VEC-wide loads and UNROLL accumulators, a segment reduction, then the
+// scaled write with VEC-wide stores.
+const rmsnormSource = `
+  const int seg = LID / TPR, sl = LID % TPR;
+  const int row = GROUP_X * RPB + seg;
+  const bool live = row < rows;
+  const int base = live ? row * cols : 0;
+  const int step = TPR * VEC;
+  SHARED(float, red, NTHREADS);
+  float acc[UNROLL];
+  UNROLL_LOOP
+  for (int u = 0; u < UNROLL; ++u) acc[u] = 0.0f;
+  if (live) {
+    int c = sl * VEC;
+    for (; c + (UNROLL - 1) * step < cols; c += UNROLL * step) {
+      UNROLL_LOOP
+      for (int u = 0; u < UNROLL; ++u) {
+        float v[VEC];
+        LOADV(x, base + c + u * step, v);
+        UNROLL_LOOP
+        for (int j = 0; j < VEC; ++j) acc[u] = FMA(v[j], v[j], acc[u]);
+      }
+    }
+    for (; c < cols; c += step) {
+      float v[VEC];
+      LOADV(x, base + c, v);
+      UNROLL_LOOP
+      for (int j = 0; j < VEC; ++j) acc[0] = FMA(v[j], v[j], acc[0]);
+    }
+  }
+  float ss = 0.0f;
+  UNROLL_LOOP
+  for (int u = 0; u < UNROLL; ++u) ss += acc[u];
+  ss = SEG_SUM(ss, TPR, red);
+  if (live) {
+    const float inv = RSQRT(ss / (float)cols + eps);
+    for (int c = sl * VEC; c < cols; c += step) {
+      float v[VEC], g[VEC];
+      LOADV(x, base + c, v);
+      LOADV(w, c, g);
+      UNROLL_LOOP
+      for (int j = 0; j < VEC; ++j) v[j] = v[j] * inv * g[j];
+      STOREV(y, base + c, v);
+    }
+  }`
+
+func init() { builtinBody(rmsnormBody) }
+
+var rmsnormBody = rowBody("rmsnorm", "kt_rmsnorm", rmsnormSource,
+	[]Arg{{"x", In}, {"w", In}, {"y", Out}, {"rows", Int}, {"cols", Int}, {"eps", Float}},
+	func(c kernels.Case, consts map[string]float64) []any {
+		return []any{int32(c.Shape[0]), int32(c.Shape[1]), float32(consts["eps"])}
+	})

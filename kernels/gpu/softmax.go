@@ -1,0 +1,69 @@
+package gpu
+
+import (
+	"github.com/kerntune/kerntune/kernels"
+)
+
+// softmaxSource: one segment of TPR threads per row, RPB rows per
+// threadgroup; an online max/sum pass (VEC-wide aligned loads, UNROLL of them
+// in flight), a reduction of (max, sum) across the segment, then a pass that
+// writes exp(x − max) / sum with VEC-wide stores.
+const softmaxSource = `
+  const int seg = LID / TPR, sl = LID % TPR;
+  const int row = GROUP_X * RPB + seg;
+  const bool live = row < rows;
+  const int base = live ? row * cols : 0;
+  const int step = TPR * VEC;
+  SHARED(float, red, NTHREADS);
+  float m = NEG_BIG, s = 0.0f;
+  if (live) {
+    int c = sl * VEC;
+    for (; c + (UNROLL - 1) * step < cols; c += UNROLL * step) {
+      float v[UNROLL][VEC];
+      UNROLL_LOOP
+      for (int u = 0; u < UNROLL; ++u) LOADV(x, base + c + u * step, v[u]);
+      float lm = v[0][0];
+      UNROLL_LOOP
+      for (int u = 0; u < UNROLL; ++u) {
+        UNROLL_LOOP
+        for (int j = 0; j < VEC; ++j) lm = FMAX(lm, v[u][j]);
+      }
+      const float nm = FMAX(m, lm);
+      s *= EXP(m - nm);
+      UNROLL_LOOP
+      for (int u = 0; u < UNROLL; ++u) {
+        UNROLL_LOOP
+        for (int j = 0; j < VEC; ++j) s += EXP(v[u][j] - nm);
+      }
+      m = nm;
+    }
+    for (; c < cols; c += step) {
+      float v[VEC];
+      LOADV(x, base + c, v);
+      UNROLL_LOOP
+      for (int j = 0; j < VEC; ++j) {
+        const float nm = FMAX(m, v[j]);
+        s = s * EXP(m - nm) + EXP(v[j] - nm);
+        m = nm;
+      }
+    }
+  }
+  const float mx = SEG_MAX(m, TPR, red);
+  s *= EXP(m - mx);
+  const float sum = SEG_SUM(s, TPR, red);
+  if (live) {
+    const float inv = 1.0f / sum;
+    for (int c = sl * VEC; c < cols; c += step) {
+      float v[VEC];
+      LOADV(x, base + c, v);
+      UNROLL_LOOP
+      for (int j = 0; j < VEC; ++j) v[j] = EXP(v[j] - mx) * inv;
+      STOREV(y, base + c, v);
+    }
+  }`
+
+func init() { builtinBody(softmaxBody) }
+
+var softmaxBody = rowBody("softmax", "kt_softmax", softmaxSource,
+	[]Arg{{"x", In}, {"y", Out}, {"rows", Int}, {"cols", Int}},
+	func(c kernels.Case, _ map[string]float64) []any { return []any{int32(c.Shape[0]), int32(c.Shape[1])} })
