@@ -85,6 +85,11 @@ type rule struct {
 	msg           *template
 	dim           int // index of Dim; -1 for an expression rule
 	values        []int
+	// fastWhen and fastRequire evaluate when and require over the values
+	// of the names in compileRules' order (nil: Eval only; fastWhen is
+	// also nil without a when).
+	fastWhen, fastRequire boolFn
+	usesDims              bool // when or require names a dim
 }
 
 type class struct {
@@ -250,6 +255,20 @@ func compileRules(where string, descs []RuleDesc, dims, names []string) ([]rule,
 		if r.msg, err = parseTemplate(rd.Error, names); err != nil {
 			return nil, fail(err)
 		}
+		r.usesDims = r.require.Uses(dims) || r.when != nil && r.when.Uses(dims)
+		slots := make(map[string]int, len(names))
+		for i, n := range names {
+			slots[n] = i
+		}
+		fw, okW := func() (boolFn, bool) {
+			if r.when == nil {
+				return nil, true
+			}
+			return r.when.compileBool(slots)
+		}()
+		if fr, okR := r.require.compileBool(slots); okW && okR {
+			r.fastWhen, r.fastRequire = fw, fr
+		}
 		out = append(out, r)
 	}
 	return out, nil
@@ -367,19 +386,45 @@ func (d *described) classify(shape []int) (string, error) {
 func (d *described) checker(ps []Param, rules []rule) func([]int, map[string]int) error {
 	dims := d.desc.Dims
 	return func(shape []int, p map[string]int) error {
-		env := make(map[string]any, len(ps)+len(dims))
-		for _, q := range ps {
-			env[q.Name] = p[q.Name] // a missing parameter reads 0: Check may see a partial map
+		// The values in compileRules' order: parameters, then dims.
+		vals := make([]int, len(ps)+len(dims))
+		for i, q := range ps {
+			vals[i] = p[q.Name] // a missing parameter reads 0: Check may see a partial map
 		}
 		hasShape := len(shape) == len(dims)
 		if hasShape {
-			for i, n := range dims {
-				env[n] = shape[i]
-			}
+			copy(vals[len(ps):], shape)
 		}
+		var env map[string]any // for Eval and messages, made when needed
 		for _, r := range rules {
-			if !hasShape && (r.require.Uses(dims) || r.when != nil && r.when.Uses(dims)) {
+			if !hasShape && r.usesDims {
 				continue
+			}
+			if r.fastRequire != nil {
+				applies, ok := true, true
+				if r.fastWhen != nil {
+					applies, ok = r.fastWhen(vals)
+				}
+				if ok && !applies {
+					continue
+				}
+				if ok {
+					holds, ok2 := r.fastRequire(vals)
+					if ok2 && holds {
+						continue
+					}
+				}
+			}
+			if env == nil {
+				env = make(map[string]any, len(vals))
+				for i, q := range ps {
+					env[q.Name] = vals[i]
+				}
+				if hasShape {
+					for i, n := range dims {
+						env[n] = shape[i]
+					}
+				}
 			}
 			if err := r.check(env); err != nil {
 				return err

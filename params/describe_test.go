@@ -3,6 +3,7 @@ package params
 import (
 	"encoding/json"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -101,4 +102,81 @@ func TestParseFamilyErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestFastPathAgrees: the compiled evaluation of the constraints gives the
+// answer of Eval on the combinations of every built-in space (with 0 for
+// an absent parameter; a space of more than 20000 combinations is sampled
+// with a prime stride, which no product of the values' counts aliases),
+// without a shape and with one.
+func TestFastPathAgrees(t *testing.T) {
+	for _, d := range builtinDescs {
+		for kind, rules := range d.spaces {
+			if len(rules) == 0 {
+				continue
+			}
+			slow := make([]rule, len(rules))
+			for i, r := range rules {
+				if r.fastRequire == nil {
+					t.Errorf("%s %s: constraint %q is not compiled", d.desc.Name, kind, r.require)
+				}
+				r.fastWhen, r.fastRequire = nil, nil
+				slow[i] = r
+			}
+			f := d.family()
+			fast, ps := f.Spaces[kind].Check, f.Spaces[kind].Params
+			eval := d.checker(ps, slow)
+			shape := exampleShape(d.desc.Name)
+			total, stride := 1, 1
+			for _, p := range ps {
+				total *= len(p.Values) + 1
+			}
+			for stride = max(1, total/20000); !isPrime(stride); stride++ {
+			}
+			for idx := 0; idx < total; idx += stride {
+				p := combination(ps, idx)
+				for _, s := range [][]int{nil, shape} {
+					if a, b := errString(fast(s, p)), errString(eval(s, p)); a != b {
+						t.Fatalf("%s %s %v %v: compiled %q, Eval %q", d.desc.Name, kind, s, p, a, b)
+					}
+				}
+			}
+		}
+	}
+}
+
+func isPrime(n int) bool {
+	if n < 2 {
+		return n == 1 // stride 1 takes every combination
+	}
+	for d := 2; d*d <= n; d++ {
+		if n%d == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func exampleShape(family string) []int {
+	switch family {
+	case GemvNT:
+		return []int{1, 896, 1001}
+	case QGemv:
+		return []int{1, 896, 4864, 2, 32}
+	case Softmax, RMSNorm:
+		return []int{4, 1002}
+	}
+	return []int{512, 4864, 896}
+}
+
+// combination is the idx-th combination of the parameters' values and 0
+// (the last parameter varies fastest).
+func combination(ps []Param, idx int) map[string]int {
+	p := make(map[string]int, len(ps))
+	for i := len(ps) - 1; i >= 0; i-- {
+		vals := append(slices.Clone(ps[i].Values), 0)
+		p[ps[i].Name] = vals[idx%len(vals)]
+		idx /= len(vals)
+	}
+	return p
 }

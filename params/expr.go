@@ -941,3 +941,251 @@ func call(name string, args []any) (any, error) {
 	}
 	return nil, fmt.Errorf("unknown func %s", name)
 }
+
+// Fast evaluation of integer expressions: the constraints of a family run
+// for every candidate of its space when the search enumerates it (half a
+// million for the GEMMs), so an expression over int variables only is
+// compiled to closures over a slice of the variables' values. Any other
+// expression, and any run-time error (a zero divisor), takes Eval's path,
+// which gives the value or the message.
+
+// intFn and boolFn return false where Eval must decide.
+type (
+	intFn  func(v []int) (int, bool)
+	boolFn func(v []int) (bool, bool)
+)
+
+// compileBool compiles a boolean expression over slots (a variable's index
+// in the values); ok is false if it is not one fast evaluation handles.
+func (e *Expr) compileBool(slots map[string]int) (boolFn, bool) {
+	return fastBool(e.root, slots)
+}
+
+func fastInt(n *node, slots map[string]int) (intFn, bool) {
+	switch n.tag {
+	case 'l':
+		v, ok := n.val.(int)
+		return func([]int) (int, bool) { return v, true }, ok
+	case 'v':
+		i, ok := slots[n.op]
+		return func(v []int) (int, bool) { return v[i], true }, ok
+	case 'u':
+		x, ok := fastInt(n.args[0], slots)
+		switch {
+		case !ok:
+			return nil, false
+		case n.op == "-":
+			return func(v []int) (int, bool) { a, ok := x(v); return -a, ok }, true
+		case n.op == "+":
+			return x, true
+		}
+		return nil, false
+	case 'c':
+		c, ok1 := fastBool(n.args[0], slots)
+		a, ok2 := fastInt(n.args[1], slots)
+		b, ok3 := fastInt(n.args[2], slots)
+		return func(v []int) (int, bool) {
+			cv, ok := c(v)
+			if !ok {
+				return 0, false
+			}
+			if cv {
+				return a(v)
+			}
+			return b(v)
+		}, ok1 && ok2 && ok3
+	case 'f':
+		args := make([]intFn, len(n.args))
+		for i, a := range n.args {
+			f, ok := fastInt(a, slots)
+			if !ok {
+				return nil, false
+			}
+			args[i] = f
+		}
+		return fastCall(n.op, args)
+	case 'b':
+		a, ok1 := fastInt(n.args[0], slots)
+		b, ok2 := fastInt(n.args[1], slots)
+		if !ok1 || !ok2 {
+			return nil, false
+		}
+		var f func(x, y int) (int, bool)
+		switch n.op {
+		case "+":
+			f = func(x, y int) (int, bool) { return x + y, true }
+		case "-":
+			f = func(x, y int) (int, bool) { return x - y, true }
+		case "*":
+			f = func(x, y int) (int, bool) { return x * y, true }
+		case "%":
+			f = func(x, y int) (int, bool) {
+				if y == 0 || y == -1 {
+					return 0, y == -1
+				}
+				return x % y, true
+			}
+		default:
+			return nil, false
+		}
+		return func(v []int) (int, bool) {
+			x, ok := a(v)
+			if !ok {
+				return 0, false
+			}
+			y, ok := b(v)
+			if !ok {
+				return 0, false
+			}
+			return f(x, y)
+		}, true
+	}
+	return nil, false
+}
+
+func fastCall(name string, args []intFn) (intFn, bool) {
+	two := func(f func(a, b int) (int, bool)) (intFn, bool) {
+		if len(args) != 2 {
+			return nil, false
+		}
+		return func(v []int) (int, bool) {
+			a, ok := args[0](v)
+			if !ok {
+				return 0, false
+			}
+			b, ok := args[1](v)
+			if !ok {
+				return 0, false
+			}
+			return f(a, b)
+		}, true
+	}
+	switch name {
+	case "idiv":
+		return two(func(a, b int) (int, bool) {
+			if b == 0 || b == -1 {
+				return 0, false // Eval: the error, or MinInt's wrap
+			}
+			return a / b, true
+		})
+	case "cdiv":
+		return two(func(a, b int) (int, bool) {
+			if b == 0 || b == -1 {
+				return 0, false
+			}
+			return (a + b - 1) / b, true
+		})
+	case "min", "max":
+		if len(args) == 0 {
+			return nil, false
+		}
+		isMin := name == "min"
+		return func(v []int) (int, bool) {
+			best, ok := args[0](v)
+			for _, f := range args[1:] {
+				x, ok2 := f(v)
+				ok = ok && ok2
+				if isMin && x < best || !isMin && x > best {
+					best = x
+				}
+			}
+			return best, ok
+		}, true
+	}
+	return nil, false
+}
+
+func fastBool(n *node, slots map[string]int) (boolFn, bool) {
+	switch n.tag {
+	case 'l':
+		v, ok := n.val.(bool)
+		return func([]int) (bool, bool) { return v, true }, ok
+	case 'u':
+		if n.op != "!" && n.op != "not" {
+			return nil, false
+		}
+		x, ok := fastBool(n.args[0], slots)
+		return func(v []int) (bool, bool) { b, ok := x(v); return !b, ok }, ok
+	case 'f':
+		if n.op != "is_pow2" || len(n.args) != 1 {
+			return nil, false
+		}
+		x, ok := fastInt(n.args[0], slots)
+		return func(v []int) (bool, bool) { a, ok := x(v); return a > 0 && a&(a-1) == 0, ok }, ok
+	case 'c':
+		c, ok1 := fastBool(n.args[0], slots)
+		a, ok2 := fastBool(n.args[1], slots)
+		b, ok3 := fastBool(n.args[2], slots)
+		return func(v []int) (bool, bool) {
+			cv, ok := c(v)
+			if !ok {
+				return false, false
+			}
+			if cv {
+				return a(v)
+			}
+			return b(v)
+		}, ok1 && ok2 && ok3
+	case 'b':
+	default:
+		return nil, false
+	}
+	switch n.op {
+	case "&&", "and", "||", "or":
+		a, ok1 := fastBool(n.args[0], slots)
+		b, ok2 := fastBool(n.args[1], slots)
+		and := n.op == "&&" || n.op == "and"
+		return func(v []int) (bool, bool) {
+			x, ok := a(v)
+			if !ok || x != and {
+				return x, ok // short-circuit
+			}
+			return b(v)
+		}, ok1 && ok2
+	}
+	if (n.op == "==" || n.op == "!=") && n.args[0].tag != 'v' {
+		// bool == bool compares booleans; ints are below.
+		if a, ok1 := fastBool(n.args[0], slots); ok1 {
+			b, ok2 := fastBool(n.args[1], slots)
+			eq := n.op == "=="
+			return func(v []int) (bool, bool) {
+				x, ok := a(v)
+				y, ok2 := b(v)
+				return (x == y) == eq, ok && ok2
+			}, ok2
+		}
+	}
+	a, ok1 := fastInt(n.args[0], slots)
+	b, ok2 := fastInt(n.args[1], slots)
+	if !ok1 || !ok2 {
+		return nil, false
+	}
+	var f func(x, y int) bool
+	switch n.op {
+	case "<":
+		f = func(x, y int) bool { return x < y }
+	case ">":
+		f = func(x, y int) bool { return x > y }
+	case "<=":
+		f = func(x, y int) bool { return x <= y }
+	case ">=":
+		f = func(x, y int) bool { return x >= y }
+	case "==":
+		f = func(x, y int) bool { return x == y }
+	case "!=":
+		f = func(x, y int) bool { return x != y }
+	default:
+		return nil, false
+	}
+	return func(v []int) (bool, bool) {
+		x, ok := a(v)
+		if !ok {
+			return false, false
+		}
+		y, ok := b(v)
+		if !ok {
+			return false, false
+		}
+		return f(x, y), true
+	}, true
+}
