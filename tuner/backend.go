@@ -1,9 +1,3 @@
-// Package tuner runs the tuning pipeline on a Backend: for each kernel
-// family and shape class it enumerates the valid candidates, builds each,
-// verifies it against the float64 reference on fresh random inputs with the
-// output poisoned, times it (warmup, many samples, median), lets a search
-// strategy prune the losers, and records the winner with the un-tuned
-// default and the backend's baseline as a params.Entry.
 package tuner
 
 import (

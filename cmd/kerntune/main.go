@@ -1,5 +1,3 @@
-// Command kerntune tunes GPU and CPU kernels by measurement and writes
-// hardware_params.json, which applications load through the params package.
 package main
 
 import (

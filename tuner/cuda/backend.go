@@ -1,7 +1,3 @@
-// Package cuda is kerntune's NVIDIA backend: the shared kernel bodies of
-// package kernels/gpu compiled with NVRTC for the device's own architecture,
-// launched and timed with CUDA events through the driver API (purego, no
-// cgo), and cuBLAS timed in the same harness as the baseline.
 package cuda
 
 import (
