@@ -46,6 +46,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -90,7 +91,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, block)
 		return 0
 	}
-	docPath := path.Join(*root, *doc)
+	docPath := *doc
+	if !filepath.IsAbs(docPath) {
+		docPath = filepath.Join(*root, docPath)
+	}
 	text, err := os.ReadFile(docPath)
 	if err != nil {
 		fmt.Fprintln(stderr, "archfig:", err)
