@@ -117,6 +117,14 @@ func (c *clock) journaled(t0 time.Time) {
 	}
 }
 
+// since is what each phase of s gained over s0.
+func (s split) since(s0 split) split {
+	for i := range s {
+		s[i] -= s0[i]
+	}
+	return s
+}
+
 // seconds of one phase of a split.
 func (s split) seconds(p phase) float64 { return s[p].Seconds() }
 

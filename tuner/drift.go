@@ -111,7 +111,7 @@ func (g *driftGuard) before(c search.Candidate) {
 	if g == nil || g.busy || g.off {
 		return
 	}
-	cd := g.r.cands[c.Key()]
+	cd := g.r.m.cands[c.Key()]
 	g.isNew = cd == nil || (cd.err == nil && len(cd.samples) == 0)
 	if g.isNew && g.fresh >= g.every {
 		g.check()
@@ -123,7 +123,7 @@ func (g *driftGuard) after(c search.Candidate, n int) {
 	if g == nil || g.busy {
 		return
 	}
-	cd := g.r.cands[c.Key()]
+	cd := g.r.m.cands[c.Key()]
 	if cd == nil || len(cd.samples) < n {
 		return
 	}
@@ -316,10 +316,10 @@ func (g *driftGuard) time(n int) (s []float64, replayed, ok bool) {
 		}
 		r.replayAnchor = nil // another plan: time afresh
 	}
-	prog, err := r.program(g.anchor)
+	prog, err := r.m.program(g.anchor)
 	var tot []float64
 	if err == nil {
-		tot, _, err = r.sample(prog, n)
+		tot, _, err = r.m.sample(prog, n)
 	}
 	if err != nil {
 		fmt.Fprintf(r.t.cfg.Log, "  %s %s: the drift guard stops: timing the anchor %s: %v\n", r.task.Kernel.Name, r.task.Key(), g.anchor.Key(), err)
@@ -379,7 +379,7 @@ func (g *driftGuard) remeasure() int {
 	done := 0
 	for _, key := range order {
 		d := redos[key]
-		cd := r.cands[key]
+		cd := r.m.cands[key]
 		if cd == nil || cd.err != nil || len(cd.samples) < d.start+d.n {
 			continue
 		}

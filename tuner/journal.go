@@ -169,7 +169,7 @@ func (r *run) journalPlan(finalSamples, maxCandidates int) (int, int) {
 		return r.plan.FinalSamples, r.plan.MaxCandidates
 	}
 	defer r.clk.journaled(time.Now())
-	j.Record(r.record(Record{Kind: RecordPlan, FinalSamples: finalSamples, MaxCandidates: maxCandidates, DataSeed: r.dataSeed}))
+	j.Record(r.record(Record{Kind: RecordPlan, FinalSamples: finalSamples, MaxCandidates: maxCandidates, DataSeed: r.m.dataSeed}))
 	return finalSamples, maxCandidates
 }
 
@@ -198,10 +198,10 @@ func (r *run) measureBatch(c search.Candidate, n int) ([]float64, error) {
 	if q := r.replay[key]; len(q) > 0 {
 		rec := q[0]
 		r.replay[key] = q[1:]
-		cd := r.cands[key]
+		cd := r.m.cands[key]
 		if cd == nil {
 			cd = &candidate{cand: c}
-			r.cands[key] = cd
+			r.m.cands[key] = cd
 		}
 		switch {
 		case rec.Status != StatusOK && rec.Err != "":
@@ -221,22 +221,16 @@ func (r *run) measureBatch(c search.Candidate, n int) ([]float64, error) {
 		r.replay[key] = nil
 	}
 	before := 0
-	if cd := r.cands[key]; cd != nil {
+	if cd := r.m.cands[key]; cd != nil {
 		before = cd.remeas
 	}
-	s0 := r.clk.split()
-	s, err := r.measureLive(c, n)
-	spent := r.clk.since(s0)
-	cd := r.cands[key]
-	for i := range spent {
-		cd.spent[i] += spent[i]
+	var spent0 split
+	if cd := r.m.cands[key]; cd != nil {
+		spent0 = cd.spent
 	}
-	if err == nil && r.t.cfg.Verbose {
-		fmt.Fprintf(r.t.cfg.Log, "  %-40s %10.2f µs (n=%d)\n", key, medianUS(cd.samples), len(cd.samples))
-		if spent[phaseCompile]+spent[phaseVerify] > 0 {
-			fmt.Fprintf(r.t.cfg.Log, "  %-40s build %.3fs, verify %.3fs\n", key, spent.seconds(phaseCompile), spent.seconds(phaseVerify))
-		}
-	}
+	s, err := r.m.measure(c, n)
+	cd := r.m.cands[key]
+	spent := cd.spent.since(spent0)
 	if r.t.cfg.Journal != nil && (err == nil || r.ctx.Err() == nil) {
 		rec := Record{Kind: RecordMeasure, Cand: key, Status: StatusOf(err), Samples: s, CV: round3(cv(s)), Remeasured: cd.remeas > before,
 			CompileS: round6(spent.seconds(phaseCompile)), VerifyS: round6(spent.seconds(phaseVerify)), MeasureS: round6(spent.seconds(phaseMeasure))}
@@ -248,15 +242,6 @@ func (r *run) measureBatch(c search.Candidate, n int) ([]float64, error) {
 		r.clk.journaled(tj)
 	}
 	return s, err
-}
-
-// program returns c's built, verified and warmed-up program.
-func (r *run) program(c search.Candidate) (Program, error) {
-	cd := r.built(c)
-	if cd.err != nil {
-		return nil, cd.err
-	}
-	return cd.prog, nil
 }
 
 func medianUS(xs []float64) float64 { return stats.Median(xs) * 1e6 }

@@ -31,7 +31,7 @@ func (r *run) progress(key string) {
 	}
 	ev := Event{Task: r.task, Candidate: key, Valid: r.valid}
 	best := math.Inf(1)
-	for k, c := range r.cands {
+	for k, c := range r.m.cands {
 		switch {
 		case c.err != nil:
 			ev.Failed++
@@ -45,7 +45,7 @@ func (r *run) progress(key string) {
 	if ev.BestKey != "" {
 		ev.BestUS = best
 	}
-	if c := r.cands[key]; c != nil {
+	if c := r.m.cands[key]; c != nil {
 		if c.err != nil {
 			ev.Err = c.err.Error()
 		} else if len(c.samples) > 0 {

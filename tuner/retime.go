@@ -84,7 +84,7 @@ func (r *run) finalists(best search.Candidate, k int) []search.Candidate {
 		c   search.Candidate
 	}
 	var ms []m
-	for key, cd := range r.cands {
+	for key, cd := range r.m.cands {
 		if key == best.Key() || cd.err != nil || len(cd.samples) == 0 {
 			continue
 		}
@@ -118,7 +118,7 @@ func (r *run) finalTiming(space *search.Space, best, def search.Candidate, defOK
 	t, task := r.t, r.task
 	f := &finals{best: best.Key()}
 	searchUS := func(c search.Candidate) float64 {
-		if cd := r.cands[c.Key()]; cd != nil && len(cd.samples) > 0 {
+		if cd := r.m.cands[c.Key()]; cd != nil && len(cd.samples) > 0 {
 			return stats.Median(cd.samples) * 1e6
 		}
 		return 0
@@ -129,7 +129,7 @@ func (r *run) finalTiming(space *search.Space, best, def search.Candidate, defOK
 		screen = 1 // the search's winner alone, as Config.Finalists says
 	}
 	for i, c := range r.finalists(best, screen) {
-		prog, err := r.program(c)
+		prog, err := r.m.program(c)
 		if err != nil {
 			if i == 0 {
 				return nil, fmt.Errorf("%s %s: building the winner %s: %w", task.Kernel.Name, task.Key(), c.Key(), err)
@@ -144,8 +144,8 @@ func (r *run) finalTiming(space *search.Space, best, def search.Candidate, defOK
 		f.screened = append(f.screened, tm)
 	}
 	f.contest = f.screen(r, k, max(2, n/5))
-	if f.def == nil && defOK && r.cands[def.Key()] != nil && r.cands[def.Key()].err == nil {
-		if prog, err := r.program(def); err == nil {
+	if f.def == nil && defOK && r.m.cands[def.Key()] != nil && r.m.cands[def.Key()].err == nil {
+		if prog, err := r.m.program(def); err == nil {
 			f.def = &timed{cand: def, prog: prog, searchUS: searchUS(def)}
 		}
 	}
@@ -159,7 +159,7 @@ func (r *run) finalTiming(space *search.Space, best, def search.Candidate, defOK
 	bp, name, berr := t.b.Baseline(task.Kernel, task.DType)
 	r.clk.add(phaseCompile, tb)
 	if berr == nil && bp != nil {
-		if rerr := r.ready(bp, nil); rerr == nil {
+		if rerr := r.m.ready(bp, nil); rerr == nil {
 			f.base, f.baseNm = &timed{prog: bp}, name
 		} else {
 			fmt.Fprintf(t.cfg.Log, "  baseline %s failed %v\n", name, rerr)
@@ -238,7 +238,7 @@ func (f *finals) screen(r *run, k, n int) []*timed {
 			if p.err != nil {
 				continue
 			}
-			tot, _, err := r.sample(p.prog, m)
+			tot, _, err := r.m.sample(p.prog, m)
 			if err != nil {
 				p.err = err
 				continue
@@ -276,7 +276,7 @@ func (f *finals) rounds(r *run, progs []*timed, n int) error {
 			if p.err != nil {
 				continue
 			}
-			tot, per, err := r.sample(p.prog, m)
+			tot, per, err := r.m.sample(p.prog, m)
 			switch {
 			case err != nil && p == f.base:
 				// A baseline round that fails is left out, as before.
@@ -306,7 +306,7 @@ func (f *finals) choose(r *run) {
 		}
 	}
 	sort.SliceStable(ok, func(i, j int) bool { return stats.Median(ok[i].tot) < stats.Median(ok[j].tot) })
-	f.chosen, f.noHarm = chooseNoHarm(ok, f.def, r.shapeNames()) // ok is not empty: rounds succeeded
+	f.chosen, f.noHarm = chooseNoHarm(ok, f.def, r.m.shapeNames()) // ok is not empty: rounds succeeded
 	t, task := r.t, r.task
 	if f.chosen.cand.Key() != f.best || t.cfg.Verbose {
 		var parts []string
@@ -401,13 +401,4 @@ func column(per [][]float64, i int) []float64 {
 		col[j] = per[j][i]
 	}
 	return col
-}
-
-// shapeNames are the task's timed shapes as the file writes them.
-func (r *run) shapeNames() []string {
-	var out []string
-	for _, l := range r.problems {
-		out = append(out, l.p.Case.String())
-	}
-	return out
 }

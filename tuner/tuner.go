@@ -5,9 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"math/rand/v2"
-	"sort"
-	"strings"
 	"time"
 
 	"github.com/kerntune/kerntune/internal/stats"
@@ -253,21 +250,17 @@ type candidate struct {
 type run struct {
 	t        *Tuner
 	task     Task
-	problems []*loaded // timed
-	odd      []*loaded // verified only
-	cands    map[string]*candidate
+	m        *live // the problems, the candidates and their measurement
 	deadline time.Time
 	// hard is how far the run may go past deadline while it has measured
 	// fewer than min candidates (Allotment.Max).
-	hard     time.Time
-	min      int
-	ctx      context.Context
-	dataSeed uint64
-	nloaded  uint64
-	replay   map[string][]Record // journaled measurements by candidate key
-	plan     *Record
-	valid    int    // size of the valid space, for progress events
-	clk      *clock // where the entry's time goes; nil outside Tuner.Run
+	hard   time.Time
+	min    int
+	ctx    context.Context
+	replay map[string][]Record // journaled measurements by candidate key
+	plan   *Record
+	valid  int    // size of the valid space, for progress events
+	clk    *clock // where the entry's time goes; nil outside Tuner.Run
 	// drift is the drift guard (drift.go); nil when off, as in Bench.
 	drift        *driftGuard
 	replayAnchor []Record // journaled anchor timings, in order
@@ -290,8 +283,9 @@ func (t *Tuner) Run(ctx context.Context, task Task, budget time.Duration) (*Resu
 func (t *Tuner) RunPlanned(ctx context.Context, task Task, a Allotment) (*Result, error) {
 	start := time.Now()
 	budget := a.Share
-	r := &run{t: t, task: task, cands: map[string]*candidate{}, deadline: start.Add(budget), hard: start.Add(max(a.Max, budget)), ctx: ctx, clk: newClock(start)}
-	defer r.close()
+	clk := newClock(start)
+	r := &run{t: t, task: task, m: newLive(t, task, clk), deadline: start.Add(budget), hard: start.Add(max(a.Max, budget)), ctx: ctx, clk: clk}
+	defer r.m.close()
 
 	space, err := t.Space(task)
 	if err != nil {
@@ -303,7 +297,7 @@ func (t *Tuner) RunPlanned(ctx context.Context, task Task, a Allotment) (*Result
 	}
 	r.valid = len(valid)
 	r.min = t.minMeasured(len(valid))
-	if err := r.load(); err != nil {
+	if err := r.m.load(); err != nil {
 		return nil, err
 	}
 	r.startJournal()
@@ -390,8 +384,8 @@ func (t *Tuner) RunPlanned(ctx context.Context, task Task, a Allotment) (*Result
 	if !ok {
 		tt := r.clk.result()
 		r.journalTime(tt)
-		return &Result{Task: task, Trace: r.trace(), Stopped: stopped, DataSeed: r.dataSeed, Needed: needed, Time: tt},
-			fmt.Errorf("%s %s: every measured candidate failed (%s)", task.Kernel.Name, task.Key(), r.firstError())
+		return &Result{Task: task, Trace: r.m.cands.trace(), Stopped: stopped, DataSeed: r.m.dataSeed, Needed: needed, Time: tt},
+			fmt.Errorf("%s %s: every measured candidate failed (%s)", task.Kernel.Name, task.Key(), r.m.cands.firstError())
 	}
 
 	// Final numbers: the search's best few, default, baseline and incumbent
@@ -400,13 +394,13 @@ func (t *Tuner) RunPlanned(ctx context.Context, task Task, a Allotment) (*Result
 	if err != nil {
 		return nil, err
 	}
-	entry := &params.Entry{Strategy: t.cfg.Strategy, Evaluations: len(r.cands), Stopped: stopped}
-	fin.record(entry, ps.Defaults(), len(r.problems))
+	entry := &params.Entry{Strategy: t.cfg.Strategy, Evaluations: len(r.m.cands), Stopped: stopped}
+	fin.record(entry, ps.Defaults(), len(r.m.problems))
 	for _, c := range task.Cases {
 		entry.Shapes = append(entry.Shapes, append([]int(nil), c.Shape...))
 	}
 	entry.Candidates.Valid = len(valid)
-	for _, c := range r.cands {
+	for _, c := range r.m.cands {
 		switch {
 		case c.err != nil:
 			entry.Candidates.Failed++
@@ -414,11 +408,11 @@ func (t *Tuner) RunPlanned(ctx context.Context, task Task, a Allotment) (*Result
 			entry.Candidates.Measured++
 		}
 	}
-	entry.Roofline = r.roofline(fin.chosen.cand, stats.Median(fin.chosen.tot))
+	entry.Roofline = r.m.roofline(fin.chosen.cand, stats.Median(fin.chosen.tot))
 	entry.Drift = r.drift.summary()
 	entry.Time = r.clk.result()
 	r.journalTime(entry.Time)
-	return &Result{Task: task, Entry: entry, Trace: r.trace(), Stopped: stopped, DataSeed: r.dataSeed,
+	return &Result{Task: task, Entry: entry, Trace: r.m.cands.trace(), Stopped: stopped, DataSeed: r.m.dataSeed,
 		Retiming: fin.retime, Needed: needed, Finalists: fin.finalistsOf(), Time: entry.Time}, nil
 }
 
@@ -427,7 +421,7 @@ func (t *Tuner) RunPlanned(ctx context.Context, task Task, a Allotment) (*Result
 // or nil when none was.
 func (r *run) calibratedOn(def search.Candidate, defOK bool, pool []search.Candidate) search.Candidate {
 	ok := func(c search.Candidate) bool {
-		cd := r.cands[c.Key()]
+		cd := r.m.cands[c.Key()]
 		return cd != nil && cd.err == nil && len(cd.samples) > 0
 	}
 	if defOK && ok(def) {
@@ -459,9 +453,9 @@ func (r *run) incumbent(space *search.Space, rt *Retiming, contest []*timed) (Pr
 		rt.Invalid, rt.Err = true, "not valid here: "+err.Error()
 		return nil, false
 	}
-	if cd := r.cands[inc.Key()]; cd != nil {
+	if cd := r.m.cands[inc.Key()]; cd != nil {
 		if cd.err == nil && cd.prog != nil {
-			if prog, err := r.program(inc); err == nil {
+			if prog, err := r.m.program(inc); err == nil {
 				return prog, false
 			}
 		}
@@ -477,7 +471,7 @@ func (r *run) incumbent(space *search.Space, rt *Retiming, contest []*timed) (Pr
 		rt.Invalid, rt.Err = true, "build: "+err.Error()
 		return nil, false
 	}
-	if err := r.ready(prog, inc); err != nil {
+	if err := r.m.ready(prog, inc); err != nil {
 		prog.Close()
 		rt.Invalid, rt.Err = true, err.Error()
 		return nil, false
@@ -549,317 +543,19 @@ func (r *run) stopReason(nextCost float64) string {
 	}
 	// Past the share: short of the entry's minimum, the run's slack is
 	// there for it (counted only here, not before every request).
-	if end.After(r.hard) || r.measured() >= r.min {
+	if end.After(r.hard) || r.m.cands.measured() >= r.min {
 		return "budget spent"
 	}
 	return ""
-}
-
-// measured is how many distinct candidates have samples.
-func (r *run) measured() int {
-	n := 0
-	for _, c := range r.cands {
-		if c.err == nil && len(c.samples) > 0 {
-			n++
-		}
-	}
-	return n
 }
 
 // anchorBuild is the build time of the candidate the search calibrated on
 // (the default, or the first measured), for Result.Needed.
 func (r *run) anchorBuild() time.Duration {
 	if r.drift != nil {
-		if cd := r.cands[r.drift.anchor.Key()]; cd != nil {
+		if cd := r.m.cands[r.drift.anchor.Key()]; cd != nil {
 			return time.Duration(cd.spent.seconds(phaseCompile) * float64(time.Second))
 		}
 	}
 	return 0
-}
-
-func (r *run) load() error {
-	for _, c := range r.task.Kernel.Odd {
-		if err := r.loadOne(c, false); err != nil {
-			return err
-		}
-	}
-	for _, c := range r.task.Cases {
-		if err := r.loadOne(c, true); err != nil {
-			return err
-		}
-	}
-	// The float64 references now, as part of the setup, rather than in
-	// the first verification, whose time they would swell.
-	for _, l := range append(append([]*loaded{}, r.odd...), r.problems...) {
-		l.p.Reference()
-	}
-	return nil
-}
-
-// loadOne draws a case's inputs and loads them; timed cases of memory-bound
-// families get enough input copies to stream past the last-level cache.
-func (r *run) loadOne(c kernels.Case, timed bool) error {
-	info := r.t.b.Info()
-	if r.dataSeed == 0 {
-		r.dataSeed = r.t.cfg.DataSeed
-		for r.dataSeed == 0 {
-			r.dataSeed = rand.Uint64()
-		}
-	}
-	// Each problem has its own seed so a worker process can regenerate it.
-	r.nloaded++
-	p, err := kernels.NewSeededProblem(r.task.Kernel, r.task.DType, c, r.dataSeed^(r.nloaded*0x9e3779b97f4a7c15))
-	if err != nil {
-		return err
-	}
-	copies := 1
-	if timed && r.task.Kernel.MemoryBound && info.LLCBytes > 0 {
-		in := int64(p.Bytes()) - int64(r.task.Kernel.OutLen(c.Shape)*r.task.DType.Size())
-		if in > 0 {
-			copies = int(min(64, max(1, (2*info.LLCBytes+in-1)/in), max(1, r.t.cfg.MaxBufferBytes/in)))
-		}
-	}
-	inst, err := r.t.b.Load(p, copies)
-	if err != nil {
-		return fmt.Errorf("loading %s %s on %s: %w", r.task.Kernel.Name, c, info.Key, err)
-	}
-	floor := math.Max(p.Flops()/info.PeakFlops, p.Bytes()/info.PeakBandwidth)
-	l := &loaded{p: p, inst: inst, floor: floor}
-	if timed {
-		r.problems = append(r.problems, l)
-	} else {
-		r.odd = append(r.odd, l)
-	}
-	return nil
-}
-
-func (r *run) close() {
-	for _, c := range r.cands {
-		if c.prog != nil {
-			c.prog.Close()
-		}
-	}
-	for _, l := range append(r.odd, r.problems...) {
-		l.inst.Close()
-	}
-}
-
-// verify runs prog on every problem (odd shapes first) and compares with
-// the reference (outputs larger than kernels.FullVerifyMax on a sample of
-// rows, verifyOn). Odd shapes for which the family's constraints reject
-// cand are skipped (cand is nil for a baseline, which takes every shape).
-func (r *run) verify(prog Program, cand search.Candidate) error {
-	defer r.clk.add(phaseVerify, time.Now())
-	ps, _ := r.task.Kernel.Space(r.t.b.Info().Backend)
-	checked := 0
-	for i, l := range append(append([]*loaded{}, r.odd...), r.problems...) {
-		if i < len(r.odd) && cand != nil && ps != nil && ps.Check != nil && ps.Check(l.p.Case.Shape, cand) != nil {
-			continue
-		}
-		if err := r.verifyOn(prog, l, cand); err != nil {
-			return err
-		}
-		checked++
-	}
-	if checked == 0 {
-		// A candidate no verification shape accepts must not pass unverified.
-		return fmt.Errorf("no verification shape satisfies its constraints, so it was not verified")
-	}
-	return nil
-}
-
-// built returns c's state, building and verifying it on first use.
-func (r *run) built(c search.Candidate) *candidate {
-	key := c.Key()
-	cd := r.cands[key]
-	if cd == nil {
-		cd = &candidate{cand: c}
-		r.cands[key] = cd
-	}
-	if cd.prog == nil && cd.err == nil {
-		tb := time.Now()
-		prog, err := r.t.b.Build(r.task.Kernel, r.task.DType, c)
-		r.clk.add(phaseCompile, tb)
-		if err != nil {
-			cd.err = fmt.Errorf("build: %w", err)
-		} else {
-			cd.prog = prog
-			cd.err = r.ready(prog, c)
-		}
-		if cd.err != nil && r.t.cfg.Verbose {
-			fmt.Fprintf(r.t.cfg.Log, "  %s %s: %v\n", key, StatusOf(cd.err), cd.err)
-		}
-	}
-	return cd
-}
-
-// measureLive builds and verifies c on first use, then takes n more samples; it
-// returns the new per-sample totals over the task's cases.
-func (r *run) measureLive(c search.Candidate, n int) ([]float64, error) {
-	key := c.Key()
-	prog, err := r.program(c)
-	if err != nil {
-		return nil, err
-	}
-	cd := r.cands[key]
-	tot, _, err := r.sample(prog, n)
-	if err == nil && n >= 3 && cv(tot) > r.t.cfg.MaxCV {
-		// A noisy batch (another process, a clock change) is taken again;
-		// the quieter of the two is kept and the re-measurement recorded.
-		again, _, err2 := r.sample(cd.prog, n)
-		cd.remeas++
-		first, kept := cv(tot), "first"
-		if err2 == nil && cv(again) < first {
-			tot, kept = again, "second"
-		}
-		if r.t.cfg.Verbose {
-			// The spread that called for the second batch, the second's,
-			// and which was kept: the kept one's alone says nothing.
-			second := fmt.Sprintf("%.0f%%", 100*cv(again))
-			if err2 != nil {
-				second = "failed (" + err2.Error() + ")"
-			}
-			fmt.Fprintf(r.t.cfg.Log, "  %s: samples varied by %.0f%% (limit %.0f%%); measured again: %s; kept the %s batch\n",
-				key, 100*first, 100*r.t.cfg.MaxCV, second, kept)
-		}
-	}
-	if err != nil {
-		cd.err = err
-		return nil, err
-	}
-	cd.samples = append(cd.samples, tot...)
-	return tot, nil
-}
-
-// ready verifies a program and warms it up: the one path by which a
-// search candidate, the incumbent and the baseline become ready to time, so
-// that none of them is timed colder than the others (a GPU's clocks, its
-// caches and a pipeline's first use all favour whoever ran just before).
-// cand is nil for the baseline.
-func (r *run) ready(prog Program, cand search.Candidate) error {
-	if err := r.verify(prog, cand); err != nil {
-		return fmt.Errorf("verification: %w", err)
-	}
-	if err := r.warmup(prog); err != nil {
-		return fmt.Errorf("warmup: %w", err)
-	}
-	return nil
-}
-
-func (r *run) warmup(prog Program) error {
-	start := time.Now()
-	for time.Since(start) < r.t.cfg.Warmup {
-		for _, l := range r.problems {
-			t0 := time.Now()
-			_, err := prog.Run(l.inst, 1)
-			r.clk.onDevice(phaseMeasure, t0)
-			if err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// sample times n runs on every problem; totals[j] sums run j over problems.
-// A median below a problem's physical floor, or a non-positive one, is a
-// measurement error.
-func (r *run) sample(prog Program, n int) (totals []float64, perProblem [][]float64, err error) {
-	totals = make([]float64, n)
-	perProblem = make([][]float64, n)
-	for j := range perProblem {
-		perProblem[j] = make([]float64, len(r.problems))
-	}
-	for i, l := range r.problems {
-		t0 := time.Now()
-		ts, err := prog.Run(l.inst, n)
-		r.clk.onDevice(phaseMeasure, t0)
-		if err != nil {
-			return nil, nil, fmt.Errorf("timing %s: %w", l.p.Case, err)
-		}
-		if len(ts) != n {
-			return nil, nil, fmt.Errorf("timing %s: backend returned %d samples, want %d", l.p.Case, len(ts), n)
-		}
-		med := stats.Median(ts)
-		if !(med > 0) {
-			return nil, nil, fmt.Errorf("measurement error on %s: median %g s is not positive", l.p.Case, med)
-		}
-		if med < l.floor {
-			return nil, nil, fmt.Errorf("measurement error on %s: median %.3g µs is below the physical floor %.3g µs", l.p.Case, med*1e6, l.floor*1e6)
-		}
-		for j, t := range ts {
-			totals[j] += t
-			perProblem[j][i] = t
-		}
-	}
-	return totals, perProblem, nil
-}
-
-// roofline relates cand's median (seconds, summed over the task's
-// problems) to the device's floors.
-func (r *run) roofline(cand search.Candidate, median float64) *params.RooflineSummary {
-	info := r.t.b.Info()
-	var flops, bytes float64
-	for _, l := range r.problems {
-		flops += l.p.Flops()
-		bytes += l.p.Bytes()
-	}
-	rs := &params.RooflineSummary{Flops: flops, Bytes: bytes}
-	if median <= 0 {
-		return rs
-	}
-	rs.GFLOPS = round3(flops / median / 1e9)
-	rs.GBPS = round3(bytes / median / 1e9)
-	// Memory-bound families are held to the measured copy bandwidth, the
-	// others to the arithmetic peak of the units cand runs on, where the
-	// backend knows it.
-	var floor float64
-	if bw := info.Facts["bandwidth_gbps"] * 1e9; r.task.Kernel.MemoryBound && bw > 0 {
-		floor, rs.BoundByData = bytes/bw, true
-	} else if peak := PeakGFLOPS(info, r.task.DType, cand) * 1e9; peak > 0 {
-		floor = flops / peak
-	}
-	if floor > 0 {
-		rs.PctOfFloor = round3(100 * floor / median)
-	}
-	return rs
-}
-
-func (r *run) trace() []Measurement {
-	var out []Measurement
-	for key, c := range r.cands {
-		m := Measurement{Key: key, Samples: len(c.samples), Status: StatusOK, Remeasured: c.remeas,
-			CompileS: c.spent.seconds(phaseCompile), VerifyS: c.spent.seconds(phaseVerify), MeasureS: c.spent.seconds(phaseMeasure)}
-		if c.err != nil {
-			m.Err = c.err.Error()
-			m.Status = c.statusOf()
-		} else if len(c.samples) > 0 {
-			m.MedianUS = stats.Median(c.samples) * 1e6
-		}
-		out = append(out, m)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
-	return out
-}
-
-// firstError summarises the failures: each distinct reason with its count.
-func (r *run) firstError() string {
-	counts := map[string]int{}
-	for _, c := range r.cands {
-		if c.err != nil {
-			counts[c.err.Error()]++
-		}
-	}
-	if len(counts) == 0 {
-		return "no candidate was measured"
-	}
-	var parts []string
-	for msg, n := range counts {
-		parts = append(parts, fmt.Sprintf("%d× %s", n, msg))
-	}
-	sort.Strings(parts)
-	if len(parts) > 4 {
-		parts = append(parts[:4], fmt.Sprintf("and %d more reasons", len(parts)-4))
-	}
-	return strings.Join(parts, "; ")
 }
