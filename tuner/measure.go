@@ -14,8 +14,20 @@ import (
 	"github.com/kerntune/kerntune/search"
 )
 
-// The measurement of one candidate: live.measure builds, verifies and
-// warms it up on first use (ready), then samples it.
+// The measurement of one candidate. Tuner.Run hands the search driver one
+// measure function, run.answer, built of layers around the live measurer;
+// each layer is a measurer in its own file and calls the next:
+//
+//	run.answer (tuner.go)           time spent answering, kept apart from the search's
+//	guarded.measure (drift.go)      the drift guard: re-time the anchor before a new candidate
+//	progressed.measure (progress.go) an Event to Config.Progress after every batch
+//	journaled.measure (journal.go)  an earlier run's batch from the journal, else the next
+//	                                layer's, journaled
+//	live.measure (here)             build → ready (verify, warm up) → sample
+//
+// A layer that is not configured (journal, progress) is left out. The
+// drift guard's anchor timings and the final timing (retime.go) time
+// programs with the live measurer directly.
 
 // measurer answers a request of the search for n more samples of c: the
 // per-sample totals over the task's timed cases, in seconds.

@@ -246,27 +246,19 @@ type candidate struct {
 	spent   split // time of its build, verification and samples, by phase
 }
 
-// run is the state of one task.
+// run is the state of one task that Tuner.Run tunes: its measurement,
+// built of layers (measure.go), and its budget.
 type run struct {
-	t        *Tuner
-	task     Task
-	m        *live // the problems, the candidates and their measurement
-	deadline time.Time
-	// hard is how far the run may go past deadline while it has measured
-	// fewer than min candidates (Allotment.Max).
-	hard   time.Time
-	min    int
-	ctx    context.Context
-	replay map[string][]Record // journaled measurements by candidate key
-	plan   *Record
-	valid  int    // size of the valid space, for progress events
-	clk    *clock // where the entry's time goes; nil outside Tuner.Run
-	// drift is the drift guard (drift.go); nil when off, as in Bench.
-	drift        *driftGuard
-	replayAnchor []Record // journaled anchor timings, in order
-	// reserve is what the final timing is expected to take: the drift
-	// guard measures nothing again that would eat into it.
-	reserve time.Duration
+	t    *Tuner
+	task Task
+	ctx  context.Context
+	clk  *clock // where the entry's time goes
+	m    *live  // the problems, the candidates and their measurement
+	// journal is the journal's layer, nil without a journal; guard the
+	// drift guard's layer, the top of the measurement.
+	journal *journaled
+	guard   guarded
+	budget  budget
 }
 
 // Run tunes one task within budget. It returns an error only when nothing
@@ -282,9 +274,8 @@ func (t *Tuner) Run(ctx context.Context, task Task, budget time.Duration) (*Resu
 // are measured.
 func (t *Tuner) RunPlanned(ctx context.Context, task Task, a Allotment) (*Result, error) {
 	start := time.Now()
-	budget := a.Share
 	clk := newClock(start)
-	r := &run{t: t, task: task, m: newLive(t, task, clk), deadline: start.Add(budget), hard: start.Add(max(a.Max, budget)), ctx: ctx, clk: clk}
+	r := &run{t: t, task: task, ctx: ctx, clk: clk, m: newLive(t, task, clk)}
 	defer r.m.close()
 
 	space, err := t.Space(task)
@@ -295,28 +286,25 @@ func (t *Tuner) RunPlanned(ctx context.Context, task Task, a Allotment) (*Result
 	if len(valid) == 0 {
 		return nil, fmt.Errorf("%s %s: no valid candidate in a space of %d on %s", task.Kernel.Name, task.Key(), space.Size(), t.b.Info().Key)
 	}
-	r.valid = len(valid)
-	r.min = t.minMeasured(len(valid))
+	r.budget = newBudget(t, task, start, a, t.minMeasured(len(valid)))
 	if err := r.m.load(); err != nil {
 		return nil, err
 	}
-	r.startJournal()
+	// The measurement's layers, innermost first: live, the journal,
+	// progress events, the drift guard (armed once the search calibrated).
+	var below measurer = r.m
+	if r.journal = newJournaled(ctx, t, r.m, r.m); r.journal != nil {
+		below = r.journal
+	}
+	r.guard.next = withProgress(t, r.m, len(valid), below)
 
 	ps, _ := task.Kernel.Space(t.b.Info().Backend)
 	def := search.Candidate(ps.Defaults())
 	defErr := space.Check(def)
 
-	// Programs in the final timing: the finalists, default, baseline, and
-	// the incumbent; the screen of screenFactor × Finalists candidates, a
-	// fifth of the samples each, costs about 0.6 × Finalists more.
-	finalProgs := float64(t.cfg.Finalists)*(1+screenFactor/5.0) + 2
-	if task.Incumbent != nil {
-		finalProgs++
-	}
 	// The search (search.Driver): the default first (it calibrates the
 	// budget and is the reference point of the entry; a tuned entry is never
 	// slower than no tuning), then the warm starts and the strategy.
-	perSample, finalSamples := 0.0, t.cfg.FinalSamples
 	d := search.Driver{
 		Strategy: t.cfg.Strategy,
 		Options:  search.Options{Seed: t.cfg.Seed, Samples: t.cfg.Samples, RaceMax: raceMaxFor(a.Sample)},
@@ -324,29 +312,11 @@ func (t *Tuner) RunPlanned(ctx context.Context, task Task, a Allotment) (*Result
 		MaxEvals: t.cfg.MaxEvals,
 		Measure:  r.answer,
 		Budget: func(s float64) float64 {
-			perSample = s
-			// The drift guard re-times what calibrated: the default, or
-			// the first candidate that could be measured.
-			// Its first timing of the anchor is measuring, not the search's own time.
-			t0 := time.Now()
-			r.drift = newDriftGuard(r, r.calibratedOn(def, defErr == nil, valid), budget)
-			r.clk.answered(t0)
-			if s > 0 {
-				fit := int(budget.Seconds() / 5 / (finalProgs * s))
-				finalSamples = max(t.cfg.MinFinalSamples, min(finalSamples, fit))
-			}
-			// What is left after the final timing (screen, finalists,
-			// default, baseline and the incumbent × finalSamples).
-			return time.Until(r.deadline).Seconds() - finalProgs*float64(finalSamples)*s
+			r.armGuard(def, defErr == nil, valid)
+			return r.budget.calibrate(s, t.cfg.MinFinalSamples)
 		},
-		Plan: func(size int) int {
-			finalSamples, size = r.journalPlan(finalSamples, size)
-			r.reserve = time.Duration(perSample * finalProgs * float64(finalSamples) * float64(time.Second))
-			return size
-		},
-		Stop: func(req search.Request) string {
-			return r.stopReason(perSample * (float64(req.Samples) + finalProgs*float64(finalSamples)))
-		},
+		Plan: r.plan,
+		Stop: func(req search.Request) string { return r.budget.stop(ctx, req.Samples, r.m.cands) },
 	}
 	if defErr == nil {
 		d.Default = def
@@ -372,25 +342,25 @@ func (t *Tuner) RunPlanned(ctx context.Context, task Task, a Allotment) (*Result
 		return nil, err
 	}
 	// What was measured since the anchor's last check is checked too.
-	r.drift.final()
+	r.guard.g.final()
 	best, stopped := out.Best, out.Stopped
 	ok := best != nil
 	// What this entry needs by its own measurements (as the plan estimates
 	// it from a probe): its setup, the default's build, and its samples.
 	needed := time.Duration(0)
-	if perSample > 0 {
-		needed = t.Need(Estimate{Valid: len(valid), Setup: r.clk.setup, Build: r.anchorBuild(), Sample: time.Duration(perSample * float64(time.Second))})
+	if perSample := r.budget.perSample; perSample > 0 {
+		needed = t.Need(Estimate{Valid: len(valid), Setup: r.clk.setup, Build: r.guard.g.anchorBuild(), Sample: time.Duration(perSample * float64(time.Second))})
 	}
 	if !ok {
 		tt := r.clk.result()
-		r.journalTime(tt)
+		r.journal.note(Record{Kind: RecordTime, Time: tt})
 		return &Result{Task: task, Trace: r.m.cands.trace(), Stopped: stopped, DataSeed: r.m.dataSeed, Needed: needed, Time: tt},
 			fmt.Errorf("%s %s: every measured candidate failed (%s)", task.Kernel.Name, task.Key(), r.m.cands.firstError())
 	}
 
 	// Final numbers: the search's best few, default, baseline and incumbent
 	// timed interleaved, same sample count; the winner is chosen on them.
-	fin, err := r.finalTiming(space, best, def, defErr == nil, finalSamples)
+	fin, err := r.finalTiming(space, best, def, defErr == nil, r.budget.finalSamples)
 	if err != nil {
 		return nil, err
 	}
@@ -409,19 +379,44 @@ func (t *Tuner) RunPlanned(ctx context.Context, task Task, a Allotment) (*Result
 		}
 	}
 	entry.Roofline = r.m.roofline(fin.chosen.cand, stats.Median(fin.chosen.tot))
-	entry.Drift = r.drift.summary()
+	entry.Drift = r.guard.g.summary()
 	entry.Time = r.clk.result()
-	r.journalTime(entry.Time)
+	r.journal.note(Record{Kind: RecordTime, Time: entry.Time})
 	return &Result{Task: task, Entry: entry, Trace: r.m.cands.trace(), Stopped: stopped, DataSeed: r.m.dataSeed,
 		Retiming: fin.retime, Needed: needed, Finalists: fin.finalistsOf(), Time: entry.Time}, nil
+}
+
+// answer is the search's Measure function: the measurement's layers,
+// with the time spent answering kept apart from the search's own.
+func (r *run) answer(c search.Candidate, n int) ([]float64, error) {
+	defer r.clk.answered(time.Now())
+	return r.guard.measure(c, n)
+}
+
+// armGuard starts the drift guard once the search calibrated: it re-times
+// what calibrated, the default or the first candidate that could be
+// measured. Its first timing of the anchor is measuring, not the search's
+// own time.
+func (r *run) armGuard(def search.Candidate, defOK bool, pool []search.Candidate) {
+	t0 := time.Now()
+	r.guard.g = newDriftGuard(r.ctx, r.m, r.guard.next, r.journal, &r.budget, r.m.cands.calibratedOn(def, defOK, pool))
+	r.clk.answered(t0)
+}
+
+// plan is the search's Plan function: the journal's plan (a resumed run's
+// is the interrupted one's), which the budget reserves the final timing by.
+func (r *run) plan(size int) int {
+	finalSamples, size := r.journal.planned(r.budget.finalSamples, size, r.m.dataSeed)
+	r.budget.plan(finalSamples)
+	return size
 }
 
 // calibratedOn is the candidate the search driver calibrated on (the
 // default, else the first of the pool's first five measured without error),
 // or nil when none was.
-func (r *run) calibratedOn(def search.Candidate, defOK bool, pool []search.Candidate) search.Candidate {
+func (cs candidates) calibratedOn(def search.Candidate, defOK bool, pool []search.Candidate) search.Candidate {
 	ok := func(c search.Candidate) bool {
-		cd := r.m.cands[c.Key()]
+		cd := cs[c.Key()]
 		return cd != nil && cd.err == nil && len(cd.samples) > 0
 	}
 	if defOK && ok(def) {
@@ -433,50 +428,6 @@ func (r *run) calibratedOn(def search.Candidate, defOK bool, pool []search.Candi
 		}
 	}
 	return nil
-}
-
-// incumbent prepares the final timing of the incumbent: it returns the
-// program to time in the interleaved rounds, and whether the caller owns
-// (must close) it. The program is nil when the incumbent is one of the
-// contest (the finalists and the default, whose samples it shares) or
-// cannot run here (recorded in rt). An incumbent the search did not measure
-// is built apart from the run's candidates, so that it does not count as
-// measured.
-func (r *run) incumbent(space *search.Space, rt *Retiming, contest []*timed) (Program, bool) {
-	inc := search.Candidate(rt.Params)
-	for _, c := range contest {
-		if inc.Key() == c.cand.Key() {
-			return nil, false
-		}
-	}
-	if err := space.Check(inc); err != nil {
-		rt.Invalid, rt.Err = true, "not valid here: "+err.Error()
-		return nil, false
-	}
-	if cd := r.m.cands[inc.Key()]; cd != nil {
-		if cd.err == nil && cd.prog != nil {
-			if prog, err := r.m.program(inc); err == nil {
-				return prog, false
-			}
-		}
-		if cd.err != nil {
-			rt.Invalid, rt.Err = true, cd.err.Error()
-			return nil, false
-		}
-	}
-	tb := time.Now()
-	prog, err := r.t.b.Build(r.task.Kernel, r.task.DType, inc)
-	r.clk.add(phaseCompile, tb)
-	if err != nil {
-		rt.Invalid, rt.Err = true, "build: "+err.Error()
-		return nil, false
-	}
-	if err := r.m.ready(prog, inc); err != nil {
-		prog.Close()
-		rt.Invalid, rt.Err = true, err.Error()
-		return nil, false
-	}
-	return prog, true
 }
 
 // finishRetiming fills in the winner's samples and, where the incumbent
@@ -532,30 +483,3 @@ func (t *Tuner) Space(task Task) (*search.Space, error) {
 }
 
 func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
-
-func (r *run) stopReason(nextCost float64) string {
-	if err := r.ctx.Err(); err != nil {
-		return "interrupted"
-	}
-	end := time.Now().Add(time.Duration(nextCost * float64(time.Second)))
-	if !end.After(r.deadline) {
-		return ""
-	}
-	// Past the share: short of the entry's minimum, the run's slack is
-	// there for it (counted only here, not before every request).
-	if end.After(r.hard) || r.m.cands.measured() >= r.min {
-		return "budget spent"
-	}
-	return ""
-}
-
-// anchorBuild is the build time of the candidate the search calibrated on
-// (the default, or the first measured), for Result.Needed.
-func (r *run) anchorBuild() time.Duration {
-	if r.drift != nil {
-		if cd := r.m.cands[r.drift.anchor.Key()]; cd != nil {
-			return time.Duration(cd.spent.seconds(phaseCompile) * float64(time.Second))
-		}
-	}
-	return 0
-}
