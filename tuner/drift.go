@@ -68,6 +68,7 @@ type guarded struct {
 	g    *driftGuard // nil until the search calibrated, and when off
 }
 
+// measure checks the anchor first when c is a new candidate due for it.
 func (l *guarded) measure(c search.Candidate, n int) ([]float64, error) {
 	l.g.before(c)
 	s, err := l.next.measure(c, n)

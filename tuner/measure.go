@@ -48,6 +48,8 @@ type live struct {
 	nloaded  uint64
 }
 
+// newLive returns task's live measurer, which charges its time to clk
+// (nil outside Tuner.Run).
 func newLive(t *Tuner, task Task, clk *clock) *live {
 	return &live{t: t, task: task, cands: candidates{}, clk: clk}
 }
@@ -72,6 +74,45 @@ func (m *live) measure(c search.Candidate, n int) ([]float64, error) {
 	return s, err
 }
 
+// samples builds and verifies c on first use, then takes n more samples,
+// once more when they vary too much; it returns the new per-sample totals
+// over the task's cases.
+func (m *live) samples(c search.Candidate, n int) ([]float64, error) {
+	key := c.Key()
+	prog, err := m.program(c)
+	if err != nil {
+		return nil, err
+	}
+	cd := m.cands[key]
+	tot, _, err := m.sample(prog, n)
+	if err == nil && n >= 3 && cv(tot) > m.t.cfg.MaxCV {
+		// A noisy batch (another process, a clock change) is taken again;
+		// the quieter of the two is kept and the re-measurement recorded.
+		again, _, err2 := m.sample(cd.prog, n)
+		cd.remeas++
+		first, kept := cv(tot), "first"
+		if err2 == nil && cv(again) < first {
+			tot, kept = again, "second"
+		}
+		if m.t.cfg.Verbose {
+			// The spread that called for the second batch, the second's,
+			// and which was kept: the kept one's alone says nothing.
+			second := fmt.Sprintf("%.0f%%", 100*cv(again))
+			if err2 != nil {
+				second = "failed (" + err2.Error() + ")"
+			}
+			fmt.Fprintf(m.t.cfg.Log, "  %s: samples varied by %.0f%% (limit %.0f%%); measured again: %s; kept the %s batch\n",
+				key, 100*first, 100*m.t.cfg.MaxCV, second, kept)
+		}
+	}
+	if err != nil {
+		cd.err = err
+		return nil, err
+	}
+	cd.samples = append(cd.samples, tot...)
+	return tot, nil
+}
+
 // program returns c's built, verified and warmed-up program.
 func (m *live) program(c search.Candidate) (Program, error) {
 	cd := m.built(c)
@@ -79,6 +120,156 @@ func (m *live) program(c search.Candidate) (Program, error) {
 		return nil, cd.err
 	}
 	return cd.prog, nil
+}
+
+// built returns c's state, building and verifying it on first use.
+func (m *live) built(c search.Candidate) *candidate {
+	key := c.Key()
+	cd := m.cands.get(c)
+	if cd.prog == nil && cd.err == nil {
+		tb := time.Now()
+		prog, err := m.t.b.Build(m.task.Kernel, m.task.DType, c)
+		m.clk.add(phaseCompile, tb)
+		if err != nil {
+			cd.err = fmt.Errorf("build: %w", err)
+		} else {
+			cd.prog = prog
+			cd.err = m.ready(prog, c)
+		}
+		if cd.err != nil && m.t.cfg.Verbose {
+			fmt.Fprintf(m.t.cfg.Log, "  %s %s: %v\n", key, StatusOf(cd.err), cd.err)
+		}
+	}
+	return cd
+}
+
+// ready verifies a program and warms it up: the one path by which a
+// search candidate, the incumbent and the baseline become ready to time, so
+// that none of them is timed colder than the others (a GPU's clocks, its
+// caches and a pipeline's first use all favour whoever ran just before).
+// cand is nil for the baseline.
+func (m *live) ready(prog Program, cand search.Candidate) error {
+	if err := m.verify(prog, cand); err != nil {
+		return fmt.Errorf("verification: %w", err)
+	}
+	if err := m.warmup(prog); err != nil {
+		return fmt.Errorf("warmup: %w", err)
+	}
+	return nil
+}
+
+// verify runs prog on every problem (odd shapes first) and compares with
+// the reference (outputs larger than kernels.FullVerifyMax on a sample of
+// rows, verifyOn). Odd shapes for which the family's constraints reject
+// cand are skipped (cand is nil for a baseline, which takes every shape).
+func (m *live) verify(prog Program, cand search.Candidate) error {
+	defer m.clk.add(phaseVerify, time.Now())
+	ps, _ := m.task.Kernel.Space(m.t.b.Info().Backend)
+	checked := 0
+	for i, l := range append(append([]*loaded{}, m.odd...), m.problems...) {
+		if i < len(m.odd) && cand != nil && ps != nil && ps.Check != nil && ps.Check(l.p.Case.Shape, cand) != nil {
+			continue
+		}
+		if err := m.verifyOn(prog, l, cand); err != nil {
+			return err
+		}
+		checked++
+	}
+	if checked == 0 {
+		// A candidate no verification shape accepts must not pass unverified.
+		return fmt.Errorf("no verification shape satisfies its constraints, so it was not verified")
+	}
+	return nil
+}
+
+// verifyOn runs prog once on problem l and compares its output with the
+// reference: in full, or for a large output every element's finiteness and
+// a sample of rows (kernels.RowSample), which differs from candidate to
+// candidate (cand; nil for a baseline).
+func (m *live) verifyOn(prog Program, l *loaded, cand search.Candidate) error {
+	var salt uint64
+	if cand != nil {
+		salt = kernels.Salt(cand.Key())
+	}
+	s, sampled := l.p.SampleRows(salt)
+	sampled = sampled && !m.t.cfg.VerifyFull
+	t0 := time.Now()
+	if !sampled {
+		out, err := prog.Output(l.inst)
+		m.clk.deviceOnly(t0)
+		if err != nil {
+			return fmt.Errorf("running on %s: %w", l.p.Case, err)
+		}
+		return l.p.VerifyFor(out, cand)
+	}
+	var (
+		rows        []float32
+		firstBad, n int
+		err         error
+	)
+	if so, ok := prog.(SampledOutputer); ok {
+		rows, firstBad, n, err = so.OutputSample(l.inst, s)
+		m.clk.deviceOnly(t0)
+	} else {
+		var out []float32
+		out, err = prog.Output(l.inst)
+		m.clk.deviceOnly(t0)
+		rows, firstBad = s.Extract(out)
+		n = len(out)
+	}
+	if err != nil {
+		return fmt.Errorf("running on %s: %w", l.p.Case, err)
+	}
+	return l.p.VerifySample(s, rows, firstBad, n, cand)
+}
+
+func (m *live) warmup(prog Program) error {
+	start := time.Now()
+	for time.Since(start) < m.t.cfg.Warmup {
+		for _, l := range m.problems {
+			t0 := time.Now()
+			_, err := prog.Run(l.inst, 1)
+			m.clk.onDevice(phaseMeasure, t0)
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// sample times n runs on every problem; totals[j] sums run j over problems.
+// A median below a problem's physical floor, or a non-positive one, is a
+// measurement error.
+func (m *live) sample(prog Program, n int) (totals []float64, perProblem [][]float64, err error) {
+	totals = make([]float64, n)
+	perProblem = make([][]float64, n)
+	for j := range perProblem {
+		perProblem[j] = make([]float64, len(m.problems))
+	}
+	for i, l := range m.problems {
+		t0 := time.Now()
+		ts, err := prog.Run(l.inst, n)
+		m.clk.onDevice(phaseMeasure, t0)
+		if err != nil {
+			return nil, nil, fmt.Errorf("timing %s: %w", l.p.Case, err)
+		}
+		if len(ts) != n {
+			return nil, nil, fmt.Errorf("timing %s: backend returned %d samples, want %d", l.p.Case, len(ts), n)
+		}
+		med := stats.Median(ts)
+		if !(med > 0) {
+			return nil, nil, fmt.Errorf("measurement error on %s: median %g s is not positive", l.p.Case, med)
+		}
+		if med < l.floor {
+			return nil, nil, fmt.Errorf("measurement error on %s: median %.3g µs is below the physical floor %.3g µs", l.p.Case, med*1e6, l.floor*1e6)
+		}
+		for j, t := range ts {
+			totals[j] += t
+			perProblem[j][i] = t
+		}
+	}
+	return totals, perProblem, nil
 }
 
 func (m *live) load() error {
@@ -148,154 +339,6 @@ func (m *live) close() {
 	}
 }
 
-// verify runs prog on every problem (odd shapes first) and compares with
-// the reference (outputs larger than kernels.FullVerifyMax on a sample of
-// rows, verifyOn). Odd shapes for which the family's constraints reject
-// cand are skipped (cand is nil for a baseline, which takes every shape).
-func (m *live) verify(prog Program, cand search.Candidate) error {
-	defer m.clk.add(phaseVerify, time.Now())
-	ps, _ := m.task.Kernel.Space(m.t.b.Info().Backend)
-	checked := 0
-	for i, l := range append(append([]*loaded{}, m.odd...), m.problems...) {
-		if i < len(m.odd) && cand != nil && ps != nil && ps.Check != nil && ps.Check(l.p.Case.Shape, cand) != nil {
-			continue
-		}
-		if err := m.verifyOn(prog, l, cand); err != nil {
-			return err
-		}
-		checked++
-	}
-	if checked == 0 {
-		// A candidate no verification shape accepts must not pass unverified.
-		return fmt.Errorf("no verification shape satisfies its constraints, so it was not verified")
-	}
-	return nil
-}
-
-// built returns c's state, building and verifying it on first use.
-func (m *live) built(c search.Candidate) *candidate {
-	key := c.Key()
-	cd := m.cands.get(c)
-	if cd.prog == nil && cd.err == nil {
-		tb := time.Now()
-		prog, err := m.t.b.Build(m.task.Kernel, m.task.DType, c)
-		m.clk.add(phaseCompile, tb)
-		if err != nil {
-			cd.err = fmt.Errorf("build: %w", err)
-		} else {
-			cd.prog = prog
-			cd.err = m.ready(prog, c)
-		}
-		if cd.err != nil && m.t.cfg.Verbose {
-			fmt.Fprintf(m.t.cfg.Log, "  %s %s: %v\n", key, StatusOf(cd.err), cd.err)
-		}
-	}
-	return cd
-}
-
-// samples builds and verifies c on first use, then takes n more samples,
-// once more when they vary too much; it returns the new per-sample totals
-// over the task's cases.
-func (m *live) samples(c search.Candidate, n int) ([]float64, error) {
-	key := c.Key()
-	prog, err := m.program(c)
-	if err != nil {
-		return nil, err
-	}
-	cd := m.cands[key]
-	tot, _, err := m.sample(prog, n)
-	if err == nil && n >= 3 && cv(tot) > m.t.cfg.MaxCV {
-		// A noisy batch (another process, a clock change) is taken again;
-		// the quieter of the two is kept and the re-measurement recorded.
-		again, _, err2 := m.sample(cd.prog, n)
-		cd.remeas++
-		first, kept := cv(tot), "first"
-		if err2 == nil && cv(again) < first {
-			tot, kept = again, "second"
-		}
-		if m.t.cfg.Verbose {
-			// The spread that called for the second batch, the second's,
-			// and which was kept: the kept one's alone says nothing.
-			second := fmt.Sprintf("%.0f%%", 100*cv(again))
-			if err2 != nil {
-				second = "failed (" + err2.Error() + ")"
-			}
-			fmt.Fprintf(m.t.cfg.Log, "  %s: samples varied by %.0f%% (limit %.0f%%); measured again: %s; kept the %s batch\n",
-				key, 100*first, 100*m.t.cfg.MaxCV, second, kept)
-		}
-	}
-	if err != nil {
-		cd.err = err
-		return nil, err
-	}
-	cd.samples = append(cd.samples, tot...)
-	return tot, nil
-}
-
-// ready verifies a program and warms it up: the one path by which a
-// search candidate, the incumbent and the baseline become ready to time, so
-// that none of them is timed colder than the others (a GPU's clocks, its
-// caches and a pipeline's first use all favour whoever ran just before).
-// cand is nil for the baseline.
-func (m *live) ready(prog Program, cand search.Candidate) error {
-	if err := m.verify(prog, cand); err != nil {
-		return fmt.Errorf("verification: %w", err)
-	}
-	if err := m.warmup(prog); err != nil {
-		return fmt.Errorf("warmup: %w", err)
-	}
-	return nil
-}
-
-func (m *live) warmup(prog Program) error {
-	start := time.Now()
-	for time.Since(start) < m.t.cfg.Warmup {
-		for _, l := range m.problems {
-			t0 := time.Now()
-			_, err := prog.Run(l.inst, 1)
-			m.clk.onDevice(phaseMeasure, t0)
-			if err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// sample times n runs on every problem; totals[j] sums run j over problems.
-// A median below a problem's physical floor, or a non-positive one, is a
-// measurement error.
-func (m *live) sample(prog Program, n int) (totals []float64, perProblem [][]float64, err error) {
-	totals = make([]float64, n)
-	perProblem = make([][]float64, n)
-	for j := range perProblem {
-		perProblem[j] = make([]float64, len(m.problems))
-	}
-	for i, l := range m.problems {
-		t0 := time.Now()
-		ts, err := prog.Run(l.inst, n)
-		m.clk.onDevice(phaseMeasure, t0)
-		if err != nil {
-			return nil, nil, fmt.Errorf("timing %s: %w", l.p.Case, err)
-		}
-		if len(ts) != n {
-			return nil, nil, fmt.Errorf("timing %s: backend returned %d samples, want %d", l.p.Case, len(ts), n)
-		}
-		med := stats.Median(ts)
-		if !(med > 0) {
-			return nil, nil, fmt.Errorf("measurement error on %s: median %g s is not positive", l.p.Case, med)
-		}
-		if med < l.floor {
-			return nil, nil, fmt.Errorf("measurement error on %s: median %.3g µs is below the physical floor %.3g µs", l.p.Case, med*1e6, l.floor*1e6)
-		}
-		for j, t := range ts {
-			totals[j] += t
-			perProblem[j][i] = t
-		}
-	}
-	return totals, perProblem, nil
-}
-
 // roofline relates cand's median (seconds, summed over the task's
 // problems) to the device's floors.
 func (m *live) roofline(cand search.Candidate, median float64) *params.RooflineSummary {
@@ -326,6 +369,15 @@ func (m *live) roofline(cand search.Candidate, median float64) *params.RooflineS
 	return rs
 }
 
+// shapeNames are the task's timed shapes as the file writes them.
+func (m *live) shapeNames() []string {
+	var out []string
+	for _, l := range m.problems {
+		out = append(out, l.p.Case.String())
+	}
+	return out
+}
+
 // candidates are a task's candidates by key.
 type candidates map[string]*candidate
 
@@ -337,6 +389,17 @@ func (cs candidates) get(c search.Candidate) *candidate {
 		cs[c.Key()] = cd
 	}
 	return cd
+}
+
+// measured is how many distinct candidates have samples.
+func (cs candidates) measured() int {
+	n := 0
+	for _, c := range cs {
+		if c.err == nil && len(c.samples) > 0 {
+			n++
+		}
+	}
+	return n
 }
 
 func (cs candidates) trace() []Measurement {
@@ -376,65 +439,4 @@ func (cs candidates) firstError() string {
 		parts = append(parts[:4], fmt.Sprintf("and %d more reasons", len(parts)-4))
 	}
 	return strings.Join(parts, "; ")
-}
-
-// measured is how many distinct candidates have samples.
-func (cs candidates) measured() int {
-	n := 0
-	for _, c := range cs {
-		if c.err == nil && len(c.samples) > 0 {
-			n++
-		}
-	}
-	return n
-}
-
-// verifyOn runs prog once on problem l and compares its output with the
-// reference: in full, or for a large output every element's finiteness and
-// a sample of rows (kernels.RowSample), which differs from candidate to
-// candidate (cand; nil for a baseline).
-func (m *live) verifyOn(prog Program, l *loaded, cand search.Candidate) error {
-	var salt uint64
-	if cand != nil {
-		salt = kernels.Salt(cand.Key())
-	}
-	s, sampled := l.p.SampleRows(salt)
-	sampled = sampled && !m.t.cfg.VerifyFull
-	t0 := time.Now()
-	if !sampled {
-		out, err := prog.Output(l.inst)
-		m.clk.deviceOnly(t0)
-		if err != nil {
-			return fmt.Errorf("running on %s: %w", l.p.Case, err)
-		}
-		return l.p.VerifyFor(out, cand)
-	}
-	var (
-		rows        []float32
-		firstBad, n int
-		err         error
-	)
-	if so, ok := prog.(SampledOutputer); ok {
-		rows, firstBad, n, err = so.OutputSample(l.inst, s)
-		m.clk.deviceOnly(t0)
-	} else {
-		var out []float32
-		out, err = prog.Output(l.inst)
-		m.clk.deviceOnly(t0)
-		rows, firstBad = s.Extract(out)
-		n = len(out)
-	}
-	if err != nil {
-		return fmt.Errorf("running on %s: %w", l.p.Case, err)
-	}
-	return l.p.VerifySample(s, rows, firstBad, n, cand)
-}
-
-// shapeNames are the task's timed shapes as the file writes them.
-func (m *live) shapeNames() []string {
-	var out []string
-	for _, l := range m.problems {
-		out = append(out, l.p.Case.String())
-	}
-	return out
 }

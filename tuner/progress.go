@@ -42,6 +42,7 @@ func withProgress(t *Tuner, m *live, valid int, next measurer) measurer {
 	return &progressed{next: next, t: t, task: m.task, cands: m.cands, valid: valid}
 }
 
+// measure reports c after the layers below measured or replayed it.
 func (p *progressed) measure(c search.Candidate, n int) ([]float64, error) {
 	defer p.progress(c.Key()) // after the samples (or the failure) are recorded
 	return p.next.measure(c, n)
