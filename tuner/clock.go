@@ -13,7 +13,7 @@ import (
 //     (space, inputs, reference, loading);
 //   - compile: waiting in Backend.Build (a compile the backend's pool
 //     finished ahead, while the device worked, costs nothing here);
-//   - verify: Tuner.verify, i.e. Program.Output on every verification shape
+//   - verify: live.verify, i.e. Program.Output on every verification shape
 //     and the comparison with the reference;
 //   - measure: Program.Run, i.e. warm-up runs and timed samples, in the
 //     search and in the final timing;
