@@ -19,7 +19,7 @@ import (
 	"github.com/kerntune/kerntune/tuner"
 )
 
-func init() { commands = append(commands, newBenchCmd) }
+func init() { commands = append(commands, func(*Factory) *cobra.Command { return newBenchCmd() }) }
 
 type benchRow struct {
 	Kernel  string         `json:"kernel"`

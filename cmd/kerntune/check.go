@@ -20,7 +20,7 @@ import (
 	"github.com/kerntune/kerntune/tuner"
 )
 
-func init() { commands = append(commands, newCheckCmd) }
+func init() { commands = append(commands, func(*Factory) *cobra.Command { return newCheckCmd() }) }
 
 // loadSpecs compiles and registers spec files; a bad spec is a usage error
 // naming the file, the field and the expression.

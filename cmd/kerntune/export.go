@@ -9,7 +9,7 @@ import (
 	"github.com/kerntune/kerntune/internal/trace"
 )
 
-func init() { commands = append(commands, newExportCmd) }
+func init() { commands = append(commands, func(*Factory) *cobra.Command { return newExportCmd() }) }
 
 type exportFlags struct {
 	t4, force           bool

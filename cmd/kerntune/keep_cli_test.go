@@ -74,6 +74,7 @@ func checkNotLowered(t *testing.T, old, now *params.Entry, te tunedEntry) {
 // Re-running tune over a complete entry with a 1 ns budget, a 5 s budget
 // or a short trial never lowers it; --replace forces the new entry.
 func TestTuneNeverLowersAnEntry(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("tunes on the CPU")
 	}
@@ -141,6 +142,7 @@ func TestTuneNeverLowersAnEntry(t *testing.T) {
 // entries already in the file; its partial entry is kept out unless it is
 // faster in the run's own timing.
 func TestTuneInterruptedNeverLowers(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("tunes on the CPU")
 	}

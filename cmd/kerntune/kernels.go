@@ -10,7 +10,7 @@ import (
 	"github.com/kerntune/kerntune/kernels"
 )
 
-func init() { commands = append(commands, newKernelsCmd) }
+func init() { commands = append(commands, func(*Factory) *cobra.Command { return newKernelsCmd() }) }
 
 type paramJSON struct {
 	Name    string `json:"name"`

@@ -161,6 +161,7 @@ func entryShape(t *testing.T, path string) map[string]string {
 // A run killed with SIGKILL part way and resumed measures at most one
 // candidate twice and ends with the file a clean run writes.
 func TestTuneResumeAfterKill(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("tunes on the CPU several times")
 	}
@@ -237,6 +238,7 @@ func TestTuneResumeAfterKill(t *testing.T) {
 // partial one are written, the journal stays for --resume, and the exit code
 // is 128 + the signal (130, 143); show marks the partial entry.
 func TestTuneInterruptWritesWhatIsDone(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("tunes on the CPU")
 	}

@@ -17,7 +17,7 @@ import (
 	"github.com/kerntune/kerntune/search/replay"
 )
 
-func init() { commands = append(commands, newReplayCmd) }
+func init() { commands = append(commands, func(*Factory) *cobra.Command { return newReplayCmd() }) }
 
 type replayFlags struct {
 	caches     []string

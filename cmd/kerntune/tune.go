@@ -18,7 +18,7 @@ import (
 	"github.com/kerntune/kerntune/tuner"
 )
 
-func init() { commands = append(commands, newTuneCmd) }
+func init() { commands = append(commands, func(*Factory) *cobra.Command { return newTuneCmd() }) }
 
 type tuneFlags struct {
 	backend  string
