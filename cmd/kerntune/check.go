@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -225,16 +224,7 @@ func openGPUBackend(name string, log io.Writer) (tuner.Backend, error) {
 		}
 		return b, nil
 	}
-	for _, n := range tuner.AutoOrder(tuner.SpaceGPU) {
-		b, err := tuner.Open(n)
-		if err == nil {
-			return b, nil
-		}
-		if !errors.Is(err, tuner.ErrUnavailable) {
-			fmt.Fprintf(log, "backend %s not used: %v\n", n, err)
-		}
-	}
-	return nil, nil
+	return tuner.OpenAuto(tuner.SpaceGPU, tuner.Open, notUsed(log, false)), nil
 }
 
 // gpuBackendOnly refuses a backend (known by name) that cannot run spec
@@ -290,9 +280,10 @@ func backendSpace(name string) string {
 }
 
 // specRunsOn says why a spec kernel cannot run on a backend (naming the
-// spec, the kernel and the backend), or returns nil.
+// spec, the kernel and the backend), or returns nil. The backend's traits
+// name the API whose sources it builds, whatever the backend is named.
 func specRunsOn(c *spec.Compiled, backend string) error {
-	if slices.Contains(c.APIs, gpu.API(backend)) {
+	if t, err := tuner.TraitsOf(backend); err == nil && t.API != "" && slices.Contains(c.APIs, t.API) {
 		return nil
 	}
 	if c.Body.MLX != nil {

@@ -22,31 +22,23 @@ func openForTune(f tuneFlags, log io.Writer) (tuner.Backend, error) {
 	if _, err := f.backendOpts.mathMode(); err != nil {
 		return nil, err
 	}
-	names := []string{f.backend}
-	if f.backend == "auto" {
-		names = tuner.AutoOrder("")
+	var b tuner.Backend
+	if f.backend != "auto" {
+		var err error
+		if b, err = openTuneBackend(f.backend, f, log); err != nil {
+			return nil, usageError{fmt.Errorf("--backend %s: %w", f.backend, err)}
+		}
+	} else if b = tuner.OpenAuto("", func(n string) (tuner.Backend, error) { return openTuneBackend(n, f, log) }, notUsed(log, f.verbose)); b == nil {
+		return nil, usageErrorf("no backend could be opened")
 	}
-	for _, name := range names {
-		b, err := openTuneBackend(name, f, log)
-		if err != nil {
-			if f.backend != "auto" {
-				return nil, usageError{fmt.Errorf("--backend %s: %w", name, err)}
-			}
-			if f.verbose || !errors.Is(err, tuner.ErrUnavailable) {
-				fmt.Fprintf(log, "backend %s not used: %v\n", name, err)
-			}
-			continue
-		}
-		if err := checkBackendOptions(b, f.backendOpts); err != nil {
-			b.Close()
-			return nil, err
-		}
-		if _, ok := b.(*worker.Backend); ok {
-			fmt.Fprintf(log, "candidates run in a worker process (limit %s per call)\n", f.candTimeout)
-		}
-		return b, nil
+	if err := checkBackendOptions(b, f.backendOpts); err != nil {
+		b.Close()
+		return nil, err
 	}
-	return nil, usageErrorf("no backend could be opened")
+	if _, ok := b.(*worker.Backend); ok {
+		fmt.Fprintf(log, "candidates run in a worker process (limit %s per call)\n", f.candTimeout)
+	}
+	return b, nil
 }
 
 // openTuneBackend opens one named backend: in a worker process when
