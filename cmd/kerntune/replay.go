@@ -11,8 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kerntune/kerntune/internal/ktcache"
 	"github.com/kerntune/kerntune/search"
+	"github.com/kerntune/kerntune/search/ktcache"
 	"github.com/kerntune/kerntune/search/replay"
 )
 
