@@ -104,7 +104,7 @@ check does the static checks only and says so.`,
 			}
 			if backend != "auto" && backend != "none" {
 				for _, c := range cs {
-					if err := specRunsOn(c, backend); err != nil {
+					if err := tuner.SpecRunsOn(c, backend); err != nil {
 						return usageError{fmt.Errorf("--backend %s: %w", backend, err)}
 					}
 				}
@@ -156,7 +156,7 @@ check does the static checks only and says so.`,
 			tu := tuner.New(b, tuner.Config{})
 			failed := 0
 			for _, c := range cs {
-				if err := specRunsOn(c, info.Backend); err != nil {
+				if err := tuner.SpecRunsOn(c, info.Backend); err != nil {
 					fmt.Fprintf(text, "device check of %s skipped: %v\n", c.Kernel.Name, err)
 					res.Skipped = append(res.Skipped, checkSkip{Kernel: c.Kernel.Name, File: c.File, Reason: err.Error()})
 					continue
@@ -272,29 +272,6 @@ func noGPUNote(cs []*spec.Compiled) string {
 	return note + ")"
 }
 
-// backendSpace is the kind of parameter space the named backend's
-// candidates use (tuner.SpaceGPU for GPU code), "" for an unknown name.
-func backendSpace(name string) string {
-	t, err := tuner.TraitsOf(name)
-	if err != nil {
-		return ""
-	}
-	return t.Space
-}
-
-// specRunsOn says why a spec kernel cannot run on a backend (naming the
-// spec, the kernel and the backend), or returns nil. The backend's traits
-// name the API whose sources it builds, whatever the backend is named.
-func specRunsOn(c *spec.Compiled, backend string) error {
-	if t, err := tuner.TraitsOf(backend); err == nil && t.API != "" && slices.Contains(c.APIs, t.API) {
-		return nil
-	}
-	if c.Body.MLX != nil {
-		return fmt.Errorf("%s: kernel %s has an mlx source (MLX's fast.metal_kernel) and runs on the metal backend only, not %s", c.File, c.Kernel.Name, backend)
-	}
-	return fmt.Errorf("%s: kernel %s has sources for %s only; the %s backend cannot build it", c.File, c.Kernel.Name, apiList(c.APIs), backend)
-}
-
 // checkJSON is what check --json prints: the static checks of every spec,
 // then the device checks (one report per kernel and dtype, and the kernels
 // whose check was skipped, with why).
@@ -343,12 +320,4 @@ func printStaticCheck(w io.Writer, sc *spec.StaticCheck) {
 	default:
 		fmt.Fprintf(w, "  MSL syntax and address-space checks: %s passed (every candidate × dtype; %s, %s)\n", plural(sc.MSL.Passed, "Metal source", "Metal sources"), sc.MSL.Clang, plural(sc.MSL.Runs, "run", "runs"))
 	}
-}
-
-func apiList(apis []gpu.API) string {
-	var s []string
-	for _, a := range apis {
-		s = append(s, string(a))
-	}
-	return strings.Join(s, ", ")
 }

@@ -218,12 +218,8 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 
 	if f.backend != "auto" {
 		// Before opening a backend that could never run the kernel.
-		for _, c := range specs {
-			if c.Body.MLX != nil {
-				if err := specRunsOn(c, f.backend); err != nil {
-					return usageErrorf("--spec: %w", err)
-				}
-			}
+		if err := tuner.SpecsRunOn(tuner.MLXSpecs(specs), f.backend); err != nil {
+			return usageErrorf("--spec: %w", err)
 		}
 	}
 	b, err := openForTune(f, log)
@@ -235,20 +231,8 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 	if err := checkWhere(ks, info.Backend, f.where, true); err != nil {
 		return err
 	}
-	for _, c := range specs {
-		if c.Body.MLX != nil {
-			if err := specRunsOn(c, info.Backend); err != nil {
-				return usageErrorf("--spec: %w", err)
-			}
-		}
-	}
-	if len(specs) > 0 && backendSpace(info.Backend) != tuner.SpaceGPU {
-		return usageErrorf("--spec: spec kernels are GPU code and the %s backend cannot run them; use --backend cuda, metal or opencl", info.Backend)
-	}
-	for _, c := range specs {
-		if err := specRunsOn(c, info.Backend); err != nil {
-			return usageErrorf("--spec: %w", err)
-		}
+	if err := tuner.SpecsRunOn(specs, info.Backend); err != nil {
+		return usageErrorf("--spec: %w", err)
 	}
 	ui := newProgressUI(cmd.ErrOrStderr(), f.quiet, len(tasks), f.budget)
 	defer ui.close()
