@@ -6,8 +6,13 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/search"
+	"github.com/kerntune/kerntune/tuner"
 )
 
 // syncBuffer is a buffer that commands may write from several goroutines
@@ -54,6 +59,19 @@ func TestCommandsFillTheirOptions(t *testing.T) {
 			[]string{"a.json", "b.json", "--out", "c.json", "--force"},
 			MergeOptions{IO: f.IO, Inputs: []string{"a.json", "b.json"}, Out: "c.json", Force: true}},
 	}
+	tuneDefaults := func(o TuneOptions) TuneOptions {
+		o.IO, o.dtype, o.strategy, o.budgetS, o.seed, o.out = f.IO, "f32", search.DefaultStrategy, "3m", 1, params.DefaultFileName
+		o.candTimeout, o.driftEvery, o.driftCooldown = 2*time.Minute, tuner.DefaultDriftEvery, 10*time.Second
+		return o
+	}
+	tests = append(tests, struct {
+		cmd  *cobra.Command
+		args []string
+		want any
+	}{NewCmdTune(f, func(o *TuneOptions) error { o.ctx = nil; got = *o; return nil }),
+		[]string{"--backend", "cpu", "--kernel", "softmax", "--shape", "8x300", "--isolate", "--allow-tf32"},
+		tuneDefaults(TuneOptions{backend: "cpu", kernels: []string{"softmax"}, shapes: []string{"8x300"}, isolate: true, isolateSet: true,
+			backendOpts: backendOptions{allowTF32: true}})})
 	for _, tt := range tests {
 		t.Run(tt.cmd.Name(), func(t *testing.T) {
 			got = nil
@@ -77,4 +95,10 @@ func runIn(args ...string) (code int, stdout, stderr string) {
 	var out, errOut syncBuffer
 	code = runWith(testFactory(&out, &errOut), args)
 	return code, out.String(), errOut.String()
+}
+
+// newTuneCmd is the tune command on a test factory, for tests that look at its flags.
+func newTuneCmd() *cobra.Command {
+	var out, errOut syncBuffer
+	return NewCmdTune(testFactory(&out, &errOut), nil)
 }
