@@ -46,6 +46,11 @@ func TestCommandsFillTheirOptions(t *testing.T) {
 	var out, errOut syncBuffer
 	f := testFactory(&out, &errOut)
 	var got any
+	tuneDefaults := func(o TuneOptions) TuneOptions {
+		o.IO, o.dtype, o.strategy, o.budgetS, o.seed, o.out = f.IO, "f32", search.DefaultStrategy, "3m", 1, params.DefaultFileName
+		o.candTimeout, o.driftEvery, o.driftCooldown = 2*time.Minute, tuner.DefaultDriftEvery, 10*time.Second
+		return o
+	}
 	tests := []struct {
 		cmd  *cobra.Command
 		args []string
@@ -55,23 +60,19 @@ func TestCommandsFillTheirOptions(t *testing.T) {
 			[]string{"x.json", "--json"}, ShowOptions{IO: f.IO, File: "x.json", JSON: true}},
 		{NewCmdVersion(f, func(o *VersionOptions) error { got = *o; return nil }),
 			[]string{"--json"}, VersionOptions{IO: f.IO, JSON: true}},
+		{NewCmdKernels(f, func(o *KernelsOptions) error { got = *o; return nil }),
+			[]string{"--json"}, KernelsOptions{IO: f.IO, JSON: true}},
 		{NewCmdMerge(f, func(o *MergeOptions) error { got = *o; return nil }),
 			[]string{"a.json", "b.json", "--out", "c.json", "--force"},
 			MergeOptions{IO: f.IO, Inputs: []string{"a.json", "b.json"}, Out: "c.json", Force: true}},
+		{NewCmdExport(f, func(o *ExportOptions) error { got = *o; return nil }),
+			[]string{"p.json", "--t4", "--key", "f32/tiny"},
+			ExportOptions{IO: f.IO, File: "p.json", t4: true, key: "f32/tiny"}},
+		{NewCmdTune(f, func(o *TuneOptions) error { o.ctx = nil; got = *o; return nil }),
+			[]string{"--backend", "cpu", "--kernel", "softmax", "--shape", "8x300", "--isolate", "--allow-tf32"},
+			tuneDefaults(TuneOptions{backend: "cpu", kernels: []string{"softmax"}, shapes: []string{"8x300"}, isolate: true, isolateSet: true,
+				backendOpts: backendOptions{allowTF32: true}})},
 	}
-	tuneDefaults := func(o TuneOptions) TuneOptions {
-		o.IO, o.dtype, o.strategy, o.budgetS, o.seed, o.out = f.IO, "f32", search.DefaultStrategy, "3m", 1, params.DefaultFileName
-		o.candTimeout, o.driftEvery, o.driftCooldown = 2*time.Minute, tuner.DefaultDriftEvery, 10*time.Second
-		return o
-	}
-	tests = append(tests, struct {
-		cmd  *cobra.Command
-		args []string
-		want any
-	}{NewCmdTune(f, func(o *TuneOptions) error { o.ctx = nil; got = *o; return nil }),
-		[]string{"--backend", "cpu", "--kernel", "softmax", "--shape", "8x300", "--isolate", "--allow-tf32"},
-		tuneDefaults(TuneOptions{backend: "cpu", kernels: []string{"softmax"}, shapes: []string{"8x300"}, isolate: true, isolateSet: true,
-			backendOpts: backendOptions{allowTF32: true}})})
 	for _, tt := range tests {
 		t.Run(tt.cmd.Name(), func(t *testing.T) {
 			got = nil
