@@ -80,7 +80,9 @@ func TestTuneNeverLowersAnEntry(t *testing.T) {
 	}
 	out := filepath.Join(t.TempDir(), "hardware_params.json")
 	// gemv_nt f32 has a baseline on the CPU (gonum), so entries record use.
-	tune := []string{"tune", "--backend", "cpu", "--kernel", "gemv_nt", "--shape", "1x96x200", "-q", "--json", "--out", out}
+	// The drift guard is off: the tests beside this one load the machine,
+	// and each drift they cause would idle the run for --drift-cooldown.
+	tune := []string{"tune", "--backend", "cpu", "--kernel", "gemv_nt", "--shape", "1x96x200", "-q", "--json", "--out", out, "--drift-every", "0"}
 	const key = "f32/1x96x200"
 	code, log := runCLI(t, append(tune, "--strategy", "exhaustive", "--budget", "2m")...)
 	if code != 0 {

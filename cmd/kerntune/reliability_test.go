@@ -70,8 +70,10 @@ func TestTuneIsolatesCrashingCandidates(t *testing.T) {
 	t.Setenv("KTDEV_AS_KERNTUNE", "1")
 	t.Setenv("KTDEV_FAULT", "crash:"+crash+";hang:"+hang)
 	out := filepath.Join(t.TempDir(), "hardware_params.json")
+	// The drift guard is off: under load each drift would idle the run for
+	// --drift-cooldown, and this test is about faults.
 	code, log := runCLI(t, "tune", "--backend", "cpu", "--isolate", "--candidate-timeout", "2s", "--kernel", "softmax", "--shape", "16x300",
-		"--strategy", "exhaustive", "--budget", "2m", "-v", "--out", out)
+		"--strategy", "exhaustive", "--budget", "2m", "-v", "--out", out, "--drift-every", "0")
 	if code != 0 {
 		t.Fatalf("tune exited %d:\n%s", code, log)
 	}
