@@ -7,9 +7,9 @@ import (
 	"sort"
 	"time"
 
-	"github.com/kerntune/kerntune/internal/ktcache"
 	"github.com/kerntune/kerntune/internal/stats"
 	"github.com/kerntune/kerntune/search"
+	"github.com/kerntune/kerntune/search/ktcache"
 	"gonum.org/v1/gonum/stat"
 )
 

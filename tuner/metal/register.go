@@ -3,15 +3,23 @@ package metal
 import (
 	"runtime"
 
+	"github.com/kerntune/kerntune/kernels/gpu"
 	"github.com/kerntune/kerntune/tuner"
 )
 
-func init() { tuner.Register("metal", Open, traits(runtime.GOOS)) }
+func init() {
+	tuner.RegisterOptions("metal", func(o tuner.Options) (tuner.Backend, error) {
+		return OpenWith(Options{MathMode: o[OptionMathMode]})
+	}, traits(runtime.GOOS))
+}
+
+// OptionMathMode is the tuner option that sets Options.MathMode.
+const OptionMathMode = tuner.OptionMathMode
 
 // traits: "--backend auto" tries Metal first, on macOS only (elsewhere it
 // cannot open).
 func traits(goos string) tuner.Traits {
-	t := tuner.Traits{Space: tuner.SpaceGPU, Isolate: true}
+	t := tuner.Traits{Space: tuner.SpaceGPU, API: gpu.Metal, Options: []string{OptionMathMode}, Isolate: true}
 	if goos == "darwin" {
 		t.AutoRank = 1
 	}

@@ -18,7 +18,7 @@ import (
 // backend is the better default.
 func init() {
 	tuner.Register("opencl", func() (tuner.Backend, error) { return Open() },
-		tuner.Traits{Space: tuner.SpaceGPU, Isolate: true})
+		tuner.Traits{Space: tuner.SpaceGPU, API: gpu.OpenCL, Isolate: true})
 }
 
 // errClosed ends compiles that had not started when the backend closed.
