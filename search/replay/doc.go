@@ -6,6 +6,6 @@
 // simulated measurement time is the sum of the samples drawn plus the
 // recorded compile time of every configuration measured for the first time.
 //
-// It imports search, internal/ktcache and internal/stats: no tuner, no
+// It imports search, search/ktcache and internal/stats: no tuner, no
 // device.
 package replay
