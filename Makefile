@@ -7,7 +7,7 @@ PKGS    := ./...
 # The commit, for kerntune version where Go records no VCS data itself.
 LDFLAGS := -X main.commit=$(shell git rev-parse HEAD 2>/dev/null)
 
-.PHONY: build tune test test-go test-go-race test-go-norace test-full test-python test-short test-arm64-abi check check-generated fuzz bench release clean gpu-binaries search-table
+.PHONY: build tune test test-go test-go-race test-go-norace test-full test-python test-short test-arm64-abi check check-generated check-figures figures fuzz bench release clean gpu-binaries search-table
 
 build:
 	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/kerntune
@@ -74,9 +74,10 @@ test-arm64-abi:
 		rc=$$?; cat ../../bin/metal-linux-arm64.log; [ $$rc -eq 0 ] || exit $$rc; \
 		grep -q -- '^--- PASS: TestTypedSendABI' ../../bin/metal-linux-arm64.log || { echo "TestTypedSendABI did not pass on linux/arm64"; exit 1; }
 
-# Formatting, vet, the generated CPU kernels up to date, and cross-builds
+# Formatting, vet, the generated CPU kernels and the figures of
+# docs/architecture.md up to date, and cross-builds
 # for the other platforms.
-check: check-generated
+check: check-generated check-figures
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet $(PKGS)
@@ -89,6 +90,15 @@ check: check-generated
 # kern_*_kernels.go) differ from what tuner/cpu/kern_gen.go writes now.
 check-generated:
 	GO=$(GO) scripts/check-generated.sh
+
+# Fails when the figures block of docs/architecture.md (lines per package,
+# duplicates) differs from what scripts/archfig counts in the tree now;
+# make figures rewrites it.
+check-figures:
+	$(GO) run ./scripts/archfig -check
+
+figures:
+	$(GO) run ./scripts/archfig -w
 
 fuzz:
 	$(GO) test ./params -run '^$$' -fuzz FuzzLoad -fuzztime 60s

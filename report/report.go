@@ -1,7 +1,3 @@
-// Package report writes a Markdown report with plots of a params file:
-// per device, family and class the winner against the default and the
-// baseline, and, from a trace of the tuning run, every candidate measured
-// and the effect of each parameter (kerntune report).
 package report
 
 import (

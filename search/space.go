@@ -1,6 +1,3 @@
-// Package search holds tuning search spaces (named integer parameters with
-// allowed values and constraints) and the strategies that decide which
-// candidates to measure and how often.
 package search
 
 import (

@@ -61,6 +61,9 @@ type compiler struct {
 	inOps       []inOp // the inputs in binding order
 	base        *kernels.Kernel
 	mlx         *mlxCompiled
+
+	seen   map[string]string // names of the expressions' namespace, by the field that took each
+	cNames map[string]string // names of the kernel source's namespace, likewise
 }
 
 func (c *compiler) fail(field, exprText, format string, args ...any) {
@@ -98,9 +101,36 @@ func envOf(extra map[string]any, names ...[]string) map[string]any {
 }
 
 func compile(s *Spec, file, dir string) (*Compiled, error) {
-	c := &compiler{file: file, dir: dir, s: s}
+	c := &compiler{file: file, dir: dir, s: s, seen: map[string]string{}, cNames: map[string]string{}}
 	out := &Compiled{Spec: s, File: file, c: c}
+	c.compileName(out)
+	c.compileDims(out)
+	c.compileDTypes()
+	space := c.compileParams()
+	c.compileConstraints()
+	c.compileLaunch()
+	nOut, inNames := c.compileBuffers()
+	c.compileScalars()
+	c.compileClasses()
+	c.compileCorrectness(out, nOut, inNames)
+	c.compileSource(out)
 
+	if len(c.errs) > 0 {
+		return nil, joinErrors(c.errs)
+	}
+	c.build(out, space)
+	if len(c.errs) > 0 {
+		return nil, joinErrors(c.errs)
+	}
+	if err := c.checkCases(out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// compileName checks the kernel's name and the family it implements.
+func (c *compiler) compileName(out *Compiled) {
+	s := c.s
 	builtin := params.Builtin()
 	switch {
 	case !nameRE.MatchString(s.Name):
@@ -116,8 +146,12 @@ func compile(s *Spec, file, dir string) (*Compiled, error) {
 			c.base = out.Base
 		}
 	}
+}
 
-	// Dims.
+// compileDims checks the shape's dimensions (the implemented family's
+// by default) and claims their names.
+func (c *compiler) compileDims(out *Compiled) {
+	s := c.s
 	c.dims = s.Dims
 	if out.Base != nil {
 		if len(s.Dims) == 0 {
@@ -129,47 +163,53 @@ func compile(s *Spec, file, dir string) (*Compiled, error) {
 	} else if len(s.Dims) == 0 && s.Implements == "" {
 		c.fail("dims", "", "required: the names of the shape's dimensions (or implements: a built-in family)")
 	}
-	seen := map[string]string{}
-	claim := func(field, name string) bool {
-		if !identRE.MatchString(name) {
-			c.fail(field, "", "%q is not an identifier", name)
-			return false
-		}
-		if reserved[name] {
-			c.fail(field, "", "%q is a reserved name in expressions", name)
-			return false
-		}
-		if prev, ok := seen[name]; ok {
-			c.fail(field, "", "%q is already used by %s", name, prev)
-			return false
-		}
-		seen[name] = field
-		return true
-	}
 	for i, d := range c.dims {
-		claim(fmt.Sprintf("dims[%d]", i), d)
+		c.claim(fmt.Sprintf("dims[%d]", i), d)
 	}
-	// Parameters, defines, buffers and scalars share the kernel source's
-	// namespace (parameters and defines are macros there).
-	cNames := map[string]string{}
-	claimC := func(field, name string) bool {
-		if !identRE.MatchString(name) {
-			c.fail(field, "", "%q is not an identifier", name)
-			return false
-		}
-		if dialectNames[name] || strings.HasPrefix(name, "KT_") || strings.HasPrefix(name, "kt_") {
-			c.fail(field, "", "%q is a name the kernel dialect defines (reserved: T, NTHREADS, LID, LOAD, ... and the KT_ prefix)", name)
-			return false
-		}
-		if prev, ok := cNames[name]; ok {
-			c.fail(field, "", "%q is already used by %s (parameters, defines, buffers and scalars share the kernel's namespace)", name, prev)
-			return false
-		}
-		cNames[name] = field
-		return true
-	}
+}
 
-	// DTypes.
+// claim takes name for the namespace of expressions (dims, parameters,
+// the reference's input buffers), or reports why it cannot.
+func (c *compiler) claim(field, name string) bool {
+	if !identRE.MatchString(name) {
+		c.fail(field, "", "%q is not an identifier", name)
+		return false
+	}
+	if reserved[name] {
+		c.fail(field, "", "%q is a reserved name in expressions", name)
+		return false
+	}
+	if prev, ok := c.seen[name]; ok {
+		c.fail(field, "", "%q is already used by %s", name, prev)
+		return false
+	}
+	c.seen[name] = field
+	return true
+}
+
+// claimC takes name for the kernel source's namespace: parameters,
+// defines, buffers and scalars share it (parameters and defines are
+// macros there).
+func (c *compiler) claimC(field, name string) bool {
+	if !identRE.MatchString(name) {
+		c.fail(field, "", "%q is not an identifier", name)
+		return false
+	}
+	if dialectNames[name] || strings.HasPrefix(name, "KT_") || strings.HasPrefix(name, "kt_") {
+		c.fail(field, "", "%q is a name the kernel dialect defines (reserved: T, NTHREADS, LID, LOAD, ... and the KT_ prefix)", name)
+		return false
+	}
+	if prev, ok := c.cNames[name]; ok {
+		c.fail(field, "", "%q is already used by %s (parameters, defines, buffers and scalars share the kernel's namespace)", name, prev)
+		return false
+	}
+	c.cNames[name] = field
+	return true
+}
+
+// compileDTypes checks the element types (f32 and f16 by default).
+func (c *compiler) compileDTypes() {
+	s := c.s
 	if len(s.DTypes) == 0 {
 		s.DTypes = []string{"f32", "f16"}
 	}
@@ -178,8 +218,11 @@ func compile(s *Spec, file, dir string) (*Compiled, error) {
 			c.fail(fmt.Sprintf("dtypes[%d]", i), "", "%v", err)
 		}
 	}
+}
 
-	// Params.
+// compileParams checks the parameters and returns them as a space.
+func (c *compiler) compileParams() params.Space {
+	s := c.s
 	var space params.Space
 	for i, p := range s.Params {
 		f := fmt.Sprintf("params[%d]", i)
@@ -191,7 +234,7 @@ func compile(s *Spec, file, dir string) (*Compiled, error) {
 			c.fail(f+".name", "", "%s is reserved: KERNTUNE_%s_USE chooses between the tuned kernel and the baseline", p.Name, strings.ToUpper(s.Name))
 			continue
 		}
-		if !claim(f+".name", p.Name) || !claimC(f+".name", p.Name) {
+		if !c.claim(f+".name", p.Name) || !c.claimC(f+".name", p.Name) {
 			continue
 		}
 		if len(p.Values) == 0 {
@@ -215,15 +258,23 @@ func compile(s *Spec, file, dir string) (*Compiled, error) {
 		c.paramNames = append(c.paramNames, p.Name)
 		space.Params = append(space.Params, params.Param{Name: p.Name, Values: slices.Clone(p.Values), Default: def, Doc: p.Doc})
 	}
+	return space
+}
 
-	pEnv := envOf(nil, c.paramNames)
+// compileConstraints compiles the constraints over the dims and parameters.
+func (c *compiler) compileConstraints() {
 	dpEnv := envOf(nil, c.dims, c.paramNames)
-	dEnv := envOf(nil, c.dims)
+	s := c.s
 	for i, src := range s.Constraints {
 		c.constraints = append(c.constraints, c.compile(fmt.Sprintf("constraints[%d]", i), src, dpEnv, boolKind))
 	}
+}
 
-	// Launch.
+// compileLaunch compiles the launch: threads (or MLX's threadgroup), the
+// grid, shared memory and the defines.
+func (c *compiler) compileLaunch() {
+	s := c.s
+	pEnv, dpEnv := envOf(nil, c.paramNames), envOf(nil, c.dims, c.paramNames)
 	switch {
 	case s.Source.MLX != nil:
 		c.mlx = &mlxCompiled{}
@@ -262,21 +313,25 @@ func compile(s *Spec, file, dir string) (*Compiled, error) {
 			c.fail(f, "", "NTHREADS is launch.threads; set that instead")
 			continue
 		}
-		if !claimC(f, name) {
+		if !c.claimC(f, name) {
 			continue
 		}
 		c.defines[name] = c.compile(f, s.Launch.Defines[name], pEnv, intKind)
 	}
+}
 
-	// Buffers and scalars.
-	nOut, lastRequired, firstOptional := 0, -1, -1
-	var inNames []string
+// compileBuffers checks the buffers and compiles their lengths, shapes
+// and typing; it returns the number of outputs and the inputs' names.
+func (c *compiler) compileBuffers() (nOut int, inNames []string) {
+	s := c.s
+	dEnv := envOf(nil, c.dims)
+	lastRequired, firstOptional := -1, -1
 	for i, b := range s.Buffers {
 		f := fmt.Sprintf("buffers[%d]", i)
-		claimC(f+".name", b.Name)
+		c.claimC(f+".name", b.Name)
 		if s.Reference != nil && b.IO == "in" {
 			// The reference expression names input buffers next to the dims.
-			claim(f+".name", b.Name)
+			c.claim(f+".name", b.Name)
 		}
 		switch b.IO {
 		case "in":
@@ -331,13 +386,19 @@ func compile(s *Spec, file, dir string) (*Compiled, error) {
 	if firstOptional >= 0 && lastRequired > firstOptional {
 		c.fail(fmt.Sprintf("buffers[%d].optional", firstOptional), "", "optional input buffers must come after every required one")
 	}
+	return nOut, inNames
+}
+
+// compileScalars compiles the scalar arguments' values.
+func (c *compiler) compileScalars() {
+	s := c.s
 	sEnv := envOf(map[string]any{"bias": 0, "eps": 0.0}, c.dims)
 	if s.Source.MLX != nil && len(s.Scalars) > 0 {
 		c.fail("scalars", "", "an mlx kernel takes only its input_names; give scalars as source.mlx.constants (value: a scalar, values: an array)")
 	}
 	for i, sc := range s.Scalars {
 		f := fmt.Sprintf("scalars[%d]", i)
-		claimC(f+".name", sc.Name)
+		c.claimC(f+".name", sc.Name)
 		switch sc.Type {
 		case "int":
 			c.scalars = append(c.scalars, c.compile(f+".value", sc.Value, sEnv, intKind))
@@ -348,8 +409,12 @@ func compile(s *Spec, file, dir string) (*Compiled, error) {
 			c.scalars = append(c.scalars, nil)
 		}
 	}
+}
 
-	// Classes.
+// compileClasses compiles the shape classes' conditions and the flop count.
+func (c *compiler) compileClasses() {
+	s := c.s
+	dEnv := envOf(nil, c.dims)
 	classNames := map[string]bool{}
 	for i, cl := range s.Classes {
 		f := fmt.Sprintf("classes[%d]", i)
@@ -373,8 +438,13 @@ func compile(s *Spec, file, dir string) (*Compiled, error) {
 	if s.Flops != "" {
 		c.flops = c.compile("flops", s.Flops, envOf(map[string]any{"bias": 0}, c.dims), floatKind)
 	}
+}
 
-	// Correctness.
+// compileCorrectness compiles how outputs are checked: the implemented
+// family's reference or the spec's reference expressions, the bias and
+// the tolerances.
+func (c *compiler) compileCorrectness(out *Compiled, nOut int, inNames []string) {
+	s := c.s
 	switch {
 	case s.Implements != "" && (s.Reference != nil || c.hasOutputRefs()):
 		c.fail("reference", "", "a spec that implements %s is checked against its reference; remove one", s.Implements)
@@ -409,8 +479,11 @@ func compile(s *Spec, file, dir string) (*Compiled, error) {
 			c.fail("tolerance."+d, "", "%g is not in (0, 1)", t)
 		}
 	}
+}
 
-	// Source.
+// compileSource reads the kernel's body or raw sources.
+func (c *compiler) compileSource(out *Compiled) {
+	s := c.s
 	out.Body = &gpu.Body{Family: s.Name, Func: s.Source.Function}
 	if out.Body.Func == "" {
 		out.Body.Func = "kt_" + s.Name
@@ -418,18 +491,6 @@ func compile(s *Spec, file, dir string) (*Compiled, error) {
 		c.fail("source.function", "", "%q is not an identifier", out.Body.Func)
 	}
 	c.source(out)
-
-	if len(c.errs) > 0 {
-		return nil, joinErrors(c.errs)
-	}
-	c.build(out, space)
-	if len(c.errs) > 0 {
-		return nil, joinErrors(c.errs)
-	}
-	if err := c.checkCases(out); err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // source reads the body or the raw files.

@@ -115,6 +115,26 @@ func (c *compiler) mlxSource(out *Compiled, read func(field, name string) string
 		c.fail("source.mlx.name", "", "%q is not an identifier (MLX names the function custom_kernel_<name>...)", k.Name)
 	}
 
+	c.mlxTexts(k, read)
+	names := map[string]string{} // MLX argument names → field
+	constIndex := c.mlxConstants()
+	c.mlxInputs(k, constIndex, names)
+	c.mlxOutputs(k, names)
+	c.mlxOptions(out, k)
+	c.mlxTemplate(k, names)
+
+	if o := k.ClosesEarly(); o != "" {
+		c.fail("source.mlx.output_names", "", "MLX would close the kernel's argument list after output %s: it compares the buffer index with the number of inputs and outputs, and the <name>_shape/_strides/_ndim arguments the body uses push the index past it, so the later outputs land in the body and MLX cannot compile the kernel (use a Metal attribute such as thread_position_in_grid, which MLX lists after the outputs, or fewer shape arguments)", o)
+	}
+	c.mlx.kernel = k
+	out.Body.MLX = k
+	out.Body.Func = "custom_kernel_" + k.Name
+	out.APIs = []gpu.API{gpu.Metal}
+}
+
+// mlxTexts reads the kernel's source and header, inline or from files.
+func (c *compiler) mlxTexts(k *gpu.MLX, read func(field, name string) string) {
+	m := c.s.Source.MLX
 	switch {
 	case m.Source != "" && m.SourceFile != "":
 		c.fail("source.mlx", "", "give source or source_file, not both")
@@ -133,9 +153,12 @@ func (c *compiler) mlxSource(out *Compiled, read func(field, name string) string
 	case m.HeaderFile != "":
 		k.Header = read("source.mlx.header_file", m.HeaderFile)
 	}
+}
 
-	// Constants.
-	names := map[string]string{} // MLX argument names → field
+// mlxConstants compiles the constant inputs' values and returns their
+// indexes by name.
+func (c *compiler) mlxConstants() map[string]int {
+	m := c.s.Source.MLX
 	constIndex := map[string]int{}
 	sEnv := envOf(map[string]any{"bias": 0, "eps": 0.0}, c.dims)
 	for i, cn := range m.Constants {
@@ -170,13 +193,17 @@ func (c *compiler) mlxSource(out *Compiled, read func(field, name string) string
 		}
 		c.mlx.consts = append(c.mlx.consts, progs)
 	}
+	return constIndex
+}
 
-	// Inputs.
+// mlxInputs checks input_names against the input buffers and the
+// constants, in MLX's order, and records the inputs; names gets each
+// argument name's field.
+func (c *compiler) mlxInputs(k *gpu.MLX, constIndex map[string]int, names map[string]string) {
+	s, m := c.s, c.s.Source.MLX
 	bufIndex := map[string]int{}
-	var outNames []string
 	for i, b := range s.Buffers {
 		if b.IO == "out" {
-			outNames = append(outNames, b.Name)
 			continue
 		}
 		bufIndex[b.Name] = i
@@ -237,6 +264,17 @@ func (c *compiler) mlxSource(out *Compiled, read func(field, name string) string
 			c.fail(fmt.Sprintf("source.mlx.constants[%d].name", i), "", "constant %q is not in source.mlx.input_names, so MLX would not pass it", cn.Name)
 		}
 	}
+}
+
+// mlxOutputs checks output_names against the output buffers.
+func (c *compiler) mlxOutputs(k *gpu.MLX, names map[string]string) {
+	s, m := c.s, c.s.Source.MLX
+	var outNames []string
+	for _, b := range s.Buffers {
+		if b.IO == "out" {
+			outNames = append(outNames, b.Name)
+		}
+	}
 	switch {
 	case m.OutputNames == nil:
 		c.fail("source.mlx.output_names", "", "required: metal_kernel's output_names (the buffers with io \"out\", in order)")
@@ -256,6 +294,12 @@ func (c *compiler) mlxSource(out *Compiled, read func(field, name string) string
 			k.Outputs = append(k.Outputs, o)
 		}
 	}
+}
+
+// mlxOptions reads the atomic outputs, init_value and the compile
+// options (math mode, Metal version).
+func (c *compiler) mlxOptions(out *Compiled, k *gpu.MLX) {
+	m := c.s.Source.MLX
 	k.Atomic = m.AtomicOutputs
 	if m.InitValue != nil && (math.IsNaN(*m.InitValue) || math.IsInf(*m.InitValue, 0)) {
 		c.fail("source.mlx.init_value", "", "must be a finite number")
@@ -275,8 +319,12 @@ func (c *compiler) mlxSource(out *Compiled, read func(field, name string) string
 	default:
 		c.fail("source.mlx.metal_version", "", "%q is not a Metal language version (allowed: 3.0, 3.1, 3.2, 4.0)", m.MetalVersion)
 	}
+}
 
-	// Template arguments.
+// mlxTemplate checks the template arguments, and that every parameter
+// reaches the body through one or a launch or constraint expression.
+func (c *compiler) mlxTemplate(k *gpu.MLX, names map[string]string) {
+	s, m := c.s, c.s.Source.MLX
 	isParam := map[string]int{}
 	for i, p := range s.Params {
 		isParam[p.Name] = i
@@ -331,14 +379,6 @@ func (c *compiler) mlxSource(out *Compiled, read func(field, name string) string
 			c.fail(fmt.Sprintf("params[%d].name", i), "", "%s is used by no template argument (source.mlx.template), launch or constraint expression: in an mlx kernel a parameter reaches the body only as a template argument", p.Name)
 		}
 	}
-
-	if o := k.ClosesEarly(); o != "" {
-		c.fail("source.mlx.output_names", "", "MLX would close the kernel's argument list after output %s: it compares the buffer index with the number of inputs and outputs, and the <name>_shape/_strides/_ndim arguments the body uses push the index past it, so the later outputs land in the body and MLX cannot compile the kernel (use a Metal attribute such as thread_position_in_grid, which MLX lists after the outputs, or fewer shape arguments)", o)
-	}
-	c.mlx.kernel = k
-	out.Body.MLX = k
-	out.Body.Func = "custom_kernel_" + k.Name
-	out.APIs = []gpu.API{gpu.Metal}
 }
 
 // templateArg reads one template binding: "dtype", "param", an integer

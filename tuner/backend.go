@@ -1,17 +1,7 @@
-// Package tuner runs the tuning pipeline on a Backend: for each kernel
-// family and shape class it enumerates the valid candidates, builds each,
-// verifies it against the float64 reference on fresh random inputs with the
-// output poisoned, times it (warmup, many samples, median), lets a search
-// strategy prune the losers, and records the winner with the un-tuned
-// default and the backend's baseline as a params.Entry.
 package tuner
 
 import (
-	"errors"
 	"fmt"
-	"sort"
-	"strings"
-	"sync"
 
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/kernels/gpu"
@@ -122,114 +112,6 @@ type Program interface {
 	// beta = 0 (MPS) starts from zeros instead.
 	Output(inst Instance) ([]float32, error)
 	Close() error
-}
-
-// Opener creates a backend; it returns an error wrapping ErrUnavailable when
-// the device or its driver is missing.
-type Opener func() (Backend, error)
-
-// ErrUnavailable reports that a backend cannot run on this machine.
-var ErrUnavailable = fmt.Errorf("backend not available on this machine")
-
-// ErrUnknownBackend reports a backend name that is not registered.
-var ErrUnknownBackend = errors.New("unknown backend")
-
-// Space kinds: the GPU backends share kernel bodies and so parameters.
-const (
-	SpaceCPU = "cpu"
-	SpaceGPU = "gpu"
-)
-
-// Traits are what the layers above a backend know of it without opening
-// it, so that no layer keeps its own list of backend names.
-type Traits struct {
-	// Space is the kind of parameter space its candidates use (SpaceCPU,
-	// SpaceGPU). params.SpaceKind, which imports only the standard
-	// library, keeps the same table; a test holds the two together.
-	Space string
-	// Isolate: tune runs its candidates in a worker process unless told
-	// otherwise (one faulting GPU kernel can poison a context for good).
-	Isolate bool
-	// AutoRank orders the backends that "--backend auto" tries, lowest
-	// first; 0: auto never picks it.
-	AutoRank int
-}
-
-type registration struct {
-	open   Opener
-	traits Traits
-}
-
-var (
-	registryMu sync.Mutex
-	registry   = map[string]registration{}
-)
-
-// Register makes a backend available by name; backends call it from init.
-func Register(name string, open Opener, t Traits) {
-	registryMu.Lock()
-	defer registryMu.Unlock()
-	registry[name] = registration{open: open, traits: t}
-}
-
-func lookup(name string) (registration, error) {
-	registryMu.Lock()
-	r, ok := registry[name]
-	registryMu.Unlock()
-	if !ok {
-		return r, fmt.Errorf("%w %q (built in: %s)", ErrUnknownBackend, name, strings.Join(Backends(), ", "))
-	}
-	return r, nil
-}
-
-// Open opens the named backend; an unregistered name gives an error
-// wrapping ErrUnknownBackend.
-func Open(name string) (Backend, error) {
-	r, err := lookup(name)
-	if err != nil {
-		return nil, err
-	}
-	return r.open()
-}
-
-// TraitsOf returns the named backend's traits; an unregistered name gives
-// an error wrapping ErrUnknownBackend.
-func TraitsOf(name string) (Traits, error) {
-	r, err := lookup(name)
-	return r.traits, err
-}
-
-// Backends lists the registered backend names.
-func Backends() []string {
-	registryMu.Lock()
-	defer registryMu.Unlock()
-	var names []string
-	for n := range registry {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
-
-// AutoOrder lists the backends "--backend auto" tries, in order of
-// AutoRank; with a space kind, only those of that kind ("" for all).
-func AutoOrder(space string) []string {
-	registryMu.Lock()
-	defer registryMu.Unlock()
-	var names []string
-	for n, r := range registry {
-		if r.traits.AutoRank > 0 && (space == "" || r.traits.Space == space) {
-			names = append(names, n)
-		}
-	}
-	sort.Slice(names, func(i, j int) bool {
-		ri, rj := registry[names[i]].traits.AutoRank, registry[names[j]].traits.AutoRank
-		if ri != rj {
-			return ri < rj
-		}
-		return names[i] < names[j]
-	})
-	return names
 }
 
 // PeakGFLOPS is the arithmetic peak, in GFLOP/s, of the units a candidate

@@ -3,7 +3,6 @@ package tuner
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/kerntune/kerntune/internal/stats"
 	"github.com/kerntune/kerntune/kernels"
@@ -29,8 +28,8 @@ type BenchResult struct {
 // and the baseline interleaved, samples each, after a warmup.
 func (t *Tuner) Bench(ctx context.Context, k *kernels.Kernel, dt kernels.DType, c kernels.Case, cand search.Candidate, samples int) (*BenchResult, error) {
 	task := Task{Kernel: k, DType: dt, Cases: []kernels.Case{c}}
-	r := &run{t: t, task: task, cands: map[string]*candidate{}, deadline: time.Now().Add(time.Hour), ctx: ctx}
-	defer r.close()
+	m := newLive(t, task, nil)
+	defer m.close()
 	space, err := t.Space(task)
 	if err != nil {
 		return nil, err
@@ -38,13 +37,13 @@ func (t *Tuner) Bench(ctx context.Context, k *kernels.Kernel, dt kernels.DType, 
 	if err := space.Check(cand); err != nil {
 		return nil, fmt.Errorf("%s %s: parameters %s are not valid here: %w", k.Name, c, cand.Key(), err)
 	}
-	if err := r.load(); err != nil {
+	if err := m.load(); err != nil {
 		return nil, err
 	}
-	if _, err := r.measure(cand, 1); err != nil {
+	if _, err := withProgress(t, m, 0, m).measure(cand, 1); err != nil {
 		return nil, fmt.Errorf("%s %s %s: %w", k.Name, c, cand.Key(), err)
 	}
-	prog := r.cands[cand.Key()].prog
+	prog := m.cands[cand.Key()].prog
 	res := &BenchResult{Kernel: k.Name, DType: dt, Case: c, Params: cand}
 	base, name, err := t.b.Baseline(k, dt)
 	if err != nil {
@@ -52,10 +51,10 @@ func (t *Tuner) Bench(ctx context.Context, k *kernels.Kernel, dt kernels.DType, 
 	}
 	if base != nil {
 		defer base.Close()
-		if err := r.verify(base, nil); err != nil {
+		if err := m.verify(base, nil); err != nil {
 			return nil, fmt.Errorf("baseline %s on %s %s: %w", name, k.Name, c, err)
 		}
-		if err := r.warmup(base); err != nil {
+		if err := m.warmup(base); err != nil {
 			return nil, err
 		}
 		res.Baseline = name
@@ -63,13 +62,13 @@ func (t *Tuner) Bench(ctx context.Context, k *kernels.Kernel, dt kernels.DType, 
 	var tuned, baseT []float64
 	for i := 0; i < samples; i += 10 {
 		n := min(10, samples-i)
-		tot, _, err := r.sample(prog, n)
+		tot, _, err := m.sample(prog, n)
 		if err != nil {
 			return nil, err
 		}
 		tuned = append(tuned, tot...)
 		if base != nil {
-			tot, _, err := r.sample(base, n)
+			tot, _, err := m.sample(base, n)
 			if err != nil {
 				return nil, fmt.Errorf("baseline %s: %w", name, err)
 			}
@@ -81,6 +80,6 @@ func (t *Tuner) Bench(ctx context.Context, k *kernels.Kernel, dt kernels.DType, 
 	if len(baseT) > 0 {
 		res.BaseUS = round3(stats.Median(baseT) * 1e6)
 	}
-	res.Roofline = r.roofline(cand, s.Median)
+	res.Roofline = m.roofline(cand, s.Median)
 	return res, nil
 }

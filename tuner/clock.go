@@ -13,7 +13,7 @@ import (
 //     (space, inputs, reference, loading);
 //   - compile: waiting in Backend.Build (a compile the backend's pool
 //     finished ahead, while the device worked, costs nothing here);
-//   - verify: Tuner.verify, i.e. Program.Output on every verification shape
+//   - verify: live.verify, i.e. Program.Output on every verification shape
 //     and the comparison with the reference;
 //   - measure: Program.Run, i.e. warm-up runs and timed samples, in the
 //     search and in the final timing;
@@ -115,6 +115,14 @@ func (c *clock) journaled(t0 time.Time) {
 	if c != nil {
 		c.journal += time.Since(t0)
 	}
+}
+
+// since is what each phase of s gained over s0.
+func (s split) since(s0 split) split {
+	for i := range s {
+		s[i] -= s0[i]
+	}
+	return s
 }
 
 // seconds of one phase of a split.

@@ -61,9 +61,33 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 	}
 }
 
+// guarded is the drift guard's layer: the guard checks the anchor before
+// a batch of a new candidate and notes every batch measured after it.
+type guarded struct {
+	next measurer
+	g    *driftGuard // nil until the search calibrated, and when off
+}
+
+// measure checks the anchor first when c is a new candidate due for it.
+func (l *guarded) measure(c search.Candidate, n int) ([]float64, error) {
+	l.g.before(c)
+	s, err := l.next.measure(c, n)
+	if err == nil {
+		l.g.after(c, len(s))
+	}
+	return s, err
+}
+
 // driftGuard is the drift guard of one task.
 type driftGuard struct {
-	r       *run
+	ctx context.Context
+	m   *live // times the anchor; holds the candidates' samples
+	// redo measures again: the layers below the guard.
+	redo measurer
+	j    *journaled // anchor timings replayed and journaled; nil without a journal
+	b    *budget
+	// sleep idles for the cool-down (Tuner.sleep).
+	sleep   func(ctx context.Context, d time.Duration)
 	anchor  search.Candidate
 	every   int
 	maxWait time.Duration
@@ -86,16 +110,19 @@ type driftBatch struct {
 	n     int
 }
 
-// newDriftGuard returns the task's guard, or nil when it is off or there is
-// no anchor to re-time. The reference is a timing of 2 × anchorSamples
-// taken now, after the anchor's build, warm-up and calibration: the very
-// first runs of a process can be slow, and a reference taken from them
-// would see every later timing as drift.
-func newDriftGuard(r *run, anchor search.Candidate, budget time.Duration) *driftGuard {
-	if r.t.cfg.DriftEvery < 0 || anchor == nil {
+// newDriftGuard returns the guard of the task m measures, which measures
+// again through redo, or nil when it is off or there is no anchor to
+// re-time. The reference is a timing of 2 × anchorSamples taken now, after
+// the anchor's build, warm-up and calibration: the very first runs of a
+// process can be slow, and a reference taken from them would see every
+// later timing as drift.
+func newDriftGuard(ctx context.Context, m *live, redo measurer, j *journaled, b *budget, anchor search.Candidate) *driftGuard {
+	t := m.t
+	if t.cfg.DriftEvery < 0 || anchor == nil {
 		return nil
 	}
-	g := &driftGuard{r: r, anchor: anchor, every: r.t.cfg.DriftEvery, maxWait: time.Duration(float64(budget) * maxWaitShare), noWall: budget >= NoWallTime || r.t.cfg.MaxEvals > 0}
+	g := &driftGuard{ctx: ctx, m: m, redo: redo, j: j, b: b, sleep: t.sleep, anchor: anchor, every: t.cfg.DriftEvery,
+		maxWait: time.Duration(float64(b.share) * maxWaitShare), noWall: b.share >= NoWallTime || t.cfg.MaxEvals > 0}
 	ref, _, ok := g.time(2 * anchorSamples)
 	if !ok {
 		return nil
@@ -111,7 +138,7 @@ func (g *driftGuard) before(c search.Candidate) {
 	if g == nil || g.busy || g.off {
 		return
 	}
-	cd := g.r.cands[c.Key()]
+	cd := g.m.cands[c.Key()]
 	g.isNew = cd == nil || (cd.err == nil && len(cd.samples) == 0)
 	if g.isNew && g.fresh >= g.every {
 		g.check()
@@ -123,7 +150,7 @@ func (g *driftGuard) after(c search.Candidate, n int) {
 	if g == nil || g.busy {
 		return
 	}
-	cd := g.r.cands[c.Key()]
+	cd := g.m.cands[c.Key()]
 	if cd == nil || len(cd.samples) < n {
 		return
 	}
@@ -138,7 +165,7 @@ func (g *driftGuard) after(c search.Candidate, n int) {
 // last check, so that no candidate enters the final timing with samples
 // taken while the device drifted.
 func (g *driftGuard) final() {
-	if g == nil || g.off || g.fresh == 0 || g.r.ctx.Err() != nil {
+	if g == nil || g.off || g.fresh == 0 || g.ctx.Err() != nil {
 		return
 	}
 	g.check()
@@ -148,7 +175,7 @@ func (g *driftGuard) final() {
 // before the final timing, so that the finalists are timed at the speed
 // the reference was taken at rather than into the next throttling.
 func (g *driftGuard) beforeFinal() {
-	if g == nil || !g.slowed || g.r.ctx.Err() != nil {
+	if g == nil || !g.slowed || g.ctx.Err() != nil {
 		return
 	}
 	g.wait()
@@ -159,7 +186,7 @@ func (g *driftGuard) beforeFinal() {
 // its first, beyond noise, the final timing drifted and is an event. It
 // reports whether to time it again: on drift, when again allows it.
 func (g *driftGuard) finalDrifted(progs []*timed, again bool) bool {
-	if g == nil || g.r.ctx.Err() != nil {
+	if g == nil || g.ctx.Err() != nil {
 		return false
 	}
 	var a []float64
@@ -181,16 +208,14 @@ func (g *driftGuard) finalDrifted(progs []*timed, again bool) bool {
 	}
 	g.sum.Events++
 	g.slowed = g.slowed || pct > 0
-	r := g.r
+	t, task := g.m.t, g.m.task
 	what := "timing it again"
 	if !again {
 		what = "too little budget is left to time it again"
 	}
-	fmt.Fprintf(r.t.cfg.Log, "  %s %s: the anchor %s drifted %+.0f%% during the final timing; %s\n",
-		r.task.Kernel.Name, r.task.Key(), g.anchor.Key(), pct, what)
-	if j := r.t.cfg.Journal; j != nil {
-		j.Record(r.record(Record{Kind: RecordDrift, Cand: g.anchor.Key(), DriftPct: round3(pct), Samples: last, Final: true}))
-	}
+	fmt.Fprintf(t.cfg.Log, "  %s %s: the anchor %s drifted %+.0f%% during the final timing; %s\n",
+		task.Kernel.Name, task.Key(), g.anchor.Key(), pct, what)
+	g.j.note(Record{Kind: RecordDrift, Cand: g.anchor.Key(), DriftPct: round3(pct), Samples: last, Final: true})
 	return again
 }
 
@@ -207,7 +232,7 @@ func (g *driftGuard) summary() *params.DriftSummary {
 
 // check re-times the anchor and handles a drift.
 func (g *driftGuard) check() {
-	r := g.r
+	t, task := g.m.t, g.m.task
 	g.busy = true
 	defer func() { g.busy = false }()
 	s, replayed, ok := g.time(anchorSamples)
@@ -227,10 +252,10 @@ func (g *driftGuard) check() {
 		g.sum.Events++
 		g.ref, ev.Settled = s, true
 		g.sum.Settled++
-		fmt.Fprintf(r.t.cfg.Log, "  %s %s: the anchor %s drifted %+.0f%% (%.2f → %.2f µs); after %d events the guard no longer measures again\n",
-			r.task.Kernel.Name, r.task.Key(), g.anchor.Key(), pct, refUS, stats.Median(s)*1e6, maxRedoEvents)
-		if j := r.t.cfg.Journal; j != nil && !replayed {
-			j.Record(r.record(ev))
+		fmt.Fprintf(t.cfg.Log, "  %s %s: the anchor %s drifted %+.0f%% (%.2f → %.2f µs); after %d events the guard no longer measures again\n",
+			task.Kernel.Name, task.Key(), g.anchor.Key(), pct, refUS, stats.Median(s)*1e6, maxRedoEvents)
+		if !replayed {
+			g.j.note(ev)
 		}
 		g.good()
 		return
@@ -244,8 +269,8 @@ func (g *driftGuard) check() {
 		tries = 1
 	}
 	back := false
-	for i := 0; i < tries && !back && r.ctx.Err() == nil; i++ {
-		if pct > 0 && len(r.replayAnchor) == 0 {
+	for i := 0; i < tries && !back && g.ctx.Err() == nil; i++ {
+		if pct > 0 && !g.j.replayingAnchors() {
 			g.wait() // a replayed anchor timing was taken after the original run's wait
 		}
 		again, rep, ok := g.time(anchorSamples)
@@ -256,7 +281,7 @@ func (g *driftGuard) check() {
 		_, drifted := g.drifted(s)
 		back = !drifted
 	}
-	if r.ctx.Err() != nil {
+	if g.ctx.Err() != nil {
 		return
 	}
 	if !back {
@@ -273,13 +298,13 @@ func (g *driftGuard) check() {
 	if ev.Settled {
 		settled = "; it settled at that speed, now the reference"
 	}
-	fmt.Fprintf(r.t.cfg.Log, "  %s %s: the anchor %s drifted %+.0f%% (%.2f → %.2f µs); waited %.1fs, measured %s again%s\n",
-		r.task.Kernel.Name, r.task.Key(), g.anchor.Key(), pct, refUS, stats.Median(ev.Samples)*1e6,
+	fmt.Fprintf(t.cfg.Log, "  %s %s: the anchor %s drifted %+.0f%% (%.2f → %.2f µs); waited %.1fs, measured %s again%s\n",
+		task.Kernel.Name, task.Key(), g.anchor.Key(), pct, refUS, stats.Median(ev.Samples)*1e6,
 		(g.waited - before).Seconds(), report.Plural(n, "candidate", "candidates"), settled)
-	if j := r.t.cfg.Journal; j != nil && !replayed {
+	if !replayed {
 		// A resumed run that replays the anchor timings finds this event
 		// again and does not journal it twice.
-		j.Record(r.record(ev))
+		g.j.note(ev)
 	}
 	g.good()
 }
@@ -307,28 +332,24 @@ func (g *driftGuard) drifted(s []float64) (float64, bool) {
 // run when it holds the next anchor timing. ok is false (and the guard
 // stops) when the anchor cannot be timed.
 func (g *driftGuard) time(n int) (s []float64, replayed, ok bool) {
-	r := g.r
-	if q := r.replayAnchor; len(q) > 0 {
-		r.replayAnchor = q[1:]
-		if len(q[0].Samples) == n {
-			g.sum.Checks++
-			return q[0].Samples, true, true
-		}
-		r.replayAnchor = nil // another plan: time afresh
+	if s, ok := g.j.anchor(n); ok {
+		g.sum.Checks++
+		return s, true, true
 	}
-	prog, err := r.program(g.anchor)
+	// Another plan, or none journaled: time afresh.
+	prog, err := g.m.program(g.anchor)
 	var tot []float64
 	if err == nil {
-		tot, _, err = r.sample(prog, n)
+		tot, _, err = g.m.sample(prog, n)
 	}
 	if err != nil {
-		fmt.Fprintf(r.t.cfg.Log, "  %s %s: the drift guard stops: timing the anchor %s: %v\n", r.task.Kernel.Name, r.task.Key(), g.anchor.Key(), err)
+		fmt.Fprintf(g.m.t.cfg.Log, "  %s %s: the drift guard stops: timing the anchor %s: %v\n", g.m.task.Kernel.Name, g.m.task.Key(), g.anchor.Key(), err)
 		g.off = true
 		return nil, false, false
 	}
 	g.sum.Checks++
-	if j := r.t.cfg.Journal; j != nil && r.ctx.Err() == nil {
-		j.Record(r.record(Record{Kind: RecordAnchor, Cand: g.anchor.Key(), Samples: tot}))
+	if g.ctx.Err() == nil {
+		g.j.note(Record{Kind: RecordAnchor, Cand: g.anchor.Key(), Samples: tot})
 	}
 	return tot, false, true
 }
@@ -340,17 +361,16 @@ func (g *driftGuard) time(n int) (s []float64, replayed, ok bool) {
 // entry's time so far, so that idling never becomes most of what a run
 // does.
 func (g *driftGuard) wait() {
-	r := g.r
-	d := r.t.cfg.DriftCooldown
-	d = min(d, g.maxWait-g.waited, (time.Until(r.deadline)-r.reserve)/2)
-	if g.noWall && r.clk != nil {
-		working := time.Since(r.clk.start) - g.waited
+	d := g.m.t.cfg.DriftCooldown
+	d = min(d, g.maxWait-g.waited, (g.b.left()-g.b.reserve)/2)
+	if g.noWall {
+		working := time.Since(g.b.start) - g.waited
 		d = min(d, time.Duration(float64(working)*maxWaitShare/(1-maxWaitShare))-g.waited)
 	}
 	if d <= 0 {
 		return
 	}
-	r.t.sleep(r.ctx, d)
+	g.sleep(g.ctx, d)
 	g.waited += d
 }
 
@@ -359,7 +379,6 @@ func (g *driftGuard) wait() {
 // order they were first measured. A candidate keeps its old samples when
 // the budget ends before its turn. It returns the candidates measured again.
 func (g *driftGuard) remeasure() int {
-	r := g.r
 	type redo struct {
 		cand  search.Candidate
 		start int
@@ -379,17 +398,17 @@ func (g *driftGuard) remeasure() int {
 	done := 0
 	for _, key := range order {
 		d := redos[key]
-		cd := r.cands[key]
+		cd := g.m.cands[key]
 		if cd == nil || cd.err != nil || len(cd.samples) < d.start+d.n {
 			continue
 		}
 		cost := time.Duration(stats.Median(cd.samples) * float64(d.n) * float64(time.Second))
-		if r.ctx.Err() != nil || time.Until(r.deadline) < r.reserve+cost {
+		if g.ctx.Err() != nil || g.b.left() < g.b.reserve+cost {
 			break // the final timing's share of the budget is not spent here
 		}
 		old := cd.samples
 		cd.samples = append([]float64(nil), old[:d.start]...)
-		if _, err := r.measureBatch(d.cand, d.n); err != nil {
+		if _, err := g.redo.measure(d.cand, d.n); err != nil {
 			if cd.err == nil {
 				cd.samples = old
 			}
@@ -399,4 +418,15 @@ func (g *driftGuard) remeasure() int {
 	}
 	g.sum.Remeasured += done
 	return done
+}
+
+// anchorBuild is the build time of the candidate the search calibrated on
+// (the default, or the first measured), for Result.Needed.
+func (g *driftGuard) anchorBuild() time.Duration {
+	if g != nil {
+		if cd := g.m.cands[g.anchor.Key()]; cd != nil {
+			return time.Duration(cd.spent.seconds(phaseCompile) * float64(time.Second))
+		}
+	}
+	return 0
 }

@@ -1,6 +1,7 @@
 package tuner
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -135,74 +136,60 @@ func (c *candidate) statusOf() string {
 	return StatusOf(c.err)
 }
 
-// startJournal collects the task's journaled measurements for replay.
-func (r *run) startJournal() {
-	j := r.t.cfg.Journal
+// journaled is the journal's layer: it answers a request from the journal
+// of an earlier, interrupted run when that holds the candidate's next
+// batch, else asks the next layer and journals what it measured. It also
+// keeps the plan and the drift guard's anchor timings (drift.go). Its
+// methods do nothing on a nil journaled (no journal configured).
+type journaled struct {
+	next  measurer
+	j     Journal
+	t     *Tuner
+	task  Task
+	cands candidates // where replayed batches go: the live measurer's
+	ctx   context.Context
+	clk   *clock
+	// replay are the journaled measurements by candidate key, anchors
+	// the journaled anchor timings in order, plan the first plan.
+	replay  map[string][]Record
+	anchors []Record
+	plan    *Record
+}
+
+// newJournaled wraps next (which measures into m's candidates) in the
+// configured journal, collecting the task's journaled records for replay;
+// it returns nil when there is no journal.
+func newJournaled(ctx context.Context, t *Tuner, m *live, next measurer) *journaled {
+	j := t.cfg.Journal
 	if j == nil {
-		return
+		return nil
 	}
-	r.replay = map[string][]Record{}
-	for _, rec := range j.Replay(r.t.b.Info().Key, r.task.Kernel.Name, r.task.Key()) {
+	jl := &journaled{next: next, j: j, t: t, task: m.task, cands: m.cands, ctx: ctx, clk: m.clk, replay: map[string][]Record{}}
+	for _, rec := range j.Replay(t.b.Info().Key, m.task.Kernel.Name, m.task.Key()) {
 		switch rec.Kind {
 		case RecordMeasure:
-			r.replay[rec.Cand] = append(r.replay[rec.Cand], rec)
+			jl.replay[rec.Cand] = append(jl.replay[rec.Cand], rec)
 		case RecordAnchor:
-			r.replayAnchor = append(r.replayAnchor, rec)
+			jl.anchors = append(jl.anchors, rec)
 		case RecordPlan:
-			if r.plan == nil {
+			if jl.plan == nil {
 				rec := rec
-				r.plan = &rec
+				jl.plan = &rec
 			}
 		}
 	}
+	return jl
 }
 
-// journalPlan records the task's search plan, or on a resumed run returns
-// the plan of the interrupted one, so the strategy asks for the same
-// candidates and the journaled measurements answer them.
-func (r *run) journalPlan(finalSamples, maxCandidates int) (int, int) {
-	j := r.t.cfg.Journal
-	if j == nil {
-		return finalSamples, maxCandidates
-	}
-	if r.plan != nil {
-		return r.plan.FinalSamples, r.plan.MaxCandidates
-	}
-	defer r.clk.journaled(time.Now())
-	j.Record(r.record(Record{Kind: RecordPlan, FinalSamples: finalSamples, MaxCandidates: maxCandidates, DataSeed: r.dataSeed}))
-	return finalSamples, maxCandidates
-}
-
-func (r *run) record(rec Record) Record {
-	rec.Device, rec.Kernel, rec.Entry = r.t.b.Info().Key, r.task.Kernel.Name, r.task.Key()
-	return rec
-}
-
-// measure answers a request for n samples of c (measureBatch), with the
-// drift guard's check before a new candidate and its note of the batch after.
-func (r *run) measure(c search.Candidate, n int) ([]float64, error) {
-	r.drift.before(c)
-	s, err := r.measureBatch(c, n)
-	if err == nil {
-		r.drift.after(c, len(s))
-	}
-	return s, err
-}
-
-// measureBatch answers a request for n samples of c: from the journal of an
+// measure answers a request for n samples of c: from the journal of an
 // earlier run when it holds the next batch of c, else by measuring, and
 // journals what it measured before returning.
-func (r *run) measureBatch(c search.Candidate, n int) ([]float64, error) {
+func (j *journaled) measure(c search.Candidate, n int) ([]float64, error) {
 	key := c.Key()
-	defer r.progress(key) // after the samples (or the failure) are recorded
-	if q := r.replay[key]; len(q) > 0 {
+	if q := j.replay[key]; len(q) > 0 {
 		rec := q[0]
-		r.replay[key] = q[1:]
-		cd := r.cands[key]
-		if cd == nil {
-			cd = &candidate{cand: c}
-			r.cands[key] = cd
-		}
+		j.replay[key] = q[1:]
+		cd := j.cands.get(c)
 		switch {
 		case rec.Status != StatusOK && rec.Err != "":
 			cd.err, cd.status = errors.New(rec.Err), rec.Status
@@ -212,67 +199,80 @@ func (r *run) measureBatch(c search.Candidate, n int) ([]float64, error) {
 			if rec.Remeasured {
 				cd.remeas++
 			}
-			if r.t.cfg.Verbose {
-				fmt.Fprintf(r.t.cfg.Log, "  %-40s %10.2f µs (n=%d, from the journal)\n", key, medianUS(cd.samples), len(cd.samples))
+			if j.t.cfg.Verbose {
+				fmt.Fprintf(j.t.cfg.Log, "  %-40s %10.2f µs (n=%d, from the journal)\n", key, medianUS(cd.samples), len(cd.samples))
 			}
 			return rec.Samples, nil
 		}
 		// A batch of another size: the plan changed; measure afresh.
-		r.replay[key] = nil
+		j.replay[key] = nil
 	}
-	before := 0
-	if cd := r.cands[key]; cd != nil {
-		before = cd.remeas
+	before, spent0 := 0, split{}
+	if cd := j.cands[key]; cd != nil {
+		before, spent0 = cd.remeas, cd.spent
 	}
-	s0 := r.clk.split()
-	s, err := r.measureLive(c, n)
-	spent := r.clk.since(s0)
-	cd := r.cands[key]
-	for i := range spent {
-		cd.spent[i] += spent[i]
-	}
-	if err == nil && r.t.cfg.Verbose {
-		fmt.Fprintf(r.t.cfg.Log, "  %-40s %10.2f µs (n=%d)\n", key, medianUS(cd.samples), len(cd.samples))
-		if spent[phaseCompile]+spent[phaseVerify] > 0 {
-			fmt.Fprintf(r.t.cfg.Log, "  %-40s build %.3fs, verify %.3fs\n", key, spent.seconds(phaseCompile), spent.seconds(phaseVerify))
-		}
-	}
-	if r.t.cfg.Journal != nil && (err == nil || r.ctx.Err() == nil) {
+	s, err := j.next.measure(c, n)
+	if err == nil || j.ctx.Err() == nil {
+		cd := j.cands[key]
+		spent := cd.spent.since(spent0)
 		rec := Record{Kind: RecordMeasure, Cand: key, Status: StatusOf(err), Samples: s, CV: round3(cv(s)), Remeasured: cd.remeas > before,
 			CompileS: round6(spent.seconds(phaseCompile)), VerifyS: round6(spent.seconds(phaseVerify)), MeasureS: round6(spent.seconds(phaseMeasure))}
 		if err != nil {
 			rec.Err = err.Error()
 		}
 		tj := time.Now()
-		r.t.cfg.Journal.Record(r.record(rec))
-		r.clk.journaled(tj)
+		j.j.Record(j.stamp(rec))
+		j.clk.journaled(tj)
 	}
 	return s, err
 }
 
-// program returns c's built, verified and warmed-up program.
-func (r *run) program(c search.Candidate) (Program, error) {
-	cd := r.built(c)
-	if cd.err != nil {
-		return nil, cd.err
+// planned records the task's search plan, or on a resumed run returns the
+// plan of the interrupted one, so the strategy asks for the same
+// candidates and the journaled measurements answer them.
+func (j *journaled) planned(finalSamples, maxCandidates int, dataSeed uint64) (int, int) {
+	if j == nil {
+		return finalSamples, maxCandidates
 	}
-	return cd.prog, nil
+	if j.plan != nil {
+		return j.plan.FinalSamples, j.plan.MaxCandidates
+	}
+	defer j.clk.journaled(time.Now())
+	j.j.Record(j.stamp(Record{Kind: RecordPlan, FinalSamples: finalSamples, MaxCandidates: maxCandidates, DataSeed: dataSeed}))
+	return finalSamples, maxCandidates
+}
+
+// anchor returns the next journaled anchor timing when it has n samples;
+// one of another size (another plan) ends the replay of anchor timings.
+func (j *journaled) anchor(n int) ([]float64, bool) {
+	if j == nil || len(j.anchors) == 0 {
+		return nil, false
+	}
+	rec := j.anchors[0]
+	j.anchors = j.anchors[1:]
+	if len(rec.Samples) != n {
+		j.anchors = nil
+		return nil, false
+	}
+	return rec.Samples, true
+}
+
+// replayingAnchors reports whether journaled anchor timings are left.
+func (j *journaled) replayingAnchors() bool { return j != nil && len(j.anchors) > 0 }
+
+// note journals rec (a drift guard's record, the task's time).
+func (j *journaled) note(rec Record) {
+	if j != nil {
+		j.j.Record(j.stamp(rec))
+	}
+}
+
+// stamp fills in the task's device, kernel and entry.
+func (j *journaled) stamp(rec Record) Record {
+	rec.Device, rec.Kernel, rec.Entry = j.t.b.Info().Key, j.task.Kernel.Name, j.task.Key()
+	return rec
 }
 
 func medianUS(xs []float64) float64 { return stats.Median(xs) * 1e6 }
 
 func round6(x float64) float64 { return math.Round(x*1e6) / 1e6 }
-
-// answer is the search's Measure function: measure, with the time spent
-// answering kept apart from the search's own.
-func (r *run) answer(c search.Candidate, n int) ([]float64, error) {
-	defer r.clk.answered(time.Now())
-	return r.measure(c, n)
-}
-
-// journalTime records where the task's time went.
-func (r *run) journalTime(t *params.TuneTime) {
-	if j := r.t.cfg.Journal; j != nil && t != nil {
-		j.Record(r.record(Record{Kind: RecordTime, Time: t}))
-	}
-}

@@ -135,8 +135,8 @@ func (t *Tuner) Probe(ctx context.Context, task Task) (Estimate, error) {
 	start := time.Now()
 	var e Estimate
 	defer func() { e.Took = time.Since(start) }()
-	r := &run{t: t, task: task, cands: map[string]*candidate{}, deadline: start.Add(NoWallTime), ctx: ctx, clk: newClock(start)}
-	defer r.close()
+	m := newLive(t, task, newClock(start))
+	defer m.close()
 	space, err := t.Space(task)
 	if err != nil {
 		return e, err
@@ -146,7 +146,7 @@ func (t *Tuner) Probe(ctx context.Context, task Task) (Estimate, error) {
 	if len(valid) == 0 {
 		return e, fmt.Errorf("%s %s: no valid candidate", task.Kernel.Name, task.Key())
 	}
-	if err := r.load(); err != nil {
+	if err := m.load(); err != nil {
 		return e, err
 	}
 	e.Setup = time.Since(start)
@@ -169,12 +169,12 @@ func (t *Tuner) Probe(ctx context.Context, task Task) (Estimate, error) {
 			continue
 		}
 		build := time.Since(tb)
-		r.cands[c.Key()] = &candidate{cand: c, prog: prog} // closed with r
-		if err := r.warmup(prog); err != nil {
+		m.cands[c.Key()] = &candidate{cand: c, prog: prog} // closed with r
+		if err := m.warmup(prog); err != nil {
 			lastErr = fmt.Errorf("warm-up %s: %w", c.Key(), err)
 			continue
 		}
-		tot, _, err := r.sample(prog, probeSamples)
+		tot, _, err := m.sample(prog, probeSamples)
 		if err != nil {
 			lastErr = fmt.Errorf("%s: %w", c.Key(), err)
 			continue

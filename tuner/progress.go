@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/kerntune/kerntune/internal/stats"
+	"github.com/kerntune/kerntune/search"
 )
 
 // Event reports one measurement of a running task to Config.Progress: a
@@ -22,16 +23,38 @@ type Event struct {
 	BestUS    float64
 }
 
+// progressed is the layer that reports every batch, measured or
+// replayed, to Config.Progress once the layers below recorded it.
+type progressed struct {
+	next  measurer
+	t     *Tuner
+	task  Task
+	cands candidates
+	valid int // size of the valid space
+}
+
+// withProgress wraps next, which measures into m's candidates, in the
+// configured observer; next itself when there is none.
+func withProgress(t *Tuner, m *live, valid int, next measurer) measurer {
+	if t.cfg.Progress == nil {
+		return next
+	}
+	return &progressed{next: next, t: t, task: m.task, cands: m.cands, valid: valid}
+}
+
+// measure reports c after the layers below measured or replayed it.
+func (p *progressed) measure(c search.Candidate, n int) ([]float64, error) {
+	defer p.progress(c.Key()) // after the samples (or the failure) are recorded
+	return p.next.measure(c, n)
+}
+
 // progress sends an Event for candidate key to the configured observer.
 // It walks the candidates (a few hundred at most), which costs far less than
 // the measurement it reports.
-func (r *run) progress(key string) {
-	if r.t.cfg.Progress == nil {
-		return
-	}
-	ev := Event{Task: r.task, Candidate: key, Valid: r.valid}
+func (p *progressed) progress(key string) {
+	ev := Event{Task: p.task, Candidate: key, Valid: p.valid}
 	best := math.Inf(1)
-	for k, c := range r.cands {
+	for k, c := range p.cands {
 		switch {
 		case c.err != nil:
 			ev.Failed++
@@ -45,12 +68,12 @@ func (r *run) progress(key string) {
 	if ev.BestKey != "" {
 		ev.BestUS = best
 	}
-	if c := r.cands[key]; c != nil {
+	if c := p.cands[key]; c != nil {
 		if c.err != nil {
 			ev.Err = c.err.Error()
 		} else if len(c.samples) > 0 {
 			ev.MedianUS = stats.Median(c.samples) * 1e6
 		}
 	}
-	r.t.cfg.Progress(ev)
+	p.t.cfg.Progress(ev)
 }

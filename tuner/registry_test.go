@@ -2,11 +2,13 @@ package tuner_test
 
 import (
 	"errors"
+	"fmt"
 	"runtime"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/kerntune/kerntune/kernels/gpu"
 	"github.com/kerntune/kerntune/params"
 	"github.com/kerntune/kerntune/tuner"
 	_ "github.com/kerntune/kerntune/tuner/cpu" // the backends register themselves when imported
@@ -15,24 +17,73 @@ import (
 	_ "github.com/kerntune/kerntune/tuner/opencl"
 )
 
-// params keeps its own table of space kinds (it imports only the standard
-// library); every registered backend's traits must agree with it.
-func TestTraitsMatchParamsSpaceKind(t *testing.T) {
+// traitProblems lists what is wrong with a registered backend's traits,
+// for any backend, the ones not yet written included: params and the
+// Python loader keep their own table of space kinds (params imports only
+// the standard library), and a GPU backend names the generated API it
+// builds.
+func traitProblems(name string) []error {
+	tr, err := tuner.TraitsOf(name)
+	if err != nil {
+		return []error{err}
+	}
+	var errs []error
+	if tr.Space != tuner.SpaceCPU && tr.Space != tuner.SpaceGPU {
+		errs = append(errs, fmt.Errorf("%s: space %q is neither cpu nor gpu", name, tr.Space))
+	}
+	if kind := params.SpaceKind(name); kind != tr.Space {
+		errs = append(errs, fmt.Errorf("%s: space %q, params.SpaceKind says %q (add it to params/families.go and python/kerntune_params/families.py)", name, tr.Space, kind))
+	}
+	if tr.Space == tuner.SpaceGPU && !slices.Contains(gpu.APIs, tr.API) {
+		errs = append(errs, fmt.Errorf("%s: a GPU backend builds API %q, not one of %v", name, tr.API, gpu.APIs))
+	}
+	if tr.Space == tuner.SpaceCPU && tr.API != "" {
+		errs = append(errs, fmt.Errorf("%s: a CPU backend builds no GPU API, not %q", name, tr.API))
+	}
+	return errs
+}
+
+// Every registered backend, whichever they are, has traits the layers
+// above can use.
+func TestEveryBackendsTraits(t *testing.T) {
 	names := tuner.Backends()
-	if !slices.Equal(names, []string{"cpu", "cuda", "metal", "opencl"}) {
-		t.Fatalf("registered backends %v", names)
+	if len(names) == 0 {
+		t.Fatal("no backend registered")
 	}
 	for _, name := range names {
-		tr, err := tuner.TraitsOf(name)
-		if err != nil {
-			t.Fatal(err)
+		for _, err := range traitProblems(name) {
+			t.Error(err)
 		}
-		if tr.Space != params.SpaceKind(name) {
-			t.Errorf("%s: space %q, params.SpaceKind says %q", name, tr.Space, params.SpaceKind(name))
-		}
-		if tr.Space != tuner.SpaceCPU && tr.Space != tuner.SpaceGPU {
-			t.Errorf("%s: space %q is neither cpu nor gpu", name, tr.Space)
-		}
+	}
+}
+
+// A trial backend added the way the docs say (registered under a name that
+// is not its API's, with an option) is noticed: the traits check names
+// the table it has not joined yet; it opens with the options it takes
+// alone, and auto tries it in its rank.
+func TestTrialBackend(t *testing.T) {
+	var got tuner.Options
+	tuner.RegisterOptions("trial", func(o tuner.Options) (tuner.Backend, error) {
+		got = o
+		return nil, fmt.Errorf("trial: %w", tuner.ErrUnavailable)
+	}, tuner.Traits{Space: tuner.SpaceGPU, API: gpu.CUDA, Options: []string{"trial_opt"}, AutoRank: 99})
+	t.Cleanup(func() { tuner.Unregister("trial") })
+
+	if errs := traitProblems("trial"); len(errs) != 1 || !strings.Contains(errs[0].Error(), "params.SpaceKind") {
+		t.Errorf("the traits check of a backend params does not know: %v", errs)
+	}
+	if _, err := tuner.OpenWith("trial", tuner.Options{"trial_opt": "1", tuner.OptionMathMode: "fast"}); !errors.Is(err, tuner.ErrUnavailable) {
+		t.Errorf("OpenWith: %v", err)
+	}
+	if len(got) != 1 || got["trial_opt"] != "1" {
+		t.Errorf("the trial backend opened with %v, want its own option alone", got)
+	}
+	var skipped []string
+	b := tuner.OpenAuto(tuner.SpaceGPU, func(name string) (tuner.Backend, error) {
+		return nil, fmt.Errorf("%s: %w", name, tuner.ErrUnavailable)
+	}, func(name string, _ error) { skipped = append(skipped, name) })
+	if b != nil || len(skipped) == 0 || skipped[len(skipped)-1] != "trial" {
+		t.Errorf("auto tried %v, want the trial backend last", skipped)
 	}
 }
 
@@ -58,7 +109,8 @@ func TestTraitsKeepTheCLIDefaults(t *testing.T) {
 
 func TestUnknownBackend(t *testing.T) {
 	_, err := tuner.Open("vulkan")
-	if !errors.Is(err, tuner.ErrUnknownBackend) || !strings.Contains(err.Error(), `unknown backend "vulkan" (built in: cpu, cuda, metal, opencl)`) {
+	want := `unknown backend "vulkan" (built in: ` + strings.Join(tuner.Backends(), ", ") + ")"
+	if !errors.Is(err, tuner.ErrUnknownBackend) || !strings.Contains(err.Error(), want) {
 		t.Errorf("Open: %v", err)
 	}
 	if _, err := tuner.TraitsOf("vulkan"); !errors.Is(err, tuner.ErrUnknownBackend) {

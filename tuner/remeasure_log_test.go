@@ -2,11 +2,9 @@ package tuner
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/search"
@@ -44,10 +42,9 @@ func TestRemeasureLog(t *testing.T) {
 			var log bytes.Buffer
 			tu := New(&fakeBackend{}, Config{Log: &log, Verbose: true})
 			cand := search.Candidate{"BN": 8}
-			r := &run{t: tu, ctx: context.Background(), deadline: time.Now().Add(time.Hour),
-				problems: []*loaded{{p: &kernels.Problem{}}},
-				cands:    map[string]*candidate{cand.Key(): {cand: cand, prog: &scriptedProg{batches: c.batches}}}}
-			tot, err := r.measureLive(cand, 4)
+			m := &live{t: tu, problems: []*loaded{{p: &kernels.Problem{}}},
+				cands: candidates{cand.Key(): {cand: cand, prog: &scriptedProg{batches: c.batches}}}}
+			tot, err := m.samples(cand, 4)
 			if err != nil {
 				t.Fatal(err)
 			}

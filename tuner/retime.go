@@ -76,7 +76,7 @@ type finals struct {
 // finalists are the candidates the final timing screens: the search's
 // winner, then the others measured without error in order of their search
 // median, up to k in all.
-func (r *run) finalists(best search.Candidate, k int) []search.Candidate {
+func (cs candidates) finalists(best search.Candidate, k int) []search.Candidate {
 	out := []search.Candidate{best}
 	type m struct {
 		key string
@@ -84,7 +84,7 @@ func (r *run) finalists(best search.Candidate, k int) []search.Candidate {
 		c   search.Candidate
 	}
 	var ms []m
-	for key, cd := range r.cands {
+	for key, cd := range cs {
 		if key == best.Key() || cd.err != nil || len(cd.samples) == 0 {
 			continue
 		}
@@ -118,7 +118,7 @@ func (r *run) finalTiming(space *search.Space, best, def search.Candidate, defOK
 	t, task := r.t, r.task
 	f := &finals{best: best.Key()}
 	searchUS := func(c search.Candidate) float64 {
-		if cd := r.cands[c.Key()]; cd != nil && len(cd.samples) > 0 {
+		if cd := r.m.cands[c.Key()]; cd != nil && len(cd.samples) > 0 {
 			return stats.Median(cd.samples) * 1e6
 		}
 		return 0
@@ -128,8 +128,8 @@ func (r *run) finalTiming(space *search.Space, best, def search.Candidate, defOK
 	if k == 1 {
 		screen = 1 // the search's winner alone, as Config.Finalists says
 	}
-	for i, c := range r.finalists(best, screen) {
-		prog, err := r.program(c)
+	for i, c := range r.m.cands.finalists(best, screen) {
+		prog, err := r.m.program(c)
 		if err != nil {
 			if i == 0 {
 				return nil, fmt.Errorf("%s %s: building the winner %s: %w", task.Kernel.Name, task.Key(), c.Key(), err)
@@ -143,9 +143,9 @@ func (r *run) finalTiming(space *search.Space, best, def search.Candidate, defOK
 		}
 		f.screened = append(f.screened, tm)
 	}
-	f.contest = f.screen(r, k, max(2, n/5))
-	if f.def == nil && defOK && r.cands[def.Key()] != nil && r.cands[def.Key()].err == nil {
-		if prog, err := r.program(def); err == nil {
+	f.contest = f.screen(r.m, k, max(2, n/5))
+	if f.def == nil && defOK && r.m.cands[def.Key()] != nil && r.m.cands[def.Key()].err == nil {
+		if prog, err := r.m.program(def); err == nil {
 			f.def = &timed{cand: def, prog: prog, searchUS: searchUS(def)}
 		}
 	}
@@ -159,7 +159,7 @@ func (r *run) finalTiming(space *search.Space, best, def search.Candidate, defOK
 	bp, name, berr := t.b.Baseline(task.Kernel, task.DType)
 	r.clk.add(phaseCompile, tb)
 	if berr == nil && bp != nil {
-		if rerr := r.ready(bp, nil); rerr == nil {
+		if rerr := r.m.ready(bp, nil); rerr == nil {
 			f.base, f.baseNm = &timed{prog: bp}, name
 		} else {
 			fmt.Fprintf(t.cfg.Log, "  baseline %s failed %v\n", name, rerr)
@@ -169,7 +169,7 @@ func (r *run) finalTiming(space *search.Space, best, def search.Candidate, defOK
 	var inc *timed
 	if task.Incumbent != nil {
 		f.retime = &Retiming{Params: task.Incumbent}
-		prog, own := r.incumbent(space, f.retime, f.contest)
+		prog, own := r.m.incumbent(space, f.retime, f.contest)
 		if own {
 			defer prog.Close()
 		}
@@ -188,12 +188,12 @@ func (r *run) finalTiming(space *search.Space, best, def search.Candidate, defOK
 	// the anchor drifts within the final rounds, they are taken again once,
 	// when what is left of the budget allows (drift.go).
 	for attempt := 0; ; attempt++ {
-		r.drift.beforeFinal()
+		r.guard.g.beforeFinal()
 		start := time.Now()
-		if err := f.rounds(r, progs, n); err != nil {
+		if err := f.rounds(r.m, progs, n); err != nil {
 			return nil, err
 		}
-		if attempt > 0 || !r.drift.finalDrifted(progs, time.Until(r.deadline) >= time.Since(start)) {
+		if attempt > 0 || !r.guard.g.finalDrifted(progs, r.budget.left() >= time.Since(start)) {
 			break
 		}
 		for _, p := range progs {
@@ -207,7 +207,7 @@ func (r *run) finalTiming(space *search.Space, best, def search.Candidate, defOK
 			f.retime.Samples = inc.tot
 		}
 	}
-	f.choose(r)
+	f.choose(r.m)
 	if f.retime != nil {
 		var others []search.Candidate
 		var othersTot [][]float64
@@ -223,12 +223,12 @@ func (r *run) finalTiming(space *search.Space, best, def search.Candidate, defOK
 // samples, the second in reverse order, and returns the k fastest by
 // median, all of them when there are no more than k. A candidate that fails
 // drops out.
-func (f *finals) screen(r *run, k, n int) []*timed {
+func (f *finals) screen(m *live, k, n int) []*timed {
 	cs := f.screened
 	if len(cs) <= k {
 		return append([]*timed(nil), cs...)
 	}
-	m := max(1, n/2)
+	half := max(1, n/2)
 	for round := 0; round < 2; round++ {
 		for j := range cs {
 			p := cs[j]
@@ -238,7 +238,7 @@ func (f *finals) screen(r *run, k, n int) []*timed {
 			if p.err != nil {
 				continue
 			}
-			tot, _, err := r.sample(p.prog, m)
+			tot, _, err := m.sample(p.prog, half)
 			if err != nil {
 				p.err = err
 				continue
@@ -268,15 +268,15 @@ func firstErr(ts []*timed) error {
 // rounds times progs interleaved, n samples each in rounds of 5 whose
 // order rotates so that no program always follows the same one. A program
 // that fails drops out; every finalist failing is an error.
-func (f *finals) rounds(r *run, progs []*timed, n int) error {
+func (f *finals) rounds(m *live, progs []*timed, n int) error {
 	for round, i := 0, 0; i < n; round, i = round+1, i+5 {
-		m := min(5, n-i)
+		size := min(5, n-i)
 		for j := range progs {
 			p := progs[(j+round)%len(progs)]
 			if p.err != nil {
 				continue
 			}
-			tot, per, err := r.sample(p.prog, m)
+			tot, per, err := m.sample(p.prog, size)
 			switch {
 			case err != nil && p == f.base:
 				// A baseline round that fails is left out, as before.
@@ -293,12 +293,12 @@ func (f *finals) rounds(r *run, progs []*timed, n int) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("%s %s: timing the finalists: %w", r.task.Kernel.Name, r.task.Key(), firstErr(f.contest))
+	return fmt.Errorf("%s %s: timing the finalists: %w", m.task.Kernel.Name, m.task.Key(), firstErr(f.contest))
 }
 
 // choose picks the winner among the finalists that were timed to the end,
 // and says so in the log when it is not the search's winner.
-func (f *finals) choose(r *run) {
+func (f *finals) choose(m *live) {
 	var ok []*timed
 	for _, c := range f.contest {
 		if c.err == nil && len(c.tot) > 0 {
@@ -306,8 +306,8 @@ func (f *finals) choose(r *run) {
 		}
 	}
 	sort.SliceStable(ok, func(i, j int) bool { return stats.Median(ok[i].tot) < stats.Median(ok[j].tot) })
-	f.chosen, f.noHarm = chooseNoHarm(ok, f.def, r.shapeNames()) // ok is not empty: rounds succeeded
-	t, task := r.t, r.task
+	f.chosen, f.noHarm = chooseNoHarm(ok, f.def, m.shapeNames()) // ok is not empty: rounds succeeded
+	t, task := m.t, m.task
 	if f.chosen.cand.Key() != f.best || t.cfg.Verbose {
 		var parts []string
 		for _, fi := range f.finalistsOf() {
@@ -403,11 +403,46 @@ func column(per [][]float64, i int) []float64 {
 	return col
 }
 
-// shapeNames are the task's timed shapes as the file writes them.
-func (r *run) shapeNames() []string {
-	var out []string
-	for _, l := range r.problems {
-		out = append(out, l.p.Case.String())
+// incumbent prepares the final timing of the incumbent: it returns the
+// program to time in the interleaved rounds, and whether the caller owns
+// (must close) it. The program is nil when the incumbent is one of the
+// contest (the finalists and the default, whose samples it shares) or
+// cannot run here (recorded in rt). An incumbent the search did not measure
+// is built apart from the run's candidates, so that it does not count as
+// measured.
+func (m *live) incumbent(space *search.Space, rt *Retiming, contest []*timed) (Program, bool) {
+	inc := search.Candidate(rt.Params)
+	for _, c := range contest {
+		if inc.Key() == c.cand.Key() {
+			return nil, false
+		}
 	}
-	return out
+	if err := space.Check(inc); err != nil {
+		rt.Invalid, rt.Err = true, "not valid here: "+err.Error()
+		return nil, false
+	}
+	if cd := m.cands[inc.Key()]; cd != nil {
+		if cd.err == nil && cd.prog != nil {
+			if prog, err := m.program(inc); err == nil {
+				return prog, false
+			}
+		}
+		if cd.err != nil {
+			rt.Invalid, rt.Err = true, cd.err.Error()
+			return nil, false
+		}
+	}
+	tb := time.Now()
+	prog, err := m.t.b.Build(m.task.Kernel, m.task.DType, inc)
+	m.clk.add(phaseCompile, tb)
+	if err != nil {
+		rt.Invalid, rt.Err = true, "build: "+err.Error()
+		return nil, false
+	}
+	if err := m.ready(prog, inc); err != nil {
+		prog.Close()
+		rt.Invalid, rt.Err = true, err.Error()
+		return nil, false
+	}
+	return prog, true
 }

@@ -50,10 +50,10 @@ func TestRooflineUsesTheCandidatesUnits(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			tu := New(peaksBackend{&fakeBackend{}, c.backend, c.facts}, Config{})
 			cs := kernels.Case{Shape: []int{1024, 1024, 1024}}
-			r := &run{t: tu, task: Task{Kernel: k, DType: c.dt, Cases: []kernels.Case{cs}},
+			m := &live{t: tu, task: Task{Kernel: k, DType: c.dt, Cases: []kernels.Case{cs}},
 				problems: []*loaded{{p: &kernels.Problem{Kernel: k, DType: c.dt, Case: cs}}}}
 			median := 0.004 // seconds
-			rs := r.roofline(c.cand, median)
+			rs := m.roofline(c.cand, median)
 			want := 0.0
 			if c.peak > 0 {
 				want = 100 * rs.Flops / (c.peak * 1e9) / median

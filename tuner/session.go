@@ -709,12 +709,14 @@ func (s *Session) write(res *Result) (*KeepDecision, error) {
 }
 
 // RecordBackendOptions writes into a tuned entry the backend options its
-// numbers depend on: for Metal, the math mode the kernels were compiled
-// with (the backend's fact math_mode, MTLMathMode 0, 1 or 2) as
-// "math_mode", and whether that is fast math (the fact fast_math, 0 or 1)
-// as "fast_math", which older readers know.
+// numbers depend on, from the facts of the backend that sets them (Metal):
+// the math mode the kernels were compiled with (the fact math_mode,
+// MTLMathMode 0, 1 or 2) as "math_mode", and whether that is fast math
+// (the fact fast_math, 0 or 1) as "fast_math", which older readers know.
+// The backend's traits, not its name, decide: any backend that takes
+// OptionMathMode records it the same way.
 func RecordBackendOptions(info DeviceInfo, e *params.Entry) {
-	if e == nil || info.Backend != "metal" {
+	if tr, err := TraitsOf(info.Backend); e == nil || err != nil || !tr.Takes(OptionMathMode) {
 		return
 	}
 	if v, ok := info.Facts["fast_math"]; ok {

@@ -5,9 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"math/rand/v2"
-	"sort"
-	"strings"
 	"time"
 
 	"github.com/kerntune/kerntune/internal/stats"
@@ -249,31 +246,19 @@ type candidate struct {
 	spent   split // time of its build, verification and samples, by phase
 }
 
-// run is the state of one task.
+// run is the state of one task that Tuner.Run tunes: its measurement,
+// built of layers (measure.go), and its budget.
 type run struct {
-	t        *Tuner
-	task     Task
-	problems []*loaded // timed
-	odd      []*loaded // verified only
-	cands    map[string]*candidate
-	deadline time.Time
-	// hard is how far the run may go past deadline while it has measured
-	// fewer than min candidates (Allotment.Max).
-	hard     time.Time
-	min      int
-	ctx      context.Context
-	dataSeed uint64
-	nloaded  uint64
-	replay   map[string][]Record // journaled measurements by candidate key
-	plan     *Record
-	valid    int    // size of the valid space, for progress events
-	clk      *clock // where the entry's time goes; nil outside Tuner.Run
-	// drift is the drift guard (drift.go); nil when off, as in Bench.
-	drift        *driftGuard
-	replayAnchor []Record // journaled anchor timings, in order
-	// reserve is what the final timing is expected to take: the drift
-	// guard measures nothing again that would eat into it.
-	reserve time.Duration
+	t    *Tuner
+	task Task
+	ctx  context.Context
+	clk  *clock // where the entry's time goes
+	m    *live  // the problems, the candidates and their measurement
+	// journal is the journal's layer, nil without a journal; guard the
+	// drift guard's layer, the top of the measurement.
+	journal *journaled
+	guard   guarded
+	budget  budget
 }
 
 // Run tunes one task within budget. It returns an error only when nothing
@@ -289,9 +274,9 @@ func (t *Tuner) Run(ctx context.Context, task Task, budget time.Duration) (*Resu
 // are measured.
 func (t *Tuner) RunPlanned(ctx context.Context, task Task, a Allotment) (*Result, error) {
 	start := time.Now()
-	budget := a.Share
-	r := &run{t: t, task: task, cands: map[string]*candidate{}, deadline: start.Add(budget), hard: start.Add(max(a.Max, budget)), ctx: ctx, clk: newClock(start)}
-	defer r.close()
+	clk := newClock(start)
+	r := &run{t: t, task: task, ctx: ctx, clk: clk, m: newLive(t, task, clk)}
+	defer r.m.close()
 
 	space, err := t.Space(task)
 	if err != nil {
@@ -301,28 +286,25 @@ func (t *Tuner) RunPlanned(ctx context.Context, task Task, a Allotment) (*Result
 	if len(valid) == 0 {
 		return nil, fmt.Errorf("%s %s: no valid candidate in a space of %d on %s", task.Kernel.Name, task.Key(), space.Size(), t.b.Info().Key)
 	}
-	r.valid = len(valid)
-	r.min = t.minMeasured(len(valid))
-	if err := r.load(); err != nil {
+	r.budget = newBudget(t, task, start, a, t.minMeasured(len(valid)))
+	if err := r.m.load(); err != nil {
 		return nil, err
 	}
-	r.startJournal()
+	// The measurement's layers, innermost first: live, the journal,
+	// progress events, the drift guard (armed once the search calibrated).
+	var below measurer = r.m
+	if r.journal = newJournaled(ctx, t, r.m, r.m); r.journal != nil {
+		below = r.journal
+	}
+	r.guard.next = withProgress(t, r.m, len(valid), below)
 
 	ps, _ := task.Kernel.Space(t.b.Info().Backend)
 	def := search.Candidate(ps.Defaults())
 	defErr := space.Check(def)
 
-	// Programs in the final timing: the finalists, default, baseline, and
-	// the incumbent; the screen of screenFactor × Finalists candidates, a
-	// fifth of the samples each, costs about 0.6 × Finalists more.
-	finalProgs := float64(t.cfg.Finalists)*(1+screenFactor/5.0) + 2
-	if task.Incumbent != nil {
-		finalProgs++
-	}
 	// The search (search.Driver): the default first (it calibrates the
 	// budget and is the reference point of the entry; a tuned entry is never
 	// slower than no tuning), then the warm starts and the strategy.
-	perSample, finalSamples := 0.0, t.cfg.FinalSamples
 	d := search.Driver{
 		Strategy: t.cfg.Strategy,
 		Options:  search.Options{Seed: t.cfg.Seed, Samples: t.cfg.Samples, RaceMax: raceMaxFor(a.Sample)},
@@ -330,29 +312,11 @@ func (t *Tuner) RunPlanned(ctx context.Context, task Task, a Allotment) (*Result
 		MaxEvals: t.cfg.MaxEvals,
 		Measure:  r.answer,
 		Budget: func(s float64) float64 {
-			perSample = s
-			// The drift guard re-times what calibrated: the default, or
-			// the first candidate that could be measured.
-			// Its first timing of the anchor is measuring, not the search's own time.
-			t0 := time.Now()
-			r.drift = newDriftGuard(r, r.calibratedOn(def, defErr == nil, valid), budget)
-			r.clk.answered(t0)
-			if s > 0 {
-				fit := int(budget.Seconds() / 5 / (finalProgs * s))
-				finalSamples = max(t.cfg.MinFinalSamples, min(finalSamples, fit))
-			}
-			// What is left after the final timing (screen, finalists,
-			// default, baseline and the incumbent × finalSamples).
-			return time.Until(r.deadline).Seconds() - finalProgs*float64(finalSamples)*s
+			r.armGuard(def, defErr == nil, valid)
+			return r.budget.calibrate(s, t.cfg.MinFinalSamples)
 		},
-		Plan: func(size int) int {
-			finalSamples, size = r.journalPlan(finalSamples, size)
-			r.reserve = time.Duration(perSample * finalProgs * float64(finalSamples) * float64(time.Second))
-			return size
-		},
-		Stop: func(req search.Request) string {
-			return r.stopReason(perSample * (float64(req.Samples) + finalProgs*float64(finalSamples)))
-		},
+		Plan: r.plan,
+		Stop: func(req search.Request) string { return r.budget.stop(ctx, req.Samples, r.m.cands) },
 	}
 	if defErr == nil {
 		d.Default = def
@@ -378,35 +342,35 @@ func (t *Tuner) RunPlanned(ctx context.Context, task Task, a Allotment) (*Result
 		return nil, err
 	}
 	// What was measured since the anchor's last check is checked too.
-	r.drift.final()
+	r.guard.g.final()
 	best, stopped := out.Best, out.Stopped
 	ok := best != nil
 	// What this entry needs by its own measurements (as the plan estimates
 	// it from a probe): its setup, the default's build, and its samples.
 	needed := time.Duration(0)
-	if perSample > 0 {
-		needed = t.Need(Estimate{Valid: len(valid), Setup: r.clk.setup, Build: r.anchorBuild(), Sample: time.Duration(perSample * float64(time.Second))})
+	if perSample := r.budget.perSample; perSample > 0 {
+		needed = t.Need(Estimate{Valid: len(valid), Setup: r.clk.setup, Build: r.guard.g.anchorBuild(), Sample: time.Duration(perSample * float64(time.Second))})
 	}
 	if !ok {
 		tt := r.clk.result()
-		r.journalTime(tt)
-		return &Result{Task: task, Trace: r.trace(), Stopped: stopped, DataSeed: r.dataSeed, Needed: needed, Time: tt},
-			fmt.Errorf("%s %s: every measured candidate failed (%s)", task.Kernel.Name, task.Key(), r.firstError())
+		r.journal.note(Record{Kind: RecordTime, Time: tt})
+		return &Result{Task: task, Trace: r.m.cands.trace(), Stopped: stopped, DataSeed: r.m.dataSeed, Needed: needed, Time: tt},
+			fmt.Errorf("%s %s: every measured candidate failed (%s)", task.Kernel.Name, task.Key(), r.m.cands.firstError())
 	}
 
 	// Final numbers: the search's best few, default, baseline and incumbent
 	// timed interleaved, same sample count; the winner is chosen on them.
-	fin, err := r.finalTiming(space, best, def, defErr == nil, finalSamples)
+	fin, err := r.finalTiming(space, best, def, defErr == nil, r.budget.finalSamples)
 	if err != nil {
 		return nil, err
 	}
-	entry := &params.Entry{Strategy: t.cfg.Strategy, Evaluations: len(r.cands), Stopped: stopped}
-	fin.record(entry, ps.Defaults(), len(r.problems))
+	entry := &params.Entry{Strategy: t.cfg.Strategy, Evaluations: len(r.m.cands), Stopped: stopped}
+	fin.record(entry, ps.Defaults(), len(r.m.problems))
 	for _, c := range task.Cases {
 		entry.Shapes = append(entry.Shapes, append([]int(nil), c.Shape...))
 	}
 	entry.Candidates.Valid = len(valid)
-	for _, c := range r.cands {
+	for _, c := range r.m.cands {
 		switch {
 		case c.err != nil:
 			entry.Candidates.Failed++
@@ -414,20 +378,45 @@ func (t *Tuner) RunPlanned(ctx context.Context, task Task, a Allotment) (*Result
 			entry.Candidates.Measured++
 		}
 	}
-	entry.Roofline = r.roofline(fin.chosen.cand, stats.Median(fin.chosen.tot))
-	entry.Drift = r.drift.summary()
+	entry.Roofline = r.m.roofline(fin.chosen.cand, stats.Median(fin.chosen.tot))
+	entry.Drift = r.guard.g.summary()
 	entry.Time = r.clk.result()
-	r.journalTime(entry.Time)
-	return &Result{Task: task, Entry: entry, Trace: r.trace(), Stopped: stopped, DataSeed: r.dataSeed,
+	r.journal.note(Record{Kind: RecordTime, Time: entry.Time})
+	return &Result{Task: task, Entry: entry, Trace: r.m.cands.trace(), Stopped: stopped, DataSeed: r.m.dataSeed,
 		Retiming: fin.retime, Needed: needed, Finalists: fin.finalistsOf(), Time: entry.Time}, nil
+}
+
+// answer is the search's Measure function: the measurement's layers,
+// with the time spent answering kept apart from the search's own.
+func (r *run) answer(c search.Candidate, n int) ([]float64, error) {
+	defer r.clk.answered(time.Now())
+	return r.guard.measure(c, n)
+}
+
+// armGuard starts the drift guard once the search calibrated: it re-times
+// what calibrated, the default or the first candidate that could be
+// measured. Its first timing of the anchor is measuring, not the search's
+// own time.
+func (r *run) armGuard(def search.Candidate, defOK bool, pool []search.Candidate) {
+	t0 := time.Now()
+	r.guard.g = newDriftGuard(r.ctx, r.m, r.guard.next, r.journal, &r.budget, r.m.cands.calibratedOn(def, defOK, pool))
+	r.clk.answered(t0)
+}
+
+// plan is the search's Plan function: the journal's plan (a resumed run's
+// is the interrupted one's), which the budget reserves the final timing by.
+func (r *run) plan(size int) int {
+	finalSamples, size := r.journal.planned(r.budget.finalSamples, size, r.m.dataSeed)
+	r.budget.plan(finalSamples)
+	return size
 }
 
 // calibratedOn is the candidate the search driver calibrated on (the
 // default, else the first of the pool's first five measured without error),
 // or nil when none was.
-func (r *run) calibratedOn(def search.Candidate, defOK bool, pool []search.Candidate) search.Candidate {
+func (cs candidates) calibratedOn(def search.Candidate, defOK bool, pool []search.Candidate) search.Candidate {
 	ok := func(c search.Candidate) bool {
-		cd := r.cands[c.Key()]
+		cd := cs[c.Key()]
 		return cd != nil && cd.err == nil && len(cd.samples) > 0
 	}
 	if defOK && ok(def) {
@@ -439,50 +428,6 @@ func (r *run) calibratedOn(def search.Candidate, defOK bool, pool []search.Candi
 		}
 	}
 	return nil
-}
-
-// incumbent prepares the final timing of the incumbent: it returns the
-// program to time in the interleaved rounds, and whether the caller owns
-// (must close) it. The program is nil when the incumbent is one of the
-// contest (the finalists and the default, whose samples it shares) or
-// cannot run here (recorded in rt). An incumbent the search did not measure
-// is built apart from the run's candidates, so that it does not count as
-// measured.
-func (r *run) incumbent(space *search.Space, rt *Retiming, contest []*timed) (Program, bool) {
-	inc := search.Candidate(rt.Params)
-	for _, c := range contest {
-		if inc.Key() == c.cand.Key() {
-			return nil, false
-		}
-	}
-	if err := space.Check(inc); err != nil {
-		rt.Invalid, rt.Err = true, "not valid here: "+err.Error()
-		return nil, false
-	}
-	if cd := r.cands[inc.Key()]; cd != nil {
-		if cd.err == nil && cd.prog != nil {
-			if prog, err := r.program(inc); err == nil {
-				return prog, false
-			}
-		}
-		if cd.err != nil {
-			rt.Invalid, rt.Err = true, cd.err.Error()
-			return nil, false
-		}
-	}
-	tb := time.Now()
-	prog, err := r.t.b.Build(r.task.Kernel, r.task.DType, inc)
-	r.clk.add(phaseCompile, tb)
-	if err != nil {
-		rt.Invalid, rt.Err = true, "build: "+err.Error()
-		return nil, false
-	}
-	if err := r.ready(prog, inc); err != nil {
-		prog.Close()
-		rt.Invalid, rt.Err = true, err.Error()
-		return nil, false
-	}
-	return prog, true
 }
 
 // finishRetiming fills in the winner's samples and, where the incumbent
@@ -538,328 +483,3 @@ func (t *Tuner) Space(task Task) (*search.Space, error) {
 }
 
 func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
-
-func (r *run) stopReason(nextCost float64) string {
-	if err := r.ctx.Err(); err != nil {
-		return "interrupted"
-	}
-	end := time.Now().Add(time.Duration(nextCost * float64(time.Second)))
-	if !end.After(r.deadline) {
-		return ""
-	}
-	// Past the share: short of the entry's minimum, the run's slack is
-	// there for it (counted only here, not before every request).
-	if end.After(r.hard) || r.measured() >= r.min {
-		return "budget spent"
-	}
-	return ""
-}
-
-// measured is how many distinct candidates have samples.
-func (r *run) measured() int {
-	n := 0
-	for _, c := range r.cands {
-		if c.err == nil && len(c.samples) > 0 {
-			n++
-		}
-	}
-	return n
-}
-
-// anchorBuild is the build time of the candidate the search calibrated on
-// (the default, or the first measured), for Result.Needed.
-func (r *run) anchorBuild() time.Duration {
-	if r.drift != nil {
-		if cd := r.cands[r.drift.anchor.Key()]; cd != nil {
-			return time.Duration(cd.spent.seconds(phaseCompile) * float64(time.Second))
-		}
-	}
-	return 0
-}
-
-func (r *run) load() error {
-	for _, c := range r.task.Kernel.Odd {
-		if err := r.loadOne(c, false); err != nil {
-			return err
-		}
-	}
-	for _, c := range r.task.Cases {
-		if err := r.loadOne(c, true); err != nil {
-			return err
-		}
-	}
-	// The float64 references now, as part of the setup, rather than in
-	// the first verification, whose time they would swell.
-	for _, l := range append(append([]*loaded{}, r.odd...), r.problems...) {
-		l.p.Reference()
-	}
-	return nil
-}
-
-// loadOne draws a case's inputs and loads them; timed cases of memory-bound
-// families get enough input copies to stream past the last-level cache.
-func (r *run) loadOne(c kernels.Case, timed bool) error {
-	info := r.t.b.Info()
-	if r.dataSeed == 0 {
-		r.dataSeed = r.t.cfg.DataSeed
-		for r.dataSeed == 0 {
-			r.dataSeed = rand.Uint64()
-		}
-	}
-	// Each problem has its own seed so a worker process can regenerate it.
-	r.nloaded++
-	p, err := kernels.NewSeededProblem(r.task.Kernel, r.task.DType, c, r.dataSeed^(r.nloaded*0x9e3779b97f4a7c15))
-	if err != nil {
-		return err
-	}
-	copies := 1
-	if timed && r.task.Kernel.MemoryBound && info.LLCBytes > 0 {
-		in := int64(p.Bytes()) - int64(r.task.Kernel.OutLen(c.Shape)*r.task.DType.Size())
-		if in > 0 {
-			copies = int(min(64, max(1, (2*info.LLCBytes+in-1)/in), max(1, r.t.cfg.MaxBufferBytes/in)))
-		}
-	}
-	inst, err := r.t.b.Load(p, copies)
-	if err != nil {
-		return fmt.Errorf("loading %s %s on %s: %w", r.task.Kernel.Name, c, info.Key, err)
-	}
-	floor := math.Max(p.Flops()/info.PeakFlops, p.Bytes()/info.PeakBandwidth)
-	l := &loaded{p: p, inst: inst, floor: floor}
-	if timed {
-		r.problems = append(r.problems, l)
-	} else {
-		r.odd = append(r.odd, l)
-	}
-	return nil
-}
-
-func (r *run) close() {
-	for _, c := range r.cands {
-		if c.prog != nil {
-			c.prog.Close()
-		}
-	}
-	for _, l := range append(r.odd, r.problems...) {
-		l.inst.Close()
-	}
-}
-
-// verify runs prog on every problem (odd shapes first) and compares with
-// the reference (outputs larger than kernels.FullVerifyMax on a sample of
-// rows, verifyOn). Odd shapes for which the family's constraints reject
-// cand are skipped (cand is nil for a baseline, which takes every shape).
-func (r *run) verify(prog Program, cand search.Candidate) error {
-	defer r.clk.add(phaseVerify, time.Now())
-	ps, _ := r.task.Kernel.Space(r.t.b.Info().Backend)
-	checked := 0
-	for i, l := range append(append([]*loaded{}, r.odd...), r.problems...) {
-		if i < len(r.odd) && cand != nil && ps != nil && ps.Check != nil && ps.Check(l.p.Case.Shape, cand) != nil {
-			continue
-		}
-		if err := r.verifyOn(prog, l, cand); err != nil {
-			return err
-		}
-		checked++
-	}
-	if checked == 0 {
-		// A candidate no verification shape accepts must not pass unverified.
-		return fmt.Errorf("no verification shape satisfies its constraints, so it was not verified")
-	}
-	return nil
-}
-
-// built returns c's state, building and verifying it on first use.
-func (r *run) built(c search.Candidate) *candidate {
-	key := c.Key()
-	cd := r.cands[key]
-	if cd == nil {
-		cd = &candidate{cand: c}
-		r.cands[key] = cd
-	}
-	if cd.prog == nil && cd.err == nil {
-		tb := time.Now()
-		prog, err := r.t.b.Build(r.task.Kernel, r.task.DType, c)
-		r.clk.add(phaseCompile, tb)
-		if err != nil {
-			cd.err = fmt.Errorf("build: %w", err)
-		} else {
-			cd.prog = prog
-			cd.err = r.ready(prog, c)
-		}
-		if cd.err != nil && r.t.cfg.Verbose {
-			fmt.Fprintf(r.t.cfg.Log, "  %s %s: %v\n", key, StatusOf(cd.err), cd.err)
-		}
-	}
-	return cd
-}
-
-// measureLive builds and verifies c on first use, then takes n more samples; it
-// returns the new per-sample totals over the task's cases.
-func (r *run) measureLive(c search.Candidate, n int) ([]float64, error) {
-	key := c.Key()
-	prog, err := r.program(c)
-	if err != nil {
-		return nil, err
-	}
-	cd := r.cands[key]
-	tot, _, err := r.sample(prog, n)
-	if err == nil && n >= 3 && cv(tot) > r.t.cfg.MaxCV {
-		// A noisy batch (another process, a clock change) is taken again;
-		// the quieter of the two is kept and the re-measurement recorded.
-		again, _, err2 := r.sample(cd.prog, n)
-		cd.remeas++
-		first, kept := cv(tot), "first"
-		if err2 == nil && cv(again) < first {
-			tot, kept = again, "second"
-		}
-		if r.t.cfg.Verbose {
-			// The spread that called for the second batch, the second's,
-			// and which was kept: the kept one's alone says nothing.
-			second := fmt.Sprintf("%.0f%%", 100*cv(again))
-			if err2 != nil {
-				second = "failed (" + err2.Error() + ")"
-			}
-			fmt.Fprintf(r.t.cfg.Log, "  %s: samples varied by %.0f%% (limit %.0f%%); measured again: %s; kept the %s batch\n",
-				key, 100*first, 100*r.t.cfg.MaxCV, second, kept)
-		}
-	}
-	if err != nil {
-		cd.err = err
-		return nil, err
-	}
-	cd.samples = append(cd.samples, tot...)
-	return tot, nil
-}
-
-// ready verifies a program and warms it up: the one path by which a
-// search candidate, the incumbent and the baseline become ready to time, so
-// that none of them is timed colder than the others (a GPU's clocks, its
-// caches and a pipeline's first use all favour whoever ran just before).
-// cand is nil for the baseline.
-func (r *run) ready(prog Program, cand search.Candidate) error {
-	if err := r.verify(prog, cand); err != nil {
-		return fmt.Errorf("verification: %w", err)
-	}
-	if err := r.warmup(prog); err != nil {
-		return fmt.Errorf("warmup: %w", err)
-	}
-	return nil
-}
-
-func (r *run) warmup(prog Program) error {
-	start := time.Now()
-	for time.Since(start) < r.t.cfg.Warmup {
-		for _, l := range r.problems {
-			t0 := time.Now()
-			_, err := prog.Run(l.inst, 1)
-			r.clk.onDevice(phaseMeasure, t0)
-			if err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// sample times n runs on every problem; totals[j] sums run j over problems.
-// A median below a problem's physical floor, or a non-positive one, is a
-// measurement error.
-func (r *run) sample(prog Program, n int) (totals []float64, perProblem [][]float64, err error) {
-	totals = make([]float64, n)
-	perProblem = make([][]float64, n)
-	for j := range perProblem {
-		perProblem[j] = make([]float64, len(r.problems))
-	}
-	for i, l := range r.problems {
-		t0 := time.Now()
-		ts, err := prog.Run(l.inst, n)
-		r.clk.onDevice(phaseMeasure, t0)
-		if err != nil {
-			return nil, nil, fmt.Errorf("timing %s: %w", l.p.Case, err)
-		}
-		if len(ts) != n {
-			return nil, nil, fmt.Errorf("timing %s: backend returned %d samples, want %d", l.p.Case, len(ts), n)
-		}
-		med := stats.Median(ts)
-		if !(med > 0) {
-			return nil, nil, fmt.Errorf("measurement error on %s: median %g s is not positive", l.p.Case, med)
-		}
-		if med < l.floor {
-			return nil, nil, fmt.Errorf("measurement error on %s: median %.3g µs is below the physical floor %.3g µs", l.p.Case, med*1e6, l.floor*1e6)
-		}
-		for j, t := range ts {
-			totals[j] += t
-			perProblem[j][i] = t
-		}
-	}
-	return totals, perProblem, nil
-}
-
-// roofline relates cand's median (seconds, summed over the task's
-// problems) to the device's floors.
-func (r *run) roofline(cand search.Candidate, median float64) *params.RooflineSummary {
-	info := r.t.b.Info()
-	var flops, bytes float64
-	for _, l := range r.problems {
-		flops += l.p.Flops()
-		bytes += l.p.Bytes()
-	}
-	rs := &params.RooflineSummary{Flops: flops, Bytes: bytes}
-	if median <= 0 {
-		return rs
-	}
-	rs.GFLOPS = round3(flops / median / 1e9)
-	rs.GBPS = round3(bytes / median / 1e9)
-	// Memory-bound families are held to the measured copy bandwidth, the
-	// others to the arithmetic peak of the units cand runs on, where the
-	// backend knows it.
-	var floor float64
-	if bw := info.Facts["bandwidth_gbps"] * 1e9; r.task.Kernel.MemoryBound && bw > 0 {
-		floor, rs.BoundByData = bytes/bw, true
-	} else if peak := PeakGFLOPS(info, r.task.DType, cand) * 1e9; peak > 0 {
-		floor = flops / peak
-	}
-	if floor > 0 {
-		rs.PctOfFloor = round3(100 * floor / median)
-	}
-	return rs
-}
-
-func (r *run) trace() []Measurement {
-	var out []Measurement
-	for key, c := range r.cands {
-		m := Measurement{Key: key, Samples: len(c.samples), Status: StatusOK, Remeasured: c.remeas,
-			CompileS: c.spent.seconds(phaseCompile), VerifyS: c.spent.seconds(phaseVerify), MeasureS: c.spent.seconds(phaseMeasure)}
-		if c.err != nil {
-			m.Err = c.err.Error()
-			m.Status = c.statusOf()
-		} else if len(c.samples) > 0 {
-			m.MedianUS = stats.Median(c.samples) * 1e6
-		}
-		out = append(out, m)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
-	return out
-}
-
-// firstError summarises the failures: each distinct reason with its count.
-func (r *run) firstError() string {
-	counts := map[string]int{}
-	for _, c := range r.cands {
-		if c.err != nil {
-			counts[c.err.Error()]++
-		}
-	}
-	if len(counts) == 0 {
-		return "no candidate was measured"
-	}
-	var parts []string
-	for msg, n := range counts {
-		parts = append(parts, fmt.Sprintf("%d× %s", n, msg))
-	}
-	sort.Strings(parts)
-	if len(parts) > 4 {
-		parts = append(parts[:4], fmt.Sprintf("and %d more reasons", len(parts)-4))
-	}
-	return strings.Join(parts, "; ")
-}

@@ -78,12 +78,12 @@ func (t *Tuner) VerifyAll(ctx context.Context, k *kernels.Kernel, dt kernels.DTy
 func (t *Tuner) VerifyCandidates(ctx context.Context, k *kernels.Kernel, dt kernels.DType, cands []search.Candidate) (*VerifyReport, error) {
 	start := time.Now()
 	task := Task{Kernel: k, DType: dt, Cases: k.Odd}
-	r := &run{t: t, task: task, cands: map[string]*candidate{}, deadline: start.Add(24 * time.Hour), ctx: ctx}
-	defer r.close()
+	m := newLive(t, task, nil)
+	defer m.close()
 	rep := &VerifyReport{Kernel: k.Name, DType: dt, Valid: len(cands), Failed: map[string]int{}, Example: map[string]string{}}
-	// Odd shapes are loaded as timed problems of nothing: verify walks r.odd.
+	// Odd shapes are loaded as timed problems of nothing: verify walks m.odd.
 	for _, c := range k.Odd {
-		if err := r.loadOne(c, false); err != nil {
+		if err := m.loadOne(c, false); err != nil {
 			return nil, err
 		}
 	}
@@ -97,7 +97,7 @@ func (t *Tuner) VerifyCandidates(ctx context.Context, k *kernels.Kernel, dt kern
 		rep.Checked++
 		prog, err := t.b.Build(k, dt, c)
 		if err == nil {
-			err = r.verify(prog, c)
+			err = m.verify(prog, c)
 			prog.Close()
 		} else {
 			err = fmt.Errorf("build: %w", err)

@@ -8,7 +8,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kerntune/kerntune/tuner"
-	_ "github.com/kerntune/kerntune/tuner/cpu" // the backends register themselves with the tuner when imported
+	// The backends register themselves with the tuner when imported: a
+	// new backend is one more line here.
+	_ "github.com/kerntune/kerntune/tuner/cpu"
 	"github.com/kerntune/kerntune/tuner/cuda"
 	"github.com/kerntune/kerntune/tuner/metal"
 	_ "github.com/kerntune/kerntune/tuner/opencl"
@@ -60,21 +62,28 @@ func openBackend(name string, o backendOptions) (tuner.Backend, error) {
 }
 
 func openNamed(name string, o backendOptions) (tuner.Backend, error) {
-	switch name {
-	case "metal":
-		mode, err := o.mathMode()
-		if err != nil {
-			return nil, err
-		}
-		return metal.OpenWith(metal.Options{MathMode: mode})
-	case "cuda":
-		b, err := cuda.OpenWith(0, cuda.Options{AllowTF32: o.allowTF32})
-		if err != nil {
-			return nil, err
-		}
-		return b, nil
+	opts, err := o.tunerOptions()
+	if err != nil {
+		return nil, err
 	}
-	return tuner.Open(name)
+	return tuner.OpenWith(name, opts)
+}
+
+// tunerOptions are the flags as the backends' options; each backend takes
+// those its traits name (tuner.OpenWith).
+func (o backendOptions) tunerOptions() (tuner.Options, error) {
+	mode, err := o.mathMode()
+	if err != nil {
+		return nil, err
+	}
+	opts := tuner.Options{}
+	if mode != "" {
+		opts[metal.OptionMathMode] = mode
+	}
+	if o.allowTF32 {
+		opts[cuda.OptionAllowTF32] = "1"
+	}
+	return opts, nil
 }
 
 // mathMode is the Metal math mode the flags ask for: --metal-math-mode,
@@ -95,13 +104,14 @@ func (o backendOptions) mathMode() (string, error) {
 // checkBackendOptions refuses options that the opened backend does not take.
 func checkBackendOptions(b tuner.Backend, o backendOptions) error {
 	name := b.Info().Backend
-	if o.metalFastMath && name != "metal" {
+	t, _ := tuner.TraitsOf(name) // an unregistered name takes no options
+	if o.metalFastMath && !t.Takes(metal.OptionMathMode) {
 		return usageErrorf("--metal-fast-math applies to the metal backend only; this run uses %s (name --backend metal on a Mac)", name)
 	}
-	if o.metalMathMode != "" && name != "metal" {
+	if o.metalMathMode != "" && !t.Takes(metal.OptionMathMode) {
 		return usageErrorf("--metal-math-mode applies to the metal backend only; this run uses %s (name --backend metal on a Mac)", name)
 	}
-	if o.allowTF32 && name != "cuda" {
+	if o.allowTF32 && !t.Takes(cuda.OptionAllowTF32) {
 		return usageErrorf("--allow-tf32 applies to the cuda backend only; this run uses %s (Apple GPUs have no TF32 mode)", name)
 	}
 	return nil
@@ -135,14 +145,20 @@ func openPicked(name string, log io.Writer, verbose bool, o backendOptions) (tun
 		}
 		return b, nil
 	}
-	for _, n := range tuner.AutoOrder("") {
-		b, err := openBackend(n, o)
-		if err == nil {
-			return b, nil
-		}
+	b := tuner.OpenAuto("", func(n string) (tuner.Backend, error) { return openBackend(n, o) }, notUsed(log, verbose))
+	if b == nil {
+		return nil, usageErrorf("no backend could be opened")
+	}
+	return b, nil
+}
+
+// notUsed logs a backend that "--backend auto" passed over: always when
+// it is present but failed to open, and when verbose also when this
+// machine lacks it.
+func notUsed(log io.Writer, verbose bool) func(name string, err error) {
+	return func(name string, err error) {
 		if verbose || !errors.Is(err, tuner.ErrUnavailable) {
-			fmt.Fprintf(log, "backend %s not used: %v\n", n, err)
+			fmt.Fprintf(log, "backend %s not used: %v\n", name, err)
 		}
 	}
-	return nil, usageErrorf("no backend could be opened")
 }

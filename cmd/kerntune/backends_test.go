@@ -19,6 +19,7 @@ import (
 // --metal-fast-math configures the metal backend only: with another
 // backend it is a usage error naming the flag, on every command that takes it.
 func TestMetalFastMathRefusedElsewhere(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for _, args := range [][]string{
 		{"tune", "--backend", "cpu", "--metal-fast-math", "--kernel", "softmax", "--shape", "2x3", "--budget", "1s", "--out", filepath.Join(dir, "p.json")},

@@ -7,7 +7,6 @@ import (
 	"math"
 	"os"
 	"os/signal"
-	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -19,7 +18,7 @@ import (
 	"github.com/kerntune/kerntune/tuner"
 )
 
-func init() { commands = append(commands, newBenchCmd) }
+func init() { commands = append(commands, func(*Factory) *cobra.Command { return newBenchCmd() }) }
 
 type benchRow struct {
 	Kernel  string         `json:"kernel"`
@@ -126,7 +125,7 @@ the default workload or the --shape list. SPEEDUP is baseline/tuned time (above
 					}
 					row.Params = r.Ints()
 					row.Source = sourceSummary(r)
-					row.FileUS = fileMedian(pf, row.Source, c.Shape)
+					row.FileUS = pf.SourceMedianUS(row.Source, c.Shape)
 					res, err := tu.Bench(ctx, k, dt, c, search.Candidate(row.Params), samples)
 					if err != nil {
 						row.Error = err.Error()
@@ -203,33 +202,6 @@ func printBenchTable(out io.Writer, device, backend string, rows []benchRow) {
 	if beaten {
 		fmt.Fprintln(out, report.FloorNote)
 	}
-}
-
-// fileMedian is the median f records on shape for the entry named by
-// source ("file:<device>/<family>/<entry key>", every parameter from that
-// one entry), or 0: another source, an entry that did not time the shape.
-func fileMedian(f *params.File, source string, shape []int) float64 {
-	if f == nil || !strings.HasPrefix(source, "file:") || strings.Contains(source, ";") {
-		return 0
-	}
-	for dk, d := range f.Devices {
-		for fam, es := range d.Kernels {
-			for ek, e := range es {
-				if "file:"+dk+"/"+fam+"/"+ek != source {
-					continue
-				}
-				for i, s := range e.Shapes {
-					if slices.Equal(s, shape) && i < len(e.ShapeMedianUS) {
-						return e.ShapeMedianUS[i]
-					}
-				}
-				if len(e.Shapes) == 1 && slices.Equal(e.Shapes[0], shape) {
-					return e.MedianUS // an entry written before shape medians were recorded
-				}
-			}
-		}
-	}
-	return 0
 }
 
 // sourceSummary names where the parameters came from, e.g. "file:…/f32/tiny".

@@ -63,6 +63,7 @@ func TestParseBudget(t *testing.T) {
 // strategy then starts from the entry just written (--replace: each run's
 // entry is written, whatever the keep rule would choose).
 func TestTuneEvaluationBudgetCPU(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("tunes on the CPU for a few seconds")
 	}
@@ -96,6 +97,7 @@ func TestTuneEvaluationBudgetCPU(t *testing.T) {
 // (exit 2, no file, no journal), naming a budget that then tunes every
 // entry; with one family it does not suggest tuning that family alone.
 func TestTuneBudgetAdviceWorks(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("tunes two small softmax entries on the CPU")
 	}

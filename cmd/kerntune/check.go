@@ -1,13 +1,11 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -20,7 +18,7 @@ import (
 	"github.com/kerntune/kerntune/tuner"
 )
 
-func init() { commands = append(commands, newCheckCmd) }
+func init() { commands = append(commands, func(*Factory) *cobra.Command { return newCheckCmd() }) }
 
 // loadSpecs compiles and registers spec files; a bad spec is a usage error
 // naming the file, the field and the expression.
@@ -106,7 +104,7 @@ check does the static checks only and says so.`,
 			}
 			if backend != "auto" && backend != "none" {
 				for _, c := range cs {
-					if err := specRunsOn(c, backend); err != nil {
+					if err := tuner.SpecRunsOn(c, backend); err != nil {
 						return usageError{fmt.Errorf("--backend %s: %w", backend, err)}
 					}
 				}
@@ -116,7 +114,7 @@ check does the static checks only and says so.`,
 			if asJSON {
 				text = io.Discard
 			}
-			res := checkJSON{Specs: []*specCheck{}, Reports: []checkReport{}}
+			res := checkJSON{Specs: []*spec.StaticCheck{}, Reports: []checkReport{}}
 			done := func(err error) error {
 				if asJSON {
 					if perr := printJSON(out, res); perr != nil && err == nil {
@@ -126,11 +124,15 @@ check does the static checks only and says so.`,
 				return err
 			}
 			for _, c := range cs {
-				sc, err := staticCheck(cmd.Context(), c)
+				sc, err := c.StaticCheck(cmd.Context())
+				var me *spec.MSLError
+				if errors.As(err, &me) {
+					return usageError{err}
+				}
 				if err != nil {
 					return err
 				}
-				sc.print(text)
+				printStaticCheck(text, sc)
 				res.Specs = append(res.Specs, sc)
 			}
 			if backend == "none" {
@@ -154,7 +156,7 @@ check does the static checks only and says so.`,
 			tu := tuner.New(b, tuner.Config{})
 			failed := 0
 			for _, c := range cs {
-				if err := specRunsOn(c, info.Backend); err != nil {
+				if err := tuner.SpecRunsOn(c, info.Backend); err != nil {
 					fmt.Fprintf(text, "device check of %s skipped: %v\n", c.Kernel.Name, err)
 					res.Skipped = append(res.Skipped, checkSkip{Kernel: c.Kernel.Name, File: c.File, Reason: err.Error()})
 					continue
@@ -225,16 +227,7 @@ func openGPUBackend(name string, log io.Writer) (tuner.Backend, error) {
 		}
 		return b, nil
 	}
-	for _, n := range tuner.AutoOrder(tuner.SpaceGPU) {
-		b, err := tuner.Open(n)
-		if err == nil {
-			return b, nil
-		}
-		if !errors.Is(err, tuner.ErrUnavailable) {
-			fmt.Fprintf(log, "backend %s not used: %v\n", n, err)
-		}
-	}
-	return nil, nil
+	return tuner.OpenAuto(tuner.SpaceGPU, tuner.Open, notUsed(log, false)), nil
 }
 
 // gpuBackendOnly refuses a backend (known by name) that cannot run spec
@@ -279,33 +272,11 @@ func noGPUNote(cs []*spec.Compiled) string {
 	return note + ")"
 }
 
-// backendSpace is the kind of parameter space the named backend's
-// candidates use (tuner.SpaceGPU for GPU code), "" for an unknown name.
-func backendSpace(name string) string {
-	t, err := tuner.TraitsOf(name)
-	if err != nil {
-		return ""
-	}
-	return t.Space
-}
-
-// specRunsOn says why a spec kernel cannot run on a backend (naming the
-// spec, the kernel and the backend), or returns nil.
-func specRunsOn(c *spec.Compiled, backend string) error {
-	if slices.Contains(c.APIs, gpu.API(backend)) {
-		return nil
-	}
-	if c.Body.MLX != nil {
-		return fmt.Errorf("%s: kernel %s has an mlx source (MLX's fast.metal_kernel) and runs on the metal backend only, not %s", c.File, c.Kernel.Name, backend)
-	}
-	return fmt.Errorf("%s: kernel %s has sources for %s only; the %s backend cannot build it", c.File, c.Kernel.Name, apiList(c.APIs), backend)
-}
-
 // checkJSON is what check --json prints: the static checks of every spec,
 // then the device checks (one report per kernel and dtype, and the kernels
 // whose check was skipped, with why).
 type checkJSON struct {
-	Specs []*specCheck `json:"specs"`
+	Specs []*spec.StaticCheck `json:"specs"`
 	// Device is the key of the device checked on ("" when none was).
 	Device string `json:"device,omitempty"`
 	// DeviceCheck: "run", "not run (--backend none)" or "skipped: why".
@@ -330,118 +301,8 @@ type checkSkip struct {
 	Reason string `json:"reason"`
 }
 
-// specCheck is the static check of one spec file.
-type specCheck struct {
-	File               string       `json:"file"`
-	Kernel             string       `json:"kernel"`
-	Dims               []string     `json:"dims"`
-	Correctness        string       `json:"correctness"` // "reference expression" or "implements <family> (its float64 reference)"
-	APIs               []string     `json:"apis"`
-	Params             []specParam  `json:"params"`
-	SpaceSize          int          `json:"space_size"`
-	Valid              int          `json:"valid"` // valid for every shape
-	Classes            []specClass  `json:"classes"`
-	VerificationShapes int          `json:"verification_shapes"`
-	Sources            int          `json:"sources_generated"`
-	DTypes             int          `json:"-"`
-	MSL                *mslCheckRes `json:"msl_check,omitempty"` // absent without Metal sources
-}
-
-type specParam struct {
-	Name    string `json:"name"`
-	Values  []int  `json:"values"`
-	Default int    `json:"default"`
-}
-
-type specClass struct {
-	Name   string   `json:"name"`
-	Valid  int      `json:"valid"`
-	Shapes []string `json:"shapes"`
-}
-
-// mslCheckRes is the clang check of the Metal sources: passed (with the
-// count, the compiler and its runs) or skipped (no clang found).
-type mslCheckRes struct {
-	Passed  int    `json:"passed"`
-	Clang   string `json:"clang,omitempty"`
-	Runs    int    `json:"runs,omitempty"`
-	Skipped string `json:"skipped,omitempty"`
-}
-
-// staticCheck enumerates the space per class, generates every valid
-// candidate's source for each API the spec has, and syntax-checks the
-// Metal sources when a clang is found.
-func staticCheck(ctx context.Context, c *spec.Compiled) (*specCheck, error) {
-	k := c.Kernel
-	sc := &specCheck{File: c.File, Kernel: k.Name, Dims: k.Dims, Correctness: "reference expression",
-		Params: []specParam{}, Classes: []specClass{}, VerificationShapes: len(k.Odd), DTypes: len(c.DTypes())}
-	if c.Base != nil {
-		sc.Correctness = "implements " + c.Base.Name + " (its float64 reference)"
-	}
-	for _, a := range c.APIs {
-		sc.APIs = append(sc.APIs, string(a))
-	}
-	ps, _ := k.Space("gpu")
-	for _, p := range ps.Params {
-		sc.Params = append(sc.Params, specParam{Name: p.Name, Values: p.Values, Default: p.Default})
-	}
-	all := c.Space().Enumerate()
-	sc.SpaceSize, sc.Valid = c.Space().Size(), len(all)
-	byClass := map[string][][]int{}
-	for _, cs := range k.Workload {
-		cl, err := k.Classify(cs.Shape)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", c.File, err)
-		}
-		byClass[cl] = append(byClass[cl], cs.Shape)
-	}
-	for _, cl := range k.Classes {
-		shapes := byClass[cl.Name]
-		if len(shapes) == 0 {
-			continue
-		}
-		var names []string
-		for _, s := range shapes {
-			names = append(names, params.ShapeString(s))
-		}
-		sc.Classes = append(sc.Classes, specClass{Name: cl.Name, Valid: len(c.Space(shapes...).Enumerate()), Shapes: names})
-	}
-	var msl []gpu.MSLSource
-	for _, api := range c.APIs {
-		for _, dt := range c.DTypes() {
-			for _, cand := range all {
-				src, err := c.Body.SourceFor(api, dt, cand)
-				if err != nil {
-					return nil, fmt.Errorf("%s: generating %s source for %s: %w", c.File, api, cand.Key(), err)
-				}
-				if api == gpu.Metal {
-					msl = append(msl, gpu.MSLSource{Name: fmt.Sprintf("%s %s %s", c.Kernel.Name, dt, cand.Key()), Func: c.Body.FuncName(dt, cand), Text: src})
-				}
-				sc.Sources++
-			}
-		}
-	}
-	if len(msl) == 0 {
-		return sc, nil
-	}
-	cc, err := gpu.FindClang()
-	if err != nil {
-		sc.MSL = &mslCheckRes{Skipped: err.Error()}
-		return sc, nil
-	}
-	runs, err := gpu.CheckMSL(ctx, cc, msl)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("%s: %w", c.File, err)
-		}
-		return nil, mslError(c, cc, msl, err)
-	}
-	sc.MSL = &mslCheckRes{Passed: len(msl), Clang: filepath.Base(cc), Runs: runs}
-	return sc, nil
-}
-
-// print writes the static check as check prints it.
-func (sc *specCheck) print(w io.Writer) {
+// printStaticCheck writes the static check as check prints it.
+func printStaticCheck(w io.Writer, sc *spec.StaticCheck) {
 	fmt.Fprintf(w, "%s: kernel %s, dims %s, %s; APIs %s\n", sc.File, sc.Kernel, strings.Join(sc.Dims, "×"), sc.Correctness, strings.Join(sc.APIs, ", "))
 	for _, p := range sc.Params {
 		fmt.Fprintf(w, "  param %-8s %s (default %d)\n", p.Name, params.Param{Values: p.Values}.ValuesString(), p.Default)
@@ -459,12 +320,4 @@ func (sc *specCheck) print(w io.Writer) {
 	default:
 		fmt.Fprintf(w, "  MSL syntax and address-space checks: %s passed (every candidate × dtype; %s, %s)\n", plural(sc.MSL.Passed, "Metal source", "Metal sources"), sc.MSL.Clang, plural(sc.MSL.Runs, "run", "runs"))
 	}
-}
-
-func apiList(apis []gpu.API) string {
-	var s []string
-	for _, a := range apis {
-		s = append(s, string(a))
-	}
-	return strings.Join(s, ", ")
 }

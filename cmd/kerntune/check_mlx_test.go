@@ -14,6 +14,7 @@ import (
 // syntax-checks it; the backends that cannot run MLX kernels reject them
 // naming the spec and the backend.
 func TestCheckSpecMLX(t *testing.T) {
+	t.Parallel()
 	_, clangErr := gpu.FindClang()
 	if clangErr != nil && os.Getenv("KTDEV_REQUIRE_CLANG") != "" {
 		t.Fatalf("%v but KTDEV_REQUIRE_CLANG is set", clangErr)

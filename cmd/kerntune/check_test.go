@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +12,7 @@ import (
 )
 
 func TestCheckSpecCLI(t *testing.T) {
+	t.Parallel()
 	bad := filepath.Join(t.TempDir(), "bad.json")
 	os.WriteFile(bad, []byte(`{"name": "x", "dims": ["n"], "source": {"body": "x"}, "buffers": [{"name": "y", "io": "out", "length": "n"}],
 	  "params": [], "launch": {"threads": "32", "grid": ["cdiv(n, BN)"]}, "shapes": [[10]], "reference": {"expr": "0"}}`), 0o644)
@@ -56,21 +56,19 @@ func TestCheckSpecCLI(t *testing.T) {
 // check --json prints the static checks (and the device checks) as one
 // JSON document on stdout, with the numbers the text shows.
 func TestCheckJSON(t *testing.T) {
+	t.Parallel()
 	code, text := runCLI(t, "check", "--spec", "../../examples/swiglu.json", "--backend", "none")
 	if code != 0 {
 		t.Fatalf("check: exit %d\n%s", code, text)
 	}
-	root := newRootCmd()
-	var out strings.Builder
-	root.SetOut(&out)
-	root.SetErr(io.Discard)
-	root.SetArgs([]string{"check", "--spec", "../../examples/swiglu.json", "--backend", "none", "--json"})
-	if err := root.Execute(); err != nil {
-		t.Fatal(err)
+	code, stdout, stderr := runIn("check", "--spec", "../../examples/swiglu.json", "--backend", "none", "--json")
+	if code != 0 {
+		t.Fatalf("check --json: exit %d\n%s", code, stderr)
 	}
+	out := stdout
 	var got checkJSON
-	if err := json.Unmarshal([]byte(out.String()), &got); err != nil {
-		t.Fatalf("not JSON: %v\n%s", err, out.String())
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out)
 	}
 	if len(got.Specs) != 1 || got.DeviceCheck != "not run (--backend none)" || len(got.Reports) != 0 {
 		t.Fatalf("got %+v", got)
@@ -95,7 +93,7 @@ func TestCheckJSON(t *testing.T) {
 // (export writes T4 JSON, import-variants a JSON spec).
 func TestEveryDataCommandTakesJSON(t *testing.T) {
 	noJSON := map[string]bool{"completion": true, "help": true, "export": true, "import-variants": true}
-	for _, c := range newRootCmd().Commands() {
+	for _, c := range newRootCmd(systemFactory()).Commands() {
 		if c.Hidden || noJSON[c.Name()] {
 			continue
 		}
@@ -120,7 +118,7 @@ func TestREADMEListsEveryCommand(t *testing.T) {
 	if end := strings.Index(list[3:], "\n## "); end >= 0 {
 		list = list[:end+3]
 	}
-	for _, c := range newRootCmd().Commands() {
+	for _, c := range newRootCmd(systemFactory()).Commands() {
 		if c.Hidden || c.Name() == "help" {
 			continue
 		}

@@ -12,7 +12,7 @@ import (
 	"github.com/kerntune/kerntune/tuner"
 )
 
-func init() { commands = append(commands, newDevicesCmd) }
+func init() { commands = append(commands, func(*Factory) *cobra.Command { return newDevicesCmd() }) }
 
 type deviceJSON struct {
 	Backend      string             `json:"backend"`

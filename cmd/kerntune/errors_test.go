@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/kerntune/kerntune/params"
@@ -14,10 +15,9 @@ import (
 // execute runs a command line in-process and returns its error as the
 // commands return it, before run turns it into an exit code.
 func execute(args ...string) error {
-	root := newRootCmd()
+	f := &Factory{IO: IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard}}
+	root := newRootCmd(f)
 	root.SetArgs(args)
-	root.SetOut(io.Discard)
-	root.SetErr(io.Discard)
 	return root.Execute()
 }
 

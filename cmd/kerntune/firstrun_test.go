@@ -71,6 +71,7 @@ def eval(*args): pass
 // benched on Qwen2-0.5B's shapes, and MLX's quantized_matmul is timed
 // beside it where MLX imports, and skipped where it does not.
 func TestMacFirstRunScript(t *testing.T) {
+	t.Parallel()
 	bash, err := exec.LookPath("bash")
 	if err != nil {
 		t.Skip("no bash")

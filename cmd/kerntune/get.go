@@ -18,7 +18,7 @@ import (
 	"github.com/kerntune/kerntune/spec"
 )
 
-func init() { commands = append(commands, newGetCmd) }
+func init() { commands = append(commands, func(*Factory) *cobra.Command { return newGetCmd() }) }
 
 // getOutput is what `kerntune get --json` prints.
 type getOutput struct {

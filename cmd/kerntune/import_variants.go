@@ -13,7 +13,9 @@ import (
 	"github.com/kerntune/kerntune/spec"
 )
 
-func init() { commands = append(commands, newImportVariantsCmd) }
+func init() {
+	commands = append(commands, func(*Factory) *cobra.Command { return newImportVariantsCmd() })
+}
 
 func newImportVariantsCmd() *cobra.Command {
 	var (

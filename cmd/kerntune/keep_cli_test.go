@@ -74,12 +74,15 @@ func checkNotLowered(t *testing.T, old, now *params.Entry, te tunedEntry) {
 // Re-running tune over a complete entry with a 1 ns budget, a 5 s budget
 // or a short trial never lowers it; --replace forces the new entry.
 func TestTuneNeverLowersAnEntry(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("tunes on the CPU")
 	}
 	out := filepath.Join(t.TempDir(), "hardware_params.json")
 	// gemv_nt f32 has a baseline on the CPU (gonum), so entries record use.
-	tune := []string{"tune", "--backend", "cpu", "--kernel", "gemv_nt", "--shape", "1x96x200", "-q", "--json", "--out", out}
+	// The drift guard is off: the tests beside this one load the machine,
+	// and each drift they cause would idle the run for --drift-cooldown.
+	tune := []string{"tune", "--backend", "cpu", "--kernel", "gemv_nt", "--shape", "1x96x200", "-q", "--json", "--out", out, "--drift-every", "0"}
 	const key = "f32/1x96x200"
 	code, log := runCLI(t, append(tune, "--strategy", "exhaustive", "--budget", "2m")...)
 	if code != 0 {
@@ -141,6 +144,7 @@ func TestTuneNeverLowersAnEntry(t *testing.T) {
 // entries already in the file; its partial entry is kept out unless it is
 // faster in the run's own timing.
 func TestTuneInterruptedNeverLowers(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("tunes on the CPU")
 	}

@@ -10,7 +10,9 @@ import (
 	"github.com/kerntune/kerntune/kernels"
 )
 
-func init() { commands = append(commands, newKernelsCmd) }
+func init() {
+	commands = append(commands, func(f *Factory) *cobra.Command { return NewCmdKernels(f, nil) })
+}
 
 type paramJSON struct {
 	Name    string `json:"name"`
@@ -49,47 +51,61 @@ func describeKernel(k *kernels.Kernel) kernelJSON {
 	return kj
 }
 
-func newKernelsCmd() *cobra.Command {
-	var asJSON bool
+// KernelsOptions are what kernels is asked to do.
+type KernelsOptions struct {
+	IO   IOStreams
+	JSON bool // --json
+}
+
+// NewCmdKernels builds the kernels command; runF, when not nil, runs instead of runKernels.
+func NewCmdKernels(f *Factory, runF func(*KernelsOptions) error) *cobra.Command {
+	opts := &KernelsOptions{IO: f.IO}
 	cmd := &cobra.Command{
 		Use:   "kernels",
 		Short: "List the kernel families, their parameters with allowed values, and shape classes",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			var all []kernelJSON
-			for _, k := range kernels.All() {
-				all = append(all, describeKernel(k))
+		RunE: func(*cobra.Command, []string) error {
+			if runF != nil {
+				return runF(opts)
 			}
-			out := cmd.OutOrStdout()
-			if asJSON {
-				return printJSON(out, map[string]any{"kernels": all})
-			}
-			for _, k := range all {
-				fmt.Fprintf(out, "%s — %s\n  shape: %s\n  classes:\n", k.Name, k.Doc, strings.Join(k.Dims, "x"))
-				for _, c := range k.Classes {
-					fmt.Fprintf(out, "    %-14s %s\n", c.Name, c.Rule)
-				}
-				kinds := make([]string, 0, len(k.Params))
-				for kind := range k.Params {
-					kinds = append(kinds, kind)
-				}
-				sort.Strings(kinds)
-				for _, kind := range kinds {
-					fmt.Fprintf(out, "  parameters (%s backends):\n", kind)
-					for _, p := range k.Params[kind] {
-						vals := make([]string, len(p.Values))
-						for i, v := range p.Values {
-							vals[i] = fmt.Sprint(v)
-						}
-						fmt.Fprintf(out, "    %-8s {%s} default %d  %s   env %s\n", p.Name, strings.Join(vals, ","), p.Default, p.Doc,
-							"KERNTUNE_"+strings.ToUpper(k.Name)+"_"+p.Name)
-					}
-				}
-				fmt.Fprintf(out, "  default workload: %s\n\n", strings.Join(k.Workload, ", "))
-			}
-			return nil
+			return runKernels(opts)
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print JSON")
 	return cmd
+}
+
+func runKernels(opts *KernelsOptions) error {
+	var all []kernelJSON
+	for _, k := range kernels.All() {
+		all = append(all, describeKernel(k))
+	}
+	out := opts.IO.Out
+	if opts.JSON {
+		return printJSON(out, map[string]any{"kernels": all})
+	}
+	for _, k := range all {
+		fmt.Fprintf(out, "%s — %s\n  shape: %s\n  classes:\n", k.Name, k.Doc, strings.Join(k.Dims, "x"))
+		for _, c := range k.Classes {
+			fmt.Fprintf(out, "    %-14s %s\n", c.Name, c.Rule)
+		}
+		kinds := make([]string, 0, len(k.Params))
+		for kind := range k.Params {
+			kinds = append(kinds, kind)
+		}
+		sort.Strings(kinds)
+		for _, kind := range kinds {
+			fmt.Fprintf(out, "  parameters (%s backends):\n", kind)
+			for _, p := range k.Params[kind] {
+				vals := make([]string, len(p.Values))
+				for i, v := range p.Values {
+					vals[i] = fmt.Sprint(v)
+				}
+				fmt.Fprintf(out, "    %-8s {%s} default %d  %s   env %s\n", p.Name, strings.Join(vals, ","), p.Default, p.Doc,
+					"KERNTUNE_"+strings.ToUpper(k.Name)+"_"+p.Name)
+			}
+		}
+		fmt.Fprintf(out, "  default workload: %s\n\n", strings.Join(k.Workload, ", "))
+	}
+	return nil
 }

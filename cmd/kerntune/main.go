@@ -1,5 +1,3 @@
-// Command kerntune tunes GPU and CPU kernels by measurement and writes
-// hardware_params.json, which applications load through the params package.
 package main
 
 import (
@@ -46,7 +44,7 @@ type causedError struct {
 func (e causedError) Error() string { return e.msg }
 func (e causedError) Unwrap() error { return e.cause }
 
-func newRootCmd() *cobra.Command {
+func newRootCmd(f *Factory) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "kerntune",
 		Short: "Autotune GPU kernels by measurement and write hardware_params.json",
@@ -60,28 +58,36 @@ environment variables override any value.`,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	for _, add := range commands {
-		root.AddCommand(add())
+		root.AddCommand(add(f))
 	}
+	root.SetIn(f.IO.In)
+	root.SetOut(f.IO.Out)
+	root.SetErr(f.IO.ErrOut)
 	registerCompletions(root)
 	strictCompletionCmd(root)
 	return root
 }
 
 // commands holds the constructors of the subcommands; each command's file adds its own.
-var commands []func() *cobra.Command
+var commands []func(*Factory) *cobra.Command
 
 func main() {
 	os.Exit(run(os.Args[1:]))
 }
 
-func run(args []string) int {
-	root := newRootCmd()
+// run runs the command line with the process's standard streams and
+// returns the exit code.
+func run(args []string) int { return runWith(systemFactory(), args) }
+
+// runWith runs the command line with f's streams and returns the exit code.
+func runWith(f *Factory, args []string) int {
+	root := newRootCmd(f)
 	root.SetArgs(args)
 	err := root.Execute()
 	if err == nil {
 		return 0
 	}
-	fmt.Fprintln(os.Stderr, "kerntune:", err)
+	fmt.Fprintln(f.IO.ErrOut, "kerntune:", err)
 	var ec interface{ ExitCode() int }
 	if errors.As(err, &ec) {
 		return ec.ExitCode()

@@ -10,11 +10,22 @@ import (
 	"github.com/kerntune/kerntune/params"
 )
 
-func init() { commands = append(commands, newMergeCmd) }
+func init() {
+	commands = append(commands, func(f *Factory) *cobra.Command { return NewCmdMerge(f, nil) })
+}
 
-func newMergeCmd() *cobra.Command {
-	var out string
-	var asJSON, force bool
+// MergeOptions are what merge is asked to do.
+type MergeOptions struct {
+	IO     IOStreams
+	Inputs []string // FILE...
+	Out    string   // --out
+	JSON   bool     // --json
+	Force  bool     // --force
+}
+
+// NewCmdMerge builds the merge command; runF, when not nil, runs instead of runMerge.
+func NewCmdMerge(f *Factory, runF func(*MergeOptions) error) *cobra.Command {
+	opts := &MergeOptions{IO: f.IO}
 	cmd := &cobra.Command{
 		Use:   "merge FILE... --out FILE",
 		Short: "Combine params files from several machines into one",
@@ -26,43 +37,51 @@ and the conflict is reported. Device facts are united, later inputs winning.
 Fields this version does not know are kept. --out may be one of the inputs;
 an existing --out that is not a params file is replaced only with --force.`,
 		Args: cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if out == "" {
-				return usageErrorf("--out is required: the file to write the merged result to")
+		RunE: func(_ *cobra.Command, args []string) error {
+			opts.Inputs = args
+			if runF != nil {
+				return runF(opts)
 			}
-			if err := checkOutPath(out); err != nil {
-				return err
-			}
-			if err := checkOutKind("--out", out, "a params file", force, func(d []byte) error { _, err := params.Parse(d); return err }); err != nil {
-				return err
-			}
-			sum, data, err := params.MergeFiles(args)
-			var pe *params.PathError
-			if errors.As(err, &pe) && slices.Contains(args, pe.File) {
-				return usageError{err} // a missing or invalid input, named with the JSON path
-			}
-			if err != nil {
-				return err
-			}
-			if err := writeOut(out, data); err != nil {
-				return err
-			}
-			sum.Out = out
-			if asJSON {
-				return printJSON(cmd.OutOrStdout(), sum)
-			}
-			w := cmd.OutOrStdout()
-			for _, c := range sum.Conflicts {
-				fmt.Fprintf(w, "conflict %s %s %s: kept %s (%.3f µs), dropped %s (%.3f µs)\n",
-					c.Device, c.Kernel, c.Key, c.Kept, c.KeptUS, c.Dropped, c.DroppedU)
-			}
-			fmt.Fprintf(w, "wrote %s: %s, %s from %s (%s)\n", out, plural(sum.Devices, "device", "devices"), plural(sum.Entries, "entry", "entries"),
-				plural(len(args), "file", "files"), plural(len(sum.Conflicts), "conflict", "conflicts"))
-			return nil
+			return runMerge(opts)
 		},
 	}
-	cmd.Flags().StringVar(&out, "out", "", "file to write the merged result to (required; may be an input)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the summary (counts and conflicts) as JSON")
-	cmd.Flags().BoolVar(&force, "force", false, "replace an existing --out that is not a params file")
+	cmd.Flags().StringVar(&opts.Out, "out", "", "file to write the merged result to (required; may be an input)")
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the summary (counts and conflicts) as JSON")
+	cmd.Flags().BoolVar(&opts.Force, "force", false, "replace an existing --out that is not a params file")
 	return cmd
+}
+
+func runMerge(opts *MergeOptions) error {
+	if opts.Out == "" {
+		return usageErrorf("--out is required: the file to write the merged result to")
+	}
+	if err := checkOutPath(opts.Out); err != nil {
+		return err
+	}
+	if err := checkOutKind("--out", opts.Out, "a params file", opts.Force, func(d []byte) error { _, err := params.Parse(d); return err }); err != nil {
+		return err
+	}
+	sum, data, err := params.MergeFiles(opts.Inputs)
+	var pe *params.PathError
+	if errors.As(err, &pe) && slices.Contains(opts.Inputs, pe.File) {
+		return usageError{err} // a missing or invalid input, named with the JSON path
+	}
+	if err != nil {
+		return err
+	}
+	if err := writeOut(opts.Out, data); err != nil {
+		return err
+	}
+	sum.Out = opts.Out
+	if opts.JSON {
+		return printJSON(opts.IO.Out, sum)
+	}
+	w := opts.IO.Out
+	for _, c := range sum.Conflicts {
+		fmt.Fprintf(w, "conflict %s %s %s: kept %s (%.3f µs), dropped %s (%.3f µs)\n",
+			c.Device, c.Kernel, c.Key, c.Kept, c.KeptUS, c.Dropped, c.DroppedU)
+	}
+	fmt.Fprintf(w, "wrote %s: %s, %s from %s (%s)\n", opts.Out, plural(sum.Devices, "device", "devices"), plural(sum.Entries, "entry", "entries"),
+		plural(len(opts.Inputs), "file", "files"), plural(len(sum.Conflicts), "conflict", "conflicts"))
+	return nil
 }

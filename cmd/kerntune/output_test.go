@@ -98,6 +98,7 @@ func TestMergeWriteErrorExits2(t *testing.T) {
 // trace) stops at the limit with exit 2 and the limit named, in well under
 // the time a test may take.
 func TestReadDevZeroExits2(t *testing.T) {
+	t.Parallel()
 	if _, err := os.Stat("/dev/zero"); err != nil {
 		t.Skip("no /dev/zero here")
 	}

@@ -27,8 +27,8 @@ func TestUnknownBackendWrapsSentinel(t *testing.T) {
 // Spec kernels need a GPU backend; the traits, not a list of names, say which.
 func TestBackendSpace(t *testing.T) {
 	for name, want := range map[string]string{"cpu": tuner.SpaceCPU, "cuda": tuner.SpaceGPU, "metal": tuner.SpaceGPU, "opencl": tuner.SpaceGPU, "vulkan": ""} {
-		if got := backendSpace(name); got != want {
-			t.Errorf("backendSpace(%q) = %q, want %q", name, got, want)
+		if tr, _ := tuner.TraitsOf(name); tr.Space != want {
+			t.Errorf("space of %q: %q, want %q", name, tr.Space, want)
 		}
 	}
 	_, err := openGPUBackend("cpu", io.Discard)

@@ -18,40 +18,32 @@ import (
 // the device: the parent never does, so a GPU's warm-up and the device's
 // facts are measured once, in the process that times. It refuses options
 // the backend it opened does not take.
-func openForTune(f tuneFlags, log io.Writer) (tuner.Backend, error) {
+func openForTune(f TuneOptions, log io.Writer) (tuner.Backend, error) {
 	if _, err := f.backendOpts.mathMode(); err != nil {
 		return nil, err
 	}
-	names := []string{f.backend}
-	if f.backend == "auto" {
-		names = tuner.AutoOrder("")
+	var b tuner.Backend
+	if f.backend != "auto" {
+		var err error
+		if b, err = openTuneBackend(f.backend, f, log); err != nil {
+			return nil, usageError{fmt.Errorf("--backend %s: %w", f.backend, err)}
+		}
+	} else if b = tuner.OpenAuto("", func(n string) (tuner.Backend, error) { return openTuneBackend(n, f, log) }, notUsed(log, f.verbose)); b == nil {
+		return nil, usageErrorf("no backend could be opened")
 	}
-	for _, name := range names {
-		b, err := openTuneBackend(name, f, log)
-		if err != nil {
-			if f.backend != "auto" {
-				return nil, usageError{fmt.Errorf("--backend %s: %w", name, err)}
-			}
-			if f.verbose || !errors.Is(err, tuner.ErrUnavailable) {
-				fmt.Fprintf(log, "backend %s not used: %v\n", name, err)
-			}
-			continue
-		}
-		if err := checkBackendOptions(b, f.backendOpts); err != nil {
-			b.Close()
-			return nil, err
-		}
-		if _, ok := b.(*worker.Backend); ok {
-			fmt.Fprintf(log, "candidates run in a worker process (limit %s per call)\n", f.candTimeout)
-		}
-		return b, nil
+	if err := checkBackendOptions(b, f.backendOpts); err != nil {
+		b.Close()
+		return nil, err
 	}
-	return nil, usageErrorf("no backend could be opened")
+	if _, ok := b.(*worker.Backend); ok {
+		fmt.Fprintf(log, "candidates run in a worker process (limit %s per call)\n", f.candTimeout)
+	}
+	return b, nil
 }
 
 // openTuneBackend opens one named backend: in a worker process when
 // isolation is on for it, else in this process.
-func openTuneBackend(name string, f tuneFlags, log io.Writer) (tuner.Backend, error) {
+func openTuneBackend(name string, f TuneOptions, log io.Writer) (tuner.Backend, error) {
 	traits, err := tuner.TraitsOf(name)
 	if err != nil {
 		return nil, err
@@ -86,7 +78,7 @@ func checkOutDir(path string) error { return checkOutputDir("--out", path) }
 // journalStateError is the usage error for the journal of an interrupted
 // run in the way (err: os.ErrExist, without --resume) or missing (err:
 // os.ErrNotExist, with --resume); nil for any other err.
-func journalStateError(f tuneFlags, err error) error {
+func journalStateError(f TuneOptions, err error) error {
 	path := tuner.JournalPath(f.out)
 	switch {
 	case f.resume && errors.Is(err, os.ErrNotExist):
@@ -99,14 +91,14 @@ func journalStateError(f tuneFlags, err error) error {
 
 // journalOpenError is the usage error for a journal tuner.OpenSession
 // could not open.
-func journalOpenError(f tuneFlags, err error) error {
+func journalOpenError(f TuneOptions, err error) error {
 	if e := journalStateError(f, err); e != nil {
 		return e
 	}
 	return usageErrorf("journal %s: %w", tuner.JournalPath(f.out), err)
 }
 
-func validateReliabilityFlags(f tuneFlags) error {
+func validateReliabilityFlags(f TuneOptions) error {
 	_, err := os.Stat(tuner.JournalPath(f.out))
 	if err == nil {
 		err = os.ErrExist

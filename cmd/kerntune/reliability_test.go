@@ -70,8 +70,10 @@ func TestTuneIsolatesCrashingCandidates(t *testing.T) {
 	t.Setenv("KTDEV_AS_KERNTUNE", "1")
 	t.Setenv("KTDEV_FAULT", "crash:"+crash+";hang:"+hang)
 	out := filepath.Join(t.TempDir(), "hardware_params.json")
+	// The drift guard is off: under load each drift would idle the run for
+	// --drift-cooldown, and this test is about faults.
 	code, log := runCLI(t, "tune", "--backend", "cpu", "--isolate", "--candidate-timeout", "2s", "--kernel", "softmax", "--shape", "16x300",
-		"--strategy", "exhaustive", "--budget", "2m", "-v", "--out", out)
+		"--strategy", "exhaustive", "--budget", "2m", "-v", "--out", out, "--drift-every", "0")
 	if code != 0 {
 		t.Fatalf("tune exited %d:\n%s", code, log)
 	}
@@ -161,6 +163,7 @@ func entryShape(t *testing.T, path string) map[string]string {
 // A run killed with SIGKILL part way and resumed measures at most one
 // candidate twice and ends with the file a clean run writes.
 func TestTuneResumeAfterKill(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("tunes on the CPU several times")
 	}
@@ -237,6 +240,7 @@ func TestTuneResumeAfterKill(t *testing.T) {
 // partial one are written, the journal stays for --resume, and the exit code
 // is 128 + the signal (130, 143); show marks the partial entry.
 func TestTuneInterruptWritesWhatIsDone(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("tunes on the CPU")
 	}

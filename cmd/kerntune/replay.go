@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -12,12 +11,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kerntune/kerntune/internal/ktcache"
 	"github.com/kerntune/kerntune/search"
+	"github.com/kerntune/kerntune/search/ktcache"
 	"github.com/kerntune/kerntune/search/replay"
 )
 
-func init() { commands = append(commands, newReplayCmd) }
+func init() { commands = append(commands, func(*Factory) *cobra.Command { return newReplayCmd() }) }
 
 type replayFlags struct {
 	caches     []string
@@ -224,10 +223,9 @@ func runReplay(cmd *cobra.Command, f replayFlags) error {
 	return nil
 }
 
-// printReplayMarkdown prints, per strategy and budget, the mean over caches
-// of the mean ratio and its standard error (the caches' runs are
-// independent, so the error of the mean over C caches is √(Σ se²)/C), the
-// worst ratio over caches and runs, and the mean simulated time; then the
+// printReplayMarkdown prints, per strategy and budget, the statistics over
+// caches of replay.AcrossCaches: the mean of the mean ratios and its
+// standard error, the worst ratio, the mean simulated time; then the
 // per-cache mean ratios.
 func printReplayMarkdown(w io.Writer, reports [][]replay.Report, f replayFlags) {
 	fmt.Fprintf(w, "| strategy | evals | mean ratio | ± s.e. | worst ratio | mean sim. time (s) |")
@@ -248,19 +246,10 @@ func printReplayMarkdown(w io.Writer, reports [][]replay.Report, f replayFlags) 
 	}
 	for si, s := range f.strategies {
 		for bi := range reports[0][si].Budgets {
-			var mean, se2, sim float64
-			worst := 1.0
-			for _, rs := range reports {
-				b := rs[si].Budgets[bi]
-				mean += b.MeanRatio / float64(len(reports))
-				se2 += b.MeanRatioSE * b.MeanRatioSE
-				sim += b.SimTimeS / float64(len(reports))
-				worst = min(worst, b.WorstRatio)
-			}
-			se := math.Sqrt(se2) / float64(len(reports))
-			fmt.Fprintf(w, "| %s | %d | %.3f | %.3f | %.3f | %.1f |", name(s), reports[0][si].Budgets[bi].Evals, mean, se, worst, sim)
-			for _, rs := range reports {
-				fmt.Fprintf(w, " %.3f |", rs[si].Budgets[bi].MeanRatio)
+			a := replay.AcrossCaches(reports, si, bi)
+			fmt.Fprintf(w, "| %s | %d | %.3f | %.3f | %.3f | %.1f |", name(s), a.Evals, a.MeanRatio, a.MeanRatioSE, a.WorstRatio, a.MeanSimTimeS)
+			for _, r := range a.PerCache {
+				fmt.Fprintf(w, " %.3f |", r)
 			}
 			fmt.Fprintln(w)
 		}

@@ -13,7 +13,7 @@ import (
 	"github.com/kerntune/kerntune/report"
 )
 
-func init() { commands = append(commands, newReportCmd) }
+func init() { commands = append(commands, func(*Factory) *cobra.Command { return newReportCmd() }) }
 
 type reportFlags struct {
 	out, tracePath, format string

@@ -15,14 +15,24 @@ import (
 	"github.com/kerntune/kerntune/search"
 )
 
-func init() { commands = append(commands, newShowCmd) }
+func init() {
+	commands = append(commands, func(f *Factory) *cobra.Command { return NewCmdShow(f, nil) })
+}
 
 // plural is "1 entry", "2 entries": the one spelling of counts in every
 // command's output.
 var plural = report.Plural
 
-func newShowCmd() *cobra.Command {
-	var asJSON bool
+// ShowOptions are what show is asked to do.
+type ShowOptions struct {
+	IO   IOStreams
+	File string // FILE, resolved as showFileArg resolves it
+	JSON bool   // --json
+}
+
+// NewCmdShow builds the show command; runF, when not nil, runs instead of runShow.
+func NewCmdShow(f *Factory, runF func(*ShowOptions) error) *cobra.Command {
+	opts := &ShowOptions{IO: f.IO}
 	cmd := &cobra.Command{
 		Use:   "show [FILE]",
 		Short: "Print a params file as a table per device, kernel and entry",
@@ -30,20 +40,28 @@ func newShowCmd() *cobra.Command {
 defaults to $KERNTUNE_PARAMS, else ./hardware_params.json, the file get, bench
 and applications read.`,
 		Args: cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			f, err := readParamsFile(showFileArg(args))
-			if err != nil {
-				return err
+		RunE: func(_ *cobra.Command, args []string) error {
+			opts.File = showFileArg(args)
+			if runF != nil {
+				return runF(opts)
 			}
-			if asJSON {
-				return printJSON(cmd.OutOrStdout(), f)
-			}
-			printFile(cmd.OutOrStdout(), f)
-			return nil
+			return runShow(opts)
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the parsed file as JSON")
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the parsed file as JSON")
 	return cmd
+}
+
+func runShow(opts *ShowOptions) error {
+	f, err := readParamsFile(opts.File)
+	if err != nil {
+		return err
+	}
+	if opts.JSON {
+		return printJSON(opts.IO.Out, f)
+	}
+	printFile(opts.IO.Out, f)
+	return nil
 }
 
 // showFileArg is the file show prints: FILE, else $KERNTUNE_PARAMS, else

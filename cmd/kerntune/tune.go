@@ -15,12 +15,19 @@ import (
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/params"
 	"github.com/kerntune/kerntune/search"
+	"github.com/kerntune/kerntune/spec"
 	"github.com/kerntune/kerntune/tuner"
 )
 
-func init() { commands = append(commands, newTuneCmd) }
+func init() {
+	commands = append(commands, func(f *Factory) *cobra.Command { return NewCmdTune(f, nil) })
+}
 
-type tuneFlags struct {
+// TuneOptions are what tune is asked to do: its flags, and its streams.
+type TuneOptions struct {
+	IO  IOStreams
+	ctx context.Context // the command's; cancelled on SIGINT and SIGTERM by runTune
+
 	backend  string
 	kernels  []string
 	dtype    string
@@ -54,8 +61,9 @@ type tuneFlags struct {
 	families int
 }
 
-func newTuneCmd() *cobra.Command {
-	var f tuneFlags
+// NewCmdTune builds the tune command; runF, when not nil, runs instead of runTune.
+func NewCmdTune(f *Factory, runF func(*TuneOptions) error) *cobra.Command {
+	opts := &TuneOptions{IO: f.IO}
 	cmd := &cobra.Command{
 		Use:   "tune",
 		Short: "Tune kernels on a device and merge the winners into hardware_params.json",
@@ -93,137 +101,58 @@ An interrupted run (Ctrl-C, SIGTERM) writes what it finished and exits 130
 (SIGINT) or 143 (SIGTERM).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			f.isolateSet = cmd.Flags().Changed("isolate")
-			return runTune(cmd, f)
+			opts.isolateSet = cmd.Flags().Changed("isolate")
+			opts.ctx = cmd.Context()
+			if runF != nil {
+				return runF(opts)
+			}
+			return runTune(opts)
 		},
 	}
 	fl := cmd.Flags()
-	addBackendFlag(cmd, &f.backend, " (auto: metal on macOS, else cuda if a GPU is found, else cpu)")
-	fl.StringArrayVar(&f.kernels, "kernel", nil, "kernel family to tune (repeatable; default all): "+strings.Join(kernels.Names(), ", "))
-	fl.StringVar(&f.dtype, "dtype", "f32", "element type: "+strings.Join(dtypeNames(), ", "))
-	fl.StringArrayVar(&f.shapes, "shape", nil, "exact shape to tune, e.g. 1x896x4864 (repeatable; needs exactly one --kernel)")
-	fl.StringVar(&f.strategy, "strategy", search.DefaultStrategy, "search strategy: "+strings.Join(search.Names, ", ")+" (warm = ils climbing from the family's entries already in --out; default: the old name of warm)")
-	fl.StringVar(&f.budgetS, "budget", "3m", "budget: "+budgetHelp)
-	fl.Uint64Var(&f.seed, "seed", 1, "seed of the search strategy")
-	fl.StringVar(&f.out, "out", params.DefaultFileName, "params file to merge the results into")
-	fl.BoolVar(&f.force, "force", false, "replace an existing --out file that cannot be parsed")
-	fl.BoolVar(&f.replace, "replace", false, "write every tuned entry over the --out file's, even when the file's entry is better")
-	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log every candidate")
-	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only errors")
-	fl.StringArrayVar(&f.specs, "spec", nil, "kernel spec file of a user kernel to tune (repeatable; without --kernel, only the specs' kernels are tuned)")
-	fl.BoolVar(&f.isolate, "isolate", false, "run candidates in a worker process that a crash or hang cannot take down (default: on for cuda, metal, opencl; off for cpu)")
-	fl.DurationVar(&f.candTimeout, "candidate-timeout", 2*time.Minute, "with --isolate: limit of one build, verification or timing call of a candidate")
-	fl.BoolVar(&f.resume, "resume", false, "finish an interrupted run from its journal (--out plus .journal), reusing its measurements")
-	fl.StringVar(&f.trace, "trace", "", "append every measured candidate to this JSON-lines file (read by kerntune report)")
-	fl.BoolVar(&f.asJSON, "json", false, "print the tuned entries as JSON on stdout")
-	fl.IntVar(&f.driftEvery, "drift-every", tuner.DefaultDriftEvery, "re-time the default every N new candidates and measure again what was measured while it drifted more than 10% (0: off)")
-	fl.DurationVar(&f.driftCooldown, "drift-cooldown", 10*time.Second, "idle this long after a drift before timing again (at most a fifth of an entry's budget in all)")
-	fl.StringArrayVar(&f.where, "where", nil, "search only candidates with this parameter value, e.g. MMA=1 (repeatable; all must hold)")
-	fl.BoolVar(&f.verifyFull, "verify-full", false, "compare every output with the reference element by element, however large (default: outputs over 2^20 elements are checked for finiteness in full and compared on a sample of rows)")
-	fl.IntVar(&f.batch, "batch", 0, fmt.Sprintf("candidates the search proposes at once, compiled in parallel while the device times the first (0: %d on GPU backends, 1 on cpu)", tuner.DefaultBatch))
-	addBackendFlags(cmd, &f.backendOpts)
+	addBackendFlag(cmd, &opts.backend, " (auto: metal on macOS, else cuda if a GPU is found, else cpu)")
+	fl.StringArrayVar(&opts.kernels, "kernel", nil, "kernel family to tune (repeatable; default all): "+strings.Join(kernels.Names(), ", "))
+	fl.StringVar(&opts.dtype, "dtype", "f32", "element type: "+strings.Join(dtypeNames(), ", "))
+	fl.StringArrayVar(&opts.shapes, "shape", nil, "exact shape to tune, e.g. 1x896x4864 (repeatable; needs exactly one --kernel)")
+	fl.StringVar(&opts.strategy, "strategy", search.DefaultStrategy, "search strategy: "+strings.Join(search.Names, ", ")+" (warm = ils climbing from the family's entries already in --out; default: the old name of warm)")
+	fl.StringVar(&opts.budgetS, "budget", "3m", "budget: "+budgetHelp)
+	fl.Uint64Var(&opts.seed, "seed", 1, "seed of the search strategy")
+	fl.StringVar(&opts.out, "out", params.DefaultFileName, "params file to merge the results into")
+	fl.BoolVar(&opts.force, "force", false, "replace an existing --out file that cannot be parsed")
+	fl.BoolVar(&opts.replace, "replace", false, "write every tuned entry over the --out file's, even when the file's entry is better")
+	fl.BoolVarP(&opts.verbose, "verbose", "v", false, "log every candidate")
+	fl.BoolVarP(&opts.quiet, "quiet", "q", false, "print only errors")
+	fl.StringArrayVar(&opts.specs, "spec", nil, "kernel spec file of a user kernel to tune (repeatable; without --kernel, only the specs' kernels are tuned)")
+	fl.BoolVar(&opts.isolate, "isolate", false, "run candidates in a worker process that a crash or hang cannot take down (default: on for cuda, metal, opencl; off for cpu)")
+	fl.DurationVar(&opts.candTimeout, "candidate-timeout", 2*time.Minute, "with --isolate: limit of one build, verification or timing call of a candidate")
+	fl.BoolVar(&opts.resume, "resume", false, "finish an interrupted run from its journal (--out plus .journal), reusing its measurements")
+	fl.StringVar(&opts.trace, "trace", "", "append every measured candidate to this JSON-lines file (read by kerntune report)")
+	fl.BoolVar(&opts.asJSON, "json", false, "print the tuned entries as JSON on stdout")
+	fl.IntVar(&opts.driftEvery, "drift-every", tuner.DefaultDriftEvery, "re-time the default every N new candidates and measure again what was measured while it drifted more than 10% (0: off)")
+	fl.DurationVar(&opts.driftCooldown, "drift-cooldown", 10*time.Second, "idle this long after a drift before timing again (at most a fifth of an entry's budget in all)")
+	fl.StringArrayVar(&opts.where, "where", nil, "search only candidates with this parameter value, e.g. MMA=1 (repeatable; all must hold)")
+	fl.BoolVar(&opts.verifyFull, "verify-full", false, "compare every output with the reference element by element, however large (default: outputs over 2^20 elements are checked for finiteness in full and compared on a sample of rows)")
+	fl.IntVar(&opts.batch, "batch", 0, fmt.Sprintf("candidates the search proposes at once, compiled in parallel while the device times the first (0: %d on GPU backends, 1 on cpu)", tuner.DefaultBatch))
+	addBackendFlags(cmd, &opts.backendOpts)
 	return cmd
 }
 
-func runTune(cmd *cobra.Command, f tuneFlags) error {
-	if f.verbose && f.quiet {
-		return usageErrorf("-v/--verbose and -q/--quiet together: choose one (-v logs every candidate, -q prints only errors)")
-	}
-	dts, err := parseDTypes(f.dtype)
+func runTune(opts *TuneOptions) error {
+	f := *opts // runTune resolves some flags in place (--kernel from --spec, --budget)
+	in, err := resolveTune(&f)
 	if err != nil {
 		return err
 	}
-	dt := dts[0]
-	if f.budget, f.maxEvals, err = parseBudget(f.budgetS); err != nil {
-		return err
-	}
-	if f.batch < 0 {
-		return usageErrorf("--batch must be 0 (automatic) or a positive number of candidates, got %d", f.batch)
-	}
-	if _, err := search.New(f.strategy, []search.Candidate{{}}, search.Options{}); err != nil {
-		return usageErrorf("--strategy: %w", err)
-	}
-	where, err := whereConstraints(f.where)
-	if err != nil {
-		return err
-	}
-	if f.driftEvery < 0 {
-		return usageErrorf("--drift-every must be 0 (off) or a positive number of candidates, got %d", f.driftEvery)
-	}
-	if f.driftCooldown < 0 {
-		return usageErrorf("--drift-cooldown must not be negative, got %s", f.driftCooldown)
-	}
-	specs, err := loadSpecs(f.specs)
-	if err != nil {
-		return err
-	}
-	if len(specs) > 0 && len(f.kernels) == 0 {
-		for _, c := range specs {
-			f.kernels = append(f.kernels, c.Kernel.Name)
-		}
-	}
-	ks, err := parseKernels(f.kernels)
-	if err != nil {
-		return err
-	}
-	cases, err := parseShapes(ks, f.shapes)
-	if err != nil {
-		return err
-	}
-	if err := checkOutFile(f.out, f.force); err != nil {
-		return err
-	}
-	if err := checkOutDir(f.out); err != nil {
-		return err
-	}
-	if f.trace != "" {
-		if err := checkTraceOut(f.trace); err != nil {
-			return err
-		}
-	}
-	if err := validateReliabilityFlags(f); err != nil {
-		return err
-	}
-
-	log := cmd.ErrOrStderr()
+	where, specs, ks, tasks := in.where, in.specs, in.ks, in.tasks
+	log := f.IO.ErrOut
 	if f.quiet {
 		log = io.Discard
 	}
-	var tasks []tuner.Task
-	for i, cs := range cases {
-		for _, c := range specs {
-			if c.Kernel == ks[0] {
-				if err := c.CheckShape(cs.Shape); err != nil {
-					return usageErrorf("--shape %s: %w", f.shapes[i], err)
-				}
-			}
-		}
-		tasks = append(tasks, tuner.Task{Kernel: ks[0], DType: dt, Cases: []kernels.Case{cs}})
-	}
-	if len(cases) == 0 {
-		for _, k := range ks {
-			ts, err := tuner.ClassTasks(k, dt)
-			if err != nil {
-				return err
-			}
-			tasks = append(tasks, ts...)
-		}
-	}
-
-	fams := map[string]bool{}
-	for _, t := range tasks {
-		fams[t.Kernel.Name] = true
-	}
-	f.families = len(fams)
 
 	if f.backend != "auto" {
 		// Before opening a backend that could never run the kernel.
-		for _, c := range specs {
-			if c.Body.MLX != nil {
-				if err := specRunsOn(c, f.backend); err != nil {
-					return usageErrorf("--spec: %w", err)
-				}
-			}
+		if err := tuner.SpecsRunOn(tuner.MLXSpecs(specs), f.backend); err != nil {
+			return usageErrorf("--spec: %w", err)
 		}
 	}
 	b, err := openForTune(f, log)
@@ -235,22 +164,10 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 	if err := checkWhere(ks, info.Backend, f.where, true); err != nil {
 		return err
 	}
-	for _, c := range specs {
-		if c.Body.MLX != nil {
-			if err := specRunsOn(c, info.Backend); err != nil {
-				return usageErrorf("--spec: %w", err)
-			}
-		}
+	if err := tuner.SpecsRunOn(specs, info.Backend); err != nil {
+		return usageErrorf("--spec: %w", err)
 	}
-	if len(specs) > 0 && backendSpace(info.Backend) != tuner.SpaceGPU {
-		return usageErrorf("--spec: spec kernels are GPU code and the %s backend cannot run them; use --backend cuda, metal or opencl", info.Backend)
-	}
-	for _, c := range specs {
-		if err := specRunsOn(c, info.Backend); err != nil {
-			return usageErrorf("--spec: %w", err)
-		}
-	}
-	ui := newProgressUI(cmd.ErrOrStderr(), f.quiet, len(tasks), f.budget)
+	ui := newProgressUI(f.IO.ErrOut, f.quiet, len(tasks), f.budget)
 	defer ui.close()
 	log = ui
 	batch := f.batch
@@ -264,13 +181,10 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 	fmt.Fprintf(log, "device %s (%s, %s); %s to tune in %s with %s%s\n",
 		info.Key, info.Backend, plural(info.ComputeUnits, "compute unit", "compute units"), plural(len(tasks), "entry", "entries"), f.budgetS, f.strategy, batchNote)
 
-	ctx, cancel := context.WithCancel(cmd.Context())
+	ctx, cancel := context.WithCancel(f.ctx)
 	defer cancel()
 	sig := notifySignals(cancel)
 	defer sig.stop()
-	line := func(task tuner.Task, format string, args ...any) {
-		fmt.Fprintf(log, "%-10s %-22s "+format+"\n", append([]any{task.Kernel.Name, task.Key()}, args...)...)
-	}
 	cfg := tuner.Config{Strategy: f.strategy, Seed: f.seed, Log: log, Verbose: f.verbose, MaxEvals: f.maxEvals, Progress: ui.event, Where: where,
 		DriftEvery: f.driftEvery, DriftCooldown: f.driftCooldown, Batch: f.batch, VerifyFull: f.verifyFull}
 	if f.driftEvery == 0 {
@@ -280,44 +194,7 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 		Config: cfg,
 		Out:    f.out, Force: f.force, Replace: f.replace, Resume: f.resume,
 		Budget: f.budget, Trace: f.trace, Generator: "kerntune " + version(),
-		Hooks: tuner.SessionHooks{
-			Begin:   ui.begin,
-			End:     func(tuner.Task) { ui.end() },
-			Skipped: func(t tuner.Task) { line(t, "done before the interruption (in %s)", f.out) },
-			Failed:  func(t tuner.Task, err error) { line(t, "FAILED: %v", err) },
-			Tuned: func(res *tuner.Result, took time.Duration) {
-				line(res.Task, "%s (%.1fs%s%s)", describe(res.Entry), took.Seconds(), busyNote(res.Time), stoppedNote(res.Stopped))
-				if f.verbose && res.Time != nil {
-					fmt.Fprintf(log, "  time: %s\n", timeSplit(res.Time))
-				}
-			},
-			Planning: func(n int) {
-				fmt.Fprintf(log, "planning: timing the default of each of the %d entries, to share the budget by what each needs\n", n)
-			},
-			Probed: func(t tuner.Task, est tuner.Estimate, need time.Duration, err error) {
-				switch {
-				case err != nil:
-					line(t, "planning: %v", err)
-				case f.verbose:
-					line(t, "planning: %d valid; setup %.2fs, build %.2fs, one sample %s: needs about %.1fs", est.Valid, est.Setup.Seconds(), est.Build.Seconds(), fmtSeconds(est.Sample), need.Seconds())
-				}
-			},
-			Planned: func(p tuner.Plan) {
-				fmt.Fprintf(log, "plan: the %d entries need about %s of the %s left (planning took %s); each measures its default and at least %d more candidates, or its whole space\n",
-					p.Entries, p.Needed.Round(time.Second), p.Left.Round(time.Second), p.Took.Round(100*time.Millisecond), tuner.MinBeyondDefault)
-			},
-			Allotted: func(t tuner.Task, a tuner.Allotment, need time.Duration, speed float64) {
-				if f.verbose {
-					line(t, "plan: share %.1fs (up to %.1fs until %d candidates are measured), needs %.1fs at %.2f× the planned speed",
-						a.Share.Seconds(), a.Max.Seconds(), 1+tuner.MinBeyondDefault, need.Seconds(), speed)
-				}
-			},
-			Decided: func(t tuner.Task, d *tuner.KeepDecision) {
-				if d.Action != tuner.KeepAdded {
-					line(t, "%s", d)
-				}
-			},
-		},
+		Hooks: tuneHooks(f, ui, log),
 	})
 	if err != nil {
 		return journalOpenError(f, err)
@@ -342,11 +219,11 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 	}
 	ui.close()
 	if f.asJSON {
-		if err := printTuneJSON(cmd.OutOrStdout(), info.Key, f.out, sum); err != nil {
+		if err := printTuneJSON(f.IO.Out, info.Key, f.out, sum); err != nil {
 			return err
 		}
 	} else if len(sum.Results) > 0 && !f.quiet {
-		fmt.Fprintf(cmd.OutOrStdout(), "%s for %s in %s\n", decisionCounts(sum), info.Key, f.out)
+		fmt.Fprintf(f.IO.Out, "%s for %s in %s\n", decisionCounts(sum), info.Key, f.out)
 	}
 	if small != nil {
 		// The other entries are written; the too-small ones are a usage error.
@@ -364,6 +241,163 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 	return nil
 }
 
+// tuneHooks are what tune prints as the session goes: a line per entry
+// tuned, failed or left as the interrupted run finished it, the plan, and
+// with -v the planning and the shares of the budget.
+func tuneHooks(f TuneOptions, ui *progressUI, log io.Writer) tuner.SessionHooks {
+	line := func(task tuner.Task, format string, args ...any) {
+		fmt.Fprintf(log, "%-10s %-22s "+format+"\n", append([]any{task.Kernel.Name, task.Key()}, args...)...)
+	}
+	return tuner.SessionHooks{
+		Begin:   ui.begin,
+		End:     func(tuner.Task) { ui.end() },
+		Skipped: func(t tuner.Task) { line(t, "done before the interruption (in %s)", f.out) },
+		Failed:  func(t tuner.Task, err error) { line(t, "FAILED: %v", err) },
+		Tuned: func(res *tuner.Result, took time.Duration) {
+			line(res.Task, "%s (%.1fs%s%s)", describe(res.Entry), took.Seconds(), busyNote(res.Time), stoppedNote(res.Stopped))
+			if f.verbose && res.Time != nil {
+				fmt.Fprintf(log, "  time: %s\n", timeSplit(res.Time))
+			}
+		},
+		Planning: func(n int) {
+			fmt.Fprintf(log, "planning: timing the default of each of the %d entries, to share the budget by what each needs\n", n)
+		},
+		Probed: func(t tuner.Task, est tuner.Estimate, need time.Duration, err error) {
+			switch {
+			case err != nil:
+				line(t, "planning: %v", err)
+			case f.verbose:
+				line(t, "planning: %d valid; setup %.2fs, build %.2fs, one sample %s: needs about %.1fs", est.Valid, est.Setup.Seconds(), est.Build.Seconds(), fmtSeconds(est.Sample), need.Seconds())
+			}
+		},
+		Planned: func(p tuner.Plan) {
+			fmt.Fprintf(log, "plan: the %d entries need about %s of the %s left (planning took %s); each measures its default and at least %d more candidates, or its whole space\n",
+				p.Entries, p.Needed.Round(time.Second), p.Left.Round(time.Second), p.Took.Round(100*time.Millisecond), tuner.MinBeyondDefault)
+		},
+		Allotted: func(t tuner.Task, a tuner.Allotment, need time.Duration, speed float64) {
+			if f.verbose {
+				line(t, "plan: share %.1fs (up to %.1fs until %d candidates are measured), needs %.1fs at %.2f× the planned speed",
+					a.Share.Seconds(), a.Max.Seconds(), 1+tuner.MinBeyondDefault, need.Seconds(), speed)
+			}
+		},
+		Decided: func(t tuner.Task, d *tuner.KeepDecision) {
+			if d.Action != tuner.KeepAdded {
+				line(t, "%s", d)
+			}
+		},
+	}
+}
+
+// tuneInput is what tune's flags resolve to before a backend is opened.
+type tuneInput struct {
+	where []search.Constraint
+	specs []*spec.Compiled
+	ks    []*kernels.Kernel
+	tasks []tuner.Task
+}
+
+// resolveTune checks tune's flags and turns them into the entries to tune;
+// it fills in f what follows from them (--budget's parts, the kernels of
+// --spec without --kernel, the number of families).
+func resolveTune(f *TuneOptions) (*tuneInput, error) {
+	if f.verbose && f.quiet {
+		return nil, usageErrorf("-v/--verbose and -q/--quiet together: choose one (-v logs every candidate, -q prints only errors)")
+	}
+	dts, err := parseDTypes(f.dtype)
+	if err != nil {
+		return nil, err
+	}
+	dt := dts[0]
+	if f.budget, f.maxEvals, err = parseBudget(f.budgetS); err != nil {
+		return nil, err
+	}
+	if f.batch < 0 {
+		return nil, usageErrorf("--batch must be 0 (automatic) or a positive number of candidates, got %d", f.batch)
+	}
+	if _, err := search.New(f.strategy, []search.Candidate{{}}, search.Options{}); err != nil {
+		return nil, usageErrorf("--strategy: %w", err)
+	}
+	where, err := whereConstraints(f.where)
+	if err != nil {
+		return nil, err
+	}
+	if f.driftEvery < 0 {
+		return nil, usageErrorf("--drift-every must be 0 (off) or a positive number of candidates, got %d", f.driftEvery)
+	}
+	if f.driftCooldown < 0 {
+		return nil, usageErrorf("--drift-cooldown must not be negative, got %s", f.driftCooldown)
+	}
+	specs, err := loadSpecs(f.specs)
+	if err != nil {
+		return nil, err
+	}
+	if len(specs) > 0 && len(f.kernels) == 0 {
+		for _, c := range specs {
+			f.kernels = append(f.kernels, c.Kernel.Name)
+		}
+	}
+	ks, err := parseKernels(f.kernels)
+	if err != nil {
+		return nil, err
+	}
+	cases, err := parseShapes(ks, f.shapes)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkOutFile(f.out, f.force); err != nil {
+		return nil, err
+	}
+	if err := checkOutDir(f.out); err != nil {
+		return nil, err
+	}
+	if f.trace != "" {
+		if err := checkTraceOut(f.trace); err != nil {
+			return nil, err
+		}
+	}
+	if err := validateReliabilityFlags(*f); err != nil {
+		return nil, err
+	}
+
+	tasks, err := tuneTasks(specs, ks, cases, f.shapes, dt)
+	if err != nil {
+		return nil, err
+	}
+	fams := map[string]bool{}
+	for _, t := range tasks {
+		fams[t.Kernel.Name] = true
+	}
+	f.families = len(fams)
+	return &tuneInput{where: where, specs: specs, ks: ks, tasks: tasks}, nil
+}
+
+// tuneTasks are the entries to tune: one per --shape (each checked
+// against the spec that defines the kernel), else one per shape class of
+// every kernel.
+func tuneTasks(specs []*spec.Compiled, ks []*kernels.Kernel, cases []kernels.Case, shapes []string, dt kernels.DType) ([]tuner.Task, error) {
+	var tasks []tuner.Task
+	for i, cs := range cases {
+		for _, c := range specs {
+			if c.Kernel == ks[0] {
+				if err := c.CheckShape(cs.Shape); err != nil {
+					return nil, usageErrorf("--shape %s: %w", shapes[i], err)
+				}
+			}
+		}
+		tasks = append(tasks, tuner.Task{Kernel: ks[0], DType: dt, Cases: []kernels.Case{cs}})
+	}
+	if len(cases) == 0 {
+		for _, k := range ks {
+			ts, err := tuner.ClassTasks(k, dt)
+			if err != nil {
+				return nil, err
+			}
+			tasks = append(tasks, ts...)
+		}
+	}
+	return tasks, nil
+}
+
 // resumeNote says how much of the budget a resumed run goes on with.
 func resumeNote(spent, recorded, budget time.Duration, budgetS string) string {
 	spent = spent.Round(100 * time.Millisecond)
@@ -379,7 +413,7 @@ func resumeNote(spent, recorded, budget time.Duration, budgetS string) string {
 
 // sessionError turns the errors of a tuning session that the user must act
 // on into usage errors naming the flag.
-func sessionError(f tuneFlags, err error) error {
+func sessionError(f TuneOptions, err error) error {
 	var (
 		small *tuner.TooSmallError
 		jerr  *tuner.JournalError

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -41,28 +40,17 @@ func validateSchema(t *testing.T, data []byte) error {
 	return sch.Validate(inst)
 }
 
-// runCLI runs the command in-process and returns the exit code and output.
+// runCLI runs the command in-process and returns the exit code and its
+// stdout and stderr together.
 func runCLI(t *testing.T, args ...string) (int, string) {
 	t.Helper()
-	oldOut, oldErr := os.Stdout, os.Stderr
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.Stdout, os.Stderr = w, w
-	done := make(chan string)
-	go func() {
-		var b bytes.Buffer
-		io.Copy(&b, r)
-		done <- b.String()
-	}()
-	code := run(args)
-	w.Close()
-	os.Stdout, os.Stderr = oldOut, oldErr
-	return code, <-done
+	var both syncBuffer
+	code := runWith(testFactory(&both, &both), args)
+	return code, both.String()
 }
 
 func TestTuneEndToEndCPU(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("tunes on the CPU for a few seconds")
 	}
@@ -250,6 +238,7 @@ func TestBenchCPU(t *testing.T) {
 // asserted: that catches a figure in another unit or summed over shapes,
 // not noise.
 func TestBenchAgreesWithTheFile(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("tunes on the CPU")
 	}
@@ -293,12 +282,14 @@ func TestBenchAgreesWithTheFile(t *testing.T) {
 // tune --json says how busy the device was and how many candidates the
 // entries measured, and each entry carries its time.
 func TestTuneJSONBusy(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("tunes on the CPU for a few seconds")
 	}
 	out := filepath.Join(t.TempDir(), "hardware_params.json")
 	code, log := runCLI(t, "tune", "--backend", "cpu", "--kernel", "softmax", "--shape", "64x300", "--shape", "8x1000",
-		"--budget", "4s", "-q", "--json", "--out", out)
+		// 8 s: 4 s was refused as too small with other work on both cores.
+		"--budget", "8s", "-q", "--json", "--out", out)
 	if code != 0 {
 		t.Fatalf("tune exited %d:\n%s", code, log)
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/kerntune/kerntune/tuner"
 )
 
-func init() { commands = append(commands, newVerifyCmd) }
+func init() { commands = append(commands, func(*Factory) *cobra.Command { return newVerifyCmd() }) }
 
 type verifyJSON struct {
 	Kernel  string            `json:"kernel"`

@@ -8,7 +8,9 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { commands = append(commands, newVersionCmd) }
+func init() {
+	commands = append(commands, func(f *Factory) *cobra.Command { return NewCmdVersion(f, nil) })
+}
 
 // commit is set by the Makefile (-ldflags -X main.commit=...) for builds
 // where Go records no VCS data (-buildvcs=false, git worktrees, tarballs).
@@ -65,21 +67,35 @@ func version() string {
 	return s
 }
 
-func newVersionCmd() *cobra.Command {
-	var asJSON bool
+// VersionOptions are what version is asked to do.
+type VersionOptions struct {
+	IO   IOStreams
+	JSON bool // --json
+}
+
+// NewCmdVersion builds the version command; runF, when not nil, runs instead of runVersion.
+func NewCmdVersion(f *Factory, runF func(*VersionOptions) error) *cobra.Command {
+	opts := &VersionOptions{IO: f.IO}
 	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print kerntune's version: module version, commit, Go version and platform",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			bv := readVersion()
-			if asJSON {
-				return printJSON(cmd.OutOrStdout(), bv)
+		RunE: func(*cobra.Command, []string) error {
+			if runF != nil {
+				return runF(opts)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "kerntune %s (%s, %s, %s)\n", version(), bv.Module, bv.Go, bv.Platform)
-			return nil
+			return runVersion(opts)
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print JSON")
 	return cmd
+}
+
+func runVersion(opts *VersionOptions) error {
+	bv := readVersion()
+	if opts.JSON {
+		return printJSON(opts.IO.Out, bv)
+	}
+	fmt.Fprintf(opts.IO.Out, "kerntune %s (%s, %s, %s)\n", version(), bv.Module, bv.Go, bv.Platform)
+	return nil
 }

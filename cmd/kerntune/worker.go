@@ -12,7 +12,7 @@ import (
 	"github.com/kerntune/kerntune/tuner/worker"
 )
 
-func init() { commands = append(commands, newWorkerCmd) }
+func init() { commands = append(commands, func(*Factory) *cobra.Command { return newWorkerCmd() }) }
 
 // workerWrap, when set, wraps the worker's backend. Only test binaries and
 // builds with the ktfault tag set it, to inject deliberately faulting

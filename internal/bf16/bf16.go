@@ -1,6 +1,3 @@
-// Package bf16 converts between float32 and bfloat16, the 16-bit format
-// whose 8-bit exponent is float32's and whose significand keeps 8 bits
-// (7 stored): a bfloat16 is the upper half of a float32's bits.
 package bf16
 
 import "math"

@@ -1,7 +1,5 @@
 //go:build !(linux || darwin)
 
-// Package dl loads shared libraries and binds their C functions through
-// purego (no cgo), for the driver bindings of the GPU backends.
 package dl
 
 import (

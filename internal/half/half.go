@@ -1,5 +1,3 @@
-// Package half converts between float32 and IEEE 754 binary16 ("half"),
-// the f16 storage format of kerntune's kernels.
 package half
 
 import "math"

@@ -1,13 +1,3 @@
-// Package mslemu runs Metal Shading Language kernels on the CPU, off a Mac:
-// the generated source is compiled as C++20 by clang against an executable
-// stand-in for <metal_stdlib> (include/metal_stdlib) and launched on
-// buffers as Metal would, threadgroup by threadgroup. Threads are fibers
-// grouped into SIMD-groups of 32 lanes; threadgroup memory, barriers,
-// SIMD-group shuffles and reductions and simdgroup_matrix loads, stores and
-// multiplies (half and bfloat operands, float accumulators) follow Apple's
-// documented semantics. Many kernels go into one program, built once and
-// run on many launches. The tests of the packages that generate MSL
-// (kernels/gpu, spec) use it to compare candidates with their references.
 package mslemu
 
 import (

@@ -1,5 +1,3 @@
-// Package stats summarises timing samples: median, interquartile range,
-// minimum, coefficient of variation.
 package stats
 
 import (

@@ -5,8 +5,8 @@ import (
 	"runtime"
 	"sync"
 
-	"github.com/kerntune/kerntune/internal/ktcache"
 	"github.com/kerntune/kerntune/search"
+	"github.com/kerntune/kerntune/search/ktcache"
 )
 
 // Report is the outcome of one cache and strategy (kerntune replay --json

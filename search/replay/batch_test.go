@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kerntune/kerntune/internal/ktcache"
 	"github.com/kerntune/kerntune/search"
+	"github.com/kerntune/kerntune/search/ktcache"
 )
 
 // RunAll gives each cache and strategy the report Run gives it alone, in

@@ -1,10 +1,3 @@
-// Package replay runs search strategies against recorded Kernel Tuner
-// caches instead of a device. The search is kerntune tune's
-// (search.Driver); only its Measure function differs: measuring a
-// configuration draws timing samples (with replacement, seeded) from its
-// recorded samples, a configuration recorded as failed fails, and the
-// simulated measurement time is the sum of the samples drawn plus the
-// recorded compile time of every configuration measured for the first time.
 package replay
 
 import (
@@ -14,9 +7,9 @@ import (
 	"sort"
 	"time"
 
-	"github.com/kerntune/kerntune/internal/ktcache"
 	"github.com/kerntune/kerntune/internal/stats"
 	"github.com/kerntune/kerntune/search"
+	"github.com/kerntune/kerntune/search/ktcache"
 	"gonum.org/v1/gonum/stat"
 )
 

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kerntune/kerntune/internal/ktcache"
 	"github.com/kerntune/kerntune/search"
+	"github.com/kerntune/kerntune/search/ktcache"
 )
 
 // synthCache is a 6×6 space, cost growing with distance from (4, 1), where

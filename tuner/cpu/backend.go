@@ -1,7 +1,3 @@
-// Package cpu is kerntune's pure-Go backend: blocked, multi-threaded
-// implementations of every family whose speed depends on their parameters,
-// timed with the monotonic clock, with gonum's native BLAS as the baseline.
-// It runs everywhere and is the default on a machine with no GPU.
 package cpu
 
 import (

@@ -1,7 +1,3 @@
-// Package cuda is kerntune's NVIDIA backend: the shared kernel bodies of
-// package kernels/gpu compiled with NVRTC for the device's own architecture,
-// launched and timed with CUDA events through the driver API (purego, no
-// cgo), and cuBLAS timed in the same harness as the baseline.
 package cuda
 
 import (
@@ -23,9 +19,17 @@ import (
 var errClosed = errors.New("cuda backend: closed")
 
 func init() {
-	tuner.Register("cuda", func() (tuner.Backend, error) { return Open(0) },
-		tuner.Traits{Space: tuner.SpaceGPU, Isolate: true, AutoRank: 2})
+	tuner.RegisterOptions("cuda", func(o tuner.Options) (tuner.Backend, error) {
+		b, err := OpenWith(0, Options{AllowTF32: o[OptionAllowTF32] == "1"})
+		if err != nil {
+			return nil, err // not a nil *Backend in a non-nil interface
+		}
+		return b, nil
+	}, tuner.Traits{Space: tuner.SpaceGPU, API: gpu.CUDA, Options: []string{OptionAllowTF32}, Isolate: true, AutoRank: 2})
 }
+
+// OptionAllowTF32 is the tuner option that sets Options.AllowTF32 ("1").
+const OptionAllowTF32 = "allow_tf32"
 
 // Options configure the backend. The zero value is the default.
 type Options struct {

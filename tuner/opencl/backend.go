@@ -1,10 +1,3 @@
-// Package opencl is kerntune's OpenCL backend: the shared kernel bodies of
-// package kernels/gpu generated as OpenCL C 1.2, built from source for the
-// device, launched on one in-order queue and timed with the queue's
-// profiling events (CL_PROFILING_COMMAND_START/END), through the ICD loader
-// libOpenCL.so.1 (purego, no cgo). It runs on AMD and Intel GPUs and, with
-// PoCL, on the CPU, which is how CI executes every GPU body. There is no
-// vendor baseline.
 package opencl
 
 import (
@@ -25,7 +18,7 @@ import (
 // backend is the better default.
 func init() {
 	tuner.Register("opencl", func() (tuner.Backend, error) { return Open() },
-		tuner.Traits{Space: tuner.SpaceGPU, Isolate: true})
+		tuner.Traits{Space: tuner.SpaceGPU, API: gpu.OpenCL, Isolate: true})
 }
 
 // errClosed ends compiles that had not started when the backend closed.

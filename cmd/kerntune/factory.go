@@ -1,0 +1,28 @@
+package main
+
+import (
+	"io"
+	"os"
+)
+
+// IOStreams are where a command reads and writes: the process's standard
+// streams in main, buffers in tests, so that a test runs a command
+// in-process, in parallel with others, without touching os.Stdout.
+type IOStreams struct {
+	In     io.Reader
+	Out    io.Writer
+	ErrOut io.Writer
+}
+
+// Factory holds what the commands take from their surroundings. Every
+// command is built as NewCmdX(f, runF): f gives it its streams, and runF,
+// when not nil, replaces the command's work, so a test can check how flags
+// and arguments become the options struct without running anything.
+type Factory struct {
+	IO IOStreams
+}
+
+// systemFactory is the factory of the kerntune process: its standard streams.
+func systemFactory() *Factory {
+	return &Factory{IO: IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}}
+}

@@ -1,0 +1,216 @@
+package spec
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/kerntune/kerntune/internal/mslcheck"
+	"github.com/kerntune/kerntune/kernels/gpu"
+	"github.com/kerntune/kerntune/params"
+)
+
+// StaticCheck is the static check of one spec file (kerntune check prints
+// it): the space per class, the sources generated for every valid
+// candidate, dtype and API, and clang's check of the Metal sources.
+type StaticCheck struct {
+	File               string       `json:"file"`
+	Kernel             string       `json:"kernel"`
+	Dims               []string     `json:"dims"`
+	Correctness        string       `json:"correctness"` // "reference expression" or "implements <family> (its float64 reference)"
+	APIs               []string     `json:"apis"`
+	Params             []CheckParam `json:"params"`
+	SpaceSize          int          `json:"space_size"`
+	Valid              int          `json:"valid"` // valid for every shape
+	Classes            []CheckClass `json:"classes"`
+	VerificationShapes int          `json:"verification_shapes"`
+	Sources            int          `json:"sources_generated"`
+	DTypes             int          `json:"-"`                   // dtypes the sources were generated for
+	MSL                *MSLCheck    `json:"msl_check,omitempty"` // absent without Metal sources
+}
+
+// CheckParam is a parameter with its values.
+type CheckParam struct {
+	Name    string `json:"name"`
+	Values  []int  `json:"values"`
+	Default int    `json:"default"`
+}
+
+// CheckClass is a shape class with its candidates valid on its workload shapes.
+type CheckClass struct {
+	Name   string   `json:"name"`
+	Valid  int      `json:"valid"`
+	Shapes []string `json:"shapes"`
+}
+
+// MSLCheck is the clang check of the Metal sources: passed (with the
+// count, the compiler and its runs) or skipped (no clang found).
+type MSLCheck struct {
+	Passed  int    `json:"passed"`
+	Clang   string `json:"clang,omitempty"`
+	Runs    int    `json:"runs,omitempty"`
+	Skipped string `json:"skipped,omitempty"`
+}
+
+// StaticCheck enumerates the space per class, generates every valid
+// candidate's source for each API the spec has, and syntax-checks the
+// Metal sources when a clang is found. Metal sources that clang rejects
+// give an *MSLError.
+func (c *Compiled) StaticCheck(ctx context.Context) (*StaticCheck, error) {
+	k := c.Kernel
+	sc := &StaticCheck{File: c.File, Kernel: k.Name, Dims: k.Dims, Correctness: "reference expression",
+		Params: []CheckParam{}, Classes: []CheckClass{}, VerificationShapes: len(k.Odd), DTypes: len(c.DTypes())}
+	if c.Base != nil {
+		sc.Correctness = "implements " + c.Base.Name + " (its float64 reference)"
+	}
+	for _, a := range c.APIs {
+		sc.APIs = append(sc.APIs, string(a))
+	}
+	ps, _ := k.Space("gpu")
+	for _, p := range ps.Params {
+		sc.Params = append(sc.Params, CheckParam{Name: p.Name, Values: p.Values, Default: p.Default})
+	}
+	all := c.Space().Enumerate()
+	sc.SpaceSize, sc.Valid = c.Space().Size(), len(all)
+	byClass := map[string][][]int{}
+	for _, cs := range k.Workload {
+		cl, err := k.Classify(cs.Shape)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", c.File, err)
+		}
+		byClass[cl] = append(byClass[cl], cs.Shape)
+	}
+	for _, cl := range k.Classes {
+		shapes := byClass[cl.Name]
+		if len(shapes) == 0 {
+			continue
+		}
+		var names []string
+		for _, s := range shapes {
+			names = append(names, params.ShapeString(s))
+		}
+		sc.Classes = append(sc.Classes, CheckClass{Name: cl.Name, Valid: len(c.Space(shapes...).Enumerate()), Shapes: names})
+	}
+	var msl []gpu.MSLSource
+	for _, api := range c.APIs {
+		for _, dt := range c.DTypes() {
+			for _, cand := range all {
+				src, err := c.Body.SourceFor(api, dt, cand)
+				if err != nil {
+					return nil, fmt.Errorf("%s: generating %s source for %s: %w", c.File, api, cand.Key(), err)
+				}
+				if api == gpu.Metal {
+					msl = append(msl, gpu.MSLSource{Name: fmt.Sprintf("%s %s %s", c.Kernel.Name, dt, cand.Key()), Func: c.Body.FuncName(dt, cand), Text: src})
+				}
+				sc.Sources++
+			}
+		}
+	}
+	if len(msl) == 0 {
+		return sc, nil
+	}
+	cc, err := gpu.FindClang()
+	if err != nil {
+		sc.MSL = &MSLCheck{Skipped: err.Error()}
+		return sc, nil
+	}
+	runs, err := gpu.CheckMSL(ctx, cc, msl)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("%s: %w", c.File, err)
+		}
+		return nil, mslError(c, cc, msl, err)
+	}
+	sc.MSL = &MSLCheck{Passed: len(msl), Clang: filepath.Base(cc), Runs: runs}
+	return sc, nil
+}
+
+// clangError is one error line of clang's output about a .metal file:
+// file, line, message.
+var clangError = regexp.MustCompile(`(?m)^(?:\[[^\]\n]*\] )?(\S+\.metal):(\d+):\d+: (?:fatal )?error: (.*)$`)
+
+// maxMSLErrors is how many of clang's errors mslError quotes.
+const maxMSLErrors = 5
+
+// mslError turns a failed MSL check (err) of spec c's Metal sources into a
+// *MSLError that names the spec and quotes the lines of the user's own
+// text (the body in the spec's JSON, a body or source file) that clang
+// rejected: the batch's line numbers are those of a deleted temporary
+// file, so the first failing candidate is checked again alone and its
+// errors mapped back with spec.Locate. A failure without clang errors
+// (clang could not run) is returned as it is.
+func mslError(c *Compiled, clang string, srcs []gpu.MSLSource, err error) error {
+	if len(srcs) == 0 {
+		return fmt.Errorf("%s: %w", c.File, err)
+	}
+	msg := err.Error()
+	first := 0
+	for i, s := range srcs {
+		if strings.Contains(msg, "["+s.Name+"] ") {
+			first = i
+			break
+		}
+	}
+	s := srcs[first]
+	dir, derr := os.MkdirTemp("", "kerntune-msl-")
+	if derr != nil {
+		return fmt.Errorf("%s: %w", c.File, err)
+	}
+	defer os.RemoveAll(dir)
+	chk, cerr := mslcheck.New(clang, dir)
+	if cerr != nil {
+		return fmt.Errorf("%s: %w", c.File, err)
+	}
+	var lines []string
+	seen := map[string]bool{}
+	for _, mode := range mslcheck.Modes {
+		e := chk.CheckText(mode, s.Name, gpu.ForSyntaxCheck(s.Text))
+		if e == nil {
+			continue
+		}
+		gen := strings.Split(s.Text, "\n")
+		for _, m := range clangError.FindAllStringSubmatch(e.Error(), -1) {
+			if !strings.HasPrefix(m[1], dir) || len(lines) >= maxMSLErrors {
+				continue
+			}
+			n, _ := strconv.Atoi(m[2])
+			var l string
+			if o, ok := c.Locate(s.Text, n); ok {
+				l = fmt.Sprintf("  %s: error: %s\n      %s", o, m[3], strings.TrimRight(o.Text, " \t\r"))
+			} else if n >= 1 && n <= len(gen) {
+				l = fmt.Sprintf("  line %d of the source kerntune generates around the spec's: error: %s\n      %s", n, m[3], strings.TrimRight(gen[n-1], " \t\r"))
+			} else {
+				l = fmt.Sprintf("  error: %s", m[3])
+			}
+			if !seen[l] {
+				seen[l] = true
+				lines = append(lines, l)
+			}
+		}
+		if len(lines) > 0 {
+			break
+		}
+	}
+	if len(lines) == 0 {
+		return fmt.Errorf("%s: %w", c.File, err)
+	}
+	return &MSLError{File: c.File, Source: s.Name, Lines: lines}
+}
+
+// MSLError reports Metal sources of a spec that clang rejects, quoting
+// the lines of the user's own text it rejected: a fault of the spec, not
+// of the machine.
+type MSLError struct {
+	File   string   // the spec file
+	Source string   // the first failing candidate's source, named
+	Lines  []string // clang's errors, placed in the user's text where they could be
+}
+
+func (e *MSLError) Error() string {
+	return fmt.Sprintf("%s: the Metal source of %s does not compile (clang's MSL check of the first failing candidate):\n%s",
+		e.File, e.Source, strings.Join(e.Lines, "\n"))
+}
