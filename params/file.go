@@ -434,10 +434,18 @@ func (w *walker) str(path string, v any) string {
 	return s
 }
 
-func (w *walker) num(path string, v any) float64 {
+// number reads a JSON number; what says what was wanted ("a number", "an integer").
+func (w *walker) number(path string, v any, what string) (json.Number, bool) {
 	n, ok := v.(json.Number)
 	if !ok {
-		w.fail(path, "must be a number, got %s", typeName(v))
+		w.fail(path, "must be %s, got %s", what, typeName(v))
+	}
+	return n, ok
+}
+
+func (w *walker) num(path string, v any) float64 {
+	n, ok := w.number(path, v, "a number")
+	if !ok {
 		return 0
 	}
 	x, err := n.Float64()
@@ -449,9 +457,8 @@ func (w *walker) num(path string, v any) float64 {
 }
 
 func (w *walker) integer(path string, v any) int {
-	n, ok := v.(json.Number)
+	n, ok := w.number(path, v, "an integer")
 	if !ok {
-		w.fail(path, "must be an integer, got %s", typeName(v))
 		return 0
 	}
 	x, err := n.Int64()
@@ -460,6 +467,53 @@ func (w *walker) integer(path string, v any) int {
 		return 0
 	}
 	return int(x)
+}
+
+func (w *walker) boolean(path string, v any) bool {
+	b, ok := v.(bool)
+	if !ok {
+		w.fail(path, "must be a boolean, got %s", typeName(v))
+	}
+	return b
+}
+
+// array reads a JSON array; what names its elements in the message.
+func (w *walker) array(path string, v any, what string) []any {
+	arr, ok := v.([]any)
+	if !ok {
+		w.fail(path, "must be an array of %s, got %s", what, typeName(v))
+	}
+	return arr
+}
+
+// optional names an optional field of an object and where its value
+// goes: a *string, *int or *float64.
+type optional struct {
+	key string
+	dst any
+}
+
+// optionals sets the fields that m holds, in the order given, so that the
+// first error reported does not depend on map order; absent fields are left
+// as they are.
+func (w *walker) optionals(path string, m map[string]any, fields ...optional) {
+	for _, f := range fields {
+		v, ok := m[f.key]
+		if !ok {
+			continue
+		}
+		p := child(path, f.key)
+		switch dst := f.dst.(type) {
+		case *string:
+			*dst = w.str(p, v)
+		case *int:
+			*dst = w.integer(p, v)
+		case *float64:
+			*dst = w.num(p, v)
+		default:
+			panic(fmt.Sprintf("params: optional field %s has destination %T", p, f.dst))
+		}
+	}
 }
 
 func (w *walker) file1(v any) *File {
@@ -510,21 +564,10 @@ func (w *walker) device(path string, v any) *Device {
 			w.fail(child(path, req), "missing")
 		}
 	}
-	if v, ok := m["backend"]; ok {
-		d.Backend = w.str(child(path, "backend"), v)
-	}
-	if v, ok := m["name"]; ok {
-		d.Name = w.str(child(path, "name"), v)
-	}
-	if v, ok := m["family"]; ok {
-		d.Family = w.str(child(path, "family"), v)
-	}
-	if v, ok := m["compute_units"]; ok {
-		d.ComputeUnits = w.integer(child(path, "compute_units"), v)
-	}
-	if v, ok := m["tuned_at"]; ok {
-		d.TunedAt = w.str(child(path, "tuned_at"), v)
-	}
+	w.optionals(path, m,
+		optional{"backend", &d.Backend}, optional{"name", &d.Name}, optional{"family", &d.Family},
+		optional{"compute_units", &d.ComputeUnits}, optional{"tuned_at", &d.TunedAt},
+	)
 	if v, ok := m["facts"]; ok {
 		fp := child(path, "facts")
 		fm := w.object(fp, v)
@@ -573,23 +616,10 @@ func (w *walker) paramMap(path string, v any) map[string]int {
 func (w *walker) drift(path string, v any) *DriftSummary {
 	m := w.object(path, v)
 	d := &DriftSummary{}
-	// A slice, not a map, so that the first error reported does not depend on map order.
-	for _, f := range []struct {
-		key string
-		dst *int
-	}{{"checks", &d.Checks}, {"events", &d.Events}, {"remeasured", &d.Remeasured}, {"settled", &d.Settled}} {
-		if x, ok := m[f.key]; ok {
-			*f.dst = w.integer(child(path, f.key), x)
-		}
-	}
-	for _, f := range []struct {
-		key string
-		dst *float64
-	}{{"max_pct", &d.MaxPct}, {"waited_s", &d.WaitedS}} {
-		if x, ok := m[f.key]; ok {
-			*f.dst = w.num(child(path, f.key), x)
-		}
-	}
+	w.optionals(path, m,
+		optional{"checks", &d.Checks}, optional{"events", &d.Events}, optional{"remeasured", &d.Remeasured},
+		optional{"settled", &d.Settled}, optional{"max_pct", &d.MaxPct}, optional{"waited_s", &d.WaitedS},
+	)
 	return d
 }
 
@@ -606,27 +636,11 @@ func (w *walker) entry(path string, v any) *Entry {
 		return e
 	}
 	e.Params = w.paramMap(child(path, "params"), pv)
-	if v, ok := m["median_us"]; ok {
-		e.MedianUS = w.num(child(path, "median_us"), v)
-	}
-	if v, ok := m["iqr_us"]; ok {
-		e.IQRUS = w.num(child(path, "iqr_us"), v)
-	}
-	if v, ok := m["min_us"]; ok {
-		e.MinUS = w.num(child(path, "min_us"), v)
-	}
-	if v, ok := m["samples"]; ok {
-		e.Samples = w.integer(child(path, "samples"), v)
-	}
-	if v, ok := m["strategy"]; ok {
-		e.Strategy = w.str(child(path, "strategy"), v)
-	}
-	if v, ok := m["evaluations"]; ok {
-		e.Evaluations = w.integer(child(path, "evaluations"), v)
-	}
-	if v, ok := m["stopped"]; ok {
-		e.Stopped = w.str(child(path, "stopped"), v)
-	}
+	w.optionals(path, m,
+		optional{"median_us", &e.MedianUS}, optional{"iqr_us", &e.IQRUS}, optional{"min_us", &e.MinUS},
+		optional{"samples", &e.Samples}, optional{"strategy", &e.Strategy}, optional{"evaluations", &e.Evaluations},
+		optional{"stopped", &e.Stopped},
+	)
 	if v, ok := m["use"]; ok {
 		up := child(path, "use")
 		e.Use = w.str(up, v)
@@ -635,10 +649,7 @@ func (w *walker) entry(path string, v any) *Entry {
 		}
 	}
 	if v, ok := m["fast_math"]; ok {
-		b, isBool := v.(bool)
-		if !isBool {
-			w.fail(child(path, "fast_math"), "must be a boolean, got %s", typeName(v))
-		}
+		b := w.boolean(child(path, "fast_math"), v)
 		e.FastMath = &b
 	}
 	if v, ok := m["math_mode"]; ok {
@@ -648,9 +659,7 @@ func (w *walker) entry(path string, v any) *Entry {
 			w.fail(mp, "is %q; must be one of %s", e.MathMode, strings.Join(MathModes, ", "))
 		}
 	}
-	if v, ok := m["no_harm"]; ok {
-		e.NoHarm = w.str(child(path, "no_harm"), v)
-	}
+	w.optionals(path, m, optional{"no_harm", &e.NoHarm})
 	if v, ok := m["drift"]; ok && v != nil {
 		e.Drift = w.drift(child(path, "drift"), v)
 	}
@@ -676,11 +685,7 @@ func (w *walker) entry(path string, v any) *Entry {
 	}
 	if v, ok := m["shape_median_us"]; ok {
 		sp := child(path, "shape_median_us")
-		arr, isArr := v.([]any)
-		if !isArr {
-			w.fail(sp, "must be an array of numbers, got %s", typeName(v))
-		}
-		for i, x := range arr {
+		for i, x := range w.array(sp, v, "numbers") {
 			e.ShapeMedianUS = append(e.ShapeMedianUS, w.num(fmt.Sprintf("%s[%d]", sp, i), x))
 		}
 	}
@@ -688,23 +693,12 @@ func (w *walker) entry(path string, v any) *Entry {
 		rp := child(path, "roofline")
 		rm := w.object(rp, v)
 		e.Roofline = &RooflineSummary{}
-		for _, f := range []struct {
-			key string
-			dst *float64
-		}{
-			{"flops", &e.Roofline.Flops}, {"bytes", &e.Roofline.Bytes}, {"gflops", &e.Roofline.GFLOPS},
-			{"gbps", &e.Roofline.GBPS}, {"pct_of_floor", &e.Roofline.PctOfFloor},
-		} {
-			if x, ok := rm[f.key]; ok {
-				*f.dst = w.num(child(rp, f.key), x)
-			}
-		}
+		w.optionals(rp, rm,
+			optional{"flops", &e.Roofline.Flops}, optional{"bytes", &e.Roofline.Bytes}, optional{"gflops", &e.Roofline.GFLOPS},
+			optional{"gbps", &e.Roofline.GBPS}, optional{"pct_of_floor", &e.Roofline.PctOfFloor},
+		)
 		if x, ok := rm["memory_bound"]; ok {
-			b, isBool := x.(bool)
-			if !isBool {
-				w.fail(child(rp, "memory_bound"), "must be a boolean, got %s", typeName(x))
-			}
-			e.Roofline.BoundByData = b
+			e.Roofline.BoundByData = w.boolean(child(rp, "memory_bound"), x)
 		}
 	}
 	if v, ok := m["default"]; ok && v != nil {
@@ -714,28 +708,17 @@ func (w *walker) entry(path string, v any) *Entry {
 		if pv, ok := dm["params"]; ok {
 			e.Default.Params = w.paramMap(child(dp, "params"), pv)
 		}
-		if mv, ok := dm["median_us"]; ok {
-			e.Default.MedianUS = w.num(child(dp, "median_us"), mv)
-		}
+		w.optionals(dp, dm, optional{"median_us", &e.Default.MedianUS})
 	}
 	if v, ok := m["baseline"]; ok && v != nil {
 		bp := child(path, "baseline")
 		bm := w.object(bp, v)
 		e.Baseline = &Baseline{}
-		if nv, ok := bm["name"]; ok {
-			e.Baseline.Name = w.str(child(bp, "name"), nv)
-		}
-		if mv, ok := bm["median_us"]; ok {
-			e.Baseline.MedianUS = w.num(child(bp, "median_us"), mv)
-		}
+		w.optionals(bp, bm, optional{"name", &e.Baseline.Name}, optional{"median_us", &e.Baseline.MedianUS})
 	}
 	if v, ok := m["shapes"]; ok {
 		sp := child(path, "shapes")
-		arr, isArr := v.([]any)
-		if !isArr {
-			w.fail(sp, "must be an array of shapes, got %s", typeName(v))
-		}
-		for i, s := range arr {
+		for i, s := range w.array(sp, v, "shapes") {
 			ip := fmt.Sprintf("%s[%d]", sp, i)
 			dims, isArr := s.([]any)
 			if !isArr {
@@ -752,15 +735,9 @@ func (w *walker) entry(path string, v any) *Entry {
 	if v, ok := m["candidates"]; ok {
 		cp := child(path, "candidates")
 		cm := w.object(cp, v)
-		// A slice, not a map, so that the first error reported does not depend on map order.
-		for _, c := range []struct {
-			key string
-			dst *int
-		}{{"valid", &e.Candidates.Valid}, {"measured", &e.Candidates.Measured}, {"failed", &e.Candidates.Failed}} {
-			if x, ok := cm[c.key]; ok {
-				*c.dst = w.integer(child(cp, c.key), x)
-			}
-		}
+		w.optionals(cp, cm,
+			optional{"valid", &e.Candidates.Valid}, optional{"measured", &e.Candidates.Measured}, optional{"failed", &e.Candidates.Failed},
+		)
 	}
 	return e
 }
