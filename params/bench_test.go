@@ -48,19 +48,11 @@ func BenchmarkResolve(b *testing.B) {
 
 // BenchmarkResolveParallel is Resolve from all CPUs at once.
 func BenchmarkResolveParallel(b *testing.B) {
-	l, err := Load(filepath.Join("testdata", "hardware_params.json"), Options{Device: "cpu:amd-epyc-7b13-2c"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.ReportAllocs()
-	b.RunParallel(func(pb *testing.PB) {
-		shape := []int{1, 896, 4864}
-		for pb.Next() {
-			if _, err := l.Resolve(GemvNT, "f32", shape); err != nil {
-				b.Error(err)
-				return
-			}
-		}
+	l := benchLoader(b)
+	shape := []int{1, 896, 4864}
+	parallel(b, func() error {
+		_, err := l.Resolve(GemvNT, "f32", shape)
+		return err
 	})
 }
 
@@ -68,10 +60,7 @@ func BenchmarkResolveParallel(b *testing.B) {
 // not seen before (n runs through the tiny class), so none is answered from
 // the cache and each is resolved, then cached.
 func BenchmarkResolveFirst(b *testing.B) {
-	l, err := Load(filepath.Join("testdata", "hardware_params.json"), Options{Device: "cpu:amd-epyc-7b13-2c"})
-	if err != nil {
-		b.Fatal(err)
-	}
+	l := benchLoader(b)
 	b.ReportAllocs()
 	shape := []int{1, 1, 896}
 	for b.Loop() {
@@ -85,10 +74,7 @@ func BenchmarkResolveFirst(b *testing.B) {
 // BenchmarkLaunch is Launch on a shape seen before: the cached result itself,
 // shared and immutable, with the variables read as Resolve reads them.
 func BenchmarkLaunch(b *testing.B) {
-	l, err := Load(filepath.Join("testdata", "hardware_params.json"), Options{Device: "cpu:amd-epyc-7b13-2c"})
-	if err != nil {
-		b.Fatal(err)
-	}
+	l := benchLoader(b)
 	for _, c := range []struct {
 		name   string
 		family string
@@ -108,15 +94,31 @@ func BenchmarkLaunch(b *testing.B) {
 
 // BenchmarkLaunchParallel is Launch from all CPUs at once.
 func BenchmarkLaunchParallel(b *testing.B) {
+	l := benchLoader(b)
+	shape := []int{1, 896, 4864}
+	parallel(b, func() error {
+		_, err := l.Launch(GemvNT, "f32", shape)
+		return err
+	})
+}
+
+// benchLoader loads the test file for the CPU device the benchmarks resolve on.
+func benchLoader(b *testing.B) *Loader {
+	b.Helper()
 	l, err := Load(filepath.Join("testdata", "hardware_params.json"), Options{Device: "cpu:amd-epyc-7b13-2c"})
 	if err != nil {
 		b.Fatal(err)
 	}
+	return l
+}
+
+// parallel runs op from all CPUs at once, reporting allocations; op only
+// reads what it shares between goroutines.
+func parallel(b *testing.B, op func() error) {
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
-		shape := []int{1, 896, 4864}
 		for pb.Next() {
-			if _, err := l.Launch(GemvNT, "f32", shape); err != nil {
+			if err := op(); err != nil {
 				b.Error(err)
 				return
 			}

@@ -111,14 +111,7 @@ func TestDeviceMatch(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tt.opts.Lookup = env(tt.env...)
-			if tt.opts.LocalGPU == nil {
-				tt.opts.LocalGPU = &DeviceID{} // this machine's GPU must not change a result
-			}
-			l, err := LoadBytes([]byte(mergedFile), tt.opts)
-			if err != nil {
-				t.Fatal(err)
-			}
+			l := loadMerged(t, tt.opts, tt.env...)
 			d := l.Device()
 			if d.Key != tt.key || d.How != tt.how || d.Matched != tt.matched || d.InFile != tt.inFile || strings.Join(d.Fallbacks, "|") != strings.Join(tt.fb, "|") {
 				t.Errorf("got key %q how %q matched %q inFile %v fallbacks %q\nwant key %q how %q matched %q inFile %v fallbacks %q",
@@ -208,14 +201,7 @@ func TestUseBaseline(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tt.opts.Lookup = env(tt.env...)
-			if tt.opts.LocalGPU == nil {
-				tt.opts.LocalGPU = &DeviceID{} // this machine's GPU must not change a result
-			}
-			l, err := LoadBytes([]byte(mergedFile), tt.opts)
-			if err != nil {
-				t.Fatal(err)
-			}
+			l := loadMerged(t, tt.opts, tt.env...)
 			r, err := l.Resolve(GemmAV, tt.dtype, tt.shape)
 			if tt.errSub != "" {
 				var ee *EnvError
@@ -374,4 +360,20 @@ func TestVariableCollision(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "variable KERNTUNE_DEVICE_NAME would be both the loader's DEVICE_NAME and device parameter NAME") {
 		t.Errorf("err = %v", err)
 	}
+}
+
+// loadMerged loads mergedFile with opts, the environment kv (name, value
+// pairs) and, unless opts names one, no local GPU: this machine's GPU must
+// not change a result.
+func loadMerged(t *testing.T, opts Options, kv ...string) *Loader {
+	t.Helper()
+	opts.Lookup = env(kv...)
+	if opts.LocalGPU == nil {
+		opts.LocalGPU = &DeviceID{}
+	}
+	l, err := LoadBytes([]byte(mergedFile), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
 }
