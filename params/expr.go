@@ -759,22 +759,10 @@ func eval(n *node, env map[string]any) (any, error) {
 	ai, aInt := a.(int)
 	bi, bInt := b.(int)
 	if aInt && bInt {
-		switch op {
-		case "<":
-			return ai < bi, nil
-		case ">":
-			return ai > bi, nil
-		case "<=":
-			return ai <= bi, nil
-		case ">=":
-			return ai >= bi, nil
-		case "+":
-			return ai + bi, nil
-		case "-":
-			return ai - bi, nil
-		case "*":
-			return ai * bi, nil
-		case "%":
+		if v, ok := arith(op, ai, bi); ok {
+			return v, nil
+		}
+		if op == "%" {
 			if bi == 0 {
 				return nil, fmt.Errorf("runtime error: integer divide by zero")
 			}
@@ -785,21 +773,10 @@ func eval(n *node, env map[string]any) (any, error) {
 		}
 	}
 	af, bf := toFloat(a), toFloat(b)
+	if v, ok := arith(op, af, bf); ok {
+		return v, nil
+	}
 	switch op {
-	case "<":
-		return af < bf, nil
-	case ">":
-		return af > bf, nil
-	case "<=":
-		return af <= bf, nil
-	case ">=":
-		return af >= bf, nil
-	case "+":
-		return af + bf, nil
-	case "-":
-		return af - bf, nil
-	case "*":
-		return af * bf, nil
 	case "/":
 		return af / bf, nil
 	case "**", "^":
@@ -808,6 +785,28 @@ func eval(n *node, env map[string]any) (any, error) {
 		return nil, fmt.Errorf("invalid operation: %% (mismatched types float64 and int)")
 	}
 	return nil, fmt.Errorf("unknown operator %s", op)
+}
+
+// arith applies the operators that ints and floats share; ok is false for
+// the others.
+func arith[T int | float64](op string, a, b T) (v any, ok bool) {
+	switch op {
+	case "<":
+		return a < b, true
+	case ">":
+		return a > b, true
+	case "<=":
+		return a <= b, true
+	case ">=":
+		return a >= b, true
+	case "+":
+		return a + b, true
+	case "-":
+		return a - b, true
+	case "*":
+		return a * b, true
+	}
+	return nil, false
 }
 
 // equal is expr-lang's ==: numbers compare by value, a bool equals only a bool.
