@@ -175,13 +175,7 @@ func TestFastMathField(t *testing.T) {
 			"f16/1x896x96": {Params: map[string]int{"TG": 64}, MedianUS: 3},
 		}},
 	}}}
-	data, err := Merge(nil, upd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := validate(sch, data); err != nil {
-		t.Fatalf("schema rejects fast_math: %v", err)
-	}
+	data := writeValid(t, sch, upd, "fast_math")
 	// Merging another device's entry onto it keeps the field.
 	again, err := Merge(data, &File{Devices: map[string]*Device{"cpu:x": {Backend: "cpu", Name: "X", Family: "amd64",
 		Kernels: map[string]map[string]*Entry{GemvNT: {"f32/tiny": {Params: map[string]int{"BN": 8}}}}}}})
@@ -214,25 +208,7 @@ func TestDriftAndNoHarmFields(t *testing.T) {
 	sch := compileSchema(t)
 	drift := &DriftSummary{Checks: 12, Events: 2, MaxPct: 23.5, Remeasured: 9, Settled: 1, WaitedS: 10}
 	note := "BN=4 was 8.0% faster over the shapes but 12.0% slower than the default on 1x896x896"
-	upd := &File{SchemaVersion: SchemaVersion, Devices: map[string]*Device{"cpu:x": {
-		Backend: "cpu", Name: "X", Family: "amd64",
-		Kernels: map[string]map[string]*Entry{GemvNT: {
-			"f32/tiny": {Params: map[string]int{"BN": 8}, MedianUS: 9, Drift: drift, NoHarm: note},
-			"f32/mid":  {Params: map[string]int{"BN": 16}, MedianUS: 90},
-		}},
-	}}}
-	data, err := Merge(nil, upd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := validate(sch, data); err != nil {
-		t.Fatalf("schema rejects drift or no_harm: %v", err)
-	}
-	f, err := Parse(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	es := f.Devices["cpu:x"].Kernels[GemvNT]
+	data, es := roundTripGemv(t, sch, "drift or no_harm", &Entry{Params: map[string]int{"BN": 8}, MedianUS: 9, Drift: drift, NoHarm: note}, &Entry{Params: map[string]int{"BN": 16}, MedianUS: 90})
 	if got := es["f32/tiny"]; got.Drift == nil || *got.Drift != *drift || got.NoHarm != note {
 		t.Errorf("read back drift %+v, no_harm %q; want %+v, %q", got.Drift, got.NoHarm, drift, note)
 	}
@@ -260,25 +236,7 @@ func TestTimeField(t *testing.T) {
 	sch := compileSchema(t)
 	tt := &TuneTime{WallS: 8.5, SetupS: 1.25, CompileS: 0.5, VerifyS: 1, MeasureS: 5.5, SearchS: 0.1, JournalS: 0.05, OtherS: 0.1,
 		DeviceS: 6, IdleS: 2.5, BusyPct: 70.588}
-	upd := &File{SchemaVersion: SchemaVersion, Devices: map[string]*Device{"cpu:x": {
-		Backend: "cpu", Name: "X", Family: "amd64",
-		Kernels: map[string]map[string]*Entry{GemvNT: {
-			"f32/tiny": {Params: map[string]int{"BN": 8}, MedianUS: 9, Time: tt},
-			"f32/mid":  {Params: map[string]int{"BN": 16}, MedianUS: 19},
-		}},
-	}}}
-	data, err := Merge(nil, upd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := validate(sch, data); err != nil {
-		t.Fatalf("schema rejects time: %v", err)
-	}
-	f, err := Parse(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	es := f.Devices["cpu:x"].Kernels[GemvNT]
+	data, es := roundTripGemv(t, sch, "time", &Entry{Params: map[string]int{"BN": 8}, MedianUS: 9, Time: tt}, &Entry{Params: map[string]int{"BN": 16}, MedianUS: 19})
 	if got := es["f32/tiny"].Time; got == nil || *got != *tt {
 		t.Errorf("time read back as %+v, want %+v", got, tt)
 	}
@@ -290,4 +248,35 @@ func TestTimeField(t *testing.T) {
 			t.Errorf("%s missing from the written file", field.key)
 		}
 	}
+}
+
+// writeValid writes upd as a new params file and checks that the schema
+// accepts it; what names the fields under test.
+func writeValid(t *testing.T, sch *jsonschema.Schema, upd *File, what string) []byte {
+	t.Helper()
+	data, err := Merge(nil, upd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := validate(sch, data); err != nil {
+		t.Fatalf("schema rejects %s: %v", what, err)
+	}
+	return data
+}
+
+// roundTripGemv writes tiny and mid as the f32 gemv_nt entries of a CPU
+// device "cpu:x", checks that the schema accepts the file and reads the
+// entries back.
+func roundTripGemv(t *testing.T, sch *jsonschema.Schema, what string, tiny, mid *Entry) ([]byte, map[string]*Entry) {
+	t.Helper()
+	upd := &File{SchemaVersion: SchemaVersion, Devices: map[string]*Device{"cpu:x": {
+		Backend: "cpu", Name: "X", Family: "amd64",
+		Kernels: map[string]map[string]*Entry{GemvNT: {"f32/tiny": tiny, "f32/mid": mid}},
+	}}}
+	data := writeValid(t, sch, upd, what)
+	f, err := Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data, f.Devices["cpu:x"].Kernels[GemvNT]
 }
