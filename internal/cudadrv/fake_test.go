@@ -514,7 +514,14 @@ func TestFakeCompileAndLaunch(t *testing.T) {
 
 func loadSaxpy(t *testing.T, l *Lib, c *Context) *Function {
 	t.Helper()
-	img, _, err := l.Compile(fakeSrc, "saxpy.cu", []string{"--gpu-architecture=sm_90"})
+	return compileFunction(t, l, c, fakeSrc, "saxpy.cu", "sm_90", "saxpy")
+}
+
+// compileFunction compiles src for arch, loads it into c and returns its
+// kernel fn.
+func compileFunction(t *testing.T, l *Lib, c *Context, src, name, arch, fn string) *Function {
+	t.Helper()
+	img, _, err := l.Compile(src, name, []string{"--gpu-architecture=" + arch})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -522,7 +529,7 @@ func loadSaxpy(t *testing.T, l *Lib, c *Context) *Function {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := m.Function("saxpy")
+	f, err := m.Function(fn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -719,22 +726,11 @@ func TestFakeThreading(t *testing.T) {
 func TestFakeSticky(t *testing.T) {
 	l, hooks, c := newFakeContext(t)
 	defer hooks.clearSticky()
-	img, _, err := l.Compile(fakeSrc, "f.cu", []string{"--gpu-architecture=sm_90"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := c.LoadModule(img)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := m.Function("fault")
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := compileFunction(t, l, c, fakeSrc, "f.cu", "sm_90", "fault")
 	if err := c.Launch(f, [3]uint32{1, 1, 1}, [3]uint32{32, 1, 1}, 0); err != nil {
 		t.Fatalf("launch is asynchronous, got %v", err)
 	}
-	err = c.Sync()
+	err := c.Sync()
 	var e *Error
 	if !errors.As(err, &e) || !e.Sticky || e.Name != "CUDA_ERROR_ILLEGAL_ADDRESS" || !errors.Is(err, ErrContextLost) {
 		t.Fatalf("Sync after fault: %v", err)

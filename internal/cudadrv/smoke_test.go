@@ -592,18 +592,7 @@ func TestSmokeSticky(t *testing.T) {
 			t.Errorf("Close after sticky error: %v", err)
 		}
 	}()
-	img, _, err := l.Compile(smokeSrc, "smoke.cu", []string{"--gpu-architecture=" + c.Props().Arch()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := c.LoadModule(img)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := m.Function("poke")
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := compileFunction(t, l, c, smokeSrc, "smoke.cu", c.Props().Arch(), "poke")
 	one := [3]uint32{1, 1, 1}
 	if err := c.Launch(f, one, one, 0, DevPtr(0x10)); err != nil {
 		t.Fatalf("launch: %v", err)
