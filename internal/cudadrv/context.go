@@ -376,30 +376,31 @@ func (t *Thread) CopyDtoH(dst []byte, src DevPtr) error {
 
 // CopyDtoD copies bytes between device buffers.
 func (t *Thread) CopyDtoD(dst, src DevPtr, bytes int64) error {
-	if err := t.ready(); err != nil {
+	if work, err := t.sized("CopyDtoD", bytes, "bytes"); !work {
 		return err
-	}
-	if bytes < 0 {
-		return fmt.Errorf("cudadrv: CopyDtoD of %d bytes", bytes)
-	}
-	if bytes == 0 {
-		return nil
 	}
 	return t.check("cuMemcpyDtoD_v2", t.lib.cu.cuMemcpyDtoD(uint64(dst), uint64(src), uintptr(bytes)),
 		fmt.Sprintf("%d bytes %#x -> %#x", bytes, uint64(src), uint64(dst)))
 }
 
+// sized checks that the thread is usable and that method's size n (in
+// units) is not negative; work is false, with a nil error, for n == 0,
+// which has nothing to do.
+func (t *Thread) sized(method string, n int64, units string) (work bool, err error) {
+	if err := t.ready(); err != nil {
+		return false, err
+	}
+	if n < 0 {
+		return false, fmt.Errorf("cudadrv: %s of %d %s", method, n, units)
+	}
+	return n != 0, nil
+}
+
 // MemsetD32 sets count 32-bit words at dst (4-byte aligned) to value; use
 // math.Float32bits(float32(math.NaN())) to poison a float32 buffer.
 func (t *Thread) MemsetD32(dst DevPtr, value uint32, count int) error {
-	if err := t.ready(); err != nil {
+	if work, err := t.sized("MemsetD32", int64(count), "words"); !work {
 		return err
-	}
-	if count < 0 {
-		return fmt.Errorf("cudadrv: MemsetD32 of %d words", count)
-	}
-	if count == 0 {
-		return nil
 	}
 	return t.check("cuMemsetD32_v2", t.lib.cu.cuMemsetD32(uint64(dst), value, uintptr(count)),
 		fmt.Sprintf("%d words at %#x", count, uint64(dst)))
