@@ -130,11 +130,17 @@ func (c *Context) Build(src, options string) (*Program, error) {
 
 // Release frees the program.
 func (p *Program) Release() error {
-	if p.h == 0 {
+	return release(&p.h, "clReleaseProgram", p.c.l.f.clReleaseProgram)
+}
+
+// release frees the object *h with free and clears *h, so that a second
+// release reports errReleased instead of freeing a stale handle.
+func release(h *uintptr, call string, free func(uintptr) int32) error {
+	if *h == 0 {
 		return errReleased
 	}
-	err := check("clReleaseProgram", p.c.l.f.clReleaseProgram(p.h))
-	p.h = 0
+	err := check(call, free(*h))
+	*h = 0
 	return err
 }
 
@@ -161,12 +167,7 @@ func (p *Program) Kernel(name string) (*Kernel, error) {
 
 // Release frees the kernel.
 func (k *Kernel) Release() error {
-	if k.h == 0 {
-		return errReleased
-	}
-	err := check("clReleaseKernel", k.c.l.f.clReleaseKernel(k.h))
-	k.h = 0
-	return err
+	return release(&k.h, "clReleaseKernel", k.c.l.f.clReleaseKernel)
 }
 
 // WorkGroupInfo is what the device can run of a built kernel.
