@@ -31,6 +31,20 @@ const head = "#include <metal_stdlib>\nusing namespace metal;\n"
 // The SIMD-group functions, threadgroup memory and simdgroup_matrix
 // compute what Apple's documentation says, on small kernels whose results
 // are computed here too.
+// buildRun builds ks with cc in a temporary folder and runs ls.
+func buildRun(t *testing.T, cc string, ks []Kernel, ls []*Launch) []Result {
+	t.Helper()
+	p, err := Build(context.Background(), cc, t.TempDir(), ks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.Run(context.Background(), ls)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
 func TestSemantics(t *testing.T) {
 	cc := mslcheck.Require(t)
 	attrs := []Arg{Buf(0), Buf(1), Attr("thread_index_in_threadgroup"), Attr("thread_index_in_simdgroup"), Attr("simdgroup_index_in_threadgroup")}
@@ -109,14 +123,7 @@ func TestSemantics(t *testing.T) {
 		}
 		ls = append(ls, &Launch{Kernel: len(ks) - 1, Groups: [3]int{1, 1, 1}, Group: [3]int{c.threads, 1, 1}, Buffers: [][]byte{bytesOf(in), bytesOf(out)}})
 	}
-	p, err := Build(context.Background(), cc, t.TempDir(), ks)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := p.Run(context.Background(), ls)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := buildRun(t, cc, ks, ls)
 	for i, c := range cases {
 		if res[i].Err != nil {
 			t.Errorf("%s: %v", c.name, res[i].Err)
@@ -148,14 +155,7 @@ func TestFailures(t *testing.T) {
 		ks = append(ks, Kernel{Name: s, Source: head + "kernel void f(device float* y [[buffer(0)]], uint tid [[thread_index_in_threadgroup]]) {\n  " + s + "\n}\n", Func: "f", Args: args})
 		ls = append(ls, &Launch{Kernel: i, Groups: [3]int{1, 1, 1}, Group: [3]int{32, 1, 1}, Buffers: [][]byte{make([]byte, 128)}})
 	}
-	p, err := Build(context.Background(), cc, t.TempDir(), ks)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := p.Run(context.Background(), ls)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := buildRun(t, cc, ks, ls)
 	if res[0].Err == nil || !strings.Contains(res[0].Err.Error(), "deadlock") {
 		t.Errorf("a barrier half the threads skip: %v", res[0].Err)
 	}
