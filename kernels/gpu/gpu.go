@@ -357,52 +357,35 @@ func (b *Body) SourceFor(api API, dt kernels.DType, p map[string]int) (string, e
 	return sb.String(), nil
 }
 
+// argTypes is, for each API, the parameter type of each kind of argument.
+var argTypes = map[API]map[ArgKind]string{
+	CUDA: {
+		In: "const T* __restrict__", Words: "const unsigned int* __restrict__", Out: "T* __restrict__",
+		Int: "const int", Float: "const float",
+	},
+	Metal: {
+		In: "device const T*", Words: "device const uint*", Out: "device T*",
+		Int: "constant int&", Float: "constant float&",
+	},
+	OpenCL: {
+		In: "__global const T* restrict", Words: "__global const uint* restrict", Out: "__global T* restrict",
+		Int: "const int", Float: "const float",
+	},
+}
+
 func (b *Body) signature(api API) string {
 	var args []string
-	buf := 0
-	for _, a := range b.Args {
-		switch api {
-		case CUDA:
-			switch a.Kind {
-			case In:
-				args = append(args, "const T* __restrict__ "+a.Name)
-			case Words:
-				args = append(args, "const unsigned int* __restrict__ "+a.Name)
-			case Out:
-				args = append(args, "T* __restrict__ "+a.Name)
-			case Int:
-				args = append(args, "const int "+a.Name)
-			case Float:
-				args = append(args, "const float "+a.Name)
-			}
-		case Metal:
-			switch a.Kind {
-			case In:
-				args = append(args, fmt.Sprintf("device const T* %s [[buffer(%d)]]", a.Name, buf))
-			case Words:
-				args = append(args, fmt.Sprintf("device const uint* %s [[buffer(%d)]]", a.Name, buf))
-			case Out:
-				args = append(args, fmt.Sprintf("device T* %s [[buffer(%d)]]", a.Name, buf))
-			case Int:
-				args = append(args, fmt.Sprintf("constant int& %s [[buffer(%d)]]", a.Name, buf))
-			case Float:
-				args = append(args, fmt.Sprintf("constant float& %s [[buffer(%d)]]", a.Name, buf))
-			}
-			buf++
-		case OpenCL:
-			switch a.Kind {
-			case In:
-				args = append(args, "__global const T* restrict "+a.Name)
-			case Words:
-				args = append(args, "__global const uint* restrict "+a.Name)
-			case Out:
-				args = append(args, "__global T* restrict "+a.Name)
-			case Int:
-				args = append(args, "const int "+a.Name)
-			case Float:
-				args = append(args, "const float "+a.Name)
-			}
+	for buf, a := range b.Args {
+		typ, ok := argTypes[api][a.Kind]
+		if !ok {
+			continue
 		}
+		arg := typ + " " + a.Name
+		if api == Metal {
+			// Every argument is a buffer in Metal, numbered in order.
+			arg += fmt.Sprintf(" [[buffer(%d)]]", buf)
+		}
+		args = append(args, arg)
 	}
 	switch api {
 	case CUDA:
