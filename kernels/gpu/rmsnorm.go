@@ -4,17 +4,23 @@ import (
 	"github.com/kerntune/kerntune/kernels"
 )
 
-// rmsnormSource: one segment of TPR threads per row; sum of squares with
-// VEC-wide loads and UNROLL accumulators, a segment reduction, then the
-// scaled write with VEC-wide stores.
-const rmsnormSource = `
+// rowSegmentHead starts the bodies that give each row of a rows×cols matrix
+// a segment of TPR threads, RPB rows per threadgroup: the thread's segment
+// and lane, its row (live when in range), the row's base and the stride of
+// a segment's VEC-wide accesses, and shared memory for segment reductions.
+const rowSegmentHead = `
   const int seg = LID / TPR, sl = LID % TPR;
   const int row = GROUP_X * RPB + seg;
   const bool live = row < rows;
   const int base = live ? row * cols : 0;
   const int step = TPR * VEC;
   SHARED(float, red, NTHREADS);
-  float acc[UNROLL];
+`
+
+// rmsnormSource: one segment of TPR threads per row; sum of squares with
+// VEC-wide loads and UNROLL accumulators, a segment reduction, then the
+// scaled write with VEC-wide stores.
+const rmsnormSource = rowSegmentHead + `  float acc[UNROLL];
   UNROLL_LOOP
   for (int u = 0; u < UNROLL; ++u) acc[u] = 0.0f;
   if (live) {

@@ -8,14 +8,7 @@ import (
 // threadgroup; an online max/sum pass (VEC-wide aligned loads, UNROLL of them
 // in flight), a reduction of (max, sum) across the segment, then a pass that
 // writes exp(x − max) / sum with VEC-wide stores.
-const softmaxSource = `
-  const int seg = LID / TPR, sl = LID % TPR;
-  const int row = GROUP_X * RPB + seg;
-  const bool live = row < rows;
-  const int base = live ? row * cols : 0;
-  const int step = TPR * VEC;
-  SHARED(float, red, NTHREADS);
-  float m = NEG_BIG, s = 0.0f;
+const softmaxSource = rowSegmentHead + `  float m = NEG_BIG, s = 0.0f;
   if (live) {
     int c = sl * VEC;
     for (; c + (UNROLL - 1) * step < cols; c += UNROLL * step) {
