@@ -147,15 +147,7 @@ func (e Elem) Value(x float32) float64 {
 
 // Round makes x a value of float type e (round to nearest even); integer
 // containers are returned unchanged.
-func (e Elem) Round(x float32) float32 {
-	switch e {
-	case ElemFloat16:
-		return half.Round(x)
-	case ElemBFloat:
-		return bf16.Round(x)
-	}
-	return x
-}
+func (e Elem) Round(x float32) float32 { return dtypeOf(e).Round(x) }
 
 // Encode writes the elements as the device holds them, little-endian:
 // float types as Encode does for their dtype.
