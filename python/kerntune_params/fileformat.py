@@ -6,7 +6,7 @@ import json
 import math
 import sys
 from dataclasses import dataclass
-from typing import Any, Dict, List, Tuple, Union
+from typing import Any, Callable, Dict, List, Tuple, Union
 
 from ._common import SCHEMA_VERSION, USE_BASELINE, USE_TUNED, _INT32_MAX, _INT32_MIN, _PARAM_NAME_RE, _child, _quote
 from .errors import PathError
@@ -146,6 +146,35 @@ class _Walker:
             raise self.fail(path, f"must be an integer between {_INT32_MIN} and {_INT32_MAX}, got {text}")
         return int(v)
 
+    def boolean(self, path: str, v: Any) -> bool:
+        if not isinstance(v, bool):
+            raise self.fail(path, f"must be a boolean, got {_type_name(v)}")
+        return v
+
+    def array(self, path: str, v: Any, what: str) -> List[Any]:
+        """Checks a JSON array; what names its elements in the message."""
+        if not isinstance(v, list):
+            raise self.fail(path, f"must be an array of {what}, got {_type_name(v)}")
+        return v
+
+    def optionals(self, path: str, m: Dict[str, Any], *fields: Tuple[str, Callable[[str, Any], Any]]) -> Dict[str, Any]:
+        """Reads the fields (key, reader) that m holds, in the order given, so
+        that the first error reported does not depend on m's order; returns
+        what they read."""
+        return {k: read(_child(path, k), m[k]) for k, read in fields if k in m}
+
+    def keyed(self, path: str, m: Dict[str, Any], valid: Callable[[str], bool], msg: str,
+              read: Callable[[str, Any], Any]) -> Dict[str, Any]:
+        """Reads every field of m with read, in key order; a key that valid
+        rejects fails with msg."""
+        out = {}
+        for k in sorted(m):
+            p = _child(path, k)
+            if not valid(k):
+                raise self.fail(p, msg)
+            out[k] = read(p, m[k])
+        return out
+
     def file1(self, root: Any) -> Dict[str, _Device]:
         m = self.obj("", root)
         self.note_unknown("", m, _FILE_FIELDS, "")
@@ -159,13 +188,7 @@ class _Walker:
         if "devices" not in m:
             raise self.fail("devices", "missing")
         dm = self.obj("devices", m["devices"])
-        out: Dict[str, _Device] = {}
-        for key in sorted(dm):
-            p = _child("devices", key)
-            if key == "":
-                raise self.fail(p, "device key must not be empty")
-            out[key] = self.device(p, dm[key])
-        return out
+        return self.keyed("devices", dm, lambda key: key != "", "device key must not be empty", self.device)
 
     def device(self, path: str, v: Any) -> _Device:
         m = self.obj(path, v)
@@ -180,10 +203,8 @@ class _Walker:
             0,
             {},
         )
-        if "compute_units" in m:
-            d.compute_units = self.integer(_child(path, "compute_units"), m["compute_units"])
-        if "tuned_at" in m:
-            self.str_(_child(path, "tuned_at"), m["tuned_at"])
+        got = self.optionals(path, m, ("compute_units", self.integer), ("tuned_at", self.str_))
+        d.compute_units = got.get("compute_units", 0)
         if "facts" in m:
             fp = _child(path, "facts")
             fm = self.obj(fp, m["facts"])
@@ -196,25 +217,14 @@ class _Walker:
         for fam in sorted(km):
             fp = _child(kp, fam)
             em = self.obj(fp, km[fam])
-            entries: Dict[str, _Entry] = {}
-            for ek in sorted(em):
-                ep = _child(fp, ek)
-                i = ek.find("/")
-                if i <= 0 or i == len(ek) - 1:
-                    raise self.fail(ep, "entry key must be <dtype>/<class> or <dtype>/<shape>")
-                entries[ek] = self.entry(ep, em[ek])
-            d.kernels[fam] = entries
+            d.kernels[fam] = self.keyed(fp, em, lambda ek: 0 < ek.find("/") < len(ek) - 1,
+                                        "entry key must be <dtype>/<class> or <dtype>/<shape>", self.entry)
         return d
 
     def param_map(self, path: str, v: Any) -> Dict[str, int]:
         m = self.obj(path, v)
-        out = {}
-        for k in sorted(m):
-            p = _child(path, k)
-            if not _PARAM_NAME_RE.match(k):
-                raise self.fail(p, "parameter name must be an upper-case identifier like BN or TG")
-            out[k] = self.integer(p, m[k])
-        return out
+        return self.keyed(path, m, lambda k: bool(_PARAM_NAME_RE.match(k)),
+                          "parameter name must be an upper-case identifier like BN or TG", self.integer)
 
     def entry(self, path: str, v: Any) -> _Entry:
         m = self.obj(path, v)
@@ -222,40 +232,26 @@ class _Walker:
         if "params" not in m:
             raise self.fail(_child(path, "params"), "missing")
         e = _Entry(self.param_map(_child(path, "params"), m["params"]), "", "")
-        for k in ("median_us", "iqr_us", "min_us"):
-            if k in m:
-                self.num(_child(path, k), m[k])
-        if "samples" in m:
-            self.integer(_child(path, "samples"), m["samples"])
-        if "strategy" in m:
-            self.str_(_child(path, "strategy"), m["strategy"])
-        if "evaluations" in m:
-            self.integer(_child(path, "evaluations"), m["evaluations"])
-        if "stopped" in m:
-            self.str_(_child(path, "stopped"), m["stopped"])
+        self.optionals(path, m, ("median_us", self.num), ("iqr_us", self.num), ("min_us", self.num),
+                       ("samples", self.integer), ("strategy", self.str_), ("evaluations", self.integer),
+                       ("stopped", self.str_))
         if "use" in m:
             up = _child(path, "use")
             e.use = self.str_(up, m["use"])
             if e.use not in (USE_BASELINE, USE_TUNED):
                 raise self.fail(up, f"is {_quote(e.use)}; must be {_quote(USE_BASELINE)} or {_quote(USE_TUNED)}")
-        if "fast_math" in m and not isinstance(m["fast_math"], bool):
-            raise self.fail(_child(path, "fast_math"), f"must be a boolean, got {_type_name(m['fast_math'])}")
+        self.optionals(path, m, ("fast_math", self.boolean))
         if "math_mode" in m:
             mp = _child(path, "math_mode")
             mode = self.str_(mp, m["math_mode"])
             if mode not in MATH_MODES:
                 raise self.fail(mp, f"is {_quote(mode)}; must be one of {', '.join(MATH_MODES)}")
-        if "no_harm" in m:
-            self.str_(_child(path, "no_harm"), m["no_harm"])
+        self.optionals(path, m, ("no_harm", self.str_))
         if m.get("drift") is not None:
             dp = _child(path, "drift")
             dm = self.obj(dp, m["drift"])
-            for k in ("checks", "events", "remeasured", "settled"):
-                if k in dm:
-                    self.integer(_child(dp, k), dm[k])
-            for k in ("max_pct", "waited_s"):
-                if k in dm:
-                    self.num(_child(dp, k), dm[k])
+            self.optionals(dp, dm, ("checks", self.integer), ("events", self.integer), ("remeasured", self.integer),
+                           ("settled", self.integer), ("max_pct", self.num), ("waited_s", self.num))
         if m.get("time") is not None:
             tp = _child(path, "time")
             tm = self.obj(tp, m["time"])
@@ -271,50 +267,33 @@ class _Walker:
                     raise self.fail(fp, f"must be at most 100, got {text}")
         if "shape_median_us" in m:
             sp = _child(path, "shape_median_us")
-            arr = m["shape_median_us"]
-            if not isinstance(arr, list):
-                raise self.fail(sp, f"must be an array of numbers, got {_type_name(arr)}")
-            for i, x in enumerate(arr):
+            for i, x in enumerate(self.array(sp, m["shape_median_us"], "numbers")):
                 self.num(f"{sp}[{i}]", x)
         if m.get("roofline") is not None:
             rp = _child(path, "roofline")
             rm = self.obj(rp, m["roofline"])
-            for k in ("flops", "bytes", "gflops", "gbps", "pct_of_floor"):
-                if k in rm:
-                    self.num(_child(rp, k), rm[k])
-            if "memory_bound" in rm and not isinstance(rm["memory_bound"], bool):
-                raise self.fail(_child(rp, "memory_bound"), f"must be a boolean, got {_type_name(rm['memory_bound'])}")
+            self.optionals(rp, rm, *((k, self.num) for k in ("flops", "bytes", "gflops", "gbps", "pct_of_floor")),
+                           ("memory_bound", self.boolean))
         if m.get("default") is not None:
             dp = _child(path, "default")
             dm = self.obj(dp, m["default"])
             if "params" in dm:
                 self.param_map(_child(dp, "params"), dm["params"])
-            if "median_us" in dm:
-                self.num(_child(dp, "median_us"), dm["median_us"])
+            self.optionals(dp, dm, ("median_us", self.num))
         if m.get("baseline") is not None:
             bp = _child(path, "baseline")
             bm = self.obj(bp, m["baseline"])
-            if "name" in bm:
-                e.baseline = self.str_(_child(bp, "name"), bm["name"])
-            if "median_us" in bm:
-                self.num(_child(bp, "median_us"), bm["median_us"])
+            e.baseline = self.optionals(bp, bm, ("name", self.str_), ("median_us", self.num)).get("name", e.baseline)
         if "shapes" in m:
             sp = _child(path, "shapes")
-            arr = m["shapes"]
-            if not isinstance(arr, list):
-                raise self.fail(sp, f"must be an array of shapes, got {_type_name(arr)}")
-            for i, s in enumerate(arr):
+            for i, s in enumerate(self.array(sp, m["shapes"], "shapes")):
                 ip = f"{sp}[{i}]"
-                if not isinstance(s, list):
-                    raise self.fail(ip, f"must be an array of integers, got {_type_name(s)}")
-                for j, d in enumerate(s):
+                for j, d in enumerate(self.array(ip, s, "integers")):
                     self.integer(f"{ip}[{j}]", d)
         if "candidates" in m:
             cp = _child(path, "candidates")
             cm = self.obj(cp, m["candidates"])
-            for k in ("valid", "measured", "failed"):
-                if k in cm:
-                    self.integer(_child(cp, k), cm[k])
+            self.optionals(cp, cm, ("valid", self.integer), ("measured", self.integer), ("failed", self.integer))
         return e
 
 
