@@ -28,11 +28,7 @@ type slowProg struct {
 
 func (b *slowBackend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate) (Program, error) {
 	time.Sleep(b.build)
-	p, err := b.fakeBackend.Build(k, dt, c)
-	if err != nil {
-		return nil, err
-	}
-	return &slowProg{fakeProg: p.(*fakeProg), b: b}, nil
+	return b.fakeBackend.wrap(k, dt, c, func(p *fakeProg) Program { return &slowProg{fakeProg: p, b: b} })
 }
 
 func (p *slowProg) Run(ti Instance, n int) ([]float64, error) {
@@ -152,11 +148,7 @@ func (b *poolBackend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candid
 		wait = time.Until(ready)
 	}
 	time.Sleep(wait)
-	p, err := b.fakeBackend.Build(k, dt, c)
-	if err != nil {
-		return nil, err
-	}
-	return &slowProg{fakeProg: p.(*fakeProg), b: &b.slowBackend}, nil
+	return b.fakeBackend.wrap(k, dt, c, func(p *fakeProg) Program { return &slowProg{fakeProg: p, b: &b.slowBackend} })
 }
 
 // With batches, a backend with a compile pool builds the next candidates

@@ -37,11 +37,7 @@ func newModel(cost func(search.Candidate, []int) float64) *modelBackend {
 }
 
 func (b *modelBackend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate) (Program, error) {
-	p, err := b.fakeBackend.Build(k, dt, c)
-	if err != nil {
-		return nil, err
-	}
-	return &modelProg{fakeProg: p.(*fakeProg), b: b}, nil
+	return b.fakeBackend.wrap(k, dt, c, func(p *fakeProg) Program { return &modelProg{fakeProg: p, b: b} })
 }
 
 // Run times n runs. Warm-up runs (one at a time) neither count as work nor

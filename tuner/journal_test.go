@@ -27,11 +27,7 @@ type timingProg struct {
 }
 
 func (b *timingBackend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate) (Program, error) {
-	p, err := b.fakeBackend.Build(k, dt, c)
-	if err != nil {
-		return nil, err
-	}
-	return &timingProg{fakeProg: p.(*fakeProg), b: b}, nil
+	return b.fakeBackend.wrap(k, dt, c, func(p *fakeProg) Program { return &timingProg{fakeProg: p, b: b} })
 }
 
 func (p *timingProg) Run(_ Instance, n int) ([]float64, error) {

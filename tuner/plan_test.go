@@ -88,11 +88,7 @@ type sizedProg struct {
 }
 
 func (b *sizedBackend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate) (Program, error) {
-	p, err := b.fakeBackend.Build(k, dt, c)
-	if err != nil {
-		return nil, err
-	}
-	return &sizedProg{fakeProg: p.(*fakeProg), b: b}, nil
+	return b.fakeBackend.wrap(k, dt, c, func(p *fakeProg) Program { return &sizedProg{fakeProg: p, b: b} })
 }
 
 func (p *sizedProg) Run(ti Instance, n int) ([]float64, error) {

@@ -288,3 +288,13 @@ func TestRunRecordsCanonicalStrategy(t *testing.T) {
 		}
 	}
 }
+
+// wrap builds with the fake backend and wraps its program, for test
+// backends that change how a fake program runs.
+func (b *fakeBackend) wrap(k *kernels.Kernel, dt kernels.DType, c search.Candidate, wrap func(*fakeProg) Program) (Program, error) {
+	p, err := b.Build(k, dt, c)
+	if err != nil {
+		return nil, err
+	}
+	return wrap(p.(*fakeProg)), nil
+}
