@@ -193,22 +193,9 @@ func TestDeviceLostRestartsWorker(t *testing.T) {
 	}
 	t.Setenv("KTDEV_LOSE", bad.Key())
 	b := openTestWorker(t, "", time.Minute, &strings.Builder{})
-	p, err := kernels.NewSeededProblem(k, kernels.F32, kernels.Case{Shape: []int{5, 77}}, 9)
-	if err != nil {
-		t.Fatal(err)
-	}
-	inst, err := b.Load(p, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gp, err := b.Build(k, kernels.F32, good)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bp, err := b.Build(k, kernels.F32, bad)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, inst := loadSeeded(t, b, k, []int{5, 77}, 9)
+	gp := mustBuild(t, b, k, good)
+	bp := mustBuild(t, b, k, bad)
 	if _, err := bp.Output(inst); !errors.Is(err, tuner.ErrCrashed) || !strings.Contains(err.Error(), "context corrupted") {
 		t.Fatalf("output on a lost device: %v, want ErrCrashed with the reason", err)
 	}
@@ -222,6 +209,31 @@ func TestDeviceLostRestartsWorker(t *testing.T) {
 	if b.Restarts() != 1 {
 		t.Errorf("%d workers lost, want 1", b.Restarts())
 	}
+}
+
+// loadSeeded makes the f32 problem of k of shape, seeded with seed, and
+// loads it into b.
+func loadSeeded(t *testing.T, b *Backend, k *kernels.Kernel, shape []int, seed uint64) (*kernels.Problem, tuner.Instance) {
+	t.Helper()
+	p, err := kernels.NewSeededProblem(k, kernels.F32, kernels.Case{Shape: shape}, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst, err := b.Load(p, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, inst
+}
+
+// mustBuild builds candidate c of k for f32 on b.
+func mustBuild(t *testing.T, b *Backend, k *kernels.Kernel, c search.Candidate) tuner.Program {
+	t.Helper()
+	prog, err := b.Build(k, kernels.F32, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return prog
 }
 
 func openTestWorker(t *testing.T, faults string, timeout time.Duration, log *strings.Builder) *Backend {
@@ -389,10 +401,7 @@ func TestWorkerOutputSample(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer inst.Close()
-	prog, err := b.Build(k, kernels.F32, c)
-	if err != nil {
-		t.Fatal(err)
-	}
+	prog := mustBuild(t, b, k, c)
 	defer prog.Close()
 	so, ok := prog.(tuner.SampledOutputer)
 	if !ok {
@@ -518,18 +527,8 @@ func TestCrashReportNamesCandidateAndCall(t *testing.T) {
 	t.Setenv("KTDEV_DIE", cand.Key()+"@"+fixture)
 	var log strings.Builder
 	b := openTestWorker(t, "", time.Minute, &log)
-	p, err := kernels.NewSeededProblem(k, kernels.F32, kernels.Case{Shape: []int{4, 64}}, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	inst, err := b.Load(p, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	prog, err := b.Build(k, kernels.F32, cand)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, inst := loadSeeded(t, b, k, []int{4, 64}, 1)
+	prog := mustBuild(t, b, k, cand)
 	_, err = prog.Run(inst, 1)
 	if !errors.Is(err, tuner.ErrCrashed) {
 		t.Fatalf("run: %v, want ErrCrashed", err)
