@@ -13,20 +13,20 @@ func init() {
 	families.Add(params.QGemv, family{build: func(c search.Candidate) (*program, error) {
 		qp := QGemvParams{BN: c["BN"], Rows: c["ROWS"], Threads: c["THREADS"]}
 		return &program{
-			wf32: func(p *kernels.Problem, in [][]float32, words [][]uint32, out []float32) {
-				n, k, bits, g := qgemvShape(p)
-				QGemv(qp, n, k, bits, g, in[0], words[1], in[2], in[3], qgemvBias(p, in), out)
-			},
-			wf16: func(p *kernels.Problem, in [][]uint16, words [][]uint32, out []uint16) {
-				n, k, bits, g := qgemvShape(p)
-				QGemvHalf(qp, n, k, bits, g, in[0], words[1], in[2], in[3], qgemvBias(p, in), out)
-			},
-			wbf16: func(p *kernels.Problem, in [][]uint16, words [][]uint32, out []uint16) {
-				n, k, bits, g := qgemvShape(p)
-				QGemvBF16(qp, n, k, bits, g, in[0], words[1], in[2], in[3], qgemvBias(p, in), out)
-			},
+			wf32:  qgemvRun(qp, QGemv),
+			wf16:  qgemvRun(qp, QGemvHalf),
+			wbf16: qgemvRun(qp, QGemvBF16),
 		}, nil
 	}})
+}
+
+// qgemvRun is a program's run of kernel with parameters qp, for the
+// element type T of x, scales, biases, bias and y.
+func qgemvRun[T float32 | uint16](qp QGemvParams, kernel func(QGemvParams, int, int, int, int, []T, []uint32, []T, []T, []T, []T)) func(*kernels.Problem, [][]T, [][]uint32, []T) {
+	return func(p *kernels.Problem, in [][]T, words [][]uint32, out []T) {
+		n, k, bits, g := qgemvShape(p)
+		kernel(qp, n, k, bits, g, in[0], words[1], in[2], in[3], qgemvBias(p, in), out)
+	}
 }
 
 // qgemvShape is n, k, bits and group_size of a qgemv problem (m is 1).
