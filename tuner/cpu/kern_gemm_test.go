@@ -94,24 +94,16 @@ func TestKernGemm(t *testing.T) {
 			t.Run(name, func(t *testing.T) {
 				c := kernPoisonF32(m * n)
 				GemmAV(p, m, n, k, a32, v32, c)
-				if e := kernRelErr(kernF32To64(c), refAV); e > 1e-5 {
-					t.Errorf("GemmAV rel err %.3g", e)
-				}
+				kernCheckF32(t, "GemmAV", c, refAV)
 				ch := kernPoisonHalf(m * n)
 				GemmAVHalf(p, m, n, k, ah, vh, ch)
-				if e := kernRelErr(kernHalfTo64(ch), refAVh); e > 1e-3 {
-					t.Errorf("GemmAVHalf rel err %.3g", e)
-				}
+				kernCheckHalf(t, "GemmAVHalf", ch, refAVh)
 				z := kernPoisonF32(m * n)
 				GemmAtB(p, k, m, n, at32, bt32, z)
-				if e := kernRelErr(kernF32To64(z), refAtB); e > 1e-5 {
-					t.Errorf("GemmAtB rel err %.3g", e)
-				}
+				kernCheckF32(t, "GemmAtB", z, refAtB)
 				zh := kernPoisonHalf(m * n)
 				GemmAtBHalf(p, k, m, n, ath, bth, zh)
-				if e := kernRelErr(kernHalfTo64(zh), refAtBh); e > 1e-3 {
-					t.Errorf("GemmAtBHalf rel err %.3g", e)
-				}
+				kernCheckHalf(t, "GemmAtBHalf", zh, refAtBh)
 			})
 		}
 		for i := range inputs32 {

@@ -63,14 +63,10 @@ func TestKernGemv(t *testing.T) {
 				t.Run(fmt.Sprintf("%dx%d/bias=%v/%+v", n, k, withBias, p), func(t *testing.T) {
 					y := kernPoisonF32(n)
 					GemvNT(p, n, k, x, w, b32, y)
-					if e := kernRelErr(kernF32To64(y), ref); e > 1e-5 {
-						t.Errorf("GemvNT rel err %.3g", e)
-					}
+					kernCheckF32(t, "GemvNT", y, ref)
 					yh := kernPoisonHalf(n)
 					GemvNTHalf(p, n, k, xh, wh, bH, yh)
-					if e := kernRelErr(kernHalfTo64(yh), refH); e > 1e-3 {
-						t.Errorf("GemvNTHalf rel err %.3g", e)
-					}
+					kernCheckHalf(t, "GemvNTHalf", yh, refH)
 				})
 			}
 		}

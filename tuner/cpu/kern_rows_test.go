@@ -104,14 +104,10 @@ func TestKernSoftmax(t *testing.T) {
 				t.Run(fmt.Sprintf("%dx%d/spiky=%v/%+v", rows, cols, spiky, p), func(t *testing.T) {
 					y := kernPoisonF32(rows * cols)
 					Softmax(p, rows, cols, x, y)
-					if e := kernRelErr(kernF32To64(y), ref); e > 1e-5 {
-						t.Errorf("Softmax rel err %.3g", e)
-					}
+					kernCheckF32(t, "Softmax", y, ref)
 					yh := kernPoisonHalf(rows * cols)
 					SoftmaxHalf(p, rows, cols, xh, yh)
-					if e := kernRelErr(kernHalfTo64(yh), refH); e > 1e-3 {
-						t.Errorf("SoftmaxHalf rel err %.3g", e)
-					}
+					kernCheckHalf(t, "SoftmaxHalf", yh, refH)
 				})
 			}
 			kernCheckUnchanged(t, "x", x0, x)
@@ -135,14 +131,10 @@ func TestKernRMSNorm(t *testing.T) {
 			t.Run(fmt.Sprintf("%dx%d/%+v", rows, cols, p), func(t *testing.T) {
 				y := kernPoisonF32(rows * cols)
 				RMSNorm(p, rows, cols, eps, x, w, y)
-				if e := kernRelErr(kernF32To64(y), ref); e > 1e-5 {
-					t.Errorf("RMSNorm rel err %.3g", e)
-				}
+				kernCheckF32(t, "RMSNorm", y, ref)
 				yh := kernPoisonHalf(rows * cols)
 				RMSNormHalf(p, rows, cols, eps, xh, wh, yh)
-				if e := kernRelErr(kernHalfTo64(yh), refH); e > 1e-3 {
-					t.Errorf("RMSNormHalf rel err %.3g", e)
-				}
+				kernCheckHalf(t, "RMSNormHalf", yh, refH)
 			})
 		}
 		kernCheckUnchanged(t, "x", saved[0], x)

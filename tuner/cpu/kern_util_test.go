@@ -72,6 +72,22 @@ func kernRelErr(got, want []float64) float64 {
 }
 
 // kernPoisonF32 and kernPoisonHalf fill an output with NaN before a call.
+// kernCheckF32 fails unless y is within 1e-5 of ref in relative norm.
+func kernCheckF32(t *testing.T, name string, y []float32, ref []float64) {
+	t.Helper()
+	if e := kernRelErr(kernF32To64(y), ref); e > 1e-5 {
+		t.Errorf("%s rel err %.3g", name, e)
+	}
+}
+
+// kernCheckHalf fails unless y is within 1e-3 of ref in relative norm.
+func kernCheckHalf(t *testing.T, name string, y []uint16, ref []float64) {
+	t.Helper()
+	if e := kernRelErr(kernHalfTo64(y), ref); e > 1e-3 {
+		t.Errorf("%s rel err %.3g", name, e)
+	}
+}
+
 func kernPoisonF32(n int) []float32 {
 	s := make([]float32, n)
 	for i := range s {
