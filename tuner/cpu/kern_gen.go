@@ -103,6 +103,12 @@ func gemv(elem string, R, U int) {
 			w("\t\ty[i+%d] = %s\n", r, tree(n))
 		}
 	}
+	rowLoops(R, rowgroup)
+}
+
+// rowLoops ends a mat-vec kernel: its loop over groups of R rows (when R >
+// 1) and its loop over the rows left, each with the body rowgroup writes.
+func rowLoops(R int, rowgroup func(R int)) {
 	if R > 1 {
 		w("\tfor ; i+%d <= len(y); i += %d {\n", R, R)
 		rowgroup(R)
@@ -181,62 +187,11 @@ func qgemv(bits, R int) {
 			w("\t\ty[i+%d] = a%d\n", r, r)
 		}
 	}
-	if R > 1 {
-		w("\tfor ; i+%d <= len(y); i += %d {\n", R, R)
-		rowgroup(R)
-		w("\t}\n")
-	}
-	w("\tfor ; i < len(y); i++ {\n")
-	rowgroup(1)
-	w("\t}\n}\n\n")
+	rowLoops(R, rowgroup)
 }
 
-// rows1 writes the Unroll=1 row reductions as plain range loops.
-func rows1() {
-	w(`// kernRowMaxU1 returns the maximum of x (len(x) > 0) using one running maximum.
-func kernRowMaxU1(x []float32) float32 {
-	m0 := x[0]
-	for _, v := range x[1:] {
-		if v > m0 {
-			m0 = v
-		}
-	}
-	return m0
-}
-
-// kernExpSumU1 sets y[i] = exp(x[i]-m) and returns the sum (x[i]-m ≤ 0: m is the row max), using one partial sum.
-func kernExpSumU1(x, y []float32, m float32) float32 {
-	var s0 float32
-	y = y[:len(x)]
-	for i, v := range x {
-		e := float32(0)
-		if v -= m; v > kernExpLo {
-			e = kernExpCore(v)
-		}
-		y[i] = e
-		s0 += e
-	}
-	return s0
-}
-
-// kernSumSqU1 returns Σ x[i]² using one partial sum.
-func kernSumSqU1(x []float32) float32 {
-	var s0 float32
-	for _, v := range x {
-		s0 += v * v
-	}
-	return s0
-}
-
-`)
-}
-
-// rows writes the row reductions (max, exp-sum, sum of squares) for U.
+// rows writes the row reductions (max, exp-sum, sum of squares) for U > 1.
 func rows(U int) {
-	if U == 1 {
-		rows1()
-		return
-	}
 	var n []string
 	// max
 	w("// kernRowMaxU%d returns the maximum of x (len(x) > 0) using %d running maxima.\n", U, U)
@@ -396,8 +351,8 @@ func main() {
 	}
 	emit("kern_qgemv_kernels.go")
 	header()
-	w("// The row reductions below are one template unrolled for each Unroll, so\n// that the partial results are distinct locals held in registers.\n\n")
-	for _, U := range []int{1, 2, 4, 8} {
+	w("// The row reductions below are one template unrolled for each Unroll, so\n// that the partial results are distinct locals held in registers; Unroll 1,\n// plain range loops, is written by hand in kern_rows.go.\n\n")
+	for _, U := range []int{2, 4, 8} {
 		rows(U)
 	}
 	emit("kern_rows_kernels.go")

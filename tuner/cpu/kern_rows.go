@@ -34,6 +34,41 @@ func kernRowKernels(unroll int) *kernRowFuncs {
 	return &kernRowTable[0]
 }
 
+// kernRowMaxU1 returns the maximum of x (len(x) > 0) using one running maximum.
+func kernRowMaxU1(x []float32) float32 {
+	m0 := x[0]
+	for _, v := range x[1:] {
+		if v > m0 {
+			m0 = v
+		}
+	}
+	return m0
+}
+
+// kernExpSumU1 sets y[i] = exp(x[i]-m) and returns the sum (x[i]-m ≤ 0: m is the row max), using one partial sum.
+func kernExpSumU1(x, y []float32, m float32) float32 {
+	var s0 float32
+	y = y[:len(x)]
+	for i, v := range x {
+		e := float32(0)
+		if v -= m; v > kernExpLo {
+			e = kernExpCore(v)
+		}
+		y[i] = e
+		s0 += e
+	}
+	return s0
+}
+
+// kernSumSqU1 returns Σ x[i]² using one partial sum.
+func kernSumSqU1(x []float32) float32 {
+	var s0 float32
+	for _, v := range x {
+		s0 += v * v
+	}
+	return s0
+}
+
 // kernExpf is a float32 exp with about 1 ulp error: float64 math.Exp costs
 // two conversions and a slower evaluation per element. Results below the
 // float32 normal range flush to 0.

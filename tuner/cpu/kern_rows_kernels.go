@@ -3,42 +3,8 @@
 package cpu
 
 // The row reductions below are one template unrolled for each Unroll, so
-// that the partial results are distinct locals held in registers.
-
-// kernRowMaxU1 returns the maximum of x (len(x) > 0) using one running maximum.
-func kernRowMaxU1(x []float32) float32 {
-	m0 := x[0]
-	for _, v := range x[1:] {
-		if v > m0 {
-			m0 = v
-		}
-	}
-	return m0
-}
-
-// kernExpSumU1 sets y[i] = exp(x[i]-m) and returns the sum (x[i]-m ≤ 0: m is the row max), using one partial sum.
-func kernExpSumU1(x, y []float32, m float32) float32 {
-	var s0 float32
-	y = y[:len(x)]
-	for i, v := range x {
-		e := float32(0)
-		if v -= m; v > kernExpLo {
-			e = kernExpCore(v)
-		}
-		y[i] = e
-		s0 += e
-	}
-	return s0
-}
-
-// kernSumSqU1 returns Σ x[i]² using one partial sum.
-func kernSumSqU1(x []float32) float32 {
-	var s0 float32
-	for _, v := range x {
-		s0 += v * v
-	}
-	return s0
-}
+// that the partial results are distinct locals held in registers; Unroll 1,
+// plain range loops, is written by hand in kern_rows.go.
 
 // kernRowMaxU2 returns the maximum of x (len(x) > 0) using 2 running maxima.
 func kernRowMaxU2(x []float32) float32 {
