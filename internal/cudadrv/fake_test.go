@@ -345,27 +345,14 @@ func TestFakeCompileAndLaunch(t *testing.T) {
 	}
 
 	// Compiling from many goroutines at once (a compile pool).
-	var wg sync.WaitGroup
-	errs := make(chan error, 16)
-	for i := 0; i < 16; i++ {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			src := fmt.Sprintf("// variant %d\n%s", i, fakeSrc)
-			img, _, err := l.Compile(src, fmt.Sprintf("v%d.cu", i), []string{"--gpu-architecture=sm_90"})
-			if err == nil && !strings.Contains(string(img), fmt.Sprintf("variant %d", i)) {
-				err = fmt.Errorf("variant %d: wrong image", i)
-			}
-			errs <- err
-		}(i)
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Error(err)
+	concurrently(t, 16, func(i int) error {
+		src := fmt.Sprintf("// variant %d\n%s", i, fakeSrc)
+		img, _, err := l.Compile(src, fmt.Sprintf("v%d.cu", i), []string{"--gpu-architecture=sm_90"})
+		if err == nil && !strings.Contains(string(img), fmt.Sprintf("variant %d", i)) {
+			err = fmt.Errorf("variant %d: wrong image", i)
 		}
-	}
+		return err
+	})
 
 	// JIT error log.
 	_, err = c.LoadModule([]byte("BADPTX"))
@@ -648,44 +635,30 @@ func TestFakeThreading(t *testing.T) {
 	}
 
 	// Many goroutines at once, each allocating, copying and freeing.
-	var wg sync.WaitGroup
-	errs := make(chan error, 32)
-	for g := 0; g < 32; g++ {
-		wg.Add(1)
-		go func(g int) {
-			defer wg.Done()
-			buf := make([]int32, 256)
-			for i := range buf {
-				buf[i] = int32(g*1000 + i)
+	concurrently(t, 32, func(g int) error {
+		buf := make([]int32, 256)
+		for i := range buf {
+			buf[i] = int32(g*1000 + i)
+		}
+		p, err := c.Alloc(1024)
+		if err != nil {
+			return err
+		}
+		defer c.Free(p)
+		if err := c.CopyHtoD(p, AsBytes(buf)); err != nil {
+			return err
+		}
+		back := make([]int32, 256)
+		if err := c.CopyDtoH(AsBytes(back), p); err != nil {
+			return err
+		}
+		for i := range back {
+			if back[i] != buf[i] {
+				return fmt.Errorf("goroutine %d: element %d = %d", g, i, back[i])
 			}
-			p, err := c.Alloc(1024)
-			if err != nil {
-				errs <- err
-				return
-			}
-			defer c.Free(p)
-			if err := c.CopyHtoD(p, AsBytes(buf)); err != nil {
-				errs <- err
-				return
-			}
-			back := make([]int32, 256)
-			if err := c.CopyDtoH(AsBytes(back), p); err != nil {
-				errs <- err
-				return
-			}
-			for i := range back {
-				if back[i] != buf[i] {
-					errs <- fmt.Errorf("goroutine %d: element %d = %d", g, i, back[i])
-					return
-				}
-			}
-		}(g)
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
+		}
+		return nil
+	})
 
 	// runtime.Goexit on the context thread (t.FailNow in a closure) answers
 	// the caller and leaves a closed context instead of a deadlock.
@@ -1023,4 +996,26 @@ func checkSgemv(t *testing.T, c *Context, b *Blas) {
 		c.Free(dy)
 	}
 	c.Free(dA)
+}
+
+// concurrently runs f(0), ..., f(n-1) in n goroutines at once, waits for
+// them and reports each error.
+func concurrently(t *testing.T, n int, f func(g int) error) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for g := 0; g < n; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			errs <- f(g)
+		}(g)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
 }

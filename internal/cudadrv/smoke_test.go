@@ -16,7 +16,6 @@ import (
 	"runtime"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -174,63 +173,46 @@ func TestSmoke(t *testing.T) {
 
 	// Memory round trip from several goroutines.
 	t.Run("memory", func(t *testing.T) {
-		var wg sync.WaitGroup
-		errs := make(chan error, 8)
-		for g := 0; g < 8; g++ {
-			wg.Add(1)
-			go func(g int) {
-				defer wg.Done()
-				const words = 1 << 20
-				buf := make([]uint32, words)
-				for i := range buf {
-					buf[i] = uint32(g)<<24 | uint32(i)
+		concurrently(t, 8, func(g int) error {
+			const words = 1 << 20
+			buf := make([]uint32, words)
+			for i := range buf {
+				buf[i] = uint32(g)<<24 | uint32(i)
+			}
+			p, err := c.Alloc(words * 4)
+			if err != nil {
+				return err
+			}
+			defer c.Free(p)
+			q, err := c.Alloc(words * 4)
+			if err != nil {
+				return err
+			}
+			defer c.Free(q)
+			if err := c.CopyHtoD(p, AsBytes(buf)); err != nil {
+				return err
+			}
+			if err := c.MemsetD32(q, 0xdeadbeef, words); err != nil {
+				return err
+			}
+			if err := c.CopyDtoD(q, p, words*2); err != nil { // first half only
+				return err
+			}
+			back := make([]uint32, words)
+			if err := c.CopyDtoH(AsBytes(back), q); err != nil {
+				return err
+			}
+			for i := range back {
+				want := buf[i]
+				if i >= words/2 {
+					want = 0xdeadbeef
 				}
-				p, err := c.Alloc(words * 4)
-				if err != nil {
-					errs <- err
-					return
+				if back[i] != want {
+					return fmt.Errorf("goroutine %d: word %d = %#x, want %#x", g, i, back[i], want)
 				}
-				defer c.Free(p)
-				q, err := c.Alloc(words * 4)
-				if err != nil {
-					errs <- err
-					return
-				}
-				defer c.Free(q)
-				if err := c.CopyHtoD(p, AsBytes(buf)); err != nil {
-					errs <- err
-					return
-				}
-				if err := c.MemsetD32(q, 0xdeadbeef, words); err != nil {
-					errs <- err
-					return
-				}
-				if err := c.CopyDtoD(q, p, words*2); err != nil { // first half only
-					errs <- err
-					return
-				}
-				back := make([]uint32, words)
-				if err := c.CopyDtoH(AsBytes(back), q); err != nil {
-					errs <- err
-					return
-				}
-				for i := range back {
-					want := buf[i]
-					if i >= words/2 {
-						want = 0xdeadbeef
-					}
-					if back[i] != want {
-						errs <- fmt.Errorf("goroutine %d: word %d = %#x, want %#x", g, i, back[i], want)
-						return
-					}
-				}
-			}(g)
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			t.Error(err)
-		}
+			}
+			return nil
+		})
 	})
 
 	if !l.HasNVRTC() {
