@@ -236,6 +236,22 @@ func mustBuild(t *testing.T, b *Backend, k *kernels.Kernel, c search.Candidate) 
 	return prog
 }
 
+// workerAndLocal is the kernel of family, a worker without faults and the
+// CPU backend in process, to compare the two.
+func workerAndLocal(t *testing.T, family string) (*kernels.Kernel, *Backend, *cpu.Backend) {
+	t.Helper()
+	k, err := kernels.Get(family)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := openTestWorker(t, "", time.Minute, &strings.Builder{})
+	local, err := cpu.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k, b, local
+}
+
 func openTestWorker(t *testing.T, faults string, timeout time.Duration, log *strings.Builder) *Backend {
 	t.Helper()
 	exe, err := os.Executable()
@@ -318,15 +334,7 @@ func TestCrashAndHangAreIsolated(t *testing.T) {
 
 // Outputs and times through the worker equal those of the backend in process.
 func TestWorkerMatchesInProcess(t *testing.T) {
-	k, err := kernels.Get("gemv_nt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := openTestWorker(t, "", time.Minute, &strings.Builder{})
-	local, err := cpu.Open()
-	if err != nil {
-		t.Fatal(err)
-	}
+	k, b, local := workerAndLocal(t, "gemv_nt")
 	ps, _ := k.Space("cpu")
 	c := search.Candidate(ps.Defaults())
 	for _, cs := range k.Odd {
@@ -377,15 +385,7 @@ func TestWorkerMatchesInProcess(t *testing.T) {
 // A large output's sample through the worker holds the rows the whole
 // output has in process, and finds an unwritten element outside them.
 func TestWorkerOutputSample(t *testing.T) {
-	k, err := kernels.Get("softmax")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := openTestWorker(t, "", time.Minute, &strings.Builder{})
-	local, err := cpu.Open()
-	if err != nil {
-		t.Fatal(err)
-	}
+	k, b, local := workerAndLocal(t, "softmax")
 	p, err := kernels.NewSeededProblem(k, kernels.F32, kernels.Case{Shape: []int{2048, 1024}}, 42)
 	if err != nil {
 		t.Fatal(err)
