@@ -1,7 +1,6 @@
 package search
 
 import (
-	"errors"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -28,15 +27,7 @@ func batchLog(t *testing.T, st Strategy, fail func(Candidate) bool) [][]string {
 			batches = append(batches, fresh)
 		}
 		for _, r := range reqs {
-			if fail != nil && fail(r.Candidate) {
-				st.Tell(Result{Candidate: r.Candidate, Err: errors.New("fails")})
-				continue
-			}
-			s := make([]float64, r.Samples)
-			for i := range s {
-				s[i] = synthetic(r.Candidate) * (1 + 0.01*rng.NormFloat64())
-			}
-			st.Tell(Result{Candidate: r.Candidate, Samples: s})
+			answer(st, r, 0.01, rng, fail)
 		}
 	}
 	return batches

@@ -2,7 +2,6 @@ package search
 
 import (
 	"math"
-	"reflect"
 	"testing"
 )
 
@@ -176,21 +175,7 @@ func TestBOFindsOptimumAndHandlesFailures(t *testing.T) {
 }
 
 func TestBODeterministicAndBudgeted(t *testing.T) {
-	cands := testSpace().Enumerate()
-	run := func(seed uint64) []string {
-		st, err := New("bo", cands, Options{Seed: seed, MaxCandidates: 12})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return orderOf(t, st, seed, nil)
-	}
-	a, b := run(5), run(5)
-	if !reflect.DeepEqual(a, b) {
-		t.Errorf("the same seed measured %v, then %v", a, b)
-	}
-	if len(a) != 12 {
-		t.Errorf("measured %d candidates with a budget of 12", len(a))
-	}
+	checkDeterministic(t, "bo", 5, 12)
 }
 
 // TestBOPoolCap checks that a space larger than boPoolMax is searched

@@ -1,7 +1,6 @@
 package search
 
 import (
-	"errors"
 	"math"
 	"math/rand/v2"
 	"reflect"
@@ -20,37 +19,41 @@ func orderOf(t *testing.T, st Strategy, seed uint64, fail func(Candidate) bool) 
 				seen[k] = true
 				order = append(order, k)
 			}
-			if fail != nil && fail(r.Candidate) {
-				st.Tell(Result{Candidate: r.Candidate, Err: errors.New("verification failed")})
-				continue
-			}
-			s := make([]float64, r.Samples)
-			for i := range s {
-				s[i] = synthetic(r.Candidate) * (1 + 0.01*rng.NormFloat64())
-			}
-			st.Tell(Result{Candidate: r.Candidate, Samples: s})
+			answer(st, r, 0.01, rng, fail)
 		}
 	}
 	return order
 }
 
-func TestModelDeterministic(t *testing.T) {
-	cands := testSpace().Enumerate()
-	run := func(seed uint64) []string {
-		st, err := New("model", cands, Options{Seed: seed, MaxCandidates: 15})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return orderOf(t, st, seed, nil)
+// measuredOrder is the order in which strategy name, with seed and a
+// budget of that many candidates, first requests the candidates of testSpace.
+func measuredOrder(t *testing.T, name string, seed uint64, budget int) []string {
+	t.Helper()
+	st, err := New(name, testSpace().Enumerate(), Options{Seed: seed, MaxCandidates: budget})
+	if err != nil {
+		t.Fatal(err)
 	}
-	a, b := run(3), run(3)
+	return orderOf(t, st, seed, nil)
+}
+
+// checkDeterministic checks that strategy name measures the same order
+// twice with one seed, and exactly its budget of candidates; it returns
+// the order.
+func checkDeterministic(t *testing.T, name string, seed uint64, budget int) []string {
+	t.Helper()
+	a, b := measuredOrder(t, name, seed, budget), measuredOrder(t, name, seed, budget)
 	if !reflect.DeepEqual(a, b) {
 		t.Errorf("the same seed measured %v, then %v", a, b)
 	}
-	if len(a) != 15 {
-		t.Errorf("measured %d candidates with a budget of 15", len(a))
+	if len(a) != budget {
+		t.Errorf("measured %d candidates with a budget of %d", len(a), budget)
 	}
-	if reflect.DeepEqual(a, run(4)) {
+	return a
+}
+
+func TestModelDeterministic(t *testing.T) {
+	a := checkDeterministic(t, "model", 3, 15)
+	if reflect.DeepEqual(a, measuredOrder(t, "model", 4, 15)) {
 		t.Errorf("seeds 3 and 4 measured the same order %v", a)
 	}
 }

@@ -102,21 +102,27 @@ func synthetic(c Candidate) float64 {
 	return 1e-5 * (1 + 0.1*d)
 }
 
+// answer tells st how request r went: a failure where fail rejects the
+// candidate, else r.Samples synthetic times with relative noise.
+func answer(st Strategy, r Request, noise float64, rng *rand.Rand, fail func(Candidate) bool) {
+	if fail != nil && fail(r.Candidate) {
+		st.Tell(Result{Candidate: r.Candidate, Err: errors.New("verification failed")})
+		return
+	}
+	samples := make([]float64, r.Samples)
+	for i := range samples {
+		samples[i] = synthetic(r.Candidate) * (1 + noise*rng.NormFloat64())
+	}
+	st.Tell(Result{Candidate: r.Candidate, Samples: samples})
+}
+
 func drive(t *testing.T, st Strategy, noise float64, rng *rand.Rand, fail func(Candidate) bool) (requested map[string]int) {
 	t.Helper()
 	requested = map[string]int{}
 	for reqs := st.Next(); reqs != nil; reqs = st.Next() {
 		for _, r := range reqs {
 			requested[r.Candidate.Key()] += r.Samples
-			if fail != nil && fail(r.Candidate) {
-				st.Tell(Result{Candidate: r.Candidate, Err: errors.New("verification failed")})
-				continue
-			}
-			samples := make([]float64, r.Samples)
-			for i := range samples {
-				samples[i] = synthetic(r.Candidate) * (1 + noise*rng.NormFloat64())
-			}
-			st.Tell(Result{Candidate: r.Candidate, Samples: samples})
+			answer(st, r, noise, rng, fail)
 		}
 	}
 	return requested
