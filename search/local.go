@@ -347,6 +347,8 @@ type localState struct {
 	starts []Candidate // measured first, in order
 	order  []Candidate // random order over the space, for fresh picks
 	next   int
+	// started counts the starts proposed (or passed over as seen).
+	started int
 	// inflight are the candidates of the current batch not yet observed.
 	inflight map[string]bool
 }
@@ -372,6 +374,18 @@ func (ls *localState) seen(c Candidate) bool {
 	k := c.Key()
 	_, ok := ls.cost[k]
 	return ok || ls.inflight[k]
+}
+
+// nextStart returns the next start not yet seen, in order.
+func (ls *localState) nextStart() (Candidate, bool) {
+	for ls.started < len(ls.starts) {
+		c := ls.starts[ls.started]
+		ls.started++
+		if !ls.seen(c) {
+			return c, true
+		}
+	}
+	return nil, false
 }
 
 // fresh returns an unmeasured candidate in random order.
@@ -406,7 +420,6 @@ type ils struct {
 	curCost  float64
 	cands    []Candidate // unmeasured neighbours of cur, in random order
 	widened  bool        // cands holds the far neighbours of cur
-	started  int
 	pending  Candidate
 	// model, when set (strategy model), orders the neighbours by predicted
 	// time instead of at random and picks the perturbation it predicts fastest.
@@ -418,12 +431,8 @@ type ils struct {
 }
 
 func (s *ils) propose() (Candidate, bool) {
-	for s.started < len(s.starts) {
-		c := s.starts[s.started]
-		s.started++
-		if !s.seen(c) {
-			return c, true
-		}
+	if c, ok := s.nextStart(); ok {
+		return c, true
 	}
 	if s.global != nil {
 		if s.global.active() {
@@ -591,7 +600,6 @@ type anneal struct {
 	evals   int
 	cur     Candidate
 	curCost float64
-	started int
 }
 
 const annealT0, annealT1 = 0.5, 0.005
@@ -602,12 +610,8 @@ func (s *anneal) temperature() float64 {
 }
 
 func (s *anneal) propose() (Candidate, bool) {
-	for s.started < len(s.starts) {
-		c := s.starts[s.started]
-		s.started++
-		if !s.seen(c) {
-			return c, true
-		}
+	if c, ok := s.nextStart(); ok {
+		return c, true
 	}
 	if s.cur == nil {
 		if s.cur, s.curCost = s.bestSeen(); s.cur == nil {
