@@ -171,39 +171,35 @@ func (c *compiler) compileDims(out *Compiled) {
 // claim takes name for the namespace of expressions (dims, parameters,
 // the reference's input buffers), or reports why it cannot.
 func (c *compiler) claim(field, name string) bool {
-	if !identRE.MatchString(name) {
-		c.fail(field, "", "%q is not an identifier", name)
-		return false
-	}
-	if reserved[name] {
-		c.fail(field, "", "%q is a reserved name in expressions", name)
-		return false
-	}
-	if prev, ok := c.seen[name]; ok {
-		c.fail(field, "", "%q is already used by %s", name, prev)
-		return false
-	}
-	c.seen[name] = field
-	return true
+	return c.claimIn(c.seen, field, name, reserved[name], "a reserved name in expressions", "")
 }
 
 // claimC takes name for the kernel source's namespace: parameters,
 // defines, buffers and scalars share it (parameters and defines are
 // macros there).
 func (c *compiler) claimC(field, name string) bool {
+	dialect := dialectNames[name] || strings.HasPrefix(name, "KT_") || strings.HasPrefix(name, "kt_")
+	return c.claimIn(c.cNames, field, name, dialect, "a name the kernel dialect defines (reserved: T, NTHREADS, LID, LOAD, ... and the KT_ prefix)",
+		" (parameters, defines, buffers and scalars share the kernel's namespace)")
+}
+
+// claimIn takes name for field in the namespace taken (each name by the
+// field that took it) unless it is no identifier, is reserved (isReserved;
+// why says as what) or is taken already (shared explains the namespace).
+func (c *compiler) claimIn(taken map[string]string, field, name string, isReserved bool, why, shared string) bool {
 	if !identRE.MatchString(name) {
 		c.fail(field, "", "%q is not an identifier", name)
 		return false
 	}
-	if dialectNames[name] || strings.HasPrefix(name, "KT_") || strings.HasPrefix(name, "kt_") {
-		c.fail(field, "", "%q is a name the kernel dialect defines (reserved: T, NTHREADS, LID, LOAD, ... and the KT_ prefix)", name)
+	if isReserved {
+		c.fail(field, "", "%q is %s", name, why)
 		return false
 	}
-	if prev, ok := c.cNames[name]; ok {
-		c.fail(field, "", "%q is already used by %s (parameters, defines, buffers and scalars share the kernel's namespace)", name, prev)
+	if prev, ok := taken[name]; ok {
+		c.fail(field, "", "%q is already used by %s%s", name, prev, shared)
 		return false
 	}
-	c.cNames[name] = field
+	taken[name] = field
 	return true
 }
 

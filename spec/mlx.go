@@ -135,24 +135,26 @@ func (c *compiler) mlxSource(out *Compiled, read func(field, name string) string
 // mlxTexts reads the kernel's source and header, inline or from files.
 func (c *compiler) mlxTexts(k *gpu.MLX, read func(field, name string) string) {
 	m := c.s.Source.MLX
-	switch {
-	case m.Source != "" && m.SourceFile != "":
-		c.fail("source.mlx", "", "give source or source_file, not both")
-	case m.Source != "":
-		k.Source = string(m.Source)
-	case m.SourceFile != "":
-		k.Source = read("source.mlx.source_file", m.SourceFile)
-	default:
+	var given bool
+	if k.Source, given = c.mlxText("source", m.Source, m.SourceFile, read); !given {
 		c.fail("source.mlx.source_file", "", "required: the kernel body (metal_kernel's source), or source.mlx.source inline")
 	}
+	k.Header, _ = c.mlxText("header", m.Header, m.HeaderFile, read)
+}
+
+// mlxText is source.mlx's field what, given inline or in the file
+// what_file; given is false when neither is set. Both set is an error.
+func (c *compiler) mlxText(what string, inline Text, file string, read func(field, name string) string) (text string, given bool) {
 	switch {
-	case m.Header != "" && m.HeaderFile != "":
-		c.fail("source.mlx", "", "give header or header_file, not both")
-	case m.Header != "":
-		k.Header = string(m.Header)
-	case m.HeaderFile != "":
-		k.Header = read("source.mlx.header_file", m.HeaderFile)
+	case inline != "" && file != "":
+		c.fail("source.mlx", "", "give %s or %s_file, not both", what, what)
+		return "", true
+	case inline != "":
+		return string(inline), true
+	case file != "":
+		return read("source.mlx."+what+"_file", file), true
 	}
+	return "", false
 }
 
 // mlxConstants compiles the constant inputs' values and returns their
