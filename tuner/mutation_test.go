@@ -201,22 +201,26 @@ func contract(rows, cols, depth int, a func(i, q int) float32, b func(q, j int) 
 				}
 				partial[1] = s
 			}
-			if mut == "missing barrier" {
-				// Without the barrier the combine may read the second half
-				// before it is stored: it sees the previous output's value.
-				v := partial[0] + partial[1]
-				second()
-				acc = v
-			} else {
-				second()
-				acc = partial[0] + partial[1]
-			}
+			acc = combine(&partial, second, mut)
 			if bias != nil {
 				acc += get(bias, j)
 			}
 			put(out, i*cols+j, acc)
 		}
 	}
+}
+
+// combine adds the halves of a split reduction once second has stored the
+// second. Without the barrier ("missing barrier") the combine may read the
+// second half before it is stored: it sees the previous output's value.
+func combine(partial *[2]float32, second func(), mut string) float32 {
+	if mut == "missing barrier" {
+		v := partial[0] + partial[1]
+		second()
+		return v
+	}
+	second()
+	return partial[0] + partial[1]
 }
 
 // rowwise computes softmax or rmsnorm row by row: a reduction split in two
@@ -260,14 +264,7 @@ func rowwise(kind string, rows, cols int, in [][]float32, eps float32, out []flo
 			}
 			partial[1] = s
 		}
-		if mut == "missing barrier" {
-			v := partial[0] + partial[1]
-			second()
-			sum = v
-		} else {
-			second()
-			sum = partial[0] + partial[1]
-		}
+		sum = combine(&partial, second, mut)
 		last := cols
 		if mut == "tail off by one" && cols%tile != 0 {
 			last = cols - 1
