@@ -92,13 +92,7 @@ func (j *memJournal) Record(rec Record) {
 }
 
 func (j *memJournal) Replay(device, kernel, entry string) []Record {
-	var out []Record
-	for _, r := range j.old {
-		if r.Device == device && r.Kernel == kernel && r.Entry == entry {
-			out = append(out, r)
-		}
-	}
-	return out
+	return taskRecords(j.old, device, kernel, entry)
 }
 
 // A run interrupted part way and resumed from its journal measures nothing

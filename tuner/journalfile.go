@@ -139,15 +139,20 @@ func (j *FileJournal) Err() error {
 	return j.err
 }
 
-// Replay returns the interrupted run's records of one task.
-func (j *FileJournal) Replay(device, kernel, entry string) []Record {
+// taskRecords is the records of recs for one task, in order.
+func taskRecords(recs []Record, device, kernel, entry string) []Record {
 	var out []Record
-	for _, r := range j.old {
+	for _, r := range recs {
 		if r.Device == device && r.Kernel == kernel && r.Entry == entry {
 			out = append(out, r)
 		}
 	}
 	return out
+}
+
+// Replay returns the interrupted run's records of one task.
+func (j *FileJournal) Replay(device, kernel, entry string) []Record {
+	return taskRecords(j.old, device, kernel, entry)
 }
 
 // Done reports whether the interrupted run finished the task.
