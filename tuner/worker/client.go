@@ -303,15 +303,19 @@ func (in *instance) ensure() error {
 	return nil
 }
 
-func (in *instance) Close() error {
-	b := in.b
+func (in *instance) Close() error { return in.b.closeRemote(opCloseInst, &in.id, &in.gen) }
+
+// closeRemote frees the object *id of worker generation *gen with op (both
+// read under b.mu, as a reload writes them); an object of a lost worker
+// went with it. *gen becomes -1, so that the object is not used again.
+func (b *Backend) closeRemote(op string, id, gen *int) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if in.gen != b.gen || b.p == nil {
+	if *gen != b.gen || b.p == nil {
 		return nil
 	}
-	_, err := b.callLocked(&request{Op: opCloseInst, ID: in.id}, b.setupLimit())
-	in.gen = -1
+	_, err := b.callLocked(&request{Op: op, ID: *id}, b.setupLimit())
+	*gen = -1
 	return err
 }
 
@@ -420,17 +424,7 @@ func (pr *program) OutputSample(ti tuner.Instance, s kernels.RowSample) ([]float
 	return resp.Out, resp.FirstBad, resp.OutLen, nil
 }
 
-func (pr *program) Close() error {
-	b := pr.b
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if pr.gen != b.gen || b.p == nil {
-		return nil
-	}
-	_, err := b.callLocked(&request{Op: opCloseProg, ID: pr.id}, b.setupLimit())
-	pr.gen = -1
-	return err
-}
+func (pr *program) Close() error { return pr.b.closeRemote(opCloseProg, &pr.id, &pr.gen) }
 
 // Prefetch forwards the batch to the worker's backend (GPU compile pools).
 func (b *Backend) Prefetch(k *kernels.Kernel, dt kernels.DType, cands []search.Candidate) {
