@@ -286,13 +286,29 @@ func (g *kernGemm) packB(dst []float32, jc, pc, ncb, kcb, kcp, lo, hi int) {
 	}
 }
 
+// kernNewGemmAV checks the shapes of C = A·V (kernel name; operand lengths
+// la, lv and lc) and returns its GEMM.
+func kernNewGemmAV(name string, p GemmParams, m, n, k, la, lv, lc int) *kernGemm {
+	kernCheckDims(name, m, n, k)
+	kernCheckLen(name, "a", la, m*k)
+	kernCheckLen(name, "v", lv, k*n)
+	kernCheckLen(name, "c", lc, m*n)
+	return kernNewGemm(p, m, n, k)
+}
+
+// kernNewGemmAtB checks the shapes of Z = Aᵀ·B (kernel name; operand
+// lengths la, lb and lz) and returns its GEMM: n×k by m.
+func kernNewGemmAtB(name string, p GemmParams, m, n, k, la, lb, lz int) *kernGemm {
+	kernCheckDims(name, m, n, k)
+	kernCheckLen(name, "a", la, m*n)
+	kernCheckLen(name, "b", lb, m*k)
+	kernCheckLen(name, "z", lz, n*k)
+	return kernNewGemm(p, n, k, m)
+}
+
 // GemmAV computes C[m×n] = A[m×k] · V[k×n], all row-major float32.
 func GemmAV(p GemmParams, m, n, k int, a, v, c []float32) {
-	kernCheckDims("GemmAV", m, n, k)
-	kernCheckLen("GemmAV", "a", len(a), m*k)
-	kernCheckLen("GemmAV", "v", len(v), k*n)
-	kernCheckLen("GemmAV", "c", len(c), m*n)
-	g := kernNewGemm(p, m, n, k)
+	g := kernNewGemmAV("GemmAV", p, m, n, k, len(a), len(v), len(c))
 	g.a = kernGemmOperand{f: a, ld: k}
 	g.b = kernGemmOperand{f: v, ld: n}
 	g.c, g.ldc = c, n
@@ -312,11 +328,7 @@ func GemmAVBF16(p GemmParams, m, n, k int, a, v, c []uint16) {
 }
 
 func gemmAV16(f *kern16, name string, p GemmParams, m, n, k int, a, v, c []uint16) {
-	kernCheckDims(name, m, n, k)
-	kernCheckLen(name, "a", len(a), m*k)
-	kernCheckLen(name, "v", len(v), k*n)
-	kernCheckLen(name, "c", len(c), m*n)
-	g := kernNewGemm(p, m, n, k)
+	g := kernNewGemmAV(name, p, m, n, k, len(a), len(v), len(c))
 	g.a = kernGemmOperand{h: a, bf: f.bf16, ld: k}
 	g.b = kernGemmOperand{h: v, bf: f.bf16, ld: n}
 	g.runHalf(c, f)
@@ -325,11 +337,7 @@ func gemmAV16(f *kern16, name string, p GemmParams, m, n, k int, a, v, c []uint1
 // GemmAtB computes Z[n×k] = Aᵀ · B with A m×n and B m×k, all row-major
 // float32. Aᵀ is never formed: packing reads A's rows as Aᵀ's columns.
 func GemmAtB(p GemmParams, m, n, k int, a, b, z []float32) {
-	kernCheckDims("GemmAtB", m, n, k)
-	kernCheckLen("GemmAtB", "a", len(a), m*n)
-	kernCheckLen("GemmAtB", "b", len(b), m*k)
-	kernCheckLen("GemmAtB", "z", len(z), n*k)
-	g := kernNewGemm(p, n, k, m)
+	g := kernNewGemmAtB("GemmAtB", p, m, n, k, len(a), len(b), len(z))
 	g.a = kernGemmOperand{f: a, ld: n, trans: true}
 	g.b = kernGemmOperand{f: b, ld: k}
 	g.c, g.ldc = z, k
@@ -347,11 +355,7 @@ func GemmAtBBF16(p GemmParams, m, n, k int, a, b, z []uint16) {
 }
 
 func gemmAtB16(f *kern16, name string, p GemmParams, m, n, k int, a, b, z []uint16) {
-	kernCheckDims(name, m, n, k)
-	kernCheckLen(name, "a", len(a), m*n)
-	kernCheckLen(name, "b", len(b), m*k)
-	kernCheckLen(name, "z", len(z), n*k)
-	g := kernNewGemm(p, n, k, m)
+	g := kernNewGemmAtB(name, p, m, n, k, len(a), len(b), len(z))
 	g.a = kernGemmOperand{h: a, bf: f.bf16, ld: n, trans: true}
 	g.b = kernGemmOperand{h: b, bf: f.bf16, ld: k}
 	g.runHalf(z, f)
