@@ -64,14 +64,7 @@ type kernGemm struct {
 // do not allocate blocks sized for large ones.
 func kernNewGemm(p GemmParams, m, n, k int) *kernGemm {
 	g := &kernGemm{m: m, n: n, k: k}
-	switch {
-	case p.MR >= 4:
-		g.mr = 4
-	case p.MR >= 2:
-		g.mr = 2
-	default:
-		g.mr = 1
-	}
+	g.mr = 1 << kernPow2Index(p.MR, 4)
 	g.nr = 4
 	if p.NR >= 8 {
 		g.nr = 8

@@ -14,23 +14,18 @@ type (
 // kernGemvIndex maps (Rows, Unroll) to a table index, rounding unsupported
 // values down to the nearest implemented one.
 func kernGemvIndex(rows, unroll int) int {
-	r := 0
-	switch {
-	case rows >= 4:
-		r = 2
-	case rows >= 2:
-		r = 1
+	return kernPow2Index(rows, 4)*4 + kernPow2Index(unroll, 8)
+}
+
+// kernPow2Index is the index in 1, 2, 4, ..., top of the largest of them
+// that is at most v (0 below 2): a knob's unsupported values round down to
+// the nearest implemented one.
+func kernPow2Index(v, top int) int {
+	i := 0
+	for p := 2; p <= top && v >= p; p *= 2 {
+		i++
 	}
-	u := 0
-	switch {
-	case unroll >= 8:
-		u = 3
-	case unroll >= 4:
-		u = 2
-	case unroll >= 2:
-		u = 1
-	}
-	return r*4 + u
+	return i
 }
 
 var kernGemvF32Table = [12]kernGemvF32Func{

@@ -49,14 +49,7 @@ func kernQGemvSetup(name string, p QGemvParams, n, k, bits, g, lx, lw, lsc, lbi,
 	if lbias >= 0 {
 		kernCheckLen(name, "bias", lbias, n)
 	}
-	r := 0
-	switch {
-	case p.Rows >= 4:
-		r = 2
-	case p.Rows >= 2:
-		r = 1
-	}
-	return kernQGemvTable[b][r], kw, kg
+	return kernQGemvTable[b][kernPow2Index(p.Rows, 4)], kw, kg
 }
 
 // kernGroupSums sets xs[j] to the sum of x over group j of g values,

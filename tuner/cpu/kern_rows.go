@@ -22,17 +22,7 @@ var kernRowTable = [4]kernRowFuncs{
 }
 
 // kernRowKernels rounds Unroll down to an implemented value.
-func kernRowKernels(unroll int) *kernRowFuncs {
-	switch {
-	case unroll >= 8:
-		return &kernRowTable[3]
-	case unroll >= 4:
-		return &kernRowTable[2]
-	case unroll >= 2:
-		return &kernRowTable[1]
-	}
-	return &kernRowTable[0]
-}
+func kernRowKernels(unroll int) *kernRowFuncs { return &kernRowTable[kernPow2Index(unroll, 8)] }
 
 // kernRowMaxU1 returns the maximum of x (len(x) > 0) using one running maximum.
 func kernRowMaxU1(x []float32) float32 {
