@@ -447,17 +447,7 @@ func TestFakeCompileAndLaunch(t *testing.T) {
 		t.Fatal(err)
 	}
 	dout, _ := c.Alloc(13 * 8)
-	args, want := argdumpCase(dout)
-	if err := c.Launch(fa, [3]uint32{1, 1, 1}, [3]uint32{1, 1, 1}, 0, args...); err != nil {
-		t.Fatal(err)
-	}
-	var got [13]uint64
-	if err := c.CopyDtoH(AsBytes(got[:]), dout); err != nil {
-		t.Fatal(err)
-	}
-	if got != want {
-		t.Errorf("argdump:\n got %v\nwant %v", got, want)
-	}
+	checkArgdump(t, c, fa, dout)
 
 	// Packed once, launched many times from one closure.
 	packed, err := PackArgs(int32(n), float32(1), dx, dy)
@@ -767,6 +757,24 @@ func TestFakeBlas(t *testing.T) {
 // long long, unsigned long long, float, double,
 // struct { int x; float y; long long z; }, unsigned long long *out)
 // and the 13 words it must write to out.
+// checkArgdump launches the argdump kernel fa on one thread with every
+// argument type and checks what it read back into out.
+func checkArgdump(t *testing.T, c *Context, fa *Function, out DevPtr) {
+	t.Helper()
+	args, want := argdumpCase(out)
+	one := [3]uint32{1, 1, 1}
+	if err := c.Launch(fa, one, one, 0, args...); err != nil {
+		t.Fatal(err)
+	}
+	var got [13]uint64
+	if err := c.CopyDtoH(AsBytes(got[:]), out); err != nil {
+		t.Fatal(err)
+	}
+	if got != want {
+		t.Errorf("argdump:\n got %v\nwant %v", got, want)
+	}
+}
+
 func argdumpCase(out DevPtr) ([]any, [13]uint64) {
 	raw := make([]byte, 16) // struct { int x; float y; long long z; }
 	*(*int32)(unsafe.Pointer(&raw[0])) = -77

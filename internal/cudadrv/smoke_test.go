@@ -377,17 +377,7 @@ func TestSmoke(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer c.Free(dout)
-		args, want := argdumpCase(dout)
-		if err := c.Launch(fa, small, small, 0, args...); err != nil {
-			t.Fatal(err)
-		}
-		var got [13]uint64
-		if err := c.CopyDtoH(AsBytes(got[:]), dout); err != nil {
-			t.Fatal(err)
-		}
-		if got != want {
-			t.Errorf("argdump:\n got %v\nwant %v", got, want)
-		}
+		checkArgdump(t, c, fa, dout)
 	})
 
 	// More than 48 KiB of dynamic shared memory needs the opt-in attribute.
