@@ -92,18 +92,10 @@ func TestKernGemm(t *testing.T) {
 		for _, p := range ps {
 			name := fmt.Sprintf("%dx%dx%d/%+v", m, n, k, p)
 			t.Run(name, func(t *testing.T) {
-				c := kernPoisonF32(m * n)
-				GemmAV(p, m, n, k, a32, v32, c)
-				kernCheckF32(t, "GemmAV", c, refAV)
-				ch := kernPoisonHalf(m * n)
-				GemmAVHalf(p, m, n, k, ah, vh, ch)
-				kernCheckHalf(t, "GemmAVHalf", ch, refAVh)
-				z := kernPoisonF32(m * n)
-				GemmAtB(p, k, m, n, at32, bt32, z)
-				kernCheckF32(t, "GemmAtB", z, refAtB)
-				zh := kernPoisonHalf(m * n)
-				GemmAtBHalf(p, k, m, n, ath, bth, zh)
-				kernCheckHalf(t, "GemmAtBHalf", zh, refAtBh)
+				kernRunF32(t, "GemmAV", m*n, refAV, func(y []float32) { GemmAV(p, m, n, k, a32, v32, y) })
+				kernRunHalf(t, "GemmAVHalf", m*n, refAVh, func(y []uint16) { GemmAVHalf(p, m, n, k, ah, vh, y) })
+				kernRunF32(t, "GemmAtB", m*n, refAtB, func(y []float32) { GemmAtB(p, k, m, n, at32, bt32, y) })
+				kernRunHalf(t, "GemmAtBHalf", m*n, refAtBh, func(y []uint16) { GemmAtBHalf(p, k, m, n, ath, bth, y) })
 			})
 		}
 		for i := range inputs32 {

@@ -61,12 +61,8 @@ func TestKernGemv(t *testing.T) {
 			refH := kernRound64ToHalf(kernRefGemv(n, k, kernHalfTo64(xh), kernHalfTo64(wh), bH64))
 			for _, p := range kernGemvParamSets() {
 				t.Run(fmt.Sprintf("%dx%d/bias=%v/%+v", n, k, withBias, p), func(t *testing.T) {
-					y := kernPoisonF32(n)
-					GemvNT(p, n, k, x, w, b32, y)
-					kernCheckF32(t, "GemvNT", y, ref)
-					yh := kernPoisonHalf(n)
-					GemvNTHalf(p, n, k, xh, wh, bH, yh)
-					kernCheckHalf(t, "GemvNTHalf", yh, refH)
+					kernRunF32(t, "GemvNT", n, ref, func(y []float32) { GemvNT(p, n, k, x, w, b32, y) })
+					kernRunHalf(t, "GemvNTHalf", n, refH, func(y []uint16) { GemvNTHalf(p, n, k, xh, wh, bH, y) })
 				})
 			}
 		}

@@ -102,12 +102,8 @@ func TestKernSoftmax(t *testing.T) {
 			x0, xh0 := slices.Clone(x), slices.Clone(xh)
 			for _, p := range kernRowParamSets() {
 				t.Run(fmt.Sprintf("%dx%d/spiky=%v/%+v", rows, cols, spiky, p), func(t *testing.T) {
-					y := kernPoisonF32(rows * cols)
-					Softmax(p, rows, cols, x, y)
-					kernCheckF32(t, "Softmax", y, ref)
-					yh := kernPoisonHalf(rows * cols)
-					SoftmaxHalf(p, rows, cols, xh, yh)
-					kernCheckHalf(t, "SoftmaxHalf", yh, refH)
+					kernRunF32(t, "Softmax", rows*cols, ref, func(y []float32) { Softmax(p, rows, cols, x, y) })
+					kernRunHalf(t, "SoftmaxHalf", rows*cols, refH, func(y []uint16) { SoftmaxHalf(p, rows, cols, xh, y) })
 				})
 			}
 			kernCheckUnchanged(t, "x", x0, x)
@@ -129,12 +125,8 @@ func TestKernRMSNorm(t *testing.T) {
 		savedH := kernClone([][]uint16{xh, wh})
 		for _, p := range kernRowParamSets() {
 			t.Run(fmt.Sprintf("%dx%d/%+v", rows, cols, p), func(t *testing.T) {
-				y := kernPoisonF32(rows * cols)
-				RMSNorm(p, rows, cols, eps, x, w, y)
-				kernCheckF32(t, "RMSNorm", y, ref)
-				yh := kernPoisonHalf(rows * cols)
-				RMSNormHalf(p, rows, cols, eps, xh, wh, yh)
-				kernCheckHalf(t, "RMSNormHalf", yh, refH)
+				kernRunF32(t, "RMSNorm", rows*cols, ref, func(y []float32) { RMSNorm(p, rows, cols, eps, x, w, y) })
+				kernRunHalf(t, "RMSNormHalf", rows*cols, refH, func(y []uint16) { RMSNormHalf(p, rows, cols, eps, xh, wh, y) })
 			})
 		}
 		kernCheckUnchanged(t, "x", saved[0], x)

@@ -72,17 +72,22 @@ func kernRelErr(got, want []float64) float64 {
 }
 
 // kernPoisonF32 and kernPoisonHalf fill an output with NaN before a call.
-// kernCheckF32 fails unless y is within 1e-5 of ref in relative norm.
-func kernCheckF32(t *testing.T, name string, y []float32, ref []float64) {
+// kernRunF32 runs kernel name into a NaN-poisoned output of n elements and
+// fails unless it is within 1e-5 of ref in relative norm.
+func kernRunF32(t *testing.T, name string, n int, ref []float64, run func(y []float32)) {
 	t.Helper()
+	y := kernPoisonF32(n)
+	run(y)
 	if e := kernRelErr(kernF32To64(y), ref); e > 1e-5 {
 		t.Errorf("%s rel err %.3g", name, e)
 	}
 }
 
-// kernCheckHalf fails unless y is within 1e-3 of ref in relative norm.
-func kernCheckHalf(t *testing.T, name string, y []uint16, ref []float64) {
+// kernRunHalf is kernRunF32 for binary16 output, within 1e-3.
+func kernRunHalf(t *testing.T, name string, n int, ref []float64, run func(y []uint16)) {
 	t.Helper()
+	y := kernPoisonHalf(n)
+	run(y)
 	if e := kernRelErr(kernHalfTo64(y), ref); e > 1e-3 {
 		t.Errorf("%s rel err %.3g", name, e)
 	}
