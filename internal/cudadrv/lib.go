@@ -498,6 +498,12 @@ func (p DeviceProps) PeakBandwidth() float64 {
 	return 2 * float64(p.MemClockKHz) * 1e3 * float64(p.MemBusWidth) / 8
 }
 
+// attrField is a device property read from a device attribute.
+type attrField struct {
+	dst  *int
+	attr DeviceAttr
+}
+
 // Props queries a device's properties. Attributes that some drivers no
 // longer report (clocks, bus width, L2, opt-in and per-SM limits) read as 0
 // when the query fails; the basic limits are required.
@@ -517,10 +523,7 @@ func (l *Lib) Props(ordinal int) (DeviceProps, error) {
 		return p, l.cuError("cuDeviceTotalMem_v2", r, "")
 	}
 	p.TotalMem = int64(total)
-	required := []struct {
-		dst  *int
-		attr DeviceAttr
-	}{
+	required := []attrField{
 		{&p.Major, AttrComputeCapabilityMajor},
 		{&p.Minor, AttrComputeCapabilityMinor},
 		{&p.SMs, AttrMultiprocessorCount},
@@ -534,10 +537,7 @@ func (l *Lib) Props(ordinal int) (DeviceProps, error) {
 			return p, err
 		}
 	}
-	optional := []struct {
-		dst  *int
-		attr DeviceAttr
-	}{
+	optional := []attrField{
 		{&p.MaxThreadsPerSM, AttrMaxThreadsPerMultiprocessor},
 		{&p.MaxBlocksPerSM, AttrMaxBlocksPerMultiprocessor},
 		{&p.MaxSharedPerBlockOptin, AttrMaxSharedPerBlockOptin},
