@@ -198,24 +198,31 @@ type (
 
 // Platforms lists the installed platforms; none is not an error.
 func (l *Lib) Platforms() ([]Platform, error) {
+	return listIDs[Platform]("clGetPlatformIDs", clPlatformNotFound, l.f.clGetPlatformIDs)
+}
+
+// listIDs runs an OpenCL list query (clGetPlatformIDs, clGetDeviceIDs)
+// twice: for the count, then for the ids. The call's notFound code, or a
+// count of 0, is none and not an error.
+func listIDs[T ~uintptr](call string, notFound int32, get func(n uint32, ids *uintptr, numRet *uint32) int32) ([]T, error) {
 	var n uint32
-	if r := l.f.clGetPlatformIDs(0, nil, &n); r == clPlatformNotFound {
+	if r := get(0, nil, &n); r == notFound {
 		return nil, nil
-	} else if err := check("clGetPlatformIDs", r); err != nil {
+	} else if err := check(call, r); err != nil {
 		return nil, err
 	}
 	if n == 0 {
 		return nil, nil
 	}
 	ids := make([]uintptr, n)
-	if err := check("clGetPlatformIDs", l.f.clGetPlatformIDs(n, &ids[0], &n)); err != nil {
+	if err := check(call, get(n, &ids[0], &n)); err != nil {
 		return nil, err
 	}
-	ps := make([]Platform, n)
-	for i := range ps {
-		ps[i] = Platform(ids[i])
+	out := make([]T, n)
+	for i := range out {
+		out[i] = T(ids[i])
 	}
-	return ps, nil
+	return out, nil
 }
 
 // PlatformInfo is what a platform says about itself.
@@ -245,24 +252,9 @@ func (l *Lib) Devices(p Platform, typ uint64) ([]Device, error) {
 	if typ == 0 {
 		typ = deviceTypeAll
 	}
-	var n uint32
-	if r := l.f.clGetDeviceIDs(uintptr(p), typ, 0, nil, &n); r == clDeviceNotFound {
-		return nil, nil
-	} else if err := check("clGetDeviceIDs", r); err != nil {
-		return nil, err
-	}
-	if n == 0 {
-		return nil, nil
-	}
-	ids := make([]uintptr, n)
-	if err := check("clGetDeviceIDs", l.f.clGetDeviceIDs(uintptr(p), typ, n, &ids[0], &n)); err != nil {
-		return nil, err
-	}
-	ds := make([]Device, n)
-	for i := range ds {
-		ds[i] = Device(ids[i])
-	}
-	return ds, nil
+	return listIDs[Device]("clGetDeviceIDs", clDeviceNotFound, func(n uint32, ids *uintptr, numRet *uint32) int32 {
+		return l.f.clGetDeviceIDs(uintptr(p), typ, n, ids, numRet)
+	})
 }
 
 // DeviceProps are the device queries the tuner uses.
