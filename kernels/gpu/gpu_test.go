@@ -24,6 +24,15 @@ func TestEveryFamilyComplete(t *testing.T) {
 	}
 }
 
+// searchParams is a family space's parameters as the search package takes them.
+func searchParams(ps *params.Space) []search.Param {
+	var out []search.Param
+	for _, p := range ps.Params {
+		out = append(out, search.Param{Name: p.Name, Values: p.Values})
+	}
+	return out
+}
+
 // spaceOf enumerates a family's GPU candidates without shape constraints.
 func spaceOf(t *testing.T, k *kernels.Kernel) []search.Candidate {
 	t.Helper()
@@ -31,10 +40,7 @@ func spaceOf(t *testing.T, k *kernels.Kernel) []search.Candidate {
 	if !ok {
 		t.Fatalf("%s has no gpu space", k.Name)
 	}
-	sp := &search.Space{}
-	for _, p := range ps.Params {
-		sp.Params = append(sp.Params, search.Param{Name: p.Name, Values: p.Values})
-	}
+	sp := &search.Space{Params: searchParams(ps)}
 	if ps.Check != nil {
 		sp.Constraints = append(sp.Constraints, search.Constraint{Name: "family", Check: func(c search.Candidate) error { return ps.Check(nil, c) }})
 	}

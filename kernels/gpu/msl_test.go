@@ -30,10 +30,7 @@ func mslSources(t *testing.T, full bool) ([]mslcheck.Source, string) {
 			t.Fatal(err)
 		}
 		ps, _ := k.Space("metal")
-		var params []search.Param
-		for _, p := range ps.Params {
-			params = append(params, search.Param{Name: p.Name, Values: p.Values})
-		}
+		params := searchParams(ps)
 		for _, dt := range kernels.DTypes {
 			var cands []search.Candidate
 			for _, c := range spaceOf(t, k) {

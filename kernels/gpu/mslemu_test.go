@@ -56,10 +56,7 @@ func emuCands(t *testing.T, full bool) []emuCand {
 			t.Fatal(err)
 		}
 		ps, _ := k.Space("metal")
-		var params []search.Param
-		for _, p := range ps.Params {
-			params = append(params, search.Param{Name: p.Name, Values: p.Values})
-		}
+		params := searchParams(ps)
 		for _, dt := range kernels.DTypes {
 			var cands, mma []search.Candidate
 			cons := b.Constraints(appleGPU, dt)
