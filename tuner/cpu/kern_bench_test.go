@@ -103,32 +103,26 @@ func BenchmarkGemvNT(b *testing.B) {
 		{BN: 4, Rows: 4, Unroll: 2, Threads: 2},
 		{BN: 64, Rows: 4, Unroll: 2, Threads: 1},
 	}
-	for _, p := range params {
-		b.Run(fmt.Sprintf("f32_BN%d_R%d_U%d_T%d", p.BN, p.Rows, p.Unroll, p.Threads), func(b *testing.B) {
-			for i := 0; i < b.N; i++ {
-				GemvNT(p, n, k, x, w, bias, y)
-			}
-			kernReportBytes(b, 4*n*k)
-		})
-	}
 	xh, wh, bh := kernRandHalf(rng, k), kernRandHalf(rng, n*k), kernRandHalf(rng, n)
 	yh := make([]uint16, n)
-	for _, p := range params {
-		b.Run(fmt.Sprintf("f16_BN%d_R%d_U%d_T%d", p.BN, p.Rows, p.Unroll, p.Threads), func(b *testing.B) {
-			for i := 0; i < b.N; i++ {
-				GemvNTHalf(p, n, k, xh, wh, bh, yh)
-			}
-			kernReportBytes(b, 2*n*k)
-		})
-	}
 	xb, wb, bb := kernRandBF16(rng, k), kernRandBF16(rng, n*k), kernRandBF16(rng, n)
-	for _, p := range params {
-		b.Run(fmt.Sprintf("bf16_BN%d_R%d_U%d_T%d", p.BN, p.Rows, p.Unroll, p.Threads), func(b *testing.B) {
-			for i := 0; i < b.N; i++ {
-				GemvNTBF16(p, n, k, xb, wb, bb, yh)
-			}
-			kernReportBytes(b, 2*n*k)
-		})
+	for _, dt := range []struct {
+		name string
+		size int // bytes of an element of W
+		run  func(p GemvParams)
+	}{
+		{"f32", 4, func(p GemvParams) { GemvNT(p, n, k, x, w, bias, y) }},
+		{"f16", 2, func(p GemvParams) { GemvNTHalf(p, n, k, xh, wh, bh, yh) }},
+		{"bf16", 2, func(p GemvParams) { GemvNTBF16(p, n, k, xb, wb, bb, yh) }},
+	} {
+		for _, p := range params {
+			b.Run(fmt.Sprintf("%s_BN%d_R%d_U%d_T%d", dt.name, p.BN, p.Rows, p.Unroll, p.Threads), func(b *testing.B) {
+				for i := 0; i < b.N; i++ {
+					dt.run(p)
+				}
+				kernReportBytes(b, float64(dt.size*n*k))
+			})
+		}
 	}
 }
 
