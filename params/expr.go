@@ -668,6 +668,15 @@ func num(v any, what string) (any, error) {
 	return nil, fmt.Errorf("invalid operation: %s (mismatched type %s)", what, goType(v))
 }
 
+// boolean is v as an operand of the logical operator op.
+func boolean(v any, op string) (bool, error) {
+	b, ok := v.(bool)
+	if !ok {
+		return false, fmt.Errorf("invalid operation: %s (mismatched type %s)", op, goType(v))
+	}
+	return b, nil
+}
+
 func eval(n *node, env map[string]any) (any, error) {
 	switch n.tag {
 	case 'l':
@@ -683,9 +692,9 @@ func eval(n *node, env map[string]any) (any, error) {
 			return nil, err
 		}
 		if n.op == "!" || n.op == "not" {
-			b, ok := v.(bool)
-			if !ok {
-				return nil, fmt.Errorf("invalid operation: %s (mismatched type %s)", n.op, goType(v))
+			b, err := boolean(v, n.op)
+			if err != nil {
+				return nil, err
 			}
 			return !b, nil
 		}
@@ -726,9 +735,9 @@ func eval(n *node, env map[string]any) (any, error) {
 		return nil, err
 	}
 	if op == "&&" || op == "and" || op == "||" || op == "or" {
-		ab, ok := a.(bool)
-		if !ok {
-			return nil, fmt.Errorf("invalid operation: %s (mismatched type %s)", op, goType(a))
+		ab, err := boolean(a, op)
+		if err != nil {
+			return nil, err
 		}
 		if (op == "&&" || op == "and") != ab {
 			return ab, nil // short-circuit
@@ -737,9 +746,9 @@ func eval(n *node, env map[string]any) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		bb, ok := b.(bool)
-		if !ok {
-			return nil, fmt.Errorf("invalid operation: %s (mismatched type %s)", op, goType(b))
+		bb, err := boolean(b, op)
+		if err != nil {
+			return nil, err
 		}
 		return bb, nil
 	}
