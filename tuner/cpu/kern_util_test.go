@@ -78,9 +78,7 @@ func kernRunF32(t *testing.T, name string, n int, ref []float64, run func(y []fl
 	t.Helper()
 	y := kernPoisonF32(n)
 	run(y)
-	if e := kernRelErr(kernF32To64(y), ref); e > 1e-5 {
-		t.Errorf("%s rel err %.3g", name, e)
-	}
+	kernCheckRelErr(t, name, kernF32To64(y), ref, 1e-5)
 }
 
 // kernRunHalf is kernRunF32 for binary16 output, within 1e-3.
@@ -88,7 +86,13 @@ func kernRunHalf(t *testing.T, name string, n int, ref []float64, run func(y []u
 	t.Helper()
 	y := kernPoisonHalf(n)
 	run(y)
-	if e := kernRelErr(kernHalfTo64(y), ref); e > 1e-3 {
+	kernCheckRelErr(t, name, kernHalfTo64(y), ref, 1e-3)
+}
+
+// kernCheckRelErr fails unless got is within tol of want in relative norm.
+func kernCheckRelErr(t *testing.T, name string, got, want []float64, tol float64) {
+	t.Helper()
+	if e := kernRelErr(got, want); e > tol {
 		t.Errorf("%s rel err %.3g", name, e)
 	}
 }
