@@ -24,6 +24,16 @@ func TestEveryFamilyComplete(t *testing.T) {
 	}
 }
 
+// mustBody is the body of the family name.
+func mustBody(t *testing.T, name string) *Body {
+	t.Helper()
+	b, err := Get(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 // searchParams is a family space's parameters as the search package takes them.
 func searchParams(ps *params.Space) []search.Param {
 	var out []search.Param
@@ -52,10 +62,7 @@ func spaceOf(t *testing.T, k *kernels.Kernel) []search.Candidate {
 func TestEveryCandidateGeneratesFromOneBody(t *testing.T) {
 	total, unsupported, refused := 0, 0, 0
 	for _, k := range kernels.All() {
-		b, err := Get(k.Name)
-		if err != nil {
-			t.Fatal(err)
-		}
+		b := mustBody(t, k.Name)
 		cands := spaceOf(t, k)
 		if len(cands) == 0 {
 			t.Fatalf("%s: empty GPU space", k.Name)

@@ -25,10 +25,7 @@ func mslSources(t *testing.T, full bool) ([]mslcheck.Source, string) {
 	var srcs []mslcheck.Source
 	buildable := 0
 	for _, k := range kernels.All() {
-		b, err := Get(k.Name)
-		if err != nil {
-			t.Fatal(err)
-		}
+		b := mustBody(t, k.Name)
 		ps, _ := k.Space("metal")
 		params := searchParams(ps)
 		for _, dt := range kernels.DTypes {

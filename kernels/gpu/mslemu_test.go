@@ -51,10 +51,7 @@ func emuCands(t *testing.T, full bool) []emuCand {
 	}
 	var out []emuCand
 	for _, k := range kernels.All() {
-		b, err := Get(k.Name)
-		if err != nil {
-			t.Fatal(err)
-		}
+		b := mustBody(t, k.Name)
 		ps, _ := k.Space("metal")
 		params := searchParams(ps)
 		for _, dt := range kernels.DTypes {

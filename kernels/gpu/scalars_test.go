@@ -12,10 +12,7 @@ import (
 // so is a body that ignores the value the family gives).
 func TestBodiesReadDeclaredScalars(t *testing.T) {
 	for _, k := range kernels.All() {
-		b, err := Get(k.Name)
-		if err != nil {
-			t.Fatal(err)
-		}
+		b := mustBody(t, k.Name)
 		c := k.Odd[0]
 		with := fmt.Sprint(b.Scalars(c, k.Scalars))
 		for name := range k.Scalars {
