@@ -36,30 +36,12 @@ func TestKernBF16Conversions(t *testing.T) {
 	}
 }
 
-func kernRandBF16(rng *rand.Rand, n int) []uint16 {
-	s := make([]uint16, n)
-	for i := range s {
-		s[i] = bf16.FromFloat32(rng.Float32()*2 - 1)
-	}
-	return s
-}
+func kernRandBF16(rng *rand.Rand, n int) []uint16 { return kernRand(rng, n, bf16.FromFloat32) }
 
-func kernBF16To64(s []uint16) []float64 {
-	d := make([]float64, len(s))
-	for i, h := range s {
-		d[i] = float64(bf16.ToFloat32(h))
-	}
-	return d
-}
+func kernBF16To64(s []uint16) []float64 { return kernTo64(s, bf16.ToFloat32) }
 
 // kernPoisonBF16 is n bf16 NaNs, so that an unwritten output fails.
-func kernPoisonBF16(n int) []uint16 {
-	s := make([]uint16, n)
-	for i := range s {
-		s[i] = 0x7fc0
-	}
-	return s
-}
+func kernPoisonBF16(n int) []uint16 { return kernFill[uint16](n, 0x7fc0) }
 
 // Every bf16 kernel, with several parameter sets, on shapes that are no
 // multiple of any block, against the float64 reference on the same bf16

@@ -9,39 +9,45 @@ import (
 	"testing"
 )
 
-// kernRandF32 returns n values uniform in [-1, 1).
-func kernRandF32(rng *rand.Rand, n int) []float32 {
-	s := make([]float32, n)
+// kernRand returns n values uniform in [-1, 1), stored with from (so
+// uniform before rounding).
+func kernRand[T any](rng *rand.Rand, n int, from func(float32) T) []T {
+	s := make([]T, n)
 	for i := range s {
-		s[i] = rng.Float32()*2 - 1
+		s[i] = from(rng.Float32()*2 - 1)
 	}
 	return s
 }
 
-// kernRandHalf returns n binary16 values uniform in [-1, 1) (before rounding).
-func kernRandHalf(rng *rand.Rand, n int) []uint16 {
-	s := make([]uint16, n)
-	for i := range s {
-		s[i] = half.FromFloat32(rng.Float32()*2 - 1)
-	}
-	return s
-}
-
-func kernF32To64(s []float32) []float64 {
+// kernTo64 widens the elements of s, read with to.
+func kernTo64[T any](s []T, to func(T) float32) []float64 {
 	d := make([]float64, len(s))
 	for i, v := range s {
-		d[i] = float64(v)
+		d[i] = float64(to(v))
 	}
 	return d
 }
 
-func kernHalfTo64(s []uint16) []float64 {
-	d := make([]float64, len(s))
-	for i, h := range s {
-		d[i] = float64(half.ToFloat32(h))
+// kernFill is n copies of v.
+func kernFill[T any](n int, v T) []T {
+	s := make([]T, n)
+	for i := range s {
+		s[i] = v
 	}
-	return d
+	return s
 }
+
+func kernF32(x float32) float32 { return x }
+
+// kernRandF32 returns n values uniform in [-1, 1).
+func kernRandF32(rng *rand.Rand, n int) []float32 { return kernRand(rng, n, kernF32) }
+
+// kernRandHalf returns n binary16 values uniform in [-1, 1) (before rounding).
+func kernRandHalf(rng *rand.Rand, n int) []uint16 { return kernRand(rng, n, half.FromFloat32) }
+
+func kernF32To64(s []float32) []float64 { return kernTo64(s, kernF32) }
+
+func kernHalfTo64(s []uint16) []float64 { return kernTo64(s, half.ToFloat32) }
 
 // kernRound64ToHalf rounds a reference result to binary16 and back, so that
 // half outputs are compared with what an exact kernel would store.
@@ -97,21 +103,9 @@ func kernCheckRelErr(t *testing.T, name string, got, want []float64, tol float64
 	}
 }
 
-func kernPoisonF32(n int) []float32 {
-	s := make([]float32, n)
-	for i := range s {
-		s[i] = float32(math.NaN())
-	}
-	return s
-}
+func kernPoisonF32(n int) []float32 { return kernFill(n, float32(math.NaN())) }
 
-func kernPoisonHalf(n int) []uint16 {
-	s := make([]uint16, n)
-	for i := range s {
-		s[i] = 0x7e00
-	}
-	return s
-}
+func kernPoisonHalf(n int) []uint16 { return kernFill[uint16](n, 0x7e00) }
 
 // kernCheckUnchanged fails when a kernel wrote to one of its inputs.
 func kernCheckUnchanged[T comparable](t *testing.T, name string, before, after []T) {
