@@ -329,16 +329,19 @@ func decode(buf []byte, sum [sha256.Size]byte) ([]byte, error) {
 
 // Store writes data under k: to a temporary file, renamed into place so
 // that readers see the whole entry or none. A store that pushes the cache
-// past its bound evicts the least recently used entries.
+// past its bound evicts the least recently used entries. A store that
+// fails is counted in Stats.Failed.
 func (c *Cache) Store(k Key, data []byte) error {
 	if c == nil {
 		return nil
 	}
 	if int64(len(data)) > c.max {
+		c.failed.Add(1)
 		return fmt.Errorf("compile cache: %d bytes exceed the bound of %d", len(data), c.max)
 	}
 	tmp, err := os.CreateTemp(c.dir, tempPrefix+"*") // mode 0600
 	if err != nil {
+		c.failed.Add(1)
 		return fmt.Errorf("compile cache: %w", err)
 	}
 	_, werr := tmp.Write(encode(k.sum(), data))
@@ -350,6 +353,7 @@ func (c *Cache) Store(k Key, data []byte) error {
 	}
 	if werr != nil {
 		_ = os.Remove(tmp.Name())
+		c.failed.Add(1)
 		return fmt.Errorf("compile cache: storing an entry: %w", werr)
 	}
 	c.stores.Add(1)
@@ -370,8 +374,6 @@ func (c *Cache) Get(k Key, build func() ([]byte, error)) (data []byte, hit bool,
 	if err != nil {
 		return nil, false, err
 	}
-	if err := c.Store(k, data); err != nil {
-		c.failed.Add(1)
-	}
+	_ = c.Store(k, data) // counted in Stats.Failed; the binary is good
 	return data, false, nil
 }

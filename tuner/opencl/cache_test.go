@@ -1,0 +1,102 @@
+package opencl
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"testing"
+
+	"github.com/kerntune/kerntune/internal/compilecache"
+	"github.com/kerntune/kerntune/kernels"
+	"github.com/kerntune/kerntune/search"
+)
+
+// TestMain keeps the package's tests out of the user's compile cache: they
+// use one of their own, removed at the end.
+func TestMain(m *testing.M) {
+	os.Exit(withTestCache(m))
+}
+
+func withTestCache(m *testing.M) int {
+	if os.Getenv(compilecache.EnvDir) == "" {
+		dir, err := os.MkdirTemp("", "kerntune-opencl-cache-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer os.RemoveAll(dir)
+		os.Setenv(compilecache.EnvDir, dir)
+	}
+	return m.Run()
+}
+
+// A second backend on the same cache builds a candidate it built before
+// from the cached binary, compiling nothing, and the program computes the
+// same output; with the cache off nothing is stored.
+func TestCompileCacheAcrossBackends(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv(compilecache.EnvDir, dir)
+	t.Setenv(compilecache.EnvNoCache, "")
+	k, err := kernels.Get("softmax")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, ok := k.Space("opencl")
+	if !ok {
+		t.Fatal("softmax has no OpenCL space")
+	}
+	c := search.Candidate(ps.Defaults())
+	run := func() ([]float32, compilecache.Stats) {
+		t.Helper()
+		b := openOrSkip(t)
+		defer b.Close()
+		out := buildAndRun(t, b, k, c)
+		return out, b.CacheStats()
+	}
+	first, s1 := run()
+	// The first backend compiles the copy kernel and the candidate.
+	if s1.Hits != 0 || s1.Stores != 2 || s1.Rejected != 0 {
+		t.Fatalf("first backend: %+v, want 0 hits and 2 stores", s1)
+	}
+	second, s2 := run()
+	if s2.Hits != 2 || s2.Misses != 0 || s2.Stores != 0 {
+		t.Fatalf("second backend: %+v, want 2 hits and nothing compiled", s2)
+	}
+	if !slices.Equal(first, second) {
+		t.Fatal("the cached binary computes another output")
+	}
+
+	t.Setenv(compilecache.EnvNoCache, "1")
+	t.Setenv(compilecache.EnvDir, t.TempDir())
+	_, s3 := run()
+	if s3 != (compilecache.Stats{}) {
+		t.Fatalf("cache off: %+v", s3)
+	}
+	if des, err := os.ReadDir(os.Getenv(compilecache.EnvDir)); err != nil || len(des) != 0 {
+		t.Fatalf("cache off stored %d files (%v)", len(des), err)
+	}
+}
+
+// buildAndRun builds candidate c of k and runs it once on a small f32 problem.
+func buildAndRun(t *testing.T, b *Backend, k *kernels.Kernel, c search.Candidate) []float32 {
+	t.Helper()
+	pr, err := b.Build(k, kernels.F32, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	p, err := kernels.NewSeededProblem(k, kernels.F32, kernels.Case{Shape: []int{4, 300}}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := b.Load(p, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	out, err := pr.Output(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
