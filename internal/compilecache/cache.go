@@ -246,6 +246,19 @@ func (c *Cache) Load(k Key) ([]byte, bool) {
 	return data, true
 }
 
+// Reject removes k's entry after a Load whose binary its user could not
+// use (a driver refused it), and counts that load as a refused miss
+// instead of a hit; the caller's compile then stores a new binary.
+func (c *Cache) Reject(k Key) {
+	if c == nil {
+		return
+	}
+	c.hits.Add(-1)
+	c.misses.Add(1)
+	c.rejected.Add(1)
+	_ = os.Remove(c.path(k)) // another run may have replaced or removed it
+}
+
 // read reads and checks the entry at path.
 func (c *Cache) read(path string, sum [sha256.Size]byte) ([]byte, error) {
 	// The checks apply to the file opened, not to what the name showed a

@@ -409,6 +409,26 @@ func TestHelperProcess(t *testing.T) {
 	}
 }
 
+// A binary its user could not use is removed and counted as refused, not
+// as a hit.
+func TestReject(t *testing.T) {
+	c := open(t, 0)
+	k := testKey("a")
+	if err := c.Store(k, payload("a", 10)); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.Load(k); !ok {
+		t.Fatal("miss")
+	}
+	c.Reject(k)
+	if _, ok := c.Load(k); ok {
+		t.Fatal("a rejected entry loaded")
+	}
+	if s := c.Stats(); s.Hits != 0 || s.Misses != 2 || s.Rejected != 1 {
+		t.Fatalf("stats %+v", s)
+	}
+}
+
 func TestClearAndUsage(t *testing.T) {
 	c := open(t, 0)
 	for _, src := range []string{"a", "b"} {

@@ -30,11 +30,13 @@ func (b *Backend) build(src string) (*cldrv.Program, error) {
 	}
 	k := b.cacheKey(src)
 	if bin, ok := b.cache.Load(k); ok {
-		if prog, err := b.ctx.BuildBinary(bin, buildOptions); err == nil {
+		prog, err := b.ctx.BuildBinary(bin, buildOptions)
+		if err == nil {
 			return prog, nil
 		}
 		// A binary the driver refuses (an update it does not tell by
 		// its version): built from source below and replaced.
+		b.cache.Reject(k)
 	}
 	prog, err := b.ctx.Build(src, buildOptions)
 	if err != nil {

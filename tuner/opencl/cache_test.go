@@ -1,7 +1,6 @@
 package opencl
 
 import (
-	"fmt"
 	"os"
 	"slices"
 	"testing"
@@ -11,23 +10,14 @@ import (
 	"github.com/kerntune/kerntune/search"
 )
 
-// TestMain keeps the package's tests out of the user's compile cache: they
-// use one of their own, removed at the end.
+// TestMain keeps the package's tests out of the user's compile cache:
+// they compile from source, as before the cache, unless a test turns it
+// on (in a directory of its own) or KERNTUNE_NO_CACHE is set already.
 func TestMain(m *testing.M) {
-	os.Exit(withTestCache(m))
-}
-
-func withTestCache(m *testing.M) int {
-	if os.Getenv(compilecache.EnvDir) == "" {
-		dir, err := os.MkdirTemp("", "kerntune-opencl-cache-")
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		defer os.RemoveAll(dir)
-		os.Setenv(compilecache.EnvDir, dir)
+	if _, ok := os.LookupEnv(compilecache.EnvNoCache); !ok {
+		os.Setenv(compilecache.EnvNoCache, "1")
 	}
-	return m.Run()
+	os.Exit(m.Run())
 }
 
 // A second backend on the same cache builds a candidate it built before
