@@ -90,3 +90,31 @@ func buildAndRun(t *testing.T, b *Backend, k *kernels.Kernel, c search.Candidate
 	}
 	return out
 }
+
+// A cached binary the driver refuses (one an updated driver no longer
+// takes) is built from source and replaced, and counted as refused.
+func TestRefusedBinaryIsRebuilt(t *testing.T) {
+	t.Setenv(compilecache.EnvDir, t.TempDir())
+	t.Setenv(compilecache.EnvNoCache, "")
+	b := openOrSkip(t)
+	defer b.Close()
+	const src = `__kernel void kt_refused(__global float* x) { x[get_global_id(0)] += 1.0f; }`
+	k := b.cacheKey(src)
+	if err := b.cache.Store(k, []byte("not a binary any driver takes")); err != nil {
+		t.Fatal(err)
+	}
+	before := b.CacheStats()
+	for i := range 2 {
+		prog, err := b.build(src)
+		if err != nil {
+			t.Fatalf("build %d: %v", i, err)
+		}
+		if err := prog.Release(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := b.CacheStats()
+	if s.Rejected-before.Rejected != 1 || s.Hits-before.Hits != 1 || s.Stores-before.Stores != 1 {
+		t.Fatalf("stats %+v after %+v: want 1 refused, 1 rebuilt and stored, then 1 hit", s, before)
+	}
+}
