@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/spf13/cobra"
-
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/params"
 	"github.com/kerntune/kerntune/tuner"
@@ -46,11 +44,8 @@ func TestMetalFastMathReachesWorker(t *testing.T) {
 	if got := (backendOptions{}).args(); len(got) != 0 {
 		t.Errorf("default args() = %q, want none", got)
 	}
-	if newWorkerCmd().Flags().Lookup("metal-fast-math") == nil {
-		t.Error("the worker command does not take --metal-fast-math")
-	}
-	for _, mk := range []func() *cobra.Command{newTuneCmd, newVerifyCmd, newBenchCmd} {
-		if c := mk(); c.Flags().Lookup("metal-fast-math") == nil {
+	for _, c := range backendCommands() {
+		if c.Flags().Lookup("metal-fast-math") == nil {
 			t.Errorf("%s does not take --metal-fast-math", c.Name())
 		}
 	}
@@ -139,8 +134,8 @@ func TestAllowTF32Flag(t *testing.T) {
 	if got := (backendOptions{allowTF32: true, metalFastMath: true}).args(); !slices.Equal(got, []string{"--metal-fast-math", "--allow-tf32"}) {
 		t.Errorf("args() = %q", got)
 	}
-	for _, mk := range []func() *cobra.Command{newTuneCmd, newVerifyCmd, newBenchCmd, newWorkerCmd} {
-		if c := mk(); c.Flags().Lookup("allow-tf32") == nil {
+	for _, c := range backendCommands() {
+		if c.Flags().Lookup("allow-tf32") == nil {
 			t.Errorf("%s does not take --allow-tf32", c.Name())
 		}
 	}
@@ -246,8 +241,8 @@ func TestMetalMathModeFlag(t *testing.T) {
 	if got := (backendOptions{metalMathMode: "relaxed"}).args(); !slices.Equal(got, []string{"--metal-math-mode", "relaxed"}) {
 		t.Errorf("args() = %q", got)
 	}
-	for _, mk := range []func() *cobra.Command{newTuneCmd, newVerifyCmd, newBenchCmd, newWorkerCmd} {
-		if c := mk(); c.Flags().Lookup("metal-math-mode") == nil {
+	for _, c := range backendCommands() {
+		if c.Flags().Lookup("metal-math-mode") == nil {
 			t.Errorf("%s does not take --metal-math-mode", c.Name())
 		}
 	}

@@ -118,7 +118,7 @@ func TestTuneEndToEndCPU(t *testing.T) {
 	}
 	// kerntune get and the Go API resolve the tuned entry identically.
 	// Stdout alone must be JSON whatever warnings go to stderr.
-	code, stdout, stderr := runGet(t, "get", "--kernel", "gemv_nt", "--shape", "1x96x200", "--dtype", "f16", "--params", out, "--json")
+	code, stdout, stderr := runIn("get", "--kernel", "gemv_nt", "--shape", "1x96x200", "--dtype", "f16", "--params", out, "--json")
 	if code != 0 {
 		t.Fatalf("get exited %d: %s%s", code, stdout, stderr)
 	}

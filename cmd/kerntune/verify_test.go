@@ -21,7 +21,7 @@ func TestVerifyWhere(t *testing.T) {
 		{[]string{"verify", "--backend", "cpu", "--where", "MMA=x"}, 2, `want NAME=INTEGER`},
 	}
 	for _, tt := range tests {
-		code, out, errOut := runGet(t, tt.args...)
+		code, out, errOut := runIn(tt.args...)
 		if code != tt.code || !strings.Contains(out+errOut, tt.contains) {
 			t.Errorf("%v: exit %d, want %d, output %q (want it to contain %q)", tt.args, code, tt.code, out+errOut, tt.contains)
 		}
@@ -48,7 +48,7 @@ func TestWhereOutsideTheSpace(t *testing.T) {
 		{[]string{"verify", "--backend", "cpu", "--where", "NOPE=1"}, "--where NOPE=1: gemm_at_b has no parameter NOPE"},
 	}
 	for _, tt := range tests {
-		code, stdout, stderr := runGet(t, tt.args...)
+		code, stdout, stderr := runIn(tt.args...)
 		if code != exitUsage || !strings.Contains(stderr, tt.want) {
 			t.Errorf("%v: exit %d, want %d; stderr %q lacks %q", tt.args, code, exitUsage, stderr+stdout, tt.want)
 		}
