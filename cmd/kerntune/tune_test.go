@@ -55,8 +55,9 @@ func TestTuneEndToEndCPU(t *testing.T) {
 		t.Skip("tunes on the CPU for a few seconds")
 	}
 	out := filepath.Join(t.TempDir(), "hardware_params.json")
-	// One small class-sized exact shape per run keeps this quick.
-	code, log := runCLI(t, "tune", "--backend", "cpu", "--kernel", "rmsnorm", "--shape", "64x300", "--budget", "3s", "--out", out)
+	// One small class-sized exact shape per run and an evaluation budget
+	// keep this quick, and as quick on a loaded machine.
+	code, log := runCLI(t, "tune", "--backend", "cpu", "--kernel", "rmsnorm", "--shape", "64x300", "--budget", "12e", "--out", out)
 	if code != 0 {
 		t.Fatalf("tune exited %d:\n%s", code, log)
 	}
@@ -70,7 +71,7 @@ func TestTuneEndToEndCPU(t *testing.T) {
 	if strings.Contains(log, "  time: setup ") {
 		t.Errorf("tune without -v splits the entry's time:\n%s", log)
 	}
-	code, log = runCLI(t, "tune", "--backend", "cpu", "-v", "--kernel", "gemv_nt", "--shape", "1x96x200", "--dtype", "f16", "--budget", "3s", "--out", out)
+	code, log = runCLI(t, "tune", "--backend", "cpu", "-v", "--kernel", "gemv_nt", "--shape", "1x96x200", "--dtype", "f16", "--budget", "12e", "--out", out)
 	if code != 0 {
 		t.Fatalf("second tune exited %d:\n%s", code, log)
 	}
@@ -288,8 +289,9 @@ func TestTuneJSONBusy(t *testing.T) {
 	}
 	out := filepath.Join(t.TempDir(), "hardware_params.json")
 	code, log := runCLI(t, "tune", "--backend", "cpu", "--kernel", "softmax", "--shape", "64x300", "--shape", "8x1000",
-		// 8 s: 4 s was refused as too small with other work on both cores.
-		"--budget", "8s", "-q", "--json", "--out", out)
+		// An evaluation budget: a wall-time one is refused as too small
+		// when other work loads both cores.
+		"--budget", "12e", "-q", "--json", "--out", out)
 	if code != 0 {
 		t.Fatalf("tune exited %d:\n%s", code, log)
 	}
