@@ -76,10 +76,7 @@ the default workload or the --shape list. SPEEDUP is baseline/tuned time (above
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.ctx = cmd.Context()
-			if runF != nil {
-				return runF(o)
-			}
-			return runBench(o)
+			return runOr(o, runF, runBench)
 		},
 	}
 	fl := cmd.Flags()

@@ -89,10 +89,7 @@ check does the static checks only and says so.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.ctx = cmd.Context()
-			if runF != nil {
-				return runF(o)
-			}
-			return runCheck(o)
+			return runOr(o, runF, runCheck)
 		},
 	}
 	fl := cmd.Flags()

@@ -40,12 +40,7 @@ func NewCmdDevices(f *Factory, runF func(*DevicesOptions) error) *cobra.Command 
 		Use:   "devices",
 		Short: "List the devices every backend can use here, with their keys and facts",
 		Args:  cobra.NoArgs,
-		RunE: func(_ *cobra.Command, _ []string) error {
-			if runF != nil {
-				return runF(o)
-			}
-			return runDevices(o)
-		},
+		RunE:  func(_ *cobra.Command, _ []string) error { return runOr(o, runF, runDevices) },
 	}
 	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print JSON")
 	return cmd

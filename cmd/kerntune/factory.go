@@ -26,3 +26,12 @@ type Factory struct {
 func systemFactory() *Factory {
 	return &Factory{IO: IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}}
 }
+
+// runOr runs a command's options through runF when a test gave one, else
+// through run, the command's work: the last step of every RunE.
+func runOr[O any](opts *O, runF, run func(*O) error) error {
+	if runF != nil {
+		return runF(opts)
+	}
+	return run(opts)
+}

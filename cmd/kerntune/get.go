@@ -96,12 +96,7 @@ an error naming --backend and the spec's backends.`,
   kerntune get --kernel gemm_av --dtype f16 --shape 512x4864x896 --device-name "NVIDIA H100 80GB HBM3"
   KERNTUNE_GEMV_NT_BN=8 kerntune get --kernel gemv_nt --shape 1x896x896 --json`,
 		Args: cobra.NoArgs,
-		RunE: func(_ *cobra.Command, _ []string) error {
-			if runF != nil {
-				return runF(o)
-			}
-			return runGet(o)
-		},
+		RunE: func(_ *cobra.Command, _ []string) error { return runOr(o, runF, runGet) },
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&o.kernel, "kernel", "", "kernel family: "+strings.Join(params.BuiltinNames(), ", "))

@@ -49,10 +49,7 @@ check it with kerntune check --spec.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			opts.File = args[0]
-			if runF != nil {
-				return runF(opts)
-			}
-			return runImportVariants(opts)
+			return runOr(opts, runF, runImportVariants)
 		},
 	}
 	fl := cmd.Flags()

@@ -64,12 +64,7 @@ func NewCmdKernels(f *Factory, runF func(*KernelsOptions) error) *cobra.Command 
 		Use:   "kernels",
 		Short: "List the kernel families, their parameters with allowed values, and shape classes",
 		Args:  cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
-			if runF != nil {
-				return runF(opts)
-			}
-			return runKernels(opts)
-		},
+		RunE:  func(*cobra.Command, []string) error { return runOr(opts, runF, runKernels) },
 	}
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print JSON")
 	return cmd

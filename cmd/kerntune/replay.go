@@ -81,12 +81,7 @@ the T4 format). replay reads .json and .json.gz files in either format; a
 cache Kernel Tuner is still writing (without its closing braces) and KTT's
 output are not read.`,
 		Args: cobra.NoArgs,
-		RunE: func(_ *cobra.Command, _ []string) error {
-			if runF != nil {
-				return runF(f)
-			}
-			return runReplay(f)
-		},
+		RunE: func(_ *cobra.Command, _ []string) error { return runOr(f, runF, runReplay) },
 	}
 	fl := cmd.Flags()
 	fl.StringSliceVar(&f.caches, "cache", nil, "Kernel Tuner cache file (repeatable)")

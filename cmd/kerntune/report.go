@@ -40,10 +40,7 @@ and the effect of each parameter (best and all times per value).`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			f.File = paramsFileArg(args)
-			if runF != nil {
-				return runF(f)
-			}
-			return runReport(f)
+			return runOr(f, runF, runReport)
 		},
 	}
 	fl := cmd.Flags()

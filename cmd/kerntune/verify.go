@@ -58,10 +58,7 @@ by reason; the command fails if any candidate fails.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.ctx = cmd.Context()
-			if runF != nil {
-				return runF(o)
-			}
-			return runVerify(o)
+			return runOr(o, runF, runVerify)
 		},
 	}
 	fl := cmd.Flags()

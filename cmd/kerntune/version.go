@@ -80,12 +80,7 @@ func NewCmdVersion(f *Factory, runF func(*VersionOptions) error) *cobra.Command 
 		Use:   "version",
 		Short: "Print kerntune's version: module version, commit, Go version and platform",
 		Args:  cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
-			if runF != nil {
-				return runF(opts)
-			}
-			return runVersion(opts)
-		},
+		RunE:  func(*cobra.Command, []string) error { return runOr(opts, runF, runVersion) },
 	}
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print JSON")
 	return cmd

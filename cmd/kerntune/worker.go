@@ -39,12 +39,7 @@ func NewCmdWorker(f *Factory, runF func(*WorkerOptions) error) *cobra.Command {
 		Short:  "Serve a backend to a parent kerntune over stdin and stdout",
 		Hidden: true,
 		Args:   cobra.NoArgs,
-		RunE: func(_ *cobra.Command, _ []string) error {
-			if runF != nil {
-				return runF(o)
-			}
-			return runWorker(o)
-		},
+		RunE:   func(_ *cobra.Command, _ []string) error { return runOr(o, runF, runWorker) },
 	}
 	cmd.Flags().StringVar(&o.backend, "backend", "cpu", "backend to serve")
 	cmd.Flags().StringArrayVar(&o.specs, "spec", nil, "kernel spec files whose kernels the parent tunes")
