@@ -73,21 +73,7 @@ func TestFastMathRecordedInEntry(t *testing.T) {
 			if (e.FastMath == nil) != (c.want == nil) || (e.FastMath != nil && *e.FastMath != *c.want) {
 				t.Fatalf("FastMath = %v, want %v", e.FastMath, c.want)
 			}
-			k, err := kernels.Get("gemv_nt")
-			if err != nil {
-				t.Fatal(err)
-			}
-			info := c.info
-			info.Key, info.Name, info.Family = info.Backend+":test", "Test GPU", "test"
-			path := filepath.Join(t.TempDir(), "hardware_params.json")
-			res := &tuner.Result{Task: tuner.Task{Kernel: k, DType: kernels.F16, Cases: []kernels.Case{{Shape: []int{1, 896, 896}}}}, Entry: e}
-			if _, err := tuner.WriteResult(path, false, false, info, "kerntune test", res); err != nil {
-				t.Fatal(err)
-			}
-			raw, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
+			path, raw, dev, key := writeTestEntry(t, c.info, e)
 			var doc struct {
 				Devices map[string]struct {
 					Kernels map[string]map[string]map[string]json.RawMessage `json:"kernels"`
@@ -96,7 +82,7 @@ func TestFastMathRecordedInEntry(t *testing.T) {
 			if err := json.Unmarshal(raw, &doc); err != nil {
 				t.Fatal(err)
 			}
-			field, has := doc.Devices[info.Key].Kernels["gemv_nt"][res.Task.Key()]["fast_math"]
+			field, has := doc.Devices[dev].Kernels["gemv_nt"][key]["fast_math"]
 			if c.field != "" && (!has || `"fast_math": `+string(field) != c.field) {
 				t.Errorf("written entry has fast_math %s, want %s:\n%s", field, c.field, raw)
 			}
@@ -110,7 +96,7 @@ func TestFastMathRecordedInEntry(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := f.Devices[info.Key].Kernels["gemv_nt"][res.Task.Key()]
+			got := f.Devices[dev].Kernels["gemv_nt"][key]
 			if got == nil || (got.FastMath == nil) != (c.want == nil) || (got.FastMath != nil && *got.FastMath != *c.want) {
 				t.Errorf("read back %+v", got)
 			}
@@ -282,21 +268,7 @@ func TestMathModeRecordedInEntry(t *testing.T) {
 			if e.MathMode != c.want {
 				t.Fatalf("MathMode = %q, want %q", e.MathMode, c.want)
 			}
-			k, err := kernels.Get("gemv_nt")
-			if err != nil {
-				t.Fatal(err)
-			}
-			info := c.info
-			info.Key, info.Name, info.Family = info.Backend+":test", "Test GPU", "test"
-			path := filepath.Join(t.TempDir(), "hardware_params.json")
-			res := &tuner.Result{Task: tuner.Task{Kernel: k, DType: kernels.F16, Cases: []kernels.Case{{Shape: []int{1, 896, 896}}}}, Entry: e}
-			if _, err := tuner.WriteResult(path, false, false, info, "kerntune test", res); err != nil {
-				t.Fatal(err)
-			}
-			raw, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
+			path, raw, dev, key := writeTestEntry(t, c.info, e)
 			if err := validateSchema(t, raw); err != nil {
 				t.Errorf("schema rejects the file: %v", err)
 			}
@@ -304,9 +276,30 @@ func TestMathModeRecordedInEntry(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := f.Devices[info.Key].Kernels["gemv_nt"][res.Task.Key()]; got == nil || got.MathMode != c.want {
+			if got := f.Devices[dev].Kernels["gemv_nt"][key]; got == nil || got.MathMode != c.want {
 				t.Errorf("read back %+v, want math_mode %q", got, c.want)
 			}
 		})
 	}
+}
+
+// writeTestEntry writes e as the f16 gemv_nt entry of a test device with
+// info's backend and facts, as tune writes it, and returns the file, its
+// bytes, the device's key and the entry's key.
+func writeTestEntry(t *testing.T, info tuner.DeviceInfo, e *params.Entry) (path string, raw []byte, dev, key string) {
+	t.Helper()
+	k, err := kernels.Get("gemv_nt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info.Key, info.Name, info.Family = info.Backend+":test", "Test GPU", "test"
+	path = filepath.Join(t.TempDir(), "hardware_params.json")
+	res := &tuner.Result{Task: tuner.Task{Kernel: k, DType: kernels.F16, Cases: []kernels.Case{{Shape: []int{1, 896, 896}}}}, Entry: e}
+	if _, err := tuner.WriteResult(path, false, false, info, "kerntune test", res); err != nil {
+		t.Fatal(err)
+	}
+	if raw, err = os.ReadFile(path); err != nil {
+		t.Fatal(err)
+	}
+	return path, raw, info.Key, res.Task.Key()
 }

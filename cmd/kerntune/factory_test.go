@@ -127,6 +127,29 @@ func runIn(args ...string) (code int, stdout, stderr string) {
 	return code, out.String(), errOut.String()
 }
 
+// cliCase is a command line, the exit code it must give and strings its
+// output (stdout and stderr together) must hold.
+type cliCase struct {
+	args []string
+	code int
+	want []string
+}
+
+// wantExit runs the command line in-process and fails t unless it exits
+// with code and its output holds every string of want.
+func wantExit(t *testing.T, args []string, code int, want ...string) {
+	t.Helper()
+	got, log := runCLI(t, args...)
+	if got != code {
+		t.Errorf("%v: exit %d, want %d; output:\n%s", args, got, code, log)
+	}
+	for _, w := range want {
+		if !strings.Contains(log, w) {
+			t.Errorf("%v: output lacks %q:\n%s", args, w, log)
+		}
+	}
+}
+
 // backendCommands are the commands that open a backend and so take the
 // backend options, built on a test factory for tests that look at their flags.
 func backendCommands() []*cobra.Command {

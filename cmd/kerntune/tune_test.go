@@ -184,13 +184,7 @@ func TestTuneBadInput(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			code, log := runCLI(t, tt.args...)
-			if code != exitUsage {
-				t.Errorf("exit code %d, want %d; output:\n%s", code, exitUsage, log)
-			}
-			if !strings.Contains(log, tt.want) {
-				t.Errorf("output %q does not mention %q", log, tt.want)
-			}
+			wantExit(t, tt.args, exitUsage, tt.want)
 		})
 	}
 	if b, _ := os.ReadFile(broken); string(b) != "{not json" {

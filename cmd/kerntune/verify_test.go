@@ -21,10 +21,7 @@ func TestVerifyWhere(t *testing.T) {
 		{[]string{"verify", "--backend", "cpu", "--where", "MMA=x"}, 2, `want NAME=INTEGER`},
 	}
 	for _, tt := range tests {
-		code, out, errOut := runIn(tt.args...)
-		if code != tt.code || !strings.Contains(out+errOut, tt.contains) {
-			t.Errorf("%v: exit %d, want %d, output %q (want it to contain %q)", tt.args, code, tt.code, out+errOut, tt.contains)
-		}
+		wantExit(t, tt.args, tt.code, tt.contains)
 	}
 }
 
