@@ -29,21 +29,15 @@ type deviceJSON struct {
 
 // DevicesOptions are what devices is asked to do: its flags and its streams.
 type DevicesOptions struct {
-	IO     IOStreams
-	asJSON bool
+	IO   IOStreams
+	JSON bool // --json
 }
 
 // NewCmdDevices builds the devices command; runF, when not nil, runs instead of runDevices.
 func NewCmdDevices(f *Factory, runF func(*DevicesOptions) error) *cobra.Command {
 	o := &DevicesOptions{IO: f.IO}
-	cmd := &cobra.Command{
-		Use:   "devices",
-		Short: "List the devices every backend can use here, with their keys and facts",
-		Args:  cobra.NoArgs,
-		RunE:  func(_ *cobra.Command, _ []string) error { return runOr(o, runF, runDevices) },
-	}
-	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print JSON")
-	return cmd
+	return jsonOnlyCmd("devices", "List the devices every backend can use here, with their keys and facts",
+		&o.JSON, func() error { return runOr(o, runF, runDevices) })
 }
 
 func runDevices(o *DevicesOptions) error {
@@ -61,7 +55,7 @@ func runDevices(o *DevicesOptions) error {
 		devs = append(devs, d)
 	}
 	out := o.IO.Out
-	if o.asJSON {
+	if o.JSON {
 		return printJSON(out, map[string]any{"devices": devs})
 	}
 	for _, d := range devs {

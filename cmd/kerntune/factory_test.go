@@ -80,7 +80,7 @@ func TestCommandsFillTheirOptions(t *testing.T) {
 			[]string{"--spec", "a.json", "--spec", "b.json", "--backend", "none", "--dtype", "f16", "--json"},
 			CheckOptions{IO: f.IO, specs: []string{"a.json", "b.json"}, backend: "none", dtypes: []string{"f16"}, asJSON: true}},
 		{NewCmdDevices(f, func(o *DevicesOptions) error { got = *o; return nil }),
-			[]string{"--json"}, DevicesOptions{IO: f.IO, asJSON: true}},
+			[]string{"--json"}, DevicesOptions{IO: f.IO, JSON: true}},
 		{NewCmdGet(f, func(o *GetOptions) error { got = *o; return nil }),
 			[]string{"--kernel", "gemv_nt", "--shape", "1x896x896", "--device-name", "Apple M3 Max", "--compute-units", "40", "--spec", "s.json"},
 			GetOptions{IO: f.IO, kernel: "gemv_nt", shapeText: "1x896x896", dtype: "f32", deviceName: "Apple M3 Max", computeUnits: 40, specs: []string{"s.json"}}},
