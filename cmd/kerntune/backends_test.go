@@ -55,6 +55,7 @@ func TestMetalFastMathReachesWorker(t *testing.T) {
 // backend's fact; other backends' entries do not carry the field. The
 // written file keeps it and still validates against the schema.
 func TestFastMathRecordedInEntry(t *testing.T) {
+	t.Parallel()
 	yes, no := true, false
 	for _, c := range []struct {
 		name  string
@@ -107,6 +108,7 @@ func TestFastMathRecordedInEntry(t *testing.T) {
 // --allow-tf32 configures the cuda backend only, reaches the worker, and
 // every command that opens a backend takes it.
 func TestAllowTF32Flag(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for _, args := range [][]string{
 		{"tune", "--backend", "cpu", "--allow-tf32", "--kernel", "softmax", "--shape", "2x3", "--budget", "1s", "--out", filepath.Join(dir, "p.json")},
@@ -130,6 +132,7 @@ func TestAllowTF32Flag(t *testing.T) {
 // tune --where narrows the search (the entry's valid count shrinks) and
 // refuses a malformed filter naming the flag.
 func TestTuneWhere(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	out := filepath.Join(dir, "p.json")
 	code, log := runCLI(t, "tune", "--backend", "cpu", "--kernel", "softmax", "--shape", "4x64", "--budget", "4e", "--where", "THREADS=1", "--out", out, "-q")
@@ -162,6 +165,7 @@ func TestTuneWhere(t *testing.T) {
 // device: a long driver message) only with -v; kerntune devices says it
 // always.
 func TestAutoSkipsQuietly(t *testing.T) {
+	t.Parallel()
 	var missing []string
 	for _, n := range tuner.AutoOrder("") {
 		b, err := tuner.Open(n)
@@ -200,6 +204,7 @@ func TestAutoSkipsQuietly(t *testing.T) {
 // agrees with --metal-fast-math (its older spelling of fast), and applies
 // to the metal backend only.
 func TestMetalMathModeFlag(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		o    backendOptions
 		want string
@@ -251,6 +256,7 @@ func TestMetalMathModeFlag(t *testing.T) {
 // (MTLMathMode), beside fast_math; the written file keeps it, validates,
 // and reads back.
 func TestMathModeRecordedInEntry(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name string
 		info tuner.DeviceInfo

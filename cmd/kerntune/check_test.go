@@ -122,6 +122,7 @@ func TestREADMEListsEveryCommand(t *testing.T) {
 // the spec's line holding the body line, which is quoted, not the lines
 // of the temporary file clang was given.
 func TestCheckSpecSyntaxErrorCitesTheSpec(t *testing.T) {
+	t.Parallel()
 	mslcheck.Require(t)
 	orig, err := os.ReadFile("../../examples/swiglu.json")
 	if err != nil {

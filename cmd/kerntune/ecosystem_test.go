@@ -56,6 +56,7 @@ func TestCompletionAndVersion(t *testing.T) {
 }
 
 func TestReport(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	pf := filepath.Join(dir, "hardware_params.json")
 	os.WriteFile(pf, []byte(mergeDoc("cpu:m1", "2026-01-01T00:00:00Z", map[string]string{

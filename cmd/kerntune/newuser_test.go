@@ -12,6 +12,7 @@ import (
 // What a new user gets wrong: each case exits 2 with a message naming the
 // problem, and no existing file is changed.
 func TestTuneNewUserErrors(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	valid := `{"schema_version": 1, "devices": {}}`
 	write := func(name, content string) string {

@@ -164,6 +164,7 @@ func TestTuneBadTraceExits2(t *testing.T) {
 // gzipped or not); any other file is kept, with exit 2 naming --out and
 // --force, and replaced with --force.
 func TestOutOfAnotherKindNeedsForce(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	paramsDoc := mergeDoc("cpu:m1", "2026-01-01T00:00:00Z", map[string]string{"f32/tiny": mergeEntry(16, 50)}, "")
 	in := filepath.Join(dir, "in.json")

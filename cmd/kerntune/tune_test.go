@@ -204,6 +204,7 @@ func TestKernelsAndVersion(t *testing.T) {
 }
 
 func TestBenchCPU(t *testing.T) {
+	t.Parallel()
 	code, log := runCLI(t, "bench", "--backend", "cpu", "--kernel", "gemv_nt", "--shape", "1x96x200", "--samples", "5", "--json", "-q",
 		"--params", filepath.Join(t.TempDir(), "none.json"))
 	if code != 0 {

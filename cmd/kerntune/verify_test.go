@@ -10,6 +10,7 @@ import (
 )
 
 func TestVerifyWhere(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		args     []string
 		code     int
@@ -31,6 +32,7 @@ func TestVerifyWhere(t *testing.T) {
 // tune leaves no file and no journal. verify needs one selected family to
 // have the value, tune every family it tunes.
 func TestWhereOutsideTheSpace(t *testing.T) {
+	t.Parallel()
 	out := filepath.Join(t.TempDir(), "p.json")
 	tune := []string{"tune", "--backend", "cpu", "--kernel", "softmax", "--shape", "4x64", "--budget", "2e", "--out", out, "-q"}
 	tests := []struct {
