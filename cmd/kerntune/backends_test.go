@@ -18,21 +18,31 @@ import (
 // backend it is a usage error naming the flag, on every command that takes it.
 func TestMetalFastMathRefusedElsewhere(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	for _, args := range [][]string{
-		{"tune", "--backend", "cpu", "--metal-fast-math", "--kernel", "softmax", "--shape", "2x3", "--budget", "1s", "--out", filepath.Join(dir, "p.json")},
-		{"verify", "--backend", "cpu", "--metal-fast-math", "--kernel", "softmax", "--sample", "1000"},
-		{"bench", "--backend", "cpu", "--metal-fast-math", "--kernel", "softmax", "--shape", "2x3", "--samples", "1", "--params", filepath.Join(dir, "none.json")},
-	} {
-		t.Run(args[0], func(t *testing.T) {
-			code, log := runCLI(t, args...)
-			if code != exitUsage || !strings.Contains(log, "--metal-fast-math applies to the metal backend only; this run uses cpu") {
-				t.Errorf("exit %d, output:\n%s", code, log)
-			}
-		})
+	checkBackendFlag(t, []string{"--metal-fast-math"}, "--metal-fast-math applies to the metal backend only; this run uses cpu")
+}
+
+// checkBackendFlag checks a backend option's flag: every command that
+// opens a backend takes it, and tune, verify and bench on the cpu backend
+// refuse it before any work (exit 2, the output holding want; tune writes
+// no --out).
+func checkBackendFlag(t *testing.T, flag []string, want string) {
+	t.Helper()
+	for _, c := range backendCommands() {
+		if c.Flags().Lookup(strings.TrimPrefix(flag[0], "--")) == nil {
+			t.Errorf("%s does not take %s", c.Name(), flag[0])
+		}
 	}
-	if _, err := os.Stat(filepath.Join(dir, "p.json")); err == nil {
-		t.Error("tune wrote --out although it refused the flag")
+	dir := t.TempDir()
+	out := filepath.Join(dir, "p.json")
+	for _, args := range [][]string{
+		{"tune", "--backend", "cpu", "--kernel", "softmax", "--shape", "2x3", "--budget", "1s", "--out", out},
+		{"verify", "--backend", "cpu", "--kernel", "softmax", "--sample", "1000"},
+		{"bench", "--backend", "cpu", "--kernel", "softmax", "--shape", "2x3", "--samples", "1", "--params", filepath.Join(dir, "none.json")},
+	} {
+		wantExit(t, append(args, flag...), exitUsage, want)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Errorf("tune wrote --out although it refused %s", flag[0])
 	}
 }
 
@@ -43,11 +53,6 @@ func TestMetalFastMathReachesWorker(t *testing.T) {
 	}
 	if got := (backendOptions{}).args(); len(got) != 0 {
 		t.Errorf("default args() = %q, want none", got)
-	}
-	for _, c := range backendCommands() {
-		if c.Flags().Lookup("metal-fast-math") == nil {
-			t.Errorf("%s does not take --metal-fast-math", c.Name())
-		}
 	}
 }
 
@@ -109,23 +114,9 @@ func TestFastMathRecordedInEntry(t *testing.T) {
 // every command that opens a backend takes it.
 func TestAllowTF32Flag(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	for _, args := range [][]string{
-		{"tune", "--backend", "cpu", "--allow-tf32", "--kernel", "softmax", "--shape", "2x3", "--budget", "1s", "--out", filepath.Join(dir, "p.json")},
-		{"verify", "--backend", "cpu", "--allow-tf32", "--kernel", "softmax", "--sample", "1000"},
-	} {
-		code, log := runCLI(t, args...)
-		if code != exitUsage || !strings.Contains(log, "--allow-tf32 applies to the cuda backend only; this run uses cpu") {
-			t.Errorf("%s: exit %d, output:\n%s", args[0], code, log)
-		}
-	}
+	checkBackendFlag(t, []string{"--allow-tf32"}, "--allow-tf32 applies to the cuda backend only; this run uses cpu")
 	if got := (backendOptions{allowTF32: true, metalFastMath: true}).args(); !slices.Equal(got, []string{"--metal-fast-math", "--allow-tf32"}) {
 		t.Errorf("args() = %q", got)
-	}
-	for _, c := range backendCommands() {
-		if c.Flags().Lookup("allow-tf32") == nil {
-			t.Errorf("%s does not take --allow-tf32", c.Name())
-		}
 	}
 }
 
@@ -232,21 +223,8 @@ func TestMetalMathModeFlag(t *testing.T) {
 	if got := (backendOptions{metalMathMode: "relaxed"}).args(); !slices.Equal(got, []string{"--metal-math-mode", "relaxed"}) {
 		t.Errorf("args() = %q", got)
 	}
-	for _, c := range backendCommands() {
-		if c.Flags().Lookup("metal-math-mode") == nil {
-			t.Errorf("%s does not take --metal-math-mode", c.Name())
-		}
-	}
+	checkBackendFlag(t, []string{"--metal-math-mode", "fast"}, "--metal-math-mode applies to the metal backend only")
 	dir := t.TempDir()
-	for _, args := range [][]string{
-		{"tune", "--backend", "cpu", "--metal-math-mode", "fast", "--kernel", "softmax", "--shape", "2x3", "--budget", "1s", "--out", filepath.Join(dir, "p.json")},
-		{"bench", "--backend", "cpu", "--metal-math-mode", "safe", "--kernel", "softmax", "--shape", "2x3", "--samples", "1", "--params", filepath.Join(dir, "none.json")},
-	} {
-		code, log := runCLI(t, args...)
-		if code != exitUsage || !strings.Contains(log, "--metal-math-mode applies to the metal backend only") {
-			t.Errorf("%s: exit %d, output:\n%s", args[0], code, log)
-		}
-	}
 	if code, log := runCLI(t, "tune", "--backend", "cpu", "--metal-math-mode", "precise", "--kernel", "softmax", "--shape", "2x3", "--budget", "1s", "--out", filepath.Join(dir, "p.json")); code != exitUsage || !strings.Contains(log, "want safe, relaxed or fast") {
 		t.Errorf("an unknown math mode: exit %d, output:\n%s", code, log)
 	}
