@@ -447,9 +447,12 @@ func newLoader(f *File, unknown *unknownNotes, name string, o Options) (*Loader,
 			}
 		}
 	}
-	// A setting of the kerntune tool itself (its Metal backend's MPS
-	// baseline), not a parameter; known so that it is not reported as unused.
-	l.knownEnv[o.EnvPrefix+"_METAL_MPS"] = true
+	// Settings of the kerntune tool itself (its Metal backend's MPS
+	// baseline, its compile cache), not parameters; known so that they are
+	// not reported as unused.
+	for _, v := range []string{"_METAL_MPS", "_NO_CACHE", "_CACHE_DIR", "_CACHE_MAX"} {
+		l.knownEnv[o.EnvPrefix+v] = true
+	}
 	l.famNames = sortedKeys(fams)
 	if err := validateDefaults(fams, o.Defaults); err != nil {
 		return nil, err

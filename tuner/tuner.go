@@ -298,7 +298,7 @@ func (t *Tuner) RunPlanned(ctx context.Context, task Task, a Allotment) (*Result
 	}
 	r.guard.next = withProgress(t, r.m, len(valid), below)
 
-	ps, _ := task.Kernel.Space(t.b.Info().Backend)
+	ps, _ := kernelSpace(task.Kernel, t.b.Info().Backend)
 	def := search.Candidate(ps.Defaults())
 	defErr := space.Check(def)
 
@@ -451,11 +451,23 @@ func finishRetiming(rt *Retiming, best search.Candidate, bestTot []float64, othe
 	}
 }
 
+// kernelSpace is the family's parameter space on the backend, of the kind
+// the backend's Traits name, so that a backend brings its space with its
+// registration rather than by its name.
+func kernelSpace(k *kernels.Kernel, backend string) (*params.Space, bool) {
+	tr, err := TraitsOf(backend)
+	if err != nil {
+		return nil, false
+	}
+	ps, ok := k.Spaces[tr.Space]
+	return ps, ok
+}
+
 // Space is the task's search space: the family's parameters on this
 // backend, its own constraints checked on every case, and the device's limits.
 func (t *Tuner) Space(task Task) (*search.Space, error) {
 	info := t.b.Info()
-	ps, ok := task.Kernel.Space(info.Backend)
+	ps, ok := kernelSpace(task.Kernel, info.Backend)
 	if !ok {
 		return nil, fmt.Errorf("%s has no parameter space for the %s backend", task.Kernel.Name, info.Backend)
 	}

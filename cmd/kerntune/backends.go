@@ -25,6 +25,7 @@ type backendOptions struct {
 }
 
 func addBackendFlags(cmd *cobra.Command, o *backendOptions) {
+	addNoCacheFlag(cmd)
 	cmd.Flags().StringVar(&o.metalMathMode, "metal-math-mode", "",
 		"metal: compile kernels in this math mode, as MLX's compile_options name them: safe (the default, as MLX), relaxed (macOS 15 and later) or fast; set as MLX sets it on the running macOS; tuned entries record it as math_mode")
 	cmd.Flags().BoolVar(&o.metalFastMath, "metal-fast-math", false,

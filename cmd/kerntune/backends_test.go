@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/spf13/cobra"
-
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/params"
 	"github.com/kerntune/kerntune/tuner"
@@ -20,21 +18,31 @@ import (
 // backend it is a usage error naming the flag, on every command that takes it.
 func TestMetalFastMathRefusedElsewhere(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	for _, args := range [][]string{
-		{"tune", "--backend", "cpu", "--metal-fast-math", "--kernel", "softmax", "--shape", "2x3", "--budget", "1s", "--out", filepath.Join(dir, "p.json")},
-		{"verify", "--backend", "cpu", "--metal-fast-math", "--kernel", "softmax", "--sample", "1000"},
-		{"bench", "--backend", "cpu", "--metal-fast-math", "--kernel", "softmax", "--shape", "2x3", "--samples", "1", "--params", filepath.Join(dir, "none.json")},
-	} {
-		t.Run(args[0], func(t *testing.T) {
-			code, log := runCLI(t, args...)
-			if code != exitUsage || !strings.Contains(log, "--metal-fast-math applies to the metal backend only; this run uses cpu") {
-				t.Errorf("exit %d, output:\n%s", code, log)
-			}
-		})
+	checkBackendFlag(t, []string{"--metal-fast-math"}, "--metal-fast-math applies to the metal backend only; this run uses cpu")
+}
+
+// checkBackendFlag checks a backend option's flag: every command that
+// opens a backend takes it, and tune, verify and bench on the cpu backend
+// refuse it before any work (exit 2, the output holding want; tune writes
+// no --out).
+func checkBackendFlag(t *testing.T, flag []string, want string) {
+	t.Helper()
+	for _, c := range backendCommands() {
+		if c.Flags().Lookup(strings.TrimPrefix(flag[0], "--")) == nil {
+			t.Errorf("%s does not take %s", c.Name(), flag[0])
+		}
 	}
-	if _, err := os.Stat(filepath.Join(dir, "p.json")); err == nil {
-		t.Error("tune wrote --out although it refused the flag")
+	dir := t.TempDir()
+	out := filepath.Join(dir, "p.json")
+	for _, args := range [][]string{
+		{"tune", "--backend", "cpu", "--kernel", "softmax", "--shape", "2x3", "--budget", "1s", "--out", out},
+		{"verify", "--backend", "cpu", "--kernel", "softmax", "--sample", "1000"},
+		{"bench", "--backend", "cpu", "--kernel", "softmax", "--shape", "2x3", "--samples", "1", "--params", filepath.Join(dir, "none.json")},
+	} {
+		wantExit(t, append(args, flag...), exitUsage, want)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Errorf("tune wrote --out although it refused %s", flag[0])
 	}
 }
 
@@ -46,20 +54,13 @@ func TestMetalFastMathReachesWorker(t *testing.T) {
 	if got := (backendOptions{}).args(); len(got) != 0 {
 		t.Errorf("default args() = %q, want none", got)
 	}
-	if newWorkerCmd().Flags().Lookup("metal-fast-math") == nil {
-		t.Error("the worker command does not take --metal-fast-math")
-	}
-	for _, mk := range []func() *cobra.Command{newTuneCmd, newVerifyCmd, newBenchCmd} {
-		if c := mk(); c.Flags().Lookup("metal-fast-math") == nil {
-			t.Errorf("%s does not take --metal-fast-math", c.Name())
-		}
-	}
 }
 
 // A Metal entry records whether it was tuned with fast math, from the
 // backend's fact; other backends' entries do not carry the field. The
 // written file keeps it and still validates against the schema.
 func TestFastMathRecordedInEntry(t *testing.T) {
+	t.Parallel()
 	yes, no := true, false
 	for _, c := range []struct {
 		name  string
@@ -78,21 +79,7 @@ func TestFastMathRecordedInEntry(t *testing.T) {
 			if (e.FastMath == nil) != (c.want == nil) || (e.FastMath != nil && *e.FastMath != *c.want) {
 				t.Fatalf("FastMath = %v, want %v", e.FastMath, c.want)
 			}
-			k, err := kernels.Get("gemv_nt")
-			if err != nil {
-				t.Fatal(err)
-			}
-			info := c.info
-			info.Key, info.Name, info.Family = info.Backend+":test", "Test GPU", "test"
-			path := filepath.Join(t.TempDir(), "hardware_params.json")
-			res := &tuner.Result{Task: tuner.Task{Kernel: k, DType: kernels.F16, Cases: []kernels.Case{{Shape: []int{1, 896, 896}}}}, Entry: e}
-			if _, err := tuner.WriteResult(path, false, false, info, "kerntune test", res); err != nil {
-				t.Fatal(err)
-			}
-			raw, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
+			path, raw, dev, key := writeTestEntry(t, c.info, e)
 			var doc struct {
 				Devices map[string]struct {
 					Kernels map[string]map[string]map[string]json.RawMessage `json:"kernels"`
@@ -101,7 +88,7 @@ func TestFastMathRecordedInEntry(t *testing.T) {
 			if err := json.Unmarshal(raw, &doc); err != nil {
 				t.Fatal(err)
 			}
-			field, has := doc.Devices[info.Key].Kernels["gemv_nt"][res.Task.Key()]["fast_math"]
+			field, has := doc.Devices[dev].Kernels["gemv_nt"][key]["fast_math"]
 			if c.field != "" && (!has || `"fast_math": `+string(field) != c.field) {
 				t.Errorf("written entry has fast_math %s, want %s:\n%s", field, c.field, raw)
 			}
@@ -115,7 +102,7 @@ func TestFastMathRecordedInEntry(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := f.Devices[info.Key].Kernels["gemv_nt"][res.Task.Key()]
+			got := f.Devices[dev].Kernels["gemv_nt"][key]
 			if got == nil || (got.FastMath == nil) != (c.want == nil) || (got.FastMath != nil && *got.FastMath != *c.want) {
 				t.Errorf("read back %+v", got)
 			}
@@ -126,29 +113,17 @@ func TestFastMathRecordedInEntry(t *testing.T) {
 // --allow-tf32 configures the cuda backend only, reaches the worker, and
 // every command that opens a backend takes it.
 func TestAllowTF32Flag(t *testing.T) {
-	dir := t.TempDir()
-	for _, args := range [][]string{
-		{"tune", "--backend", "cpu", "--allow-tf32", "--kernel", "softmax", "--shape", "2x3", "--budget", "1s", "--out", filepath.Join(dir, "p.json")},
-		{"verify", "--backend", "cpu", "--allow-tf32", "--kernel", "softmax", "--sample", "1000"},
-	} {
-		code, log := runCLI(t, args...)
-		if code != exitUsage || !strings.Contains(log, "--allow-tf32 applies to the cuda backend only; this run uses cpu") {
-			t.Errorf("%s: exit %d, output:\n%s", args[0], code, log)
-		}
-	}
+	t.Parallel()
+	checkBackendFlag(t, []string{"--allow-tf32"}, "--allow-tf32 applies to the cuda backend only; this run uses cpu")
 	if got := (backendOptions{allowTF32: true, metalFastMath: true}).args(); !slices.Equal(got, []string{"--metal-fast-math", "--allow-tf32"}) {
 		t.Errorf("args() = %q", got)
-	}
-	for _, mk := range []func() *cobra.Command{newTuneCmd, newVerifyCmd, newBenchCmd, newWorkerCmd} {
-		if c := mk(); c.Flags().Lookup("allow-tf32") == nil {
-			t.Errorf("%s does not take --allow-tf32", c.Name())
-		}
 	}
 }
 
 // tune --where narrows the search (the entry's valid count shrinks) and
 // refuses a malformed filter naming the flag.
 func TestTuneWhere(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	out := filepath.Join(dir, "p.json")
 	code, log := runCLI(t, "tune", "--backend", "cpu", "--kernel", "softmax", "--shape", "4x64", "--budget", "4e", "--where", "THREADS=1", "--out", out, "-q")
@@ -181,6 +156,7 @@ func TestTuneWhere(t *testing.T) {
 // device: a long driver message) only with -v; kerntune devices says it
 // always.
 func TestAutoSkipsQuietly(t *testing.T) {
+	t.Parallel()
 	var missing []string
 	for _, n := range tuner.AutoOrder("") {
 		b, err := tuner.Open(n)
@@ -219,6 +195,7 @@ func TestAutoSkipsQuietly(t *testing.T) {
 // agrees with --metal-fast-math (its older spelling of fast), and applies
 // to the metal backend only.
 func TestMetalMathModeFlag(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		o    backendOptions
 		want string
@@ -246,21 +223,8 @@ func TestMetalMathModeFlag(t *testing.T) {
 	if got := (backendOptions{metalMathMode: "relaxed"}).args(); !slices.Equal(got, []string{"--metal-math-mode", "relaxed"}) {
 		t.Errorf("args() = %q", got)
 	}
-	for _, mk := range []func() *cobra.Command{newTuneCmd, newVerifyCmd, newBenchCmd, newWorkerCmd} {
-		if c := mk(); c.Flags().Lookup("metal-math-mode") == nil {
-			t.Errorf("%s does not take --metal-math-mode", c.Name())
-		}
-	}
+	checkBackendFlag(t, []string{"--metal-math-mode", "fast"}, "--metal-math-mode applies to the metal backend only")
 	dir := t.TempDir()
-	for _, args := range [][]string{
-		{"tune", "--backend", "cpu", "--metal-math-mode", "fast", "--kernel", "softmax", "--shape", "2x3", "--budget", "1s", "--out", filepath.Join(dir, "p.json")},
-		{"bench", "--backend", "cpu", "--metal-math-mode", "safe", "--kernel", "softmax", "--shape", "2x3", "--samples", "1", "--params", filepath.Join(dir, "none.json")},
-	} {
-		code, log := runCLI(t, args...)
-		if code != exitUsage || !strings.Contains(log, "--metal-math-mode applies to the metal backend only") {
-			t.Errorf("%s: exit %d, output:\n%s", args[0], code, log)
-		}
-	}
 	if code, log := runCLI(t, "tune", "--backend", "cpu", "--metal-math-mode", "precise", "--kernel", "softmax", "--shape", "2x3", "--budget", "1s", "--out", filepath.Join(dir, "p.json")); code != exitUsage || !strings.Contains(log, "want safe, relaxed or fast") {
 		t.Errorf("an unknown math mode: exit %d, output:\n%s", code, log)
 	}
@@ -270,6 +234,7 @@ func TestMetalMathModeFlag(t *testing.T) {
 // (MTLMathMode), beside fast_math; the written file keeps it, validates,
 // and reads back.
 func TestMathModeRecordedInEntry(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name string
 		info tuner.DeviceInfo
@@ -287,21 +252,7 @@ func TestMathModeRecordedInEntry(t *testing.T) {
 			if e.MathMode != c.want {
 				t.Fatalf("MathMode = %q, want %q", e.MathMode, c.want)
 			}
-			k, err := kernels.Get("gemv_nt")
-			if err != nil {
-				t.Fatal(err)
-			}
-			info := c.info
-			info.Key, info.Name, info.Family = info.Backend+":test", "Test GPU", "test"
-			path := filepath.Join(t.TempDir(), "hardware_params.json")
-			res := &tuner.Result{Task: tuner.Task{Kernel: k, DType: kernels.F16, Cases: []kernels.Case{{Shape: []int{1, 896, 896}}}}, Entry: e}
-			if _, err := tuner.WriteResult(path, false, false, info, "kerntune test", res); err != nil {
-				t.Fatal(err)
-			}
-			raw, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
+			path, raw, dev, key := writeTestEntry(t, c.info, e)
 			if err := validateSchema(t, raw); err != nil {
 				t.Errorf("schema rejects the file: %v", err)
 			}
@@ -309,9 +260,30 @@ func TestMathModeRecordedInEntry(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := f.Devices[info.Key].Kernels["gemv_nt"][res.Task.Key()]; got == nil || got.MathMode != c.want {
+			if got := f.Devices[dev].Kernels["gemv_nt"][key]; got == nil || got.MathMode != c.want {
 				t.Errorf("read back %+v, want math_mode %q", got, c.want)
 			}
 		})
 	}
+}
+
+// writeTestEntry writes e as the f16 gemv_nt entry of a test device with
+// info's backend and facts, as tune writes it, and returns the file, its
+// bytes, the device's key and the entry's key.
+func writeTestEntry(t *testing.T, info tuner.DeviceInfo, e *params.Entry) (path string, raw []byte, dev, key string) {
+	t.Helper()
+	k, err := kernels.Get("gemv_nt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info.Key, info.Name, info.Family = info.Backend+":test", "Test GPU", "test"
+	path = filepath.Join(t.TempDir(), "hardware_params.json")
+	res := &tuner.Result{Task: tuner.Task{Kernel: k, DType: kernels.F16, Cases: []kernels.Case{{Shape: []int{1, 896, 896}}}}, Entry: e}
+	if _, err := tuner.WriteResult(path, false, false, info, "kerntune test", res); err != nil {
+		t.Fatal(err)
+	}
+	if raw, err = os.ReadFile(path); err != nil {
+		t.Fatal(err)
+	}
+	return path, raw, info.Key, res.Task.Key()
 }

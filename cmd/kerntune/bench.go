@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -18,7 +19,9 @@ import (
 	"github.com/kerntune/kerntune/tuner"
 )
 
-func init() { commands = append(commands, func(*Factory) *cobra.Command { return newBenchCmd() }) }
+func init() {
+	commands = append(commands, func(f *Factory) *cobra.Command { return NewCmdBench(f, nil) })
+}
 
 type benchRow struct {
 	Kernel  string         `json:"kernel"`
@@ -47,15 +50,21 @@ type benchRow struct {
 	Error      string  `json:"error,omitempty"`
 }
 
-func newBenchCmd() *cobra.Command {
-	var (
-		backend, dtype, file string
-		kernelNames, shapes  []string
-		samples              int
-		asJSON, quiet        bool
-		jsonOut              string
-		backendOpts          backendOptions
-	)
+// BenchOptions are what bench is asked to do: its flags and its streams.
+type BenchOptions struct {
+	IO                   IOStreams
+	ctx                  context.Context // the command's; runBench also stops on SIGINT
+	backend, dtype, file string
+	kernelNames, shapes  []string
+	samples              int
+	asJSON, quiet        bool
+	jsonOut              string
+	backendOpts          backendOptions
+}
+
+// NewCmdBench builds the bench command; runF, when not nil, runs instead of runBench.
+func NewCmdBench(f *Factory, runF func(*BenchOptions) error) *cobra.Command {
+	o := &BenchOptions{IO: f.IO}
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Time the tuned parameters (from the params file) against the backend's baseline",
@@ -66,109 +75,114 @@ the default workload or the --shape list. SPEEDUP is baseline/tuned time (above
 1: the tuned kernel is faster), as in show and report.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			dts, err := parseDTypes(dtype)
-			if err != nil {
-				return err
-			}
-			dt := dts[0]
-			if samples < 1 {
-				return usageErrorf("--samples must be at least 1")
-			}
-			ks, err := parseKernels(kernelNames)
-			if err != nil {
-				return err
-			}
-			custom, err := parseShapes(ks, shapes)
-			if err != nil {
-				return err
-			}
-			if jsonOut != "" {
-				if err := checkOutputFile("--json-out", jsonOut); err != nil {
-					return err
-				}
-			}
-			log := cmd.ErrOrStderr()
-			if quiet {
-				log = io.Discard
-			}
-			b, err := pickBackend(backend, log, false, backendOpts)
-			if err != nil {
-				return err
-			}
-			defer b.Close()
-			info := b.Info()
-			l, err := params.Open(params.Options{Path: file, Device: info.Key, Backend: info.Backend, DeviceFamily: info.Family})
-			if err != nil {
-				return usageError{err}
-			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
-			defer stop()
-			tu := tuner.New(b, tuner.Config{Log: log})
-			var pf *params.File
-			if l.FileFound() {
-				pf, _ = params.ReadFile(l.Path()) // Open read it already
-			}
-			var rows []benchRow
-			for _, k := range ks {
-				cases := custom
-				if cases == nil {
-					cases = k.Workload
-				}
-				for _, c := range cases {
-					if ctx.Err() != nil {
-						break
-					}
-					row := benchRow{Kernel: k.Name, DType: string(dt), Shape: c.String()}
-					r, err := l.Resolve(k.Name, string(dt), c.Shape)
-					if err != nil {
-						return usageError{err}
-					}
-					row.Params = r.Ints()
-					row.Source = sourceSummary(r)
-					row.FileUS = pf.SourceMedianUS(row.Source, c.Shape)
-					res, err := tu.Bench(ctx, k, dt, c, search.Candidate(row.Params), samples)
-					if err != nil {
-						row.Error = err.Error()
-					} else {
-						row.TunedUS, row.IQRUS, row.Baseline, row.BaseUS = res.MedianUS, res.IQRUS, res.Baseline, res.BaseUS
-						row.Speedup = round3(report.Speedup(res.BaseUS, res.MedianUS))
-						row.Ratio = round3(report.Speedup(res.MedianUS, res.BaseUS))
-						row.PctOfFloor, row.GBPS, row.GFLOPS = res.Roofline.PctOfFloor, res.Roofline.GBPS, res.Roofline.GFLOPS
-					}
-					fmt.Fprintf(log, "%s %s %s: %s\n", k.Name, dt, c, benchLine(row))
-					rows = append(rows, row)
-				}
-			}
-			out := cmd.OutOrStdout()
-			doc := map[string]any{"device": info.Key, "backend": info.Backend, "facts": info.Facts, "rows": rows}
-			if jsonOut != "" {
-				data, err := json.MarshalIndent(doc, "", "  ")
-				if err != nil {
-					return err
-				}
-				if err := writeOutput("--json-out", jsonOut, append(data, '\n')); err != nil {
-					return err
-				}
-			}
-			if asJSON {
-				return printJSON(out, doc)
-			}
-			printBenchTable(out, info.Key, info.Backend, rows)
-			return nil
+			o.ctx = cmd.Context()
+			return runOr(o, runF, runBench)
 		},
 	}
 	fl := cmd.Flags()
-	addBackendFlag(cmd, &backend, "")
-	fl.StringArrayVar(&kernelNames, "kernel", nil, "kernel family (repeatable; default all)")
-	fl.StringVar(&dtype, "dtype", "f32", "element type: "+strings.Join(dtypeNames(), ", "))
-	fl.StringArrayVar(&shapes, "shape", nil, "shape to time (repeatable; needs one --kernel); default the workload")
-	fl.StringVar(&file, "params", "", "params file (default $KERNTUNE_PARAMS, then ./hardware_params.json)")
-	fl.IntVar(&samples, "samples", 50, "timed samples of each kernel")
-	fl.BoolVar(&asJSON, "json", false, "print JSON")
-	fl.StringVar(&jsonOut, "json-out", "", "also write the results as JSON to this file")
-	fl.BoolVarP(&quiet, "quiet", "q", false, "no progress lines")
-	addBackendFlags(cmd, &backendOpts)
+	addBackendFlag(cmd, &o.backend, "")
+	fl.StringArrayVar(&o.kernelNames, "kernel", nil, "kernel family (repeatable; default all)")
+	fl.StringVar(&o.dtype, "dtype", "f32", "element type: "+strings.Join(dtypeNames(), ", "))
+	fl.StringArrayVar(&o.shapes, "shape", nil, "shape to time (repeatable; needs one --kernel); default the workload")
+	fl.StringVar(&o.file, "params", "", "params file (default $KERNTUNE_PARAMS, then ./hardware_params.json)")
+	fl.IntVar(&o.samples, "samples", 50, "timed samples of each kernel")
+	fl.BoolVar(&o.asJSON, "json", false, "print JSON")
+	fl.StringVar(&o.jsonOut, "json-out", "", "also write the results as JSON to this file")
+	fl.BoolVarP(&o.quiet, "quiet", "q", false, "no progress lines")
+	addBackendFlags(cmd, &o.backendOpts)
 	return cmd
+}
+
+func runBench(o *BenchOptions) error {
+	dts, err := parseDTypes(o.dtype)
+	if err != nil {
+		return err
+	}
+	dt := dts[0]
+	if o.samples < 1 {
+		return usageErrorf("--samples must be at least 1")
+	}
+	ks, err := parseKernels(o.kernelNames)
+	if err != nil {
+		return err
+	}
+	custom, err := parseShapes(ks, o.shapes)
+	if err != nil {
+		return err
+	}
+	if o.jsonOut != "" {
+		if err := checkOutputFile("--json-out", o.jsonOut); err != nil {
+			return err
+		}
+	}
+	log := o.IO.ErrOut
+	if o.quiet {
+		log = io.Discard
+	}
+	b, err := pickBackend(o.backend, log, false, o.backendOpts)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	info := b.Info()
+	l, err := params.Open(params.Options{Path: o.file, Device: info.Key, Backend: info.Backend, DeviceFamily: info.Family})
+	if err != nil {
+		return usageError{err}
+	}
+	ctx, stop := signal.NotifyContext(o.ctx, os.Interrupt)
+	defer stop()
+	tu := tuner.New(b, tuner.Config{Log: log})
+	var pf *params.File
+	if l.FileFound() {
+		pf, _ = params.ReadFile(l.Path()) // Open read it already
+	}
+	var rows []benchRow
+	for _, k := range ks {
+		cases := custom
+		if cases == nil {
+			cases = k.Workload
+		}
+		for _, c := range cases {
+			if ctx.Err() != nil {
+				break
+			}
+			row := benchRow{Kernel: k.Name, DType: string(dt), Shape: c.String()}
+			r, err := l.Resolve(k.Name, string(dt), c.Shape)
+			if err != nil {
+				return usageError{err}
+			}
+			row.Params = r.Ints()
+			row.Source = sourceSummary(r)
+			row.FileUS = pf.SourceMedianUS(row.Source, c.Shape)
+			res, err := tu.Bench(ctx, k, dt, c, search.Candidate(row.Params), o.samples)
+			if err != nil {
+				row.Error = err.Error()
+			} else {
+				row.TunedUS, row.IQRUS, row.Baseline, row.BaseUS = res.MedianUS, res.IQRUS, res.Baseline, res.BaseUS
+				row.Speedup = round3(report.Speedup(res.BaseUS, res.MedianUS))
+				row.Ratio = round3(report.Speedup(res.MedianUS, res.BaseUS))
+				row.PctOfFloor, row.GBPS, row.GFLOPS = res.Roofline.PctOfFloor, res.Roofline.GBPS, res.Roofline.GFLOPS
+			}
+			fmt.Fprintf(log, "%s %s %s: %s\n", k.Name, dt, c, benchLine(row))
+			rows = append(rows, row)
+		}
+	}
+	out := o.IO.Out
+	doc := map[string]any{"device": info.Key, "backend": info.Backend, "facts": info.Facts, "rows": rows}
+	if o.jsonOut != "" {
+		data, err := json.MarshalIndent(doc, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := writeOutput("--json-out", o.jsonOut, append(data, '\n')); err != nil {
+			return err
+		}
+	}
+	if o.asJSON {
+		return printJSON(out, doc)
+	}
+	printBenchTable(out, info.Key, info.Backend, rows)
+	return nil
 }
 
 // printBenchTable prints bench's rows as a table with its notes.

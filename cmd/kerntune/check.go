@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -18,7 +19,9 @@ import (
 	"github.com/kerntune/kerntune/tuner"
 )
 
-func init() { commands = append(commands, func(*Factory) *cobra.Command { return newCheckCmd() }) }
+func init() {
+	commands = append(commands, func(f *Factory) *cobra.Command { return NewCmdCheck(f, nil) })
+}
 
 // loadSpecs compiles and registers spec files; a bad spec is a usage error
 // naming the file, the field and the expression.
@@ -49,14 +52,20 @@ func specFamilies(cs []*spec.Compiled) map[string]*params.Family {
 	return m
 }
 
-func newCheckCmd() *cobra.Command {
-	var (
-		specs   []string
-		backend string
-		dtypes  []string
-		sample  int
-		asJSON  bool
-	)
+// CheckOptions are what check is asked to do: its flags and its streams.
+type CheckOptions struct {
+	IO      IOStreams
+	ctx     context.Context // the command's; runCheck also stops on SIGINT
+	specs   []string
+	backend string
+	dtypes  []string
+	sample  int
+	asJSON  bool
+}
+
+// NewCmdCheck builds the check command; runF, when not nil, runs instead of runCheck.
+func NewCmdCheck(f *Factory, runF func(*CheckOptions) error) *cobra.Command {
+	o := &CheckOptions{IO: f.IO}
 	cmd := &cobra.Command{
 		Use:   "check --spec FILE [--backend auto|cuda|metal|opencl|none] [--sample N]",
 		Short: "Validate a kernel spec, enumerate its space, generate its sources and verify a sample on the GPU",
@@ -79,129 +88,134 @@ check does the static checks only and says so.`,
   kerntune check --spec examples/gemm_av.json --backend cuda --sample 1`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if len(specs) == 0 {
-				return usageErrorf("check: --spec FILE is required")
-			}
-			if sample < 0 {
-				return usageErrorf("--sample must be at least 0 (0: about 32 candidates per dtype)")
-			}
-			dts, err := parseDTypes(dtypes...)
-			if err != nil {
-				return err
-			}
-			if backend != "auto" && backend != "none" {
-				// Before the static checks (minutes of clang for a large space).
-				if _, err := tuner.TraitsOf(backend); err != nil {
-					return usageError{fmt.Errorf("--backend %s: %w", backend, err)}
-				}
-				if err := gpuBackendOnly(backend); err != nil {
-					return err
-				}
-			}
-			cs, err := loadSpecs(specs)
-			if err != nil {
-				return err
-			}
-			if backend != "auto" && backend != "none" {
-				for _, c := range cs {
-					if err := tuner.SpecRunsOn(c, backend); err != nil {
-						return usageError{fmt.Errorf("--backend %s: %w", backend, err)}
-					}
-				}
-			}
-			out, log := cmd.OutOrStdout(), cmd.ErrOrStderr()
-			text := out // the human-readable lines; with --json, JSON alone goes to stdout
-			if asJSON {
-				text = io.Discard
-			}
-			res := checkJSON{Specs: []*spec.StaticCheck{}, Reports: []checkReport{}}
-			done := func(err error) error {
-				if asJSON {
-					if perr := printJSON(out, res); perr != nil && err == nil {
-						return perr
-					}
-				}
-				return err
-			}
-			for _, c := range cs {
-				sc, err := c.StaticCheck(cmd.Context())
-				var me *spec.MSLError
-				if errors.As(err, &me) {
-					return usageError{err}
-				}
-				if err != nil {
-					return err
-				}
-				printStaticCheck(text, sc)
-				res.Specs = append(res.Specs, sc)
-			}
-			if backend == "none" {
-				res.DeviceCheck = "not run (--backend none)"
-				return done(nil)
-			}
-			b, err := openGPUBackend(backend, log)
-			if err != nil {
-				return err
-			}
-			if b == nil {
-				res.DeviceCheck = "skipped: " + noGPUNote(cs)
-				fmt.Fprintln(text, "device check "+res.DeviceCheck)
-				return done(nil)
-			}
-			defer b.Close()
-			info := b.Info()
-			res.Device, res.DeviceCheck = info.Key, "run"
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
-			defer stop()
-			tu := tuner.New(b, tuner.Config{})
-			failed := 0
-			for _, c := range cs {
-				if err := tuner.SpecRunsOn(c, info.Backend); err != nil {
-					fmt.Fprintf(text, "device check of %s skipped: %v\n", c.Kernel.Name, err)
-					res.Skipped = append(res.Skipped, checkSkip{Kernel: c.Kernel.Name, File: c.File, Reason: err.Error()})
-					continue
-				}
-				use := dts
-				if len(use) == 0 {
-					use = c.DTypes()
-				}
-				for _, dt := range use {
-					if !supports(c, dt) {
-						return usageErrorf("--dtype %s: %s supports %s", dt, c.File, strings.Join(c.Spec.DTypes, ", "))
-					}
-					n := sample
-					if n == 0 {
-						n = max(1, (len(c.Space().Enumerate())+31)/32)
-					}
-					rep, err := tu.VerifyAll(ctx, c.Kernel, dt, n)
-					if err != nil {
-						return done(fmt.Errorf("%s on %s: %w", c.File, info.Key, err))
-					}
-					fmt.Fprintf(text, "%s %s on %s: %d valid on the device, %d checked (every %d), %d passed, %.1fs\n",
-						c.Kernel.Name, dt, info.Key, rep.Valid, rep.Checked, n, rep.Passed, rep.Elapsed.Seconds())
-					for _, r := range rep.Reasons() {
-						fmt.Fprintf(text, "  %4d× %s (e.g. %s)\n", rep.Failed[r], r, rep.Example[r])
-					}
-					res.Reports = append(res.Reports, checkReport{File: c.File, Every: n,
-						verifyJSON: verifyJSON{c.Kernel.Name, string(dt), rep.Valid, rep.Checked, rep.Passed, rep.Failed, rep.Example, rep.Elapsed.Seconds()}})
-					if rep.Checked == 0 || rep.Passed < rep.Checked {
-						failed++
-					}
-				}
-			}
-			if failed > 0 {
-				return done(fmt.Errorf("check: %s had candidates that failed or none checked", plural(failed, "kernel/dtype pair", "kernel/dtype pairs")))
-			}
-			return done(nil)
+			o.ctx = cmd.Context()
+			return runOr(o, runF, runCheck)
 		},
 	}
-	f := cmd.Flags()
-	f.StringArrayVar(&specs, "spec", nil, "kernel spec file (repeatable)")
-	f.StringVar(&backend, "backend", "auto", "GPU backend for the device check: auto, none, "+strings.Join(tuner.Backends(), ", "))
-	f.StringArrayVar(&dtypes, "dtype", nil, "element type to verify (repeatable; "+strings.Join(dtypeNames(), ", ")+"; default: the spec's dtypes)")
-	f.IntVar(&sample, "sample", 0, "verify every N-th valid candidate (0: about 32 per dtype; 1: all)")
-	f.BoolVar(&asJSON, "json", false, "print the checks as JSON on stdout")
+	fl := cmd.Flags()
+	fl.StringArrayVar(&o.specs, "spec", nil, "kernel spec file (repeatable)")
+	fl.StringVar(&o.backend, "backend", "auto", "GPU backend for the device check: auto, none, "+strings.Join(tuner.Backends(), ", "))
+	fl.StringArrayVar(&o.dtypes, "dtype", nil, "element type to verify (repeatable; "+strings.Join(dtypeNames(), ", ")+"; default: the spec's dtypes)")
+	fl.IntVar(&o.sample, "sample", 0, "verify every N-th valid candidate (0: about 32 per dtype; 1: all)")
+	fl.BoolVar(&o.asJSON, "json", false, "print the checks as JSON on stdout")
 	return cmd
+}
+
+func runCheck(o *CheckOptions) error {
+	if len(o.specs) == 0 {
+		return usageErrorf("check: --spec FILE is required")
+	}
+	if o.sample < 0 {
+		return usageErrorf("--sample must be at least 0 (0: about 32 candidates per dtype)")
+	}
+	dts, err := parseDTypes(o.dtypes...)
+	if err != nil {
+		return err
+	}
+	if o.backend != "auto" && o.backend != "none" {
+		// Before the static checks (minutes of clang for a large space).
+		if _, err := tuner.TraitsOf(o.backend); err != nil {
+			return usageError{fmt.Errorf("--backend %s: %w", o.backend, err)}
+		}
+		if err := gpuBackendOnly(o.backend); err != nil {
+			return err
+		}
+	}
+	cs, err := loadSpecs(o.specs)
+	if err != nil {
+		return err
+	}
+	if o.backend != "auto" && o.backend != "none" {
+		for _, c := range cs {
+			if err := tuner.SpecRunsOn(c, o.backend); err != nil {
+				return usageError{fmt.Errorf("--backend %s: %w", o.backend, err)}
+			}
+		}
+	}
+	out, log := o.IO.Out, o.IO.ErrOut
+	text := out // the human-readable lines; with --json, JSON alone goes to stdout
+	if o.asJSON {
+		text = io.Discard
+	}
+	res := checkJSON{Specs: []*spec.StaticCheck{}, Reports: []checkReport{}}
+	done := func(err error) error {
+		if o.asJSON {
+			if perr := printJSON(out, res); perr != nil && err == nil {
+				return perr
+			}
+		}
+		return err
+	}
+	for _, c := range cs {
+		sc, err := c.StaticCheck(o.ctx)
+		var me *spec.MSLError
+		if errors.As(err, &me) {
+			return usageError{err}
+		}
+		if err != nil {
+			return err
+		}
+		printStaticCheck(text, sc)
+		res.Specs = append(res.Specs, sc)
+	}
+	if o.backend == "none" {
+		res.DeviceCheck = "not run (--backend none)"
+		return done(nil)
+	}
+	b, err := openGPUBackend(o.backend, log)
+	if err != nil {
+		return err
+	}
+	if b == nil {
+		res.DeviceCheck = "skipped: " + noGPUNote(cs)
+		fmt.Fprintln(text, "device check "+res.DeviceCheck)
+		return done(nil)
+	}
+	defer b.Close()
+	info := b.Info()
+	res.Device, res.DeviceCheck = info.Key, "run"
+	ctx, stop := signal.NotifyContext(o.ctx, os.Interrupt)
+	defer stop()
+	tu := tuner.New(b, tuner.Config{})
+	failed := 0
+	for _, c := range cs {
+		if err := tuner.SpecRunsOn(c, info.Backend); err != nil {
+			fmt.Fprintf(text, "device check of %s skipped: %v\n", c.Kernel.Name, err)
+			res.Skipped = append(res.Skipped, checkSkip{Kernel: c.Kernel.Name, File: c.File, Reason: err.Error()})
+			continue
+		}
+		use := dts
+		if len(use) == 0 {
+			use = c.DTypes()
+		}
+		for _, dt := range use {
+			if !supports(c, dt) {
+				return usageErrorf("--dtype %s: %s supports %s", dt, c.File, strings.Join(c.Spec.DTypes, ", "))
+			}
+			n := o.sample
+			if n == 0 {
+				n = max(1, (len(c.Space().Enumerate())+31)/32)
+			}
+			rep, err := tu.VerifyAll(ctx, c.Kernel, dt, n)
+			if err != nil {
+				return done(fmt.Errorf("%s on %s: %w", c.File, info.Key, err))
+			}
+			fmt.Fprintf(text, "%s %s on %s: %d valid on the device, %d checked (every %d), %d passed, %.1fs\n",
+				c.Kernel.Name, dt, info.Key, rep.Valid, rep.Checked, n, rep.Passed, rep.Elapsed.Seconds())
+			for _, r := range rep.Reasons() {
+				fmt.Fprintf(text, "  %4d× %s (e.g. %s)\n", rep.Failed[r], r, rep.Example[r])
+			}
+			res.Reports = append(res.Reports, checkReport{File: c.File, Every: n,
+				verifyJSON: verifyJSON{c.Kernel.Name, string(dt), rep.Valid, rep.Checked, rep.Passed, rep.Failed, rep.Example, rep.Elapsed.Seconds()}})
+			if rep.Checked == 0 || rep.Passed < rep.Checked {
+				failed++
+			}
+		}
+	}
+	if failed > 0 {
+		return done(fmt.Errorf("check: %s had candidates that failed or none checked", plural(failed, "kernel/dtype pair", "kernel/dtype pairs")))
+	}
+	return done(nil)
 }
 
 func supports(c *spec.Compiled, dt kernels.DType) bool {

@@ -41,11 +41,7 @@ func TestCheckSpecMLX(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "mlx_qr_col_dot.body.metal"), []byte(strings.Replace(string(body), "float(v[i])", "float(w[i])", 1)), 0o644)
 	broken := filepath.Join(dir, "mlx_qr_col_dot.json")
 
-	tests := []struct {
-		args []string
-		code int
-		want []string
-	}{
+	tests := []cliCase{
 		{[]string{"check", "--spec", qr, "--spec", gemm, "--backend", "none"}, 0,
 			append([]string{"kernel mlx_qr_col_dot", "APIs metal", "sources generated: 48 (24 candidates × 2 dtypes × 1 API)", "sources generated: 54"}, syntax...)},
 		{[]string{"check", "--spec", qr, "--backend", "cuda"}, 2, []string{"--backend cuda", qr, "kernel mlx_qr_col_dot has an mlx source", "metal backend only, not cuda"}},
@@ -56,22 +52,10 @@ func TestCheckSpecMLX(t *testing.T) {
 		{[]string{"tune", "--spec", qr, "--backend", "metal", "--shape", "5x4096", "--out", filepath.Join(t.TempDir(), "p.json")}, 2, []string{"--shape 5x4096", "input v has 5 elements", "constant address space"}},
 	}
 	if clangErr == nil {
-		tests = append(tests, struct {
-			args []string
-			code int
-			want []string
-		}{[]string{"check", "--spec", broken, "--backend", "none"}, 2, []string{broken, filepath.Join(dir, "mlx_qr_col_dot.body.metal") + ":21 (source.mlx.source_file line 21): error: use of undeclared identifier 'w'", "float(w[i])"}})
+		tests = append(tests, cliCase{[]string{"check", "--spec", broken, "--backend", "none"}, 2, []string{broken, filepath.Join(dir, "mlx_qr_col_dot.body.metal") + ":21 (source.mlx.source_file line 21): error: use of undeclared identifier 'w'", "float(w[i])"}})
 	}
 	for _, tt := range tests {
-		code, out := runCLI(t, tt.args...)
-		if code != tt.code {
-			t.Errorf("%v: exit %d, want %d\n%s", tt.args, code, tt.code, out)
-		}
-		for _, w := range tt.want {
-			if !strings.Contains(out, w) {
-				t.Errorf("%v: output lacks %q:\n%s", tt.args, w, out)
-			}
-		}
+		wantExit(t, tt.args, tt.code, tt.want...)
 	}
 }
 

@@ -12,7 +12,9 @@ import (
 	"github.com/kerntune/kerntune/tuner"
 )
 
-func init() { commands = append(commands, func(*Factory) *cobra.Command { return newDevicesCmd() }) }
+func init() {
+	commands = append(commands, func(f *Factory) *cobra.Command { return NewCmdDevices(f, nil) })
+}
 
 type deviceJSON struct {
 	Backend      string             `json:"backend"`
@@ -25,52 +27,55 @@ type deviceJSON struct {
 	Facts        map[string]float64 `json:"facts,omitempty"`
 }
 
-func newDevicesCmd() *cobra.Command {
-	var asJSON bool
-	cmd := &cobra.Command{
-		Use:   "devices",
-		Short: "List the devices every backend can use here, with their keys and facts",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			var devs []deviceJSON
-			for _, name := range tuner.Backends() {
-				d := deviceJSON{Backend: name}
-				b, err := tuner.Open(name)
-				if err != nil {
-					d.Error = err.Error()
-				} else {
-					info := b.Info()
-					d.Available, d.Key, d.Name, d.Family, d.ComputeUnits, d.Facts = true, info.Key, info.Name, info.Family, info.ComputeUnits, info.Facts
-					b.Close()
-				}
-				devs = append(devs, d)
-			}
-			out := cmd.OutOrStdout()
-			if asJSON {
-				return printJSON(out, map[string]any{"devices": devs})
-			}
-			for _, d := range devs {
-				if !d.Available {
-					fmt.Fprintf(out, "%-7s unavailable: %s\n", d.Backend, d.Error)
-					continue
-				}
-				fmt.Fprintf(out, "%-7s %s\n        name %s, family %s, %s\n", d.Backend, d.Key, d.Name, d.Family, plural(d.ComputeUnits, "compute unit", "compute units"))
-				keys := make([]string, 0, len(d.Facts))
-				for k := range d.Facts {
-					keys = append(keys, k)
-				}
-				sort.Strings(keys)
-				var parts []string
-				for _, k := range keys {
-					parts = append(parts, k+"="+factString(k, d.Facts[k]))
-				}
-				fmt.Fprintf(out, "        %s\n", strings.Join(parts, ", "))
-			}
-			return nil
-		},
+// DevicesOptions are what devices is asked to do: its flags and its streams.
+type DevicesOptions struct {
+	IO   IOStreams
+	JSON bool // --json
+}
+
+// NewCmdDevices builds the devices command; runF, when not nil, runs instead of runDevices.
+func NewCmdDevices(f *Factory, runF func(*DevicesOptions) error) *cobra.Command {
+	o := &DevicesOptions{IO: f.IO}
+	return jsonOnlyCmd("devices", "List the devices every backend can use here, with their keys and facts",
+		&o.JSON, func() error { return runOr(o, runF, runDevices) })
+}
+
+func runDevices(o *DevicesOptions) error {
+	var devs []deviceJSON
+	for _, name := range tuner.Backends() {
+		d := deviceJSON{Backend: name}
+		b, err := tuner.Open(name)
+		if err != nil {
+			d.Error = err.Error()
+		} else {
+			info := b.Info()
+			d.Available, d.Key, d.Name, d.Family, d.ComputeUnits, d.Facts = true, info.Key, info.Name, info.Family, info.ComputeUnits, info.Facts
+			b.Close()
+		}
+		devs = append(devs, d)
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	return cmd
+	out := o.IO.Out
+	if o.JSON {
+		return printJSON(out, map[string]any{"devices": devs})
+	}
+	for _, d := range devs {
+		if !d.Available {
+			fmt.Fprintf(out, "%-7s unavailable: %s\n", d.Backend, d.Error)
+			continue
+		}
+		fmt.Fprintf(out, "%-7s %s\n        name %s, family %s, %s\n", d.Backend, d.Key, d.Name, d.Family, plural(d.ComputeUnits, "compute unit", "compute units"))
+		keys := make([]string, 0, len(d.Facts))
+		for k := range d.Facts {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		var parts []string
+		for _, k := range keys {
+			parts = append(parts, k+"="+factString(k, d.Facts[k]))
+		}
+		fmt.Fprintf(out, "        %s\n", strings.Join(parts, ", "))
+	}
+	return nil
 }
 
 // factString prints a fact as a person reads it: plain digits, never an

@@ -30,6 +30,7 @@ func TestFactString(t *testing.T) {
 
 // devices prints no number with an exponent.
 func TestDevicesPlainNumbers(t *testing.T) {
+	t.Parallel()
 	code, out := runCLI(t, "devices")
 	if code != 0 || !strings.Contains(out, "llc_bytes=") {
 		t.Fatalf("devices exited %d:\n%s", code, out)

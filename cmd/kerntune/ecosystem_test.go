@@ -30,7 +30,7 @@ func TestCompletionAndVersion(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
-			code, stdout, stderr := runGet(t, tc.args...)
+			code, stdout, stderr := runIn(tc.args...)
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, stderr)
 			}
@@ -43,12 +43,12 @@ func TestCompletionAndVersion(t *testing.T) {
 	}
 	// A shell without a script, or none, is a usage error naming the shells.
 	for _, args := range [][]string{{"completion", "tcsh"}, {"completion"}} {
-		code, stdout, stderr := runGet(t, args...)
+		code, stdout, stderr := runIn(args...)
 		if code != exitUsage || !strings.Contains(stderr, "bash, fish, powershell, zsh") || stdout != "" {
 			t.Errorf("%v: exit %d, want %d naming the shells; stdout %.200q, stderr %q", args, code, exitUsage, stdout, stderr)
 		}
 	}
-	code, stdout, _ := runGet(t, "version", "--json")
+	code, stdout, _ := runIn("version", "--json")
 	var bv buildVersion
 	if err := json.Unmarshal([]byte(stdout), &bv); code != 0 || err != nil || bv.Module == "" || bv.Go == "" || bv.Version == "" {
 		t.Fatalf("version --json: exit %d, err %v, %+v", code, err, bv)
@@ -56,6 +56,7 @@ func TestCompletionAndVersion(t *testing.T) {
 }
 
 func TestReport(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	pf := filepath.Join(dir, "hardware_params.json")
 	os.WriteFile(pf, []byte(mergeDoc("cpu:m1", "2026-01-01T00:00:00Z", map[string]string{
@@ -71,7 +72,7 @@ func TestReport(t *testing.T) {
 
 	for _, format := range []string{"svg", "png"} {
 		out := filepath.Join(dir, "report-"+format)
-		code, stdout, stderr := runGet(t, "report", pf, "--out", out, "--format", format, "--json")
+		code, stdout, stderr := runIn("report", pf, "--out", out, "--format", format, "--json")
 		if code != 0 {
 			t.Fatalf("report exited %d: %s", code, stderr)
 		}
@@ -104,7 +105,7 @@ func TestReport(t *testing.T) {
 		}
 	}
 	for _, bad := range [][]string{{"report", pf, "--format", "gif"}, {"report", filepath.Join(dir, "none.json")}, {"report", pf, "--trace", filepath.Join(dir, "none.jsonl")}} {
-		if code, _, stderr := runGet(t, append(bad, "--out", filepath.Join(dir, "x"))...); code != exitUsage {
+		if code, _, stderr := runIn(append(bad, "--out", filepath.Join(dir, "x"))...); code != exitUsage {
 			t.Errorf("%v: exit %d, want %d (%s)", bad, code, exitUsage, stderr)
 		}
 	}

@@ -40,10 +40,7 @@ results file is replaced only with --force.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			f.File = paramsFileArg(args)
-			if runF != nil {
-				return runF(f)
-			}
-			return runExport(f)
+			return runOr(f, runF, runExport)
 		},
 	}
 	fl := cmd.Flags()

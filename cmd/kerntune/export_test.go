@@ -143,7 +143,7 @@ func TestExportT4(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			code, stdout, stderr := runGet(t, append([]string{"export", "--t4"}, tc.args...)...)
+			code, stdout, stderr := runIn(append([]string{"export", "--t4"}, tc.args...)...)
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, stderr)
 			}
@@ -195,7 +195,7 @@ func TestExportT4(t *testing.T) {
 		})
 	}
 	for _, bad := range [][]string{{"export", pf}, {"export", "--t4", pf, "--kernel", "nope"}, {"export", "--t4", filepath.Join(dir, "missing.json")}} {
-		if code, _, stderr := runGet(t, bad...); code != exitUsage {
+		if code, _, stderr := runIn(bad...); code != exitUsage {
 			t.Errorf("%v: exit %d, want %d (%s)", bad, code, exitUsage, stderr)
 		}
 	}

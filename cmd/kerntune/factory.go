@@ -3,6 +3,8 @@ package main
 import (
 	"io"
 	"os"
+
+	"github.com/spf13/cobra"
 )
 
 // IOStreams are where a command reads and writes: the process's standard
@@ -25,4 +27,27 @@ type Factory struct {
 // systemFactory is the factory of the kerntune process: its standard streams.
 func systemFactory() *Factory {
 	return &Factory{IO: IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}}
+}
+
+// jsonOnlyCmd is a command of no arguments whose one flag is --json
+// (kernels, version, devices); run is its work, json the options' field
+// --json sets.
+func jsonOnlyCmd(use, short string, json *bool, run func() error) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args:  cobra.NoArgs,
+		RunE:  func(*cobra.Command, []string) error { return run() },
+	}
+	cmd.Flags().BoolVar(json, "json", false, "print JSON")
+	return cmd
+}
+
+// runOr runs a command's options through runF when a test gave one, else
+// through run, the command's work: the last step of every RunE.
+func runOr[O any](opts *O, runF, run func(*O) error) error {
+	if runF != nil {
+		return runF(opts)
+	}
+	return run(opts)
 }

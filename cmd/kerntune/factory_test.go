@@ -72,6 +72,35 @@ func TestCommandsFillTheirOptions(t *testing.T) {
 			[]string{"--backend", "cpu", "--kernel", "softmax", "--shape", "8x300", "--isolate", "--allow-tf32"},
 			tuneDefaults(TuneOptions{backend: "cpu", kernels: []string{"softmax"}, shapes: []string{"8x300"}, isolate: true, isolateSet: true,
 				backendOpts: backendOptions{allowTF32: true}})},
+		{NewCmdBench(f, func(o *BenchOptions) error { o.ctx = nil; got = *o; return nil }),
+			[]string{"--backend", "cpu", "--kernel", "softmax", "--shape", "8x300", "--samples", "3", "--params", "p.json", "--json-out", "b.json", "-q"},
+			BenchOptions{IO: f.IO, backend: "cpu", dtype: "f32", file: "p.json", kernelNames: []string{"softmax"}, shapes: []string{"8x300"},
+				samples: 3, quiet: true, jsonOut: "b.json"}},
+		{NewCmdCheck(f, func(o *CheckOptions) error { o.ctx = nil; got = *o; return nil }),
+			[]string{"--spec", "a.json", "--spec", "b.json", "--backend", "none", "--dtype", "f16", "--json"},
+			CheckOptions{IO: f.IO, specs: []string{"a.json", "b.json"}, backend: "none", dtypes: []string{"f16"}, asJSON: true}},
+		{NewCmdDevices(f, func(o *DevicesOptions) error { got = *o; return nil }),
+			[]string{"--json"}, DevicesOptions{IO: f.IO, JSON: true}},
+		{NewCmdGet(f, func(o *GetOptions) error { got = *o; return nil }),
+			[]string{"--kernel", "gemv_nt", "--shape", "1x896x896", "--device-name", "Apple M3 Max", "--compute-units", "40", "--spec", "s.json"},
+			GetOptions{IO: f.IO, kernel: "gemv_nt", shapeText: "1x896x896", dtype: "f32", deviceName: "Apple M3 Max", computeUnits: 40, specs: []string{"s.json"}}},
+		{NewCmdImportVariants(f, func(o *ImportVariantsOptions) error { got = *o; return nil }),
+			[]string{"v.json", "--name", "mv", "--into", "t.json", "--out", "s.json", "--only-listed"},
+			ImportVariantsOptions{IO: f.IO, File: "v.json", name: "mv", template: "t.json", out: "s.json", onlyListed: true}},
+		{NewCmdReplay(f, func(o *ReplayOptions) error { got = *o; return nil }),
+			[]string{"--cache", "a.json,b.json", "--budget-evals", "25,100", "--runs", "3", "--no-race"},
+			ReplayOptions{IO: f.IO, caches: []string{"a.json", "b.json"}, strategies: []string{search.DefaultStrategy}, budgets: "25,100",
+				runs: 3, seed: 1, noRace: true, def: "first", batch: 1}},
+		{NewCmdReport(f, func(o *ReportOptions) error { got = *o; return nil }),
+			[]string{"p.json", "--format", "png", "--json"},
+			ReportOptions{IO: f.IO, File: "p.json", out: "report", format: "png", asJSON: true}},
+		{NewCmdVerify(f, func(o *VerifyOptions) error { o.ctx = nil; got = *o; return nil }),
+			[]string{"--kernel", "softmax", "--sample", "7", "--where", "BN=8", "--metal-fast-math"},
+			VerifyOptions{IO: f.IO, backend: "auto", kernelNames: []string{"softmax"}, dtypes: []string{"f32", "f16"}, sample: 7, where: []string{"BN=8"},
+				backendOpts: backendOptions{metalFastMath: true}}},
+		{NewCmdWorker(f, func(o *WorkerOptions) error { got = *o; return nil }),
+			[]string{"--backend", "cuda", "--spec", "s.json"},
+			WorkerOptions{IO: f.IO, backend: "cuda", specs: []string{"s.json"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.cmd.Name(), func(t *testing.T) {
@@ -98,8 +127,32 @@ func runIn(args ...string) (code int, stdout, stderr string) {
 	return code, out.String(), errOut.String()
 }
 
-// newTuneCmd is the tune command on a test factory, for tests that look at its flags.
-func newTuneCmd() *cobra.Command {
-	var out, errOut syncBuffer
-	return NewCmdTune(testFactory(&out, &errOut), nil)
+// cliCase is a command line, the exit code it must give and strings its
+// output (stdout and stderr together) must hold.
+type cliCase struct {
+	args []string
+	code int
+	want []string
+}
+
+// wantExit runs the command line in-process and fails t unless it exits
+// with code and its output holds every string of want.
+func wantExit(t *testing.T, args []string, code int, want ...string) {
+	t.Helper()
+	got, log := runCLI(t, args...)
+	if got != code {
+		t.Errorf("%v: exit %d, want %d; output:\n%s", args, got, code, log)
+	}
+	for _, w := range want {
+		if !strings.Contains(log, w) {
+			t.Errorf("%v: output lacks %q:\n%s", args, w, log)
+		}
+	}
+}
+
+// backendCommands are the commands that open a backend and so take the
+// backend options, built on a test factory for tests that look at their flags.
+func backendCommands() []*cobra.Command {
+	f := testFactory(new(syncBuffer), new(syncBuffer))
+	return []*cobra.Command{NewCmdTune(f, nil), NewCmdVerify(f, nil), NewCmdBench(f, nil), NewCmdWorker(f, nil)}
 }

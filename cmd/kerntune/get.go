@@ -18,7 +18,9 @@ import (
 	"github.com/kerntune/kerntune/spec"
 )
 
-func init() { commands = append(commands, func(*Factory) *cobra.Command { return newGetCmd() }) }
+func init() {
+	commands = append(commands, func(f *Factory) *cobra.Command { return NewCmdGet(f, nil) })
+}
 
 // getOutput is what `kerntune get --json` prints.
 type getOutput struct {
@@ -45,13 +47,18 @@ type getOutput struct {
 	UnusedEnv []params.UnusedVar `json:"unused_env"`
 }
 
-func newGetCmd() *cobra.Command {
-	var (
-		kernel, shapeText, dtype, file, device, backend, deviceFamily, deviceName string
-		computeUnits                                                              int
-		asJSON                                                                    bool
-		specs                                                                     []string
-	)
+// GetOptions are what get is asked to do: its flags and its streams.
+type GetOptions struct {
+	IO                                                                        IOStreams
+	kernel, shapeText, dtype, file, device, backend, deviceFamily, deviceName string
+	computeUnits                                                              int
+	asJSON                                                                    bool
+	specs                                                                     []string
+}
+
+// NewCmdGet builds the get command; runF, when not nil, runs instead of runGet.
+func NewCmdGet(f *Factory, runF func(*GetOptions) error) *cobra.Command {
+	o := &GetOptions{IO: f.IO}
 	cmd := &cobra.Command{
 		Use:   "get --kernel FAMILY --shape DIMS [--dtype f32] [--params FILE] [--device KEY | --device-name NAME [--compute-units N]] [--json]",
 		Short: "Print the parameters an application would launch a kernel with, and where each comes from",
@@ -89,87 +96,89 @@ an error naming --backend and the spec's backends.`,
   kerntune get --kernel gemm_av --dtype f16 --shape 512x4864x896 --device-name "NVIDIA H100 80GB HBM3"
   KERNTUNE_GEMV_NT_BN=8 kerntune get --kernel gemv_nt --shape 1x896x896 --json`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if kernel == "" || shapeText == "" {
-				return usageErrorf("get: --kernel and --shape are required (e.g. --kernel gemv_nt --shape 1x896x4864)")
-			}
-			shape, err := params.ParseShape(shapeText)
-			if err != nil {
-				return usageErrorf("get: --shape: %w", err)
-			}
-			cs, err := loadSpecs(specs)
-			if err != nil {
-				return err
-			}
-			if computeUnits < 0 {
-				return usageErrorf("get: --compute-units is %d; it must be 0 (unknown) or positive", computeUnits)
-			}
-			opts := params.Options{Path: file, Device: device, DeviceName: deviceName, ComputeUnits: computeUnits,
-				Backend: backend, DeviceFamily: deviceFamily, Families: specFamilies(cs)}
-			l, err := params.Open(opts)
-			if err != nil {
-				return usageErrorf("get: %w", err)
-			}
-			sc := specKernel(cs, kernel)
-			if d := l.Device(); sc != nil && backend == "" && !d.InFile {
-				// A spec kernel is GPU code: for a device not in the file its
-				// backend comes from the spec, not from this machine's CPU.
-				if _, ok := sc.Kernel.Family.Spaces[d.Kind]; !ok {
-					opts.Backend = specBackend(sc)
-					if l, err = params.Open(opts); err != nil {
-						return usageErrorf("get: %w", err)
-					}
-				}
-			}
-			stderr := cmd.ErrOrStderr()
-			unused := unusedVars(l, kernel, os.Environ(), file != "", device != "", specFamilies(cs))
-			warnings := l.Warnings()
-			for _, v := range unused {
-				warnings = append(warnings, fmt.Sprintf("%s has no effect: %s", v.Name, v.Why))
-			}
-			for _, w := range warnings {
-				fmt.Fprintln(stderr, "kerntune: warning:", w)
-			}
-			r, err := l.Resolve(kernel, dtype, shape)
-			if errors.Is(err, params.ErrNoSpace) && sc != nil {
-				apis := specAPIs(sc)
-				return usageErrorf("get: %w; %s is a spec kernel for %s backends: name a device of one of them (--device, --device-name) or give --backend %s",
-					err, kernel, strings.Join(apis, ", "), strings.Join(apis, "|"))
-			}
-			if err != nil {
-				return usageErrorf("get: %w", err)
-			}
-			out := cmd.OutOrStdout()
-			if asJSON {
-				if warnings == nil {
-					warnings = []string{}
-				}
-				if unused == nil {
-					unused = []params.UnusedVar{}
-				}
-				return printJSON(out, getOutput{
-					Device: r.Device, Backend: r.Backend, Kernel: r.Family, DType: r.DType, Shape: r.Shape,
-					Class: r.Class, File: l.Path(), Found: l.FileFound(), Params: r.Params,
-					Matched: r.Matched, How: l.Device().How, UseBaseline: r.UseBaseline, Baseline: r.Baseline,
-					UseSource: r.UseSource, Warnings: warnings, UnusedEnv: unused,
-				})
-			}
-			return printResolved(out, l, r)
-		},
+		RunE: func(_ *cobra.Command, _ []string) error { return runOr(o, runF, runGet) },
 	}
-	f := cmd.Flags()
-	f.StringVar(&kernel, "kernel", "", "kernel family: "+strings.Join(params.BuiltinNames(), ", "))
-	f.StringVar(&shapeText, "shape", "", "shape, dims joined by x (e.g. 1x896x4864 for m x n x k, 64x896 for rows x cols)")
-	f.StringVar(&dtype, "dtype", "f32", "element type: "+strings.Join(params.DTypes(), ", "))
-	f.StringVar(&file, "params", "", "params file (default $KERNTUNE_PARAMS, else ./"+params.DefaultFileName+")")
-	f.StringVar(&device, "device", "", "device key (default $KERNTUNE_DEVICE)")
-	f.StringVar(&deviceName, "device-name", "", `device name as the system reports it, e.g. "Apple M3 Max" (default $KERNTUNE_DEVICE_NAME)`)
-	f.IntVar(&computeUnits, "compute-units", 0, "with --device-name: GPU cores, SMs or CPU cores, to pick among devices of that name")
-	f.StringVar(&backend, "backend", "", "backend of a device not in the file (cpu, cuda, metal, opencl; default cpu, for a --spec kernel the spec's: metal on macOS, else the first of cuda, metal, opencl it supports)")
-	f.StringVar(&deviceFamily, "device-family", "", "device family of a device not in the file, to find fallback devices (e.g. amd64, sm_90)")
-	f.BoolVar(&asJSON, "json", false, "print JSON")
-	f.StringArrayVar(&specs, "spec", nil, "kernel spec file whose kernel --kernel may name (repeatable)")
+	fl := cmd.Flags()
+	fl.StringVar(&o.kernel, "kernel", "", "kernel family: "+strings.Join(params.BuiltinNames(), ", "))
+	fl.StringVar(&o.shapeText, "shape", "", "shape, dims joined by x (e.g. 1x896x4864 for m x n x k, 64x896 for rows x cols)")
+	fl.StringVar(&o.dtype, "dtype", "f32", "element type: "+strings.Join(params.DTypes(), ", "))
+	fl.StringVar(&o.file, "params", "", "params file (default $KERNTUNE_PARAMS, else ./"+params.DefaultFileName+")")
+	fl.StringVar(&o.device, "device", "", "device key (default $KERNTUNE_DEVICE)")
+	fl.StringVar(&o.deviceName, "device-name", "", `device name as the system reports it, e.g. "Apple M3 Max" (default $KERNTUNE_DEVICE_NAME)`)
+	fl.IntVar(&o.computeUnits, "compute-units", 0, "with --device-name: GPU cores, SMs or CPU cores, to pick among devices of that name")
+	fl.StringVar(&o.backend, "backend", "", "backend of a device not in the file (cpu, cuda, metal, opencl; default cpu, for a --spec kernel the spec's: metal on macOS, else the first of cuda, metal, opencl it supports)")
+	fl.StringVar(&o.deviceFamily, "device-family", "", "device family of a device not in the file, to find fallback devices (e.g. amd64, sm_90)")
+	fl.BoolVar(&o.asJSON, "json", false, "print JSON")
+	fl.StringArrayVar(&o.specs, "spec", nil, "kernel spec file whose kernel --kernel may name (repeatable)")
 	return cmd
+}
+
+func runGet(o *GetOptions) error {
+	if o.kernel == "" || o.shapeText == "" {
+		return usageErrorf("get: --kernel and --shape are required (e.g. --kernel gemv_nt --shape 1x896x4864)")
+	}
+	shape, err := params.ParseShape(o.shapeText)
+	if err != nil {
+		return usageErrorf("get: --shape: %w", err)
+	}
+	cs, err := loadSpecs(o.specs)
+	if err != nil {
+		return err
+	}
+	if o.computeUnits < 0 {
+		return usageErrorf("get: --compute-units is %d; it must be 0 (unknown) or positive", o.computeUnits)
+	}
+	opts := params.Options{Path: o.file, Device: o.device, DeviceName: o.deviceName, ComputeUnits: o.computeUnits,
+		Backend: o.backend, DeviceFamily: o.deviceFamily, Families: specFamilies(cs)}
+	l, err := params.Open(opts)
+	if err != nil {
+		return usageErrorf("get: %w", err)
+	}
+	sc := specKernel(cs, o.kernel)
+	if d := l.Device(); sc != nil && o.backend == "" && !d.InFile {
+		// A spec kernel is GPU code: for a device not in the file its
+		// backend comes from the spec, not from this machine's CPU.
+		if _, ok := sc.Kernel.Family.Spaces[d.Kind]; !ok {
+			opts.Backend = specBackend(sc)
+			if l, err = params.Open(opts); err != nil {
+				return usageErrorf("get: %w", err)
+			}
+		}
+	}
+	stderr := o.IO.ErrOut
+	unused := unusedVars(l, o.kernel, os.Environ(), o.file != "", o.device != "", specFamilies(cs))
+	warnings := l.Warnings()
+	for _, v := range unused {
+		warnings = append(warnings, fmt.Sprintf("%s has no effect: %s", v.Name, v.Why))
+	}
+	for _, w := range warnings {
+		fmt.Fprintln(stderr, "kerntune: warning:", w)
+	}
+	r, err := l.Resolve(o.kernel, o.dtype, shape)
+	if errors.Is(err, params.ErrNoSpace) && sc != nil {
+		apis := specAPIs(sc)
+		return usageErrorf("get: %w; %s is a spec kernel for %s backends: name a device of one of them (--device, --device-name) or give --backend %s",
+			err, o.kernel, strings.Join(apis, ", "), strings.Join(apis, "|"))
+	}
+	if err != nil {
+		return usageErrorf("get: %w", err)
+	}
+	out := o.IO.Out
+	if o.asJSON {
+		if warnings == nil {
+			warnings = []string{}
+		}
+		if unused == nil {
+			unused = []params.UnusedVar{}
+		}
+		return printJSON(out, getOutput{
+			Device: r.Device, Backend: r.Backend, Kernel: r.Family, DType: r.DType, Shape: r.Shape,
+			Class: r.Class, File: l.Path(), Found: l.FileFound(), Params: r.Params,
+			Matched: r.Matched, How: l.Device().How, UseBaseline: r.UseBaseline, Baseline: r.Baseline,
+			UseSource: r.UseSource, Warnings: warnings, UnusedEnv: unused,
+		})
+	}
+	return printResolved(out, l, r)
 }
 
 // specKernel is the spec among cs whose kernel is name, or nil.

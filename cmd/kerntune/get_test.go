@@ -28,17 +28,11 @@ const getFile = `{
   }
 }`
 
-// runGet runs the command line with stdout and stderr captured.
-func runGet(t *testing.T, args ...string) (code int, stdout, stderr string) {
-	t.Helper()
-	return runIn(args...)
-}
-
 // wantUsageError runs kerntune with args and fails t unless it exits with
 // exitUsage and its stderr mentions every string of want.
 func wantUsageError(t *testing.T, args []string, want []string) {
 	t.Helper()
-	code, _, stderr := runGet(t, args...)
+	code, _, stderr := runIn(args...)
 	if code != exitUsage {
 		t.Fatalf("exit %d, want %d; stderr: %s", code, exitUsage, stderr)
 	}
@@ -77,7 +71,7 @@ func row(out, name string) []string {
 func TestGetText(t *testing.T) {
 	path := getEnv(t)
 	t.Setenv("KERNTUNE_GEMV_NT_BN", "8")
-	code, out, errOut := runGet(t, "get", "--kernel", "gemv_nt", "--shape", "1x896x896", "--params", path, "--device", "cpu:a")
+	code, out, errOut := runIn("get", "--kernel", "gemv_nt", "--shape", "1x896x896", "--params", path, "--device", "cpu:a")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -141,7 +135,7 @@ func TestGetAgreesWithLibrary(t *testing.T) {
 				t.Setenv(tt.env[i], tt.env[i+1])
 			}
 			args := append([]string{"get", "--kernel", tt.kernel, "--shape", tt.shape, "--params", path, "--json"}, tt.args...)
-			code, out, errOut := runGet(t, args...)
+			code, out, errOut := runIn(args...)
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, errOut)
 			}
@@ -181,7 +175,7 @@ func TestGetAgreesWithLibrary(t *testing.T) {
 func TestGetJSONShape(t *testing.T) {
 	path := getEnv(t)
 	t.Setenv("KERNTUNE_GEMV_NT_BN", "8")
-	code, out, errOut := runGet(t, "get", "--kernel", "gemv_nt", "--shape", "1x896x896", "--params", path, "--device", "cpu:a", "--json")
+	code, out, errOut := runIn("get", "--kernel", "gemv_nt", "--shape", "1x896x896", "--params", path, "--device", "cpu:a", "--json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -205,7 +199,7 @@ func TestGetFileLookup(t *testing.T) {
 	t.Run("KERNTUNE_PARAMS", func(t *testing.T) {
 		t.Setenv("KERNTUNE_PARAMS", path)
 		t.Setenv("KERNTUNE_DEVICE", "cpu:a")
-		code, out, errOut := runGet(t, "get", "--kernel", "gemv_nt", "--shape", "1x100x100")
+		code, out, errOut := runIn("get", "--kernel", "gemv_nt", "--shape", "1x100x100")
 		if code != 0 || !reflect.DeepEqual(row(out, "BN"), []string{"64", "file:cpu:a/gemv_nt/f32/tiny"}) {
 			t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 		}
@@ -220,14 +214,14 @@ func TestGetFileLookup(t *testing.T) {
 		if err := os.WriteFile(params.DefaultFileName, data, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		code, out, errOut := runGet(t, "get", "--kernel", "gemv_nt", "--shape", "1x100x100", "--device", "cpu:a")
+		code, out, errOut := runIn("get", "--kernel", "gemv_nt", "--shape", "1x100x100", "--device", "cpu:a")
 		if code != 0 || !reflect.DeepEqual(row(out, "BN"), []string{"64", "file:cpu:a/gemv_nt/f32/tiny"}) {
 			t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 		}
 	})
 	t.Run("no file: defaults", func(t *testing.T) {
 		t.Chdir(t.TempDir())
-		code, out, errOut := runGet(t, "get", "--kernel", "rmsnorm", "--shape", "64x896")
+		code, out, errOut := runIn("get", "--kernel", "rmsnorm", "--shape", "64x896")
 		if code != 0 || errOut != "" {
 			t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 		}
@@ -242,7 +236,7 @@ func TestGetFileLookup(t *testing.T) {
 	})
 	t.Run("named file missing: defaults and a warning", func(t *testing.T) {
 		missing := filepath.Join(t.TempDir(), "nope.json")
-		code, out, errOut := runGet(t, "get", "--kernel", "softmax", "--shape", "1x151936", "--params", missing, "--json")
+		code, out, errOut := runIn("get", "--kernel", "softmax", "--shape", "1x151936", "--params", missing, "--json")
 		if code != 0 || !strings.Contains(errOut, "kerntune: warning: params file "+missing+" does not exist; built-in defaults apply") {
 			t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 		}
@@ -251,14 +245,14 @@ func TestGetFileLookup(t *testing.T) {
 		}
 	})
 	t.Run("several devices, none chosen: warning", func(t *testing.T) {
-		code, _, errOut := runGet(t, "get", "--kernel", "gemv_nt", "--shape", "1x896x896", "--params", path)
+		code, _, errOut := runIn("get", "--kernel", "gemv_nt", "--shape", "1x896x896", "--params", path)
 		if code != 0 || !strings.Contains(errOut, "holds 2 devices and none was chosen") || !strings.Contains(errOut, `its devices: cpu:a (backend cpu, name "A", compute units 2, family amd64); cpu:b`) {
 			t.Fatalf("exit %d\n%s", code, errOut)
 		}
 	})
 	t.Run("unknown parameter variable: warning", func(t *testing.T) {
 		t.Setenv("KERNTUNE_GEMV_NT_XX", "1")
-		code, _, errOut := runGet(t, "get", "--kernel", "gemv_nt", "--shape", "1x896x896", "--params", path, "--device", "cpu:a")
+		code, _, errOut := runIn("get", "--kernel", "gemv_nt", "--shape", "1x896x896", "--params", path, "--device", "cpu:a")
 		if code != 0 || !strings.Contains(errOut, "kerntune: warning: KERNTUNE_GEMV_NT_XX has no effect: not a variable the loader reads: gemv_nt has no parameter XX") {
 			t.Fatalf("exit %d\n%s", code, errOut)
 		}
@@ -314,7 +308,7 @@ func TestGetErrors(t *testing.T) {
 			for i := 0; i+1 < len(tt.env); i += 2 {
 				t.Setenv(tt.env[i], tt.env[i+1])
 			}
-			code, out, errOut := runGet(t, append(append([]string{}, base...), tt.args...)...)
+			code, out, errOut := runIn(append(append([]string{}, base...), tt.args...)...)
 			if code != exitUsage {
 				t.Errorf("exit %d, want %d", code, exitUsage)
 			}
@@ -343,7 +337,7 @@ func TestGetDeviceName(t *testing.T) {
 	}
 	base := []string{"get", "--params", path, "--kernel", "gemm_av", "--dtype", "f16", "--shape", "512x4864x896"}
 
-	code, out, errOut := runGet(t, append(base, "--device-name", "nvidia h100 80GB HBM3")...)
+	code, out, errOut := runIn(append(base, "--device-name", "nvidia h100 80GB HBM3")...)
 	if code != 0 || errOut != "" {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
@@ -356,7 +350,7 @@ func TestGetDeviceName(t *testing.T) {
 	}
 
 	t.Setenv("KERNTUNE_GEMM_AV_USE", "tuned")
-	code, out, errOut = runGet(t, append(base, "--device-name", "Apple M3 Max", "--compute-units", "38", "--json")...)
+	code, out, errOut = runIn(append(base, "--device-name", "Apple M3 Max", "--compute-units", "38", "--json")...)
 	// No variant has 38 cores: the nearest applies, with a warning.
 	nearest := "chose metal:Apple M3 Max:40c, the nearest in compute units"
 	if code != 0 || !strings.Contains(errOut, nearest) {
@@ -373,7 +367,7 @@ func TestGetDeviceName(t *testing.T) {
 
 	t.Setenv("KERNTUNE_GEMM_AV_USE", "")
 	t.Setenv("KERNTUNE_DEVICE_NAME", "Apple M4 Max")
-	code, out, errOut = runGet(t, append(base, "--device-family", "apple9", "--backend", "metal", "--json")...)
+	code, out, errOut = runIn(append(base, "--device-family", "apple9", "--backend", "metal", "--json")...)
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
@@ -403,7 +397,7 @@ func TestGetOnlyDeviceOfAnotherMachine(t *testing.T) {
 		t.Fatal(err)
 	}
 	local := params.LocalDevice()
-	code, out, errOut := runGet(t, "get", "--params", path, "--kernel", "softmax", "--shape", "64x896", "--json")
+	code, out, errOut := runIn("get", "--params", path, "--kernel", "softmax", "--shape", "64x896", "--json")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
@@ -442,7 +436,7 @@ func TestGetUnusedEnv(t *testing.T) {
 		"KERNTUNE_PARAMS":       "not read: --params names the params file",
 		"KERNTUNE_DEVICE":       "not read: --device names the device",
 	}
-	code, out, errOut := runGet(t, "get", "--kernel", "gemv_nt", "--shape", "1x896x896", "--params", path, "--device", "cpu:a", "--json")
+	code, out, errOut := runIn("get", "--kernel", "gemv_nt", "--shape", "1x896x896", "--params", path, "--device", "cpu:a", "--json")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
@@ -505,7 +499,7 @@ func TestGetSpecBackend(t *testing.T) {
 			for i := 0; i+1 < len(tt.env); i += 2 {
 				t.Setenv(tt.env[i], tt.env[i+1])
 			}
-			code, out, errOut := runGet(t, append(append([]string{}, base...), tt.args...)...)
+			code, out, errOut := runIn(append(append([]string{}, base...), tt.args...)...)
 			if code != tt.code {
 				t.Fatalf("exit %d, want %d\n%s\n%s", code, tt.code, out, errOut)
 			}

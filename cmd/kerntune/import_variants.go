@@ -14,14 +14,20 @@ import (
 )
 
 func init() {
-	commands = append(commands, func(*Factory) *cobra.Command { return newImportVariantsCmd() })
+	commands = append(commands, func(f *Factory) *cobra.Command { return NewCmdImportVariants(f, nil) })
 }
 
-func newImportVariantsCmd() *cobra.Command {
-	var (
-		name, template, body, out string
-		onlyListed, force         bool
-	)
+// ImportVariantsOptions are what import-variants is asked to do: its flags and its streams.
+type ImportVariantsOptions struct {
+	IO                        IOStreams
+	File                      string // FILE, the variants manifest
+	name, template, body, out string
+	onlyListed, force         bool
+}
+
+// NewCmdImportVariants builds the import-variants command; runF, when not nil, runs instead of runImportVariants.
+func NewCmdImportVariants(f *Factory, runF func(*ImportVariantsOptions) error) *cobra.Command {
+	opts := &ImportVariantsOptions{IO: f.IO}
 	cmd := &cobra.Command{
 		Use:   "import-variants FILE --name NAME [--into SPEC] [--only-listed] [--out FILE]",
 		Short: "Turn a variants manifest (named variants with bnXX/bkYY/tgZZ tokens and supports flags) into a kernel spec",
@@ -41,76 +47,81 @@ body_file you write. The space is the cartesian product of the values, or with
 printed (an existing --out that is not a spec is replaced only with --force);
 check it with kerntune check --spec.`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			data, err := params.ReadFileLimit(args[0], params.MaxFileSize)
-			var tl *params.TooLargeError
-			if errors.As(err, &tl) {
-				return usageErrorf("import-variants: %s: %s", args[0], tl.Reason("a variants manifest"))
-			}
-			if err != nil {
-				return usageErrorf("import-variants: %w", err)
-			}
-			if out != "" {
-				if err := checkOutPath(out); err != nil {
-					return err
-				}
-				if err := checkOutKind("--out", out, "a kernel spec", force, func(d []byte) error { _, err := spec.Decode(d, out); return err }); err != nil {
-					return err
-				}
-			}
-			vs, err := spec.ParseManifest(data, args[0])
-			if err != nil {
-				return usageErrorf("import-variants: %w", err)
-			}
-			if name == "" {
-				return usageErrorf("import-variants: --name is required (a lower-case identifier naming the kernel)")
-			}
-			o := spec.ImportOptions{Name: name, BodyFile: body, OnlyListed: onlyListed}
-			if template != "" {
-				c, err := spec.Load(template)
-				if err != nil {
-					return usageErrorf("--into: %w", err)
-				}
-				o.Template = c.Spec
-				if out != "" {
-					// Source files are relative to the spec: keep them reachable from --out.
-					rebase(&o.Template.Source, filepath.Dir(template), filepath.Dir(out))
-				}
-			}
-			s, notes, err := spec.ImportVariants(vs, args[0], o)
-			if err != nil {
-				return usageError{err}
-			}
-			for _, n := range notes {
-				fmt.Fprintln(cmd.ErrOrStderr(), "kerntune: note:", n)
-			}
-			var buf bytes.Buffer
-			je := json.NewEncoder(&buf)
-			je.SetEscapeHTML(false) // expressions keep their < and &&
-			je.SetIndent("", "  ")
-			if err := je.Encode(s); err != nil {
-				return err
-			}
-			enc := buf.Bytes()
-			if out == "" {
-				_, err = cmd.OutOrStdout().Write(enc)
-				return err
-			}
-			if err := writeOut(out, enc); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s (%s); check it with: kerntune check --spec %s\n", out, plural(len(s.Params), "parameter", "parameters"), out)
-			return nil
+		RunE: func(_ *cobra.Command, args []string) error {
+			opts.File = args[0]
+			return runOr(opts, runF, runImportVariants)
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&name, "name", "", "kernel name of the generated spec (required)")
-	f.StringVar(&template, "into", "", "spec whose source, buffers, scalars and launch are kept")
-	f.StringVar(&body, "body", "", "body_file of a generated skeleton (default NAME.body)")
-	f.StringVar(&out, "out", "", "write the spec here instead of stdout")
-	f.BoolVar(&onlyListed, "only-listed", false, "restrict the space to the listed combinations")
-	f.BoolVar(&force, "force", false, "replace an existing --out that is not a kernel spec")
+	fl := cmd.Flags()
+	fl.StringVar(&opts.name, "name", "", "kernel name of the generated spec (required)")
+	fl.StringVar(&opts.template, "into", "", "spec whose source, buffers, scalars and launch are kept")
+	fl.StringVar(&opts.body, "body", "", "body_file of a generated skeleton (default NAME.body)")
+	fl.StringVar(&opts.out, "out", "", "write the spec here instead of stdout")
+	fl.BoolVar(&opts.onlyListed, "only-listed", false, "restrict the space to the listed combinations")
+	fl.BoolVar(&opts.force, "force", false, "replace an existing --out that is not a kernel spec")
 	return cmd
+}
+
+func runImportVariants(opts *ImportVariantsOptions) error {
+	data, err := params.ReadFileLimit(opts.File, params.MaxFileSize)
+	var tl *params.TooLargeError
+	if errors.As(err, &tl) {
+		return usageErrorf("import-variants: %s: %s", opts.File, tl.Reason("a variants manifest"))
+	}
+	if err != nil {
+		return usageErrorf("import-variants: %w", err)
+	}
+	if opts.out != "" {
+		if err := checkOutPath(opts.out); err != nil {
+			return err
+		}
+		if err := checkOutKind("--out", opts.out, "a kernel spec", opts.force, func(d []byte) error { _, err := spec.Decode(d, opts.out); return err }); err != nil {
+			return err
+		}
+	}
+	vs, err := spec.ParseManifest(data, opts.File)
+	if err != nil {
+		return usageErrorf("import-variants: %w", err)
+	}
+	if opts.name == "" {
+		return usageErrorf("import-variants: --name is required (a lower-case identifier naming the kernel)")
+	}
+	o := spec.ImportOptions{Name: opts.name, BodyFile: opts.body, OnlyListed: opts.onlyListed}
+	if opts.template != "" {
+		c, err := spec.Load(opts.template)
+		if err != nil {
+			return usageErrorf("--into: %w", err)
+		}
+		o.Template = c.Spec
+		if opts.out != "" {
+			// Source files are relative to the spec: keep them reachable from --out.
+			rebase(&o.Template.Source, filepath.Dir(opts.template), filepath.Dir(opts.out))
+		}
+	}
+	s, notes, err := spec.ImportVariants(vs, opts.File, o)
+	if err != nil {
+		return usageError{err}
+	}
+	for _, n := range notes {
+		fmt.Fprintln(opts.IO.ErrOut, "kerntune: note:", n)
+	}
+	var buf bytes.Buffer
+	je := json.NewEncoder(&buf)
+	je.SetEscapeHTML(false) // expressions keep their < and &&
+	je.SetIndent("", "  ")
+	if err := je.Encode(s); err != nil {
+		return err
+	}
+	enc := buf.Bytes()
+	if opts.out == "" {
+		_, err = opts.IO.Out.Write(enc)
+		return err
+	}
+	if err := writeOut(opts.out, enc); err != nil {
+		return err
+	}
+	fmt.Fprintf(opts.IO.Out, "wrote %s (%s); check it with: kerntune check --spec %s\n", opts.out, plural(len(s.Params), "parameter", "parameters"), opts.out)
+	return nil
 }
 
 // rebase rewrites relative source file names from one directory to another.

@@ -82,7 +82,9 @@ func TestTuneNeverLowersAnEntry(t *testing.T) {
 	// gemv_nt f32 has a baseline on the CPU (gonum), so entries record use.
 	// The drift guard is off: the tests beside this one load the machine,
 	// and each drift they cause would idle the run for --drift-cooldown.
-	tune := []string{"tune", "--backend", "cpu", "--kernel", "gemv_nt", "--shape", "1x96x200", "-q", "--json", "--out", out, "--drift-every", "0"}
+	// --where keeps a quarter of the space, so the exhaustive run is short.
+	tune := []string{"tune", "--backend", "cpu", "--kernel", "gemv_nt", "--shape", "1x96x200", "-q", "--json", "--out", out, "--drift-every", "0",
+		"--where", "UNROLL=4"}
 	const key = "f32/1x96x200"
 	code, log := runCLI(t, append(tune, "--strategy", "exhaustive", "--budget", "2m")...)
 	if code != 0 {
@@ -153,7 +155,9 @@ func TestTuneInterruptedNeverLowers(t *testing.T) {
 		"--strategy", "exhaustive", "--budget", "5m", "--json", "--out", path,
 		// The interrupt is placed by counting journal lines; the drift
 		// guard's re-measurements depend on the machine's load.
-		"--drift-every", "0"}
+		"--drift-every", "0",
+		// A third of the space: two entries are still worth interrupting.
+		"--where", "THREADS=1"}
 	if out, err := kerntune(t, nil, args...).CombinedOutput(); err != nil {
 		t.Fatalf("complete run: %v\n%s", err, out)
 	}

@@ -60,19 +60,8 @@ type KernelsOptions struct {
 // NewCmdKernels builds the kernels command; runF, when not nil, runs instead of runKernels.
 func NewCmdKernels(f *Factory, runF func(*KernelsOptions) error) *cobra.Command {
 	opts := &KernelsOptions{IO: f.IO}
-	cmd := &cobra.Command{
-		Use:   "kernels",
-		Short: "List the kernel families, their parameters with allowed values, and shape classes",
-		Args:  cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
-			if runF != nil {
-				return runF(opts)
-			}
-			return runKernels(opts)
-		},
-	}
-	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print JSON")
-	return cmd
+	return jsonOnlyCmd("kernels", "List the kernel families, their parameters with allowed values, and shape classes",
+		&opts.JSON, func() error { return runOr(opts, runF, runKernels) })
 }
 
 func runKernels(opts *KernelsOptions) error {

@@ -39,10 +39,7 @@ an existing --out that is not a params file is replaced only with --force.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			opts.Inputs = args
-			if runF != nil {
-				return runF(opts)
-			}
-			return runMerge(opts)
+			return runOr(opts, runF, runMerge)
 		},
 	}
 	cmd.Flags().StringVar(&opts.Out, "out", "", "file to write the merged result to (required; may be an input)")

@@ -45,7 +45,7 @@ func TestMerge(t *testing.T) {
 	c := write("c.json", mergeDoc("cpu:m2", "2026-03-01T00:00:00Z", map[string]string{"f32/tiny": mergeEntry(32, 99)}, ""))
 	out := filepath.Join(dir, "out.json")
 
-	code, stdout, stderr := runGet(t, "merge", a, b, c, "--out", out, "--json")
+	code, stdout, stderr := runIn("merge", a, b, c, "--out", out, "--json")
 	if code != 0 {
 		t.Fatalf("merge exited %d: %s", code, stderr)
 	}
@@ -91,13 +91,13 @@ func TestMerge(t *testing.T) {
 	}
 
 	// The same file twice: identical entries are no conflict.
-	code, stdout, _ = runGet(t, "merge", a, a, "--out", out, "--json")
+	code, stdout, _ = runIn("merge", a, a, "--out", out, "--json")
 	if err := json.Unmarshal([]byte(stdout), &sum); code != 0 || err != nil || len(sum.Conflicts) != 0 || sum.Entries != 2 {
 		t.Errorf("merge a a: exit %d, %v, %+v; want 2 entries and no conflict", code, err, sum)
 	}
 
 	// Without --json the conflicts are said in words.
-	code, stdout, _ = runGet(t, "merge", a, b, "--out", out)
+	code, stdout, _ = runIn("merge", a, b, "--out", out)
 	if code != 0 || !strings.Contains(stdout, "conflict cpu:m1 gemv_nt f32/tiny: kept "+b) {
 		t.Errorf("merge (text) exited %d, stdout:\n%s", code, stdout)
 	}

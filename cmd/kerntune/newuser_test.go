@@ -12,6 +12,7 @@ import (
 // What a new user gets wrong: each case exits 2 with a message naming the
 // problem, and no existing file is changed.
 func TestTuneNewUserErrors(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	valid := `{"schema_version": 1, "devices": {}}`
 	write := func(name, content string) string {
@@ -65,13 +66,7 @@ func TestTuneNewUserErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			code, log := runCLI(t, tt.args...)
-			if code != exitUsage {
-				t.Errorf("exit code %d, want %d; output:\n%s", code, exitUsage, log)
-			}
-			if !strings.Contains(log, tt.want) {
-				t.Errorf("output %q does not mention %q", log, tt.want)
-			}
+			wantExit(t, tt.args, exitUsage, tt.want)
 		})
 	}
 	for p, want := range before {

@@ -56,6 +56,7 @@ func TestShowAndReportSpeedupsAgree(t *testing.T) {
 // time, and its header says so; --json's speedup is the same figure and
 // ratio its inverse.
 func TestBenchSpeedupDirection(t *testing.T) {
+	t.Parallel()
 	jsonOut := filepath.Join(t.TempDir(), "bench.json")
 	code, log := runCLI(t, "bench", "--backend", "cpu", "--kernel", "gemv_nt", "--shape", "1x96x200", "--samples", "5", "-q",
 		"--params", filepath.Join(t.TempDir(), "none.json"), "--json-out", jsonOut)

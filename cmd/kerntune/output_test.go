@@ -47,15 +47,7 @@ func TestBadOutputExits2(t *testing.T) {
 					}
 				}
 			}
-			code, log := runCLI(t, tt.args...)
-			if code != exitUsage {
-				t.Errorf("exit code %d, want %d; output:\n%s", code, exitUsage, log)
-			}
-			for _, w := range tt.want {
-				if !strings.Contains(log, w) {
-					t.Errorf("output %q does not mention %q", log, w)
-				}
-			}
+			wantExit(t, tt.args, exitUsage, tt.want...)
 		})
 	}
 	if _, err := os.Stat(filepath.Dir(missing)); err == nil {
@@ -117,10 +109,7 @@ func TestReadDevZeroExits2(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.args[0], func(t *testing.T) {
 			start := time.Now()
-			code, log := runCLI(t, tt.args...)
-			if code != exitUsage || !strings.Contains(log, tt.want) {
-				t.Errorf("exit code %d, output %q; want %d and %q", code, log, exitUsage, tt.want)
-			}
+			wantExit(t, tt.args, exitUsage, tt.want)
 			t.Logf("%s: %v", tt.args[0], time.Since(start))
 		})
 	}
@@ -175,6 +164,7 @@ func TestTuneBadTraceExits2(t *testing.T) {
 // gzipped or not); any other file is kept, with exit 2 naming --out and
 // --force, and replaced with --force.
 func TestOutOfAnotherKindNeedsForce(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	paramsDoc := mergeDoc("cpu:m1", "2026-01-01T00:00:00Z", map[string]string{"f32/tiny": mergeEntry(16, 50)}, "")
 	in := filepath.Join(dir, "in.json")

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -33,8 +34,10 @@ func kerntune(t *testing.T, env []string, args ...string) *exec.Cmd {
 	return cmd
 }
 
-// candidateKeys are the valid CPU candidates of a softmax shape other than the default.
-func candidateKeys(t *testing.T, shape []int) []string {
+// candidateKeys are the valid CPU candidates of a softmax shape other than
+// the default that have the parameter value where (NAME=VALUE), as tune
+// --where selects them.
+func candidateKeys(t *testing.T, shape []int, where string) []string {
 	t.Helper()
 	k, err := kernels.Get("softmax")
 	if err != nil {
@@ -52,7 +55,7 @@ func candidateKeys(t *testing.T, shape []int) []string {
 	def := search.Candidate(ps.Defaults()).Key()
 	var keys []string
 	for _, c := range sp.Enumerate() {
-		if c.Key() != def {
+		if c.Key() != def && slices.Contains(strings.Split(c.Key(), ","), where) {
 			keys = append(keys, c.Key())
 		}
 	}
@@ -65,19 +68,22 @@ func TestTuneIsolatesCrashingCandidates(t *testing.T) {
 	if testing.Short() {
 		t.Skip("tunes on the CPU for a few seconds")
 	}
-	keys := candidateKeys(t, []int{16, 300})
+	// The default's THREADS: a third of the space, default included.
+	const where = "THREADS=4"
+	keys := candidateKeys(t, []int{16, 300}, where)
 	crash, hang := keys[len(keys)/3], keys[2*len(keys)/3]
 	t.Setenv("KTDEV_AS_KERNTUNE", "1")
 	t.Setenv("KTDEV_FAULT", "crash:"+crash+";hang:"+hang)
 	out := filepath.Join(t.TempDir(), "hardware_params.json")
 	// The drift guard is off: under load each drift would idle the run for
-	// --drift-cooldown, and this test is about faults.
-	code, log := runCLI(t, "tune", "--backend", "cpu", "--isolate", "--candidate-timeout", "2s", "--kernel", "softmax", "--shape", "16x300",
-		"--strategy", "exhaustive", "--budget", "2m", "-v", "--out", out, "--drift-every", "0")
+	// --drift-cooldown, and this test is about faults. The hanging
+	// candidate costs --candidate-timeout; a healthy call takes milliseconds.
+	code, log := runCLI(t, "tune", "--backend", "cpu", "--isolate", "--candidate-timeout", "1s", "--kernel", "softmax", "--shape", "16x300",
+		"--strategy", "exhaustive", "--budget", "2m", "-v", "--out", out, "--drift-every", "0", "--where", where)
 	if code != 0 {
 		t.Fatalf("tune exited %d:\n%s", code, log)
 	}
-	for _, want := range []string{crash + " crashed", "index out of range", hang + " timeout", "did not finish within 2s"} {
+	for _, want := range []string{crash + " crashed", "index out of range", hang + " timeout", "did not finish within 1s"} {
 		if !strings.Contains(log, want) {
 			t.Errorf("log does not say %q:\n%s", want, log)
 		}
@@ -171,7 +177,9 @@ func TestTuneResumeAfterKill(t *testing.T) {
 	// The drift guard is off: what it measures again depends on how busy
 	// the machine is, and this test counts measurements.
 	args := []string{"tune", "--backend", "cpu", "--kernel", "softmax", "--shape", "8x300", "--shape", "16x600", "--shape", "24x900",
-		"--strategy", "exhaustive", "--budget", "5m", "-v", "--drift-every", "0"}
+		"--strategy", "exhaustive", "--budget", "5m", "-v", "--drift-every", "0",
+		// A third of the space: still more than 30 measurements to interrupt.
+		"--where", "THREADS=1"}
 	clean := filepath.Join(dir, "clean.json")
 	out, err := kerntune(t, nil, append(args, "--out", clean)...).CombinedOutput()
 	if err != nil {

@@ -16,9 +16,13 @@ import (
 	"github.com/kerntune/kerntune/search/replay"
 )
 
-func init() { commands = append(commands, func(*Factory) *cobra.Command { return newReplayCmd() }) }
+func init() {
+	commands = append(commands, func(f *Factory) *cobra.Command { return NewCmdReplay(f, nil) })
+}
 
-type replayFlags struct {
+// ReplayOptions are what replay is asked to do: its flags and its streams.
+type ReplayOptions struct {
+	IO         IOStreams
 	caches     []string
 	strategies []string
 	budgets    string
@@ -33,8 +37,9 @@ type replayFlags struct {
 	batch      int
 }
 
-func newReplayCmd() *cobra.Command {
-	var f replayFlags
+// NewCmdReplay builds the replay command; runF, when not nil, runs instead of runReplay.
+func NewCmdReplay(fac *Factory, runF func(*ReplayOptions) error) *cobra.Command {
+	f := &ReplayOptions{IO: fac.IO}
 	cmd := &cobra.Command{
 		Use:   "replay",
 		Short: "Run search strategies against recorded Kernel Tuner caches",
@@ -76,7 +81,7 @@ the T4 format). replay reads .json and .json.gz files in either format; a
 cache Kernel Tuner is still writing (without its closing braces) and KTT's
 output are not read.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runReplay(cmd, f) },
+		RunE: func(_ *cobra.Command, _ []string) error { return runOr(f, runF, runReplay) },
 	}
 	fl := cmd.Flags()
 	fl.StringSliceVar(&f.caches, "cache", nil, "Kernel Tuner cache file (repeatable)")
@@ -150,7 +155,7 @@ func replayDefaults(s string, caches []*ktcache.Cache) ([]search.Candidate, erro
 	return out, nil
 }
 
-func runReplay(cmd *cobra.Command, f replayFlags) error {
+func runReplay(f *ReplayOptions) error {
 	if len(f.caches) == 0 {
 		return usageErrorf("--cache is required (a Kernel Tuner cache file, e.g. gemm_RTX_3090.json.gz)")
 	}
@@ -196,7 +201,7 @@ func runReplay(cmd *cobra.Command, f replayFlags) error {
 	if err != nil {
 		return err
 	}
-	out := cmd.OutOrStdout()
+	out := f.IO.Out
 	switch {
 	case f.markdown:
 		printReplayMarkdown(out, reports, f)
@@ -227,7 +232,7 @@ func runReplay(cmd *cobra.Command, f replayFlags) error {
 // caches of replay.AcrossCaches: the mean of the mean ratios and its
 // standard error, the worst ratio, the mean simulated time; then the
 // per-cache mean ratios.
-func printReplayMarkdown(w io.Writer, reports [][]replay.Report, f replayFlags) {
+func printReplayMarkdown(w io.Writer, reports [][]replay.Report, f *ReplayOptions) {
 	fmt.Fprintf(w, "| strategy | evals | mean ratio | ± s.e. | worst ratio | mean sim. time (s) |")
 	for _, rs := range reports {
 		fmt.Fprintf(w, " %s |", strings.TrimSuffix(strings.TrimSuffix(filepath.Base(rs[0].Cache), ".gz"), ".json"))

@@ -42,7 +42,7 @@ func writeKTCache(t *testing.T) string {
 // sim_time_s) and the spread fields added to it.
 func TestReplayJSON(t *testing.T) {
 	cache := writeKTCache(t)
-	code, stdout, stderr := runGet(t, "replay", "--cache", cache, "--strategy", "bo", "--budget-evals", "3,25", "--runs", "4", "--seed", "7", "--json")
+	code, stdout, stderr := runIn("replay", "--cache", cache, "--strategy", "bo", "--budget-evals", "3,25", "--runs", "4", "--seed", "7", "--json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -108,7 +108,7 @@ func TestReplayMarkdownStandardError(t *testing.T) {
 	a := writeKTCache(t)
 	b := writeKTCache(t)
 	args := []string{"replay", "--cache", a + "," + b, "--strategy", "random", "--budget-evals", "4", "--runs", "6", "--seed", "3"}
-	code, js, stderr := runGet(t, append(args, "--json")...)
+	code, js, stderr := runIn(append(args, "--json")...)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -124,7 +124,7 @@ func TestReplayMarkdownStandardError(t *testing.T) {
 	r1, r2 := reps[0].Budgets[0], reps[1].Budgets[0]
 	wantMean := fmt.Sprintf("%.3f", (r1.MeanRatio+r2.MeanRatio)/2)
 	wantSE := fmt.Sprintf("%.3f", math.Sqrt(r1.MeanRatioSE*r1.MeanRatioSE+r2.MeanRatioSE*r2.MeanRatioSE)/2)
-	code, md, stderr := runGet(t, append(args, "--markdown")...)
+	code, md, stderr := runIn(append(args, "--markdown")...)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -151,7 +151,7 @@ func TestReplayDefault(t *testing.T) {
 		ratio     float64 // 0: not fixed
 	}{{"first", "x=0,y=0", 1.0 / 3}, {"x=3,y=1", "x=3,y=1", 1}, {"none", "", 0}} {
 		t.Run(tc.flag, func(t *testing.T) {
-			code, stdout, stderr := runGet(t, "replay", "--cache", cache, "--strategy", "ils", "--budget-evals", "1", "--runs", "4", "--default", tc.flag, "--json")
+			code, stdout, stderr := runIn("replay", "--cache", cache, "--strategy", "ils", "--budget-evals", "1", "--runs", "4", "--default", tc.flag, "--json")
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, stderr)
 			}

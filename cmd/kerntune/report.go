@@ -13,15 +13,21 @@ import (
 	"github.com/kerntune/kerntune/report"
 )
 
-func init() { commands = append(commands, func(*Factory) *cobra.Command { return newReportCmd() }) }
+func init() {
+	commands = append(commands, func(f *Factory) *cobra.Command { return NewCmdReport(f, nil) })
+}
 
-type reportFlags struct {
+// ReportOptions are what report is asked to do: its flags and its streams.
+type ReportOptions struct {
+	IO                     IOStreams
+	File                   string // FILE, or the default params file
 	out, tracePath, format string
 	asJSON                 bool
 }
 
-func newReportCmd() *cobra.Command {
-	var f reportFlags
+// NewCmdReport builds the report command; runF, when not nil, runs instead of runReport.
+func NewCmdReport(fac *Factory, runF func(*ReportOptions) error) *cobra.Command {
+	f := &ReportOptions{IO: fac.IO}
 	cmd := &cobra.Command{
 		Use:   "report [FILE] [--out DIR]",
 		Short: "Write a Markdown report with plots for every device of a params file",
@@ -32,8 +38,9 @@ trace (tune --trace FILE, or FILE.trace.jsonl / FILE.journal found next to the
 params file) each entry also gets the time of every measured candidate, sorted,
 and the effect of each parameter (best and all times per value).`,
 		Args: cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return runReport(cmd, paramsFileArg(args), f)
+		RunE: func(_ *cobra.Command, args []string) error {
+			f.File = paramsFileArg(args)
+			return runOr(f, runF, runReport)
 		},
 	}
 	fl := cmd.Flags()
@@ -44,7 +51,8 @@ and the effect of each parameter (best and all times per value).`,
 	return cmd
 }
 
-func runReport(cmd *cobra.Command, path string, f reportFlags) error {
+func runReport(f *ReportOptions) error {
+	path := f.File
 	if f.format != "svg" && f.format != "png" {
 		return usageErrorf("--format %q: allowed are svg and png", f.format)
 	}
@@ -67,7 +75,7 @@ func runReport(cmd *cobra.Command, path string, f reportFlags) error {
 				recs, tracePath = r, cand
 				break
 			} else if err != nil && !errors.Is(err, os.ErrNotExist) {
-				fmt.Fprintf(cmd.ErrOrStderr(), "report: ignoring %v\n", err)
+				fmt.Fprintf(f.IO.ErrOut, "report: ignoring %v\n", err)
 			}
 		}
 	}
@@ -87,9 +95,9 @@ func runReport(cmd *cobra.Command, path string, f reportFlags) error {
 		return err
 	}
 	if f.asJSON {
-		return printJSON(cmd.OutOrStdout(), rows)
+		return printJSON(f.IO.Out, rows)
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "wrote %s (%s, %s)\n", filepath.Join(f.out, "report.md"), plural(len(pf.Devices), "device", "devices"), plural(len(rows), "entry", "entries"))
+	fmt.Fprintf(f.IO.Out, "wrote %s (%s, %s)\n", filepath.Join(f.out, "report.md"), plural(len(pf.Devices), "device", "devices"), plural(len(rows), "entry", "entries"))
 	return nil
 }
 

@@ -42,10 +42,7 @@ and applications read.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			opts.File = showFileArg(args)
-			if runF != nil {
-				return runF(opts)
-			}
-			return runShow(opts)
+			return runOr(opts, runF, runShow)
 		},
 	}
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the parsed file as JSON")

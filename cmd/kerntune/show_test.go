@@ -38,7 +38,7 @@ func TestShowParamsFile(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Setenv("KERNTUNE_PARAMS", tt.env)
-			code, out, errOut := runGet(t, append([]string{"show"}, tt.args...)...)
+			code, out, errOut := runIn(append([]string{"show"}, tt.args...)...)
 			if code != tt.code {
 				t.Fatalf("exit %d, want %d\n%s\n%s", code, tt.code, out, errOut)
 			}

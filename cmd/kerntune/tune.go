@@ -103,10 +103,7 @@ An interrupted run (Ctrl-C, SIGTERM) writes what it finished and exits 130
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts.isolateSet = cmd.Flags().Changed("isolate")
 			opts.ctx = cmd.Context()
-			if runF != nil {
-				return runF(opts)
-			}
-			return runTune(opts)
+			return runOr(opts, runF, runTune)
 		},
 	}
 	fl := cmd.Flags()

@@ -55,8 +55,9 @@ func TestTuneEndToEndCPU(t *testing.T) {
 		t.Skip("tunes on the CPU for a few seconds")
 	}
 	out := filepath.Join(t.TempDir(), "hardware_params.json")
-	// One small class-sized exact shape per run keeps this quick.
-	code, log := runCLI(t, "tune", "--backend", "cpu", "--kernel", "rmsnorm", "--shape", "64x300", "--budget", "3s", "--out", out)
+	// One small class-sized exact shape per run and an evaluation budget
+	// keep this quick, and as quick on a loaded machine.
+	code, log := runCLI(t, "tune", "--backend", "cpu", "--kernel", "rmsnorm", "--shape", "64x300", "--budget", "12e", "--out", out)
 	if code != 0 {
 		t.Fatalf("tune exited %d:\n%s", code, log)
 	}
@@ -70,7 +71,7 @@ func TestTuneEndToEndCPU(t *testing.T) {
 	if strings.Contains(log, "  time: setup ") {
 		t.Errorf("tune without -v splits the entry's time:\n%s", log)
 	}
-	code, log = runCLI(t, "tune", "--backend", "cpu", "-v", "--kernel", "gemv_nt", "--shape", "1x96x200", "--dtype", "f16", "--budget", "3s", "--out", out)
+	code, log = runCLI(t, "tune", "--backend", "cpu", "-v", "--kernel", "gemv_nt", "--shape", "1x96x200", "--dtype", "f16", "--budget", "12e", "--out", out)
 	if code != 0 {
 		t.Fatalf("second tune exited %d:\n%s", code, log)
 	}
@@ -118,7 +119,7 @@ func TestTuneEndToEndCPU(t *testing.T) {
 	}
 	// kerntune get and the Go API resolve the tuned entry identically.
 	// Stdout alone must be JSON whatever warnings go to stderr.
-	code, stdout, stderr := runGet(t, "get", "--kernel", "gemv_nt", "--shape", "1x96x200", "--dtype", "f16", "--params", out, "--json")
+	code, stdout, stderr := runIn("get", "--kernel", "gemv_nt", "--shape", "1x96x200", "--dtype", "f16", "--params", out, "--json")
 	if code != 0 {
 		t.Fatalf("get exited %d: %s%s", code, stdout, stderr)
 	}
@@ -183,13 +184,7 @@ func TestTuneBadInput(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			code, log := runCLI(t, tt.args...)
-			if code != exitUsage {
-				t.Errorf("exit code %d, want %d; output:\n%s", code, exitUsage, log)
-			}
-			if !strings.Contains(log, tt.want) {
-				t.Errorf("output %q does not mention %q", log, tt.want)
-			}
+			wantExit(t, tt.args, exitUsage, tt.want)
 		})
 	}
 	if b, _ := os.ReadFile(broken); string(b) != "{not json" {
@@ -209,6 +204,7 @@ func TestKernelsAndVersion(t *testing.T) {
 }
 
 func TestBenchCPU(t *testing.T) {
+	t.Parallel()
 	code, log := runCLI(t, "bench", "--backend", "cpu", "--kernel", "gemv_nt", "--shape", "1x96x200", "--samples", "5", "--json", "-q",
 		"--params", filepath.Join(t.TempDir(), "none.json"))
 	if code != 0 {
@@ -288,8 +284,9 @@ func TestTuneJSONBusy(t *testing.T) {
 	}
 	out := filepath.Join(t.TempDir(), "hardware_params.json")
 	code, log := runCLI(t, "tune", "--backend", "cpu", "--kernel", "softmax", "--shape", "64x300", "--shape", "8x1000",
-		// 8 s: 4 s was refused as too small with other work on both cores.
-		"--budget", "8s", "-q", "--json", "--out", out)
+		// An evaluation budget: a wall-time one is refused as too small
+		// when other work loads both cores.
+		"--budget", "12e", "-q", "--json", "--out", out)
 	if code != 0 {
 		t.Fatalf("tune exited %d:\n%s", code, log)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/signal"
@@ -16,7 +17,9 @@ import (
 	"github.com/kerntune/kerntune/tuner"
 )
 
-func init() { commands = append(commands, func(*Factory) *cobra.Command { return newVerifyCmd() }) }
+func init() {
+	commands = append(commands, func(f *Factory) *cobra.Command { return NewCmdVerify(f, nil) })
+}
 
 type verifyJSON struct {
 	Kernel  string            `json:"kernel"`
@@ -29,16 +32,22 @@ type verifyJSON struct {
 	Seconds float64           `json:"seconds"`
 }
 
-func newVerifyCmd() *cobra.Command {
-	var (
-		backend       string
-		kernelNames   []string
-		dtypes        []string
-		sample        int
-		where         []string
-		asJSON, quiet bool
-		backendOpts   backendOptions
-	)
+// VerifyOptions are what verify is asked to do: its flags and its streams.
+type VerifyOptions struct {
+	IO            IOStreams
+	ctx           context.Context // the command's; runVerify also stops on SIGINT
+	backend       string
+	kernelNames   []string
+	dtypes        []string
+	sample        int
+	where         []string
+	asJSON, quiet bool
+	backendOpts   backendOptions
+}
+
+// NewCmdVerify builds the verify command; runF, when not nil, runs instead of runVerify.
+func NewCmdVerify(f *Factory, runF func(*VerifyOptions) error) *cobra.Command {
+	o := &VerifyOptions{IO: f.IO}
 	cmd := &cobra.Command{
 		Use:   "verify",
 		Short: "Build and verify every candidate of every family on small odd shapes",
@@ -48,78 +57,83 @@ not multiples of any tile, with the output poisoned first. Failures are counted
 by reason; the command fails if any candidate fails.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ks, err := parseKernels(kernelNames)
-			if err != nil {
-				return err
-			}
-			dts, err := parseDTypes(dtypes...)
-			if err != nil {
-				return err
-			}
-			if sample < 1 {
-				return usageErrorf("--sample must be at least 1")
-			}
-			filters, err := parseWhere(where)
-			if err != nil {
-				return err
-			}
-			log := cmd.ErrOrStderr()
-			b, err := pickBackend(backend, log, false, backendOpts)
-			if err != nil {
-				return err
-			}
-			defer b.Close()
-			if err := checkWhere(ks, b.Info().Backend, where, false); err != nil {
-				return err
-			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
-			defer stop()
-			tu := tuner.New(b, tuner.Config{})
-			var reps []verifyJSON
-			failed, total := 0, 0
-			for _, k := range ks {
-				for _, dt := range dts {
-					rep, err := tu.VerifyAll(ctx, k, dt, sample, filters...)
-					if err != nil {
-						return err
-					}
-					v := verifyJSON{k.Name, string(dt), rep.Valid, rep.Checked, rep.Passed, rep.Failed, rep.Example, rep.Elapsed.Seconds()}
-					reps = append(reps, v)
-					failed += rep.Checked - rep.Passed
-					total += rep.Checked
-					if !quiet {
-						fmt.Fprintf(log, "%-10s %s  %d/%s passed (%d valid) in %.1fs\n", k.Name, dt, rep.Passed, plural(rep.Checked, "candidate", "candidates"), rep.Valid, rep.Elapsed.Seconds())
-						for _, r := range rep.Reasons() {
-							fmt.Fprintf(log, "    %5d × %s  (e.g. %s)\n", rep.Failed[r], r, rep.Example[r])
-						}
-					}
-				}
-			}
-			if asJSON {
-				if err := printJSON(cmd.OutOrStdout(), map[string]any{"device": b.Info().Key, "reports": reps}); err != nil {
-					return err
-				}
-			}
-			if total == 0 && len(where) > 0 {
-				return usageErrorf("--where %s: no candidate of the selected families has these parameter values", strings.Join(where, " "))
-			}
-			fmt.Fprintf(log, "verified %s on %s: %d passed, %d failed\n", plural(total, "candidate", "candidates"), b.Info().Key, total-failed, failed)
-			if failed > 0 {
-				return fmt.Errorf("%d of %s failed verification", failed, plural(total, "candidate", "candidates"))
-			}
-			return nil
+			o.ctx = cmd.Context()
+			return runOr(o, runF, runVerify)
 		},
 	}
 	fl := cmd.Flags()
-	addBackendFlag(cmd, &backend, "")
-	fl.StringArrayVar(&kernelNames, "kernel", nil, "kernel family (repeatable; default all)")
-	fl.StringArrayVar(&dtypes, "dtype", []string{"f32", "f16"}, "element types (repeatable): "+strings.Join(dtypeNames(), ", "))
-	fl.IntVar(&sample, "sample", 1, "verify every N-th candidate only")
-	fl.StringArrayVar(&where, "where", nil, "verify only candidates with this parameter value, e.g. MMA=1 (repeatable; all must hold)")
-	fl.BoolVar(&asJSON, "json", false, "print JSON")
-	fl.BoolVarP(&quiet, "quiet", "q", false, "print only the total")
-	addBackendFlags(cmd, &backendOpts)
+	addBackendFlag(cmd, &o.backend, "")
+	fl.StringArrayVar(&o.kernelNames, "kernel", nil, "kernel family (repeatable; default all)")
+	fl.StringArrayVar(&o.dtypes, "dtype", []string{"f32", "f16"}, "element types (repeatable): "+strings.Join(dtypeNames(), ", "))
+	fl.IntVar(&o.sample, "sample", 1, "verify every N-th candidate only")
+	fl.StringArrayVar(&o.where, "where", nil, "verify only candidates with this parameter value, e.g. MMA=1 (repeatable; all must hold)")
+	fl.BoolVar(&o.asJSON, "json", false, "print JSON")
+	fl.BoolVarP(&o.quiet, "quiet", "q", false, "print only the total")
+	addBackendFlags(cmd, &o.backendOpts)
 	return cmd
+}
+
+func runVerify(o *VerifyOptions) error {
+	ks, err := parseKernels(o.kernelNames)
+	if err != nil {
+		return err
+	}
+	dts, err := parseDTypes(o.dtypes...)
+	if err != nil {
+		return err
+	}
+	if o.sample < 1 {
+		return usageErrorf("--sample must be at least 1")
+	}
+	filters, err := parseWhere(o.where)
+	if err != nil {
+		return err
+	}
+	log := o.IO.ErrOut
+	b, err := pickBackend(o.backend, log, false, o.backendOpts)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	if err := checkWhere(ks, b.Info().Backend, o.where, false); err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(o.ctx, os.Interrupt)
+	defer stop()
+	tu := tuner.New(b, tuner.Config{})
+	var reps []verifyJSON
+	failed, total := 0, 0
+	for _, k := range ks {
+		for _, dt := range dts {
+			rep, err := tu.VerifyAll(ctx, k, dt, o.sample, filters...)
+			if err != nil {
+				return err
+			}
+			v := verifyJSON{k.Name, string(dt), rep.Valid, rep.Checked, rep.Passed, rep.Failed, rep.Example, rep.Elapsed.Seconds()}
+			reps = append(reps, v)
+			failed += rep.Checked - rep.Passed
+			total += rep.Checked
+			if !o.quiet {
+				fmt.Fprintf(log, "%-10s %s  %d/%s passed (%d valid) in %.1fs\n", k.Name, dt, rep.Passed, plural(rep.Checked, "candidate", "candidates"), rep.Valid, rep.Elapsed.Seconds())
+				for _, r := range rep.Reasons() {
+					fmt.Fprintf(log, "    %5d × %s  (e.g. %s)\n", rep.Failed[r], r, rep.Example[r])
+				}
+			}
+		}
+	}
+	if o.asJSON {
+		if err := printJSON(o.IO.Out, map[string]any{"device": b.Info().Key, "reports": reps}); err != nil {
+			return err
+		}
+	}
+	if total == 0 && len(o.where) > 0 {
+		return usageErrorf("--where %s: no candidate of the selected families has these parameter values", strings.Join(o.where, " "))
+	}
+	fmt.Fprintf(log, "verified %s on %s: %d passed, %d failed\n", plural(total, "candidate", "candidates"), b.Info().Key, total-failed, failed)
+	if failed > 0 {
+		return fmt.Errorf("%d of %s failed verification", failed, plural(total, "candidate", "candidates"))
+	}
+	return nil
 }
 
 // whereConstraints turns tune's --where NAME=VALUE flags into constraints

@@ -10,6 +10,7 @@ import (
 )
 
 func TestVerifyWhere(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		args     []string
 		code     int
@@ -21,10 +22,7 @@ func TestVerifyWhere(t *testing.T) {
 		{[]string{"verify", "--backend", "cpu", "--where", "MMA=x"}, 2, `want NAME=INTEGER`},
 	}
 	for _, tt := range tests {
-		code, out, errOut := runGet(t, tt.args...)
-		if code != tt.code || !strings.Contains(out+errOut, tt.contains) {
-			t.Errorf("%v: exit %d, want %d, output %q (want it to contain %q)", tt.args, code, tt.code, out+errOut, tt.contains)
-		}
+		wantExit(t, tt.args, tt.code, tt.contains)
 	}
 }
 
@@ -34,6 +32,7 @@ func TestVerifyWhere(t *testing.T) {
 // tune leaves no file and no journal. verify needs one selected family to
 // have the value, tune every family it tunes.
 func TestWhereOutsideTheSpace(t *testing.T) {
+	t.Parallel()
 	out := filepath.Join(t.TempDir(), "p.json")
 	tune := []string{"tune", "--backend", "cpu", "--kernel", "softmax", "--shape", "4x64", "--budget", "2e", "--out", out, "-q"}
 	tests := []struct {
@@ -48,7 +47,7 @@ func TestWhereOutsideTheSpace(t *testing.T) {
 		{[]string{"verify", "--backend", "cpu", "--where", "NOPE=1"}, "--where NOPE=1: gemm_at_b has no parameter NOPE"},
 	}
 	for _, tt := range tests {
-		code, stdout, stderr := runGet(t, tt.args...)
+		code, stdout, stderr := runIn(tt.args...)
 		if code != exitUsage || !strings.Contains(stderr, tt.want) {
 			t.Errorf("%v: exit %d, want %d; stderr %q lacks %q", tt.args, code, exitUsage, stderr+stdout, tt.want)
 		}

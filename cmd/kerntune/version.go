@@ -76,19 +76,8 @@ type VersionOptions struct {
 // NewCmdVersion builds the version command; runF, when not nil, runs instead of runVersion.
 func NewCmdVersion(f *Factory, runF func(*VersionOptions) error) *cobra.Command {
 	opts := &VersionOptions{IO: f.IO}
-	cmd := &cobra.Command{
-		Use:   "version",
-		Short: "Print kerntune's version: module version, commit, Go version and platform",
-		Args:  cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
-			if runF != nil {
-				return runF(opts)
-			}
-			return runVersion(opts)
-		},
-	}
-	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print JSON")
-	return cmd
+	return jsonOnlyCmd("version", "Print kerntune's version: module version, commit, Go version and platform",
+		&opts.JSON, func() error { return runOr(opts, runF, runVersion) })
 }
 
 func runVersion(opts *VersionOptions) error {

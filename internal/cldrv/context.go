@@ -113,9 +113,15 @@ func (c *Context) Build(src, options string) (*Program, error) {
 	if err := check("clCreateProgramWithSource", r); err != nil {
 		return nil, err
 	}
+	return c.buildProgram(h, options)
+}
+
+// buildProgram builds a created program for the device; on failure it
+// releases it and returns an *Error with the build log.
+func (c *Context) buildProgram(h uintptr, options string) (*Program, error) {
 	opts := cstr(options)
 	dev := uintptr(c.dev)
-	r = c.l.f.clBuildProgram(h, 1, &dev, &opts[0], 0, 0)
+	r := c.l.f.clBuildProgram(h, 1, &dev, &opts[0], 0, 0)
 	runtime.KeepAlive(opts)
 	if r != clSuccess {
 		e := &Error{Call: "clBuildProgram", Code: r}

@@ -31,6 +31,8 @@ type clFuncs struct {
 	clEnqueueFillBuffer       func(q, m uintptr, pattern unsafe.Pointer, patternSize, offset, size uintptr, nWait uint32, wait *uintptr, ev *uintptr) int32
 	clCreateProgramWithSource func(c uintptr, n uint32, strs **byte, lengths *uintptr, errRet *int32) uintptr
 	clBuildProgram            func(p uintptr, n uint32, devices *uintptr, options *byte, notify, user uintptr) int32
+	clCreateProgramWithBinary func(c uintptr, n uint32, devices *uintptr, lengths *uintptr, bins **byte, status *int32, errRet *int32) uintptr
+	clGetProgramInfo          func(p uintptr, param uint32, size uintptr, value unsafe.Pointer, sizeRet *uintptr) int32
 	clGetProgramBuildInfo     func(p, d uintptr, param uint32, size uintptr, value unsafe.Pointer, sizeRet *uintptr) int32
 	clReleaseProgram          func(p uintptr) int32
 	clCreateKernel            func(p uintptr, name *byte, errRet *int32) uintptr
@@ -171,6 +173,8 @@ func (l *Lib) bind(h uintptr) error {
 	b(&f.clEnqueueFillBuffer, "clEnqueueFillBuffer")
 	b(&f.clCreateProgramWithSource, "clCreateProgramWithSource")
 	b(&f.clBuildProgram, "clBuildProgram")
+	b(&f.clCreateProgramWithBinary, "clCreateProgramWithBinary")
+	b(&f.clGetProgramInfo, "clGetProgramInfo")
 	b(&f.clGetProgramBuildInfo, "clGetProgramBuildInfo")
 	b(&f.clReleaseProgram, "clReleaseProgram")
 	b(&f.clCreateKernel, "clCreateKernel")

@@ -16,7 +16,9 @@ func ceilDiv(a, b int) int { return (a + b - 1) / b }
 func rowBody(family, fn, src string, args []Arg, scalars func(c kernels.Case, consts map[string]float64) []any) *Body {
 	return &Body{
 		Family: family, Func: fn, Args: args, Source: src,
-		Defines:     func(p map[string]int) map[string]int { return map[string]int{"NTHREADS": p["TPR"] * p["RPB"]} },
+		Defines: func(p map[string]int) map[string]int {
+			return map[string]int{"NTHREADS": p["TPR"] * p["RPB"], "KEEP": p["KEEP"]}
+		},
 		SharedBytes: func(p map[string]int) int { return 4 * p["TPR"] * p["RPB"] },
 		Geometry: func(shape []int, p map[string]int) Launch {
 			return Launch{Grid: [2]int{ceilDiv(shape[0], p["RPB"]), 1}, Threads: p["TPR"] * p["RPB"]}

@@ -4,26 +4,32 @@ import (
 	"github.com/kerntune/kerntune/kernels"
 )
 
-// rowSegmentHead starts the bodies that give each row of a rows×cols matrix
-// a segment of TPR threads, RPB rows per threadgroup: the thread's segment
-// and lane, its row (live when in range), the row's base and the stride of
-// a segment's VEC-wide accesses, and shared memory for segment reductions.
-const rowSegmentHead = `
+// rmsnormSource: one segment of TPR threads per row; sum of squares with
+// VEC-wide loads and UNROLL accumulators, a segment reduction, then the
+// scaled write with VEC-wide stores. With KEEP=1 the row fits one pass
+// (cols ≤ TPR·VEC·UNROLL): its values stay in registers and the write pass
+// reads only the weights.
+const rmsnormSource = `
   const int seg = LID / TPR, sl = LID % TPR;
   const int row = GROUP_X * RPB + seg;
   const bool live = row < rows;
   const int base = live ? row * cols : 0;
   const int step = TPR * VEC;
   SHARED(float, red, NTHREADS);
-`
-
-// rmsnormSource: one segment of TPR threads per row; sum of squares with
-// VEC-wide loads and UNROLL accumulators, a segment reduction, then the
-// scaled write with VEC-wide stores.
-const rmsnormSource = rowSegmentHead + `  float acc[UNROLL];
+  float acc[UNROLL];
   UNROLL_LOOP
   for (int u = 0; u < UNROLL; ++u) acc[u] = 0.0f;
-  if (live) {
+  float v[UNROLL][VEC];
+  if (live && KEEP) {
+    UNROLL_LOOP
+    for (int u = 0; u < UNROLL; ++u) {
+      if (sl * VEC + u * step < cols) {
+        LOADV(x, base + sl * VEC + u * step, v[u]);
+        UNROLL_LOOP
+        for (int j = 0; j < VEC; ++j) acc[u] = FMA(v[u][j], v[u][j], acc[u]);
+      }
+    }
+  } else if (live) {
     int c = sl * VEC;
     for (; c + (UNROLL - 1) * step < cols; c += UNROLL * step) {
       UNROLL_LOOP
@@ -47,13 +53,27 @@ const rmsnormSource = rowSegmentHead + `  float acc[UNROLL];
   ss = SEG_SUM(ss, TPR, red);
   if (live) {
     const float inv = RSQRT(ss / (float)cols + eps);
-    for (int c = sl * VEC; c < cols; c += step) {
-      float v[VEC], g[VEC];
-      LOADV(x, base + c, v);
-      LOADV(w, c, g);
+    if (KEEP) {
       UNROLL_LOOP
-      for (int j = 0; j < VEC; ++j) v[j] = v[j] * inv * g[j];
-      STOREV(y, base + c, v);
+      for (int u = 0; u < UNROLL; ++u) {
+        const int c = sl * VEC + u * step;
+        if (c < cols) {
+          float g[VEC];
+          LOADV(w, c, g);
+          UNROLL_LOOP
+          for (int j = 0; j < VEC; ++j) v[u][j] = v[u][j] * inv * g[j];
+          STOREV(y, base + c, v[u]);
+        }
+      }
+    } else {
+      for (int c = sl * VEC; c < cols; c += step) {
+        float t[VEC], g[VEC];
+        LOADV(x, base + c, t);
+        LOADV(w, c, g);
+        UNROLL_LOOP
+        for (int j = 0; j < VEC; ++j) t[j] = t[j] * inv * g[j];
+        STOREV(y, base + c, t);
+      }
     }
   }`
 

@@ -7,12 +7,37 @@ import (
 // softmaxSource: one segment of TPR threads per row, RPB rows per
 // threadgroup; an online max/sum pass (VEC-wide aligned loads, UNROLL of them
 // in flight), a reduction of (max, sum) across the segment, then a pass that
-// writes exp(x − max) / sum with VEC-wide stores.
-const softmaxSource = rowSegmentHead + `  float m = NEG_BIG, s = 0.0f;
-  if (live) {
+// writes exp(x − max) / sum with VEC-wide stores. With KEEP=1 the row fits
+// one pass (cols ≤ TPR·VEC·UNROLL): its values stay in registers and the
+// write pass reads nothing.
+const softmaxSource = `
+  const int seg = LID / TPR, sl = LID % TPR;
+  const int row = GROUP_X * RPB + seg;
+  const bool live = row < rows;
+  const int base = live ? row * cols : 0;
+  const int step = TPR * VEC;
+  SHARED(float, red, NTHREADS);
+  float m = NEG_BIG, s = 0.0f;
+  float v[UNROLL][VEC];
+  if (live && KEEP) {
+    UNROLL_LOOP
+    for (int u = 0; u < UNROLL; ++u) {
+      if (sl * VEC + u * step < cols) {
+        LOADV(x, base + sl * VEC + u * step, v[u]);
+        UNROLL_LOOP
+        for (int j = 0; j < VEC; ++j) m = FMAX(m, v[u][j]);
+      }
+    }
+    UNROLL_LOOP
+    for (int u = 0; u < UNROLL; ++u) {
+      if (sl * VEC + u * step < cols) {
+        UNROLL_LOOP
+        for (int j = 0; j < VEC; ++j) s += EXP(v[u][j] - m);
+      }
+    }
+  } else if (live) {
     int c = sl * VEC;
     for (; c + (UNROLL - 1) * step < cols; c += UNROLL * step) {
-      float v[UNROLL][VEC];
       UNROLL_LOOP
       for (int u = 0; u < UNROLL; ++u) LOADV(x, base + c + u * step, v[u]);
       float lm = v[0][0];
@@ -31,12 +56,12 @@ const softmaxSource = rowSegmentHead + `  float m = NEG_BIG, s = 0.0f;
       m = nm;
     }
     for (; c < cols; c += step) {
-      float v[VEC];
-      LOADV(x, base + c, v);
+      float t[VEC];
+      LOADV(x, base + c, t);
       UNROLL_LOOP
       for (int j = 0; j < VEC; ++j) {
-        const float nm = FMAX(m, v[j]);
-        s = s * EXP(m - nm) + EXP(v[j] - nm);
+        const float nm = FMAX(m, t[j]);
+        s = s * EXP(m - nm) + EXP(t[j] - nm);
         m = nm;
       }
     }
@@ -46,12 +71,23 @@ const softmaxSource = rowSegmentHead + `  float m = NEG_BIG, s = 0.0f;
   const float sum = SEG_SUM(s, TPR, red);
   if (live) {
     const float inv = 1.0f / sum;
-    for (int c = sl * VEC; c < cols; c += step) {
-      float v[VEC];
-      LOADV(x, base + c, v);
+    if (KEEP) {
       UNROLL_LOOP
-      for (int j = 0; j < VEC; ++j) v[j] = EXP(v[j] - mx) * inv;
-      STOREV(y, base + c, v);
+      for (int u = 0; u < UNROLL; ++u) {
+        if (sl * VEC + u * step < cols) {
+          UNROLL_LOOP
+          for (int j = 0; j < VEC; ++j) v[u][j] = EXP(v[u][j] - mx) * inv;
+          STOREV(y, base + sl * VEC + u * step, v[u]);
+        }
+      }
+    } else {
+      for (int c = sl * VEC; c < cols; c += step) {
+        float t[VEC];
+        LOADV(x, base + c, t);
+        UNROLL_LOOP
+        for (int j = 0; j < VEC; ++j) t[j] = EXP(t[j] - mx) * inv;
+        STOREV(y, base + c, t);
+      }
     }
   }`
 

@@ -189,6 +189,8 @@ class Loader:
                 for p in fams[key].spaces[kind].params:
                     self._claim_env(env_var_name(env_prefix, key, p.name), f"{key} parameter {p.name}")
         self._known_env[env_prefix + "_METAL_MPS"] = "the kerntune tool's MPS setting"
+        for v in ("_NO_CACHE", "_CACHE_DIR", "_CACHE_MAX"):
+            self._known_env[env_prefix + v] = "the kerntune tool's compile cache setting"
         self.families = sorted(fams)
         defaults = defaults or {}
         self._validate_defaults(fams, defaults)

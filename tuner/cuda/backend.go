@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kerntune/kerntune/internal/compilecache"
 	"github.com/kerntune/kerntune/internal/cudadrv"
 	"github.com/kerntune/kerntune/internal/stats"
 	"github.com/kerntune/kerntune/kernels/gpu"
@@ -51,6 +52,11 @@ type Backend struct {
 	// on one goroutine per CPU.
 	compiles *gpuhost.Compiles[[]byte]
 	opts     Options
+	// compileFn is NVRTC (lib.Compile); cache keeps its images between
+	// runs (nil when off), keyed with vers.
+	compileFn compileFunc
+	cache     *compilecache.Cache
+	vers      versions
 
 	empty, spinFn *cudadrv.Function
 	// spinScale lengthens spins after the host fell behind its launches
@@ -85,7 +91,8 @@ func OpenWith(ordinal int, o Options) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Backend{lib: lib, ctx: ctx, props: ctx.Props(), opts: o}
+	b := &Backend{lib: lib, ctx: ctx, props: ctx.Props(), opts: o, compileFn: lib.Compile}
+	b.openCache()
 	// One core is left to the thread that launches and times kernels.
 	b.compiles = gpuhost.NewCompiles(max(1, runtime.NumCPU()-1), errClosed, b.nvrtc)
 	if err := b.describe(); err != nil {
@@ -214,9 +221,9 @@ extern "C" __global__ void kt_spin(long long ns) {
 
 // loadHelpers compiles and loads the helper kernels.
 func (b *Backend) loadHelpers() error {
-	img, log, err := b.lib.Compile(helperKernels+sampleKernels, "kt_helpers.cu", b.nvrtcOptions())
+	img, err := b.compile(helperKernels+sampleKernels, "kt_helpers.cu")
 	if err != nil {
-		return fmt.Errorf("%w\n%s", err, log)
+		return err
 	}
 	return b.ctx.Do(func(t *cudadrv.Thread) error {
 		m, err := t.LoadModule(img)

@@ -132,9 +132,9 @@ func (b *Backend) nvrtc(body *gpu.Body, dt kernels.DType, c search.Candidate) ([
 	if err != nil {
 		return nil, err
 	}
-	img, log, err := b.lib.Compile(src, body.Func+".cu", b.nvrtcOptions())
+	img, err := b.compile(src, body.Func+".cu")
 	if err != nil {
-		return nil, fmt.Errorf("NVRTC: %w\n%s", err, log)
+		return nil, fmt.Errorf("NVRTC: %w", err)
 	}
 	return img, nil
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/kerntune/kerntune/internal/cldrv"
+	"github.com/kerntune/kerntune/internal/compilecache"
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/kernels/gpu"
 	"github.com/kerntune/kerntune/tuner"
@@ -40,6 +41,8 @@ type Backend struct {
 	// Its Body is replaced in tests that check verification catches a
 	// broken body.
 	compiles *gpuhost.Compiles[*built]
+	// cache keeps program binaries between runs; nil when off.
+	cache *compilecache.Cache
 	// queueMu serialises sequences of commands on the one queue (poison,
 	// launch, read back).
 	queueMu sync.Mutex
@@ -58,7 +61,10 @@ func Open() (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Backend{lib: lib}
+	// A cache that cannot open (an unsafe directory) leaves every build to
+	// the compiler; kerntune cache says why.
+	cache, _ := compilecache.Default()
+	b := &Backend{lib: lib, cache: cache}
 	b.compiles = gpuhost.NewCompiles(runtime.NumCPU(), errClosed, b.buildSource)
 	if b.platform, err = lib.PlatformInfo(plat); err != nil {
 		return nil, err
@@ -162,7 +168,7 @@ func (b *Backend) copyBandwidth() (float64, error) {
 	if size <= 0 {
 		return 0, fmt.Errorf("max allocation %d bytes is too small", b.props.MaxAllocBytes)
 	}
-	prog, err := b.ctx.Build(copyKernel, buildOptions)
+	prog, err := b.build(copyKernel)
 	if err != nil {
 		return 0, err
 	}

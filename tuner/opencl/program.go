@@ -66,7 +66,7 @@ func (b *Backend) buildSource(body *gpu.Body, dt kernels.DType, c search.Candida
 	if err != nil {
 		return nil, err
 	}
-	prog, err := b.ctx.Build(src, buildOptions)
+	prog, err := b.build(src)
 	if err != nil {
 		return nil, fmt.Errorf("OpenCL build of %s: %w", body.Func, err)
 	}
