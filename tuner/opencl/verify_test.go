@@ -196,7 +196,7 @@ func TestVerifyCatchesBrokenBody(t *testing.T) {
 		t.Fatal(err)
 	}
 	broken := *good
-	const loop = "for (int c = sl * VEC; c < cols; c += step) {\n      float v[VEC];\n      LOADV(x, base + c, v);\n      UNROLL_LOOP\n      for (int j = 0; j < VEC; ++j) v[j] = EXP"
+	const loop = "for (int c = sl * VEC; c < cols; c += step) {\n        float t[VEC];\n        LOADV(x, base + c, t);\n        UNROLL_LOOP\n        for (int j = 0; j < VEC; ++j) t[j] = EXP"
 	if !strings.Contains(good.Source, loop) {
 		t.Fatal("softmax body changed: update the broken variant of this test")
 	}
