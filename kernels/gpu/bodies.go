@@ -11,6 +11,19 @@ import (
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
 
+// rowSegmentHead starts the bodies that give each row of a rows×cols matrix
+// a segment of TPR threads, RPB rows per threadgroup: the thread's segment
+// and lane, its row (live when in range), the row's base, the stride of a
+// segment's VEC-wide accesses, and the scratch of segment reductions.
+const rowSegmentHead = `
+  const int seg = LID / TPR, sl = LID % TPR;
+  const int row = GROUP_X * RPB + seg;
+  const bool live = row < rows;
+  const int base = live ? row * cols : 0;
+  const int step = TPR * VEC;
+  SHARED(float, red, NTHREADS);
+`
+
 // rowBody is the body of a row-wise family (softmax, rmsnorm): a segment
 // of TPR threads per row, RPB rows per threadgroup.
 func rowBody(family, fn, src string, args []Arg, scalars func(c kernels.Case, consts map[string]float64) []any) *Body {

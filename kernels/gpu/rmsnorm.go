@@ -9,14 +9,7 @@ import (
 // scaled write with VEC-wide stores. With KEEP=1 the row fits one pass
 // (cols ≤ TPR·VEC·UNROLL): its values stay in registers and the write pass
 // reads only the weights.
-const rmsnormSource = `
-  const int seg = LID / TPR, sl = LID % TPR;
-  const int row = GROUP_X * RPB + seg;
-  const bool live = row < rows;
-  const int base = live ? row * cols : 0;
-  const int step = TPR * VEC;
-  SHARED(float, red, NTHREADS);
-  float acc[UNROLL];
+const rmsnormSource = rowSegmentHead + `  float acc[UNROLL];
   UNROLL_LOOP
   for (int u = 0; u < UNROLL; ++u) acc[u] = 0.0f;
   float v[UNROLL][VEC];

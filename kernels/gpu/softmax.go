@@ -10,14 +10,7 @@ import (
 // writes exp(x − max) / sum with VEC-wide stores. With KEEP=1 the row fits
 // one pass (cols ≤ TPR·VEC·UNROLL): its values stay in registers and the
 // write pass reads nothing.
-const softmaxSource = `
-  const int seg = LID / TPR, sl = LID % TPR;
-  const int row = GROUP_X * RPB + seg;
-  const bool live = row < rows;
-  const int base = live ? row * cols : 0;
-  const int step = TPR * VEC;
-  SHARED(float, red, NTHREADS);
-  float m = NEG_BIG, s = 0.0f;
+const softmaxSource = rowSegmentHead + `  float m = NEG_BIG, s = 0.0f;
   float v[UNROLL][VEC];
   if (live && KEEP) {
     UNROLL_LOOP
