@@ -24,6 +24,17 @@ const rowSegmentHead = `
   SHARED(float, red, NTHREADS);
 `
 
+// rowKeepLoad (KEEP=1, a row that fits one pass) reads the thread's VEC-wide
+// pieces of its row into v[UNROLL][VEC], once; the passes that follow use
+// them where sl·VEC + u·step < cols.
+const rowKeepLoad = `  float v[UNROLL][VEC];
+  if (live && KEEP) {
+    UNROLL_LOOP
+    for (int u = 0; u < UNROLL; ++u)
+      if (sl * VEC + u * step < cols) LOADV(x, base + sl * VEC + u * step, v[u]);
+  }
+`
+
 // rowBody is the body of a row-wise family (softmax, rmsnorm): a segment
 // of TPR threads per row, RPB rows per threadgroup.
 func rowBody(family, fn, src string, args []Arg, scalars func(c kernels.Case, consts map[string]float64) []any) *Body {

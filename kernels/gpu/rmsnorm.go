@@ -9,15 +9,13 @@ import (
 // scaled write with VEC-wide stores. With KEEP=1 the row fits one pass
 // (cols ≤ TPR·VEC·UNROLL): its values stay in registers and the write pass
 // reads only the weights.
-const rmsnormSource = rowSegmentHead + `  float acc[UNROLL];
+const rmsnormSource = rowSegmentHead + rowKeepLoad + `  float acc[UNROLL];
   UNROLL_LOOP
   for (int u = 0; u < UNROLL; ++u) acc[u] = 0.0f;
-  float v[UNROLL][VEC];
   if (live && KEEP) {
     UNROLL_LOOP
     for (int u = 0; u < UNROLL; ++u) {
       if (sl * VEC + u * step < cols) {
-        LOADV(x, base + sl * VEC + u * step, v[u]);
         UNROLL_LOOP
         for (int j = 0; j < VEC; ++j) acc[u] = FMA(v[u][j], v[u][j], acc[u]);
       }

@@ -10,13 +10,11 @@ import (
 // writes exp(x − max) / sum with VEC-wide stores. With KEEP=1 the row fits
 // one pass (cols ≤ TPR·VEC·UNROLL): its values stay in registers and the
 // write pass reads nothing.
-const softmaxSource = rowSegmentHead + `  float m = NEG_BIG, s = 0.0f;
-  float v[UNROLL][VEC];
+const softmaxSource = rowSegmentHead + rowKeepLoad + `  float m = NEG_BIG, s = 0.0f;
   if (live && KEEP) {
     UNROLL_LOOP
     for (int u = 0; u < UNROLL; ++u) {
       if (sl * VEC + u * step < cols) {
-        LOADV(x, base + sl * VEC + u * step, v[u]);
         UNROLL_LOOP
         for (int j = 0; j < VEC; ++j) m = FMAX(m, v[u][j]);
       }
