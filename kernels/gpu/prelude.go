@@ -572,8 +572,7 @@ KT_INLINE void kt_loadx4(const T* __restrict__ p, int i, float* d) {
 #define LOADX4(p, i, d) kt_loadx4((p), (i), (d))
 // q < 2^23 to float without a conversion instruction (16 per clock per
 // SM): q in the mantissa of 2^23, minus 2^23; exact.
-#define Q2F(q) (__uint_as_float(0x4B000000u | (q)) - 8388608.0f)
-#define QM2F(q) Q2F(q)
+#define QM2F(q) (__uint_as_float(0x4B000000u | (q)) - 8388608.0f)
 `,
 	Metal: `inline void kt_loadw(device const uint* p, int i, thread uint* d) {
 #if VEC == 1
@@ -598,7 +597,6 @@ inline void kt_loadx4(device const T* p, int i, thread float* d) {
 #endif
 }
 #define LOADX4(p, i, d) kt_loadx4((p), (i), (d))
-#define Q2F(q) ((float)(q))
 #define QM2F(q) ((float)(q))
 `,
 	OpenCL: `void kt_loadw(__global const uint* restrict p, int i, uint* d) {
@@ -609,7 +607,6 @@ void kt_loadx4(__global const T* restrict p, int i, float* d) {
   for (int j = 0; j < 4; ++j) d[j] = LOAD(p, i + j);
 }
 #define LOADX4(p, i, d) kt_loadx4((p), (i), (d))
-#define Q2F(q) ((float)(q))
 #define QM2F(q) ((float)(q))
 `,
 }
