@@ -570,9 +570,20 @@ KT_INLINE void kt_loadx4(const T* __restrict__ p, int i, float* d) {
   for (int j = 0; j < 4; ++j) d[j] = LOAD(h, j);
 }
 #define LOADX4(p, i, d) kt_loadx4((p), (i), (d))
-// q < 2^23 to float without a conversion instruction (16 per clock per
-// SM): q in the mantissa of 2^23, minus 2^23; exact.
-#define QM2F(q) (__uint_as_float(0x4B000000u | (q)) - 8388608.0f)
+// w & m (below 2^23) to float without a conversion instruction (16 per
+// clock per SM): the masked bits ORed into the mantissa of 2^23, minus 2^23;
+// exact. On the device the mask and the OR are one three-input LOP3 (the
+// compiler emits two for the C expression, its one immediate slot taken).
+KT_INLINE float kt_qm2f(unsigned int w, unsigned int m) {
+#ifdef __CUDA_ARCH__
+  unsigned int r;
+  asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(r) : "r"(w), "r"(m), "r"(0x4B000000u));
+  return __uint_as_float(r) - 8388608.0f;
+#else
+  return __uint_as_float(0x4B000000u | (w & m)) - 8388608.0f;
+#endif
+}
+#define QM2F(w, m) kt_qm2f((w), (m))
 `,
 	Metal: `inline void kt_loadw(device const uint* p, int i, thread uint* d) {
 #if VEC == 1
@@ -597,7 +608,7 @@ inline void kt_loadx4(device const T* p, int i, thread float* d) {
 #endif
 }
 #define LOADX4(p, i, d) kt_loadx4((p), (i), (d))
-#define QM2F(q) ((float)(q))
+#define QM2F(w, m) ((float)((w) & (m)))
 `,
 	OpenCL: `void kt_loadw(__global const uint* restrict p, int i, uint* d) {
   for (int j = 0; j < VEC; ++j) d[j] = p[i + j];
@@ -607,7 +618,7 @@ void kt_loadx4(__global const T* restrict p, int i, float* d) {
   for (int j = 0; j < 4; ++j) d[j] = LOAD(p, i + j);
 }
 #define LOADX4(p, i, d) kt_loadx4((p), (i), (d))
-#define QM2F(q) ((float)(q))
+#define QM2F(w, m) ((float)((w) & (m)))
 `,
 }
 

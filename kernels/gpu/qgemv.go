@@ -18,9 +18,10 @@ import (
 // pre-scaled by 2^-(bits·j) for the j-th value of each 16-bit half of its
 // word, with the sum of each word's x beside it. A value then needs no
 // shift: x'·float(w & (mask << bits·j)) = x·q exactly, and where an
-// integer-to-float conversion is slow (CUDA) QM2F makes the float with
-// one OR and one subtraction. The first weights are requested before the
-// staging, so their latency overlaps it. bits is a run-time argument; the
+// integer-to-float conversion is slow (CUDA) QM2F(w, mask) makes the float
+// with one LOP3 and one subtraction. Each step's scales and biases are requested
+// with its weights, and the first step's (and the row's bias) before the
+// staging, so that no load waits for another's latency. bits is a run-time argument; the
 // switch selects a loop with it constant (uniform across the grid, so the
 // barriers inside are reached by every thread), and gshift is log2 of the
 // words per group.
@@ -29,22 +30,36 @@ import (
 const qgemvStage = 1024
 
 const qgemvSource = `
+#define KT_QLOAD(C) { \
+    UNROLL_LOOP \
+    for (int u = 0; u < UNROLL; ++u) { \
+      UNROLL_LOOP \
+      for (int r = 0; r < RPT; ++r) { \
+        if (row0 + r < n && (C) + u * step < ce) { \
+          LOADW(w, (row0 + r) * kw + (C) + u * step, wv[u][r]); \
+          const int g = (row0 + r) * groups + (((C) + u * step) >> gshift); \
+          sv[u][r] = LOAD(scales, g); \
+          bv[u][r] = LOAD(biases, g); \
+        } else { \
+          UNROLL_LOOP \
+          for (int v = 0; v < VEC; ++v) wv[u][r][v] = 0u; \
+          sv[u][r] = 0.0f; \
+          bv[u][r] = 0.0f; \
+        } \
+      } \
+    } \
+  }
 #define KT_QDOT(QB) { \
     const int per = 32 / QB, hp = per / 2; \
     const int cwords = XC / per; \
     const unsigned int qm = (1u << QB) - 1u; \
     unsigned int wv[UNROLL][RPT][VEC]; \
+    float sv[UNROLL][RPT], bv[UNROLL][RPT]; \
     for (int cb = 0; cb < kw; cb += cwords) { \
       const int ce = min(cb + cwords, kw); \
       /* the weights of this chunk's first steps, in flight during the staging */ \
       const int c0 = cb + sl * VEC; \
-      UNROLL_LOOP \
-      for (int u = 0; u < UNROLL; ++u) { \
-        UNROLL_LOOP \
-        for (int r = 0; r < RPT; ++r) { \
-          if (row0 + r < n && c0 + u * step < ce) { LOADW(w, (row0 + r) * kw + c0 + u * step, wv[u][r]); } \
-        } \
-      } \
+      KT_QLOAD(c0) \
       BARRIER(); \
       for (int wd = cb + LID; wd < ce; wd += NTHREADS) { \
         float sum = 0.0f; \
@@ -62,15 +77,7 @@ const qgemvSource = `
       } \
       BARRIER(); \
       for (int c = c0; c < ce; c += UNROLL * step) { \
-        if (c != c0) { \
-          UNROLL_LOOP \
-          for (int u = 0; u < UNROLL; ++u) { \
-            UNROLL_LOOP \
-            for (int r = 0; r < RPT; ++r) { \
-              if (row0 + r < n && c + u * step < ce) { LOADW(w, (row0 + r) * kw + c + u * step, wv[u][r]); } \
-            } \
-          } \
-        } \
+        if (c != c0) KT_QLOAD(c) \
         UNROLL_LOOP \
         for (int u = 0; u < UNROLL; ++u) { \
           const int cw = c + u * step; \
@@ -87,17 +94,14 @@ const qgemvSource = `
                 const unsigned int lo = wv[u][r][v], hi = lo >> 16; \
                 UNROLL_LOOP \
                 for (int j = 0; j < hp; ++j) { \
-                  xq[r] = FMA(xsh[xo + j], QM2F(lo & (qm << (QB * j))), xq[r]); \
-                  xq[r] = FMA(xsh[xo + hp + j], QM2F(hi & (qm << (QB * j))), xq[r]); \
+                  xq[r] = FMA(xsh[xo + j], QM2F(lo, qm << (QB * j)), xq[r]); \
+                  xq[r] = FMA(xsh[xo + hp + j], QM2F(hi, qm << (QB * j)), xq[r]); \
                 } \
               } \
             } \
             UNROLL_LOOP \
             for (int r = 0; r < RPT; ++r) { \
-              if (row0 + r < n) { \
-                const int g = (row0 + r) * groups + (cw >> gshift); \
-                acc[r] = FMA(LOAD(scales, g), xq[r], FMA(LOAD(biases, g), xs, acc[r])); \
-              } \
+              acc[r] = FMA(sv[u][r], xq[r], FMA(bv[u][r], xs, acc[r])); \
             } \
           } \
         } \
@@ -109,9 +113,13 @@ const qgemvSource = `
   SHARED(float, red, NTHREADS);
   SHARED(float, xsh, XC);
   SHARED(float, xws, XC / 4);
-  float acc[RPT];
+  float acc[RPT], yb[RPT];
   UNROLL_LOOP
-  for (int r = 0; r < RPT; ++r) acc[r] = 0.0f;
+  for (int r = 0; r < RPT; ++r) {
+    acc[r] = 0.0f;
+    /* the bias, requested now so that its latency is not paid after the reduction */
+    yb[r] = has_bias != 0 && sl == 0 && row0 + r < n ? LOAD(bias, row0 + r) : 0.0f;
+  }
   const int kw = k / (32 / bits);
   const int step = TPR * VEC;
   if (bits == 4) KT_QDOT(4)
@@ -120,7 +128,7 @@ const qgemvSource = `
   UNROLL_LOOP
   for (int r = 0; r < RPT; ++r) {
     const float s = SEG_SUM(acc[r], TPR, red);
-    if (row0 + r < n && sl == 0) STORE(y, row0 + r, has_bias != 0 ? s + LOAD(bias, row0 + r) : s);
+    if (row0 + r < n && sl == 0) STORE(y, row0 + r, s + yb[r]);
   }`
 
 func init() { builtinBody(qgemvBody) }
