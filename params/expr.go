@@ -9,15 +9,18 @@ import (
 )
 
 // Expr is a parsed expression of the language that spec files and the
-// built-in family descriptions share: the subset of expr-lang that the spec
-// package compiles (integers that stay integers under + - * %, "/" that
-// divides as floats, ** a float power, comparisons that chain, && || !,
-// and/or/not, ?:, and the functions cdiv, idiv, is_pow2, min, max, abs,
-// ceil, floor, round, int, float, exp, sqrt, rsqrt, log, tanh, sigmoid).
-// It is evaluated here, with the standard library alone, so that this
-// package reads the family descriptions without expr-lang; the Python
-// loader's evaluator (python/kerntune_params/expressions.py) is the same
-// language, and both run testdata/conformance/expressions/expressions.json.
+// built-in family descriptions share, a subset of expr-lang: integers that
+// stay integers under + - * %, "/" that divides as floats, ** a float
+// power, comparisons that chain, && || !, and/or/not, ?:, the functions
+// cdiv, idiv, is_pow2, min, max, abs, ceil, floor, round, int, float, exp,
+// sqrt, rsqrt, log, tanh, sigmoid, and for the arrays of a spec's
+// reference (the input buffers) x[i] (a negative index counts from the
+// end), len(x), sum(x), the range a..b and reduce(x, body[, init]), whose
+// body reads the element as #, its index as #index and the accumulator
+// as #acc. The spec package and the family descriptions both evaluate it
+// here, with the standard library alone; the Python loader's evaluator
+// (python/kerntune_params/expressions.py) is the same language, and all
+// run testdata/conformance/expressions/expressions.json.
 type Expr struct {
 	src    string
 	root   *node
@@ -28,13 +31,15 @@ type Expr struct {
 // Static types, as expr-lang's checker names them; "" is unknown until the
 // expression runs.
 const (
-	typInt   = "int"
-	typFloat = "float64"
-	typBool  = "bool"
+	typInt        = "int"
+	typFloat      = "float64"
+	typBool       = "bool"
+	typArray      = "[]float64"
+	typRangeArray = "[]int"
 )
 
 type node struct {
-	tag  byte // 'l' literal, 'v' variable, 'u' unary, 'b' binary, 'c' conditional, 'f' call
+	tag  byte // 'l' literal, 'v' variable, 'u' unary, 'b' binary, 'c' conditional, 'f' call, 'x' index, 'r' reduce, 'p' #, #index or #acc
 	op   string
 	val  any
 	args []*node
@@ -44,18 +49,22 @@ type node struct {
 var exprFuncs = map[string]bool{
 	"cdiv": true, "idiv": true, "is_pow2": true, "exp": true, "sqrt": true, "rsqrt": true, "log": true,
 	"tanh": true, "sigmoid": true, "min": true, "max": true, "abs": true, "ceil": true, "floor": true,
-	"round": true, "int": true, "float": true,
+	"round": true, "int": true, "float": true, "len": true, "sum": true,
 }
+
+// pointers are the names a reduce body reads its element, index and
+// accumulator by.
+var pointers = map[string]bool{"#": true, "#index": true, "#acc": true}
 
 var binaryPrec = map[string]int{
 	"or": 10, "||": 10, "and": 15, "&&": 15,
-	"==": 20, "!=": 20, "<": 20, ">": 20, ">=": 20, "<=": 20,
+	"==": 20, "!=": 20, "<": 20, ">": 20, ">=": 20, "<=": 20, "..": 25,
 	"+": 30, "-": 30, "*": 60, "/": 60, "%": 60, "**": 100, "^": 100,
 }
 
 var unaryPrec = map[string]int{"not": 50, "!": 50, "-": 90, "+": 90}
 
-var operators = []string{"**", "==", "!=", "<=", ">=", "&&", "||", "-", "+", "*", "/", "%", "^", "<", ">", "!", "?", ":", "(", ")", ","}
+var operators = []string{"..", "**", "==", "!=", "<=", ">=", "&&", "||", "-", "+", "*", "/", "%", "^", "<", ">", "!", "?", ":", "(", ")", ",", "[", "]"}
 
 func isComparison(op string) bool { return op == "<" || op == ">" || op == "<=" || op == ">=" }
 
@@ -88,6 +97,10 @@ func ParseExpr(src string, vars map[string]string) (*Expr, error) {
 	}
 	return &Expr{src: src, root: root, typ: typ, idents: p.idents}, nil
 }
+
+// Type is the expression's static type: "int", "float64", "bool",
+// "[]float64", "[]int", or "" where only a run tells.
+func (e *Expr) Type() string { return e.typ }
 
 // ParseIntExpr parses src with every name of vars an int.
 func ParseIntExpr(src string, vars []string) (*Expr, error) {
@@ -126,8 +139,8 @@ func tokenize(src string) ([]exprToken, error) {
 			}
 			toks = append(toks, exprToken{'n', src[i:j]})
 			i = j
-		case isAlpha(c) || c == '_':
-			j := i
+		case isAlpha(c) || c == '_' || c == '#':
+			j := i + 1
 			for j < n && (isAlpha(src[j]) || isDigit(src[j]) || src[j] == '_') {
 				j++
 			}
@@ -193,6 +206,7 @@ type exprParser struct {
 	pos    int
 	vars   map[string]string
 	idents map[string]bool
+	bodies int // reduce bodies open: where #, #index and #acc mean something
 }
 
 func (p *exprParser) peek() (exprToken, bool) {
@@ -314,7 +328,23 @@ func (p *exprParser) expression(prec int) (*node, error) {
 	return left, nil
 }
 
+// primary parses an operand and the indexes that follow it.
 func (p *exprParser) primary() (*node, error) {
+	n, err := p.operand()
+	if err != nil {
+		return nil, err
+	}
+	for err == nil && p.isOp("[") {
+		p.pos++
+		var i *node
+		if i, err = p.expression(0); err == nil {
+			n, err = &node{tag: 'x', args: []*node{n, i}}, p.expect("]")
+		}
+	}
+	return n, err
+}
+
+func (p *exprParser) operand() (*node, error) {
 	t, err := p.next()
 	if err != nil {
 		return nil, err
@@ -344,6 +374,15 @@ func (p *exprParser) primary() (*node, error) {
 	case 'i':
 		if t.text == "true" || t.text == "false" {
 			return &node{tag: 'l', val: t.text == "true"}, nil
+		}
+		if pointers[t.text] {
+			if p.bodies == 0 {
+				return nil, fmt.Errorf("%s outside a reduce body", t.text)
+			}
+			return &node{tag: 'p', op: t.text}, nil
+		}
+		if t.text == "reduce" && p.isOp("(") {
+			return p.reduce()
 		}
 		if p.isOp("(") {
 			if !exprFuncs[t.text] {
@@ -376,6 +415,35 @@ func (p *exprParser) primary() (*node, error) {
 		return &node{tag: 'v', op: t.text}, nil
 	}
 	return nil, fmt.Errorf("unexpected token %q", t.text)
+}
+
+// reduce parses the arguments of reduce(x, body[, init]); the body reads
+// the pointers.
+func (p *exprParser) reduce() (*node, error) {
+	p.pos++ // (
+	x, err := p.expression(0)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.expect(","); err != nil {
+		return nil, err
+	}
+	p.bodies++
+	body, err := p.expression(0)
+	p.bodies--
+	if err != nil {
+		return nil, err
+	}
+	args := []*node{x, body}
+	if p.isOp(",") {
+		p.pos++
+		init, err := p.expression(0)
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, init)
+	}
+	return &node{tag: 'r', args: args}, p.expect(")")
 }
 
 func parseNumber(text string) (any, error) {
@@ -416,6 +484,10 @@ var userFuncs = map[string]struct {
 
 func numeric(t string) bool { return t == typInt || t == typFloat || t == "" }
 
+// ValueType is the static type of a value as an expression's variable:
+// "int", "float64", "bool", "[]float64", "[]int", or "".
+func ValueType(v any) string { return typeOf(v) }
+
 func typeOf(v any) string {
 	switch v.(type) {
 	case bool:
@@ -424,17 +496,36 @@ func typeOf(v any) string {
 		return typInt
 	case float64:
 		return typFloat
+	case []float64:
+		return typArray
+	case []int:
+		return typRangeArray
 	}
 	return ""
 }
 
-func mismatch(op, a, b string) error {
-	or := func(t string) string {
-		if t == "" {
-			return "interface {}"
-		}
-		return t
+// elemType is the type of an element of an array of type t.
+func elemType(t string) string {
+	switch t {
+	case typArray:
+		return typFloat
+	case typRangeArray:
+		return typInt
 	}
+	return ""
+}
+
+func isArray(t string) bool { return t == typArray || t == typRangeArray || t == "" }
+
+// or names an unknown type as expr-lang does.
+func or(t string) string {
+	if t == "" {
+		return "interface {}"
+	}
+	return t
+}
+
+func mismatch(op, a, b string) error {
 	return fmt.Errorf("invalid operation: %s (mismatched types %s and %s)", op, or(a), or(b))
 }
 
@@ -443,8 +534,12 @@ func checkType(n *node, vars map[string]string) (string, error) {
 	switch n.tag {
 	case 'l':
 		return typeOf(n.val), nil
-	case 'v':
+	case 'v', 'p':
 		return vars[n.op], nil
+	case 'x':
+		return checkIndex(n, vars)
+	case 'r':
+		return checkReduce(n, vars)
 	case 'u':
 		t, err := checkType(n.args[0], vars)
 		if err != nil {
@@ -497,13 +592,18 @@ func checkType(n *node, vars map[string]string) (string, error) {
 	}
 	op := n.op
 	switch {
+	case op == "..":
+		if a != typInt && a != "" || b != typInt && b != "" {
+			return "", mismatch(op, a, b)
+		}
+		return typRangeArray, nil
 	case op == "&&" || op == "and" || op == "||" || op == "or":
 		if a != typBool && a != "" || b != typBool && b != "" {
 			return "", mismatch(op, a, b)
 		}
 		return typBool, nil
 	case op == "==" || op == "!=":
-		if a != b && a != "" && b != "" && !(numeric(a) && numeric(b)) {
+		if a != b && a != "" && b != "" && !(numeric(a) && numeric(b)) || a == typArray || a == typRangeArray || b == typArray || b == typRangeArray {
 			return "", mismatch(op, a, b)
 		}
 		return typBool, nil
@@ -522,6 +622,57 @@ func checkType(n *node, vars map[string]string) (string, error) {
 		return typInt, nil
 	case a != "" && b != "":
 		return typFloat, nil
+	}
+	return "", nil
+}
+
+func checkIndex(n *node, vars map[string]string) (string, error) {
+	a, err := checkType(n.args[0], vars)
+	if err != nil {
+		return "", err
+	}
+	i, err := checkType(n.args[1], vars)
+	if err != nil {
+		return "", err
+	}
+	if !isArray(a) {
+		return "", fmt.Errorf("invalid operation: cannot index %s", a)
+	}
+	if i != typInt && i != "" {
+		return "", fmt.Errorf("invalid operation: cannot use %s as index to %s", i, or(a))
+	}
+	return elemType(a), nil
+}
+
+// checkReduce types reduce(x, body[, init]): # is an element of x, #index
+// an int, #acc init's type (x's element's without init) where the body
+// keeps it, else unknown.
+func checkReduce(n *node, vars map[string]string) (string, error) {
+	x, err := checkType(n.args[0], vars)
+	if err != nil {
+		return "", err
+	}
+	if !isArray(x) {
+		return "", fmt.Errorf("invalid argument for reduce (type %s)", x)
+	}
+	acc := elemType(x)
+	if len(n.args) == 3 {
+		if acc, err = checkType(n.args[2], vars); err != nil {
+			return "", err
+		}
+	}
+	inner := make(map[string]string, len(vars)+3)
+	for k, v := range vars {
+		inner[k] = v
+	}
+	inner["#"], inner["#index"], inner["#acc"] = elemType(x), typInt, acc
+	body, err := checkType(n.args[1], inner)
+	if err != nil || body == acc {
+		return body, err
+	}
+	inner["#acc"] = ""
+	if _, err := checkType(n.args[1], inner); err != nil {
+		return "", err
 	}
 	return "", nil
 }
@@ -565,6 +716,15 @@ func checkCall(name string, args []string) (string, error) {
 		}
 		return "", fmt.Errorf("too many arguments to call %s", name)
 	}
+	if name == "len" || name == "sum" {
+		if !isArray(args[0]) {
+			return "", fmt.Errorf("invalid argument for %s (type %s)", name, args[0])
+		}
+		if name == "len" {
+			return typInt, nil
+		}
+		return elemType(args[0]), nil
+	}
 	if !numeric(args[0]) {
 		return "", fmt.Errorf("invalid argument for %s (type %s)", name, args[0])
 	}
@@ -578,7 +738,14 @@ func checkCall(name string, args []string) (string, error) {
 }
 
 // Eval evaluates the expression; a name env lacks reads 0.
-func (e *Expr) Eval(env map[string]any) (any, error) { return eval(e.root, env) }
+func (e *Expr) Eval(env map[string]any) (any, error) { return eval(e.root, env, nil) }
+
+// frame is the element, index and accumulator of the innermost reduce
+// body being evaluated.
+type frame struct {
+	elem, acc any
+	index     int
+}
 
 // EvalBool evaluates a boolean expression.
 func (e *Expr) EvalBool(env map[string]any) (bool, error) {
@@ -586,6 +753,11 @@ func (e *Expr) EvalBool(env map[string]any) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	return AsBool(v)
+}
+
+// AsBool is a value of an expression as a boolean.
+func AsBool(v any) (bool, error) {
 	b, ok := v.(bool)
 	if !ok {
 		return false, fmt.Errorf("is %v (%s), not a boolean", v, goType(v))
@@ -600,6 +772,12 @@ func (e *Expr) EvalInt(env map[string]any) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	return AsInt(v, env)
+}
+
+// AsInt is a value of an expression over env as an integer: a float is
+// one only if it is whole.
+func AsInt(v any, env map[string]any) (int, error) {
 	switch x := v.(type) {
 	case int:
 		return x, nil
@@ -607,7 +785,7 @@ func (e *Expr) EvalInt(env map[string]any) (int, error) {
 		if !math.IsInf(x, 0) && x == math.Trunc(x) && math.Abs(x) < 1<<53 {
 			return int(x), nil
 		}
-		return 0, fmt.Errorf("is %v, not an integer, with %s (\"/\" divides as floats: use idiv(a, b) or cdiv(a, b))", x, describeEnv(env))
+		return 0, fmt.Errorf("is %g, not an integer, with %s (\"/\" divides as floats: use idiv(a, b) or cdiv(a, b))", x, DescribeEnv(env))
 	}
 	return 0, fmt.Errorf("is %v (%s), not an integer", v, goType(v))
 }
@@ -618,6 +796,11 @@ func (e *Expr) EvalFloat(env map[string]any) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
+	return AsFloat(v)
+}
+
+// AsFloat is a value of an expression as a float.
+func AsFloat(v any) (float64, error) {
 	switch x := v.(type) {
 	case int:
 		return float64(x), nil
@@ -634,8 +817,8 @@ func goType(v any) string {
 	return fmt.Sprintf("%T", v)
 }
 
-// describeEnv lists the integer variables of env, sorted by name: "n=896, BN=64".
-func describeEnv(env map[string]any) string {
+// DescribeEnv lists the integer variables of env, sorted by name: "n=896, BN=64".
+func DescribeEnv(env map[string]any) string {
 	keys := make([]string, 0, len(env))
 	for k, v := range env {
 		if _, ok := v.(int); ok {
@@ -677,7 +860,7 @@ func boolean(v any, op string) (bool, error) {
 	return b, nil
 }
 
-func eval(n *node, env map[string]any) (any, error) {
+func eval(n *node, env map[string]any, f *frame) (any, error) {
 	switch n.tag {
 	case 'l':
 		return n.val, nil
@@ -686,8 +869,20 @@ func eval(n *node, env map[string]any) (any, error) {
 			return v, nil
 		}
 		return 0, nil
+	case 'p':
+		switch n.op {
+		case "#index":
+			return f.index, nil
+		case "#acc":
+			return f.acc, nil
+		}
+		return f.elem, nil
+	case 'x':
+		return evalIndex(n, env, f)
+	case 'r':
+		return evalReduce(n, env, f)
 	case 'u':
-		v, err := eval(n.args[0], env)
+		v, err := eval(n.args[0], env, f)
 		if err != nil {
 			return nil, err
 		}
@@ -706,7 +901,7 @@ func eval(n *node, env map[string]any) (any, error) {
 		}
 		return -v.(float64), nil
 	case 'c':
-		c, err := eval(n.args[0], env)
+		c, err := eval(n.args[0], env, f)
 		if err != nil {
 			return nil, err
 		}
@@ -715,13 +910,13 @@ func eval(n *node, env map[string]any) (any, error) {
 			return nil, fmt.Errorf("non-bool expression (type %s) used as condition", goType(c))
 		}
 		if b {
-			return eval(n.args[1], env)
+			return eval(n.args[1], env, f)
 		}
-		return eval(n.args[2], env)
+		return eval(n.args[2], env, f)
 	case 'f':
 		args := make([]any, len(n.args))
 		for i, a := range n.args {
-			v, err := eval(a, env)
+			v, err := eval(a, env, f)
 			if err != nil {
 				return nil, err
 			}
@@ -730,7 +925,7 @@ func eval(n *node, env map[string]any) (any, error) {
 		return call(n.op, args)
 	}
 	op := n.op
-	a, err := eval(n.args[0], env)
+	a, err := eval(n.args[0], env, f)
 	if err != nil {
 		return nil, err
 	}
@@ -742,7 +937,7 @@ func eval(n *node, env map[string]any) (any, error) {
 		if (op == "&&" || op == "and") != ab {
 			return ab, nil // short-circuit
 		}
-		b, err := eval(n.args[1], env)
+		b, err := eval(n.args[1], env, f)
 		if err != nil {
 			return nil, err
 		}
@@ -752,12 +947,19 @@ func eval(n *node, env map[string]any) (any, error) {
 		}
 		return bb, nil
 	}
-	b, err := eval(n.args[1], env)
+	b, err := eval(n.args[1], env, f)
 	if err != nil {
 		return nil, err
 	}
+	if t, u := typeOf(a), typeOf(b); elemType(t) != "" || elemType(u) != "" {
+		// Arrays take part in no operator: they are indexed, reduced or measured.
+		return nil, fmt.Errorf("invalid operation: %s (mismatched types %s and %s)", op, goType(a), goType(b))
+	}
 	if op == "==" || op == "!=" {
 		return equal(a, b) == (op == "=="), nil
+	}
+	if op == ".." {
+		return intRange(a, b)
 	}
 	if a, err = num(a, op); err != nil {
 		return nil, err
@@ -794,6 +996,138 @@ func eval(n *node, env map[string]any) (any, error) {
 		return nil, fmt.Errorf("invalid operation: %% (mismatched types float64 and int)")
 	}
 	return nil, fmt.Errorf("unknown operator %s", op)
+}
+
+// intRange is a..b: the ints from a to b, none where b < a.
+func intRange(a, b any) (any, error) {
+	lo, ok1 := a.(int)
+	hi, ok2 := b.(int)
+	if !ok1 || !ok2 {
+		return nil, fmt.Errorf("invalid operation: .. (mismatched types %s and %s)", goType(a), goType(b))
+	}
+	if hi < lo {
+		return []int{}, nil
+	}
+	if hi-lo >= 1<<26 {
+		return nil, fmt.Errorf("range %d..%d has more than %d elements", lo, hi, 1<<26)
+	}
+	r := make([]int, hi-lo+1)
+	for i := range r {
+		r[i] = lo + i
+	}
+	return r, nil
+}
+
+// addValues is a + b: an int for two ints, else a float.
+func addValues(a, b any) (any, error) {
+	if _, err := num(b, "sum"); err != nil {
+		return nil, err
+	}
+	ai, aInt := a.(int)
+	bi, bInt := b.(int)
+	if aInt && bInt {
+		return ai + bi, nil
+	}
+	return toFloat(a) + toFloat(b), nil
+}
+
+// array is v as an array: its length and its element i.
+func array(v any, what string) (int, func(i int) any, error) {
+	switch x := v.(type) {
+	case []float64:
+		return len(x), func(i int) any { return x[i] }, nil
+	case []int:
+		return len(x), func(i int) any { return x[i] }, nil
+	}
+	return 0, nil, fmt.Errorf("invalid operation: %s of %s", what, goType(v))
+}
+
+func evalIndex(n *node, env map[string]any, f *frame) (any, error) {
+	a, err := eval(n.args[0], env, f)
+	if err != nil {
+		return nil, err
+	}
+	iv, err := eval(n.args[1], env, f)
+	if err != nil {
+		return nil, err
+	}
+	size, at, err := array(a, "index")
+	if err != nil {
+		return nil, err
+	}
+	i, ok := iv.(int)
+	if !ok {
+		return nil, fmt.Errorf("invalid operation: cannot use %s as index to %s", goType(iv), goType(a))
+	}
+	if i < 0 {
+		i += size
+	}
+	if i < 0 || i >= size {
+		return nil, fmt.Errorf("index out of range: %d (array length is %d)", iv, size)
+	}
+	return at(i), nil
+}
+
+// evalReduce runs reduce(x, body[, init]); a range a..b as x is walked
+// without being built.
+func evalReduce(n *node, env map[string]any, outer *frame) (any, error) {
+	var (
+		size, lo int
+		at       func(i int) any
+	)
+	if x := n.args[0]; x.tag == 'b' && x.op == ".." {
+		a, err := eval(x.args[0], env, outer)
+		if err != nil {
+			return nil, err
+		}
+		b, err := eval(x.args[1], env, outer)
+		if err != nil {
+			return nil, err
+		}
+		l, ok1 := a.(int)
+		h, ok2 := b.(int)
+		if !ok1 || !ok2 {
+			return nil, fmt.Errorf("invalid operation: .. (mismatched types %s and %s)", goType(a), goType(b))
+		}
+		lo, size = l, max(0, h-l+1)
+	} else {
+		v, err := eval(x, env, outer)
+		if err != nil {
+			return nil, err
+		}
+		if size, at, err = array(v, "reduce"); err != nil {
+			return nil, err
+		}
+	}
+	elem := func(i int) any {
+		if at != nil {
+			return at(i)
+		}
+		return lo + i
+	}
+	f := &frame{}
+	start := 0
+	if len(n.args) == 3 {
+		init, err := eval(n.args[2], env, outer)
+		if err != nil {
+			return nil, err
+		}
+		f.acc = init
+	} else {
+		if size == 0 {
+			return nil, fmt.Errorf("reduce of an empty array with no initial value")
+		}
+		f.acc, start = elem(0), 1
+	}
+	for i := start; i < size; i++ {
+		f.elem, f.index = elem(i), i
+		v, err := eval(n.args[1], env, f)
+		if err != nil {
+			return nil, err
+		}
+		f.acc = v
+	}
+	return f.acc, nil
 }
 
 // arith applies the operators that ints and floats share; ok is false for
@@ -906,6 +1240,24 @@ func call(name string, args []any) (any, error) {
 			return i, nil
 		}
 		return math.Abs(v.(float64)), nil
+	case "len", "sum":
+		if len(args) != 1 {
+			return nil, fmt.Errorf("%s takes 1 argument", name)
+		}
+		size, at, err := array(args[0], name)
+		if err != nil || name == "len" {
+			return size, err
+		}
+		var total any = 0
+		if _, ok := args[0].([]float64); ok {
+			total = 0.0
+		}
+		for i := 0; i < size; i++ {
+			if total, err = addValues(total, at(i)); err != nil {
+				return nil, err
+			}
+		}
+		return total, nil
 	case "int":
 		v, err := oneNum()
 		if err != nil {

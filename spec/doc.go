@@ -4,8 +4,8 @@
 // .cu/.metal/.cl files taking the parameters as macros, or an MLX
 // fast.metal_kernel body whose signature is generated as MLX does), its buffers and
 // scalar arguments, the tunable parameters and their values, constraints and
-// launch geometry as expressions over the shape and the parameters
-// (github.com/expr-lang/expr), the shapes or shape classes to tune, and how
+// launch geometry as expressions over the shape and the parameters (the
+// language of params.Expr, which the family descriptions use too), the shapes or shape classes to tune, and how
 // to check results: the float64 reference of a built-in family it
 // implements, or a reference expression per output element.
 //
@@ -14,6 +14,6 @@
 // kernel by name exactly like a built-in family, and the results land in
 // hardware_params.json under the spec's name.
 //
-// It imports kernels, kernels/gpu, params and search (and expr-lang), never
-// the tuner or a backend.
+// It imports kernels, kernels/gpu, params and search, never the tuner or a
+// backend.
 package spec

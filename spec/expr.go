@@ -3,12 +3,9 @@ package spec
 import (
 	"errors"
 	"fmt"
-	"math"
 	"strings"
 
-	"github.com/expr-lang/expr"
-	"github.com/expr-lang/expr/ast"
-	"github.com/expr-lang/expr/vm"
+	"github.com/kerntune/kerntune/params"
 )
 
 // kind is the type an expression must have.
@@ -34,48 +31,7 @@ func (k kind) String() string {
 type program struct {
 	file, field, src string
 	kind             kind
-	prog             *vm.Program
-	idents           map[string]bool // identifiers the expression names
-}
-
-// functions available in every expression, beyond expr's builtins (min,
-// max, abs, ceil, floor, sum, ...). expr's "/" is float division, so
-// integer expressions use idiv and cdiv.
-func functions() []expr.Option {
-	intOp := func(name string, f func(a, b int) int) expr.Option {
-		return expr.Function(name, func(args ...any) (any, error) {
-			a, b := args[0].(int), args[1].(int)
-			if b == 0 {
-				return nil, fmt.Errorf("%s(%d, 0): division by zero", name, a)
-			}
-			return f(a, b), nil
-		}, new(func(int, int) int))
-	}
-	floatFn := func(name string, f func(float64) float64) expr.Option {
-		return expr.Function(name, func(args ...any) (any, error) {
-			switch v := args[0].(type) {
-			case float64:
-				return f(v), nil
-			case int:
-				return f(float64(v)), nil
-			}
-			return nil, fmt.Errorf("%s of %T", name, args[0])
-		}, new(func(float64) float64), new(func(int) float64))
-	}
-	return []expr.Option{
-		intOp("cdiv", func(a, b int) int { return (a + b - 1) / b }),
-		intOp("idiv", func(a, b int) int { return a / b }),
-		expr.Function("is_pow2", func(args ...any) (any, error) {
-			v := args[0].(int)
-			return v > 0 && v&(v-1) == 0, nil
-		}, new(func(int) bool)),
-		floatFn("exp", math.Exp),
-		floatFn("sqrt", math.Sqrt),
-		floatFn("rsqrt", func(x float64) float64 { return 1 / math.Sqrt(x) }),
-		floatFn("log", math.Log),
-		floatFn("tanh", math.Tanh),
-		floatFn("sigmoid", func(x float64) float64 { return 1 / (1 + math.Exp(-x)) }),
-	}
+	expr             *params.Expr
 }
 
 // reserved names cannot be dims, params, buffers or scalars.
@@ -85,131 +41,83 @@ var reserved = map[string]bool{
 	"min": true, "max": true, "abs": true, "ceil": true, "floor": true, "sum": true, "len": true,
 }
 
-// compileExpr compiles src against env (names → example values, which give
-// their types); errors name the file, the field and the expression.
+// compileExpr compiles src in params' expression language against env
+// (names → example values, which give their types); errors name the file,
+// the field and the expression.
 func compileExpr(file, field, src string, env map[string]any, k kind) (*program, error) {
-	fail := func(msg string) error { return &Error{File: file, Field: field, Expr: src, Msg: msg} }
 	if strings.TrimSpace(src) == "" {
-		return nil, fail("empty expression")
+		return nil, &Error{File: file, Field: field, Expr: src, Msg: "empty expression"}
 	}
-	opts := append([]expr.Option{expr.Env(env)}, functions()...)
-	switch k {
-	case boolKind:
-		opts = append(opts, expr.AsBool())
-	case floatKind:
-		opts = append(opts, expr.AsFloat64())
+	types := make(map[string]string, len(env))
+	for n, v := range env {
+		types[n] = params.ValueType(v)
 	}
-	prog, err := expr.Compile(src, opts...)
+	e, err := params.ParseExpr(src, types)
+	if err == nil {
+		err = k.admits(e.Type())
+	}
 	if err != nil {
-		return nil, fail(compileMsg(err, env))
+		msg := fmt.Sprintf("%s (names in scope: %s)", firstLine(err.Error()), strings.Join(sortedKeys(env), ", "))
+		return nil, &Error{File: file, Field: field, Expr: src, Msg: msg}
 	}
-	p := &program{file: file, field: field, src: src, kind: k, prog: prog, idents: map[string]bool{}}
-	node := prog.Node()
-	ast.Walk(&node, identVisitor(p.idents))
-	return p, nil
+	return &program{file: file, field: field, src: src, kind: k, expr: e}, nil
 }
 
-// compileMsg shortens expr's message to its first line and lists the names in scope.
-func compileMsg(err error, env map[string]any) string {
-	msg := err.Error()
-	if i := strings.IndexByte(msg, '\n'); i >= 0 {
-		msg = msg[:i]
+// admits is nil if an expression of static type t can give a value of
+// kind k: a boolean for a bool, a number for a float; an int kind takes
+// any (a float must be whole when it runs).
+func (k kind) admits(t string) error {
+	switch {
+	case k == boolKind && t != "bool" && t != "":
+		return fmt.Errorf("expected bool, but got %s", t)
+	case k == floatKind && t != "int" && t != "float64" && t != "":
+		return fmt.Errorf("expected float64, but got %s", t)
 	}
-	return fmt.Sprintf("%s (names in scope: %s)", msg, strings.Join(sortedKeys(env), ", "))
-}
-
-type identVisitor map[string]bool
-
-func (v identVisitor) Visit(n *ast.Node) {
-	if id, ok := (*n).(*ast.IdentifierNode); ok {
-		v[id.Value] = true
-	}
+	return nil
 }
 
 // uses reports whether the expression names any of names.
-func (p *program) uses(names []string) bool {
-	for _, n := range names {
-		if p.idents[n] {
-			return true
-		}
-	}
-	return false
-}
+func (p *program) uses(names []string) bool { return p.expr.Uses(names) }
 
 // errorf is an error about this expression.
 func (p *program) errorf(format string, args ...any) error {
 	return &Error{File: p.file, Field: p.field, Expr: p.src, Msg: fmt.Sprintf(format, args...)}
 }
 
-func (p *program) run(env map[string]any) (any, error) {
-	v, err := expr.Run(p.prog, env)
-	if err != nil {
-		msg := err.Error()
-		if i := strings.IndexByte(msg, '\n'); i >= 0 {
-			msg = msg[:i]
+// evalAs runs the expression and converts its value. A run-time error,
+// and a value of the wrong kind from an expression whose type only the
+// run tells (cast names the conversion), say the variables it ran with.
+func evalAs[T any](p *program, env map[string]any, cast string, conv func(any) (T, error)) (T, error) {
+	v, err := p.expr.Eval(env)
+	if err == nil {
+		var x T
+		if x, err = conv(v); err == nil {
+			return x, nil
 		}
-		return nil, p.errorf("%s (with %s)", msg, describeEnv(env))
+		if cast == "" || p.expr.Type() != "" {
+			return x, p.errorf("%v", err)
+		}
+		err = fmt.Errorf("invalid operation: %s(%T)", cast, v)
 	}
-	return v, nil
+	var zero T
+	return zero, p.errorf("%s (with %s)", firstLine(err.Error()), describeEnv(env))
 }
 
 // evalInt runs an integer expression; a float result must be integral.
 func (p *program) evalInt(env map[string]any) (int, error) {
-	v, err := p.run(env)
-	if err != nil {
-		return 0, err
-	}
-	switch x := v.(type) {
-	case int:
-		return x, nil
-	case float64:
-		if x == math.Trunc(x) && math.Abs(x) < 1<<53 {
-			return int(x), nil
-		}
-		return 0, p.errorf("is %g, not an integer, with %s (\"/\" divides as floats: use idiv(a, b) or cdiv(a, b))", x, describeEnv(env))
-	}
-	return 0, p.errorf("is %v (%T), not an integer", v, v)
+	return evalAs(p, env, "", func(v any) (int, error) { return params.AsInt(v, env) })
 }
 
 func (p *program) evalBool(env map[string]any) (bool, error) {
-	v, err := p.run(env)
-	if err != nil {
-		return false, err
-	}
-	b, ok := v.(bool)
-	if !ok {
-		return false, p.errorf("is %v (%T), not a boolean", v, v)
-	}
-	return b, nil
+	return evalAs(p, env, "bool", params.AsBool)
 }
 
 func (p *program) evalFloat(env map[string]any) (float64, error) {
-	v, err := p.run(env)
-	if err != nil {
-		return 0, err
-	}
-	switch x := v.(type) {
-	case float64:
-		return x, nil
-	case int:
-		return float64(x), nil
-	}
-	return 0, p.errorf("is %v (%T), not a number", v, v)
+	return evalAs(p, env, "float64", params.AsFloat)
 }
 
 // describeEnv renders the integer variables of an environment, e.g. "n=896, BN=64".
-func describeEnv(env map[string]any) string {
-	var parts []string
-	for _, k := range sortedKeys(env) {
-		if v, ok := env[k].(int); ok {
-			parts = append(parts, fmt.Sprintf("%s=%d", k, v))
-		}
-	}
-	if len(parts) == 0 {
-		return "no variables"
-	}
-	return strings.Join(parts, ", ")
-}
+var describeEnv = params.DescribeEnv
 
 // joinErrors joins errors, or returns nil for none.
 func joinErrors(errs []error) error {

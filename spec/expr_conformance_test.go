@@ -28,12 +28,17 @@ type exprCase struct {
 }
 
 // exprEnvValue reads an environment value: an integer (a JSON number
-// without fraction or exponent), a float, or a boolean.
+// without fraction or exponent), a float, a boolean, or an array (a
+// buffer: float elements).
 func exprEnvValue(raw json.RawMessage) (any, error) {
 	s := strings.TrimSpace(string(raw))
-	switch s {
-	case "true", "false":
+	switch {
+	case s == "true" || s == "false":
 		return s == "true", nil
+	case strings.HasPrefix(s, "["):
+		var xs []float64
+		err := json.Unmarshal(raw, &xs)
+		return xs, err
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()

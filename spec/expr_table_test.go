@@ -7,8 +7,8 @@ import (
 )
 
 // TestExpressionTable runs testdata/expressions.json, which the Python
-// loader (python/tests/test_expressions.py) runs too: its expression
-// evaluator must agree with expr-lang on every spec expression it reads.
+// loader (python/tests/test_expressions.py) runs too: both evaluators of the
+// expression language must agree on every spec expression it reads.
 func TestExpressionTable(t *testing.T) {
 	data, err := os.ReadFile("testdata/expressions.json")
 	if err != nil {

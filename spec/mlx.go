@@ -373,7 +373,7 @@ func (c *compiler) mlxTemplate(k *gpu.MLX, names map[string]string) {
 		}
 		used := false
 		for _, pr := range append(append(append([]*program{c.shared}, c.grid...), c.mlx.group...), c.constraints...) {
-			if pr != nil && pr.idents[p.Name] {
+			if pr != nil && pr.uses([]string{p.Name}) {
 				used = true
 			}
 		}

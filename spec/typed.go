@@ -6,8 +6,6 @@ import (
 	"math/rand/v2"
 	"sync"
 
-	"github.com/expr-lang/expr/vm"
-
 	"github.com/kerntune/kerntune/kernels"
 )
 
@@ -370,10 +368,9 @@ func (c *compiler) evalOutput(ref *program, cs kernels.Case, bufs map[string][]f
 			for name, b := range bufs {
 				env[name] = b
 			}
-			var m vm.VM
 			for i := w; i < n; i += workers {
 				env["i"] = i
-				v, err := m.Run(ref.prog, env)
+				v, err := ref.expr.Eval(env)
 				f, ok := toFloat(v)
 				if err != nil || !ok {
 					out[i] = math.NaN()

@@ -62,23 +62,21 @@ type BenchOptions struct {
 	backendOpts          backendOptions
 }
 
-// NewCmdBench builds the bench command; runF, when not nil, runs instead of runBench.
-func NewCmdBench(f *Factory, runF func(*BenchOptions) error) *cobra.Command {
-	o := &BenchOptions{IO: f.IO}
-	cmd := &cobra.Command{
-		Use:   "bench",
-		Short: "Time the tuned parameters (from the params file) against the backend's baseline",
-		Long: `bench resolves each kernel's parameters for this device from the params file
+// benchHelp is bench's usage line, summary and help.
+var benchHelp = cmdHelp{
+	use:   "bench",
+	short: "Time the tuned parameters (from the params file) against the backend's baseline",
+	long: `bench resolves each kernel's parameters for this device from the params file
 exactly as an application would (env > exact shape > class > fallback > default),
 verifies them, and times them and the baseline (cuBLAS, gonum) interleaved on
 the default workload or the --shape list. SPEEDUP is baseline/tuned time (above
 1: the tuned kernel is faster), as in show and report.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			o.ctx = cmd.Context()
-			return runOr(o, runF, runBench)
-		},
-	}
+}
+
+// NewCmdBench builds the bench command; runF, when not nil, runs instead of runBench.
+func NewCmdBench(f *Factory, runF func(*BenchOptions) error) *cobra.Command {
+	o := &BenchOptions{IO: f.IO}
+	cmd := newCmd(benchHelp, o, runF, runBench, func(c *cobra.Command, _ []string) { o.ctx = c.Context() })
 	fl := cmd.Flags()
 	addBackendFlag(cmd, &o.backend, "")
 	fl.StringArrayVar(&o.kernelNames, "kernel", nil, "kernel family (repeatable; default all)")

@@ -63,13 +63,11 @@ type CheckOptions struct {
 	asJSON  bool
 }
 
-// NewCmdCheck builds the check command; runF, when not nil, runs instead of runCheck.
-func NewCmdCheck(f *Factory, runF func(*CheckOptions) error) *cobra.Command {
-	o := &CheckOptions{IO: f.IO}
-	cmd := &cobra.Command{
-		Use:   "check --spec FILE [--backend auto|cuda|metal|opencl|none] [--sample N]",
-		Short: "Validate a kernel spec, enumerate its space, generate its sources and verify a sample on the GPU",
-		Long: `check loads each spec file (every error names the file, the JSON field and the
+// checkHelp is check's usage line, summary and help.
+var checkHelp = cmdHelp{
+	use:   "check --spec FILE [--backend auto|cuda|metal|opencl|none] [--sample N]",
+	short: "Validate a kernel spec, enumerate its space, generate its sources and verify a sample on the GPU",
+	long: `check loads each spec file (every error names the file, the JSON field and the
 expression), enumerates the parameter space per shape class, generates the
 kernel source of every valid candidate for each API the spec supports,
 syntax-checks every Metal source with clang against kerntune's MSL shim
@@ -83,15 +81,15 @@ backend only; the other backends reject it.
 Spec kernels are GPU code (a body in the GPU dialect, or .cu/.metal/.cl
 files), so the cpu backend cannot run them; with --backend auto and no GPU,
 check does the static checks only and says so.`,
-		Example: `  kerntune check --spec examples/m1_gemv.json
+	example: `  kerntune check --spec examples/m1_gemv.json
   kerntune check --spec examples/mlx_qr_col_dot.json --backend none
   kerntune check --spec examples/gemm_av.json --backend cuda --sample 1`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			o.ctx = cmd.Context()
-			return runOr(o, runF, runCheck)
-		},
-	}
+}
+
+// NewCmdCheck builds the check command; runF, when not nil, runs instead of runCheck.
+func NewCmdCheck(f *Factory, runF func(*CheckOptions) error) *cobra.Command {
+	o := &CheckOptions{IO: f.IO}
+	cmd := newCmd(checkHelp, o, runF, runCheck, func(c *cobra.Command, _ []string) { o.ctx = c.Context() })
 	fl := cmd.Flags()
 	fl.StringArrayVar(&o.specs, "spec", nil, "kernel spec file (repeatable)")
 	fl.StringVar(&o.backend, "backend", "auto", "GPU backend for the device check: auto, none, "+strings.Join(tuner.Backends(), ", "))

@@ -51,3 +51,27 @@ func runOr[O any](opts *O, runF, run func(*O) error) error {
 	}
 	return run(opts)
 }
+
+// cmdHelp is a command's usage line, one-line summary, help text and
+// examples.
+type cmdHelp struct{ use, short, long, example string }
+
+// newCmd builds the command of help h, of no arguments (a command that
+// takes some sets Args), that runs o through runOr; before, when not nil,
+// first reads into o what only the running command knows (its context,
+// its arguments, which flags were set).
+func newCmd[O any](h cmdHelp, o *O, runF, run func(*O) error, before func(*cobra.Command, []string)) *cobra.Command {
+	return &cobra.Command{
+		Use:     h.use,
+		Short:   h.short,
+		Long:    h.long,
+		Example: h.example,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if before != nil {
+				before(cmd, args)
+			}
+			return runOr(o, runF, run)
+		},
+	}
+}

@@ -37,13 +37,11 @@ type ReplayOptions struct {
 	batch      int
 }
 
-// NewCmdReplay builds the replay command; runF, when not nil, runs instead of runReplay.
-func NewCmdReplay(fac *Factory, runF func(*ReplayOptions) error) *cobra.Command {
-	f := &ReplayOptions{IO: fac.IO}
-	cmd := &cobra.Command{
-		Use:   "replay",
-		Short: "Run search strategies against recorded Kernel Tuner caches",
-		Long: `replay runs a search strategy against a Kernel Tuner cache file (.json or
+// replayHelp is replay's usage line, summary and help.
+var replayHelp = cmdHelp{
+	use:   "replay",
+	short: "Run search strategies against recorded Kernel Tuner caches",
+	long: `replay runs a search strategy against a Kernel Tuner cache file (.json or
 .json.gz; the classic cache format or T4 results) instead of a device. The
 space is the set of configurations in the cache; one evaluation is one
 distinct configuration measured (built once, then sampled any number of
@@ -80,9 +78,12 @@ GPUs under cachefiles/ (.json.gz in the classic format, the _T4 files in
 the T4 format). replay reads .json and .json.gz files in either format; a
 cache Kernel Tuner is still writing (without its closing braces) and KTT's
 output are not read.`,
-		Args: cobra.NoArgs,
-		RunE: func(_ *cobra.Command, _ []string) error { return runOr(f, runF, runReplay) },
-	}
+}
+
+// NewCmdReplay builds the replay command; runF, when not nil, runs instead of runReplay.
+func NewCmdReplay(fac *Factory, runF func(*ReplayOptions) error) *cobra.Command {
+	f := &ReplayOptions{IO: fac.IO}
+	cmd := newCmd(replayHelp, f, runF, runReplay, nil)
 	fl := cmd.Flags()
 	fl.StringSliceVar(&f.caches, "cache", nil, "Kernel Tuner cache file (repeatable)")
 	fl.StringSliceVar(&f.strategies, "strategy", []string{search.DefaultStrategy}, "search strategy (repeatable): "+strings.Join(search.Names, ", ")+" (default: the old name of warm)")

@@ -25,24 +25,23 @@ type ReportOptions struct {
 	asJSON                 bool
 }
 
-// NewCmdReport builds the report command; runF, when not nil, runs instead of runReport.
-func NewCmdReport(fac *Factory, runF func(*ReportOptions) error) *cobra.Command {
-	f := &ReportOptions{IO: fac.IO}
-	cmd := &cobra.Command{
-		Use:   "report [FILE] [--out DIR]",
-		Short: "Write a Markdown report with plots for every device of a params file",
-		Long: `report writes DIR/report.md and its plots (DIR/plots) for every device of the
+// reportHelp is report's usage line, summary and help.
+var reportHelp = cmdHelp{
+	use:   "report [FILE] [--out DIR]",
+	short: "Write a Markdown report with plots for every device of a params file",
+	long: `report writes DIR/report.md and its plots (DIR/plots) for every device of the
 params file: per family and class the winner, the default, the baseline, the
 speedups, the % of the roofline floor, and a chart of the speedups. With a
 trace (tune --trace FILE, or FILE.trace.jsonl / FILE.journal found next to the
 params file) each entry also gets the time of every measured candidate, sorted,
 and the effect of each parameter (best and all times per value).`,
-		Args: cobra.MaximumNArgs(1),
-		RunE: func(_ *cobra.Command, args []string) error {
-			f.File = paramsFileArg(args)
-			return runOr(f, runF, runReport)
-		},
-	}
+}
+
+// NewCmdReport builds the report command; runF, when not nil, runs instead of runReport.
+func NewCmdReport(fac *Factory, runF func(*ReportOptions) error) *cobra.Command {
+	f := &ReportOptions{IO: fac.IO}
+	cmd := newCmd(reportHelp, f, runF, runReport, func(_ *cobra.Command, args []string) { f.File = paramsFileArg(args) })
+	cmd.Args = cobra.MaximumNArgs(1)
 	fl := cmd.Flags()
 	fl.StringVar(&f.out, "out", "report", "directory to write report.md and plots/ into")
 	fl.StringVar(&f.tracePath, "trace", "", "trace file (JSON lines, see tune --trace); default FILE.trace.jsonl or FILE.journal when present")

@@ -61,13 +61,11 @@ type TuneOptions struct {
 	families int
 }
 
-// NewCmdTune builds the tune command; runF, when not nil, runs instead of runTune.
-func NewCmdTune(f *Factory, runF func(*TuneOptions) error) *cobra.Command {
-	opts := &TuneOptions{IO: f.IO}
-	cmd := &cobra.Command{
-		Use:   "tune",
-		Short: "Tune kernels on a device and merge the winners into hardware_params.json",
-		Long: `tune measures every family (or those named by --kernel) on the default
+// tuneHelp is tune's usage line, summary and help.
+var tuneHelp = cmdHelp{
+	use:   "tune",
+	short: "Tune kernels on a device and merge the winners into hardware_params.json",
+	long: `tune measures every family (or those named by --kernel) on the default
 workload, one entry per shape class, or on the exact shapes given by --shape,
 one entry per shape. Every candidate is verified against a float64 reference
 before it is timed. The budget is shared by all entries; each finished entry is
@@ -99,13 +97,15 @@ entry is kept, and tune says so. --replace always writes the new entry.
 
 An interrupted run (Ctrl-C, SIGTERM) writes what it finished and exits 130
 (SIGINT) or 143 (SIGTERM).`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			opts.isolateSet = cmd.Flags().Changed("isolate")
-			opts.ctx = cmd.Context()
-			return runOr(opts, runF, runTune)
-		},
-	}
+}
+
+// NewCmdTune builds the tune command; runF, when not nil, runs instead of runTune.
+func NewCmdTune(f *Factory, runF func(*TuneOptions) error) *cobra.Command {
+	opts := &TuneOptions{IO: f.IO}
+	cmd := newCmd(tuneHelp, opts, runF, runTune, func(c *cobra.Command, _ []string) {
+		opts.isolateSet = c.Flags().Changed("isolate")
+		opts.ctx = c.Context()
+	})
 	fl := cmd.Flags()
 	addBackendFlag(cmd, &opts.backend, " (auto: metal on macOS, else cuda if a GPU is found, else cpu)")
 	fl.StringArrayVar(&opts.kernels, "kernel", nil, "kernel family to tune (repeatable; default all): "+strings.Join(kernels.Names(), ", "))

@@ -45,22 +45,20 @@ type VerifyOptions struct {
 	backendOpts   backendOptions
 }
 
-// NewCmdVerify builds the verify command; runF, when not nil, runs instead of runVerify.
-func NewCmdVerify(f *Factory, runF func(*VerifyOptions) error) *cobra.Command {
-	o := &VerifyOptions{IO: f.IO}
-	cmd := &cobra.Command{
-		Use:   "verify",
-		Short: "Build and verify every candidate of every family on small odd shapes",
-		Long: `verify builds every valid candidate of each family on the device (or every
+// verifyHelp is verify's usage line, summary and help.
+var verifyHelp = cmdHelp{
+	use:   "verify",
+	short: "Build and verify every candidate of every family on small odd shapes",
+	long: `verify builds every valid candidate of each family on the device (or every
 --sample-th one) and checks it against the float64 reference on shapes that are
 not multiples of any tile, with the output poisoned first. Failures are counted
 by reason; the command fails if any candidate fails.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			o.ctx = cmd.Context()
-			return runOr(o, runF, runVerify)
-		},
-	}
+}
+
+// NewCmdVerify builds the verify command; runF, when not nil, runs instead of runVerify.
+func NewCmdVerify(f *Factory, runF func(*VerifyOptions) error) *cobra.Command {
+	o := &VerifyOptions{IO: f.IO}
+	cmd := newCmd(verifyHelp, o, runF, runVerify, func(c *cobra.Command, _ []string) { o.ctx = c.Context() })
 	fl := cmd.Flags()
 	addBackendFlag(cmd, &o.backend, "")
 	fl.StringArrayVar(&o.kernelNames, "kernel", nil, "kernel family (repeatable; default all)")

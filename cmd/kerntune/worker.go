@@ -29,18 +29,19 @@ type WorkerOptions struct {
 	backendOpts backendOptions
 }
 
+// workerHelp is worker's usage line, summary and help.
+var workerHelp = cmdHelp{
+	use:   "__worker",
+	short: "Serve a backend to a parent kerntune over stdin and stdout",
+}
+
 // NewCmdWorker builds the hidden command kerntune re-executes itself with
 // to run a backend in a separate process (see package tuner/worker); runF,
 // when not nil, runs instead of runWorker.
 func NewCmdWorker(f *Factory, runF func(*WorkerOptions) error) *cobra.Command {
 	o := &WorkerOptions{IO: f.IO}
-	cmd := &cobra.Command{
-		Use:    "__worker",
-		Short:  "Serve a backend to a parent kerntune over stdin and stdout",
-		Hidden: true,
-		Args:   cobra.NoArgs,
-		RunE:   func(_ *cobra.Command, _ []string) error { return runOr(o, runF, runWorker) },
-	}
+	cmd := newCmd(workerHelp, o, runF, runWorker, nil)
+	cmd.Hidden = true
 	cmd.Flags().StringVar(&o.backend, "backend", "cpu", "backend to serve")
 	cmd.Flags().StringArrayVar(&o.specs, "spec", nil, "kernel spec files whose kernels the parent tunes")
 	addBackendFlags(cmd, &o.backendOpts)

@@ -11,8 +11,10 @@ from .errors import SpecError
 
 _FUNCS = {
     "cdiv", "idiv", "is_pow2", "exp", "sqrt", "rsqrt", "log", "tanh", "sigmoid",
-    "min", "max", "abs", "ceil", "floor", "round", "int", "float",
+    "min", "max", "abs", "ceil", "floor", "round", "int", "float", "len", "sum",
 }
+# The names a reduce body reads its element, index and accumulator by.
+_POINTERS = {"#", "#index", "#acc"}
 _RESERVED_SPEC_NAMES = {
     "cdiv", "idiv", "is_pow2", "exp", "sqrt", "rsqrt", "log", "tanh", "sigmoid", "bias", "eps", "i",
     "NTHREADS", "min", "max", "abs", "ceil", "floor", "sum", "len",
@@ -23,13 +25,13 @@ _DIALECT_NAMES = {
 }
 _BINARY = {
     "or": 10, "||": 10, "and": 15, "&&": 15,
-    "==": 20, "!=": 20, "<": 20, ">": 20, ">=": 20, "<=": 20,
+    "==": 20, "!=": 20, "<": 20, ">": 20, ">=": 20, "<=": 20, "..": 25,
     "+": 30, "-": 30, "*": 60, "/": 60, "%": 60, "**": 100, "^": 100,
 }
 _RIGHT_ASSOC = {"**", "^"}
 _COMPARISON = {"<", ">", "<=", ">="}
 _UNARY = {"not": 50, "!": 50, "-": 90, "+": 90}
-_OPERATORS = ("**", "==", "!=", "<=", ">=", "&&", "||", "-", "+", "*", "/", "%", "^", "<", ">", "!", "?", ":", "(", ")", ",")
+_OPERATORS = ("..", "**", "==", "!=", "<=", ">=", "&&", "||", "-", "+", "*", "/", "%", "^", "<", ">", "!", "?", ":", "(", ")", ",", "[", "]")
 
 
 class _ExprSyntax(Exception):
@@ -52,6 +54,7 @@ class _Expr:
         self._names = set(self._types)
         self._toks = self._tokenize(src)
         self._pos = 0
+        self._bodies = 0  # reduce bodies open: where #, #index and #acc mean something
         self.node = self._expression(0)
         if self._peek() is not None:
             raise _ExprSyntax(f"unexpected token {self._peek()[1]!r}")
@@ -69,8 +72,8 @@ class _Expr:
                 j = _scan_number(src, i)
                 toks.append(("num", src[i:j]))
                 i = j
-            elif c.isalpha() or c == "_":
-                j = i
+            elif c.isalpha() or c == "_" or c == "#":
+                j = i + 1
                 while j < n and (src[j].isalnum() or src[j] == "_"):
                     j += 1
                 toks.append(("id", src[i:j]))
@@ -147,6 +150,30 @@ class _Expr:
         return left
 
     def _primary(self) -> Any:
+        """An operand and the indexes that follow it."""
+        n = self._operand()
+        while self._peek() == ("op", "["):
+            self._next()
+            n = ("idx", n, self._expression(0))
+            self._expect("]")
+        return n
+
+    def _reduce(self) -> Any:
+        """The arguments of reduce(x, body[, init]); the body reads the pointers."""
+        self._next()
+        x = self._expression(0)
+        self._expect(",")
+        self._bodies += 1
+        body = self._expression(0)
+        self._bodies -= 1
+        init = None
+        if self._peek() == ("op", ","):
+            self._next()
+            init = self._expression(0)
+        self._expect(")")
+        return ("reduce", x, body, init)
+
+    def _operand(self) -> Any:
         t = self._next()
         kind, v = t
         if (kind == "op" and v in ("-", "+", "!")) or (kind == "id" and v == "not"):
@@ -176,6 +203,12 @@ class _Expr:
         if kind == "id":
             if v in ("true", "false"):
                 return ("lit", v == "true")
+            if v in _POINTERS:
+                if not self._bodies:
+                    raise _ExprSyntax(f"{v} outside a reduce body")
+                return ("ptr", v)
+            if v == "reduce" and self._peek() == ("op", "("):
+                return self._reduce()
             if self._peek() == ("op", "("):
                 if v not in _FUNCS:
                     raise _ExprSyntax(f"unknown name {v}")
@@ -197,7 +230,7 @@ class _Expr:
         raise _ExprSyntax(f"unexpected token {v!r}")
 
     def eval(self, env: Mapping[str, Any]) -> Any:
-        return _eval(self.node, env)
+        return _eval(self.node, env, None)
 
 
 
@@ -232,7 +265,7 @@ def _scan_number(src: str, i: int) -> int:
 
 # Static types, as expr-lang's checker names them; "" is unknown (checked
 # when the expression runs).
-INT, FLOAT, BOOL, ARRAY = "int", "float64", "bool", "[]float64"
+INT, FLOAT, BOOL, ARRAY, RANGE = "int", "float64", "bool", "[]float64", "[]int"
 _NUMERIC = (INT, FLOAT, "")
 
 # Functions the spec package adds: name → (argument types accepted, result).
@@ -250,9 +283,19 @@ def _type_of_value(v: Any) -> str:
         return INT
     if isinstance(v, float):
         return FLOAT
+    if isinstance(v, range):
+        return RANGE
     if isinstance(v, (list, tuple)):
         return ARRAY
     return ""
+
+
+def _elem_type(t: str) -> str:
+    return FLOAT if t == ARRAY else INT if t == RANGE else ""
+
+
+def _or(t: str) -> str:
+    return t or "interface {}"
 
 
 def _mismatch(op: str, a: str, b: str) -> _ExprSyntax:
@@ -267,6 +310,17 @@ def _check(n: Any, types: Mapping[str, str]) -> str:
         return _type_of_value(n[1])
     if tag == "var":
         return types.get(n[1], INT)
+    if tag == "ptr":
+        return types[n[1]]
+    if tag == "idx":
+        a, i = _check(n[1], types), _check(n[2], types)
+        if a not in (ARRAY, RANGE, ""):
+            raise _ExprSyntax(f"invalid operation: cannot index {a}")
+        if i not in (INT, ""):
+            raise _ExprSyntax(f"invalid operation: cannot use {i} as index to {_or(a)}")
+        return _elem_type(a)
+    if tag == "reduce":
+        return _check_reduce(n, types)
     if tag == "un":
         t = _check(n[2], types)
         if n[1] in ("!", "not"):
@@ -285,12 +339,16 @@ def _check(n: Any, types: Mapping[str, str]) -> str:
     if tag == "call":
         return _check_call(n[1], [_check(a, types) for a in n[2]])
     op, a, b = n[1], _check(n[2], types), _check(n[3], types)
+    if op == "..":
+        if a not in (INT, "") or b not in (INT, ""):
+            raise _mismatch(op, a, b)
+        return RANGE
     if op in ("&&", "and", "||", "or"):
         if a not in (BOOL, "") or b not in (BOOL, ""):
             raise _mismatch(op, a, b)
         return BOOL
     if op in ("==", "!="):
-        if a != b and a and b and not (a in _NUMERIC and b in _NUMERIC):
+        if (a != b and a and b and not (a in _NUMERIC and b in _NUMERIC)) or a in (ARRAY, RANGE) or b in (ARRAY, RANGE):
             raise _mismatch(op, a, b)
         return BOOL
     if a not in _NUMERIC or b not in _NUMERIC:
@@ -306,6 +364,24 @@ def _check(n: Any, types: Mapping[str, str]) -> str:
     if a == INT and b == INT:
         return INT
     return FLOAT if a and b else ""
+
+
+def _check_reduce(n: Any, types: Mapping[str, str]) -> str:
+    """reduce(x, body[, init]): # is an element of x, #index an int, #acc
+    init's type (x's element's without init) where the body keeps it, else
+    unknown."""
+    x = _check(n[1], types)
+    if x not in (ARRAY, RANGE, ""):
+        raise _ExprSyntax(f"invalid argument for reduce (type {x})")
+    acc = _elem_type(x) if n[3] is None else _check(n[3], types)
+    inner = dict(types)
+    inner.update({"#": _elem_type(x), "#index": INT, "#acc": acc})
+    body = _check(n[2], inner)
+    if body == acc:
+        return body
+    inner["#acc"] = ""
+    _check(n[2], inner)
+    return ""
 
 
 def _check_call(name: str, args: List[str]) -> str:
@@ -332,6 +408,10 @@ def _check_call(name: str, args: List[str]) -> str:
         return ""
     if len(args) != 1:
         raise _ExprSyntax(f"{'not enough' if len(args) < 1 else 'too many'} arguments to call {name}")
+    if name in ("len", "sum"):
+        if args[0] not in (ARRAY, RANGE, ""):
+            raise _ExprSyntax(f"invalid argument for {name} (type {args[0]})")
+        return INT if name == "len" else _elem_type(args[0])
     if args[0] not in _NUMERIC:
         raise _ExprSyntax(f"invalid argument for {name} (type {args[0]})")
     if name == "abs":
@@ -359,14 +439,64 @@ def go_type(v: Any) -> str:
     return _type_of_value(v) or type(v).__name__
 
 
-def _eval(n: Any, env: Mapping[str, Any]) -> Any:
+def _array(v: Any, what: str) -> Union[list, tuple, range]:
+    if isinstance(v, (list, tuple, range)):
+        return v
+    raise _ExprRuntime(f"invalid operation: {what} of {go_type(v)}")
+
+
+def _element(arr: Any, i: int) -> Any:
+    """Element i of an array: a buffer's elements are floats, a range's ints."""
+    return arr[i] if isinstance(arr, range) else float(arr[i])
+
+
+def _int_range(a: Any, b: Any) -> range:
+    """a..b: the ints from a to b, none where b < a."""
+    if not (_is_int(a) and _is_int(b)):
+        raise _ExprRuntime(f"invalid operation: .. (mismatched types {go_type(a)} and {go_type(b)})")
+    return range(a, max(a, b + 1))
+
+
+def _eval_reduce(n: Any, env: Mapping[str, Any], outer: Any) -> Any:
+    x = n[1]
+    if x[0] == "bin" and x[1] == "..":
+        coll: Any = _int_range(_eval(x[2], env, outer), _eval(x[3], env, outer))
+    else:
+        coll = _array(_eval(x, env, outer), "reduce")
+    start = 0
+    if n[3] is not None:
+        acc = _eval(n[3], env, outer)
+    else:
+        if not len(coll):
+            raise _ExprRuntime("reduce of an empty array with no initial value")
+        acc, start = _element(coll, 0), 1
+    for i in range(start, len(coll)):
+        acc = _eval(n[2], env, (_element(coll, i), i, acc))
+    return acc
+
+
+def _eval(n: Any, env: Mapping[str, Any], frame: Any = None) -> Any:
+    """The value of node n; frame is the innermost reduce body's (element, index, accumulator)."""
     tag = n[0]
     if tag == "lit":
         return n[1]
     if tag == "var":
         return env.get(n[1], 0)
+    if tag == "ptr":
+        return frame[{"#": 0, "#index": 1, "#acc": 2}[n[1]]]
+    if tag == "idx":
+        a, iv = _eval(n[1], env, frame), _eval(n[2], env, frame)
+        arr = _array(a, "index")
+        if not _is_int(iv):
+            raise _ExprRuntime(f"invalid operation: cannot use {go_type(iv)} as index to {go_type(a)}")
+        i = iv + len(arr) if iv < 0 else iv
+        if not 0 <= i < len(arr):
+            raise _ExprRuntime(f"index out of range: {iv} (array length is {len(arr)})")
+        return _element(arr, i)
+    if tag == "reduce":
+        return _eval_reduce(n, env, frame)
     if tag == "un":
-        v = _eval(n[2], env)
+        v = _eval(n[2], env, frame)
         if n[1] in ("!", "not"):
             if not isinstance(v, bool):
                 raise _ExprRuntime(f"invalid operation: {n[1]} (mismatched type {go_type(v)})")
@@ -376,24 +506,32 @@ def _eval(n: Any, env: Mapping[str, Any]) -> Any:
             return v
         return _wrap(-v) if isinstance(v, int) else -v
     if tag == "cond":
-        c = _eval(n[1], env)
+        c = _eval(n[1], env, frame)
         if not isinstance(c, bool):
             raise _ExprRuntime(f"non-bool expression (type {go_type(c)}) used as condition")
-        return _eval(n[2], env) if c else _eval(n[3], env)
+        return _eval(n[2], env, frame) if c else _eval(n[3], env, frame)
     if tag == "call":
-        return _call(n[1], [_eval(a, env) for a in n[2]])
+        return _call(n[1], [_eval(a, env, frame) for a in n[2]])
     op = n[1]
     if op in ("&&", "and", "||", "or"):
-        a = _eval(n[2], env)
+        a = _eval(n[2], env, frame)
         if not isinstance(a, bool):
             raise _ExprRuntime(f"invalid operation: {op} (mismatched type {go_type(a)})")
         if (op in ("&&", "and")) != a:
             return a
-        b = _eval(n[3], env)
+        b = _eval(n[3], env, frame)
         if not isinstance(b, bool):
             raise _ExprRuntime(f"invalid operation: {op} (mismatched type {go_type(b)})")
         return b
-    a, b = _eval(n[2], env), _eval(n[3], env)
+    a, b = _eval(n[2], env, frame), _eval(n[3], env, frame)
+    if isinstance(a, (list, tuple, range)) or isinstance(b, (list, tuple, range)):
+        # Arrays take part in no operator: they are indexed, reduced or measured.
+        raise _ExprRuntime(f"invalid operation: {op} (mismatched types {go_type(a)} and {go_type(b)})")
+    if op == "..":
+        r = _int_range(a, b)
+        if len(r) > 1 << 26:
+            raise _ExprRuntime(f"range {a}..{b} has more than {1 << 26} elements")
+        return r
     if op == "==":
         return a == b and isinstance(a, bool) == isinstance(b, bool)
     if op == "!=":
@@ -452,6 +590,17 @@ def _call(name: str, args: List[Any]) -> Any:
         if name == "cdiv":
             return _wrap(_go_div(_wrap(_wrap(a + b) - 1), b))
         return _wrap(_go_div(a, b))
+    if name in ("len", "sum"):
+        if len(args) != 1:
+            raise _ExprRuntime(f"{name} takes 1 argument")
+        arr = _array(args[0], name)
+        if name == "len":
+            return len(arr)
+        total: Union[int, float] = 0.0 if isinstance(arr, (list, tuple)) else 0
+        for i in range(len(arr)):
+            x = _num(_element(arr, i), "sum")
+            total = _wrap(total + x) if _is_int(total) and _is_int(x) else float(total) + float(x)
+        return total
     if name == "is_pow2":
         (v,) = ints(1)
         return v > 0 and v & (v - 1) == 0

@@ -1,4 +1,4 @@
-"""Runs the expression tables the Go spec package (expr-lang) also runs:
+"""Runs the expression tables the Go spec package (params.Expr) also runs:
 spec/testdata/expressions.json (values) and
 params/testdata/conformance/expressions/expressions.json (values, integer
 and float results, the messages of compile and run-time errors)."""

@@ -1,6 +1,9 @@
 // Command archfig computes the figures of docs/architecture.md from the
 // tree, so that they cannot drift from it: Go files and lines per package,
-// test files and lines, and a count of duplicated code. It prints the
+// test files and lines, a count of duplicated code, and the files per kind
+// of addition that the trial scripts (scripts/trial_family.sh,
+// scripts/trial-backend.sh) add or edit, read from the scripts themselves;
+// the doc's "**N files**, checked by `script`" must say the same. It prints the
 // figures block, writes it into the doc between the markers (-w), or fails
 // when the doc's block differs from what the tree gives (-check).
 //
@@ -105,18 +108,26 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "archfig: %s: %v\n", *doc, err)
 		return 1
 	}
+	fixed := figs.proseCounts(text)
 	if *check {
-		if old == block {
+		stale := false
+		for _, a := range figs.additions {
+			if n, ok := proseCount(text, a.script); ok && n != len(a.files) {
+				fmt.Fprintf(stderr, "%s: says **%d files**, checked by `%s`; the script adds or edits %d\n", *doc, n, a.script, len(a.files))
+				stale = true
+			}
+		}
+		if old == block && !stale {
 			return 0
 		}
 		fmt.Fprintf(stderr, "%s: the figures block is stale; the tree gives (- doc, + tree):\n%s", *doc, lineDiff(old, block))
 		fmt.Fprintln(stderr, "regenerate it with: make figures (go run ./scripts/archfig -w)")
 		return 1
 	}
-	if old == block {
+	if old == block && bytes.Equal(fixed, text) {
 		return 0
 	}
-	if err := os.WriteFile(docPath, replace(text, block), 0o644); err != nil {
+	if err := os.WriteFile(docPath, replace(fixed, block), 0o644); err != nil {
 		fmt.Fprintln(stderr, "archfig:", err)
 		return 1
 	}
@@ -134,6 +145,73 @@ type figures struct {
 	pkgs      map[string]*pkgFigures
 	generated []genFile
 	dups      dupFigures
+	additions []addition
+}
+
+// addition is a kind of addition that a trial script makes to a scratch
+// copy of the tree, and the files it adds or edits there.
+type addition struct {
+	kind, script string
+	files        []string
+}
+
+// trialScripts are the scripts that add a kind of thing the way
+// docs/architecture.md's "Where a change goes" says.
+var trialScripts = []struct{ kind, script string }{
+	{"a kernel family", "scripts/trial_family.sh"},
+	{"a backend that reuses a generated API", "scripts/trial-backend.sh"},
+}
+
+// trialWriteRE finds the files a trial script writes in its copy: a here
+// document (cat > FILE), a copy (cp SRC FILE) or an edit (sed -i ... FILE),
+// each at the start of a line; a path holding a variable is the copy of the
+// tree itself, not an addition.
+var trialWriteRE = regexp.MustCompile(`(?m)^(?:cat > (\S+) <<|cp (?:-\S+ )*\S+ (\S+)$|sed -i '[^']*' (\S+)$)`)
+
+// proseRE finds the count the prose gives for a trial script's addition.
+func proseRE(script string) *regexp.Regexp {
+	return regexp.MustCompile(`\*\*(\d+) files\*\*, checked by\s+` + "`" + regexp.QuoteMeta(script) + "`")
+}
+
+// proseCount is the number of files the doc's prose gives for script's addition.
+func proseCount(doc []byte, script string) (int, bool) {
+	m := proseRE(script).FindSubmatch(doc)
+	if m == nil {
+		return 0, false
+	}
+	n := 0
+	fmt.Sscan(string(m[1]), &n)
+	return n, true
+}
+
+// proseCounts is doc with the prose's counts of the trial additions set to
+// what the scripts add.
+func (f figures) proseCounts(doc []byte) []byte {
+	for _, a := range f.additions {
+		re := proseRE(a.script)
+		doc = re.ReplaceAllFunc(doc, func(m []byte) []byte {
+			sub := re.FindSubmatchIndex(m)
+			return append(append(append([]byte{}, m[:sub[2]]...), fmt.Sprint(len(a.files))...), m[sub[3]:]...)
+		})
+	}
+	return doc
+}
+
+// trialFiles lists the files script writes, sorted.
+func trialFiles(script []byte) []string {
+	seen := map[string]bool{}
+	for _, m := range trialWriteRE.FindAllSubmatch(script, -1) {
+		f := string(m[1]) + string(m[2]) + string(m[3])
+		if !strings.Contains(f, "$") {
+			seen[f] = true
+		}
+	}
+	files := make([]string, 0, len(seen))
+	for f := range seen {
+		files = append(files, f)
+	}
+	sort.Strings(files)
+	return files
 }
 
 type genFile struct {
@@ -155,6 +233,16 @@ var generatedRE = regexp.MustCompile(`(?m)^// Code generated .* DO NOT EDIT\.$`)
 // collect reads every counted file of fsys.
 func collect(fsys fs.FS) (figures, error) {
 	figs := figures{pkgs: map[string]*pkgFigures{}}
+	for _, t := range trialScripts {
+		data, err := fs.ReadFile(fsys, t.script)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // a tree without it (the tests' trees)
+		}
+		if err != nil {
+			return figs, err
+		}
+		figs.additions = append(figs.additions, addition{t.kind, t.script, trialFiles(data)})
+	}
 	var srcs []source
 	err := fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -351,6 +439,16 @@ func (f figures) markdown() string {
 	}
 	fmt.Fprintln(&b, ".")
 	fmt.Fprintln(&b)
+	if len(f.additions) > 0 {
+		fmt.Fprintln(&b, "Files per kind of addition, as the trial scripts make it to a scratch copy of the tree:")
+		fmt.Fprintln(&b)
+		fmt.Fprintln(&b, "| addition | files | added or edited | made by |")
+		fmt.Fprintln(&b, "| --- | ---: | --- | --- |")
+		for _, a := range f.additions {
+			fmt.Fprintf(&b, "| %s | %d | `%s` | `%s` |\n", a.kind, len(a.files), strings.Join(a.files, "`, `"), a.script)
+		}
+		fmt.Fprintln(&b)
+	}
 	fmt.Fprintln(&b, endMarker)
 	return b.String()
 }

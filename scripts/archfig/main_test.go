@@ -188,3 +188,23 @@ func mustMarkdown(t *testing.T, root string) string {
 	}
 	return figs.markdown()
 }
+
+// The files per kind of addition come from what the trial scripts write,
+// and the prose's count of them is held to it.
+func TestTrialAdditions(t *testing.T) {
+	script := []byte("cp -P --parents \"$f\" \"$tree/\"\ncat > params/families/x.json <<'EOF'\n{}\nEOF\n" +
+		"cp scripts/testdata/b.go tuner/x/backend.go\nsed -i 's|a|b|' params/families.go\nsed -i 's|c|d|' params/families.go\n")
+	got := strings.Join(trialFiles(script), " ")
+	if want := "params/families.go params/families/x.json tuner/x/backend.go"; got != want {
+		t.Fatalf("trialFiles = %q, want %q", got, want)
+	}
+	f := figures{additions: []addition{{"a family", "scripts/trial_family.sh", []string{"a", "b", "c"}}}}
+	doc := []byte("adds **2 files**, checked by\n`scripts/trial_family.sh`, which")
+	if n, ok := proseCount(doc, "scripts/trial_family.sh"); !ok || n != 2 {
+		t.Fatalf("proseCount = %d, %v", n, ok)
+	}
+	fixed := f.proseCounts(doc)
+	if n, _ := proseCount(fixed, "scripts/trial_family.sh"); n != 3 || !strings.Contains(string(fixed), "\n`scripts/trial_family.sh`, which") {
+		t.Fatalf("proseCounts gave %q", fixed)
+	}
+}
