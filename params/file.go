@@ -146,6 +146,11 @@ type TuneTime struct {
 	DeviceS float64 `json:"device_s"`
 	IdleS   float64 `json:"idle_s"`
 	BusyPct float64 `json:"busy_pct"`
+	// CacheHits and Compiled count the entry's kernels the backend loaded
+	// from its compile cache and those it compiled (cache misses), where
+	// the backend has a compile cache that is on; absent otherwise.
+	CacheHits int `json:"cache_hits,omitempty"`
+	Compiled  int `json:"compiled,omitempty"`
 }
 
 // timeFields lists TuneTime's JSON fields with their destinations, in the
@@ -680,6 +685,15 @@ func (w *walker) entry(path string, v any) *Entry {
 			}
 			if w.err == nil && f.key == "busy_pct" && *f.dst > 100 {
 				w.fail(fp, "must be at most 100, got %s", x)
+			}
+		}
+		w.optionals(tp, tm, optional{"cache_hits", &e.Time.CacheHits}, optional{"compiled", &e.Time.Compiled})
+		for _, c := range []struct {
+			key string
+			n   int
+		}{{"cache_hits", e.Time.CacheHits}, {"compiled", e.Time.Compiled}} {
+			if w.err == nil && c.n < 0 {
+				w.fail(child(tp, c.key), "must not be negative, got %d", c.n)
 			}
 		}
 	}

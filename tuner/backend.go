@@ -3,6 +3,7 @@ package tuner
 import (
 	"fmt"
 
+	"github.com/kerntune/kerntune/internal/compilecache"
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/kernels/gpu"
 	"github.com/kerntune/kerntune/search"
@@ -85,6 +86,13 @@ type Backend interface {
 // others); the tuner announces each batch of candidates it will build.
 type Prefetcher interface {
 	Prefetch(k *kernels.Kernel, dt kernels.DType, cands []search.Candidate)
+}
+
+// CacheReporter is a Backend with a compile cache: CacheStats counts what
+// it loaded from the cache and what it compiled since it opened, so that an
+// entry's time split can say how many of its kernels came from the cache.
+type CacheReporter interface {
+	CacheStats() compilecache.Stats
 }
 
 // Readier is implemented by backends with a compile pool (Prefetcher) that

@@ -3,6 +3,7 @@ package tuner
 import (
 	"time"
 
+	"github.com/kerntune/kerntune/internal/compilecache"
 	"github.com/kerntune/kerntune/params"
 )
 
@@ -50,6 +51,19 @@ type clock struct {
 	// answering is the time spent in the search's Measure callback, which
 	// is not the search's own time.
 	answering time.Duration
+	// cache reads the backend's compile-cache counters (nil: no cache);
+	// cache0 is what they were when the entry started.
+	cache  func() compilecache.Stats
+	cache0 compilecache.Stats
+}
+
+// watchCache makes the entry's result count the kernels b loaded from its
+// compile cache and those it compiled while the entry ran.
+func (c *clock) watchCache(b Backend) {
+	if r, ok := b.(CacheReporter); ok && c != nil {
+		c.cache = r.CacheStats
+		c.cache0 = r.CacheStats()
+	}
 }
 
 func newClock(start time.Time) *clock { return &clock{start: start} }
@@ -149,6 +163,11 @@ func (c *clock) result() *params.TuneTime {
 	}
 	if wall > 0 {
 		t.BusyPct = round3(min(100, 100*c.device.Seconds()/wall.Seconds()))
+	}
+	if c.cache != nil {
+		s := c.cache()
+		t.CacheHits = int(max(0, s.Hits-c.cache0.Hits))
+		t.Compiled = int(max(0, s.Misses-c.cache0.Misses))
 	}
 	return t
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kerntune/kerntune/internal/compilecache"
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/params"
 	"github.com/kerntune/kerntune/search"
@@ -232,5 +233,57 @@ func TestReadyCandidatesMeasuredFirst(t *testing.T) {
 	}
 	if ready.CompileS > 0.7*plain.CompileS {
 		t.Errorf("waited %.3fs for compiles measuring ready candidates first, %.3fs in order", ready.CompileS, plain.CompileS)
+	}
+}
+
+// cacheBackend is fakeBackend with a compile cache: a build of a
+// candidate it built before is a hit, any other a miss.
+type cacheBackend struct {
+	fakeBackend
+	seen  map[string]bool
+	stats compilecache.Stats
+}
+
+func (b *cacheBackend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate) (Program, error) {
+	if key := c.Key(); b.seen[key] {
+		b.stats.Hits++
+	} else {
+		b.seen[key] = true
+		b.stats.Misses++
+	}
+	return b.fakeBackend.Build(k, dt, c)
+}
+
+func (b *cacheBackend) CacheStats() compilecache.Stats { return b.stats }
+
+// An entry's time counts the kernels it compiled and those it loaded from
+// the backend's compile cache: all compiled on a first run, all loaded on
+// a second run of the same candidates; the session summary adds them up.
+func TestTimeCountsCacheHits(t *testing.T) {
+	b := &cacheBackend{fakeBackend: fakeBackend{rng: rand.New(rand.NewPCG(1, 2)), threadsCap: 4}, seen: map[string]bool{}}
+	cfg := Config{Strategy: "exhaustive", Seed: 1, Samples: 2, FinalSamples: 3, MaxEvals: 5, Warmup: time.Microsecond}
+	var results []*Result
+	for run := 0; run < 2; run++ {
+		before := b.stats
+		res, err := New(b, cfg).Run(context.Background(), gemvTask(t), time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		builds := int(b.stats.Hits + b.stats.Misses - before.Hits - before.Misses)
+		if builds == 0 {
+			t.Fatal("nothing built")
+		}
+		wantCompiled, wantHits := builds, 0
+		if run == 1 {
+			wantCompiled, wantHits = 0, builds
+		}
+		if tt := res.Entry.Time; tt.Compiled != wantCompiled || tt.CacheHits != wantHits {
+			t.Errorf("run %d: compiled %d, cache hits %d; want %d, %d", run+1, tt.Compiled, tt.CacheHits, wantCompiled, wantHits)
+		}
+		results = append(results, res)
+	}
+	compiled, cached := (&SessionSummary{Results: results}).Compiles()
+	if want := results[0].Entry.Time.Compiled; compiled != want || cached != results[1].Entry.Time.CacheHits {
+		t.Errorf("summary: %d compiled, %d cached; want %d, %d", compiled, cached, want, results[1].Entry.Time.CacheHits)
 	}
 }

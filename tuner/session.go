@@ -110,6 +110,19 @@ func (s *SessionSummary) BusyPct() float64 {
 	return min(100, 100*s.DeviceS/s.Wall.Seconds())
 }
 
+// Compiles are the kernels the tuned entries compiled and those they
+// loaded from the backend's compile cache (params.TuneTime), summed; both
+// zero where the backend has no cache or it is off.
+func (s *SessionSummary) Compiles() (compiled, cached int) {
+	for _, r := range s.Results {
+		if r.Entry != nil && r.Entry.Time != nil {
+			compiled += r.Entry.Time.Compiled
+			cached += r.Entry.Time.CacheHits
+		}
+	}
+	return compiled, cached
+}
+
 // MeasuredPerEntry are the minimum, median and maximum, over the tuned
 // entries, of the candidates measured (ok is false without entries).
 func (s *SessionSummary) MeasuredPerEntry() (lo int, med float64, hi int, ok bool) {

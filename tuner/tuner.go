@@ -275,6 +275,7 @@ func (t *Tuner) Run(ctx context.Context, task Task, budget time.Duration) (*Resu
 func (t *Tuner) RunPlanned(ctx context.Context, task Task, a Allotment) (*Result, error) {
 	start := time.Now()
 	clk := newClock(start)
+	clk.watchCache(t.b)
 	r := &run{t: t, task: task, ctx: ctx, clk: clk, m: newLive(t, task, clk)}
 	defer r.m.close()
 

@@ -441,10 +441,16 @@ func busyNote(t *params.TuneTime) string {
 	return fmt.Sprintf(", device busy %.0f%%", t.BusyPct)
 }
 
-// timeSplit says where an entry's tuning time went (tune -v).
+// timeSplit says where an entry's tuning time went (tune -v), with the
+// kernels compiled and those loaded from the compile cache where the
+// backend has one.
 func timeSplit(t *params.TuneTime) string {
-	return fmt.Sprintf("setup %.2fs, compile %.2fs, verify %.2fs, measure %.2fs, search %.2fs, journal %.2fs, other %.2fs of %.2fs; device busy %.2fs (%.0f%%), idle %.2fs",
-		t.SetupS, t.CompileS, t.VerifyS, t.MeasureS, t.SearchS, t.JournalS, t.OtherS, t.WallS, t.DeviceS, t.BusyPct, t.IdleS)
+	cache := ""
+	if t.CacheHits > 0 || t.Compiled > 0 {
+		cache = fmt.Sprintf(" (%d compiled, %d from the cache)", t.Compiled, t.CacheHits)
+	}
+	return fmt.Sprintf("setup %.2fs, compile %.2fs%s, verify %.2fs, measure %.2fs, search %.2fs, journal %.2fs, other %.2fs of %.2fs; device busy %.2fs (%.0f%%), idle %.2fs",
+		t.SetupS, t.CompileS, cache, t.VerifyS, t.MeasureS, t.SearchS, t.JournalS, t.OtherS, t.WallS, t.DeviceS, t.BusyPct, t.IdleS)
 }
 
 // runSummary is the last line of a run: how busy the device was and how
@@ -454,8 +460,12 @@ func runSummary(sum *tuner.SessionSummary) string {
 	if !ok {
 		return ""
 	}
-	return fmt.Sprintf("device busy %.0f %% of the run; candidates measured per entry: min %d, median %g, max %d (%s)",
-		sum.BusyPct(), lo, med, hi, plural(len(sum.Results), "entry", "entries"))
+	cache := ""
+	if compiled, cached := sum.Compiles(); compiled+cached > 0 {
+		cache = fmt.Sprintf("; kernels compiled %d, from the compile cache %d", compiled, cached)
+	}
+	return fmt.Sprintf("device busy %.0f %% of the run; candidates measured per entry: min %d, median %g, max %d (%s)%s",
+		sum.BusyPct(), lo, med, hi, plural(len(sum.Results), "entry", "entries"), cache)
 }
 
 // fmtSeconds prints a short duration in the unit that reads best.

@@ -8,10 +8,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/tuner"
 )
 
 func validateSchema(t *testing.T, data []byte) error {
@@ -305,5 +307,32 @@ func TestTuneJSONBusy(t *testing.T) {
 		if te.Entry.Time == nil || te.Entry.Time.BusyPct <= 0 {
 			t.Errorf("%s: time %+v", te.Key, te.Entry.Time)
 		}
+	}
+}
+
+// The time split names the kernels compiled and those taken from the
+// compile cache where the backend counted them, and says nothing of a
+// cache otherwise.
+func TestTimeSplitCacheHits(t *testing.T) {
+	tests := []struct {
+		name string
+		t    params.TuneTime
+		want string
+	}{
+		{"counted", params.TuneTime{CompileS: 1.5, Compiled: 2, CacheHits: 40}, "compile 1.50s (2 compiled, 40 from the cache), verify"},
+		{"all from the cache", params.TuneTime{CacheHits: 9}, "compile 0.00s (0 compiled, 9 from the cache), verify"},
+		{"no cache", params.TuneTime{CompileS: 1.5}, "compile 1.50s, verify"},
+	}
+	for _, tc := range tests {
+		if got := timeSplit(&tc.t); !strings.Contains(got, tc.want) {
+			t.Errorf("%s: %q does not contain %q", tc.name, got, tc.want)
+		}
+	}
+	sum := &tuner.SessionSummary{Wall: time.Second, Results: []*tuner.Result{
+		{Entry: &params.Entry{Time: &params.TuneTime{Compiled: 3, CacheHits: 1}}},
+		{Entry: &params.Entry{Time: &params.TuneTime{CacheHits: 5}}},
+	}}
+	if got, want := runSummary(sum), "kernels compiled 3, from the compile cache 6"; !strings.Contains(got, want) {
+		t.Errorf("run summary %q does not contain %q", got, want)
 	}
 }

@@ -265,6 +265,10 @@ class _Walker:
                     raise self.fail(fp, f"must not be negative, got {text}")
                 if k == "busy_pct" and x > 100:
                     raise self.fail(fp, f"must be at most 100, got {text}")
+            self.optionals(tp, tm, ("cache_hits", self.integer), ("compiled", self.integer))
+            for k in ("cache_hits", "compiled"):
+                if k in tm and tm[k] < 0:
+                    raise self.fail(_child(tp, k), f"must not be negative, got {tm[k]}")
         if "shape_median_us" in m:
             sp = _child(path, "shape_median_us")
             for i, x in enumerate(self.array(sp, m["shape_median_us"], "numbers")):

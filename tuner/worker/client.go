@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kerntune/kerntune/internal/compilecache"
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/search"
 	"github.com/kerntune/kerntune/tuner"
@@ -447,6 +448,23 @@ func (b *Backend) Ready(k *kernels.Kernel, dt kernels.DType, c search.Candidate)
 	}
 	resp, err := b.callLocked(&request{Op: opReady, Kernel: k.Name, DType: string(dt), Cand: c}, b.setupLimit())
 	return err == nil && resp.Ready
+}
+
+// CacheStats is the worker backend's compile-cache counters since the
+// worker started (tuner.CacheReporter); zero when no worker runs, when
+// the call fails, or when the backend has no cache. A restarted worker
+// counts from zero again, so an entry's counts are then a lower bound.
+func (b *Backend) CacheStats() compilecache.Stats {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.p == nil {
+		return compilecache.Stats{}
+	}
+	resp, err := b.callLocked(&request{Op: opCache}, b.setupLimit())
+	if err != nil {
+		return compilecache.Stats{}
+	}
+	return resp.Cache
 }
 
 // tail keeps the last max bytes written to it: the worker's stderr, where

@@ -3,6 +3,7 @@ package worker
 import (
 	"fmt"
 
+	"github.com/kerntune/kerntune/internal/compilecache"
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/tuner"
 )
@@ -19,6 +20,7 @@ const (
 	opRun       = "run"
 	opOutput    = "output"
 	opCloseProg = "close-program"
+	opCache     = "cache-stats"
 )
 
 type request struct {
@@ -57,6 +59,8 @@ type response struct {
 	// Ready answers a ready request: the candidate's compile has ended
 	// (tuner.Readier).
 	Ready bool
+	// Cache answers a cache-stats request (tuner.CacheReporter).
+	Cache compilecache.Stats
 }
 
 // problemSpec is a problem as sent to the worker: its seed, or for a

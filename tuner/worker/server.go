@@ -108,6 +108,10 @@ func (s *server) handle(req *request) (*response, error) {
 			}
 			pf.Prefetch(k, dt, cands)
 		}
+	case opCache:
+		if cr, ok := s.b.(tuner.CacheReporter); ok {
+			resp.Cache = cr.CacheStats()
+		}
 	case opReady:
 		if rd, ok := s.b.(tuner.Readier); ok {
 			k, dt, err := kernelDType(req.Kernel, req.DType)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kerntune/kerntune/internal/compilecache"
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/search"
 	"github.com/kerntune/kerntune/tuner"
@@ -47,6 +48,11 @@ func TestMain(m *testing.M) {
 	}
 	if keys := os.Getenv("KTDEV_READY"); keys != "" {
 		served = &readyBackend{Backend: served, ready: strings.Split(keys, ";")}
+	}
+	if s := os.Getenv("KTDEV_CACHE"); s != "" {
+		c := &cachingBackend{Backend: served}
+		fmt.Sscanf(s, "%d/%d", &c.stats.Hits, &c.stats.Misses)
+		served = c
 	}
 	if err := Serve(served, os.Stdin, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -164,6 +170,37 @@ func TestReadyRoundTrip(t *testing.T) {
 	}
 	if b.calls() != before || b.p != nil {
 		t.Errorf("asking with no worker running made %d calls, started a worker: %v", b.calls()-before, b.p != nil)
+	}
+}
+
+// cachingBackend models a backend with a compile cache whose counters
+// read stats.
+type cachingBackend struct {
+	tuner.Backend
+	stats compilecache.Stats
+}
+
+func (c *cachingBackend) CacheStats() compilecache.Stats { return c.stats }
+
+// The worker's compile-cache counters reach the parent (an entry's time
+// split counts cache hits from them); a backend without a cache, or no
+// worker running, reads zero without starting one.
+func TestCacheStatsRoundTrip(t *testing.T) {
+	t.Setenv("KTDEV_CACHE", "7/3")
+	b := openTestWorker(t, "", time.Minute, &strings.Builder{})
+	var _ tuner.CacheReporter = b
+	if got, want := b.CacheStats(), (compilecache.Stats{Hits: 7, Misses: 3}); got != want {
+		t.Errorf("stats %+v, want %+v", got, want)
+	}
+	t.Setenv("KTDEV_CACHE", "")
+	plain := openTestWorker(t, "", time.Minute, &strings.Builder{})
+	if got := plain.CacheStats(); got != (compilecache.Stats{}) {
+		t.Errorf("a backend without a cache: stats %+v", got)
+	}
+	b.Close()
+	before := b.calls()
+	if got := b.CacheStats(); got != (compilecache.Stats{}) || b.calls() != before || b.p != nil {
+		t.Errorf("no worker running: stats %+v, %d calls, worker started %v", got, b.calls()-before, b.p != nil)
 	}
 }
 
