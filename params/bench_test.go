@@ -1,19 +1,12 @@
 package params
 
-import (
-	"os"
-	"path/filepath"
-	"testing"
-)
+import "testing"
 
 // BenchmarkResolve measures Resolve as an application calls it before a
 // launch, with the real environment lookup (os.LookupEnv): the same shape
 // again and again, so every call but the first is answered from the cache.
 func BenchmarkResolve(b *testing.B) {
-	data, err := os.ReadFile(filepath.Join("testdata", "hardware_params.json"))
-	if err != nil {
-		b.Fatal(err)
-	}
+	data := readTestFile(b)
 	cases := []struct {
 		name   string
 		env    map[string]string
@@ -105,7 +98,7 @@ func BenchmarkLaunchParallel(b *testing.B) {
 // benchLoader loads the test file for the CPU device the benchmarks resolve on.
 func benchLoader(b *testing.B) *Loader {
 	b.Helper()
-	l, err := Load(filepath.Join("testdata", "hardware_params.json"), Options{Device: "cpu:amd-epyc-7b13-2c"})
+	l, err := Load(testFile, Options{Device: "cpu:amd-epyc-7b13-2c"})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -137,3 +137,17 @@ func TestMergeIntoFileKeepsUnparsable(t *testing.T) {
 		t.Fatalf("%v %+v", err, r)
 	}
 }
+
+// testFile is the hand-written params file that tests, benchmarks and the
+// fuzzer start from.
+var testFile = filepath.Join("testdata", "hardware_params.json")
+
+// readTestFile returns testFile's bytes.
+func readTestFile(tb testing.TB) []byte {
+	tb.Helper()
+	data, err := os.ReadFile(testFile)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return data
+}

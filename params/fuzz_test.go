@@ -2,8 +2,6 @@ package params
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -15,10 +13,7 @@ import (
 //
 //	go test ./params -run XXX -fuzz FuzzLoad -fuzztime 90s
 func FuzzLoad(f *testing.F) {
-	testdata, err := os.ReadFile(filepath.Join("testdata", "hardware_params.json"))
-	if err != nil {
-		f.Fatal(err)
-	}
+	testdata := readTestFile(f)
 	f.Add(testdata, "KERNTUNE_DEVICE=cpu:amd-epyc-7b13-2c\nKERNTUNE_GEMV_NT_BN=8", "1x896x4864", uint8(2))
 	f.Add(testdata, "KERNTUNE_GEMM_AV_MC=12", "1024x1024x1024", uint8(1))
 	f.Add([]byte(precedenceFile), "KERNTUNE_DEVICE=cpu:a", "1x896x896", uint8(2))

@@ -622,7 +622,7 @@ func TestOpen(t *testing.T) {
 		}
 	})
 	t.Run("testdata file", func(t *testing.T) {
-		l, err := Load(filepath.Join("testdata", "hardware_params.json"), Options{Device: "cpu:amd-epyc-7b13-2c", Lookup: env()})
+		l, err := Load(testFile, Options{Device: "cpu:amd-epyc-7b13-2c", Lookup: env()})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -46,10 +46,7 @@ func validate(sch *jsonschema.Schema, data []byte) error {
 // tuner's only way of writing the file) and the hand-written testdata file.
 func TestSchemaAccepts(t *testing.T) {
 	sch := compileSchema(t)
-	testdata, err := os.ReadFile(filepath.Join("testdata", "hardware_params.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	testdata := readTestFile(t)
 	fresh, err := Merge(nil, typicalUpdate())
 	if err != nil {
 		t.Fatal(err)

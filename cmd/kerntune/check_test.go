@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/kerntune/kerntune/internal/mslcheck"
+	"github.com/kerntune/kerntune/kernels"
+	"github.com/kerntune/kerntune/params"
 )
 
 func TestCheckSpecCLI(t *testing.T) {
@@ -95,11 +97,7 @@ func TestEveryDataCommandTakesJSON(t *testing.T) {
 
 // The README's command list names every command kerntune --help lists.
 func TestREADMEListsEveryCommand(t *testing.T) {
-	data, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	readme := string(data)
+	readme := readREADME(t)
 	start := strings.Index(readme, "## The command line")
 	if start < 0 {
 		t.Fatal("README has no section \"The command line\"")
@@ -116,6 +114,51 @@ func TestREADMEListsEveryCommand(t *testing.T) {
 			t.Errorf("the README's command list lacks kerntune %s", c.Name())
 		}
 	}
+}
+
+// The README's default-workload table lists every built-in family's
+// workload as kerntune kernels prints it, case for case.
+func TestREADMEListsEveryWorkload(t *testing.T) {
+	_, table, ok := strings.Cut(readREADME(t), "| family | default workload |\n")
+	if !ok {
+		t.Fatal("README has no default-workload table")
+	}
+	table, _, _ = strings.Cut(table, "\n\n")
+	for _, name := range params.BuiltinNames() {
+		k, err := kernels.Get(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		prefix := "| `" + k.Name + "` | "
+		var row string
+		for _, line := range strings.Split(table, "\n") {
+			if strings.HasPrefix(line, prefix) {
+				row = strings.TrimSuffix(strings.TrimPrefix(line, prefix), " |")
+			}
+		}
+		if row == "" {
+			t.Errorf("README: no default-workload row for %s", k.Name)
+			continue
+		}
+		var want []string
+		for _, c := range k.Workload {
+			want = append(want, c.String())
+		}
+		if row != strings.Join(want, ", ") {
+			t.Errorf("README's default workload of %s:\n  %s\nkerntune kernels:\n  %s", k.Name, row, strings.Join(want, ", "))
+		}
+	}
+}
+
+// readREADME returns the repository's README, which the tests above hold
+// to what the commands print.
+func readREADME(t *testing.T) string {
+	t.Helper()
+	data, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
 }
 
 // A syntax error in a spec's body exits 2 and cites the user's own file:

@@ -27,20 +27,12 @@ type deviceJSON struct {
 	Facts        map[string]float64 `json:"facts,omitempty"`
 }
 
-// DevicesOptions are what devices is asked to do: its flags and its streams.
-type DevicesOptions struct {
-	IO   IOStreams
-	JSON bool // --json
-}
-
 // NewCmdDevices builds the devices command; runF, when not nil, runs instead of runDevices.
-func NewCmdDevices(f *Factory, runF func(*DevicesOptions) error) *cobra.Command {
-	o := &DevicesOptions{IO: f.IO}
-	return jsonOnlyCmd("devices", "List the devices every backend can use here, with their keys and facts",
-		&o.JSON, func() error { return runOr(o, runF, runDevices) })
+func NewCmdDevices(f *Factory, runF func(*JSONOnlyOptions) error) *cobra.Command {
+	return newJSONOnlyCmd(f, "devices", "List the devices every backend can use here, with their keys and facts", runF, runDevices)
 }
 
-func runDevices(o *DevicesOptions) error {
+func runDevices(o *JSONOnlyOptions) error {
 	var devs []deviceJSON
 	for _, name := range tuner.Backends() {
 		d := deviceJSON{Backend: name}

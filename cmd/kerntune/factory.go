@@ -29,17 +29,25 @@ func systemFactory() *Factory {
 	return &Factory{IO: IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}}
 }
 
-// jsonOnlyCmd is a command of no arguments whose one flag is --json
-// (kernels, version, devices); run is its work, json the options' field
-// --json sets.
-func jsonOnlyCmd(use, short string, json *bool, run func() error) *cobra.Command {
+// JSONOnlyOptions are what a command of no arguments whose one flag is
+// --json (kernels, version, devices) is asked to do: that flag and its
+// streams.
+type JSONOnlyOptions struct {
+	IO   IOStreams
+	JSON bool // --json
+}
+
+// newJSONOnlyCmd builds such a command; runF, when not nil, runs instead
+// of run, the command's work.
+func newJSONOnlyCmd(f *Factory, use, short string, runF, run func(*JSONOnlyOptions) error) *cobra.Command {
+	o := &JSONOnlyOptions{IO: f.IO}
 	cmd := &cobra.Command{
 		Use:   use,
 		Short: short,
 		Args:  cobra.NoArgs,
-		RunE:  func(*cobra.Command, []string) error { return run() },
+		RunE:  func(*cobra.Command, []string) error { return runOr(o, runF, run) },
 	}
-	cmd.Flags().BoolVar(json, "json", false, "print JSON")
+	cmd.Flags().BoolVar(&o.JSON, "json", false, "print JSON")
 	return cmd
 }
 

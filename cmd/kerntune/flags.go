@@ -28,15 +28,7 @@ func parseKernels(names []string) ([]*kernels.Kernel, error) {
 	if len(names) == 0 {
 		return kernels.All(), nil
 	}
-	ks := make([]*kernels.Kernel, 0, len(names))
-	for _, name := range names {
-		k, err := kernels.Get(name)
-		if err != nil {
-			return nil, usageErrorf("--kernel: %w", err)
-		}
-		ks = append(ks, k)
-	}
-	return ks, nil
+	return parseEach("--kernel", names, kernels.Get)
 }
 
 // dtypeNames lists the dtypes for help texts and completion: f32, f16, bf16.
@@ -50,15 +42,21 @@ func dtypeNames() []string {
 
 // parseDTypes resolves --dtype values.
 func parseDTypes(names ...string) ([]kernels.DType, error) {
-	dts := make([]kernels.DType, 0, len(names))
-	for _, d := range names {
-		dt, err := kernels.ParseDType(d)
+	return parseEach("--dtype", names, kernels.ParseDType)
+}
+
+// parseEach resolves each value of flag by parse; the first it rejects is
+// a usage error naming the flag.
+func parseEach[T any](flag string, values []string, parse func(string) (T, error)) ([]T, error) {
+	out := make([]T, 0, len(values))
+	for _, v := range values {
+		x, err := parse(v)
 		if err != nil {
-			return nil, usageErrorf("--dtype: %w", err)
+			return nil, usageErrorf("%s: %w", flag, err)
 		}
-		dts = append(dts, dt)
+		out = append(out, x)
 	}
-	return dts, nil
+	return out, nil
 }
 
 // parseShapes resolves --shape values, which need exactly one family in

@@ -51,20 +51,12 @@ func describeKernel(k *kernels.Kernel) kernelJSON {
 	return kj
 }
 
-// KernelsOptions are what kernels is asked to do.
-type KernelsOptions struct {
-	IO   IOStreams
-	JSON bool // --json
-}
-
 // NewCmdKernels builds the kernels command; runF, when not nil, runs instead of runKernels.
-func NewCmdKernels(f *Factory, runF func(*KernelsOptions) error) *cobra.Command {
-	opts := &KernelsOptions{IO: f.IO}
-	return jsonOnlyCmd("kernels", "List the kernel families, their parameters with allowed values, and shape classes",
-		&opts.JSON, func() error { return runOr(opts, runF, runKernels) })
+func NewCmdKernels(f *Factory, runF func(*JSONOnlyOptions) error) *cobra.Command {
+	return newJSONOnlyCmd(f, "kernels", "List the kernel families, their parameters with allowed values, and shape classes", runF, runKernels)
 }
 
-func runKernels(opts *KernelsOptions) error {
+func runKernels(opts *JSONOnlyOptions) error {
 	var all []kernelJSON
 	for _, k := range kernels.All() {
 		all = append(all, describeKernel(k))

@@ -67,20 +67,12 @@ func version() string {
 	return s
 }
 
-// VersionOptions are what version is asked to do.
-type VersionOptions struct {
-	IO   IOStreams
-	JSON bool // --json
-}
-
 // NewCmdVersion builds the version command; runF, when not nil, runs instead of runVersion.
-func NewCmdVersion(f *Factory, runF func(*VersionOptions) error) *cobra.Command {
-	opts := &VersionOptions{IO: f.IO}
-	return jsonOnlyCmd("version", "Print kerntune's version: module version, commit, Go version and platform",
-		&opts.JSON, func() error { return runOr(opts, runF, runVersion) })
+func NewCmdVersion(f *Factory, runF func(*JSONOnlyOptions) error) *cobra.Command {
+	return newJSONOnlyCmd(f, "version", "Print kerntune's version: module version, commit, Go version and platform", runF, runVersion)
 }
 
-func runVersion(opts *VersionOptions) error {
+func runVersion(opts *JSONOnlyOptions) error {
 	bv := readVersion()
 	if opts.JSON {
 		return printJSON(opts.IO.Out, bv)

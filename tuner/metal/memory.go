@@ -76,23 +76,29 @@ func blitBytes(n, size int) (int, error) {
 // writeVia copies src to the start of the private buffer dst (size bytes)
 // through a staging buffer.
 func writeVia[B any](s stager[B], dst B, size int, src []byte) error {
-	n, err := blitBytes(len(src), size)
-	if err != nil || n == 0 {
-		return err
-	}
-	stg, mem, err := s.staging(n)
-	if err != nil {
-		return err
-	}
-	defer s.release(stg)
-	copy(mem, src)
-	return s.blit(stg, dst, n)
+	return viaStaging(s, len(src), size, func(stg B, mem []byte, n int) error {
+		copy(mem, src)
+		return s.blit(stg, dst, n)
+	})
 }
 
 // readVia copies the first len(dst) bytes of the private buffer src (size
 // bytes) to dst through a staging buffer.
 func readVia[B any](s stager[B], dst []byte, src B, size int) error {
-	n, err := blitBytes(len(dst), size)
+	return viaStaging(s, len(dst), size, func(stg B, mem []byte, n int) error {
+		if err := s.blit(src, stg, n); err != nil {
+			return err
+		}
+		copy(dst, mem)
+		return nil
+	})
+}
+
+// viaStaging runs move with a staging buffer of the blit size of length
+// bytes within a buffer of size bytes, and releases it after; a length of
+// zero moves nothing.
+func viaStaging[B any](s stager[B], length, size int, move func(stg B, mem []byte, n int) error) error {
+	n, err := blitBytes(length, size)
 	if err != nil || n == 0 {
 		return err
 	}
@@ -101,11 +107,7 @@ func readVia[B any](s stager[B], dst []byte, src B, size int) error {
 		return err
 	}
 	defer s.release(stg)
-	if err := s.blit(src, stg, n); err != nil {
-		return err
-	}
-	copy(dst, mem)
-	return nil
+	return move(stg, mem, n)
 }
 
 // fillWordsVia sets the first words 32-bit words of the private buffer dst
