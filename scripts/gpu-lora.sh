@@ -21,7 +21,8 @@ set -uo pipefail
 kt=./bin/kerntune
 params="$OUT/hardware_params.json"
 step() { echo; echo "== $*"; }
-prefill=(512x4864x896x16 512x896x4864x16 512x1152x896x16+bias)
+# --shape takes dims only (no bias): the fused-qkv projection runs without its bias here.
+prefill=(512x4864x896x16 512x896x4864x16 512x1152x896x16)
 
 step "device"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv 2>&1 | tee "$OUT/nvidia-smi.txt"
@@ -65,7 +66,8 @@ import json, sys
 for r in json.load(open(sys.argv[1]))["rows"]:
     print(r["dtype"], r["shape"])' "$f" 2>/dev/null
 done | sort -u | while read -r dt shape; do
-  use=$($kt get --backend cuda --params "$params" --kernel lora --dtype "$dt" --shape "$shape" --json 2>/dev/null |
+  # get takes dims only: a bias does not change which entry a shape resolves to.
+  use=$($kt get --backend cuda --params "$params" --kernel lora --dtype "$dt" --shape "${shape%+bias}" --json 2>/dev/null |
     python3 -c 'import json, sys; print("baseline" if json.load(sys.stdin).get("use_baseline") else "fused")' 2>/dev/null)
   echo "$dt $shape ${use:-?}"
 done | tee "$OUT/routes.txt"
