@@ -138,7 +138,11 @@ const (
 	// (n×k) holds k values of bits bits packed into uint32 words from the
 	// lowest bits up, and every group_size consecutive values of a row share
 	// a scale s and a bias β in the activation dtype, w = s·q + β.
-	QGemv   = "qgemv"
+	QGemv = "qgemv"
+	// Lora is a layer with a LoRA adapter: y = x·Wᵀ + s·((x·Aᵀ)·Bᵀ) (+
+	// bias), x m×k, W n×k, A r×k, B n×r; the rank r is part of every
+	// entry's key, s a constant of the family's problems.
+	Lora    = "lora"
 	Softmax = "softmax"
 	RMSNorm = "rmsnorm"
 )

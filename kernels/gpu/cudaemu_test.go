@@ -27,12 +27,18 @@ import (
 // and testdata/cudaemu/main.cpp launches it.
 func emuSource(t *testing.T, src, fn string) string {
 	t.Helper()
+	return emuSourceMain(t, src, fn, "main.cpp")
+}
+
+// emuSourceMain is emuSource with the host launch of testdata/cudaemu/mainFile.
+func emuSourceMain(t *testing.T, src, fn, mainFile string) string {
+	t.Helper()
 	dir := filepath.Join("testdata", "cudaemu")
 	shim, err := os.ReadFile(filepath.Join(dir, "shim.h"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	main, err := os.ReadFile(filepath.Join(dir, "main.cpp"))
+	main, err := os.ReadFile(filepath.Join(dir, mainFile))
 	if err != nil {
 		t.Fatal(err)
 	}

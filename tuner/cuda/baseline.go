@@ -11,12 +11,13 @@ import (
 // register a routine (baseline_gemm.go, baseline_gemv.go): cublasGemmEx
 // (f32 without TF32, or f16 or bf16 with f32 accumulation) for the GEMMs,
 // cublasSgemv or GemmEx with one column for gemv_nt, and the same on
-// weights dequantised beforehand for qgemv (baseline_qgemv.go). Softmax and rmsnorm
+// weights dequantised beforehand for qgemv (baseline_qgemv.go), and the
+// unfused sequence of three GemmEx for lora (baseline_lora.go). Softmax and rmsnorm
 // have no vendor routine: their entries are held to the copy bandwidth
 // instead. Row-major operands are passed as their column-major transposes.
 func (b *Backend) Baseline(k *kernels.Kernel, dt kernels.DType) (tuner.Program, string, error) {
 	call, ok := blasCalls.Get(k.Name)
-	if (!ok && k.Name != params.QGemv) || !b.lib.HasCUBLAS() {
+	if (!ok && k.Name != params.QGemv && k.Name != params.Lora) || !b.lib.HasCUBLAS() {
 		return nil, "", nil
 	}
 	ty := cudadrv.R32F
@@ -29,6 +30,10 @@ func (b *Backend) Baseline(k *kernels.Kernel, dt kernels.DType) (tuner.Program, 
 	if k.Name == params.QGemv {
 		q := &qgemvBaseline{b: b, ty: ty, deq: map[*instance][]cudadrv.DevPtr{}}
 		return qgemvProgram{q.program(), q}, "cublas", nil
+	}
+	if k.Name == params.Lora {
+		l := &loraBaseline{b: b, ty: ty, scratch: map[*instance][2]cudadrv.DevPtr{}}
+		return loraProgram{l.program(), l}, "cublas", nil
 	}
 	launch := func(t *cudadrv.Thread, in *instance, c int) error {
 		bl, err := t.Blas()

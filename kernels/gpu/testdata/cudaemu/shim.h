@@ -1,5 +1,5 @@
-// A host stand-in for the CUDA device API that the generated GEMM sources
-// use, so that g++ compiles and runs them on the CPU: one std::thread per
+// A host stand-in for the CUDA device API that the generated GEMM and lora
+// sources use, so that g++ compiles and runs them on the CPU: one std::thread per
 // CUDA thread, __syncthreads as a barrier of the block, and the warp-wide
 // PTX instructions of the fragment operations (ldmatrix, mma.sync,
 // cp.async) emulated from their definitions in the PTX ISA, with the 32
@@ -44,7 +44,9 @@ inline float __expf(float x) { return std::exp(x); }
 inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
 inline float __uint_as_float(unsigned u) { float f; std::memcpy(&f, &u, 4); return f; }
 inline unsigned kt_float_bits(float f) { unsigned u; std::memcpy(&u, &f, 4); return u; }
-inline float __shfl_xor_sync(unsigned, float, int) { std::abort(); }
+static float kt_shfl_xor(float v, int o);
+// Every lane of the warp must call it, as the full mask says.
+inline float __shfl_xor_sync(unsigned, float v, int o) { return kt_shfl_xor(v, o); }
 using std::max;
 using std::min;
 
@@ -72,6 +74,17 @@ struct kt_warp {
 static std::vector<kt_warp> kt_warps;
 static inline int kt_lane() { return (int)threadIdx.x & 31; }
 static inline kt_warp& kt_my_warp() { return kt_warps[threadIdx.x / 32]; }
+
+// __shfl_xor_sync: each lane posts v, then reads lane l^o's.
+static float kt_shfl_xor(float v, int o) {
+  kt_warp& w = kt_my_warp();
+  const int l = kt_lane();
+  w.c[l][0] = v;
+  w.bar->arrive_and_wait();
+  const float r = w.c[l ^ o][0];
+  w.bar->arrive_and_wait();
+  return r;
+}
 
 // ldmatrix.sync.aligned.m8n8.x4[.trans].shared.b16: lanes 8i..8i+7 give the
 // row addresses of matrix i; lane l receives in r[i] row l/4, columns

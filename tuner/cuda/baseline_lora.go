@@ -1,0 +1,146 @@
+package cuda
+
+import (
+	"fmt"
+
+	"github.com/kerntune/kerntune/internal/cudadrv"
+	"github.com/kerntune/kerntune/kernels"
+	"github.com/kerntune/kerntune/tuner"
+	"github.com/kerntune/kerntune/tuner/internal/gpuhost"
+)
+
+// loraBaseline is the unfused sequence an application without the fused
+// kernel runs, one cuBLAS call each: y = x·Wᵀ (GemmEx), t = x·Aᵀ, then
+// y += s·t·Bᵀ, the third product with beta = 1 so that it is also the add.
+// cuBLAS has no bias epilogue and, for m > 1 rows, no broadcast: with a
+// bias, y first receives bias·1ᵀ from a rank-1 GemmEx against a vector of
+// ones (gemv_nt's copy of the bias into y, for every row) and the first
+// product adds to it with beta = 1. t (m×r) and the ones are in the
+// problem's dtype, as the application's tensors are, allocated once per
+// loaded problem before any timed run and freed with the program.
+type loraBaseline struct {
+	b       *Backend
+	ty      cudadrv.DataType
+	scratch map[*instance][2]cudadrv.DevPtr // t, ones (0 without bias)
+}
+
+func (l *loraBaseline) prepare(t *cudadrv.Thread, in *instance) error {
+	if _, ok := l.scratch[in]; ok {
+		return nil
+	}
+	p := in.Problem
+	m, r := p.Case.Shape[0], p.Case.Shape[3]
+	var s [2]cudadrv.DevPtr
+	tb, err := t.Alloc(int64(m * r * p.DType.Size()))
+	if err != nil {
+		return err
+	}
+	s[0] = tb
+	if p.Case.Has(kernels.Bias) {
+		ones := make([]float32, m)
+		for i := range ones {
+			ones[i] = 1
+		}
+		host := kernels.ElemOf(p.DType).Encode(ones)
+		d, err := t.Alloc(int64(len(host)))
+		if err == nil {
+			s[1] = d
+			err = t.CopyHtoD(d, host)
+		}
+		if err != nil {
+			l.free(t, s)
+			return err
+		}
+	}
+	l.scratch[in] = s
+	return nil
+}
+
+func (l *loraBaseline) free(t *cudadrv.Thread, s [2]cudadrv.DevPtr) error {
+	var first error
+	for _, d := range s {
+		if d == 0 {
+			continue
+		}
+		if err := t.Free(d); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// program runs the sequence on input copy c, once its scratch exists.
+// Row-major operands are passed as their column-major transposes: yᵀ
+// (n×m) = W·xᵀ, tᵀ (r×m) = A·xᵀ, and yᵀ += s·B·tᵀ.
+func (l *loraBaseline) program() *program {
+	pr := &program{b: l.b}
+	pr.launch = func(t *cudadrv.Thread, in *instance, c int) error {
+		s, ok := l.scratch[in]
+		if !ok {
+			return fmt.Errorf("lora baseline: scratch of %s not allocated before the run", in.Problem.Case)
+		}
+		bl, err := t.Blas()
+		if err != nil {
+			return err
+		}
+		p := in.Problem
+		m, n, k, r := p.Case.Shape[0], p.Case.Shape[1], p.Case.Shape[2], p.Case.Shape[3]
+		ops, ty := in.Inputs[c], l.ty
+		x, w, a, b := ops[0], ops[1], ops[2], ops[3]
+		beta := float32(0)
+		if p.Case.Has(kernels.Bias) {
+			if err := bl.GemmEx(false, false, n, m, 1, 1, ops[4], ty, n, s[1], ty, 1, 0, in.Out, ty, n); err != nil {
+				return err
+			}
+			beta = 1
+		}
+		if err := bl.GemmEx(true, false, n, m, k, 1, w, ty, k, x, ty, k, beta, in.Out, ty, n); err != nil {
+			return err
+		}
+		if err := bl.GemmEx(true, false, r, m, k, 1, a, ty, k, x, ty, k, 0, s[0], ty, r); err != nil {
+			return err
+		}
+		return bl.GemmEx(true, false, n, m, r, float32(p.Kernel.Scalars["scale"]), b, ty, r, s[0], ty, r, 1, in.Out, ty, n)
+	}
+	pr.unload = func() error {
+		return l.b.ctx.Do(func(t *cudadrv.Thread) error {
+			var first error
+			for in, s := range l.scratch {
+				if err := l.free(t, s); err != nil && first == nil {
+					first = err
+				}
+				delete(l.scratch, in)
+			}
+			return first
+		})
+	}
+	return pr
+}
+
+// loraProgram allocates the scratch before Run and Output time or read anything.
+type loraProgram struct {
+	*program
+	l *loraBaseline
+}
+
+func (p loraProgram) ready(ti tuner.Instance) error {
+	in, err := gpuhost.Of(ti, device{p.b}, "cuda")
+	if err != nil {
+		return err
+	}
+	return p.b.ctx.Do(func(t *cudadrv.Thread) error { return p.l.prepare(t, in) })
+}
+
+func (p loraProgram) Run(ti tuner.Instance, n int) ([]float64, error) {
+	if err := p.ready(ti); err != nil {
+		return nil, err
+	}
+	return p.program.Run(ti, n)
+}
+
+func (p loraProgram) Output(ti tuner.Instance) ([]float32, error) {
+	if err := p.ready(ti); err != nil {
+		return nil, err
+	}
+	return p.program.Output(ti)
+}
