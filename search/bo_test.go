@@ -257,3 +257,18 @@ func BenchmarkBOAsk(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*evals)/1e6, "ms/eval")
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(asks)/1e6, "ms/ask")
 }
+
+// TestBOXiPrefersUncertainty checks the exploration boXi buys: a candidate
+// predicted a quarter of a standard deviation faster than the best, almost
+// surely, must rank below one predicted at the best's level with a
+// standard deviation of 0.4, which may be much faster. The optimum of a
+// convolution space sits in a region of poor average time, where the
+// process is uncertain; with the margin at 0.1 it settled on the sure gain.
+func TestBOXiPrefersUncertainty(t *testing.T) {
+	const best = 0.0
+	sure := expectedImprovement(best-0.25, 0.02, best, boXi)
+	open := expectedImprovement(best, 0.4, best, boXi)
+	if sure >= open {
+		t.Errorf("expected improvement with xi %v: sure gain %.4f, uncertain candidate %.4f; want the uncertain one ranked first", boXi, sure, open)
+	}
+}
