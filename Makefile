@@ -2,7 +2,7 @@
 GO      ?= go
 PYTHON  ?= python3
 BIN     ?= bin/kerntune
-BUDGET  ?= 3m
+BUDGET  ?= 6m
 PKGS    := ./...
 # The commit, for kerntune version where Go records no VCS data itself.
 LDFLAGS := -X main.commit=$(shell git rev-parse HEAD 2>/dev/null)

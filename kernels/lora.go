@@ -1,6 +1,10 @@
 package kernels
 
-import "github.com/kerntune/kerntune/params"
+import (
+	"math/rand/v2"
+
+	"github.com/kerntune/kerntune/params"
+)
 
 // LoraScale is the scale s of lora problems, its scalar "scale": α/r of a
 // LoRA adapter with α = 2r, a power of two so that the scaling itself adds
@@ -19,13 +23,14 @@ func init() {
 		Odd: []Case{
 			{Shape: []int{1, 37, 29, 8}}, {Shape: []int{1, 131, 264, 16}, Options: []string{Bias}},
 			{Shape: []int{3, 67, 257, 32}, Options: []string{Bias}}, {Shape: []int{17, 45, 96, 64}},
-			{Shape: []int{1, 1, 1, 8}}, {Shape: []int{37, 33, 72, 16}, Options: []string{Bias}},
+			{Shape: []int{1, 5, 1, 8}}, {Shape: []int{37, 33, 72, 16}, Options: []string{Bias}},
 		},
 		MemoryBound:  true,
 		KeyedClasses: true,
 		Options:      []string{Bias},
 		Scalars:      map[string]float64{"scale": LoraScale},
 		Inputs:       loraInputs,
+		Fill:         loraFill,
 		OutLen:       func(s []int) int { return s[0] * s[1] },
 		OutRow:       func(s []int) int { return s[1] },
 		Reference:    refLora,
@@ -56,6 +61,22 @@ func loraInputs(c Case) []Operand {
 		ops = append(ops, Operand{Name: "bias", Len: n})
 	}
 	return ops
+}
+
+// loraAdapterScale is the magnitude of B's values: uniform in ±2^-4, so
+// that s·(x·Aᵀ)·Bᵀ is a fraction of x·Wᵀ, as a trained adapter's update is
+// (B starts at zero), rather than several times it. A power of two: B's
+// values stay exact in every dtype.
+const loraAdapterScale = 1.0 / 16
+
+// loraFill draws every operand uniform in [-1, 1), B in ±loraAdapterScale.
+func loraFill(op Operand, buf []float32, rng *rand.Rand) {
+	uniformChunks(buf, rng)
+	if op.Name == "B" {
+		for i := range buf {
+			buf[i] *= loraAdapterScale
+		}
+	}
 }
 
 // refLora: y[i,j] = Σ_p x[i,p]·W[j,p] + s·Σ_q t[i,q]·B[j,q] (+ bias[j])

@@ -144,3 +144,12 @@ func (p loraProgram) Output(ti tuner.Instance) ([]float32, error) {
 	}
 	return p.program.Output(ti)
 }
+
+// OutputSample is Output for an output too large to bring whole (the
+// prefill shapes): the scratch first, as for Run and Output.
+func (p loraProgram) OutputSample(ti tuner.Instance, s kernels.RowSample) ([]float32, int, int, error) {
+	if err := p.ready(ti); err != nil {
+		return nil, 0, 0, err
+	}
+	return p.program.OutputSample(ti, s)
+}
