@@ -149,6 +149,9 @@ func TestGeometryCoversOutput(t *testing.T) {
 		{"gemm_at_b", []int{29, 37, 53}, map[string]int{"BM": 16, "BN": 32, "TM": 1, "TN": 2}, Launch{Grid: [2]int{2, 3}, Threads: 256}},
 		// MMA: one SIMD-group of 32 threads per WM×WN block.
 		{"gemm_av", []int{37, 53, 29}, map[string]int{"BM": 32, "BN": 64, "WM": 1, "WN": 4, "MMA": 1}, Launch{Grid: [2]int{1, 2}, Threads: 128}},
+		// KS sets of WM×WN SIMD-groups share a tile: the same grid, KS times the threads.
+		{"gemm_av", []int{37, 53, 29}, map[string]int{"BM": 32, "BN": 64, "WM": 1, "WN": 4, "MMA": 1, "KS": 2}, Launch{Grid: [2]int{1, 2}, Threads: 256}},
+		{"gemm_at_b", []int{29, 37, 53}, map[string]int{"BM": 32, "BN": 32, "WM": 1, "WN": 1, "MMA": 1, "KS": 4}, Launch{Grid: [2]int{2, 2}, Threads: 128}},
 		{"gemv_nt", []int{1, 1000, 64}, map[string]int{"TG": 256, "TPR": 32}, Launch{Grid: [2]int{125, 1}, Threads: 256}},
 		{"softmax", []int{5, 300}, map[string]int{"TPR": 64, "RPB": 2}, Launch{Grid: [2]int{3, 1}, Threads: 128}},
 	}
@@ -161,5 +164,33 @@ func TestGeometryCoversOutput(t *testing.T) {
 	b, _ := Get("gemm_at_b")
 	if got := b.Scalars(kernels.Case{Shape: []int{29, 37, 53}}, nil); got[0] != int32(37) || got[1] != int32(53) || got[2] != int32(29) {
 		t.Errorf("gemm_at_b scalars %v: want M=n, N=k, K=m", got)
+	}
+}
+
+// TestCUDALaunchBounds: the GEMMs' CUDA kernels take MINB as the minimum of
+// resident blocks of __launch_bounds__ (1 for candidates that predate it),
+// other bodies only their threads.
+func TestCUDALaunchBounds(t *testing.T) {
+	for _, tt := range []struct {
+		family string
+		p      map[string]int
+		want   []string
+	}{
+		{"gemm_av", map[string]int{"BM": 64, "BN": 64, "BK": 32, "TM": 1, "TN": 1, "MMA": 1, "WM": 2, "WN": 2, "STAGES": 2, "MINB": 3},
+			[]string{"#define MINB 3\n", "__launch_bounds__(NTHREADS, MINB) kt_gemm_av("}},
+		{"gemm_at_b", map[string]int{"BM": 64, "BN": 64, "BK": 16, "TM": 4, "TN": 4},
+			[]string{"#define MINB 1\n", "#define KS 1\n", "__launch_bounds__(NTHREADS, MINB) kt_gemm_at_b("}},
+		{"softmax", map[string]int{"TPR": 64, "RPB": 2},
+			[]string{"__launch_bounds__(NTHREADS) kt_softmax("}},
+	} {
+		src, err := mustBody(t, tt.family).SourceFor(CUDA, kernels.F16, tt.p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(src, w) {
+				t.Errorf("%s %v: the CUDA source lacks %q", tt.family, tt.p, w)
+			}
+		}
 	}
 }
