@@ -1,7 +1,6 @@
 package gpu
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 
@@ -313,11 +312,9 @@ func gemmThreads(p map[string]int) int {
 // gemmStages reads STAGES, which candidates written before it existed lack.
 func gemmStages(p map[string]int) int { return max(p["STAGES"], 1) }
 
-// gemmKS and gemmMinBlocks read KS and MINB, which candidates written
-// before them lack: one set of SIMD-groups, no minimum of blocks.
+// gemmKS reads KS, which candidates written before it lack: one set of
+// SIMD-groups.
 func gemmKS(p map[string]int) int { return max(p["KS"], 1) }
-
-func gemmMinBlocks(p map[string]int) int { return max(p["MINB"], 1) }
 
 // gemmSIMTShared is the SIMT body's threadgroup memory (float tiles on every API).
 func gemmSIMTShared(p map[string]int) int {
@@ -351,19 +348,13 @@ func gemmMMAScratch(f Fragment, p map[string]int) int {
 func gemmBody(family, fn string, trans int) *Body {
 	return &Body{
 		Family: family, Func: fn,
-		Args: []Arg{{"A", In}, {"B", In}, {"C", Out}, {"M", Int}, {"N", Int}, {"K", Int}},
-		// MINB: the CUDA compiler keeps registers to what MINB blocks a
-		// multiprocessor need.
-		CUDAMinBlocks: "MINB",
-		Source:        "#define KT_CLAMP(x, lo, hi) ((x) < (lo) ? (lo) : (x) > (hi) ? (hi) : (x))\n#if MMA\n" + gemmMMASource + "\n#else\n" + gemmSource + "\n#endif",
+		Args:   []Arg{{"A", In}, {"B", In}, {"C", Out}, {"M", Int}, {"N", Int}, {"K", Int}},
+		Source: "#define KT_CLAMP(x, lo, hi) ((x) < (lo) ? (lo) : (x) > (hi) ? (hi) : (x))\n#if MMA\n" + gemmMMASource + "\n#else\n" + gemmSource + "\n#endif",
 		Defines: func(p map[string]int) map[string]int {
 			return map[string]int{"NTHREADS": gemmThreads(p), "A_TRANS": trans, "MMA": p["MMA"], "VEC": 4, "STAGES": gemmStages(p),
-				"KS": gemmKS(p), "MINB": gemmMinBlocks(p)}
+				"KS": gemmKS(p)}
 		},
 		APIDefines: func(api API, dt kernels.DType, p map[string]int) (map[string]int, error) {
-			if api != CUDA && gemmMinBlocks(p) > 1 {
-				return nil, fmt.Errorf("MINB=%d is a CUDA launch bound (__launch_bounds__), which %s lacks; use MINB=1", p["MINB"], apiTitle(api))
-			}
 			if p["MMA"] != 1 {
 				return nil, nil
 			}

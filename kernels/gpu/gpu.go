@@ -114,10 +114,6 @@ type Body struct {
 	// SHARED_DYN and the launch passes (CUDA's dynamic shared memory, which
 	// may exceed the 48 KiB of static arrays). Nil or 0: none.
 	DynamicShared func(api API, dt kernels.DType, p map[string]int) int
-	// CUDAMinBlocks names the parameter that CUDA's __launch_bounds__
-	// takes as the blocks a multiprocessor must hold at once (so that the
-	// compiler keeps registers to 64K/(NTHREADS·blocks)); "": none.
-	CUDAMinBlocks string
 }
 
 // Shared is the threadgroup memory a candidate declares on api in dt.
@@ -396,11 +392,7 @@ func (b *Body) signature(api API) string {
 	}
 	switch api {
 	case CUDA:
-		bounds := "NTHREADS"
-		if b.CUDAMinBlocks != "" {
-			bounds += ", " + b.CUDAMinBlocks
-		}
-		return fmt.Sprintf("extern \"C\" __global__ void __launch_bounds__(%s) %s(%s)", bounds, b.Func, strings.Join(args, ", "))
+		return fmt.Sprintf("extern \"C\" __global__ void __launch_bounds__(NTHREADS) %s(%s)", b.Func, strings.Join(args, ", "))
 	case Metal:
 		args = append(args, "uint3 kt_tid [[thread_position_in_threadgroup]]", "uint3 kt_gid [[threadgroup_position_in_grid]]")
 		return fmt.Sprintf("[[max_total_threads_per_threadgroup(NTHREADS)]] kernel void %s(%s)", b.Func, strings.Join(args, ", "))

@@ -166,31 +166,3 @@ func TestGeometryCoversOutput(t *testing.T) {
 		t.Errorf("gemm_at_b scalars %v: want M=n, N=k, K=m", got)
 	}
 }
-
-// TestCUDALaunchBounds: the GEMMs' CUDA kernels take MINB as the minimum of
-// resident blocks of __launch_bounds__ (1 for candidates that predate it),
-// other bodies only their threads.
-func TestCUDALaunchBounds(t *testing.T) {
-	for _, tt := range []struct {
-		family string
-		p      map[string]int
-		want   []string
-	}{
-		{"gemm_av", map[string]int{"BM": 64, "BN": 64, "BK": 32, "TM": 1, "TN": 1, "MMA": 1, "WM": 2, "WN": 2, "STAGES": 2, "MINB": 3},
-			[]string{"#define MINB 3\n", "__launch_bounds__(NTHREADS, MINB) kt_gemm_av("}},
-		{"gemm_at_b", map[string]int{"BM": 64, "BN": 64, "BK": 16, "TM": 4, "TN": 4},
-			[]string{"#define MINB 1\n", "#define KS 1\n", "__launch_bounds__(NTHREADS, MINB) kt_gemm_at_b("}},
-		{"softmax", map[string]int{"TPR": 64, "RPB": 2},
-			[]string{"__launch_bounds__(NTHREADS) kt_softmax("}},
-	} {
-		src, err := mustBody(t, tt.family).SourceFor(CUDA, kernels.F16, tt.p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, w := range tt.want {
-			if !strings.Contains(src, w) {
-				t.Errorf("%s %v: the CUDA source lacks %q", tt.family, tt.p, w)
-			}
-		}
-	}
-}

@@ -77,8 +77,6 @@ func TestLimitsConstraints(t *testing.T) {
 		{"cuda 4 stages need cp.async", noAsync, kernels.F16, search.Candidate{"BM": 64, "BN": 64, "BK": 16, "TM": 1, "TN": 1, "PAD": 0, "MMA": 1, "STAGES": 4}, false, "features CUDA has", "needs async_copy (cp.async: sm_80 or later)"},
 		{"metal has no asynchronous copies", m3, "", search.Candidate{"BM": 64, "BN": 64, "BK": 16, "TM": 1, "TN": 1, "PAD": 0, "MMA": 1, "STAGES": 3}, false, "GPU family features", "needs async_copy, which metal lacks"},
 		{"metal has no TF32", m3, "", tf32, false, "GPU family features", "needs tf32, which metal lacks"},
-		{"metal has no launch bounds", m3, kernels.F16, search.Candidate{"BM": 32, "BN": 32, "BK": 16, "TM": 1, "TN": 1, "PAD": 0, "MMA": 1, "MINB": 3}, false, "GPU family features", "MINB=3 is a CUDA launch bound"},
-		{"cuda launch bounds", h100, kernels.F16, search.Candidate{"BM": 32, "BN": 32, "BK": 16, "TM": 1, "TN": 1, "PAD": 0, "MMA": 1, "MINB": 3}, true, "", ""},
 		{"cuda KS splits whole fragments", h100, kernels.F16, search.Candidate{"BM": 64, "BN": 64, "BK": 16, "TM": 1, "TN": 1, "PAD": 0, "MMA": 1, "STAGES": 2, "KS": 2}, false, "features CUDA has", "BK=16 must split into KS=2 parts"},
 		{"metal KS splits 8-deep fragments", m3, kernels.F16, search.Candidate{"BM": 32, "BN": 32, "BK": 16, "TM": 1, "TN": 1, "PAD": 0, "MMA": 1, "STAGES": 2, "KS": 2}, true, "", ""},
 		// Four partial 64×(64+8) float tiles (73 728 bytes) outgrow the
