@@ -37,7 +37,7 @@ def templates():
 
 
 def nth(p):
-    return 32 * p['WM'] * p['WN'] if p['MMA'] else (p['BM'] // p['TM']) * (p['BN'] // p['TN'])
+    return 32 * p['WM'] * p['WN'] * p['KS'] if p['MMA'] else (p['BM'] // p['TM']) * (p['BN'] // p['TN'])
 
 
 def frag(dt):
@@ -45,7 +45,7 @@ def frag(dt):
 
 
 def full(p):
-    d = dict(TM=1, TN=1, PAD=0, WM=1, WN=1, STAGES=1, TF32=0, MMA=0)
+    d = dict(TM=1, TN=1, PAD=0, WM=1, WN=1, STAGES=1, TF32=0, MMA=0, KS=1)
     d.update(p)
     return d
 
@@ -56,7 +56,9 @@ def dyn(p, dt, tr):
         return 0
     fm, fn, fk, sb, pa, pat, pb = frag(dt)
     a = p['BK'] * (p['BM'] + pat) if tr else p['BM'] * (p['BK'] + pa)
-    return p['STAGES'] * (a + p['BK'] * (p['BN'] + pb)) * sb
+    ring = p['STAGES'] * (a + p['BK'] * (p['BN'] + pb)) * sb
+    # KS > 1: the KS float partial tiles reuse the ring
+    return max(ring, p['KS'] * p['BM'] * (p['BN'] + 8) * 4) if p['KS'] > 1 else ring
 
 
 def src(p, dt, tr):
@@ -170,11 +172,11 @@ def grid(ks, vs):
 
 def mma_cands(dt, tr):
     out = []
-    for BM, BN, BK, WM, WN, S in itertools.product([32, 48, 64, 128], [32, 48, 64, 128, 256], [8, 16, 24, 32, 64], [1, 2, 4], [1, 2, 4], [1, 2, 3, 4]):
-        if BM % (16 * WM) or BN % (16 * WN) or (BM // WM) * (BN // WN) > 4096 or BK % (16 if dt == 'f16' else 8):
+    for BM, BN, BK, WM, WN, S, KS in itertools.product([32, 48, 64, 128], [32, 48, 64, 128, 256], [8, 16, 24, 32, 64], [1, 2, 4], [1, 2, 4], [1, 2, 3, 4], [1, 2, 4]):
+        if BM % (16 * WM) or BN % (16 * WN) or (BM // WM) * (BN // WN) > 4096 or BK % ((16 if dt == 'f16' else 8) * KS) or WM * WN * KS > 16:
             continue
-        p = dict(BM=BM, BN=BN, BK=BK, WM=WM, WN=WN, STAGES=S, MMA=1, TF32=int(dt == 'f32'))
-        if dyn(p, dt, tr) + 4 * WM * WN <= OPTIN:
+        p = dict(BM=BM, BN=BN, BK=BK, WM=WM, WN=WN, STAGES=S, MMA=1, TF32=int(dt == 'f32'), KS=KS)
+        if dyn(p, dt, tr) + (4 if KS > 1 else 4 * WM * WN) <= OPTIN:
             out.append(p)
     return out
 

@@ -126,6 +126,18 @@ func gemmCand(bm, bn, bk, wm, wn, stages, tf32 int) map[string]int {
 	return map[string]int{"BM": bm, "BN": bn, "BK": bk, "TM": 1, "TN": 1, "PAD": 0, "MMA": 1, "WM": wm, "WN": wn, "STAGES": stages, "TF32": tf32}
 }
 
+// withParams is p with the given name, value pairs set.
+func withParams(p map[string]int, kv ...any) map[string]int {
+	q := map[string]int{}
+	for k, v := range p {
+		q[k] = v
+	}
+	for i := 0; i < len(kv); i += 2 {
+		q[kv[i].(string)] = kv[i+1].(int)
+	}
+	return q
+}
+
 // TestCUDAEmulatedGEMM compiles CUDA GEMM candidates for the host with the
 // PTX of the fragment operations emulated and verifies them on the odd
 // shapes and an aligned shape that is no tile multiple (where the 16-byte
@@ -158,6 +170,15 @@ func TestCUDAEmulatedGEMM(t *testing.T) {
 		{gemmCand(32, 32, 8, 1, 1, 1, 1), kernels.F32, false},
 		{gemmCand(64, 64, 24, 2, 2, 3, 1), kernels.F32, true},
 		{gemmCand(128, 32, 16, 4, 1, 2, 1), kernels.F32, false},
+		// KS sets of SIMD-groups splitting each slice's depth, reduced
+		// through the ring: with one stage (the ring read last without a
+		// trailing barrier), with cp.async copies lazy and eager, A' both
+		// ways (the families), TF32.
+		{withParams(gemmCand(32, 32, 32, 1, 1, 2, 0), "KS", 2), kernels.F16, true},
+		{withParams(gemmCand(64, 64, 64, 2, 2, 3, 0), "KS", 4), kernels.BF16, false},
+		{withParams(gemmCand(32, 64, 32, 1, 2, 1, 0), "KS", 2), kernels.F16, false},
+		{withParams(gemmCand(64, 32, 32, 2, 1, 2, 1), "KS", 2), kernels.F32, true},
+		{withParams(gemmCand(32, 64, 16, 1, 2, 1, 1), "KS", 2), kernels.F32, false},
 		{map[string]int{"BM": 32, "BN": 64, "BK": 16, "TM": 4, "TN": 2, "PAD": 1, "MMA": 0, "WM": 1, "WN": 1, "STAGES": 2, "TF32": 0}, kernels.F32, false},
 		{map[string]int{"BM": 64, "BN": 32, "BK": 8, "TM": 2, "TN": 4, "PAD": 4, "MMA": 0, "WM": 1, "WN": 1, "STAGES": 1, "TF32": 0}, kernels.F16, false},
 		{map[string]int{"BM": 32, "BN": 32, "BK": 16, "TM": 2, "TN": 2, "PAD": 1, "MMA": 0, "WM": 1, "WN": 1, "STAGES": 2, "TF32": 0}, kernels.BF16, false},

@@ -53,6 +53,7 @@
 //	                          c into rows gi.., columns gj.. of the T buffer C,
 //	                          edges checked; scratch: FRAG_SCRATCH floats of the
 //	                          SIMD-group's threadgroup memory (Metal uses it)
+//	FRAG_STORE_TG(c, p, ld)   c into threadgroup floats, element (i, j) at p[i·ld + j]
 //	SMEM_T                    element type of fragment tiles (T on CUDA; on Metal float,
 //	                          half for f16, bfloat for bf16 where MSL has it)
 //	SHARED_PTR(type)          pointer to threadgroup memory

@@ -143,7 +143,13 @@ const gemmSource = `
 // issued before slice it is multiplied, so on CUDA (cp.async) up to
 // STAGES−1 slices are in flight; one barrier per slice. Threadgroups run
 // in bands of 8 tile rows so that neighbours in launch order share
-// operands in the cache.
+// operands in the cache. With KS > 1 the
+// threadgroup has KS sets of WM×WN SIMD-groups that share the copies and
+// split each slice's depth: set z multiplies the z-th BK/KS of it, so
+// more SIMD-groups work on one tile (for grids too small to fill the GPU,
+// and for shorter dependency chains a SIMD-group), and the KS partial
+// tiles are summed through threadgroup memory (the ring's, reused) at the
+// end, where the whole group also writes C row by row.
 const gemmMMASource = `
 #define A_ROWS (A_TRANS ? BK : BM)
 #define A_COLS (A_TRANS ? BM : BK)
@@ -155,10 +161,14 @@ const gemmMMASource = `
 #define FN (BN / WN / FRAG_N)
 #define A_CHUNKS (A_ROWS * A_COLS / COPY_N)
 #define B_CHUNKS (BK * BN / COPY_N)
-  SHARED_DYN(SMEM_T, tiles, STAGES * (A_TILE + B_TILE));
-  SHARED(float, Cs, (NTHREADS / 32) * FRAG_SCRATCH);
+#define LDR (BN + 8)
+#define RED_ELEMS (KS > 1 ? KS * BM * LDR * 4 / (int)sizeof(SMEM_T) : 0)
+#define RING_ELEMS (STAGES * (A_TILE + B_TILE))
+  SHARED_DYN(SMEM_T, tiles, RING_ELEMS > RED_ELEMS ? RING_ELEMS : RED_ELEMS);
+  SHARED(float, Cs, KS > 1 ? 1 : (NTHREADS / 32) * FRAG_SCRATCH);
   const int warp = LID / 32;
-  const int wr = (warp / WN) * (BM / WM), wc = (warp % WN) * (BN / WN);
+  const int kz = KS > 1 ? warp / (WM * WN) : 0, wmn = KS > 1 ? warp % (WM * WN) : warp;
+  const int wr = (wmn / WN) * (BM / WM), wc = (wmn % WN) * (BN / WN);
   const int tiles_n = (N + BN - 1) / BN, tiles_m = (M + BM - 1) / BM;
   const int bid = GROUP_Y * tiles_n + GROUP_X, band = bid / (8 * tiles_n);
   const int in_band = KT_CLAMP(tiles_m - band * 8, 1, 8), pos = bid % (8 * tiles_n);
@@ -238,7 +248,8 @@ const gemmMMASource = `
       SHARED_PTR(SMEM_T) As_ = tiles + (it % STAGES) * (A_TILE + B_TILE);
       SHARED_PTR(SMEM_T) Bs_ = As_ + A_TILE;
       UNROLL_LOOP
-      for (int kk = 0; kk < BK; kk += FRAG_K) {
+      for (int k2 = 0; k2 < BK / KS; k2 += FRAG_K) {
+        const int kk = kz * (BK / KS) + k2;
         FRAG_A a[FM];
         FRAG_B b[FN];
         UNROLL_LOOP
@@ -259,18 +270,41 @@ const gemmMMASource = `
       }
     }
   }
+#if KS > 1
+  // The ring is free once every copy has landed and every set has read
+  // its last slice: the sets' partial tiles go into it, then each thread
+  // sums and stores elements of the tile, neighbouring threads neighbouring
+  // columns.
+  COPY_WAIT(0);
+  BARRIER();
+  SHARED_PTR(float) red = (SHARED_PTR(float))tiles;
+  UNROLL_LOOP
+  for (int i = 0; i < FM; ++i) {
+    UNROLL_LOOP
+    for (int j = 0; j < FN; ++j) FRAG_STORE_TG(acc[i][j], red + (kz * BM + wr + i * FRAG_M) * LDR + wc + j * FRAG_N, LDR);
+  }
+  BARRIER();
+  for (int e = LID; e < BM * BN; e += NTHREADS) {
+    const int r = e / BN, c = e % BN;
+    float s = red[r * LDR + c];
+    UNROLL_LOOP
+    for (int z = 1; z < KS; ++z) s += red[(z * BM + r) * LDR + c];
+    if (row0 + r < M && col0 + c < N) STORE(C, (row0 + r) * N + col0 + c, s);
+  }
+#else
   UNROLL_LOOP
   for (int i = 0; i < FM; ++i) {
     UNROLL_LOOP
     for (int j = 0; j < FN; ++j) {
       FRAG_STORE(acc[i][j], C, N, row0 + wr + i * FRAG_M, col0 + wc + j * FRAG_N, M, N, Cs + warp * FRAG_SCRATCH);
     }
-  }`
+  }
+#endif`
 
 // gemmThreads is the threadgroup size of a GEMM candidate.
 func gemmThreads(p map[string]int) int {
 	if p["MMA"] == 1 {
-		return 32 * p["WM"] * p["WN"]
+		return 32 * p["WM"] * p["WN"] * gemmKS(p)
 	}
 	return (p["BM"] / p["TM"]) * (p["BN"] / p["TN"])
 }
@@ -278,18 +312,37 @@ func gemmThreads(p map[string]int) int {
 // gemmStages reads STAGES, which candidates written before it existed lack.
 func gemmStages(p map[string]int) int { return max(p["STAGES"], 1) }
 
+// gemmKS reads KS, which candidates written before it lack: one set of
+// SIMD-groups.
+func gemmKS(p map[string]int) int { return max(p["KS"], 1) }
+
 // gemmSIMTShared is the SIMT body's threadgroup memory (float tiles on every API).
 func gemmSIMTShared(p map[string]int) int {
 	return 4 * gemmStages(p) * p["BK"] * (p["BM"] + p["BN"] + 2*p["PAD"])
 }
 
-// gemmMMATiles is the MMA body's ring of tiles in bytes, for a fragment layout.
+// gemmMMATiles is the MMA body's ring of tiles in bytes, for a fragment
+// layout: the larger of the tiles and, with KS > 1, the KS float partial
+// tiles (rows padded by 8) that reuse it.
 func gemmMMATiles(f Fragment, p map[string]int, trans int) int {
 	a := p["BM"] * (p["BK"] + f.PadA)
 	if trans == 1 {
 		a = p["BK"] * (p["BM"] + f.PadAT)
 	}
-	return gemmStages(p) * (a + p["BK"]*(p["BN"]+f.PadB)) * f.SmemBytes
+	ring := gemmStages(p) * (a + p["BK"]*(p["BN"]+f.PadB)) * f.SmemBytes
+	if ks := gemmKS(p); ks > 1 {
+		return max(ring, ks*p["BM"]*(p["BN"]+8)*4)
+	}
+	return ring
+}
+
+// gemmMMAScratch is the bytes of FRAG_STORE's scratch: none used with KS > 1
+// (one float declared), where C leaves through the partial tiles.
+func gemmMMAScratch(f Fragment, p map[string]int) int {
+	if gemmKS(p) > 1 {
+		return 4
+	}
+	return 4 * gemmThreads(p) / 32 * max(f.Scratch, 1)
 }
 
 func gemmBody(family, fn string, trans int) *Body {
@@ -298,7 +351,8 @@ func gemmBody(family, fn string, trans int) *Body {
 		Args:   []Arg{{"A", In}, {"B", In}, {"C", Out}, {"M", Int}, {"N", Int}, {"K", Int}},
 		Source: "#define KT_CLAMP(x, lo, hi) ((x) < (lo) ? (lo) : (x) > (hi) ? (hi) : (x))\n#if MMA\n" + gemmMMASource + "\n#else\n" + gemmSource + "\n#endif",
 		Defines: func(p map[string]int) map[string]int {
-			return map[string]int{"NTHREADS": gemmThreads(p), "A_TRANS": trans, "MMA": p["MMA"], "VEC": 4, "STAGES": gemmStages(p)}
+			return map[string]int{"NTHREADS": gemmThreads(p), "A_TRANS": trans, "MMA": p["MMA"], "VEC": 4, "STAGES": gemmStages(p),
+				"KS": gemmKS(p)}
 		},
 		APIDefines: func(api API, dt kernels.DType, p map[string]int) (map[string]int, error) {
 			if p["MMA"] != 1 {
@@ -318,7 +372,7 @@ func gemmBody(family, fn string, trans int) *Body {
 		SharedBytes: func(p map[string]int) int {
 			if p["MMA"] == 1 {
 				f := metalFragment
-				return gemmMMATiles(f, p, trans) + 4*gemmThreads(p)/32*f.Scratch
+				return gemmMMATiles(f, p, trans) + gemmMMAScratch(f, p)
 			}
 			return gemmSIMTShared(p)
 		},
@@ -330,7 +384,7 @@ func gemmBody(family, fn string, trans int) *Body {
 			if err != nil {
 				f = metalFragment
 			}
-			return gemmMMATiles(f, p, trans) + 4*gemmThreads(p)/32*max(f.Scratch, 1)
+			return gemmMMATiles(f, p, trans) + gemmMMAScratch(f, p)
 		},
 		DynamicShared: func(api API, dt kernels.DType, p map[string]int) int {
 			if p["MMA"] != 1 || api != CUDA {

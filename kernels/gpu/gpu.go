@@ -251,6 +251,9 @@ func GemmFragment(api API, dt kernels.DType, p map[string]int) (Fragment, error)
 		return f, fmt.Errorf("%s fragments are %d×%d×%d: BM/WM=%d/%d, BN/WN=%d/%d and BK=%d must be multiples of them",
 			api, f.M, f.N, f.K, p["BM"], wm, p["BN"], wn, p["BK"])
 	}
+	if ks := max(p["KS"], 1); p["BK"]%(ks*f.K) != 0 {
+		return f, fmt.Errorf("%s fragments are %d deep: BK=%d must split into KS=%d parts of whole fragments", api, f.K, p["BK"], ks)
+	}
 	return f, nil
 }
 

@@ -149,6 +149,9 @@ func TestGeometryCoversOutput(t *testing.T) {
 		{"gemm_at_b", []int{29, 37, 53}, map[string]int{"BM": 16, "BN": 32, "TM": 1, "TN": 2}, Launch{Grid: [2]int{2, 3}, Threads: 256}},
 		// MMA: one SIMD-group of 32 threads per WM×WN block.
 		{"gemm_av", []int{37, 53, 29}, map[string]int{"BM": 32, "BN": 64, "WM": 1, "WN": 4, "MMA": 1}, Launch{Grid: [2]int{1, 2}, Threads: 128}},
+		// KS sets of WM×WN SIMD-groups share a tile: the same grid, KS times the threads.
+		{"gemm_av", []int{37, 53, 29}, map[string]int{"BM": 32, "BN": 64, "WM": 1, "WN": 4, "MMA": 1, "KS": 2}, Launch{Grid: [2]int{1, 2}, Threads: 256}},
+		{"gemm_at_b", []int{29, 37, 53}, map[string]int{"BM": 32, "BN": 32, "WM": 1, "WN": 1, "MMA": 1, "KS": 4}, Launch{Grid: [2]int{2, 2}, Threads: 128}},
 		{"gemv_nt", []int{1, 1000, 64}, map[string]int{"TG": 256, "TPR": 32}, Launch{Grid: [2]int{125, 1}, Threads: 256}},
 		{"softmax", []int{5, 300}, map[string]int{"TPR": 64, "RPB": 2}, Launch{Grid: [2]int{3, 1}, Threads: 128}},
 	}

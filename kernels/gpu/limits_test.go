@@ -77,6 +77,13 @@ func TestLimitsConstraints(t *testing.T) {
 		{"cuda 4 stages need cp.async", noAsync, kernels.F16, search.Candidate{"BM": 64, "BN": 64, "BK": 16, "TM": 1, "TN": 1, "PAD": 0, "MMA": 1, "STAGES": 4}, false, "features CUDA has", "needs async_copy (cp.async: sm_80 or later)"},
 		{"metal has no asynchronous copies", m3, "", search.Candidate{"BM": 64, "BN": 64, "BK": 16, "TM": 1, "TN": 1, "PAD": 0, "MMA": 1, "STAGES": 3}, false, "GPU family features", "needs async_copy, which metal lacks"},
 		{"metal has no TF32", m3, "", tf32, false, "GPU family features", "needs tf32, which metal lacks"},
+		{"cuda KS splits whole fragments", h100, kernels.F16, search.Candidate{"BM": 64, "BN": 64, "BK": 16, "TM": 1, "TN": 1, "PAD": 0, "MMA": 1, "STAGES": 2, "KS": 2}, false, "features CUDA has", "BK=16 must split into KS=2 parts"},
+		{"metal KS splits 8-deep fragments", m3, kernels.F16, search.Candidate{"BM": 32, "BN": 32, "BK": 16, "TM": 1, "TN": 1, "PAD": 0, "MMA": 1, "STAGES": 2, "KS": 2}, true, "", ""},
+		// Four partial 64×(64+8) float tiles (73 728 bytes) outgrow the
+		// f16 ring they reuse (18 432 bytes).
+		{"cuda KS partial tiles sized at launch", h100, kernels.F16, search.Candidate{"BM": 64, "BN": 64, "BK": 64, "TM": 1, "TN": 1, "PAD": 0, "MMA": 1, "WM": 2, "WN": 2, "STAGES": 1, "KS": 4}, true, "", ""},
+		{"cuda KS partial tiles past static memory", h100Static, kernels.F16, search.Candidate{"BM": 64, "BN": 64, "BK": 64, "TM": 1, "TN": 1, "PAD": 0, "MMA": 1, "WM": 2, "WN": 2, "STAGES": 1, "KS": 4}, false, "static shared memory ≤ 49152 bytes", "73732 bytes of shared memory in all (73728 sized at launch)"},
+		{"metal KS partial tiles past threadgroup memory", m3, kernels.F16, search.Candidate{"BM": 64, "BN": 64, "BK": 64, "TM": 1, "TN": 1, "PAD": 0, "MMA": 1, "WM": 2, "WN": 2, "STAGES": 1, "KS": 4}, false, "threadgroup memory ≤ 32768 bytes", "73732 bytes of threadgroup memory"},
 		{"opencl lacks it", pocl, "", mma, false, "features OpenCL C 1.2 has", "needs simdgroup_matrix, which opencl lacks"},
 		{"cuda warp of 64", Limits{API: CUDA, MaxThreads: 1024, MaxShared: 48 << 10, SIMDWidth: 64}, "", ok, false, "features CUDA has", "reductions assume 32"},
 		{"opencl reduces in local memory", Limits{API: OpenCL, MaxThreads: 1024, MaxShared: 32 << 10, SIMDWidth: 64}, "", ok, false, "", ""},
@@ -152,7 +159,13 @@ func TestMetalHalfTiles(t *testing.T) {
 			aElems := c["BM"] * c["BK"]
 			data := gemmStages(c) * (aElems + c["BK"]*c["BN"])
 			f32, f16 := b.Shared(Metal, kernels.F32, c), b.Shared(Metal, kernels.F16, c)
-			if f32-f16 != 2*data {
+			if ks := gemmKS(c); ks > 1 {
+				// KS partial tiles are floats in every dtype and reuse the
+				// ring: f16 takes no more than f32, and at least them.
+				if red := ks * c["BM"] * (c["BN"] + 8) * 4; f16 > f32 || f16 < red {
+					t.Fatalf("%s %v: f16 takes %d bytes of threadgroup memory, f32 %d: want between the partial tiles' %d and f32's", fam, c, f16, f32, red)
+				}
+			} else if f32-f16 != 2*data {
 				t.Fatalf("%s %v: f16 takes %d bytes of threadgroup memory, f32 %d: want 2 bytes less per tile element (%d elements)", fam, c, f16, f32, data)
 			}
 			// Before half tiles, f16 took what f32 takes.

@@ -280,12 +280,25 @@ KT_INLINE void kt_frag_store(const kt_frag_c& c, T* __restrict__ C, int ldc, int
     }
   }
 }
+// The accumulator into threadgroup floats, element (i, j) at p[i·ld + j].
+KT_INLINE void kt_frag_store_tg(const kt_frag_c& c, float* p, int ld) {
+  const int l = LID & 31, g = l >> 2, t = l & 3;
+  UNROLL_LOOP
+  for (int h = 0; h < 2; ++h) {
+    UNROLL_LOOP
+    for (int r = 0; r < 2; ++r) {
+      p[(g + 8 * r) * ld + 8 * h + 2 * t] = c.v[4 * h + 2 * r];
+      p[(g + 8 * r) * ld + 8 * h + 2 * t + 1] = c.v[4 * h + 2 * r + 1];
+    }
+  }
+}
 #define FRAG_ZERO(c) kt_frag_zero(c)
 #define FRAG_LOAD_A(f, p, ld) kt_frag_load_a((f), (p), (ld))
 #define FRAG_LOAD_AT(f, p, ld) kt_frag_load_at((f), (p), (ld))
 #define FRAG_LOAD_B(f, p, ld) kt_frag_load_b((f), (p), (ld))
 #define FRAG_MMA(c, a, b) kt_frag_mma((c), (a), (b))
 #define FRAG_STORE(c, C, ldc, gi, gj, M, N, scratch) kt_frag_store((c), (C), (ldc), (gi), (gj), (M), (N))
+#define FRAG_STORE_TG(c, p, ld) kt_frag_store_tg((c), (p), (ld))
 `
 
 // metalInclude opens every MSL source, generated or raw, before the
@@ -402,6 +415,7 @@ inline void kt_frag_store(simdgroup_float8x8 c, device T* C, int ldc, int gi, in
   simdgroup_barrier(mem_flags::mem_threadgroup);
 }
 #define FRAG_STORE(c, C, ldc, gi, gj, M, N, scratch) kt_frag_store((c), (C), (ldc), (gi), (gj), (M), (N), (scratch), kt_tid.x & 31u)
+#define FRAG_STORE_TG(c, p, ld) simdgroup_store((c), (p), (ulong)(ld))
 `
 
 // metalTiles chooses the element of the fragment tiles: f32 in float, f16
