@@ -24,7 +24,8 @@ import (
 // emuSource turns a candidate's generated CUDA source into a host program:
 // the PTX block and the PTX half (or bf16) conversions give way to the emulation in
 // testdata/cudaemu/shim.h, dynamic shared memory becomes a static array,
-// and testdata/cudaemu/main.cpp launches it.
+// and testdata/cudaemu/main.cpp launches it with the host side of
+// testdata/cudaemu/host.h.
 func emuSource(t *testing.T, src, fn string) string {
 	t.Helper()
 	return emuSourceMain(t, src, fn, "main.cpp")
@@ -35,6 +36,10 @@ func emuSourceMain(t *testing.T, src, fn, mainFile string) string {
 	t.Helper()
 	dir := filepath.Join("testdata", "cudaemu")
 	shim, err := os.ReadFile(filepath.Join(dir, "shim.h"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, err := os.ReadFile(filepath.Join(dir, "host.h"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +69,7 @@ func emuSourceMain(t *testing.T, src, fn, mainFile string) string {
 	if strings.Contains(src, "#define KT_BF16 1\n") {
 		pre = "#define KT_EMU_BF16 1\n"
 	}
-	return pre + string(shim) + src + "#define KT_KERNEL " + fn + "\n" + string(main)
+	return pre + string(shim) + src + "#define KT_KERNEL " + fn + "\n" + string(host) + string(main)
 }
 
 var gxx = sync.OnceValue(func() string {
