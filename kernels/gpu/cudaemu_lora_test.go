@@ -19,15 +19,7 @@ import (
 // projection in shared memory, the K-split reductions, row blocks past m
 // and the vector loads, off the GPU.
 func TestCUDAEmulatedLora(t *testing.T) {
-	if gxx() == "" {
-		if os.Getenv("KTDEV_REQUIRE_CC") != "" {
-			t.Fatal("g++ not found (KTDEV_REQUIRE_CC is set)")
-		}
-		t.Skip("g++ not found")
-	}
-	if testing.Short() {
-		t.Skip("compiles C++ (-short)")
-	}
+	needGXX(t)
 	k, err := kernels.Get("lora")
 	if err != nil {
 		t.Fatal(err)

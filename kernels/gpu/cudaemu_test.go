@@ -77,6 +77,21 @@ var gxx = sync.OnceValue(func() string {
 	return p
 })
 
+// needGXX skips t without g++ (failing it instead under KTDEV_REQUIRE_CC)
+// and under -short, since the emulation tests compile C++.
+func needGXX(t *testing.T) {
+	t.Helper()
+	if gxx() == "" {
+		if os.Getenv("KTDEV_REQUIRE_CC") != "" {
+			t.Fatal("g++ not found (KTDEV_REQUIRE_CC is set)")
+		}
+		t.Skip("g++ not found")
+	}
+	if testing.Short() {
+		t.Skip("compiles C++ (-short)")
+	}
+}
+
 // emuBuild compiles a host program; lazy selects cp.async copies at the wait.
 func emuBuild(t *testing.T, dir, name, text string, lazy bool) string {
 	t.Helper()
@@ -150,15 +165,7 @@ func withParams(p map[string]int, kv ...any) map[string]int {
 // (copies at issue and, for some, at the wait) and the SIMT body's vector
 // loads, off the GPU. The H100 verifies the real instructions.
 func TestCUDAEmulatedGEMM(t *testing.T) {
-	if gxx() == "" {
-		if os.Getenv("KTDEV_REQUIRE_CC") != "" {
-			t.Fatal("g++ not found (KTDEV_REQUIRE_CC is set)")
-		}
-		t.Skip("g++ not found")
-	}
-	if testing.Short() {
-		t.Skip("compiles C++ (-short)")
-	}
+	needGXX(t)
 	type cand struct {
 		p    map[string]int
 		dt   kernels.DType
