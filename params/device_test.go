@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/kerntune/kerntune/internal/testutil"
 )
 
 // mergedFile is what `kerntune merge` makes of runs on several machines:
@@ -246,7 +248,7 @@ func TestUseField(t *testing.T) {
 	if e := f.Devices["cpu:a"].Kernels["softmax"]["f32/short"]; e.Use != UseBaseline || e.Baseline.Name != "gonum" {
 		t.Errorf("entry %+v", e)
 	}
-	if sch := compileSchema(t); validate(sch, out) != nil || validate(sch, []byte(bad)) == nil {
+	if sch := testutil.SchemaFile(t, "schema.json"); testutil.Validate(sch, out) != nil || testutil.Validate(sch, []byte(bad)) == nil {
 		t.Errorf("schema.json: use must accept %q and reject \"vendor\"", UseBaseline)
 	}
 }

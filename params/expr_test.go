@@ -1,24 +1,13 @@
 package params
 
 import (
-	"bytes"
 	"encoding/json"
 	"math"
 	"os"
-	"strings"
 	"testing"
-)
 
-// exprCase is a case of either expression table: the conformance suite's
-// (error.stage) or the spec package's (error "compile" or "run").
-type exprCase struct {
-	Name  string                     `json:"name"`
-	Expr  string                     `json:"expr"`
-	Kind  string                     `json:"kind"`
-	Env   map[string]json.RawMessage `json:"env"`
-	Want  json.RawMessage            `json:"want"`
-	Error json.RawMessage            `json:"error"`
-}
+	"github.com/kerntune/kerntune/internal/testutil"
+)
 
 // TestExprTables runs the expression tables that the spec package and the
 // Python loader run against this package's evaluator: every value must be
@@ -31,7 +20,7 @@ func TestExprTables(t *testing.T) {
 			t.Fatal(err)
 		}
 		var suite struct {
-			Cases []exprCase `json:"cases"`
+			Cases []testutil.ExprCase `json:"cases"`
 		}
 		if err := json.Unmarshal(data, &suite); err != nil {
 			t.Fatalf("%s: %v", file, err)
@@ -84,40 +73,15 @@ func evalKind(src, kind string, env map[string]any, types map[string]string) (an
 	return e.EvalInt(env)
 }
 
-// jsonValue reads an int, a float (written with a fraction or exponent), a
-// bool, "NaN", "Infinity", "-Infinity", or an array of floats.
+// jsonValue is testutil.ExprValue of raw; t fails when raw is none of its
+// values.
 func jsonValue(t *testing.T, raw json.RawMessage) any {
 	t.Helper()
-	s := string(bytes.TrimSpace(raw))
-	if strings.HasPrefix(s, "[") {
-		var xs []float64 // a buffer
-		if err := json.Unmarshal(raw, &xs); err != nil {
-			t.Fatalf("value %s: %v", s, err)
-		}
-		return xs
+	v, err := testutil.ExprValue(raw)
+	if err != nil {
+		t.Fatal(err)
 	}
-	switch s {
-	case "true", "false":
-		return s == "true"
-	case `"NaN"`:
-		return math.NaN()
-	case `"Infinity"`:
-		return math.Inf(1)
-	case `"-Infinity"`:
-		return math.Inf(-1)
-	}
-	var f float64
-	if err := json.Unmarshal(raw, &f); err != nil {
-		t.Fatalf("value %s: %v", s, err)
-	}
-	if strings.ContainsAny(s, ".eE") {
-		return f
-	}
-	var i int
-	if err := json.Unmarshal(raw, &i); err != nil {
-		t.Fatalf("value %s: %v", s, err)
-	}
-	return i
+	return v
 }
 
 func sameValue(got, want any, kind string) bool {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kerntune/kerntune/internal/testutil"
 )
 
 // MergeIntoFileKeep hands keep the entry the file holds at the time of the
@@ -70,7 +72,7 @@ func TestMergeIntoFileKeep(t *testing.T) {
 // use is optional; when present it is "baseline" or "tuned", for Parse and
 // for the schema alike.
 func TestParseUse(t *testing.T) {
-	sch := compileSchema(t)
+	sch := testutil.SchemaFile(t, "schema.json")
 	for _, tt := range []struct {
 		entry string
 		want  string // "" with ok: absent
@@ -95,7 +97,7 @@ func TestParseUse(t *testing.T) {
 			} else if got := f.Devices["cpu:x"].Kernels["gemv_nt"]["f32/tiny"].Use; got != tt.want {
 				t.Errorf("use %q, want %q", got, tt.want)
 			}
-			if serr := validate(sch, data); (serr == nil) != tt.ok {
+			if serr := testutil.Validate(sch, data); (serr == nil) != tt.ok {
 				t.Errorf("schema: %v, want ok=%v", serr, tt.ok)
 			}
 		})

@@ -1,7 +1,6 @@
 package params
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -9,43 +8,14 @@ import (
 	"testing"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/kerntune/kerntune/internal/testutil"
 )
-
-func compileSchema(t *testing.T) *jsonschema.Schema {
-	t.Helper()
-	raw, err := os.ReadFile("schema.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-	if err != nil {
-		t.Fatalf("schema.json is not JSON: %v", err)
-	}
-	id, _ := doc.(map[string]any)["$id"].(string)
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
-	if err := c.AddResource(id, doc); err != nil {
-		t.Fatal(err)
-	}
-	sch, err := c.Compile(id)
-	if err != nil {
-		t.Fatalf("schema.json does not compile: %v", err)
-	}
-	return sch
-}
-
-func validate(sch *jsonschema.Schema, data []byte) error {
-	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
-	if err != nil {
-		return err
-	}
-	return sch.Validate(inst)
-}
 
 // TestSchemaAccepts checks that schema.json accepts what Merge writes (the
 // tuner's only way of writing the file) and the hand-written testdata file.
 func TestSchemaAccepts(t *testing.T) {
-	sch := compileSchema(t)
+	sch := testutil.SchemaFile(t, "schema.json")
 	testdata := readTestFile(t)
 	fresh, err := Merge(nil, typicalUpdate())
 	if err != nil {
@@ -77,7 +47,7 @@ func TestSchemaAccepts(t *testing.T) {
 		"empty devices": []byte(`{"schema_version":1,"devices":{}}`),
 	} {
 		t.Run(name, func(t *testing.T) {
-			if err := validate(sch, data); err != nil {
+			if err := testutil.Validate(sch, data); err != nil {
 				t.Errorf("schema rejects it: %v", err)
 			}
 			if _, err := Parse(data); err != nil {
@@ -89,7 +59,7 @@ func TestSchemaAccepts(t *testing.T) {
 
 // TestSchemaRejects checks that schema.json and Parse both reject broken files.
 func TestSchemaRejects(t *testing.T) {
-	sch := compileSchema(t)
+	sch := testutil.SchemaFile(t, "schema.json")
 	valid := func() map[string]any {
 		var m map[string]any
 		if err := json.Unmarshal([]byte(fileWith("cpu", "gemv_nt", "f32/tiny", `{"params":{"BN":8},"median_us":1.5,"shapes":[[1,896,896]]}`)), &m); err != nil {
@@ -143,7 +113,7 @@ func TestSchemaRejects(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := validate(sch, data); err == nil {
+			if err := testutil.Validate(sch, data); err == nil {
 				t.Errorf("schema accepts %s", data)
 			}
 			if _, err := Parse(data); err == nil {
@@ -153,7 +123,7 @@ func TestSchemaRejects(t *testing.T) {
 	}
 	t.Run("not broken", func(t *testing.T) {
 		data, _ := json.Marshal(valid())
-		if err := validate(sch, data); err != nil {
+		if err := testutil.Validate(sch, data); err != nil {
 			t.Error(err)
 		}
 	})
@@ -162,7 +132,7 @@ func TestSchemaRejects(t *testing.T) {
 // fast_math (a Metal entry's compile option) survives a write, a merge and
 // a read; entries without it read as nil.
 func TestFastMathField(t *testing.T) {
-	sch := compileSchema(t)
+	sch := testutil.SchemaFile(t, "schema.json")
 	on, off := true, false
 	upd := &File{SchemaVersion: SchemaVersion, Devices: map[string]*Device{"metal:Apple M2:10c": {
 		Backend: "metal", Name: "Apple M2", Family: "apple8", ComputeUnits: 10,
@@ -202,7 +172,7 @@ func TestFastMathField(t *testing.T) {
 // The drift guard's record and the no-harm note survive a write, a merge
 // and a read, and the schema accepts them.
 func TestDriftAndNoHarmFields(t *testing.T) {
-	sch := compileSchema(t)
+	sch := testutil.SchemaFile(t, "schema.json")
 	drift := &DriftSummary{Checks: 12, Events: 2, MaxPct: 23.5, Remeasured: 9, Settled: 1, WaitedS: 10}
 	note := "BN=4 was 8.0% faster over the shapes but 12.0% slower than the default on 1x896x896"
 	data, es := roundTripGemv(t, sch, "drift or no_harm", &Entry{Params: map[string]int{"BN": 8}, MedianUS: 9, Drift: drift, NoHarm: note}, &Entry{Params: map[string]int{"BN": 16}, MedianUS: 90})
@@ -230,7 +200,7 @@ func TestDriftAndNoHarmFields(t *testing.T) {
 // time (where an entry's tuning time went) survives a write, a merge and a
 // read, field by field; entries without it read as nil.
 func TestTimeField(t *testing.T) {
-	sch := compileSchema(t)
+	sch := testutil.SchemaFile(t, "schema.json")
 	tt := &TuneTime{WallS: 8.5, SetupS: 1.25, CompileS: 0.5, VerifyS: 1, MeasureS: 5.5, SearchS: 0.1, JournalS: 0.05, OtherS: 0.1,
 		DeviceS: 6, IdleS: 2.5, BusyPct: 70.588}
 	data, es := roundTripGemv(t, sch, "time", &Entry{Params: map[string]int{"BN": 8}, MedianUS: 9, Time: tt}, &Entry{Params: map[string]int{"BN": 16}, MedianUS: 19})
@@ -255,7 +225,7 @@ func writeValid(t *testing.T, sch *jsonschema.Schema, upd *File, what string) []
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := validate(sch, data); err != nil {
+	if err := testutil.Validate(sch, data); err != nil {
 		t.Fatalf("schema rejects %s: %v", what, err)
 	}
 	return data

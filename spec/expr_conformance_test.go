@@ -8,50 +8,14 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/kerntune/kerntune/internal/testutil"
 )
 
 // exprConformanceFile holds expression cases the Python loader
 // (python/tests/test_expressions.py) runs too: values, integer and float
 // results, and the messages of compile and run-time errors.
 const exprConformanceFile = "../params/testdata/conformance/expressions/expressions.json"
-
-type exprCase struct {
-	Name  string                     `json:"name"`
-	Expr  string                     `json:"expr"`
-	Kind  string                     `json:"kind"`
-	Env   map[string]json.RawMessage `json:"env"`
-	Want  json.RawMessage            `json:"want"`
-	Error *struct {
-		Stage    string   `json:"stage"`
-		Contains []string `json:"contains"`
-	} `json:"error"`
-}
-
-// exprEnvValue reads an environment value: an integer (a JSON number
-// without fraction or exponent), a float, a boolean, or an array (a
-// buffer: float elements).
-func exprEnvValue(raw json.RawMessage) (any, error) {
-	s := strings.TrimSpace(string(raw))
-	switch {
-	case s == "true" || s == "false":
-		return s == "true", nil
-	case strings.HasPrefix(s, "["):
-		var xs []float64
-		err := json.Unmarshal(raw, &xs)
-		return xs, err
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var n json.Number
-	if err := dec.Decode(&n); err != nil {
-		return nil, err
-	}
-	if !strings.ContainsAny(s, ".eE") {
-		v, err := n.Int64()
-		return int(v), err
-	}
-	return n.Float64()
-}
 
 // TestExprConformance runs the shared expression cases through the
 // evaluator of spec fields: compileExpr, then evalInt, evalBool or
@@ -62,8 +26,8 @@ func TestExprConformance(t *testing.T) {
 		t.Fatal(err)
 	}
 	var suite struct {
-		Doc   string     `json:"doc"`
-		Cases []exprCase `json:"cases"`
+		Doc   string              `json:"doc"`
+		Cases []testutil.ExprCase `json:"cases"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -80,26 +44,34 @@ func TestExprConformance(t *testing.T) {
 			if !ok {
 				t.Fatalf("kind %q", c.Kind)
 			}
-			if (c.Error == nil) == (len(c.Want) == 0) {
+			if (len(c.Error) == 0) == (len(c.Want) == 0) {
 				t.Fatalf("give exactly one of want and error")
+			}
+			var want testutil.ExprError
+			if len(c.Error) > 0 {
+				dec := json.NewDecoder(bytes.NewReader(c.Error))
+				dec.DisallowUnknownFields()
+				if err := dec.Decode(&want); err != nil {
+					t.Fatalf("error: %v", err)
+				}
 			}
 			env := map[string]any{}
 			for n, raw := range c.Env {
-				v, err := exprEnvValue(raw)
+				v, err := testutil.ExprValue(raw)
 				if err != nil {
 					t.Fatalf("env %s: %v", n, err)
 				}
 				env[n] = v
 			}
 			got, stage, err := evalCase(c.Expr, env, k)
-			if c.Error != nil {
+			if len(c.Error) > 0 {
 				if err == nil {
-					t.Fatalf("%q = %v; want a %s error", c.Expr, got, c.Error.Stage)
+					t.Fatalf("%q = %v; want a %s error", c.Expr, got, want.Stage)
 				}
-				if stage != c.Error.Stage {
-					t.Errorf("%q: %s error %v; want a %s error", c.Expr, stage, err, c.Error.Stage)
+				if stage != want.Stage {
+					t.Errorf("%q: %s error %v; want a %s error", c.Expr, stage, err, want.Stage)
 				}
-				for _, sub := range c.Error.Contains {
+				for _, sub := range want.Contains {
 					if !strings.Contains(err.Error(), sub) {
 						t.Errorf("%q: error %q lacks %q", c.Expr, err.Error(), sub)
 					}

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/kerntune/kerntune/internal/mslcheck"
+	"github.com/kerntune/kerntune/internal/testutil"
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/kernels/gpu"
 )
@@ -383,12 +384,12 @@ func TestBadMLXSpecs(t *testing.T) {
 			m["launch"] = map[string]any{"threads": "TG", "grid": []any{"k"}}
 		}, []string{"buffers[0].shape", "only an mlx source"}, false},
 	}
-	sch := schema(t)
+	sch := testutil.Schema(t, "schema.json", SchemaJSON)
 	if _, err := mlxSpec(t, "out[0] = T(0);", nil); err != nil {
 		t.Fatalf("base mlx spec: %v", err)
 	}
 	base, _ := json.Marshal(mlxDoc("out[0] = T(0);"))
-	if err := validate(t, sch, base); err != nil {
+	if err := testutil.Validate(sch, base); err != nil {
 		t.Fatalf("base mlx spec against the schema: %v", err)
 	}
 	for _, tt := range tests {
@@ -406,7 +407,7 @@ func TestBadMLXSpecs(t *testing.T) {
 				doc := mlxDoc("out[0] = T(0);")
 				tt.edit(doc)
 				data, _ := json.Marshal(doc)
-				if err := validate(t, sch, data); err == nil {
+				if err := testutil.Validate(sch, data); err == nil {
 					t.Errorf("the JSON Schema accepts it")
 				}
 			}

@@ -1,7 +1,6 @@
 package spec
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,9 +12,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-
 	"github.com/kerntune/kerntune/internal/mslcheck"
+	"github.com/kerntune/kerntune/internal/testutil"
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/kernels/gpu"
 	"github.com/kerntune/kerntune/params"
@@ -34,41 +32,14 @@ func loadExample(t *testing.T, name string) *Compiled {
 	return c
 }
 
-func schema(t *testing.T) *jsonschema.Schema {
-	t.Helper()
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(SchemaJSON))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
-	if err := c.AddResource("schema.json", doc); err != nil {
-		t.Fatal(err)
-	}
-	s, err := c.Compile("schema.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
-func validate(t *testing.T, s *jsonschema.Schema, data []byte) error {
-	t.Helper()
-	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
-	if err != nil {
-		return err
-	}
-	return s.Validate(inst)
-}
-
 func TestExamplesValidateAgainstSchema(t *testing.T) {
-	s := schema(t)
+	s := testutil.Schema(t, "schema.json", SchemaJSON)
 	for _, name := range examples {
 		data, err := os.ReadFile(examplePath(name))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := validate(t, s, data); err != nil {
+		if err := testutil.Validate(s, data); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
@@ -341,7 +312,7 @@ func TestBadSpecs(t *testing.T) {
 			delete(m, "shapes")
 		}, []string{"buffers[0].length", `"rows"`, "softmax's operand x"}, false},
 	}
-	sch := schema(t)
+	sch := testutil.Schema(t, "schema.json", SchemaJSON)
 	var orig map[string]any
 	if err := json.Unmarshal([]byte(base), &orig); err != nil {
 		t.Fatal(err)
@@ -349,7 +320,7 @@ func TestBadSpecs(t *testing.T) {
 	if _, err := Parse([]byte(base), "base.json"); err != nil {
 		t.Fatalf("base spec: %v", err)
 	}
-	if err := validate(t, sch, []byte(base)); err != nil {
+	if err := testutil.Validate(sch, []byte(base)); err != nil {
 		t.Fatalf("base spec against the schema: %v", err)
 	}
 	for _, tt := range tests {
@@ -372,7 +343,7 @@ func TestBadSpecs(t *testing.T) {
 				}
 			}
 			if tt.schema {
-				if err := validate(t, sch, data); err == nil {
+				if err := testutil.Validate(sch, data); err == nil {
 					t.Errorf("the JSON Schema accepts it")
 				}
 			}

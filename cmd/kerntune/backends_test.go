@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kerntune/kerntune/internal/testutil"
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/params"
 	"github.com/kerntune/kerntune/tuner"
@@ -95,7 +96,7 @@ func TestFastMathRecordedInEntry(t *testing.T) {
 			if c.field == "" && has {
 				t.Errorf("written entry has fast_math %s, want none:\n%s", field, raw)
 			}
-			if err := validateSchema(t, raw); err != nil {
+			if err := testutil.Validate(testutil.SchemaFile(t, filepath.Join("..", "..", "params", "schema.json")), raw); err != nil {
 				t.Errorf("schema rejects the file: %v", err)
 			}
 			f, err := params.ReadFile(path)
@@ -253,7 +254,7 @@ func TestMathModeRecordedInEntry(t *testing.T) {
 				t.Fatalf("MathMode = %q, want %q", e.MathMode, c.want)
 			}
 			path, raw, dev, key := writeTestEntry(t, c.info, e)
-			if err := validateSchema(t, raw); err != nil {
+			if err := testutil.Validate(testutil.SchemaFile(t, filepath.Join("..", "..", "params", "schema.json")), raw); err != nil {
 				t.Errorf("schema rejects the file: %v", err)
 			}
 			f, err := params.ReadFile(path)

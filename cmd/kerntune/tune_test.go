@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -10,37 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-
+	"github.com/kerntune/kerntune/internal/testutil"
 	"github.com/kerntune/kerntune/params"
 	"github.com/kerntune/kerntune/tuner"
 )
-
-func validateSchema(t *testing.T, data []byte) error {
-	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("..", "..", "params", "schema.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
-	if err := c.AddResource("schema.json", doc); err != nil {
-		t.Fatal(err)
-	}
-	sch, err := c.Compile("schema.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
-	if err != nil {
-		return err
-	}
-	return sch.Validate(inst)
-}
 
 // runCLI runs the command in-process and returns the exit code and its
 // stdout and stderr together.
@@ -116,7 +88,7 @@ func TestTuneEndToEndCPU(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := validateSchema(t, raw); err != nil {
+	if err := testutil.Validate(testutil.SchemaFile(t, filepath.Join("..", "..", "params", "schema.json")), raw); err != nil {
 		t.Errorf("the tuner wrote a file that params/schema.json rejects: %v", err)
 	}
 	// kerntune get and the Go API resolve the tuned entry identically.

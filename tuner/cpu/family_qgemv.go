@@ -25,7 +25,7 @@ func init() {
 func qgemvRun[T float32 | uint16](qp QGemvParams, kernel func(QGemvParams, int, int, int, int, []T, []uint32, []T, []T, []T, []T)) func(*kernels.Problem, [][]T, [][]uint32, []T) {
 	return func(p *kernels.Problem, in [][]T, words [][]uint32, out []T) {
 		n, k, bits, g := qgemvShape(p)
-		kernel(qp, n, k, bits, g, in[0], words[1], in[2], in[3], qgemvBias(p, in), out)
+		kernel(qp, n, k, bits, g, in[0], words[1], in[2], in[3], biasOperand(p, in, 4), out)
 	}
 }
 
@@ -33,12 +33,4 @@ func qgemvRun[T float32 | uint16](qp QGemvParams, kernel func(QGemvParams, int, 
 func qgemvShape(p *kernels.Problem) (n, k, bits, g int) {
 	s := p.Case.Shape
 	return s[1], s[2], s[3], s[4]
-}
-
-// qgemvBias is qgemv's bias operand, nil when the case has none.
-func qgemvBias[T float32 | uint16](p *kernels.Problem, in [][]T) []T {
-	if p.Case.Has(kernels.Bias) {
-		return in[4]
-	}
-	return nil
 }

@@ -146,7 +146,7 @@ func qgemvBroken(qp QGemvParams, mangle func(bits int, w []uint32, sc, bi []uint
 			n, k, bits, g := qgemvShape(p)
 			sc, bi := clone16(in[2]), clone16(in[3])
 			w := mangle(bits, words[1], sc, bi, nil, nil)
-			f(qp, n, k, bits, g, in[0], w, sc, bi, qgemvBias(p, in), out)
+			f(qp, n, k, bits, g, in[0], w, sc, bi, biasOperand(p, in, 4), out)
 		}
 	}
 	return &program{
@@ -154,7 +154,7 @@ func qgemvBroken(qp QGemvParams, mangle func(bits int, w []uint32, sc, bi []uint
 			n, k, bits, g := qgemvShape(p)
 			sc, bi := clone32(in[2]), clone32(in[3])
 			w := mangle(bits, words[1], nil, nil, sc, bi)
-			QGemv(qp, n, k, bits, g, in[0], w, sc, bi, qgemvBias(p, in), out)
+			QGemv(qp, n, k, bits, g, in[0], w, sc, bi, biasOperand(p, in, 4), out)
 		},
 		wf16:  half(QGemvHalf),
 		wbf16: half(QGemvBF16),
