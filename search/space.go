@@ -24,12 +24,21 @@ type Constraint struct {
 	// TuneOnly constraints exclude candidates from tuning that are still
 	// correct to run, e.g. an emulated variant; verification lifts them.
 	TuneOnly bool
+	// PerShape constraints hold for one shape of the task only (a tiling
+	// that must divide it): the rest are shared by every entry of a family.
+	PerShape bool
 }
 
 // Space is a cartesian product of parameters filtered by constraints.
 type Space struct {
 	Params      []Param
 	Constraints []Constraint
+	// Within, when not nil, holds a superset of the valid candidates in
+	// Enumerate's order (an enumeration of the same parameters under some
+	// of the constraints): Enumerate then filters it by Constraints rather
+	// than walking the product, which for a GEMM space is millions of
+	// combinations, seconds on a small machine for every entry.
+	Within []Candidate
 }
 
 // Candidate assigns a value to every parameter of a space.
@@ -130,6 +139,19 @@ func (s *Space) Check(c Candidate) error {
 // Constraints must therefore be safe for concurrent use (pure functions of
 // the candidate, as every constraint here is).
 func (s *Space) Enumerate() []Candidate {
+	if s.Within != nil {
+		var out []Candidate
+	next:
+		for _, c := range s.Within {
+			for _, con := range s.Constraints {
+				if con.Check(c) != nil {
+					continue next
+				}
+			}
+			out = append(out, c.Clone())
+		}
+		return out
+	}
 	n := 1
 	for _, p := range s.Params {
 		if len(p.Values) == 0 {

@@ -62,3 +62,40 @@ func TestEnumerateInOrder(t *testing.T) {
 		}
 	}
 }
+
+// A space given Within (an enumeration under some of its constraints)
+// enumerates exactly what the walk of its product does, in the same order,
+// and hands out copies that do not alias Within.
+func TestEnumerateWithin(t *testing.T) {
+	mod := func(name string, m, r int) Constraint {
+		return Constraint{Name: name, Check: func(c Candidate) error {
+			if (c["A"]+c["B"]+c["C"])%m != r {
+				return fmt.Errorf("%s", name)
+			}
+			return nil
+		}}
+	}
+	ps := []Param{{Name: "A", Values: []int{1, 2, 3, 4, 5}}, {Name: "B", Values: []int{1, 2, 4, 8}}, {Name: "C", Values: []int{0, 3, 6}}}
+	shared := &Space{Params: ps, Constraints: []Constraint{mod("odd", 2, 1)}}
+	within := shared.Enumerate()
+	for _, r := range []int{0, 1, 2} {
+		full := &Space{Params: ps, Constraints: []Constraint{mod("odd", 2, 1), mod(fmt.Sprint("mod 3 = ", r), 3, r)}}
+		want := full.Enumerate()
+		full.Within = within
+		got := full.Enumerate()
+		if len(want) == 0 || len(got) != len(want) {
+			t.Fatalf("r=%d: %d candidates from Within, %d from the product", r, len(got), len(want))
+		}
+		for i := range got {
+			if got[i].Key() != want[i].Key() {
+				t.Fatalf("r=%d: candidate %d is %s, want %s", r, i, got[i].Key(), want[i].Key())
+			}
+		}
+		got[0]["A"] = 99
+		for _, c := range within {
+			if c["A"] == 99 {
+				t.Fatal("Enumerate's candidates alias Within's")
+			}
+		}
+	}
+}

@@ -287,3 +287,46 @@ func TestTimeCountsCacheHits(t *testing.T) {
 		t.Errorf("summary: %d compiled, %d cached; want %d, %d", compiled, cached, want, results[1].Entry.Time.CacheHits)
 	}
 }
+
+// The entries of a run share one enumeration of a family's space (its
+// shape-free constraints and the device's limits), and each entry's space
+// filtered from it holds exactly what a walk of the whole product finds,
+// the per-shape constraints and the tune-only ones included.
+func TestSpaceSharesEnumeration(t *testing.T) {
+	tu := New(&fakeBackend{rng: rand.New(rand.NewPCG(1, 2)), threadsCap: 4}, Config{})
+	k, err := kernels.Get("lora") // BM ≤ m: a per-shape constraint on the CPU
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := Task{Kernel: k, DType: kernels.F32}
+	sizes := map[int]bool{}
+	var within []search.Candidate
+	for _, shape := range [][]int{{1, 64, 32, 8}, {16, 64, 32, 8}, {4, 48, 16, 16}} {
+		task := base
+		task.Cases = []kernels.Case{{Shape: shape}}
+		sp, err := tu.Space(task)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := sp.Enumerate()
+		if within == nil {
+			within = sp.Within
+		} else if &sp.Within[0] != &within[0] {
+			t.Errorf("%v: the shared candidates were enumerated again", shape)
+		}
+		sp.Within = nil
+		want := sp.Enumerate()
+		if len(got) != len(want) {
+			t.Fatalf("%v: %d candidates, %d in a walk of the product", shape, len(got), len(want))
+		}
+		for i := range got {
+			if got[i].Key() != want[i].Key() {
+				t.Fatalf("%v: candidate %d is %s, want %s", shape, i, got[i].Key(), want[i].Key())
+			}
+		}
+		sizes[len(got)] = true
+	}
+	if len(sizes) < 2 {
+		t.Errorf("every shape has the same valid candidates (%v): the per-shape constraints were not exercised", sizes)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"sync"
 	"time"
 
 	"github.com/kerntune/kerntune/internal/stats"
@@ -218,6 +219,8 @@ type Retiming struct {
 type Tuner struct {
 	b   Backend
 	cfg Config
+	// spaces keeps the candidates the run's entries share (Space).
+	spaces *spaceCache
 	// sleep idles for the drift guard's cool-down; tests replace it with
 	// a virtual clock.
 	sleep func(ctx context.Context, d time.Duration)
@@ -225,7 +228,7 @@ type Tuner struct {
 
 // New creates a tuner.
 func New(b Backend, cfg Config) *Tuner {
-	return &Tuner{b: b, cfg: cfg.withDefaults(), sleep: sleepCtx}
+	return &Tuner{b: b, cfg: cfg.withDefaults(), sleep: sleepCtx, spaces: &spaceCache{}}
 }
 
 // loaded is a problem on the device with its physical floor.
@@ -485,14 +488,53 @@ func (t *Tuner) Space(task Task) (*search.Space, error) {
 		for _, c := range task.Cases {
 			shape := c.Shape
 			sp.Constraints = append(sp.Constraints, search.Constraint{
-				Name:  "valid for " + params.ShapeString(shape),
-				Check: func(cand search.Candidate) error { return ps.Check(shape, cand) },
+				Name:     "valid for " + params.ShapeString(shape),
+				Check:    func(cand search.Candidate) error { return ps.Check(shape, cand) },
+				PerShape: true,
 			})
 		}
 	}
 	sp.Constraints = append(sp.Constraints, info.Limits.Constraints(task.Kernel, task.DType)...)
 	sp.Constraints = append(sp.Constraints, t.cfg.Where...)
+	sp.Within = t.spaces.within(task.Kernel.Name+"/"+string(task.DType), sp)
 	return sp, nil
+}
+
+// spaceCache keeps, per family and dtype, the candidates that pass the
+// constraints every entry of a run shares (the family's shape-free ones,
+// the device's limits, --where), so that each entry's space filters those
+// few thousand by its shapes rather than walking the whole product again
+// (3 million combinations for gemm_av's matrix-unit space).
+type spaceCache struct {
+	mu sync.Mutex
+	m  map[string][]search.Candidate
+}
+
+// within is the shared candidates of sp, enumerated on the first call for
+// key: sp without its per-shape constraints and without the tune-only
+// ones (verify lifts those), so a superset of sp's valid candidates for
+// every caller.
+func (c *spaceCache) within(key string, sp *search.Space) []search.Candidate {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if w, ok := c.m[key]; ok {
+		return w
+	}
+	shared := &search.Space{Params: sp.Params}
+	for _, con := range sp.Constraints {
+		if !con.TuneOnly && !con.PerShape {
+			shared.Constraints = append(shared.Constraints, con)
+		}
+	}
+	w := shared.Enumerate()
+	if w == nil {
+		w = []search.Candidate{}
+	}
+	if c.m == nil {
+		c.m = map[string][]search.Candidate{}
+	}
+	c.m[key] = w
+	return w
 }
 
 func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
