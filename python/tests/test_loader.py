@@ -45,7 +45,7 @@ class EntryPoints(unittest.TestCase):
         self.assertTrue(r.use_baseline)
         self.assertEqual(r.baseline, "MPS")
         self.assertEqual((r["BM"], r["BN"], r.get("BK"), r.get("NOPE", -1)), (64, 32, 16, -1))
-        self.assertEqual(list(r.ints()), ["BM", "BN", "BK", "TM", "TN", "PAD", "MMA", "WM", "WN", "STAGES", "TF32"])
+        self.assertEqual(list(r.ints()), ["BM", "BN", "BK", "TM", "TN", "PAD", "MMA", "WM", "WN", "STAGES", "TF32", "KS"])
         self.assertEqual(r.params["TM"], kp.Value(4, "file:metal:Apple M3 Max:40c/gemm_av/f16/large"))
         # A shape may be written as on the command line.
         self.assertEqual(l.resolve("gemm_av", "f16", "1024x1024x1024").ints(), r.ints())
