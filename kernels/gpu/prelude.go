@@ -586,16 +586,11 @@ KT_INLINE void kt_loadx4(const T* __restrict__ p, int i, float* d) {
 #define LOADX4(p, i, d) kt_loadx4((p), (i), (d))
 // w & m (below 2^23) to float without a conversion instruction (16 per
 // clock per SM): the masked bits ORed into the mantissa of 2^23, minus 2^23;
-// exact. On the device the mask and the OR are one three-input LOP3 (the
-// compiler emits two for the C expression, its one immediate slot taken).
+// exact. (The mask and the OR compile to two LOP3s; an inline-PTX lop3
+// doing both in one made NVRTC about 3.5 times slower on qgemv's body, with
+// no gain in time measured: docs/bench-h100.md.)
 KT_INLINE float kt_qm2f(unsigned int w, unsigned int m) {
-#ifdef __CUDA_ARCH__
-  unsigned int r;
-  asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(r) : "r"(w), "r"(m), "r"(0x4B000000u));
-  return __uint_as_float(r) - 8388608.0f;
-#else
   return __uint_as_float(0x4B000000u | (w & m)) - 8388608.0f;
-#endif
 }
 #define QM2F(w, m) kt_qm2f((w), (m))
 `,

@@ -19,7 +19,7 @@ import (
 // word, with the sum of each word's x beside it. A value then needs no
 // shift: x'·float(w & (mask << bits·j)) = x·q exactly, and where an
 // integer-to-float conversion is slow (CUDA) QM2F(w, mask) makes the float
-// with one LOP3 and one subtraction. Each step's scales and biases are requested
+// with a mask, an OR and one subtraction. Each step's scales and biases are requested
 // with its weights, and the first step's (and the row's bias) before the
 // staging, so that no load waits for another's latency. bits is a run-time argument; the
 // switch selects a loop with it constant (uniform across the grid, so the
