@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -120,21 +121,34 @@ func TestTuneBudgetAdviceWorks(t *testing.T) {
 			t.Errorf("%s exists after a refused budget (%v)", p, err)
 		}
 	}
-	code, log = runCLI(t, append(args, "--budget", m[1])...)
-	if code != 0 {
-		t.Fatalf("the advised --budget %s: exit %d:\n%s", m[1], code, log)
-	}
-	f, err := params.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range f.Devices {
-		for key, e := range d.Kernels["softmax"] {
-			if min := min(e.Candidates.Valid, 1+tuner.MinBeyondDefault); e.Candidates.Measured < min {
-				t.Errorf("%s measured %d candidates with the advised budget, want %d", key, e.Candidates.Measured, min)
+	// The advised run may find the machine busier than planning did (other
+	// test binaries start beside it): a shortfall counts only if a second
+	// advised run, in a fresh file, falls short too.
+	var short []string
+	for attempt := range 2 {
+		o := filepath.Join(dir, fmt.Sprintf("advised%d.json", attempt))
+		code, log = runCLI(t, append(args[:len(args)-1:len(args)-1], o, "--budget", m[1])...)
+		if code != 0 {
+			t.Fatalf("the advised --budget %s: exit %d:\n%s", m[1], code, log)
+		}
+		f, err := params.ReadFile(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		short = nil
+		for _, d := range f.Devices {
+			for key, e := range d.Kernels["softmax"] {
+				if min := min(e.Candidates.Valid, 1+tuner.MinBeyondDefault); e.Candidates.Measured < min {
+					short = append(short, fmt.Sprintf("%s measured %d candidates with the advised budget, want %d", key, e.Candidates.Measured, min))
+				}
 			}
 		}
+		if len(short) == 0 {
+			return
+		}
+		t.Logf("advised run %d: %v", attempt+1, short)
 	}
+	t.Error(strings.Join(short, "; "))
 }
 
 // The advice after an entry ran out of time names a budget above the one
