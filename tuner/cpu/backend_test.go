@@ -46,21 +46,9 @@ func TestBackendVerifiesEveryFamily(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				out, err := prog.Output(inst)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := p.Verify(out); err != nil {
-					t.Errorf("%s %s %s: %v", k.Name, dt, c, err)
-				}
+				verifyOutput(t, prog, inst, p, k.Name+" "+string(dt)+" "+c.String())
 				if base != nil {
-					out, err := base.Output(inst)
-					if err != nil {
-						t.Fatal(err)
-					}
-					if err := p.Verify(out); err != nil {
-						t.Errorf("baseline %s for %s %s %s: %v", name, k.Name, dt, c, err)
-					}
+					verifyOutput(t, base, inst, p, "baseline "+name+" for "+k.Name+" "+string(dt)+" "+c.String())
 				}
 				ts, err := prog.Run(inst, 4)
 				if err != nil || len(ts) != 4 {
@@ -179,5 +167,18 @@ func TestOutputSample(t *testing.T) {
 		if _, bad, _, err := skip.OutputSample(in, s); err != nil || bad != len(whole)-5 {
 			t.Errorf("%s: first bad element %d (%v), want %d", dt, bad, err, len(whole)-5)
 		}
+	}
+}
+
+// verifyOutput runs prog on inst and checks its output against p's
+// reference, reporting a mismatch under label.
+func verifyOutput(t *testing.T, prog tuner.Program, inst tuner.Instance, p *kernels.Problem, label string) {
+	t.Helper()
+	out, err := prog.Output(inst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Verify(out); err != nil {
+		t.Errorf("%s: %v", label, err)
 	}
 }

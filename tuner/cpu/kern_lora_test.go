@@ -39,13 +39,7 @@ func TestLoraEveryCandidate(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				out, err := prog.Output(inst)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := p.Verify(out); err != nil {
-					t.Errorf("%s %s %s: %v", dt, c, cand.Key(), err)
-				}
+				verifyOutput(t, prog, inst, p, string(dt)+" "+c.String()+" "+cand.Key())
 			}
 		}
 	}
