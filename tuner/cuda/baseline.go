@@ -5,6 +5,7 @@ import (
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/params"
 	"github.com/kerntune/kerntune/tuner"
+	"github.com/kerntune/kerntune/tuner/internal/gpuhost"
 )
 
 // Baseline is cuBLAS, called in the same harness, for the families that
@@ -29,11 +30,14 @@ func (b *Backend) Baseline(k *kernels.Kernel, dt kernels.DType) (tuner.Program, 
 	}
 	if k.Name == params.QGemv {
 		q := &qgemvBaseline{b: b, ty: ty, deq: map[*instance][]cudadrv.DevPtr{}}
-		return qgemvProgram{q.program(), q}, "cublas", nil
+		return preparedProgram{q.program(), func(t *cudadrv.Thread, in *instance) error {
+			_, err := q.prepare(t, in)
+			return err
+		}}, "cublas", nil
 	}
 	if k.Name == params.Lora {
 		l := &loraBaseline{b: b, ty: ty, scratch: map[*instance][2]cudadrv.DevPtr{}}
-		return loraProgram{l.program(), l}, "cublas", nil
+		return preparedProgram{l.program(), l.prepare}, "cublas", nil
 	}
 	launch := func(t *cudadrv.Thread, in *instance, c int) error {
 		bl, err := t.Blas()
@@ -51,3 +55,46 @@ type blasCall func(t *cudadrv.Thread, bl *cudadrv.ThreadBlas, in *instance, c in
 
 // blasCalls holds the cuBLAS routine of each family that has one.
 var blasCalls = kernels.NewTable[blasCall]("cuBLAS baseline")
+
+// preparedProgram is a baseline program whose instances need device
+// buffers of its own (qgemv's dequantised weights, lora's x·Aᵀ) before
+// any run: prepare makes them once per instance, before Run, Output and
+// OutputSample time or read anything.
+type preparedProgram struct {
+	*program
+	prepare func(t *cudadrv.Thread, in *instance) error
+}
+
+// A sampled output must prepare too (it bypassed lora's scratch once).
+var _ tuner.SampledOutputer = preparedProgram{}
+
+func (p preparedProgram) ready(ti tuner.Instance) error {
+	in, err := gpuhost.Of(ti, device{p.b}, "cuda")
+	if err != nil {
+		return err
+	}
+	return p.b.ctx.Do(func(t *cudadrv.Thread) error { return p.prepare(t, in) })
+}
+
+func (p preparedProgram) Run(ti tuner.Instance, n int) ([]float64, error) {
+	if err := p.ready(ti); err != nil {
+		return nil, err
+	}
+	return p.program.Run(ti, n)
+}
+
+func (p preparedProgram) Output(ti tuner.Instance) ([]float32, error) {
+	if err := p.ready(ti); err != nil {
+		return nil, err
+	}
+	return p.program.Output(ti)
+}
+
+// OutputSample is Output for an output too large to bring whole (lora's
+// prefill shapes): the buffers first, as for Run and Output.
+func (p preparedProgram) OutputSample(ti tuner.Instance, s kernels.RowSample) ([]float32, int, int, error) {
+	if err := p.ready(ti); err != nil {
+		return nil, 0, 0, err
+	}
+	return p.program.OutputSample(ti, s)
+}

@@ -5,8 +5,6 @@ import (
 
 	"github.com/kerntune/kerntune/internal/cudadrv"
 	"github.com/kerntune/kerntune/kernels"
-	"github.com/kerntune/kerntune/tuner"
-	"github.com/kerntune/kerntune/tuner/internal/gpuhost"
 )
 
 // loraBaseline is the unfused sequence an application without the fused
@@ -115,41 +113,4 @@ func (l *loraBaseline) program() *program {
 		})
 	}
 	return pr
-}
-
-// loraProgram allocates the scratch before Run and Output time or read anything.
-type loraProgram struct {
-	*program
-	l *loraBaseline
-}
-
-func (p loraProgram) ready(ti tuner.Instance) error {
-	in, err := gpuhost.Of(ti, device{p.b}, "cuda")
-	if err != nil {
-		return err
-	}
-	return p.b.ctx.Do(func(t *cudadrv.Thread) error { return p.l.prepare(t, in) })
-}
-
-func (p loraProgram) Run(ti tuner.Instance, n int) ([]float64, error) {
-	if err := p.ready(ti); err != nil {
-		return nil, err
-	}
-	return p.program.Run(ti, n)
-}
-
-func (p loraProgram) Output(ti tuner.Instance) ([]float32, error) {
-	if err := p.ready(ti); err != nil {
-		return nil, err
-	}
-	return p.program.Output(ti)
-}
-
-// OutputSample is Output for an output too large to bring whole (the
-// prefill shapes): the scratch first, as for Run and Output.
-func (p loraProgram) OutputSample(ti tuner.Instance, s kernels.RowSample) ([]float32, int, int, error) {
-	if err := p.ready(ti); err != nil {
-		return nil, 0, 0, err
-	}
-	return p.program.OutputSample(ti, s)
 }

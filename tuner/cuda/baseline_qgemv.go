@@ -6,8 +6,6 @@ import (
 
 	"github.com/kerntune/kerntune/internal/cudadrv"
 	"github.com/kerntune/kerntune/kernels"
-	"github.com/kerntune/kerntune/tuner"
-	"github.com/kerntune/kerntune/tuner/internal/gpuhost"
 )
 
 // qgemvBaseline is what an application without a quantized mat-vec runs:
@@ -102,35 +100,4 @@ func (q *qgemvBaseline) program() *program {
 		})
 	}
 	return pr
-}
-
-// qgemvProgram dequantises before Run and Output time or read anything.
-type qgemvProgram struct {
-	*program
-	q *qgemvBaseline
-}
-
-func (p qgemvProgram) ready(ti tuner.Instance) error {
-	in, err := gpuhost.Of(ti, device{p.b}, "cuda")
-	if err != nil {
-		return err
-	}
-	return p.b.ctx.Do(func(t *cudadrv.Thread) error {
-		_, err := p.q.prepare(t, in)
-		return err
-	})
-}
-
-func (p qgemvProgram) Run(ti tuner.Instance, n int) ([]float64, error) {
-	if err := p.ready(ti); err != nil {
-		return nil, err
-	}
-	return p.program.Run(ti, n)
-}
-
-func (p qgemvProgram) Output(ti tuner.Instance) ([]float32, error) {
-	if err := p.ready(ti); err != nil {
-		return nil, err
-	}
-	return p.program.Output(ti)
 }
