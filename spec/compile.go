@@ -559,22 +559,29 @@ func (c *compiler) env(shape []int, p map[string]int) map[string]any {
 	return env
 }
 
-// build makes the catalog kernel and the GPU body from the compiled expressions.
+// build makes the catalog kernel and the GPU body from the compiled
+// expressions: the family's description, the kernel that the tuner verifies
+// and times, and the body's signature and launch.
 func (c *compiler) build(out *Compiled, space params.Space) {
+	out.Kernel = c.kernel(c.family(out.Base, space), out.Base)
+	c.body(out.Body)
+}
+
+// family describes the spec's family: dims, classes and its GPU space, whose
+// Check evaluates the spec's constraints.
+func (c *compiler) family(base *kernels.Kernel, space params.Space) *params.Family {
 	s := c.s
-	base := out.Base
 	fam := &params.Family{Name: s.Name, Doc: s.Doc, Dims: slices.Clone(c.dims), Spaces: map[string]*params.Space{"gpu": &space}}
 	if fam.Doc == "" {
 		fam.Doc = "user-defined kernel from " + filepath.Base(c.file)
 	}
 	switch {
 	case len(s.Classes) > 0:
-		for i, cl := range s.Classes {
+		for _, cl := range s.Classes {
 			rule := cl.When
 			if rule == "" {
 				rule = "otherwise"
 			}
-			_ = i
 			fam.Classes = append(fam.Classes, params.Class{Name: cl.Name, Rule: rule})
 		}
 	case base != nil:
@@ -600,7 +607,14 @@ func (c *compiler) build(out *Compiled, space params.Space) {
 		}
 		return nil
 	}
+	return fam
+}
 
+// kernel is the catalog kernel of family fam: shapes, options, operands,
+// outputs, flops and the float64 reference (base's, where the spec
+// implements a built-in family).
+func (c *compiler) kernel(fam *params.Family, base *kernels.Kernel) *kernels.Kernel {
+	s := c.s
 	// The spec language names eps for every kernel: rmsnorm's epsilon.
 	k := &kernels.Kernel{Family: fam, Implements: s.Implements, Scalars: map[string]float64{"eps": kernels.RMSNormEps}}
 	if base != nil {
@@ -718,9 +732,14 @@ func (c *compiler) build(out *Compiled, space params.Space) {
 	} else {
 		k.Reference = c.referenceFunc(k)
 	}
-	out.Kernel = k
+	return k
+}
 
-	b := out.Body
+// body completes b: threadgroup memory, launch geometry, arguments, defines
+// and scalars, from the spec's expressions (MLX's contract where the source
+// is an MLX kernel).
+func (c *compiler) body(b *gpu.Body) {
+	s := c.s
 	b.SharedBytes = func(p map[string]int) int {
 		if c.shared == nil {
 			return 0
