@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -211,15 +212,7 @@ func TestMetalMathModeFlag(t *testing.T) {
 		{backendOptions{metalMathMode: "precise"}, "", "want safe, relaxed or fast"},
 	} {
 		got, err := c.o.mathMode()
-		if c.bad != "" {
-			if err == nil || !strings.Contains(err.Error(), c.bad) {
-				t.Errorf("%+v: %q, %v; want an error containing %q", c.o, got, err, c.bad)
-			}
-			continue
-		}
-		if err != nil || got != c.want {
-			t.Errorf("%+v: %q, %v; want %q", c.o, got, err, c.want)
-		}
+		testutil.Outcome(t, fmt.Sprintf("%+v", c.o), got, err, c.want, c.bad)
 	}
 	if got := (backendOptions{metalMathMode: "relaxed"}).args(); !slices.Equal(got, []string{"--metal-math-mode", "relaxed"}) {
 		t.Errorf("args() = %q", got)
@@ -283,8 +276,5 @@ func writeTestEntry(t *testing.T, info tuner.DeviceInfo, e *params.Entry) (path 
 	if _, err := tuner.WriteResult(path, false, false, info, "kerntune test", res); err != nil {
 		t.Fatal(err)
 	}
-	if raw, err = os.ReadFile(path); err != nil {
-		t.Fatal(err)
-	}
-	return path, raw, info.Key, res.Task.Key()
+	return path, testutil.ReadFile(t, path), info.Key, res.Task.Key()
 }

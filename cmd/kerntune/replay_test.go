@@ -4,10 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kerntune/kerntune/internal/testutil"
 )
 
 // writeKTCache writes a 5×5 Kernel Tuner cache whose time grows with the
@@ -30,10 +30,7 @@ func writeKTCache(t *testing.T) string {
 		}
 	}
 	b.WriteString("}}")
-	p := filepath.Join(t.TempDir(), "synthetic.json")
-	if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	p := testutil.WriteFile(t, t.TempDir(), "synthetic.json", b.String())
 	return p
 }
 

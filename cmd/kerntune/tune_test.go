@@ -84,10 +84,7 @@ func TestTuneEndToEndCPU(t *testing.T) {
 		}
 	}
 	// The written file validates against the published schema.
-	raw, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := testutil.ReadFile(t, out)
 	if err := testutil.Validate(testutil.SchemaFile(t, filepath.Join("..", "..", "params", "schema.json")), raw); err != nil {
 		t.Errorf("the tuner wrote a file that params/schema.json rejects: %v", err)
 	}
@@ -127,10 +124,7 @@ func TestTuneEndToEndCPU(t *testing.T) {
 
 func TestTuneBadInput(t *testing.T) {
 	dir := t.TempDir()
-	broken := filepath.Join(dir, "broken.json")
-	if err := os.WriteFile(broken, []byte("{not json"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	broken := testutil.WriteFile(t, dir, "broken.json", "{not json")
 	tests := []struct {
 		name string
 		args []string

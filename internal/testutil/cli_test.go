@@ -1,0 +1,61 @@
+package testutil
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"testing"
+)
+
+// recorder is a testing.TB that keeps the failures Outcome reports.
+type recorder struct {
+	testing.TB
+	errs []string
+}
+
+func (r *recorder) Helper() {}
+
+func (r *recorder) Errorf(format string, args ...any) {
+	r.errs = append(r.errs, fmt.Sprintf(format, args...))
+}
+
+// Outcome fails a case for a wrong value, a missing error, an error
+// without the wanted text and an error where none is wanted, and for
+// nothing else.
+func TestOutcome(t *testing.T) {
+	boom := errors.New("boom: too small")
+	for _, c := range []struct {
+		name     string
+		got      int
+		err      error
+		want     int
+		wantErr  string
+		failures int
+	}{
+		{"right value", 3, nil, 3, "", 0},
+		{"wrong value", 4, nil, 3, "", 1},
+		{"unwanted error", 3, boom, 3, "", 1},
+		{"wanted error", 0, boom, 0, "too small", 0},
+		{"no error", 0, nil, 0, "too small", 1},
+		{"other error", 0, boom, 0, "too large", 1},
+	} {
+		r := &recorder{TB: t}
+		Outcome(r, c.name, c.got, c.err, c.want, c.wantErr)
+		if len(r.errs) != c.failures {
+			t.Errorf("%s: failures %q, want %d", c.name, r.errs, c.failures)
+		}
+	}
+}
+
+// WriteFile makes the folders of the name it is given, and ReadFile reads
+// back what it wrote.
+func TestWriteFileReadFile(t *testing.T) {
+	dir := t.TempDir()
+	p := WriteFile(t, dir, "a/b/c.txt", "text")
+	if p != filepath.Join(dir, "a", "b", "c.txt") {
+		t.Errorf("path %s", p)
+	}
+	if got := string(ReadFile(t, p)); got != "text" {
+		t.Errorf("read %q, want %q", got, "text")
+	}
+}
