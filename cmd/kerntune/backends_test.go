@@ -87,9 +87,7 @@ func TestFastMathRecordedInEntry(t *testing.T) {
 					Kernels map[string]map[string]map[string]json.RawMessage `json:"kernels"`
 				} `json:"devices"`
 			}
-			if err := json.Unmarshal(raw, &doc); err != nil {
-				t.Fatal(err)
-			}
+			testutil.DecodeJSON(t, raw, &doc)
 			field, has := doc.Devices[dev].Kernels["gemv_nt"][key]["fast_math"]
 			if c.field != "" && (!has || `"fast_math": `+string(field) != c.field) {
 				t.Errorf("written entry has fast_math %s, want %s:\n%s", field, c.field, raw)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -57,9 +56,7 @@ func TestCheckJSON(t *testing.T) {
 	}
 	out := stdout
 	var got checkJSON
-	if err := json.Unmarshal([]byte(out), &got); err != nil {
-		t.Fatalf("not JSON: %v\n%s", err, out)
-	}
+	testutil.DecodeJSON(t, out, &got)
 	if len(got.Specs) != 1 || got.DeviceCheck != "not run (--backend none)" || len(got.Reports) != 0 {
 		t.Fatalf("got %+v", got)
 	}

@@ -165,9 +165,7 @@ func TestExportT4(t *testing.T) {
 				data, _ = json.Marshal(doc)
 			}
 			var doc map[string]any
-			if err := json.Unmarshal(data, &doc); err != nil {
-				t.Fatalf("output is not JSON: %v\n%s", err, data)
-			}
+			testutil.DecodeJSON(t, data, &doc)
 			if err := checkT4(doc); err != nil {
 				t.Fatalf("output breaks the T4 schema: %v", err)
 			}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -141,9 +140,7 @@ func TestGetAgreesWithLibrary(t *testing.T) {
 				Device, Kernel, DType, Class string
 				Params                       map[string]params.Value
 			}
-			if err := json.Unmarshal([]byte(out), &got); err != nil {
-				t.Fatalf("%v\n%s", err, out)
-			}
+			testutil.DecodeJSON(t, out, &got)
 			tt.opts.Path = path
 			l, err := params.Open(tt.opts)
 			if err != nil {
@@ -178,9 +175,7 @@ func TestGetJSONShape(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	var m map[string]any
-	if err := json.Unmarshal([]byte(out), &m); err != nil {
-		t.Fatal(err)
-	}
+	testutil.DecodeJSON(t, out, &m)
 	for _, k := range []string{"device", "kernel", "dtype", "class", "params"} {
 		if _, ok := m[k]; !ok {
 			t.Errorf("no %q in %s", k, out)
@@ -343,9 +338,7 @@ func TestGetDeviceName(t *testing.T) {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
 	var got getOutput
-	if err := json.Unmarshal([]byte(out), &got); err != nil {
-		t.Fatal(err)
-	}
+	testutil.DecodeJSON(t, out, &got)
 	if got.Device != "metal:Apple M3 Max:40c" || got.Matched != "name, nearest compute units (40 for 38)" || got.How != "Options.DeviceName" ||
 		got.UseBaseline || got.UseSource != "env:KERNTUNE_GEMM_AV_USE" || len(got.Warnings) != 1 || !strings.Contains(got.Warnings[0], nearest) {
 		t.Errorf("got %+v", got)
@@ -358,9 +351,7 @@ func TestGetDeviceName(t *testing.T) {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
 	got = getOutput{}
-	if err := json.Unmarshal([]byte(out), &got); err != nil {
-		t.Fatal(err)
-	}
+	testutil.DecodeJSON(t, out, &got)
 	wantWarn := `no device in ` + path + ` matches name "Apple M4 Max" (env:KERNTUNE_DEVICE_NAME) on backend metal; using fallback devices metal:Apple M3 Max:30c, metal:Apple M3 Max:40c (family apple9); its devices: cuda:NVIDIA H100 80GB HBM3`
 	if got.Matched != "family apple9" || len(got.Warnings) != 1 || !strings.Contains(got.Warnings[0], wantWarn) || !strings.Contains(errOut, "kerntune: warning: "+wantWarn) {
 		t.Errorf("matched %q warnings %q stderr %q", got.Matched, got.Warnings, errOut)
@@ -385,9 +376,7 @@ func TestGetOnlyDeviceOfAnotherMachine(t *testing.T) {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
 	var got getOutput
-	if err := json.Unmarshal([]byte(out), &got); err != nil {
-		t.Fatal(err)
-	}
+	testutil.DecodeJSON(t, out, &got)
 	want := "the only device in " + path + `, metal:Apple M2:10c (backend metal, name "Apple M2", compute units 10, family apple8), is not the local device ` +
 		local.Key + " (backend cpu"
 	if got.Matched != params.MatchedNone || got.Device != "" || len(got.Warnings) != 1 || !strings.Contains(got.Warnings[0], want) ||
@@ -424,9 +413,7 @@ func TestGetUnusedEnv(t *testing.T) {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
 	var got getOutput
-	if err := json.Unmarshal([]byte(out), &got); err != nil {
-		t.Fatal(err)
-	}
+	testutil.DecodeJSON(t, out, &got)
 	if len(got.UnusedEnv) != len(want) || len(got.Warnings) != len(want) {
 		t.Fatalf("unused %+v\nwarnings %q; want %d of each", got.UnusedEnv, got.Warnings, len(want))
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -10,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kerntune/kerntune/internal/testutil"
 	"github.com/kerntune/kerntune/params"
 	"github.com/kerntune/kerntune/tuner"
 )
@@ -31,9 +31,7 @@ func readEntry(t *testing.T, path, kernel, key string) *params.Entry {
 func parseTuneJSON(t *testing.T, out []byte) tunedJSON {
 	t.Helper()
 	var tj tunedJSON
-	if err := json.Unmarshal(out, &tj); err != nil {
-		t.Fatalf("tune --json output: %v\n%s", err, out)
-	}
+	testutil.DecodeJSON(t, out, &tj)
 	return tj
 }
 

@@ -44,9 +44,7 @@ func TestMerge(t *testing.T) {
 		t.Fatalf("merge exited %d: %s", code, stderr)
 	}
 	var sum params.MergeSummary
-	if err := json.Unmarshal([]byte(stdout), &sum); err != nil {
-		t.Fatalf("--json output does not parse: %v\n%s", err, stdout)
-	}
+	testutil.DecodeJSON(t, stdout, &sum)
 	if sum.Devices != 2 || sum.Entries != 4 || len(sum.Conflicts) != 2 {
 		t.Fatalf("summary %+v: want 2 devices, 4 entries, 2 conflicts", sum)
 	}

@@ -49,9 +49,7 @@ func TestReplayJSON(t *testing.T) {
 		Runs     int                          `json:"runs"`
 		Budgets  []map[string]json.RawMessage `json:"budgets"`
 	}
-	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
-		t.Fatalf("stdout is not the report: %v\n%s", err, stdout)
-	}
+	testutil.DecodeJSON(t, stdout, &rep)
 	if rep.Cache != cache || rep.Strategy != "bo" || rep.Runs != 4 || len(rep.Budgets) != 2 {
 		t.Fatalf("report %+v", rep)
 	}

@@ -97,9 +97,7 @@ func TestTuneEndToEndCPU(t *testing.T) {
 	var got struct {
 		Params map[string]params.Value `json:"params"`
 	}
-	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
-		t.Fatalf("get --json: %v\n%s", err, stdout)
-	}
+	testutil.DecodeJSON(t, stdout, &got)
 	l, err := params.Load(out, params.Options{Lookup: func(string) (string, bool) { return "", false }})
 	if err != nil {
 		t.Fatal(err)
@@ -181,9 +179,7 @@ func TestBenchCPU(t *testing.T) {
 	var got struct {
 		Rows []benchRow `json:"rows"`
 	}
-	if err := json.Unmarshal([]byte(log), &got); err != nil {
-		t.Fatalf("%v: %s", err, log)
-	}
+	testutil.DecodeJSON(t, log, &got)
 	if len(got.Rows) != 1 || got.Rows[0].TunedUS <= 0 || got.Rows[0].BaseUS <= 0 || got.Rows[0].Baseline != "gonum" || got.Rows[0].Source != "default" {
 		t.Errorf("bench rows %+v", got.Rows)
 	}

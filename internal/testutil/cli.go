@@ -1,6 +1,7 @@
 package testutil
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -31,6 +32,15 @@ func ReadFile(t testing.TB, path string) []byte {
 		t.Fatal(err)
 	}
 	return data
+}
+
+// DecodeJSON decodes the JSON document data into v, failing t, with the
+// document, when it does not decode.
+func DecodeJSON[D ~string | ~[]byte](t testing.TB, data D, v any) {
+	t.Helper()
+	if err := json.Unmarshal([]byte(data), v); err != nil {
+		t.Fatalf("not JSON for %T: %v\n%s", v, err, data)
+	}
 }
 
 // LoadAll loads each of paths with load, in order, and fails t at the

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -57,5 +58,23 @@ func TestWriteFileReadFile(t *testing.T) {
 	}
 	if got := string(ReadFile(t, p)); got != "text" {
 		t.Errorf("read %q, want %q", got, "text")
+	}
+}
+
+// Fatalf records, as Errorf; the helpers return after it in these tests.
+func (r *recorder) Fatalf(format string, args ...any) { r.Errorf(format, args...) }
+
+// DecodeJSON decodes a document, and fails with the document where it is
+// not JSON.
+func TestDecodeJSON(t *testing.T) {
+	var v struct{ N int }
+	r := &recorder{TB: t}
+	DecodeJSON(r, `{"N": 3}`, &v)
+	if len(r.errs) != 0 || v.N != 3 {
+		t.Errorf("decoded %+v, failures %q", v, r.errs)
+	}
+	DecodeJSON(r, []byte(`{"N": `), &v)
+	if len(r.errs) != 1 || !strings.Contains(r.errs[0], `{"N": `) {
+		t.Errorf("failures %q, want one quoting the document", r.errs)
 	}
 }
