@@ -101,14 +101,12 @@ func TestTuneNeverLowersAnEntry(t *testing.T) {
 	}
 
 	t.Run("1ns", func(t *testing.T) {
-		before, _ := os.ReadFile(out)
+		before := testutil.ReadFile(t, out)
 		code, log := runCLI(t, append(tune, "--budget", "1ns")...)
 		if code != exitUsage || !strings.Contains(log, "--budget 1ns is too small") || !strings.Contains(log, "only the default") {
 			t.Errorf("exit %d, want %d with a message naming --budget:\n%s", code, exitUsage, log)
 		}
-		if after, _ := os.ReadFile(out); !bytes.Equal(before, after) {
-			t.Errorf("the file changed:\n%s", after)
-		}
+		testutil.Unchanged(t, out, string(before))
 		if _, err := os.Stat(out + tuner.JournalSuffix); err == nil {
 			t.Errorf("a refused run left its journal, which would block the next run")
 		}

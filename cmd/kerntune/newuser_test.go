@@ -53,8 +53,7 @@ func TestTuneNewUserErrors(t *testing.T) {
 	}
 	before := map[string]string{}
 	for _, p := range []string{v2, withJournal, withJournal + tuner.JournalSuffix, spent, spent + tuner.JournalSuffix} {
-		b, _ := os.ReadFile(p)
-		before[p] = string(b)
+		before[p] = string(testutil.ReadFile(t, p))
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -62,9 +61,7 @@ func TestTuneNewUserErrors(t *testing.T) {
 		})
 	}
 	for p, want := range before {
-		if b, _ := os.ReadFile(p); string(b) != want {
-			t.Errorf("%s was changed", p)
-		}
+		testutil.Unchanged(t, p, want)
 	}
 	if _, err := os.Stat(fresh); err == nil {
 		t.Errorf("%s was created by a run that was refused", fresh)
@@ -90,7 +87,5 @@ func TestTuneWriteErrorKeepsFile(t *testing.T) {
 	if !strings.Contains(string(out), "file too large") || !strings.Contains(string(out), path) {
 		t.Errorf("the message does not name the file and the error:\n%s", out)
 	}
-	if b, _ := os.ReadFile(path); string(b) != valid {
-		t.Errorf("--out was changed by the failed run: %s", b)
-	}
+	testutil.Unchanged(t, path, valid)
 }

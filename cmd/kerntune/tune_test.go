@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -153,9 +152,7 @@ func TestTuneBadInput(t *testing.T) {
 			wantExit(t, tt.args, exitUsage, tt.want)
 		})
 	}
-	if b, _ := os.ReadFile(broken); string(b) != "{not json" {
-		t.Error("the unparsable file was modified")
-	}
+	testutil.Unchanged(t, broken, "{not json")
 }
 
 func TestKernelsAndVersion(t *testing.T) {

@@ -34,6 +34,15 @@ func ReadFile(t testing.TB, path string) []byte {
 	return data
 }
 
+// Unchanged fails t when the file at path does not hold want: a command
+// that fails or refuses must leave the files it found as they were.
+func Unchanged(t testing.TB, path, want string) {
+	t.Helper()
+	if got, err := os.ReadFile(path); err != nil || string(got) != want {
+		t.Errorf("%s was changed (%v); it holds:\n%s", path, err, got)
+	}
+}
+
 // DecodeJSON decodes the JSON document data into v, failing t, with the
 // document, when it does not decode.
 func DecodeJSON[D ~string | ~[]byte](t testing.TB, data D, v any) {

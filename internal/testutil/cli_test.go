@@ -78,3 +78,24 @@ func TestDecodeJSON(t *testing.T) {
 		t.Errorf("failures %q, want one quoting the document", r.errs)
 	}
 }
+
+// Unchanged passes a file that holds what it held, and fails one that
+// holds something else or is gone.
+func TestUnchanged(t *testing.T) {
+	dir := t.TempDir()
+	p := WriteFile(t, dir, "f", "old")
+	for _, c := range []struct {
+		path, want string
+		failures   int
+	}{
+		{p, "old", 0},
+		{p, "new", 1},
+		{filepath.Join(dir, "gone"), "", 1},
+	} {
+		r := &recorder{TB: t}
+		Unchanged(r, c.path, c.want)
+		if len(r.errs) != c.failures {
+			t.Errorf("%s holding %q: failures %q, want %d", c.path, c.want, r.errs, c.failures)
+		}
+	}
+}
