@@ -2,6 +2,7 @@ package testutil
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -50,6 +51,20 @@ func DecodeJSON[D ~string | ~[]byte](t testing.TB, data D, v any) {
 	if err := json.Unmarshal([]byte(data), v); err != nil {
 		t.Fatalf("not JSON for %T: %v\n%s", v, err, data)
 	}
+}
+
+// SameKeys says how got differs from want, compared by Key in order: in
+// length, or at the first that differs; nil where they are the same.
+func SameKeys[T interface{ Key() string }](got, want []T) error {
+	if len(got) != len(want) {
+		return fmt.Errorf("%d candidates, want %d", len(got), len(want))
+	}
+	for i := range got {
+		if got[i].Key() != want[i].Key() {
+			return fmt.Errorf("candidate %d is %s, want %s", i, got[i].Key(), want[i].Key())
+		}
+	}
+	return nil
 }
 
 // LoadAll loads each of paths with load, in order, and fails t at the

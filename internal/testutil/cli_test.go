@@ -99,3 +99,26 @@ func TestUnchanged(t *testing.T) {
 		}
 	}
 }
+
+type key string
+
+func (k key) Key() string { return string(k) }
+
+// SameKeys finds a difference in length or at any place, and none between
+// equal lists.
+func TestSameKeys(t *testing.T) {
+	for _, c := range []struct {
+		got, want []key
+		err       string
+	}{
+		{[]key{"a", "b"}, []key{"a", "b"}, ""},
+		{nil, nil, ""},
+		{[]key{"a"}, []key{"a", "b"}, "1 candidates, want 2"},
+		{[]key{"a", "c"}, []key{"a", "b"}, "candidate 1 is c, want b"},
+	} {
+		err := SameKeys(c.got, c.want)
+		if (err == nil) != (c.err == "") || err != nil && err.Error() != c.err {
+			t.Errorf("SameKeys(%v, %v) = %v, want %q", c.got, c.want, err, c.err)
+		}
+	}
+}
