@@ -1,11 +1,11 @@
 package report
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/kerntune/kerntune/internal/testutil"
 	"github.com/kerntune/kerntune/params"
 )
 
@@ -46,10 +46,7 @@ func TestReportFloorNote(t *testing.T) {
 		if _, err := Write(pf, nil, Options{Dir: dir, Format: "svg", Source: "p.json"}); err != nil {
 			t.Fatal(err)
 		}
-		md, err := os.ReadFile(filepath.Join(dir, "report.md"))
-		if err != nil {
-			t.Fatal(err)
-		}
+		md := testutil.ReadFile(t, filepath.Join(dir, "report.md"))
 		cell, beaten := FloorCell(pct)
 		if !strings.Contains(string(md), "| "+cell+" |") || strings.Contains(string(md), FloorNote) != beaten {
 			t.Errorf("%v %% of the floor: want the cell %q and the note %v:\n%s", pct, cell, beaten, md)

@@ -10,6 +10,7 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
 
+	"github.com/kerntune/kerntune/internal/testutil"
 	"github.com/kerntune/kerntune/internal/trace"
 	"github.com/kerntune/kerntune/params"
 )
@@ -46,10 +47,7 @@ func TestWrite(t *testing.T) {
 	if mid.VsDefault != 2 || mid.VsBaseline != 2 || mid.Traced != 2 || len(mid.Plots) != 3 {
 		t.Errorf("f32/mid row %+v: want 2× both, 2 traced candidates, 3 plots", mid)
 	}
-	md, err := os.ReadFile(filepath.Join(dir, "report.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	md := testutil.ReadFile(t, filepath.Join(dir, "report.md"))
 	for _, w := range []string{"From `p.json` (written by kerntune test); per-candidate data from `p.trace.jsonl` (2 candidates)",
 		"| gemv_nt | f32/tiny | `BN=16` (the default) |", "5 / 8 / 1 **partial**", "2 candidates in the trace (0 failed)"} {
 		if !strings.Contains(string(md), w) {
@@ -90,10 +88,7 @@ func TestSVGText(t *testing.T) {
 	n := 0
 	for _, r := range rows {
 		for _, p := range r.Plots {
-			b, err := os.ReadFile(filepath.Join(dir, p))
-			if err != nil {
-				t.Fatal(err)
-			}
+			b := testutil.ReadFile(t, filepath.Join(dir, p))
 			svg := string(b)
 			texts := strings.Count(svg, "<text ")
 			if texts == 0 || strings.Count(svg, `lengthAdjust="spacingAndGlyphs"`) != texts {
@@ -180,10 +175,7 @@ func TestWriteTime(t *testing.T) {
 	if mid.Time == nil || len(mid.Plots) != 2 || len(rows[0].Plots) != 1 {
 		t.Fatalf("rows %+v, %+v: want the time plot for f32/mid only", rows[0], mid)
 	}
-	md, err := os.ReadFile(filepath.Join(dir, "report.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	md := testutil.ReadFile(t, filepath.Join(dir, "report.md"))
 	for _, w := range []string{"| 5 / 8 / 1 | 69 % |", "| 5 / 8 / 1 **partial** | - |",
 		"The device was busy 69 % of these entries' tuning time (5.5 of 8.0 s); candidates measured per entry: min 5, median 5, max 5.",
 		"![tuning time per entry on cpu:m1, by part](plots/cpu-m1-time.svg)"} {
@@ -191,10 +183,7 @@ func TestWriteTime(t *testing.T) {
 			t.Errorf("report.md lacks %q:\n%s", w, md)
 		}
 	}
-	svg, err := os.ReadFile(filepath.Join(dir, mid.Plots[1]))
-	if err != nil {
-		t.Fatal(err)
-	}
+	svg := testutil.ReadFile(t, filepath.Join(dir, mid.Plots[1]))
 	for _, w := range []string{"gemv_nt f32/mid", "5 measured, busy 69%", "compile (waiting)", "measure (timed runs)"} {
 		if !strings.Contains(string(svg), w) {
 			t.Errorf("the time plot lacks %q", w)
@@ -239,10 +228,7 @@ func TestReportRecordsOfTheKeptRun(t *testing.T) {
 			if rows[1].Key != "f32/mid" || rows[1].Traced != c.traced {
 				t.Errorf("row %s: %d traced candidates, want %d", rows[1].Key, rows[1].Traced, c.traced)
 			}
-			md, err := os.ReadFile(filepath.Join(dir, "report.md"))
-			if err != nil {
-				t.Fatal(err)
-			}
+			md := testutil.ReadFile(t, filepath.Join(dir, "report.md"))
 			if !strings.Contains(string(md), c.note) {
 				t.Errorf("report.md lacks %q:\n%s", c.note, md)
 			}

@@ -9,7 +9,6 @@ set -uo pipefail
 mode=${1:-full}
 . "$(dirname "$0")/gpu-common.sh"
 kt=./bin/kerntune
-step() { echo; echo "== $*"; }
 
 step "device"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv 2>&1 | tee "$OUT/nvidia-smi.txt"

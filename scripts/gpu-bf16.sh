@@ -13,7 +13,6 @@ set -uo pipefail
 . "$(dirname "$0")/gpu-common.sh"
 kt=./bin/kerntune
 params="$OUT/hardware_params.json"
-step() { echo; echo "== $*"; }
 # The decode step of seed 000's Qwen2.5 shapes (1×1152×896 carries a bias
 # in the default workload; --shape times it without).
 shapes=(1x896x896 1x1152x896 1x896x4864 1x4864x896 1x3584x896 1x9728x896 1x151936x896)

@@ -18,7 +18,6 @@ set -uo pipefail
 . "$(dirname "$0")/gpu-common.sh"
 kt=./bin/kerntune
 samples=${SAMPLES:-50}
-step() { echo; echo "== $*"; }
 
 # dtype shape budget --where filter (- for none) target
 targets=(

@@ -20,7 +20,6 @@ set -uo pipefail
 . "$(dirname "$0")/gpu-common.sh"
 kt=./bin/kerntune
 params="$OUT/hardware_params.json"
-step() { echo; echo "== $*"; }
 # --shape takes dims only (no bias): the fused-qkv projection runs without its bias here.
 prefill=(512x4864x896x16 512x896x4864x16 512x1152x896x16)
 

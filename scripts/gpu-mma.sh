@@ -23,7 +23,6 @@ mode=${1:-all}
 kt=./bin/kerntune
 budget=${TUNE_BUDGET:-40s}
 samples=${SAMPLES:-100}
-step() { echo; echo "== $*"; }
 
 # The targets: family dtype shape --where filters [backend flags].
 targets=(

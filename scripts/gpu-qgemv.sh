@@ -16,7 +16,6 @@ set -uo pipefail
 . "$(dirname "$0")/gpu-common.sh"
 kt=./bin/kerntune
 params="$OUT/hardware_params.json"
-step() { echo; echo "== $*"; }
 
 step "device"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv 2>&1 | tee "$OUT/nvidia-smi.txt"

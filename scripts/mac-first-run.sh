@@ -75,30 +75,28 @@ failed=0
 
 # step NAME LOG CMD...: runs CMD, its output shown and kept in LOG, and
 # records the command, its exit status and its time in the summary.
-step() {
-	local name=$1 log=$2
-	shift 2
-	echo
-	echo "== $name"
-	local start rc
-	start=$(date +%s)
-	"$@" 2>&1 | tee "$dir/$log"
-	rc=${PIPESTATUS[0]}
-	record "$name" "$rc" "$start" "$log" "$@"
-}
+step() { timed_step text "$@"; }
 
 # json_step NAME FILE CMD...: as step, but stdout alone goes to FILE (JSON)
 # and stderr to FILE.stderr.
-json_step() {
-	local name=$1 file=$2
-	shift 2
+json_step() { timed_step json "$@"; }
+
+# timed_step text|json NAME FILE CMD...: step and json_step.
+timed_step() {
+	local kind=$1 name=$2 file=$3
+	shift 3
 	echo
 	echo "== $name"
 	local start rc
 	start=$(date +%s)
-	"$@" >"$dir/$file" 2>"$dir/$file.stderr"
-	rc=$?
-	cat "$dir/$file.stderr"
+	if [ "$kind" = json ]; then
+		"$@" >"$dir/$file" 2>"$dir/$file.stderr"
+		rc=$?
+		cat "$dir/$file.stderr"
+	else
+		"$@" 2>&1 | tee "$dir/$file"
+		rc=${PIPESTATUS[0]}
+	fi
 	record "$name" "$rc" "$start" "$file" "$@"
 }
 

@@ -522,22 +522,13 @@ func (s *ils) perturbFrom(from Candidate) (Candidate, bool) {
 // current point in their order. A perturbation ends the batch, since the
 // climb goes on from wherever it lands.
 func (s *ils) proposeBatch(k int) []Candidate {
-	var out []Candidate
-	for len(out) < k {
-		c, ok := s.propose()
-		if !ok {
-			break
-		}
+	return batchOf(k, s.propose, func(c Candidate) bool {
 		s.inflight[c.Key()] = true
-		out = append(out, c)
 		if s.global != nil && s.global.active() {
 			s.global.believe(c)
 		}
-		if s.pending != nil {
-			break
-		}
-	}
-	return out
+		return s.pending == nil
+	})
 }
 
 // upcoming names up to n candidates the search expects to propose after
@@ -678,13 +669,23 @@ func (p *randomOrder) observe(Candidate, float64) {}
 
 // proposeBatch is the next k candidates of the order.
 func (p *randomOrder) proposeBatch(k int) []Candidate {
+	return batchOf(k, p.propose, nil)
+}
+
+// batchOf is up to k proposals of propose, fewer where it runs out; took,
+// when not nil, sees each one as it is taken and ends the batch by
+// returning false.
+func batchOf(k int, propose func() (Candidate, bool), took func(Candidate) bool) []Candidate {
 	var out []Candidate
 	for len(out) < k {
-		c, ok := p.propose()
+		c, ok := propose()
 		if !ok {
 			break
 		}
 		out = append(out, c)
+		if took != nil && !took(c) {
+			break
+		}
 	}
 	return out
 }

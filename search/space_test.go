@@ -3,6 +3,8 @@ package search
 import (
 	"fmt"
 	"testing"
+
+	"github.com/kerntune/kerntune/internal/testutil"
 )
 
 // Enumerate checks large products in parallel pieces; the result is the
@@ -83,13 +85,8 @@ func TestEnumerateWithin(t *testing.T) {
 		want := full.Enumerate()
 		full.Within = within
 		got := full.Enumerate()
-		if len(want) == 0 || len(got) != len(want) {
-			t.Fatalf("r=%d: %d candidates from Within, %d from the product", r, len(got), len(want))
-		}
-		for i := range got {
-			if got[i].Key() != want[i].Key() {
-				t.Fatalf("r=%d: candidate %d is %s, want %s", r, i, got[i].Key(), want[i].Key())
-			}
+		if err := testutil.SameKeys(got, want); err != nil || len(want) == 0 {
+			t.Fatalf("r=%d: from Within, %v; %d from the product", r, err, len(want))
 		}
 		got[0]["A"] = 99
 		for _, c := range within {

@@ -4,19 +4,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kerntune/kerntune/internal/testutil"
 	"github.com/kerntune/kerntune/spec"
 	"github.com/kerntune/kerntune/tuner"
 )
 
 func TestSpecsRunOn(t *testing.T) {
-	load := func(path string) *spec.Compiled {
-		c, err := spec.Load(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
-	swiglu, mlx := load("../examples/swiglu.json"), load("../examples/mlx_qr_col_dot.json")
+	cs := testutil.LoadAll(t, spec.Load, "../examples/swiglu.json", "../examples/mlx_qr_col_dot.json")
+	swiglu, mlx := cs[0], cs[1]
 	tests := []struct {
 		specs   []*spec.Compiled
 		backend string

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -86,9 +87,7 @@ func TestFastMathRecordedInEntry(t *testing.T) {
 					Kernels map[string]map[string]map[string]json.RawMessage `json:"kernels"`
 				} `json:"devices"`
 			}
-			if err := json.Unmarshal(raw, &doc); err != nil {
-				t.Fatal(err)
-			}
+			testutil.DecodeJSON(t, raw, &doc)
 			field, has := doc.Devices[dev].Kernels["gemv_nt"][key]["fast_math"]
 			if c.field != "" && (!has || `"fast_math": `+string(field) != c.field) {
 				t.Errorf("written entry has fast_math %s, want %s:\n%s", field, c.field, raw)
@@ -211,15 +210,7 @@ func TestMetalMathModeFlag(t *testing.T) {
 		{backendOptions{metalMathMode: "precise"}, "", "want safe, relaxed or fast"},
 	} {
 		got, err := c.o.mathMode()
-		if c.bad != "" {
-			if err == nil || !strings.Contains(err.Error(), c.bad) {
-				t.Errorf("%+v: %q, %v; want an error containing %q", c.o, got, err, c.bad)
-			}
-			continue
-		}
-		if err != nil || got != c.want {
-			t.Errorf("%+v: %q, %v; want %q", c.o, got, err, c.want)
-		}
+		testutil.Outcome(t, fmt.Sprintf("%+v", c.o), got, err, c.want, c.bad)
 	}
 	if got := (backendOptions{metalMathMode: "relaxed"}).args(); !slices.Equal(got, []string{"--metal-math-mode", "relaxed"}) {
 		t.Errorf("args() = %q", got)
@@ -283,8 +274,5 @@ func writeTestEntry(t *testing.T, info tuner.DeviceInfo, e *params.Entry) (path 
 	if _, err := tuner.WriteResult(path, false, false, info, "kerntune test", res); err != nil {
 		t.Fatal(err)
 	}
-	if raw, err = os.ReadFile(path); err != nil {
-		t.Fatal(err)
-	}
-	return path, raw, info.Key, res.Task.Key()
+	return path, testutil.ReadFile(t, path), info.Key, res.Task.Key()
 }

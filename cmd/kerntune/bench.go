@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/signal"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -186,7 +185,7 @@ func runBench(o *BenchOptions) error {
 // printBenchTable prints bench's rows as a table with its notes.
 func printBenchTable(out io.Writer, device, backend string, rows []benchRow) {
 	fmt.Fprintf(out, "device %s (%s)\n", device, backend)
-	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	tw := newTable(out)
 	beaten := false
 	fmt.Fprintln(tw, "FAMILY\tDTYPE\tSHAPE\tPARAMS\tTUNED µs\tFILE µs\tBASELINE µs\tSPEEDUP (baseline/tuned)\t% OF FLOOR\tGB/s\tGFLOP/s")
 	for _, r := range rows {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -9,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/kerntune/kerntune/internal/compilecache"
+	"github.com/kerntune/kerntune/internal/testutil"
 )
 
 func TestCacheFillsItsOptions(t *testing.T) {
@@ -57,10 +57,11 @@ func TestCacheCommand(t *testing.T) {
 		}
 	}
 	code, out, errOut := runIn("cache", "--json")
-	var rep cacheReport
-	if code != 0 || json.Unmarshal([]byte(out), &rep) != nil {
+	if code != 0 {
 		t.Fatalf("exit %d, %q %q", code, out, errOut)
 	}
+	var rep cacheReport
+	testutil.DecodeJSON(t, out, &rep)
 	if rep.Dir != dir || rep.Entries != 2 || rep.Bytes == 0 || rep.MaxBytes != 64<<20 || rep.Off {
 		t.Fatalf("report %+v", rep)
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kerntune/kerntune/internal/testutil"
 	"github.com/kerntune/kerntune/kernels/gpu"
 	"github.com/kerntune/kerntune/spec"
 )
@@ -27,18 +28,11 @@ func TestCheckSpecMLX(t *testing.T) {
 	// A body that MLX's generated signature does not fit: it names an
 	// input the kernel does not have.
 	dir := t.TempDir()
-	body, err := os.ReadFile("../../examples/mlx_qr_col_dot.body.metal")
-	if err != nil {
-		t.Fatal(err)
-	}
+	body := testutil.ReadFile(t, "../../examples/mlx_qr_col_dot.body.metal")
 	for _, f := range []string{"mlx.header.metal", "mlx_qr_col_dot.json"} {
-		data, err := os.ReadFile(filepath.Join("../../examples", f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		os.WriteFile(filepath.Join(dir, f), data, 0o644)
+		testutil.WriteFile(t, dir, f, string(testutil.ReadFile(t, filepath.Join("../../examples", f))))
 	}
-	os.WriteFile(filepath.Join(dir, "mlx_qr_col_dot.body.metal"), []byte(strings.Replace(string(body), "float(v[i])", "float(w[i])", 1)), 0o644)
+	testutil.WriteFile(t, dir, "mlx_qr_col_dot.body.metal", strings.Replace(string(body), "float(v[i])", "float(w[i])", 1))
 	broken := filepath.Join(dir, "mlx_qr_col_dot.json")
 
 	tests := []cliCase{
@@ -63,14 +57,8 @@ func TestCheckSpecMLX(t *testing.T) {
 // spec: opencl only for specs with OpenCL sources, never for an mlx
 // kernel, which runs on metal alone.
 func TestNoGPUNote(t *testing.T) {
-	load := func(path string) *spec.Compiled {
-		c, err := spec.Load(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
-	qr, swiglu := load("../../examples/mlx_qr_col_dot.json"), load("../../examples/swiglu.json")
+	cs := testutil.LoadAll(t, spec.Load, "../../examples/mlx_qr_col_dot.json", "../../examples/swiglu.json")
+	qr, swiglu := cs[0], cs[1]
 	tests := []struct {
 		cs       []*spec.Compiled
 		want     []string

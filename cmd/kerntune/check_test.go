@@ -1,23 +1,21 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/kerntune/kerntune/internal/mslcheck"
+	"github.com/kerntune/kerntune/internal/testutil"
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/params"
 )
 
 func TestCheckSpecCLI(t *testing.T) {
 	t.Parallel()
-	bad := filepath.Join(t.TempDir(), "bad.json")
-	os.WriteFile(bad, []byte(`{"name": "x", "dims": ["n"], "source": {"body": "x"}, "buffers": [{"name": "y", "io": "out", "length": "n"}],
-	  "params": [], "launch": {"threads": "32", "grid": ["cdiv(n, BN)"]}, "shapes": [[10]], "reference": {"expr": "0"}}`), 0o644)
+	bad := testutil.WriteFile(t, t.TempDir(), "bad.json", `{"name": "x", "dims": ["n"], "source": {"body": "x"}, "buffers": [{"name": "y", "io": "out", "length": "n"}],
+	  "params": [], "launch": {"threads": "32", "grid": ["cdiv(n, BN)"]}, "shapes": [[10]], "reference": {"expr": "0"}}`)
 	tests := []cliCase{
 		// swiglu's static check is TestCheckJSON's (clang makes each one cost).
 		{[]string{"check", "--spec", "../../examples/m1_gemv.json", "--backend", "none"}, 0,
@@ -58,9 +56,7 @@ func TestCheckJSON(t *testing.T) {
 	}
 	out := stdout
 	var got checkJSON
-	if err := json.Unmarshal([]byte(out), &got); err != nil {
-		t.Fatalf("not JSON: %v\n%s", err, out)
-	}
+	testutil.DecodeJSON(t, out, &got)
 	if len(got.Specs) != 1 || got.DeviceCheck != "not run (--backend none)" || len(got.Reports) != 0 {
 		t.Fatalf("got %+v", got)
 	}
@@ -154,11 +150,7 @@ func TestREADMEListsEveryWorkload(t *testing.T) {
 // to what the commands print.
 func readREADME(t *testing.T) string {
 	t.Helper()
-	data, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(data)
+	return string(testutil.ReadFile(t, "../../README.md"))
 }
 
 // A syntax error in a spec's body exits 2 and cites the user's own file:
@@ -167,17 +159,11 @@ func readREADME(t *testing.T) string {
 func TestCheckSpecSyntaxErrorCitesTheSpec(t *testing.T) {
 	t.Parallel()
 	mslcheck.Require(t)
-	orig, err := os.ReadFile("../../examples/swiglu.json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	orig := testutil.ReadFile(t, "../../examples/swiglu.json")
 	const good, bad = "const int total = rows * cols;", "const int total = rows * cols +;"
 	at := strings.Index(string(orig), good)
 	line := 1 + strings.Count(string(orig[:at]), "\n")
-	path := filepath.Join(t.TempDir(), "swiglu.json")
-	if err := os.WriteFile(path, []byte(strings.Replace(string(orig), good, bad, 1)), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	path := testutil.WriteFile(t, t.TempDir(), "swiglu.json", strings.Replace(string(orig), good, bad, 1))
 	code, out := runCLI(t, "check", "--spec", path, "--backend", "none")
 	if code != exitUsage {
 		t.Errorf("exit %d, want %d", code, exitUsage)

@@ -3,12 +3,12 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/kerntune/kerntune/internal/testutil"
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/report"
 	"github.com/kerntune/kerntune/tuner"
@@ -58,9 +58,8 @@ func TestCompletionAndVersion(t *testing.T) {
 func TestReport(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	pf := filepath.Join(dir, "hardware_params.json")
-	os.WriteFile(pf, []byte(mergeDoc("cpu:m1", "2026-01-01T00:00:00Z", map[string]string{
-		"f32/tiny": mergeEntry(64, 40), "f32/mid": mergeEntry(8, 90)}, "")), 0o644)
+	pf := testutil.WriteFile(t, dir, "hardware_params.json", mergeDoc("cpu:m1", "2026-01-01T00:00:00Z", map[string]string{
+		"f32/tiny": mergeEntry(64, 40), "f32/mid": mergeEntry(8, 90)}, ""))
 	var lines []string
 	for i, bn := range []int{4, 8, 16, 32, 64} {
 		lines = append(lines, `{"device":"cpu:m1","kernel":"gemv_nt","dtype":"f32","key":"tiny","params":{"BN":`+
@@ -68,7 +67,7 @@ func TestReport(t *testing.T) {
 	}
 	lines = append(lines, `{"device":"cpu:m1","kernel":"gemv_nt","dtype":"f32","key":"f32/tiny","params":{"BN":128,"ROWS":1},"err":"verification: wrong"}`)
 	// Found next to the params file without --trace.
-	os.WriteFile(pf+".trace.jsonl", []byte(strings.Join(lines, "\n")+"\n"), 0o644)
+	testutil.WriteFile(t, dir, "hardware_params.json.trace.jsonl", strings.Join(lines, "\n")+"\n")
 
 	for _, format := range []string{"svg", "png"} {
 		out := filepath.Join(dir, "report-"+format)
@@ -84,20 +83,14 @@ func TestReport(t *testing.T) {
 		if tiny.Key != "f32/tiny" || tiny.Traced != 6 || len(tiny.Plots) != 3 {
 			t.Fatalf("first row %+v: want f32/tiny with 6 traced candidates and 3 plots", tiny)
 		}
-		md, err := os.ReadFile(filepath.Join(out, "report.md"))
-		if err != nil {
-			t.Fatal(err)
-		}
+		md := testutil.ReadFile(t, filepath.Join(out, "report.md"))
 		for _, w := range []string{"## cpu:m1", "| gemv_nt | f32/tiny | `BN=64` | 40.00 |", "6 candidates in the trace (1 failed)", "." + format + ")"} {
 			if !bytes.Contains(md, []byte(w)) {
 				t.Errorf("report.md lacks %q:\n%s", w, md)
 			}
 		}
 		for _, p := range tiny.Plots {
-			data, err := os.ReadFile(filepath.Join(out, p))
-			if err != nil {
-				t.Fatalf("plot %s: %v", p, err)
-			}
+			data := testutil.ReadFile(t, filepath.Join(out, p))
 			magic := map[string]string{"svg": "<svg", "png": "\x89PNG"}[format]
 			if !bytes.Contains(data[:min(len(data), 512)], []byte(magic)) || len(data) < 2000 {
 				t.Errorf("plot %s (%d bytes) is not a %s image", p, len(data), format)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kerntune/kerntune/internal/testutil"
 	"github.com/kerntune/kerntune/params"
 	"github.com/kerntune/kerntune/tuner"
 )
@@ -27,10 +28,7 @@ func execute(args ...string) error {
 func TestUsageErrorsWrapTheCause(t *testing.T) {
 	path := getEnv(t)
 	dir := t.TempDir()
-	broken := filepath.Join(dir, "broken.json")
-	if err := os.WriteFile(broken, []byte("{not json"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	broken := testutil.WriteFile(t, dir, "broken.json", "{not json")
 	missing := filepath.Join(dir, "missing.json")
 	var pathErr *params.PathError
 	tests := []struct {

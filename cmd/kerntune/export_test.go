@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"testing"
+
+	"github.com/kerntune/kerntune/internal/testutil"
 )
 
 // checkT4 checks a decoded document against the constraints of Kernel
@@ -119,16 +121,14 @@ func TestCheckT4AcceptsKernelTuner(t *testing.T) {
 
 func TestExportT4(t *testing.T) {
 	dir := t.TempDir()
-	pf := filepath.Join(dir, "p.json")
-	os.WriteFile(pf, []byte(mergeDoc("cpu:m1", "2026-01-01T00:00:00Z", map[string]string{
-		"f32/tiny": mergeEntry(64, 40), "f32/mid": mergeEntry(8, 90)}, "")), 0o644)
-	tr := filepath.Join(dir, "p.trace.jsonl")
-	os.WriteFile(tr, []byte(`{"device":"cpu:m1","kernel":"gemv_nt","dtype":"f32","key":"f32/tiny","params":{"BN":64},"median_us":40,"samples":9}
+	pf := testutil.WriteFile(t, dir, "p.json", mergeDoc("cpu:m1", "2026-01-01T00:00:00Z", map[string]string{
+		"f32/tiny": mergeEntry(64, 40), "f32/mid": mergeEntry(8, 90)}, ""))
+	tr := testutil.WriteFile(t, dir, "p.trace.jsonl", `{"device":"cpu:m1","kernel":"gemv_nt","dtype":"f32","key":"f32/tiny","params":{"BN":64},"median_us":40,"samples":9}
 {"device":"cpu:m1","kernel":"gemv_nt","dtype":"f32","key":"f32/tiny","params":{"BN":16},"median_us":55.5,"samples":3}
 {"device":"cpu:m1","kernel":"gemv_nt","dtype":"f32","key":"f32/tiny","params":{"BN":8},"samples":0,"err":"verification: relative error 1"}
 {"device":"cpu:m1","kernel":"gemv_nt","dtype":"f32","key":"f32/tiny","params":{"BN":4},"samples":0,"err":"build: too many registers"}
 {"device":"cpu:m1","kernel":"gemv_nt","dtype":"f32","key":"f32/mid","params":{"BN":8},"median_us":90,"samples":9}
-`), 0o644)
+`)
 	tests := []struct {
 		name        string
 		args        []string
@@ -165,9 +165,7 @@ func TestExportT4(t *testing.T) {
 				data, _ = json.Marshal(doc)
 			}
 			var doc map[string]any
-			if err := json.Unmarshal(data, &doc); err != nil {
-				t.Fatalf("output is not JSON: %v\n%s", err, data)
-			}
+			testutil.DecodeJSON(t, data, &doc)
 			if err := checkT4(doc); err != nil {
 				t.Fatalf("output breaks the T4 schema: %v", err)
 			}

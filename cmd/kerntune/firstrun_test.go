@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kerntune/kerntune/internal/testutil"
 )
 
 // fakeKerntune stands in for kerntune in scripts/mac-first-run.sh: it logs
@@ -119,28 +121,19 @@ func TestMacFirstRunScript(t *testing.T) {
 			if err != nil {
 				t.Fatalf("the script failed (%v): a step failed for refusals shader validation caused?\n%s", err, log)
 			}
-			summary, err := os.ReadFile(filepath.Join(out, "summary.txt"))
-			if err != nil {
-				t.Fatal(err)
-			}
+			summary := testutil.ReadFile(t, filepath.Join(out, "summary.txt"))
 			for _, want := range []string{"2 register-pressure refusals not counted", "verify (shader validation off)", "failed steps: 0", "bench qgemv (4-bit)"} {
 				if !strings.Contains(string(summary), want) {
 					t.Errorf("summary lacks %q:\n%s", want, summary)
 				}
 			}
-			got, err := os.ReadFile(calls)
-			if err != nil {
-				t.Fatal(err)
-			}
+			got := testutil.ReadFile(t, calls)
 			for _, line := range strings.Split(strings.TrimSpace(string(got)), "\n") {
 				if !strings.HasSuffix(line, "GOTRACEBACK=crash") {
 					t.Errorf("kerntune called without GOTRACEBACK=crash: %s", line)
 				}
 			}
-			bench, err := os.ReadFile(filepath.Join(out, "bench-qgemv.txt"))
-			if err != nil {
-				t.Fatal(err)
-			}
+			bench := testutil.ReadFile(t, filepath.Join(out, "bench-qgemv.txt"))
 			if want := "bench 1x896x896x4x64 1x4864x896x4x64 1x9728x896x4x64 1x151936x896x4x64"; !strings.Contains(string(bench), want) {
 				t.Errorf("qgemv bench output %q, want %q", bench, want)
 			}

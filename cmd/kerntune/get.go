@@ -9,7 +9,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -269,7 +268,7 @@ func unusedVars(l *params.Loader, kernel string, environ []string, fileFlag, dev
 
 func printResolved(w io.Writer, l *params.Loader, r *params.Resolved) error {
 	d := l.Device()
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	tw := newTable(w)
 	dev, how := r.Device, d.How
 	switch how {
 	case "Options.Device":

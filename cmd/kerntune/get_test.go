@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -10,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kerntune/kerntune/internal/testutil"
 	"github.com/kerntune/kerntune/params"
 )
 
@@ -52,10 +52,7 @@ func getEnv(t *testing.T) string {
 			os.Unsetenv(name)
 		}
 	}
-	path := filepath.Join(t.TempDir(), "hp.json")
-	if err := os.WriteFile(path, []byte(getFile), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	path := testutil.WriteFile(t, t.TempDir(), "hp.json", getFile)
 	return path
 }
 
@@ -143,9 +140,7 @@ func TestGetAgreesWithLibrary(t *testing.T) {
 				Device, Kernel, DType, Class string
 				Params                       map[string]params.Value
 			}
-			if err := json.Unmarshal([]byte(out), &got); err != nil {
-				t.Fatalf("%v\n%s", err, out)
-			}
+			testutil.DecodeJSON(t, out, &got)
 			tt.opts.Path = path
 			l, err := params.Open(tt.opts)
 			if err != nil {
@@ -180,9 +175,7 @@ func TestGetJSONShape(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	var m map[string]any
-	if err := json.Unmarshal([]byte(out), &m); err != nil {
-		t.Fatal(err)
-	}
+	testutil.DecodeJSON(t, out, &m)
 	for _, k := range []string{"device", "kernel", "dtype", "class", "params"} {
 		if _, ok := m[k]; !ok {
 			t.Errorf("no %q in %s", k, out)
@@ -210,10 +203,7 @@ func TestGetFileLookup(t *testing.T) {
 	t.Run("working directory", func(t *testing.T) {
 		dir := t.TempDir()
 		t.Chdir(dir)
-		data, _ := os.ReadFile(path)
-		if err := os.WriteFile(params.DefaultFileName, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		testutil.WriteFile(t, dir, params.DefaultFileName, string(testutil.ReadFile(t, path)))
 		code, out, errOut := runIn("get", "--kernel", "gemv_nt", "--shape", "1x100x100", "--device", "cpu:a")
 		if code != 0 || !reflect.DeepEqual(row(out, "BN"), []string{"64", "file:cpu:a/gemv_nt/f32/tiny"}) {
 			t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
@@ -261,14 +251,8 @@ func TestGetFileLookup(t *testing.T) {
 
 func TestGetErrors(t *testing.T) {
 	path := getEnv(t)
-	broken := filepath.Join(t.TempDir(), "broken.json")
-	if err := os.WriteFile(broken, []byte(strings.Replace(getFile, `"BN": 64`, `"BN": 7`, 1)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	notJSON := filepath.Join(t.TempDir(), "notjson.json")
-	if err := os.WriteFile(notJSON, []byte(`{"schema_version": 1,`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	broken := testutil.WriteFile(t, t.TempDir(), "broken.json", strings.Replace(getFile, `"BN": 64`, `"BN": 7`, 1))
+	notJSON := testutil.WriteFile(t, t.TempDir(), "notjson.json", `{"schema_version": 1,`)
 	base := []string{"get", "--params", path, "--device", "cpu:a"}
 	tests := []struct {
 		name string
@@ -326,15 +310,12 @@ func TestGetErrors(t *testing.T) {
 // warning and the entry's use of the baseline, in text and JSON.
 func TestGetDeviceName(t *testing.T) {
 	getEnv(t)
-	path := filepath.Join(t.TempDir(), "merged.json")
 	data := `{"schema_version": 1, "devices": {
 	  "cuda:NVIDIA H100 80GB HBM3": {"backend": "cuda", "name": "NVIDIA H100 80GB HBM3", "family": "sm_90", "compute_units": 132, "kernels": {
 	    "gemm_av": {"f16/large": {"params": {"BM": 64, "BN": 64, "TM": 4, "TN": 4}, "baseline": {"name": "cuBLAS", "median_us": 13.2}, "use": "baseline"}}}},
 	  "metal:Apple M3 Max:40c": {"backend": "metal", "name": "Apple M3 Max", "family": "apple9", "compute_units": 40, "kernels": {}},
 	  "metal:Apple M3 Max:30c": {"backend": "metal", "name": "Apple M3 Max", "family": "apple9", "compute_units": 30, "kernels": {}}}}`
-	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	path := testutil.WriteFile(t, t.TempDir(), "merged.json", data)
 	base := []string{"get", "--params", path, "--kernel", "gemm_av", "--dtype", "f16", "--shape", "512x4864x896"}
 
 	code, out, errOut := runIn(append(base, "--device-name", "nvidia h100 80GB HBM3")...)
@@ -357,9 +338,7 @@ func TestGetDeviceName(t *testing.T) {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
 	var got getOutput
-	if err := json.Unmarshal([]byte(out), &got); err != nil {
-		t.Fatal(err)
-	}
+	testutil.DecodeJSON(t, out, &got)
 	if got.Device != "metal:Apple M3 Max:40c" || got.Matched != "name, nearest compute units (40 for 38)" || got.How != "Options.DeviceName" ||
 		got.UseBaseline || got.UseSource != "env:KERNTUNE_GEMM_AV_USE" || len(got.Warnings) != 1 || !strings.Contains(got.Warnings[0], nearest) {
 		t.Errorf("got %+v", got)
@@ -372,9 +351,7 @@ func TestGetDeviceName(t *testing.T) {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
 	got = getOutput{}
-	if err := json.Unmarshal([]byte(out), &got); err != nil {
-		t.Fatal(err)
-	}
+	testutil.DecodeJSON(t, out, &got)
 	wantWarn := `no device in ` + path + ` matches name "Apple M4 Max" (env:KERNTUNE_DEVICE_NAME) on backend metal; using fallback devices metal:Apple M3 Max:30c, metal:Apple M3 Max:40c (family apple9); its devices: cuda:NVIDIA H100 80GB HBM3`
 	if got.Matched != "family apple9" || len(got.Warnings) != 1 || !strings.Contains(got.Warnings[0], wantWarn) || !strings.Contains(errOut, "kerntune: warning: "+wantWarn) {
 		t.Errorf("matched %q warnings %q stderr %q", got.Matched, got.Warnings, errOut)
@@ -389,22 +366,17 @@ func TestGetDeviceName(t *testing.T) {
 // devices, in text and JSON.
 func TestGetOnlyDeviceOfAnotherMachine(t *testing.T) {
 	getEnv(t)
-	path := filepath.Join(t.TempDir(), "other.json")
 	data := `{"schema_version": 1, "devices": {
 	  "metal:Apple M2:10c": {"backend": "metal", "name": "Apple M2", "family": "apple8", "compute_units": 10, "kernels": {
 	    "softmax": {"f32/medium": {"params": {"TPR": 64}}}}}}}`
-	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	path := testutil.WriteFile(t, t.TempDir(), "other.json", data)
 	local := params.LocalDevice()
 	code, out, errOut := runIn("get", "--params", path, "--kernel", "softmax", "--shape", "64x896", "--json")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
 	var got getOutput
-	if err := json.Unmarshal([]byte(out), &got); err != nil {
-		t.Fatal(err)
-	}
+	testutil.DecodeJSON(t, out, &got)
 	want := "the only device in " + path + `, metal:Apple M2:10c (backend metal, name "Apple M2", compute units 10, family apple8), is not the local device ` +
 		local.Key + " (backend cpu"
 	if got.Matched != params.MatchedNone || got.Device != "" || len(got.Warnings) != 1 || !strings.Contains(got.Warnings[0], want) ||
@@ -441,9 +413,7 @@ func TestGetUnusedEnv(t *testing.T) {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
 	var got getOutput
-	if err := json.Unmarshal([]byte(out), &got); err != nil {
-		t.Fatal(err)
-	}
+	testutil.DecodeJSON(t, out, &got)
 	if len(got.UnusedEnv) != len(want) || len(got.Warnings) != len(want) {
 		t.Fatalf("unused %+v\nwarnings %q; want %d of each", got.UnusedEnv, got.Warnings, len(want))
 	}
@@ -472,11 +442,8 @@ func TestGetSpecBackend(t *testing.T) {
 		t.Fatal(err)
 	}
 	local := params.LocalDevice()
-	cpuFile := filepath.Join(t.TempDir(), "cpu.json")
 	data := `{"schema_version": 1, "devices": {"` + local.Key + `": {"backend": "cpu", "name": "` + local.Name + `", "family": "` + local.Family + `", "compute_units": 1, "kernels": {}}}}`
-	if err := os.WriteFile(cpuFile, []byte(data), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	cpuFile := testutil.WriteFile(t, t.TempDir(), "cpu.json", data)
 	t.Chdir(t.TempDir()) // no ./hardware_params.json
 	base := []string{"get", "--spec", specPath, "--kernel", "m1_gemv", "--shape", "1x896x4864"}
 	hint := "m1_gemv is a spec kernel for cuda, metal, opencl backends: name a device of one of them (--device, --device-name) or give --backend cuda|metal|opencl"

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -10,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kerntune/kerntune/internal/testutil"
 	"github.com/kerntune/kerntune/params"
 	"github.com/kerntune/kerntune/tuner"
 )
@@ -31,9 +31,7 @@ func readEntry(t *testing.T, path, kernel, key string) *params.Entry {
 func parseTuneJSON(t *testing.T, out []byte) tunedJSON {
 	t.Helper()
 	var tj tunedJSON
-	if err := json.Unmarshal(out, &tj); err != nil {
-		t.Fatalf("tune --json output: %v\n%s", err, out)
-	}
+	testutil.DecodeJSON(t, out, &tj)
 	return tj
 }
 
@@ -103,14 +101,12 @@ func TestTuneNeverLowersAnEntry(t *testing.T) {
 	}
 
 	t.Run("1ns", func(t *testing.T) {
-		before, _ := os.ReadFile(out)
+		before := testutil.ReadFile(t, out)
 		code, log := runCLI(t, append(tune, "--budget", "1ns")...)
 		if code != exitUsage || !strings.Contains(log, "--budget 1ns is too small") || !strings.Contains(log, "only the default") {
 			t.Errorf("exit %d, want %d with a message naming --budget:\n%s", code, exitUsage, log)
 		}
-		if after, _ := os.ReadFile(out); !bytes.Equal(before, after) {
-			t.Errorf("the file changed:\n%s", after)
-		}
+		testutil.Unchanged(t, out, string(before))
 		if _, err := os.Stat(out + tuner.JournalSuffix); err == nil {
 			t.Errorf("a refused run left its journal, which would block the next run")
 		}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kerntune/kerntune/internal/testutil"
 	"github.com/kerntune/kerntune/params"
 )
 
@@ -31,18 +32,11 @@ func mergeDoc(device, tunedAt string, entries map[string]string, extra string) s
 
 func TestMerge(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, body string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	a := write("a.json", mergeDoc("cpu:m1", "2026-01-01T00:00:00Z", map[string]string{
+	a := testutil.WriteFile(t, dir, "a.json", mergeDoc("cpu:m1", "2026-01-01T00:00:00Z", map[string]string{
 		"f32/tiny": mergeEntry(16, 50), "f32/mid": mergeEntry(32, 70)}, `, "team": "x"`))
-	b := write("b.json", mergeDoc("cpu:m1", "2026-02-01T00:00:00Z", map[string]string{
+	b := testutil.WriteFile(t, dir, "b.json", mergeDoc("cpu:m1", "2026-02-01T00:00:00Z", map[string]string{
 		"f32/tiny": mergeEntry(64, 40), "f32/mid": mergeEntry(8, 90), "f32/largeN": mergeEntry(128, 900)}, ""))
-	c := write("c.json", mergeDoc("cpu:m2", "2026-03-01T00:00:00Z", map[string]string{"f32/tiny": mergeEntry(32, 99)}, ""))
+	c := testutil.WriteFile(t, dir, "c.json", mergeDoc("cpu:m2", "2026-03-01T00:00:00Z", map[string]string{"f32/tiny": mergeEntry(32, 99)}, ""))
 	out := filepath.Join(dir, "out.json")
 
 	code, stdout, stderr := runIn("merge", a, b, c, "--out", out, "--json")
@@ -50,9 +44,7 @@ func TestMerge(t *testing.T) {
 		t.Fatalf("merge exited %d: %s", code, stderr)
 	}
 	var sum params.MergeSummary
-	if err := json.Unmarshal([]byte(stdout), &sum); err != nil {
-		t.Fatalf("--json output does not parse: %v\n%s", err, stdout)
-	}
+	testutil.DecodeJSON(t, stdout, &sum)
 	if sum.Devices != 2 || sum.Entries != 4 || len(sum.Conflicts) != 2 {
 		t.Fatalf("summary %+v: want 2 devices, 4 entries, 2 conflicts", sum)
 	}
@@ -105,12 +97,9 @@ func TestMerge(t *testing.T) {
 
 func TestMergeBadInput(t *testing.T) {
 	dir := t.TempDir()
-	good := filepath.Join(dir, "good.json")
-	os.WriteFile(good, []byte(mergeDoc("cpu:m1", "2026-01-01T00:00:00Z", map[string]string{"f32/tiny": mergeEntry(16, 50)}, "")), 0o644)
-	v2 := filepath.Join(dir, "v2.json")
-	os.WriteFile(v2, []byte(strings.Replace(mergeDoc("cpu:m1", "x", map[string]string{}, ""), `"schema_version": 1`, `"schema_version": 2`, 1)), 0o644)
-	bad := filepath.Join(dir, "bad.json")
-	os.WriteFile(bad, []byte(`{"schema_version": 1, "devices": {"cpu:x": {"kernels": 3}}}`), 0o644)
+	good := testutil.WriteFile(t, dir, "good.json", mergeDoc("cpu:m1", "2026-01-01T00:00:00Z", map[string]string{"f32/tiny": mergeEntry(16, 50)}, ""))
+	v2 := testutil.WriteFile(t, dir, "v2.json", strings.Replace(mergeDoc("cpu:m1", "x", map[string]string{}, ""), `"schema_version": 1`, `"schema_version": 2`, 1))
+	bad := testutil.WriteFile(t, dir, "bad.json", `{"schema_version": 1, "devices": {"cpu:x": {"kernels": 3}}}`)
 	out := filepath.Join(dir, "out.json")
 	tests := []struct {
 		name string

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kerntune/kerntune/internal/testutil"
 	"github.com/kerntune/kerntune/tuner"
 )
 
@@ -15,16 +16,7 @@ func TestTuneNewUserErrors(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	valid := `{"schema_version": 1, "devices": {}}`
-	write := func(name, content string) string {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := func(name, content string) string { return testutil.WriteFile(t, dir, name, content) }
 	v2 := write("v2/hardware_params.json", `{"schema_version": 2, "devices": {}}`)
 	withJournal := write("interrupted/hardware_params.json", valid)
 	write("interrupted/hardware_params.json"+tuner.JournalSuffix, `{"kind":"plan"}`+"\n")
@@ -61,8 +53,7 @@ func TestTuneNewUserErrors(t *testing.T) {
 	}
 	before := map[string]string{}
 	for _, p := range []string{v2, withJournal, withJournal + tuner.JournalSuffix, spent, spent + tuner.JournalSuffix} {
-		b, _ := os.ReadFile(p)
-		before[p] = string(b)
+		before[p] = string(testutil.ReadFile(t, p))
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -70,9 +61,7 @@ func TestTuneNewUserErrors(t *testing.T) {
 		})
 	}
 	for p, want := range before {
-		if b, _ := os.ReadFile(p); string(b) != want {
-			t.Errorf("%s was changed", p)
-		}
+		testutil.Unchanged(t, p, want)
 	}
 	if _, err := os.Stat(fresh); err == nil {
 		t.Errorf("%s was created by a run that was refused", fresh)
@@ -88,11 +77,8 @@ func TestTuneWriteErrorKeepsFile(t *testing.T) {
 	if _, err := os.Stat("/proc/self"); err != nil {
 		t.Skip("needs Linux for RLIMIT_FSIZE")
 	}
-	path := filepath.Join(t.TempDir(), "hardware_params.json")
 	const valid = `{"schema_version": 1, "devices": {}}`
-	if err := os.WriteFile(path, []byte(valid), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	path := testutil.WriteFile(t, t.TempDir(), "hardware_params.json", valid)
 	cmd := kerntune(t, []string{"KTDEV_FSIZE=600"}, "tune", "--backend", "cpu", "--kernel", "softmax", "--shape", "8x300", "--budget", "20s", "--out", path)
 	out, err := cmd.CombinedOutput()
 	if code := cmd.ProcessState.ExitCode(); code != exitUsage {
@@ -101,7 +87,5 @@ func TestTuneWriteErrorKeepsFile(t *testing.T) {
 	if !strings.Contains(string(out), "file too large") || !strings.Contains(string(out), path) {
 		t.Errorf("the message does not name the file and the error:\n%s", out)
 	}
-	if b, _ := os.ReadFile(path); string(b) != valid {
-		t.Errorf("--out was changed by the failed run: %s", b)
-	}
+	testutil.Unchanged(t, path, valid)
 }

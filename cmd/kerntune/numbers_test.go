@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/kerntune/kerntune/internal/testutil"
 	"github.com/kerntune/kerntune/params"
 	"github.com/kerntune/kerntune/report"
 )
@@ -29,10 +29,7 @@ func TestShowAndReportSpeedupsAgree(t *testing.T) {
 	if _, err := report.Write(pf, nil, report.Options{Dir: dir, Format: "svg", Source: "p.json"}); err != nil {
 		t.Fatal(err)
 	}
-	md, err := os.ReadFile(filepath.Join(dir, "report.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	md := testutil.ReadFile(t, filepath.Join(dir, "report.md"))
 	for _, ref := range []float64{48.51, 148.51} {
 		want := fmt.Sprintf("%.2f×", ref/100)
 		if !strings.Contains(show.String(), " "+want+" ") {
@@ -63,10 +60,7 @@ func TestBenchSpeedupDirection(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("bench exited %d: %s", code, log)
 	}
-	data, err := os.ReadFile(jsonOut)
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := testutil.ReadFile(t, jsonOut)
 	var got struct {
 		Rows []benchRow `json:"rows"`
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kerntune/kerntune/internal/testutil"
 	"github.com/kerntune/kerntune/tuner"
 )
 
@@ -19,10 +20,7 @@ func TestBadOutputExits2(t *testing.T) {
 	path := getEnv(t) // a valid params file
 	dir := t.TempDir()
 	missing := filepath.Join(dir, "no", "such", "out.json")
-	manifest := filepath.Join(dir, "variants.json")
-	if err := os.WriteFile(manifest, []byte(`[{"name": "gemv_bn64", "enabled": true}, {"name": "gemv_bn32", "enabled": true}]`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	manifest := testutil.WriteFile(t, dir, "variants.json", `[{"name": "gemv_bn64", "enabled": true}, {"name": "gemv_bn32", "enabled": true}]`)
 	tests := []struct {
 		name string
 		args []string
@@ -65,11 +63,8 @@ func TestMergeWriteErrorExits2(t *testing.T) {
 		t.Skip("needs Linux for RLIMIT_FSIZE")
 	}
 	in := getEnv(t)
-	out := filepath.Join(t.TempDir(), "merged.json")
 	const old = `{"schema_version": 1, "devices": {}}`
-	if err := os.WriteFile(out, []byte(old), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	out := testutil.WriteFile(t, t.TempDir(), "merged.json", old)
 	// export replaces the params file in the way only with --force.
 	for _, args := range [][]string{{"merge", in, "--out", out}, {"export", "--t4", in, "--out", out, "--force"}} {
 		cmd := kerntune(t, []string{"KTDEV_FSIZE=200"}, args...)
@@ -137,7 +132,6 @@ func TestTuneBadTraceExits2(t *testing.T) {
 				t.Skip(err)
 			}
 			out := filepath.Join(t.TempDir(), "p.json")
-			before, _ := os.ReadFile(params)
 			code, log := runCLI(t, "tune", "--backend", "cpu", "--kernel", "softmax", "--shape", "8x300", "--budget", "2e", "-q", "--out", out, "--trace", tt.trace)
 			if code != exitUsage {
 				t.Errorf("exit code %d, want %d; output:\n%s", code, exitUsage, log)
@@ -152,9 +146,7 @@ func TestTuneBadTraceExits2(t *testing.T) {
 					t.Errorf("%s was left behind", p)
 				}
 			}
-			if after, _ := os.ReadFile(params); string(after) != string(before) {
-				t.Errorf("the params file named by --trace was changed")
-			}
+			testutil.Unchanged(t, params, getFile)
 		})
 	}
 }
@@ -167,33 +159,19 @@ func TestOutOfAnotherKindNeedsForce(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	paramsDoc := mergeDoc("cpu:m1", "2026-01-01T00:00:00Z", map[string]string{"f32/tiny": mergeEntry(16, 50)}, "")
-	in := filepath.Join(dir, "in.json")
-	manifest := filepath.Join(dir, "variants.json")
-	for p, s := range map[string]string{in: paramsDoc, manifest: `[{"name": "gemv_bn64", "enabled": true}, {"name": "gemv_bn32", "enabled": true}]`} {
-		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	specDoc, err := os.ReadFile("../../examples/swiglu.json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	in := testutil.WriteFile(t, dir, "in.json", paramsDoc)
+	manifest := testutil.WriteFile(t, dir, "variants.json", `[{"name": "gemv_bn64", "enabled": true}, {"name": "gemv_bn32", "enabled": true}]`)
+	specDoc := testutil.ReadFile(t, "../../examples/swiglu.json")
 	t4Doc := func(gz bool) string {
 		p := filepath.Join(t.TempDir(), "r.json")
 		if gz {
 			p += ".gz"
 		}
-		other := filepath.Join(t.TempDir(), "other.json")
-		if err := os.WriteFile(other, []byte(mergeDoc("cpu:m2", "2026-01-02T00:00:00Z", map[string]string{"f32/mid": mergeEntry(8, 90)}, "")), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		other := testutil.WriteFile(t, t.TempDir(), "other.json", mergeDoc("cpu:m2", "2026-01-02T00:00:00Z", map[string]string{"f32/mid": mergeEntry(8, 90)}, ""))
 		if code, log := runCLI(t, "export", "--t4", other, "--out", p); code != 0 {
 			t.Fatalf("export: exit %d\n%s", code, log)
 		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
+		data := testutil.ReadFile(t, p)
 		return string(data)
 	}
 	kinds := map[string]string{
@@ -212,10 +190,7 @@ func TestOutOfAnotherKindNeedsForce(t *testing.T) {
 	for _, c := range commands {
 		for kind, content := range kinds {
 			t.Run(c.name+"/"+kind, func(t *testing.T) {
-				out := filepath.Join(t.TempDir(), "out")
-				if err := os.WriteFile(out, []byte(content), 0o644); err != nil {
-					t.Fatal(err)
-				}
+				out := testutil.WriteFile(t, t.TempDir(), "out", content)
 				args := append(slices.Clone(c.args), "--out", out)
 				code, log := runCLI(t, args...)
 				after, _ := os.ReadFile(out)

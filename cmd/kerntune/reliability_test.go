@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kerntune/kerntune/internal/testutil"
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/params"
 	"github.com/kerntune/kerntune/report"
@@ -355,10 +356,7 @@ func TestTuneOpensBackendOnce(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("tune exited %d:\n%s", code, log)
 			}
-			got, err := os.ReadFile(opens)
-			if err != nil {
-				t.Fatal(err)
-			}
+			got := testutil.ReadFile(t, opens)
 			if string(got) != tc.want {
 				t.Errorf("backends opened (by this process: test, by a worker: process):\n%swant\n%s", got, tc.want)
 			}

@@ -4,10 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kerntune/kerntune/internal/testutil"
 )
 
 // writeKTCache writes a 5×5 Kernel Tuner cache whose time grows with the
@@ -30,10 +30,7 @@ func writeKTCache(t *testing.T) string {
 		}
 	}
 	b.WriteString("}}")
-	p := filepath.Join(t.TempDir(), "synthetic.json")
-	if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	p := testutil.WriteFile(t, t.TempDir(), "synthetic.json", b.String())
 	return p
 }
 
@@ -52,9 +49,7 @@ func TestReplayJSON(t *testing.T) {
 		Runs     int                          `json:"runs"`
 		Budgets  []map[string]json.RawMessage `json:"budgets"`
 	}
-	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
-		t.Fatalf("stdout is not the report: %v\n%s", err, stdout)
-	}
+	testutil.DecodeJSON(t, stdout, &rep)
 	if rep.Cache != cache || rep.Strategy != "bo" || rep.Runs != 4 || len(rep.Budgets) != 2 {
 		t.Fatalf("report %+v", rep)
 	}

@@ -6,7 +6,6 @@ import (
 	"os"
 	"sort"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -84,7 +83,7 @@ func printFile(out io.Writer, f *params.File) {
 		if bw := d.Facts["bandwidth_gbps"]; bw > 0 {
 			fmt.Fprintf(out, "  copy bandwidth %.1f GB/s\n", bw)
 		}
-		tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+		tw := newTable(out)
 		fmt.Fprintln(tw, "  KERNEL\tENTRY\tPARAMS\tMEDIAN µs\tIQR µs\tDEFAULT µs\tSPEEDUP (default/tuned)\tBASELINE\tSPEEDUP (baseline/tuned)\tUSE\tCANDIDATES\tBUSY\tNOTE")
 		fams := make([]string, 0, len(d.Kernels))
 		for k := range d.Kernels {

@@ -1,11 +1,11 @@
 package main
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/kerntune/kerntune/internal/testutil"
 	"github.com/kerntune/kerntune/params"
 )
 
@@ -13,14 +13,9 @@ import (
 // ./hardware_params.json, like get and bench.
 func TestShowParamsFile(t *testing.T) {
 	path := getEnv(t) // cpu:a and cpu:b
-	other := filepath.Join(t.TempDir(), "other.json")
-	if err := os.WriteFile(other, []byte(strings.ReplaceAll(getFile, `"cpu:`, `"cpu:z`)), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	other := testutil.WriteFile(t, t.TempDir(), "other.json", strings.ReplaceAll(getFile, `"cpu:`, `"cpu:z`))
 	cwd := t.TempDir()
-	if err := os.WriteFile(filepath.Join(cwd, params.DefaultFileName), []byte(strings.ReplaceAll(getFile, `"cpu:`, `"cpu:w`)), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	testutil.WriteFile(t, cwd, params.DefaultFileName, strings.ReplaceAll(getFile, `"cpu:`, `"cpu:w`))
 	t.Chdir(cwd)
 	missing := filepath.Join(t.TempDir(), "none.json")
 	for _, tt := range []struct {

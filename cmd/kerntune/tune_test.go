@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -84,10 +83,7 @@ func TestTuneEndToEndCPU(t *testing.T) {
 		}
 	}
 	// The written file validates against the published schema.
-	raw, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := testutil.ReadFile(t, out)
 	if err := testutil.Validate(testutil.SchemaFile(t, filepath.Join("..", "..", "params", "schema.json")), raw); err != nil {
 		t.Errorf("the tuner wrote a file that params/schema.json rejects: %v", err)
 	}
@@ -100,9 +96,7 @@ func TestTuneEndToEndCPU(t *testing.T) {
 	var got struct {
 		Params map[string]params.Value `json:"params"`
 	}
-	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
-		t.Fatalf("get --json: %v\n%s", err, stdout)
-	}
+	testutil.DecodeJSON(t, stdout, &got)
 	l, err := params.Load(out, params.Options{Lookup: func(string) (string, bool) { return "", false }})
 	if err != nil {
 		t.Fatal(err)
@@ -127,10 +121,7 @@ func TestTuneEndToEndCPU(t *testing.T) {
 
 func TestTuneBadInput(t *testing.T) {
 	dir := t.TempDir()
-	broken := filepath.Join(dir, "broken.json")
-	if err := os.WriteFile(broken, []byte("{not json"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	broken := testutil.WriteFile(t, dir, "broken.json", "{not json")
 	tests := []struct {
 		name string
 		args []string
@@ -161,9 +152,7 @@ func TestTuneBadInput(t *testing.T) {
 			wantExit(t, tt.args, exitUsage, tt.want)
 		})
 	}
-	if b, _ := os.ReadFile(broken); string(b) != "{not json" {
-		t.Error("the unparsable file was modified")
-	}
+	testutil.Unchanged(t, broken, "{not json")
 }
 
 func TestKernelsAndVersion(t *testing.T) {
@@ -187,9 +176,7 @@ func TestBenchCPU(t *testing.T) {
 	var got struct {
 		Rows []benchRow `json:"rows"`
 	}
-	if err := json.Unmarshal([]byte(log), &got); err != nil {
-		t.Fatalf("%v: %s", err, log)
-	}
+	testutil.DecodeJSON(t, log, &got)
 	if len(got.Rows) != 1 || got.Rows[0].TunedUS <= 0 || got.Rows[0].BaseUS <= 0 || got.Rows[0].Baseline != "gonum" || got.Rows[0].Source != "default" {
 		t.Errorf("bench rows %+v", got.Rows)
 	}

@@ -105,6 +105,20 @@ func Get(family string) (*Body, error) {
 	return b, nil
 }
 
+// Source is the body of a family (as Get) and the source it generates for
+// candidate p in an API and dtype (as Body.SourceFor).
+func Source(family string, api API, dt kernels.DType, p map[string]int) (*Body, string, error) {
+	b, err := Get(family)
+	if err != nil {
+		return nil, "", err
+	}
+	src, err := b.SourceFor(api, dt, p)
+	if err != nil {
+		return nil, "", err
+	}
+	return b, src, nil
+}
+
 // Families lists the built-in families that have a body.
 func Families() []string {
 	var names []string

@@ -57,6 +57,24 @@ func spaceOf(t *testing.T, k *kernels.Kernel) []search.Candidate {
 	return sp.Enumerate()
 }
 
+// Source is Get and SourceFor in one call; a family without a body is an
+// error naming it.
+func TestSource(t *testing.T) {
+	k, err := kernels.Get("softmax")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := spaceOf(t, k)[0]
+	body, src, err := Source(k.Name, CUDA, kernels.F32, c)
+	want, werr := mustBody(t, k.Name).SourceFor(CUDA, kernels.F32, c)
+	if err != nil || werr != nil || body != mustBody(t, k.Name) || src != want {
+		t.Errorf("Source: %v, %v; want the body and its source, %v", body, err, werr)
+	}
+	if _, _, err := Source("nope", CUDA, kernels.F32, c); err == nil || !strings.Contains(err.Error(), `"nope"`) {
+		t.Errorf("Source of an unknown family: %v", err)
+	}
+}
+
 // Every candidate of every family generates CUDA, MSL and OpenCL source from
 // the same body text, with every parameter defined and the signature complete.
 func TestEveryCandidateGeneratesFromOneBody(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/kerntune/kerntune/internal/t4"
+	"github.com/kerntune/kerntune/internal/testutil"
 	"github.com/kerntune/kerntune/internal/trace"
 	"github.com/kerntune/kerntune/params"
 	"github.com/kerntune/kerntune/search"
@@ -187,14 +188,8 @@ func TestLoadGzip(t *testing.T) {
 	zw := gzip.NewWriter(&buf)
 	zw.Write([]byte(synthClassic))
 	zw.Close()
-	gz := filepath.Join(dir, "s.json.gz")
-	if err := os.WriteFile(gz, buf.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	plain := filepath.Join(dir, "s.json")
-	if err := os.WriteFile(plain, []byte(synthClassic), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	gz := testutil.WriteFile(t, dir, "s.json.gz", buf.String())
+	plain := testutil.WriteFile(t, dir, "s.json", synthClassic)
 	for _, p := range []string{gz, plain} {
 		c, err := Load(p)
 		if err != nil {
@@ -214,13 +209,7 @@ func TestLoadGzip(t *testing.T) {
 // leading white space is allowed.
 func TestLoadNotACache(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, text string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := func(name, text string) string { return testutil.WriteFile(t, dir, name, text) }
 	tests := []struct{ name, path, want string }{
 		{"a device that never ends", "/dev/zero", `/dev/zero: not a Kernel Tuner cache (a JSON object, .json or .json.gz): it starts with '\x00'`},
 		{"an array", write("a.json", " [1, 2]"), "it starts with '['"},

@@ -27,11 +27,7 @@ func (b *Backend) DeviceLost(err error) bool { return errors.Is(err, cudadrv.Err
 // (CUDA_ERROR_ILLEGAL_ADDRESS, sticky), for worker.FaultHang an endless
 // loop. It shows on a real GPU that a faulting candidate is isolated.
 func (b *Backend) BuildFault(k *kernels.Kernel, dt kernels.DType, c search.Candidate, kind string) (tuner.Program, error) {
-	body, err := gpu.Get(k.Name)
-	if err != nil {
-		return nil, err
-	}
-	src, err := body.SourceFor(gpu.CUDA, dt, c)
+	body, src, err := gpu.Source(k.Name, gpu.CUDA, dt, c)
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kerntune/kerntune/internal/compilecache"
+	"github.com/kerntune/kerntune/internal/testutil"
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/search"
 	"github.com/kerntune/kerntune/tuner"
@@ -510,13 +511,8 @@ func TestSpaceChecksMakeNoCalls(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := lsp.Enumerate()
-		if len(got) == 0 || len(got) != len(want) {
-			t.Fatalf("%s: %d candidates through the worker, %d in process", name, len(got), len(want))
-		}
-		for i := range got {
-			if got[i].Key() != want[i].Key() {
-				t.Fatalf("%s: candidate %d is %s through the worker, %s in process", name, i, got[i].Key(), want[i].Key())
-			}
+		if err := testutil.SameKeys(got, want); err != nil || len(got) == 0 {
+			t.Fatalf("%s: through the worker, %v; %d in process", name, err, len(want))
 		}
 	}
 }

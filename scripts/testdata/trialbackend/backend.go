@@ -36,11 +36,7 @@ func (backend) Load(p *kernels.Problem, _ int) (tuner.Instance, error) { return 
 type program struct{ src string }
 
 func (backend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate) (tuner.Program, error) {
-	body, err := gpu.Get(k.Name)
-	if err != nil {
-		return nil, err
-	}
-	src, err := body.SourceFor(gpu.CUDA, dt, c)
+	_, src, err := gpu.Source(k.Name, gpu.CUDA, dt, c)
 	if err != nil {
 		return nil, err
 	}

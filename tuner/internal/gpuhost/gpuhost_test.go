@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/kerntune/kerntune/internal/half"
+	"github.com/kerntune/kerntune/internal/testutil"
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/kernels/gpu"
 )
@@ -257,14 +258,6 @@ func TestCopyGBps(t *testing.T) {
 		{[]float64{1, math.NaN()}, 0, "not a positive time"},
 	} {
 		got, err := CopyGBps(1e6, c.secs)
-		if c.err != "" {
-			if err == nil || !strings.Contains(err.Error(), c.err) {
-				t.Errorf("%v: %g, %v; want an error containing %q", c.secs, got, err, c.err)
-			}
-			continue
-		}
-		if err != nil || got != c.want {
-			t.Errorf("%v: %g, %v; want %g", c.secs, got, err, c.want)
-		}
+		testutil.Outcome(t, fmt.Sprint(c.secs), got, err, c.want, c.err)
 	}
 }
