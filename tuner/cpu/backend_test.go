@@ -9,6 +9,7 @@ import (
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/search"
 	"github.com/kerntune/kerntune/tuner"
+	"github.com/kerntune/kerntune/tuner/internal/tunertest"
 )
 
 // Every family's default candidate and gonum baseline pass verification on
@@ -24,12 +25,9 @@ func TestBackendVerifiesEveryFamily(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(4, 5))
 	for _, k := range kernels.All() {
-		sp, ok := k.Space("cpu")
-		if !ok {
-			t.Fatalf("%s has no cpu space", k.Name)
-		}
+		def := tunertest.Defaults(t, k, "cpu")
 		for _, dt := range kernels.DTypes {
-			prog, err := b.Build(k, dt, search.Candidate(sp.Defaults()))
+			prog, err := b.Build(k, dt, def)
 			if err != nil {
 				t.Fatalf("%s %s: %v", k.Name, dt, err)
 			}
@@ -38,14 +36,7 @@ func TestBackendVerifiesEveryFamily(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, c := range k.Odd {
-				p, err := kernels.NewProblem(k, dt, c, rng)
-				if err != nil {
-					t.Fatal(err)
-				}
-				inst, err := b.Load(p, 3)
-				if err != nil {
-					t.Fatal(err)
-				}
+				p, inst := tunertest.Load(t, b.Load, k, dt, c, rng, 3)
 				verifyOutput(t, prog, inst, p, k.Name+" "+string(dt)+" "+c.String())
 				if base != nil {
 					verifyOutput(t, base, inst, p, "baseline "+name+" for "+k.Name+" "+string(dt)+" "+c.String())
@@ -113,11 +104,8 @@ func TestOutputSample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k, err := kernels.Get("rmsnorm")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ps, _ := k.Space("cpu")
+	k := tunertest.Kernel(t, "rmsnorm")
+	def := tunertest.Defaults(t, k, "cpu")
 	for _, dt := range kernels.DTypes {
 		p, err := kernels.NewSeededProblem(k, dt, kernels.Case{Shape: []int{1100, 1024}}, 3)
 		if err != nil {
@@ -131,7 +119,7 @@ func TestOutputSample(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		prog, err := b.Build(k, dt, search.Candidate(ps.Defaults()))
+		prog, err := b.Build(k, dt, def)
 		if err != nil {
 			t.Fatal(err)
 		}
