@@ -1,8 +1,6 @@
 package cuda
 
 import (
-	"fmt"
-
 	"github.com/kerntune/kerntune/internal/cudadrv"
 	"github.com/kerntune/kerntune/kernels"
 )
@@ -19,7 +17,7 @@ import (
 type loraBaseline struct {
 	b       *Backend
 	ty      cudadrv.DataType
-	scratch map[*instance][2]cudadrv.DevPtr // t, ones (0 without bias)
+	scratch instanceBuffers // t, ones (0 without bias)
 }
 
 func (l *loraBaseline) prepare(t *cudadrv.Thread, in *instance) error {
@@ -28,7 +26,7 @@ func (l *loraBaseline) prepare(t *cudadrv.Thread, in *instance) error {
 	}
 	p := in.Problem
 	m, r := p.Case.Shape[0], p.Case.Shape[3]
-	var s [2]cudadrv.DevPtr
+	s := make([]cudadrv.DevPtr, 2)
 	tb, err := t.Alloc(int64(m * r * p.DType.Size()))
 	if err != nil {
 		return err
@@ -46,25 +44,12 @@ func (l *loraBaseline) prepare(t *cudadrv.Thread, in *instance) error {
 			err = t.CopyHtoD(d, host)
 		}
 		if err != nil {
-			l.free(t, s)
+			freeBuffers(t, s)
 			return err
 		}
 	}
 	l.scratch[in] = s
 	return nil
-}
-
-func (l *loraBaseline) free(t *cudadrv.Thread, s [2]cudadrv.DevPtr) error {
-	var first error
-	for _, d := range s {
-		if d == 0 {
-			continue
-		}
-		if err := t.Free(d); err != nil && first == nil {
-			first = err
-		}
-	}
-	return first
 }
 
 // program runs the sequence on input copy c, once its scratch exists.
@@ -73,9 +58,9 @@ func (l *loraBaseline) free(t *cudadrv.Thread, s [2]cudadrv.DevPtr) error {
 func (l *loraBaseline) program() *program {
 	pr := &program{b: l.b}
 	pr.launch = func(t *cudadrv.Thread, in *instance, c int) error {
-		s, ok := l.scratch[in]
-		if !ok {
-			return fmt.Errorf("lora baseline: scratch of %s not allocated before the run", in.Problem.Case)
+		s, err := l.scratch.get(in, "lora baseline: scratch", "allocated")
+		if err != nil {
+			return err
 		}
 		bl, err := t.Blas()
 		if err != nil {
@@ -100,17 +85,6 @@ func (l *loraBaseline) program() *program {
 		}
 		return bl.GemmEx(true, false, n, m, r, float32(p.Kernel.Scalars["scale"]), b, ty, r, s[0], ty, r, 1, in.Out, ty, n)
 	}
-	pr.unload = func() error {
-		return l.b.ctx.Do(func(t *cudadrv.Thread) error {
-			var first error
-			for in, s := range l.scratch {
-				if err := l.free(t, s); err != nil && first == nil {
-					first = err
-				}
-				delete(l.scratch, in)
-			}
-			return first
-		})
-	}
+	pr.unload = func() error { return l.scratch.unload(l.b) }
 	return pr
 }
