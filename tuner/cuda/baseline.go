@@ -106,29 +106,36 @@ func (p preparedProgram) OutputSample(ti tuner.Instance, s kernels.RowSample) ([
 // freed with its program.
 type instanceBuffers map[*instance][]cudadrv.DevPtr
 
-// get is in's buffers, or an error saying what (of whom) prepare has not
-// made yet: done before the run.
-func (ib instanceBuffers) get(in *instance, what, done string) ([]cudadrv.DevPtr, error) {
-	bufs, ok := ib[in]
-	if !ok {
-		return nil, fmt.Errorf("%s of %s not %s before the run", what, in.Problem.Case, done)
-	}
-	return bufs, nil
-}
-
-// unload frees every instance's buffers on b's context, returning the
-// first error.
-func (ib instanceBuffers) unload(b *Backend) error {
-	return b.ctx.Do(func(t *cudadrv.Thread) error {
-		var first error
-		for in, bufs := range ib {
-			if err := freeBuffers(t, bufs); err != nil && first == nil {
-				first = err
-			}
-			delete(ib, in)
+// program is a baseline program on b whose launch runs call with the
+// instance's buffers and the thread's cuBLAS handle, and whose unload
+// frees every instance's buffers. A launch before prepare made the
+// buffers fails, saying what (of whom) was not done before the run.
+func (ib instanceBuffers) program(b *Backend, what, done string, call func(t *cudadrv.Thread, bl *cudadrv.ThreadBlas, in *instance, c int, bufs []cudadrv.DevPtr) error) *program {
+	pr := &program{b: b}
+	pr.launch = func(t *cudadrv.Thread, in *instance, c int) error {
+		bufs, ok := ib[in]
+		if !ok {
+			return fmt.Errorf("%s of %s not %s before the run", what, in.Problem.Case, done)
 		}
-		return first
-	})
+		bl, err := t.Blas()
+		if err != nil {
+			return err
+		}
+		return call(t, bl, in, c, bufs)
+	}
+	pr.unload = func() error {
+		return b.ctx.Do(func(t *cudadrv.Thread) error {
+			var first error
+			for in, bufs := range ib {
+				if err := freeBuffers(t, bufs); err != nil && first == nil {
+					first = err
+				}
+				delete(ib, in)
+			}
+			return first
+		})
+	}
+	return pr
 }
 
 // freeBuffers frees bufs, skipping the 0 of a buffer never made, and

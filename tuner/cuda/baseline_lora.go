@@ -56,16 +56,7 @@ func (l *loraBaseline) prepare(t *cudadrv.Thread, in *instance) error {
 // Row-major operands are passed as their column-major transposes: yᵀ
 // (n×m) = W·xᵀ, tᵀ (r×m) = A·xᵀ, and yᵀ += s·B·tᵀ.
 func (l *loraBaseline) program() *program {
-	pr := &program{b: l.b}
-	pr.launch = func(t *cudadrv.Thread, in *instance, c int) error {
-		s, err := l.scratch.get(in, "lora baseline: scratch", "allocated")
-		if err != nil {
-			return err
-		}
-		bl, err := t.Blas()
-		if err != nil {
-			return err
-		}
+	return l.scratch.program(l.b, "lora baseline: scratch", "allocated", func(t *cudadrv.Thread, bl *cudadrv.ThreadBlas, in *instance, c int, s []cudadrv.DevPtr) error {
 		p := in.Problem
 		m, n, k, r := p.Case.Shape[0], p.Case.Shape[1], p.Case.Shape[2], p.Case.Shape[3]
 		ops, ty := in.Inputs[c], l.ty
@@ -84,7 +75,5 @@ func (l *loraBaseline) program() *program {
 			return err
 		}
 		return bl.GemmEx(true, false, n, m, r, float32(p.Kernel.Scalars["scale"]), b, ty, r, s[0], ty, r, 1, in.Out, ty, n)
-	}
-	pr.unload = func() error { return l.scratch.unload(l.b) }
-	return pr
+	})
 }

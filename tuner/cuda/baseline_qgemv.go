@@ -58,24 +58,13 @@ func (q *qgemvBaseline) prepare(t *cudadrv.Thread, in *instance) ([]cudadrv.DevP
 
 // program is the cuBLAS call on input copy c, once its weights exist.
 func (q *qgemvBaseline) program() *program {
-	pr := &program{b: q.b}
-	pr.launch = func(t *cudadrv.Thread, in *instance, c int) error {
-		// Run and Output dequantised first (ready): no work here but the call.
-		deq, err := q.deq.get(in, "qgemv baseline: weights", "dequantised")
-		if err != nil {
-			return err
-		}
-		bl, err := t.Blas()
-		if err != nil {
-			return err
-		}
+	// Run and Output dequantised first (ready): no work here but the call.
+	return q.deq.program(q.b, "qgemv baseline: weights", "dequantised", func(t *cudadrv.Thread, bl *cudadrv.ThreadBlas, in *instance, c int, deq []cudadrv.DevPtr) error {
 		n, k := in.Problem.Case.Shape[1], in.Problem.Case.Shape[2]
 		var bias cudadrv.DevPtr
 		if in.Problem.Case.Has(kernels.Bias) {
 			bias = in.Inputs[c][4]
 		}
 		return gemvBLAS(t, bl, in.Problem.DType, q.ty, n, k, in.Inputs[c][0], deq[c], bias, in.Out)
-	}
-	pr.unload = func() error { return q.deq.unload(q.b) }
-	return pr
+	})
 }
