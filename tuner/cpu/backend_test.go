@@ -170,3 +170,42 @@ func verifyOutput(t *testing.T, prog tuner.Program, inst tuner.Instance, p *kern
 		t.Errorf("%s: %v", label, err)
 	}
 }
+
+// A run picks the implementation for the instance's dtype and operands
+// (words-taking ones for qgemv's integer operands), never one of the other
+// kind, and names the one a program lacks.
+func TestRunPicksImplementation(t *testing.T) {
+	b := &Backend{}
+	ran := ""
+	prog := &program{
+		f32:  func(*kernels.Problem, [][]float32, []float32) { ran = "f32" },
+		bf16: func(*kernels.Problem, [][]uint16, []uint16) { ran = "bf16" },
+		wf32: func(*kernels.Problem, [][]float32, [][]uint32, []float32) { ran = "wf32" },
+		wf16: func(*kernels.Problem, [][]uint16, [][]uint32, []uint16) { ran = "wf16" },
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, c := range []struct {
+		family string
+		dt     kernels.DType
+		want   string // the implementation run, or the error
+	}{
+		{"softmax", kernels.F32, "f32"},
+		{"softmax", kernels.BF16, "bf16"},
+		{"softmax", kernels.F16, "no f16 implementation"},
+		{"qgemv", kernels.F32, "wf32"},
+		{"qgemv", kernels.BF16, "no bf16 implementation taking integer operands"},
+		{"qgemv", kernels.F16, "wf16"},
+	} {
+		k := tunertest.Kernel(t, c.family)
+		_, inst := tunertest.Load(t, b.Load, k, c.dt, k.Odd[0], rng, 1)
+		ran = ""
+		err := prog.runOnce(inst.(*instance), 0)
+		got := ran
+		if err != nil {
+			got = err.Error()
+		}
+		if got != c.want || (err != nil) == (ran != "") {
+			t.Errorf("%s %s: ran %q, error %v; want %q", c.family, c.dt, ran, err, c.want)
+		}
+	}
+}
