@@ -3,6 +3,7 @@ package cpu
 import (
 	"math"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -79,21 +80,11 @@ func TestLimitsCapThreads(t *testing.T) {
 // tolerance; the blocked sum keeps every UNROLL within it.
 func TestRMSNormLongRowAccuracy(t *testing.T) {
 	b, _ := Open()
-	k, _ := kernels.Get("rmsnorm")
-	p, err := kernels.NewProblem(k, kernels.F32, kernels.Case{Shape: []int{2, 151936}}, rand.New(rand.NewPCG(1, 1)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	inst, _ := b.Load(p, 1)
+	k := tunertest.Kernel(t, "rmsnorm")
+	p, inst := tunertest.Load(t, b.Load, k, kernels.F32, kernels.Case{Shape: []int{2, 151936}}, rand.New(rand.NewPCG(1, 1)), 1)
 	for _, u := range []int{1, 2, 4, 8} {
 		prog, _ := b.Build(k, kernels.F32, search.Candidate{"ROWS": 1, "UNROLL": u, "THREADS": 2})
-		out, err := prog.Output(inst)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := p.Verify(out); err != nil {
-			t.Errorf("UNROLL=%d: %v", u, err)
-		}
+		verifyOutput(t, prog, inst, p, "UNROLL="+strconv.Itoa(u))
 	}
 }
 
