@@ -9,10 +9,7 @@ func init() {
 	mutants["lora"] = func(p *kernels.Problem, in [][]float32, out []float32, mut string) {
 		m, n, k, r := p.Case.Shape[0], p.Case.Shape[1], p.Case.Shape[2], p.Case.Shape[3]
 		s := float32(p.Kernel.Scalars["scale"])
-		ldw := k
-		if mut == "wrong stride" {
-			ldw = k + 1
-		}
+		ldw := mutated(mut, "wrong stride", k, k+1)
 		t := make([]float32, m*r)
 		for i := range m {
 			for q := range r {
@@ -22,10 +19,6 @@ func init() {
 				}
 				t[i*r+q] = v
 			}
-		}
-		var bias []float32
-		if p.Case.Has(kernels.Bias) {
-			bias = in[4]
 		}
 		a := func(i, q int) float32 {
 			if q < k {
@@ -42,6 +35,6 @@ func init() {
 			}
 			return s * get(in[3], j*r+q-k)
 		}
-		contract(m, n, k+r, a, b, bias, out, mut)
+		contract(m, n, k+r, a, b, biasOf(p, in, 4), out, mut)
 	}
 }

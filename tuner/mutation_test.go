@@ -115,49 +115,29 @@ func (pr *mutantProg) Output(ti Instance) ([]float32, error) {
 var mutants = map[string]func(p *kernels.Problem, in [][]float32, out []float32, mut string){
 	"gemm_av": func(p *kernels.Problem, in [][]float32, out []float32, mut string) {
 		m, n, k := p.Case.Shape[0], p.Case.Shape[1], p.Case.Shape[2]
-		ldv := n
-		if mut == "wrong stride" {
-			ldv = k
-		}
+		ldv := mutated(mut, "wrong stride", n, k)
 		contract(m, n, k, func(i, q int) float32 { return get(in[0], i*k+q) }, func(q, j int) float32 { return get(in[1], q*ldv+j) }, nil, out, mut)
 	},
 	"gemm_at_b": func(p *kernels.Problem, in [][]float32, out []float32, mut string) {
 		m, n, k := p.Case.Shape[0], p.Case.Shape[1], p.Case.Shape[2]
-		lda := n
-		if mut == "wrong stride" {
-			lda = m
-		}
+		lda := mutated(mut, "wrong stride", n, m)
 		contract(n, k, m, func(i, q int) float32 { return get(in[0], q*lda+i) }, func(q, j int) float32 { return get(in[1], q*k+j) }, nil, out, mut)
 	},
 	"gemv_nt": func(p *kernels.Problem, in [][]float32, out []float32, mut string) {
 		n, k := p.Case.Shape[1], p.Case.Shape[2]
-		ldw := k
-		if mut == "wrong stride" {
-			ldw = k + 1
-		}
-		var bias []float32
-		if p.Case.Has(kernels.Bias) {
-			bias = in[2]
-		}
-		contract(1, n, k, func(_, q int) float32 { return get(in[0], q) }, func(q, j int) float32 { return get(in[1], j*ldw+q) }, bias, out, mut)
+		ldw := mutated(mut, "wrong stride", k, k+1)
+		contract(1, n, k, func(_, q int) float32 { return get(in[0], q) }, func(q, j int) float32 { return get(in[1], j*ldw+q) }, biasOf(p, in, 2), out, mut)
 	},
 	"qgemv": func(p *kernels.Problem, in [][]float32, out []float32, mut string) {
 		n, k, bits, g := p.Case.Shape[1], p.Case.Shape[2], p.Case.Shape[3], p.Case.Shape[4]
 		per, kg := 32/bits, k/g
-		kw := k * bits / 32
-		if mut == "wrong stride" {
-			kw++
-		}
-		var bias []float32
-		if p.Case.Has(kernels.Bias) {
-			bias = in[4]
-		}
+		kw := mutated(mut, "wrong stride", k*bits/32, k*bits/32+1)
 		w := func(q, j int) float32 {
 			word := math.Float32bits(get(in[1], j*kw+q/per))
 			v := (word >> (uint(q%per) * uint(bits))) & (1<<uint(bits) - 1)
 			return get(in[2], j*kg+q/g)*float32(v) + get(in[3], j*kg+q/g)
 		}
-		contract(1, n, k, func(_, q int) float32 { return get(in[0], q) }, w, bias, out, mut)
+		contract(1, n, k, func(_, q int) float32 { return get(in[0], q) }, w, biasOf(p, in, 4), out, mut)
 	},
 	"softmax": func(p *kernels.Problem, in [][]float32, out []float32, mut string) {
 		rowwise("softmax", p.Case.Shape[0], p.Case.Shape[1], in, 0, out, mut)
@@ -169,16 +149,30 @@ var mutants = map[string]func(p *kernels.Problem, in [][]float32, out []float32,
 
 const tile = 8
 
+// mutated is v, or bad when mut is the mutation named that: a stride or an
+// end that the mutation gets wrong.
+func mutated(mut, that string, v, bad int) int {
+	if mut == that {
+		return bad
+	}
+	return v
+}
+
+// biasOf is p's bias, operand i of in, or nil when p's case has none.
+func biasOf(p *kernels.Problem, in [][]float32, i int) []float32 {
+	if p.Case.Has(kernels.Bias) {
+		return in[i]
+	}
+	return nil
+}
+
 // contract computes out[i*cols+j] = Σ_q a(i,q)·b(q,j) (+ bias[j]) the way a
 // tiled kernel does: columns in tiles plus a remainder, the reduction split
 // in two halves combined at the end.
 func contract(rows, cols, depth int, a func(i, q int) float32, b func(q, j int) float32, bias, out []float32, mut string) {
 	var acc float32
 	var partial [2]float32 // the halves' partial sums, as in shared memory
-	end := depth
-	if mut == "reads past the end" {
-		end = depth + 1
-	}
+	end := mutated(mut, "reads past the end", depth, depth+1)
 	for i := 0; i < rows; i++ {
 		full := cols / tile * tile
 		last := cols
@@ -226,14 +220,8 @@ func combine(partial *[2]float32, second func(), mut string) float32 {
 // rowwise computes softmax or rmsnorm row by row: a reduction split in two
 // halves, then an elementwise pass in tiles plus a remainder.
 func rowwise(kind string, rows, cols int, in [][]float32, eps float32, out []float32, mut string) {
-	stride := cols
-	if mut == "wrong stride" {
-		stride = cols + 1
-	}
-	end := cols
-	if mut == "reads past the end" {
-		end = cols + 1
-	}
+	stride := mutated(mut, "wrong stride", cols, cols+1)
+	end := mutated(mut, "reads past the end", cols, cols+1)
 	var sum float32
 	var partial [2]float32
 	for r := 0; r < rows; r++ {

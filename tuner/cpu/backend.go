@@ -173,45 +173,35 @@ type program struct {
 func (pr *program) Close() error { return nil }
 
 func (pr *program) runOnce(inst *instance, copy int) error {
+	var words [][]uint32
 	if inst.words != nil {
-		return pr.runWords(inst, copy)
+		words = inst.words[copy]
 	}
 	if inst.in32 != nil {
-		if pr.f32 == nil {
-			return fmt.Errorf("no f32 implementation")
-		}
-		pr.f32(inst.p, inst.in32[copy], inst.out32)
-		return nil
+		return runImpl(inst.p, "f32", pr.f32, pr.wf32, inst.in32[copy], words, inst.out32)
 	}
-	f := pr.f16
+	f, wf := pr.f16, pr.wf16
 	if inst.p.DType == kernels.BF16 {
-		f = pr.bf16
+		f, wf = pr.bf16, pr.wbf16
 	}
-	if f == nil {
-		return fmt.Errorf("no %s implementation", inst.p.DType)
-	}
-	f(inst.p, inst.in16[copy], inst.out16)
-	return nil
+	return runImpl(inst.p, string(inst.p.DType), f, wf, inst.in16[copy], words, inst.out16)
 }
 
-// runWords is runOnce for a problem with integer operands.
-func (pr *program) runWords(inst *instance, copy int) error {
-	words := inst.words[copy]
-	if inst.in32 != nil {
-		if pr.wf32 == nil {
-			return fmt.Errorf("no f32 implementation taking integer operands")
-		}
-		pr.wf32(inst.p, inst.in32[copy], words, inst.out32)
-		return nil
+// runImpl runs one input copy on f, or on wf for a problem with integer
+// operands (words, the copy's, not nil: Load makes them for every copy),
+// whose element type is named dt; it fails where the program has no such
+// implementation.
+func runImpl[T float32 | uint16](p *kernels.Problem, dt string, f func(*kernels.Problem, [][]T, []T), wf func(*kernels.Problem, [][]T, [][]uint32, []T), in [][]T, words [][]uint32, out []T) error {
+	switch {
+	case words == nil && f != nil:
+		f(p, in, out)
+	case words != nil && wf != nil:
+		wf(p, in, words, out)
+	case words == nil:
+		return fmt.Errorf("no %s implementation", dt)
+	default:
+		return fmt.Errorf("no %s implementation taking integer operands", dt)
 	}
-	f := pr.wf16
-	if inst.p.DType == kernels.BF16 {
-		f = pr.wbf16
-	}
-	if f == nil {
-		return fmt.Errorf("no %s implementation taking integer operands", inst.p.DType)
-	}
-	f(inst.p, inst.in16[copy], words, inst.out16)
 	return nil
 }
 

@@ -3,12 +3,14 @@ package cpu
 import (
 	"math"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/search"
 	"github.com/kerntune/kerntune/tuner"
+	"github.com/kerntune/kerntune/tuner/internal/tunertest"
 )
 
 // Every family's default candidate and gonum baseline pass verification on
@@ -24,12 +26,9 @@ func TestBackendVerifiesEveryFamily(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(4, 5))
 	for _, k := range kernels.All() {
-		sp, ok := k.Space("cpu")
-		if !ok {
-			t.Fatalf("%s has no cpu space", k.Name)
-		}
+		def := tunertest.Defaults(t, k, "cpu")
 		for _, dt := range kernels.DTypes {
-			prog, err := b.Build(k, dt, search.Candidate(sp.Defaults()))
+			prog, err := b.Build(k, dt, def)
 			if err != nil {
 				t.Fatalf("%s %s: %v", k.Name, dt, err)
 			}
@@ -38,14 +37,7 @@ func TestBackendVerifiesEveryFamily(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, c := range k.Odd {
-				p, err := kernels.NewProblem(k, dt, c, rng)
-				if err != nil {
-					t.Fatal(err)
-				}
-				inst, err := b.Load(p, 3)
-				if err != nil {
-					t.Fatal(err)
-				}
+				p, inst := tunertest.Load(t, b.Load, k, dt, c, rng, 3)
 				verifyOutput(t, prog, inst, p, k.Name+" "+string(dt)+" "+c.String())
 				if base != nil {
 					verifyOutput(t, base, inst, p, "baseline "+name+" for "+k.Name+" "+string(dt)+" "+c.String())
@@ -88,21 +80,11 @@ func TestLimitsCapThreads(t *testing.T) {
 // tolerance; the blocked sum keeps every UNROLL within it.
 func TestRMSNormLongRowAccuracy(t *testing.T) {
 	b, _ := Open()
-	k, _ := kernels.Get("rmsnorm")
-	p, err := kernels.NewProblem(k, kernels.F32, kernels.Case{Shape: []int{2, 151936}}, rand.New(rand.NewPCG(1, 1)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	inst, _ := b.Load(p, 1)
+	k := tunertest.Kernel(t, "rmsnorm")
+	p, inst := tunertest.Load(t, b.Load, k, kernels.F32, kernels.Case{Shape: []int{2, 151936}}, rand.New(rand.NewPCG(1, 1)), 1)
 	for _, u := range []int{1, 2, 4, 8} {
 		prog, _ := b.Build(k, kernels.F32, search.Candidate{"ROWS": 1, "UNROLL": u, "THREADS": 2})
-		out, err := prog.Output(inst)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := p.Verify(out); err != nil {
-			t.Errorf("UNROLL=%d: %v", u, err)
-		}
+		verifyOutput(t, prog, inst, p, "UNROLL="+strconv.Itoa(u))
 	}
 }
 
@@ -113,11 +95,8 @@ func TestOutputSample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k, err := kernels.Get("rmsnorm")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ps, _ := k.Space("cpu")
+	k := tunertest.Kernel(t, "rmsnorm")
+	def := tunertest.Defaults(t, k, "cpu")
 	for _, dt := range kernels.DTypes {
 		p, err := kernels.NewSeededProblem(k, dt, kernels.Case{Shape: []int{1100, 1024}}, 3)
 		if err != nil {
@@ -131,7 +110,7 @@ func TestOutputSample(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		prog, err := b.Build(k, dt, search.Candidate(ps.Defaults()))
+		prog, err := b.Build(k, dt, def)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -180,5 +159,44 @@ func verifyOutput(t *testing.T, prog tuner.Program, inst tuner.Instance, p *kern
 	}
 	if err := p.Verify(out); err != nil {
 		t.Errorf("%s: %v", label, err)
+	}
+}
+
+// A run picks the implementation for the instance's dtype and operands
+// (words-taking ones for qgemv's integer operands), never one of the other
+// kind, and names the one a program lacks.
+func TestRunPicksImplementation(t *testing.T) {
+	b := &Backend{}
+	ran := ""
+	prog := &program{
+		f32:  func(*kernels.Problem, [][]float32, []float32) { ran = "f32" },
+		bf16: func(*kernels.Problem, [][]uint16, []uint16) { ran = "bf16" },
+		wf32: func(*kernels.Problem, [][]float32, [][]uint32, []float32) { ran = "wf32" },
+		wf16: func(*kernels.Problem, [][]uint16, [][]uint32, []uint16) { ran = "wf16" },
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, c := range []struct {
+		family string
+		dt     kernels.DType
+		want   string // the implementation run, or the error
+	}{
+		{"softmax", kernels.F32, "f32"},
+		{"softmax", kernels.BF16, "bf16"},
+		{"softmax", kernels.F16, "no f16 implementation"},
+		{"qgemv", kernels.F32, "wf32"},
+		{"qgemv", kernels.BF16, "no bf16 implementation taking integer operands"},
+		{"qgemv", kernels.F16, "wf16"},
+	} {
+		k := tunertest.Kernel(t, c.family)
+		_, inst := tunertest.Load(t, b.Load, k, c.dt, k.Odd[0], rng, 1)
+		ran = ""
+		err := prog.runOnce(inst.(*instance), 0)
+		got := ran
+		if err != nil {
+			got = err.Error()
+		}
+		if got != c.want || (err != nil) == (ran != "") {
+			t.Errorf("%s %s: ran %q, error %v; want %q", c.family, c.dt, ran, err, c.want)
+		}
 	}
 }

@@ -28,6 +28,37 @@ func init() {
 			gonum.Implementation{}.Sgemm(blas.Trans, blas.NoTrans, n, kk, m, 1, in[0], n, in[1], kk, 0, out, kk)
 		},
 	})
+	families.Add(params.GemvNT, family{
+		build: func(c search.Candidate) (*program, error) {
+			gp := GemvParams{BN: c["BN"], Rows: c["ROWS"], Unroll: c["UNROLL"], Threads: c["THREADS"]}
+			return &program{f32: gemvRun(gp, GemvNT), f16: gemvRun(gp, GemvNTHalf), bf16: gemvRun(gp, GemvNTBF16)}, nil
+		},
+		// Sgemv adds the bias as beta·y, so y starts as a copy of it.
+		baseline: func(p *kernels.Problem, in [][]float32, out []float32) {
+			n, kk := p.Case.Shape[1], p.Case.Shape[2]
+			gonum.Implementation{}.Sgemv(blas.NoTrans, n, kk, 1, in[1], kk, in[0], 1, biasBeta(p, in, 2, out), out, 1)
+		},
+	})
+	families.Add(params.Lora, family{
+		build: func(c search.Candidate) (*program, error) {
+			lp := LoraParams{BN: c["BN"], BM: c["BM"], Unroll: c["UNROLL"], Threads: c["THREADS"]}
+			return &program{f32: loraRun(lp, Lora), f16: loraRun(lp, LoraHalf), bf16: loraRun(lp, LoraBF16)}, nil
+		},
+		// The unfused sequence an app runs: y = x·Wᵀ, t = x·Aᵀ, then
+		// y += s·t·Bᵀ, one Sgemm each; the add is the third product's
+		// beta = 1, and the bias, when there is one, the first one's (y
+		// starts as a copy of it in every row).
+		baseline: func(p *kernels.Problem, in [][]float32, out []float32) {
+			m, n, k, r := loraShape(p)
+			impl := gonum.Implementation{}
+			impl.Sgemm(blas.NoTrans, blas.Trans, m, n, k, 1, in[0], k, in[1], k, biasBeta(p, in, 4, out), out, n)
+			tp := kernGetF32(m * r)
+			defer kernPutF32(tp)
+			t := (*tp)[:m*r]
+			impl.Sgemm(blas.NoTrans, blas.Trans, m, r, k, 1, in[0], k, in[2], k, 0, t, r)
+			impl.Sgemm(blas.NoTrans, blas.Trans, m, n, r, loraScale(p), t, r, in[3], r, 1, out, n)
+		},
+	})
 }
 
 // gemmBuild binds the blocking parameters to the f32, f16 and bf16 kernels
@@ -56,23 +87,18 @@ func shape3(p *kernels.Problem) (int, int, int) {
 	return p.Case.Shape[0], p.Case.Shape[1], p.Case.Shape[2]
 }
 
-func init() {
-	families.Add(params.GemvNT, family{
-		build: func(c search.Candidate) (*program, error) {
-			gp := GemvParams{BN: c["BN"], Rows: c["ROWS"], Unroll: c["UNROLL"], Threads: c["THREADS"]}
-			return &program{f32: gemvRun(gp, GemvNT), f16: gemvRun(gp, GemvNTHalf), bf16: gemvRun(gp, GemvNTBF16)}, nil
-		},
-		// Sgemv adds the bias as beta·y, so y starts as a copy of it.
-		baseline: func(p *kernels.Problem, in [][]float32, out []float32) {
-			n, kk := p.Case.Shape[1], p.Case.Shape[2]
-			beta := float32(0)
-			if b := biasOperand(p, in, 2); b != nil {
-				copy(out, b)
-				beta = 1
-			}
-			gonum.Implementation{}.Sgemv(blas.NoTrans, n, kk, 1, in[1], kk, in[0], 1, beta, out, 1)
-		},
-	})
+// biasBeta starts every row of out as a copy of the bias, operand i of
+// in, when the problem has one, and is the beta that makes the first BLAS
+// product add to it: 1, or 0 without a bias.
+func biasBeta(p *kernels.Problem, in [][]float32, i int, out []float32) float32 {
+	b := biasOperand(p, in, i)
+	if b == nil {
+		return 0
+	}
+	for row := 0; row < len(out); row += len(b) {
+		copy(out[row:row+len(b)], b)
+	}
+	return 1
 }
 
 // gemvRun is a program's run of kernel with parameters gp, for the
@@ -81,36 +107,6 @@ func gemvRun[T float32 | uint16](gp GemvParams, kernel func(GemvParams, int, int
 	return func(p *kernels.Problem, in [][]T, out []T) {
 		kernel(gp, p.Case.Shape[1], p.Case.Shape[2], in[0], in[1], biasOperand(p, in, 2), out)
 	}
-}
-
-func init() {
-	families.Add(params.Lora, family{
-		build: func(c search.Candidate) (*program, error) {
-			lp := LoraParams{BN: c["BN"], BM: c["BM"], Unroll: c["UNROLL"], Threads: c["THREADS"]}
-			return &program{f32: loraRun(lp, Lora), f16: loraRun(lp, LoraHalf), bf16: loraRun(lp, LoraBF16)}, nil
-		},
-		// The unfused sequence an app runs: y = x·Wᵀ, t = x·Aᵀ, then
-		// y += s·t·Bᵀ, one Sgemm each; the add is the third product's
-		// beta = 1, and the bias, when there is one, the first one's (y
-		// starts as a copy of it in every row).
-		baseline: func(p *kernels.Problem, in [][]float32, out []float32) {
-			m, n, k, r := loraShape(p)
-			impl := gonum.Implementation{}
-			beta := float32(0)
-			if b := biasOperand(p, in, 4); b != nil {
-				for i := range m {
-					copy(out[i*n:(i+1)*n], b)
-				}
-				beta = 1
-			}
-			impl.Sgemm(blas.NoTrans, blas.Trans, m, n, k, 1, in[0], k, in[1], k, beta, out, n)
-			tp := kernGetF32(m * r)
-			defer kernPutF32(tp)
-			t := (*tp)[:m*r]
-			impl.Sgemm(blas.NoTrans, blas.Trans, m, r, k, 1, in[0], k, in[2], k, 0, t, r)
-			impl.Sgemm(blas.NoTrans, blas.Trans, m, n, r, loraScale(p), t, r, in[3], r, 1, out, n)
-		},
-	})
 }
 
 // loraRun is a program's run of kernel with parameters lp, for the

@@ -6,15 +6,13 @@ import (
 	"testing"
 
 	"github.com/kerntune/kerntune/kernels"
+	"github.com/kerntune/kerntune/tuner/internal/tunertest"
 )
 
 // A kernel that writes past the end of its output through the slice's
 // spare capacity (which Go's bounds checks allow) is caught by the canaries.
 func TestOutputCanaries(t *testing.T) {
-	k, err := kernels.Get("softmax")
-	if err != nil {
-		t.Fatal(err)
-	}
+	k := tunertest.Kernel(t, "softmax")
 	b := &Backend{}
 	tests := []struct {
 		name string
@@ -27,16 +25,9 @@ func TestOutputCanaries(t *testing.T) {
 		{"f16 past the end", kernels.F16, &program{f16: func(_ *kernels.Problem, _ [][]uint16, out []uint16) { out[:len(out)+3][len(out)+2] = 1 }}, "past the end"},
 	}
 	for _, tt := range tests {
-		p, err := kernels.NewProblem(k, tt.dt, kernels.Case{Shape: []int{3, 37}}, rand.New(rand.NewPCG(1, 2)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		inst, err := b.Load(p, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, inst := tunertest.Load(t, b.Load, k, tt.dt, kernels.Case{Shape: []int{3, 37}}, rand.New(rand.NewPCG(1, 2)), 1)
 		for round := 0; round < 2; round++ { // the canaries are re-armed after a check
-			_, err = tt.prog.Output(inst)
+			_, err := tt.prog.Output(inst)
 			if (tt.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tt.want)) {
 				t.Errorf("%s, round %d: %v, want %q", tt.name, round, err, tt.want)
 			}

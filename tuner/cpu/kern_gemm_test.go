@@ -40,30 +40,28 @@ func kernGemmShapes() []kernGemmShape {
 
 // kernRefAV is C = A·V in float64.
 func kernRefAV(m, n, k int, a, v []float64) []float64 {
-	c := make([]float64, m*n)
-	for i := 0; i < m; i++ {
-		for p := 0; p < k; p++ {
-			aip := a[i*k+p]
-			for j := 0; j < n; j++ {
-				c[i*n+j] += aip * v[p*n+j]
-			}
-		}
-	}
-	return c
+	return kernRefMul(m, n, k, a, k, 1, v)
 }
 
 // kernRefAtB is Z = Aᵀ·B in float64 (A m×n, B m×k).
 func kernRefAtB(m, n, k int, a, b []float64) []float64 {
-	z := make([]float64, n*k)
-	for p := 0; p < m; p++ {
-		for i := 0; i < n; i++ {
-			api := a[p*n+i]
-			for j := 0; j < k; j++ {
-				z[i*k+j] += api * b[p*k+j]
+	return kernRefMul(n, k, m, a, 1, n, b)
+}
+
+// kernRefMul is the rows×cols product L·R over depth inner, with R
+// row-major inner×cols and L(i, p) = l[i*rs+p*ps], so that one loop serves
+// A and Aᵀ alike; each sum runs over p in order.
+func kernRefMul(rows, cols, inner int, l []float64, rs, ps int, r []float64) []float64 {
+	out := make([]float64, rows*cols)
+	for i := 0; i < rows; i++ {
+		for p := 0; p < inner; p++ {
+			lip := l[i*rs+p*ps]
+			for j := 0; j < cols; j++ {
+				out[i*cols+j] += lip * r[p*cols+j]
 			}
 		}
 	}
-	return z
+	return out
 }
 
 func TestKernGemm(t *testing.T) {

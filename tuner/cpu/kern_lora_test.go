@@ -6,16 +6,14 @@ import (
 
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/search"
+	"github.com/kerntune/kerntune/tuner/internal/tunertest"
 )
 
 // Every candidate of lora's CPU space, in every dtype, matches the float64
 // reference on the family's odd shapes (row blocks and chunks with tails,
 // each rank, with and without bias).
 func TestLoraEveryCandidate(t *testing.T) {
-	k, err := kernels.Get("lora")
-	if err != nil {
-		t.Fatal(err)
-	}
+	k := tunertest.Kernel(t, "lora")
 	b := &Backend{}
 	sp, _ := k.Space("cpu")
 	var params []search.Param
@@ -26,14 +24,7 @@ func TestLoraEveryCandidate(t *testing.T) {
 	rng := rand.New(rand.NewPCG(31, 4))
 	for _, dt := range kernels.DTypes {
 		for _, c := range k.Odd {
-			p, err := kernels.NewProblem(k, dt, c, rng)
-			if err != nil {
-				t.Fatal(err)
-			}
-			inst, err := b.Load(p, 1)
-			if err != nil {
-				t.Fatal(err)
-			}
+			p, inst := tunertest.Load(t, b.Load, k, dt, c, rng, 1)
 			for _, cand := range cands {
 				prog, err := b.Build(k, dt, cand)
 				if err != nil {

@@ -108,19 +108,51 @@ func kernExpCore(x float32) float32 {
 	return p * math.Float32frombits(kernExpTab[ni&63]+(ni>>6)<<23)
 }
 
+// kernCheckRows panics, naming the row-wise kernel fn, on a negative size
+// or an operand too short: x and y of rows×cols and, where given, the
+// weights w of cols (checked between x and y).
+func kernCheckRows(fn string, rows, cols, lx, ly int, lw ...int) {
+	kernCheckDims(fn, rows, cols)
+	kernCheckLen(fn, "x", lx, rows*cols)
+	for _, l := range lw {
+		kernCheckLen(fn, "w", l, cols)
+	}
+	kernCheckLen(fn, "y", ly, rows*cols)
+}
+
+// kernRowSplit is the rows per task (RowsPerTask, at least 1) and the
+// number of tasks of a row-wise kernel over rows.
+func kernRowSplit(p RowParams, rows int) (rpt, tasks int) {
+	rpt = max(p.RowsPerTask, 1)
+	return rpt, (rows + rpt - 1) / rpt
+}
+
+// kernRowWorkers is how many goroutines kernRowTasks runs: the bound on
+// its worker index, for per-goroutine scratch.
+func kernRowWorkers(p RowParams, rows int) int {
+	_, tasks := kernRowSplit(p, rows)
+	return kernWorkers(p.Threads, tasks)
+}
+
+// kernRowTasks runs task(w, r0, r1) for the rows [r0, r1) of each task on
+// p.Threads goroutines, w being the goroutine's index.
+func kernRowTasks(p RowParams, rows int, task func(w, r0, r1 int)) {
+	rpt, tasks := kernRowSplit(p, rows)
+	kernParallel(p.Threads, tasks, func(w, t int) {
+		task(w, t*rpt, min((t+1)*rpt, rows))
+	})
+}
+
 // Softmax computes the numerically stable row-wise softmax of x[rows×cols]
 // into y: y[r,c] = exp(x[r,c]-max_r) / Σ_c exp(x[r,c]-max_r).
 func Softmax(p RowParams, rows, cols int, x, y []float32) {
-	kernCheckDims("Softmax", rows, cols)
-	kernCheckLen("Softmax", "x", len(x), rows*cols)
-	kernCheckLen("Softmax", "y", len(y), rows*cols)
+	kernCheckRows("Softmax", rows, cols, len(x), len(y))
 	if cols == 0 {
 		return
 	}
 	kf := kernRowKernels(p.Unroll)
-	rpt := max(p.RowsPerTask, 1)
-	kernParallel(p.Threads, (rows+rpt-1)/rpt, func(_, t int) {
-		for r := t * rpt; r < min((t+1)*rpt, rows); r++ {
+	kernRowTasks(p, rows, func(_, r0, r1 int) {
+		for r := r0; r < r1; r++ {
 			xr := x[r*cols : r*cols+cols]
 			yr := y[r*cols : r*cols+cols]
 			m := kf.max(xr)
@@ -145,21 +177,17 @@ func SoftmaxBF16(p RowParams, rows, cols int, x, y []uint16) {
 }
 
 func softmax16(f *kern16, name string, p RowParams, rows, cols int, x, y []uint16) {
-	kernCheckDims(name, rows, cols)
-	kernCheckLen(name, "x", len(x), rows*cols)
-	kernCheckLen(name, "y", len(y), rows*cols)
+	kernCheckRows(name, rows, cols, len(x), len(y))
 	if cols == 0 {
 		return
 	}
 	kf := kernRowKernels(p.Unroll)
-	rpt := max(p.RowsPerTask, 1)
-	tasks := (rows + rpt - 1) / rpt
-	sp := kernGetF32(kernWorkers(p.Threads, tasks) * cols)
+	sp := kernGetF32(kernRowWorkers(p, rows) * cols)
 	defer kernPutF32(sp)
 	scratch := *sp
-	kernParallel(p.Threads, tasks, func(w, t int) {
+	kernRowTasks(p, rows, func(w, r0, r1 int) {
 		buf := scratch[w*cols : w*cols+cols]
-		for r := t * rpt; r < min((t+1)*rpt, rows); r++ {
+		for r := r0; r < r1; r++ {
 			f.toF32(buf, x[r*cols:r*cols+cols])
 			m := kf.max(buf)
 			inv := 1 / kf.expSum(buf, buf, m)
@@ -190,18 +218,14 @@ func kernRMSScale(ss float32, cols int, eps float32) float32 {
 
 // RMSNorm computes y[r,c] = x[r,c] / sqrt(mean_c(x[r,:]²) + eps) · w[c].
 func RMSNorm(p RowParams, rows, cols int, eps float32, x, w, y []float32) {
-	kernCheckDims("RMSNorm", rows, cols)
-	kernCheckLen("RMSNorm", "x", len(x), rows*cols)
-	kernCheckLen("RMSNorm", "w", len(w), cols)
-	kernCheckLen("RMSNorm", "y", len(y), rows*cols)
+	kernCheckRows("RMSNorm", rows, cols, len(x), len(y), len(w))
 	if cols == 0 {
 		return
 	}
 	kf := kernRowKernels(p.Unroll)
-	rpt := max(p.RowsPerTask, 1)
 	w = w[:cols]
-	kernParallel(p.Threads, (rows+rpt-1)/rpt, func(_, t int) {
-		for r := t * rpt; r < min((t+1)*rpt, rows); r++ {
+	kernRowTasks(p, rows, func(_, r0, r1 int) {
+		for r := r0; r < r1; r++ {
 			xr := x[r*cols : r*cols+cols]
 			yr := y[r*cols : r*cols+cols]
 			s := kernRMSScale(kernSumSqBlocked(kf.sumSq, xr), cols, eps)
@@ -226,23 +250,18 @@ func RMSNormBF16(p RowParams, rows, cols int, eps float32, x, w, y []uint16) {
 }
 
 func rmsnorm16(f *kern16, name string, p RowParams, rows, cols int, eps float32, x, w, y []uint16) {
-	kernCheckDims(name, rows, cols)
-	kernCheckLen(name, "x", len(x), rows*cols)
-	kernCheckLen(name, "w", len(w), cols)
-	kernCheckLen(name, "y", len(y), rows*cols)
+	kernCheckRows(name, rows, cols, len(x), len(y), len(w))
 	if cols == 0 {
 		return
 	}
 	kf := kernRowKernels(p.Unroll)
-	rpt := max(p.RowsPerTask, 1)
-	tasks := (rows + rpt - 1) / rpt
-	sp := kernGetF32((kernWorkers(p.Threads, tasks) + 1) * cols)
+	sp := kernGetF32((kernRowWorkers(p, rows) + 1) * cols)
 	defer kernPutF32(sp)
 	wf, scratch := (*sp)[:cols], (*sp)[cols:]
 	f.toF32(wf, w)
-	kernParallel(p.Threads, tasks, func(wk, t int) {
+	kernRowTasks(p, rows, func(wk, r0, r1 int) {
 		buf := scratch[wk*cols : wk*cols+cols]
-		for r := t * rpt; r < min((t+1)*rpt, rows); r++ {
+		for r := r0; r < r1; r++ {
 			f.toF32(buf, x[r*cols:r*cols+cols])
 			s := kernRMSScale(kernSumSqBlocked(kf.sumSq, buf), cols, eps)
 			wr := wf[:len(buf)]

@@ -1,6 +1,8 @@
 package cuda
 
 import (
+	"fmt"
+
 	"github.com/kerntune/kerntune/internal/cudadrv"
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/params"
@@ -29,14 +31,14 @@ func (b *Backend) Baseline(k *kernels.Kernel, dt kernels.DType) (tuner.Program, 
 		ty = cudadrv.R16BF
 	}
 	if k.Name == params.QGemv {
-		q := &qgemvBaseline{b: b, ty: ty, deq: map[*instance][]cudadrv.DevPtr{}}
+		q := &qgemvBaseline{b: b, ty: ty, deq: instanceBuffers{}}
 		return preparedProgram{q.program(), func(t *cudadrv.Thread, in *instance) error {
 			_, err := q.prepare(t, in)
 			return err
 		}}, "cublas", nil
 	}
 	if k.Name == params.Lora {
-		l := &loraBaseline{b: b, ty: ty, scratch: map[*instance][2]cudadrv.DevPtr{}}
+		l := &loraBaseline{b: b, ty: ty, scratch: instanceBuffers{}}
 		return preparedProgram{l.program(), l.prepare}, "cublas", nil
 	}
 	launch := func(t *cudadrv.Thread, in *instance, c int) error {
@@ -97,4 +99,56 @@ func (p preparedProgram) OutputSample(ti tuner.Instance, s kernels.RowSample) ([
 		return nil, 0, 0, err
 	}
 	return p.program.OutputSample(ti, s)
+}
+
+// instanceBuffers are the device buffers that a prepared baseline makes
+// per loaded problem (qgemv's dequantised weights, lora's x·Aᵀ and ones),
+// freed with its program.
+type instanceBuffers map[*instance][]cudadrv.DevPtr
+
+// program is a baseline program on b whose launch runs call with the
+// instance's buffers and the thread's cuBLAS handle, and whose unload
+// frees every instance's buffers. A launch before prepare made the
+// buffers fails, saying what (of whom) was not done before the run.
+func (ib instanceBuffers) program(b *Backend, what, done string, call func(t *cudadrv.Thread, bl *cudadrv.ThreadBlas, in *instance, c int, bufs []cudadrv.DevPtr) error) *program {
+	pr := &program{b: b}
+	pr.launch = func(t *cudadrv.Thread, in *instance, c int) error {
+		bufs, ok := ib[in]
+		if !ok {
+			return fmt.Errorf("%s of %s not %s before the run", what, in.Problem.Case, done)
+		}
+		bl, err := t.Blas()
+		if err != nil {
+			return err
+		}
+		return call(t, bl, in, c, bufs)
+	}
+	pr.unload = func() error {
+		return b.ctx.Do(func(t *cudadrv.Thread) error {
+			var first error
+			for in, bufs := range ib {
+				if err := freeBuffers(t, bufs); err != nil && first == nil {
+					first = err
+				}
+				delete(ib, in)
+			}
+			return first
+		})
+	}
+	return pr
+}
+
+// freeBuffers frees bufs, skipping the 0 of a buffer never made, and
+// returns the first error.
+func freeBuffers(t *cudadrv.Thread, bufs []cudadrv.DevPtr) error {
+	var first error
+	for _, d := range bufs {
+		if d == 0 {
+			continue
+		}
+		if err := t.Free(d); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
 }

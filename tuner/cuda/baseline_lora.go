@@ -1,8 +1,6 @@
 package cuda
 
 import (
-	"fmt"
-
 	"github.com/kerntune/kerntune/internal/cudadrv"
 	"github.com/kerntune/kerntune/kernels"
 )
@@ -19,7 +17,7 @@ import (
 type loraBaseline struct {
 	b       *Backend
 	ty      cudadrv.DataType
-	scratch map[*instance][2]cudadrv.DevPtr // t, ones (0 without bias)
+	scratch instanceBuffers // t, ones (0 without bias)
 }
 
 func (l *loraBaseline) prepare(t *cudadrv.Thread, in *instance) error {
@@ -28,7 +26,7 @@ func (l *loraBaseline) prepare(t *cudadrv.Thread, in *instance) error {
 	}
 	p := in.Problem
 	m, r := p.Case.Shape[0], p.Case.Shape[3]
-	var s [2]cudadrv.DevPtr
+	s := make([]cudadrv.DevPtr, 2)
 	tb, err := t.Alloc(int64(m * r * p.DType.Size()))
 	if err != nil {
 		return err
@@ -46,7 +44,7 @@ func (l *loraBaseline) prepare(t *cudadrv.Thread, in *instance) error {
 			err = t.CopyHtoD(d, host)
 		}
 		if err != nil {
-			l.free(t, s)
+			freeBuffers(t, s)
 			return err
 		}
 	}
@@ -54,33 +52,11 @@ func (l *loraBaseline) prepare(t *cudadrv.Thread, in *instance) error {
 	return nil
 }
 
-func (l *loraBaseline) free(t *cudadrv.Thread, s [2]cudadrv.DevPtr) error {
-	var first error
-	for _, d := range s {
-		if d == 0 {
-			continue
-		}
-		if err := t.Free(d); err != nil && first == nil {
-			first = err
-		}
-	}
-	return first
-}
-
 // program runs the sequence on input copy c, once its scratch exists.
 // Row-major operands are passed as their column-major transposes: yᵀ
 // (n×m) = W·xᵀ, tᵀ (r×m) = A·xᵀ, and yᵀ += s·B·tᵀ.
 func (l *loraBaseline) program() *program {
-	pr := &program{b: l.b}
-	pr.launch = func(t *cudadrv.Thread, in *instance, c int) error {
-		s, ok := l.scratch[in]
-		if !ok {
-			return fmt.Errorf("lora baseline: scratch of %s not allocated before the run", in.Problem.Case)
-		}
-		bl, err := t.Blas()
-		if err != nil {
-			return err
-		}
+	return l.scratch.program(l.b, "lora baseline: scratch", "allocated", func(t *cudadrv.Thread, bl *cudadrv.ThreadBlas, in *instance, c int, s []cudadrv.DevPtr) error {
 		p := in.Problem
 		m, n, k, r := p.Case.Shape[0], p.Case.Shape[1], p.Case.Shape[2], p.Case.Shape[3]
 		ops, ty := in.Inputs[c], l.ty
@@ -99,18 +75,5 @@ func (l *loraBaseline) program() *program {
 			return err
 		}
 		return bl.GemmEx(true, false, n, m, r, float32(p.Kernel.Scalars["scale"]), b, ty, r, s[0], ty, r, 1, in.Out, ty, n)
-	}
-	pr.unload = func() error {
-		return l.b.ctx.Do(func(t *cudadrv.Thread) error {
-			var first error
-			for in, s := range l.scratch {
-				if err := l.free(t, s); err != nil && first == nil {
-					first = err
-				}
-				delete(l.scratch, in)
-			}
-			return first
-		})
-	}
-	return pr
+	})
 }

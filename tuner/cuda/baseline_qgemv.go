@@ -1,7 +1,6 @@
 package cuda
 
 import (
-	"fmt"
 	"math"
 
 	"github.com/kerntune/kerntune/internal/cudadrv"
@@ -18,7 +17,7 @@ import (
 type qgemvBaseline struct {
 	b   *Backend
 	ty  cudadrv.DataType
-	deq map[*instance][]cudadrv.DevPtr
+	deq instanceBuffers
 }
 
 func (q *qgemvBaseline) prepare(t *cudadrv.Thread, in *instance) ([]cudadrv.DevPtr, error) {
@@ -44,12 +43,12 @@ func (q *qgemvBaseline) prepare(t *cudadrv.Thread, in *instance) ([]cudadrv.DevP
 	for range in.Inputs {
 		d, err := t.Alloc(int64(len(host)))
 		if err != nil {
-			q.free(t, bufs)
+			freeBuffers(t, bufs)
 			return nil, err
 		}
 		bufs = append(bufs, d)
 		if err := t.CopyHtoD(d, host); err != nil {
-			q.free(t, bufs)
+			freeBuffers(t, bufs)
 			return nil, err
 		}
 	}
@@ -57,47 +56,15 @@ func (q *qgemvBaseline) prepare(t *cudadrv.Thread, in *instance) ([]cudadrv.DevP
 	return bufs, nil
 }
 
-func (q *qgemvBaseline) free(t *cudadrv.Thread, bufs []cudadrv.DevPtr) error {
-	var first error
-	for _, d := range bufs {
-		if err := t.Free(d); err != nil && first == nil {
-			first = err
-		}
-	}
-	return first
-}
-
 // program is the cuBLAS call on input copy c, once its weights exist.
 func (q *qgemvBaseline) program() *program {
-	pr := &program{b: q.b}
-	pr.launch = func(t *cudadrv.Thread, in *instance, c int) error {
-		// Run and Output dequantised first (ready): no work here but the call.
-		deq, ok := q.deq[in]
-		if !ok {
-			return fmt.Errorf("qgemv baseline: weights of %s not dequantised before the run", in.Problem.Case)
-		}
-		bl, err := t.Blas()
-		if err != nil {
-			return err
-		}
+	// Run and Output dequantised first (ready): no work here but the call.
+	return q.deq.program(q.b, "qgemv baseline: weights", "dequantised", func(t *cudadrv.Thread, bl *cudadrv.ThreadBlas, in *instance, c int, deq []cudadrv.DevPtr) error {
 		n, k := in.Problem.Case.Shape[1], in.Problem.Case.Shape[2]
 		var bias cudadrv.DevPtr
 		if in.Problem.Case.Has(kernels.Bias) {
 			bias = in.Inputs[c][4]
 		}
 		return gemvBLAS(t, bl, in.Problem.DType, q.ty, n, k, in.Inputs[c][0], deq[c], bias, in.Out)
-	}
-	pr.unload = func() error {
-		return q.b.ctx.Do(func(t *cudadrv.Thread) error {
-			var first error
-			for in, bufs := range q.deq {
-				if err := q.free(t, bufs); err != nil && first == nil {
-					first = err
-				}
-				delete(q.deq, in)
-			}
-			return first
-		})
-	}
-	return pr
+	})
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/kerntune/kerntune/search"
 	"github.com/kerntune/kerntune/tuner"
 	"github.com/kerntune/kerntune/tuner/cpu"
+	"github.com/kerntune/kerntune/tuner/internal/tunertest"
 )
 
 // TestMain doubles as the worker: started with KTDEV_WORKER_TEST set, the
@@ -215,12 +216,8 @@ func (b *Backend) sentOf(op string) int {
 // A call whose error leaves the device unusable is a crash: the worker
 // exits, the next call gets a fresh one with the problem loaded again.
 func TestDeviceLostRestartsWorker(t *testing.T) {
-	k, err := kernels.Get("rmsnorm")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ps, _ := k.Space("cpu")
-	good := search.Candidate(ps.Defaults())
+	k := tunertest.Kernel(t, "rmsnorm")
+	good := tunertest.Defaults(t, k, "cpu")
 	bad := search.Candidate{}
 	for n, v := range good {
 		bad[n] = v
@@ -278,10 +275,7 @@ func mustBuild(t *testing.T, b *Backend, k *kernels.Kernel, c search.Candidate) 
 // CPU backend in process, to compare the two.
 func workerAndLocal(t *testing.T, family string) (*kernels.Kernel, *Backend, *cpu.Backend) {
 	t.Helper()
-	k, err := kernels.Get(family)
-	if err != nil {
-		t.Fatal(err)
-	}
+	k := tunertest.Kernel(t, family)
 	b := openTestWorker(t, "", time.Minute, &strings.Builder{})
 	local, err := cpu.Open()
 	if err != nil {
@@ -313,10 +307,7 @@ func openTestWorker(t *testing.T, faults string, timeout time.Duration, log *str
 // crashed and timeout with their reasons; the run goes on in fresh workers
 // and finishes with the other candidates' results.
 func TestCrashAndHangAreIsolated(t *testing.T) {
-	k, err := kernels.Get("softmax")
-	if err != nil {
-		t.Fatal(err)
-	}
+	k := tunertest.Kernel(t, "softmax")
 	task := tuner.Task{Kernel: k, DType: kernels.F32, Cases: []kernels.Case{{Shape: []int{16, 300}}}}
 	local, err := cpu.Open()
 	if err != nil {
@@ -326,8 +317,7 @@ func TestCrashAndHangAreIsolated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ps, _ := k.Space("cpu")
-	def := search.Candidate(ps.Defaults()).Key()
+	def := tunertest.Defaults(t, k, "cpu").Key()
 	var picks []string
 	for _, c := range sp.Enumerate() {
 		if c.Key() != def && len(picks) < 2 {
@@ -373,8 +363,7 @@ func TestCrashAndHangAreIsolated(t *testing.T) {
 // Outputs and times through the worker equal those of the backend in process.
 func TestWorkerMatchesInProcess(t *testing.T) {
 	k, b, local := workerAndLocal(t, "gemv_nt")
-	ps, _ := k.Space("cpu")
-	c := search.Candidate(ps.Defaults())
+	c := tunertest.Defaults(t, k, "cpu")
 	for _, cs := range k.Odd {
 		p, err := kernels.NewSeededProblem(k, kernels.F32, cs, 42)
 		if err != nil {
@@ -432,8 +421,7 @@ func TestWorkerOutputSample(t *testing.T) {
 	if !sampled {
 		t.Fatal("a 2048×1024 output is not sampled")
 	}
-	ps, _ := k.Space("cpu")
-	c := search.Candidate(ps.Defaults())
+	c := tunertest.Defaults(t, k, "cpu")
 	inst, err := b.Load(p, 1)
 	if err != nil {
 		t.Fatal(err)
@@ -492,10 +480,7 @@ func TestSpaceChecksMakeNoCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"gemm_av", "softmax"} {
-		k, err := kernels.Get(name)
-		if err != nil {
-			t.Fatal(err)
-		}
+		k := tunertest.Kernel(t, name)
 		task := tuner.Task{Kernel: k, DType: kernels.F32, Cases: k.Workload[:1]}
 		before := b.calls()
 		sp, err := tuner.New(b, tuner.Config{}).Space(task)
@@ -547,12 +532,8 @@ func TestParseFaults(t *testing.T) {
 // reason, and the last Metal call of the crashing goroutine's traceback,
 // and keep the crash part of the worker's stderr.
 func TestCrashReportNamesCandidateAndCall(t *testing.T) {
-	k, err := kernels.Get("softmax")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ps, _ := k.Space("cpu")
-	cand := search.Candidate(ps.Defaults())
+	k := tunertest.Kernel(t, "softmax")
+	cand := tunertest.Defaults(t, k, "cpu")
 	fixture, err := filepath.Abs(filepath.Join("testdata", "objc-abort.stderr"))
 	if err != nil {
 		t.Fatal(err)

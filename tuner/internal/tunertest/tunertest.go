@@ -1,0 +1,50 @@
+// Package tunertest holds test scaffolding that the tuner's packages
+// share: a family's kernel, its default candidate and a problem loaded
+// into a backend, each failing the test instead of returning an error.
+// It imports no backend and not the tuner itself, so that the tuner's own
+// tests can use it.
+package tunertest
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/kerntune/kerntune/kernels"
+	"github.com/kerntune/kerntune/search"
+)
+
+// Kernel is the registered family name.
+func Kernel(t testing.TB, name string) *kernels.Kernel {
+	t.Helper()
+	k, err := kernels.Get(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// Defaults is the default candidate of k's space for backend ("cpu",
+// "cuda", "metal", "opencl").
+func Defaults(t testing.TB, k *kernels.Kernel, backend string) search.Candidate {
+	t.Helper()
+	sp, ok := k.Space(backend)
+	if !ok {
+		t.Fatalf("%s has no %s space", k.Name, backend)
+	}
+	return search.Candidate(sp.Defaults())
+}
+
+// Load is a new problem of k in dt on case c, drawn from rng, and its
+// instance with copies input copies from load (a backend's Load).
+func Load[I any](t testing.TB, load func(*kernels.Problem, int) (I, error), k *kernels.Kernel, dt kernels.DType, c kernels.Case, rng *rand.Rand, copies int) (*kernels.Problem, I) {
+	t.Helper()
+	p, err := kernels.NewProblem(k, dt, c, rng)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst, err := load(p, copies)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, inst
+}
