@@ -4,9 +4,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
-	"os"
 	"strings"
 	"testing"
+
+	"github.com/kerntune/kerntune/internal/testutil"
 )
 
 func TestErrorNames(t *testing.T) {
@@ -48,10 +49,7 @@ func firstDevice(t *testing.T) (*Lib, Device, DeviceProps) {
 	t.Helper()
 	fail := func(format string, args ...any) {
 		t.Helper()
-		if os.Getenv("KTDEV_REQUIRE_OPENCL") != "" {
-			t.Fatalf(format+" (KTDEV_REQUIRE_OPENCL is set)", args...)
-		}
-		t.Skipf(format+" (apt-get install pocl-opencl-icd ocl-icd-libopencl1)", args...)
+		testutil.SkipUnlessRequired(t, "KTDEV_REQUIRE_OPENCL", format+" (apt-get install pocl-opencl-icd ocl-icd-libopencl1)", args...)
 	}
 	l, err := Load()
 	if err != nil {

@@ -12,21 +12,22 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
-	"os"
 	"runtime"
 	"sort"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kerntune/kerntune/internal/testutil"
 )
 
 func loadOrSkip(t *testing.T) *Lib {
 	t.Helper()
 	l, err := Load()
+	if errors.Is(err, ErrNoDriver) {
+		testutil.SkipUnlessRequired(t, "CUDADRV_REQUIRE_GPU", "no CUDA driver/GPU (set CUDADRV_REQUIRE_GPU=1 to fail instead): %v", err)
+	}
 	if err != nil {
-		if errors.Is(err, ErrNoDriver) && os.Getenv("CUDADRV_REQUIRE_GPU") == "" {
-			t.Skipf("no CUDA driver/GPU (set CUDADRV_REQUIRE_GPU=1 to fail instead): %v", err)
-		}
 		t.Fatalf("Load: %v", err)
 	}
 	return l
@@ -36,13 +37,9 @@ func loadOrSkip(t *testing.T) *Lib {
 // CUDADRV_REQUIRE_GPU is set.
 func requireOrSkip(t *testing.T, err error) {
 	t.Helper()
-	if err == nil {
-		return
+	if err != nil {
+		testutil.SkipUnlessRequired(t, "CUDADRV_REQUIRE_GPU", "%v", err)
 	}
-	if os.Getenv("CUDADRV_REQUIRE_GPU") != "" {
-		t.Fatal(err)
-	}
-	t.Skip(err)
 }
 
 const smokeSrc = `

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/kerntune/kerntune/internal/testutil"
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/search"
 )
@@ -82,10 +83,7 @@ var gxx = sync.OnceValue(func() string {
 func needGXX(t *testing.T) {
 	t.Helper()
 	if gxx() == "" {
-		if os.Getenv("KTDEV_REQUIRE_CC") != "" {
-			t.Fatal("g++ not found (KTDEV_REQUIRE_CC is set)")
-		}
-		t.Skip("g++ not found")
+		testutil.SkipUnlessRequired(t, "KTDEV_REQUIRE_CC", "g++ not found")
 	}
 	if testing.Short() {
 		t.Skip("compiles C++ (-short)")
