@@ -42,6 +42,22 @@ func requireOrSkip(t *testing.T, err error) {
 	}
 }
 
+// checkedContext opens a context on device 0 whose Close, when t ends,
+// must succeed: after a sticky error too.
+func checkedContext(t *testing.T, l *Lib) *Context {
+	t.Helper()
+	c, err := l.NewContext(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return c
+}
+
 const smokeSrc = `
 struct Raw { int x; float y; long long z; };
 
@@ -127,15 +143,7 @@ func TestSmoke(t *testing.T) {
 		}
 	}
 
-	c, err := l.NewContext(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := c.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	}()
+	c := checkedContext(t, l)
 	props := c.Props()
 	free, total, err := c.MemInfo()
 	if err != nil {
@@ -552,21 +560,13 @@ func TestSmokeSticky(t *testing.T) {
 	if !l.HasNVRTC() {
 		requireOrSkip(t, l.NVRTCError())
 	}
-	c, err := l.NewContext(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := c.Close(); err != nil {
-			t.Errorf("Close after sticky error: %v", err)
-		}
-	}()
+	c := checkedContext(t, l)
 	f := compileFunction(t, l, c, smokeSrc, "smoke.cu", c.Props().Arch(), "poke")
 	one := [3]uint32{1, 1, 1}
 	if err := c.Launch(f, one, one, 0, DevPtr(0x10)); err != nil {
 		t.Fatalf("launch: %v", err)
 	}
-	err = c.Sync()
+	err := c.Sync()
 	var e *Error
 	if !errors.As(err, &e) || !e.Sticky || !errors.Is(err, ErrContextLost) {
 		t.Fatalf("want a sticky error from the faulting kernel, got %v", err)
