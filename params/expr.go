@@ -1040,12 +1040,21 @@ func array(v any, what string) (int, func(i int) any, error) {
 	return 0, nil, fmt.Errorf("invalid operation: %s of %s", what, goType(v))
 }
 
-func evalIndex(n *node, env map[string]any, f *frame) (any, error) {
+// evalPair evaluates the two arguments of n, in order.
+func evalPair(n *node, env map[string]any, f *frame) (any, any, error) {
 	a, err := eval(n.args[0], env, f)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	iv, err := eval(n.args[1], env, f)
+	b, err := eval(n.args[1], env, f)
+	if err != nil {
+		return nil, nil, err
+	}
+	return a, b, nil
+}
+
+func evalIndex(n *node, env map[string]any, f *frame) (any, error) {
+	a, iv, err := evalPair(n, env, f)
 	if err != nil {
 		return nil, err
 	}
@@ -1074,11 +1083,7 @@ func evalReduce(n *node, env map[string]any, outer *frame) (any, error) {
 		at       func(i int) any
 	)
 	if x := n.args[0]; x.tag == 'b' && x.op == ".." {
-		a, err := eval(x.args[0], env, outer)
-		if err != nil {
-			return nil, err
-		}
-		b, err := eval(x.args[1], env, outer)
+		a, b, err := evalPair(x, env, outer)
 		if err != nil {
 			return nil, err
 		}
