@@ -61,3 +61,14 @@ func RefusesDevZero(t testing.TB, read func(path string) error, want string) {
 		t.Errorf("reading %s: %v, want %q", path, err, want)
 	}
 }
+
+// Lookup returns get(name), failing t when get fails: the catalogs' Get
+// (kernels.Get, gpu.Get) for a name a test relies on.
+func Lookup[T any](t testing.TB, get func(string) (T, error), name string) T {
+	t.Helper()
+	v, err := get(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}

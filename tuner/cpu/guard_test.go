@@ -5,16 +5,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kerntune/kerntune/internal/testutil"
 	"github.com/kerntune/kerntune/kernels"
 )
 
 // A kernel that writes past the end of its output through the slice's
 // spare capacity (which Go's bounds checks allow) is caught by the canaries.
 func TestOutputCanaries(t *testing.T) {
-	k, err := kernels.Get("softmax")
-	if err != nil {
-		t.Fatal(err)
-	}
+	k := testutil.Lookup(t, kernels.Get, "softmax")
 	b := &Backend{}
 	tests := []struct {
 		name string

@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/kerntune/kerntune/internal/testutil"
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/search"
 )
@@ -12,10 +13,7 @@ import (
 // reference on the family's odd shapes (row blocks and chunks with tails,
 // each rank, with and without bias).
 func TestLoraEveryCandidate(t *testing.T) {
-	k, err := kernels.Get("lora")
-	if err != nil {
-		t.Fatal(err)
-	}
+	k := testutil.Lookup(t, kernels.Get, "lora")
 	b := &Backend{}
 	sp, _ := k.Space("cpu")
 	var params []search.Param
