@@ -298,57 +298,48 @@ func (l *Lib) bindCUDA(h uintptr) error {
 	return b.result()
 }
 
-// bindFirst opens the first library of cands that loads and binds its
-// symbols with bind; a missing symbol is an error naming the library.
-func bindFirst(cands []string, bind func(b *binder)) (string, error) {
+func (l *Lib) loadNVRTC(cands []string) error {
 	h, path, err := openFirst(cands)
 	if err != nil {
-		return "", err
-	}
-	b := &binder{h: h}
-	bind(b)
-	if err := b.result(); err != nil {
-		return "", fmt.Errorf("%s: %v", path, err)
-	}
-	return path, nil
-}
-
-func (l *Lib) loadNVRTC(cands []string) error {
-	nv := &nvrtcFuncs{}
-	path, err := bindFirst(cands, func(b *binder) {
-		b.bind(&nv.nvrtcVersion, "nvrtcVersion")
-		b.bind(&nv.nvrtcGetErrorString, "nvrtcGetErrorString")
-		b.bind(&nv.nvrtcCreateProgram, "nvrtcCreateProgram")
-		b.bind(&nv.nvrtcDestroyProgram, "nvrtcDestroyProgram")
-		b.bind(&nv.nvrtcCompileProgram, "nvrtcCompileProgram")
-		b.bind(&nv.nvrtcGetPTXSize, "nvrtcGetPTXSize")
-		b.bind(&nv.nvrtcGetPTX, "nvrtcGetPTX")
-		b.bind(&nv.nvrtcGetProgramLogSize, "nvrtcGetProgramLogSize")
-		b.bind(&nv.nvrtcGetProgramLog, "nvrtcGetProgramLog")
-		b.optional(&nv.nvrtcGetCUBINSize, "nvrtcGetCUBINSize")
-		b.optional(&nv.nvrtcGetCUBIN, "nvrtcGetCUBIN")
-	})
-	if err != nil {
 		return err
+	}
+	nv := &nvrtcFuncs{}
+	b := &binder{h: h}
+	b.bind(&nv.nvrtcVersion, "nvrtcVersion")
+	b.bind(&nv.nvrtcGetErrorString, "nvrtcGetErrorString")
+	b.bind(&nv.nvrtcCreateProgram, "nvrtcCreateProgram")
+	b.bind(&nv.nvrtcDestroyProgram, "nvrtcDestroyProgram")
+	b.bind(&nv.nvrtcCompileProgram, "nvrtcCompileProgram")
+	b.bind(&nv.nvrtcGetPTXSize, "nvrtcGetPTXSize")
+	b.bind(&nv.nvrtcGetPTX, "nvrtcGetPTX")
+	b.bind(&nv.nvrtcGetProgramLogSize, "nvrtcGetProgramLogSize")
+	b.bind(&nv.nvrtcGetProgramLog, "nvrtcGetProgramLog")
+	b.optional(&nv.nvrtcGetCUBINSize, "nvrtcGetCUBINSize")
+	b.optional(&nv.nvrtcGetCUBIN, "nvrtcGetCUBIN")
+	if err := b.result(); err != nil {
+		return fmt.Errorf("%s: %v", path, err)
 	}
 	l.nv, l.nvrtcPath = nv, path
 	return nil
 }
 
 func (l *Lib) loadCUBLAS(cands []string) error {
-	bl := &cublasFuncs{}
-	path, err := bindFirst(cands, func(b *binder) {
-		b.bind(&bl.cublasCreate, "cublasCreate_v2")
-		b.bind(&bl.cublasDestroy, "cublasDestroy_v2")
-		b.bind(&bl.cublasSetStream, "cublasSetStream_v2")
-		b.bind(&bl.cublasSetMathMode, "cublasSetMathMode")
-		b.bind(&bl.cublasGemmEx, "cublasGemmEx")
-		// Only the _v2 name: the unsuffixed cublasSgemv is the legacy API with
-		// a different signature.
-		b.bind(&bl.cublasSgemv, "cublasSgemv_v2")
-	})
+	h, path, err := openFirst(cands)
 	if err != nil {
 		return err
+	}
+	bl := &cublasFuncs{}
+	b := &binder{h: h}
+	b.bind(&bl.cublasCreate, "cublasCreate_v2")
+	b.bind(&bl.cublasDestroy, "cublasDestroy_v2")
+	b.bind(&bl.cublasSetStream, "cublasSetStream_v2")
+	b.bind(&bl.cublasSetMathMode, "cublasSetMathMode")
+	b.bind(&bl.cublasGemmEx, "cublasGemmEx")
+	// Only the _v2 name: the unsuffixed cublasSgemv is the legacy API with
+	// a different signature.
+	b.bind(&bl.cublasSgemv, "cublasSgemv_v2")
+	if err := b.result(); err != nil {
+		return fmt.Errorf("%s: %v", path, err)
 	}
 	l.blas, l.blasPath = bl, path
 	return nil
