@@ -6,10 +6,10 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 
 	"github.com/kerntune/kerntune/internal/bf16"
 	"github.com/kerntune/kerntune/internal/half"
+	"github.com/kerntune/kerntune/internal/registry"
 	"github.com/kerntune/kerntune/params"
 )
 
@@ -285,10 +285,7 @@ func family(name string) *params.Family {
 
 // registered holds user-defined kernels (kernel spec files), added at run
 // time by Register so that backends find them by name like built-in ones.
-var (
-	registeredMu sync.RWMutex
-	registered   = map[string]*Kernel{}
-)
+var registered registry.Map[*Kernel]
 
 // Register adds a user-defined kernel to the catalog. Its name must not be
 // a built-in family's; registering the same name again replaces it.
@@ -296,23 +293,15 @@ func Register(k *Kernel) error {
 	if k == nil || k.Family == nil || k.Name == "" {
 		return fmt.Errorf("kernels.Register: kernel without a family name")
 	}
-	if _, ok := catalog.Get(k.Name); ok {
-		return fmt.Errorf("kernel name %q is a built-in family; choose another name", k.Name)
-	}
-	registeredMu.Lock()
-	defer registeredMu.Unlock()
-	registered[k.Name] = k
-	return nil
+	_, builtin := catalog.Get(k.Name)
+	return registered.Add(k.Name, builtin, k)
 }
 
 func lookup(name string) (*Kernel, bool) {
 	if k, ok := catalog.Get(name); ok {
 		return k, true
 	}
-	registeredMu.RLock()
-	defer registeredMu.RUnlock()
-	k, ok := registered[name]
-	return k, ok
+	return registered.Get(name)
 }
 
 // Get returns the kernel family called name: built in or registered.
@@ -326,12 +315,7 @@ func Get(name string) (*Kernel, error) {
 
 // Names lists the families, built in and registered, in a stable order.
 func Names() []string {
-	names := catalog.Families()
-	registeredMu.RLock()
-	for n := range registered {
-		names = append(names, n)
-	}
-	registeredMu.RUnlock()
+	names := append(catalog.Families(), registered.Names()...)
 	sort.Strings(names)
 	return names
 }

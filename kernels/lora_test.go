@@ -4,16 +4,15 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/kerntune/kerntune/internal/testutil"
 )
 
 // lora's B is drawn in ±2^-4 (a trained adapter's update is a fraction of
 // x·Wᵀ), every other operand in [-1, 1): the adapter term of the
 // reference is then smaller than the main product.
 func TestLoraInputsAdapterScale(t *testing.T) {
-	k, err := Get("lora")
-	if err != nil {
-		t.Fatal(err)
-	}
+	k := testutil.Lookup(t, Get, "lora")
 	p, err := NewProblem(k, F32, Case{Shape: []int{4, 64, 128, 16}}, rand.New(rand.NewPCG(1, 2)))
 	if err != nil {
 		t.Fatal(err)

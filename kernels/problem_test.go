@@ -4,15 +4,14 @@ import (
 	"runtime"
 	"slices"
 	"testing"
+
+	"github.com/kerntune/kerntune/internal/testutil"
 )
 
 // Long operands are drawn in pieces on several goroutines; the values
 // depend on the generator alone, whatever the parallelism.
 func TestLongOperandsDrawnDeterministically(t *testing.T) {
-	k, err := Get("gemv_nt")
-	if err != nil {
-		t.Fatal(err)
-	}
+	k := testutil.Lookup(t, Get, "gemv_nt")
 	c := Case{Shape: []int{1, 3 * fillChunk / 64, 64}} // weights of three pieces
 	var first *Problem
 	for _, procs := range []int{1, 4} {

@@ -39,16 +39,6 @@ func BenchmarkResolve(b *testing.B) {
 	}
 }
 
-// BenchmarkResolveParallel is Resolve from all CPUs at once.
-func BenchmarkResolveParallel(b *testing.B) {
-	l := benchLoader(b)
-	shape := []int{1, 896, 4864}
-	parallel(b, func() error {
-		_, err := l.Resolve(GemvNT, "f32", shape)
-		return err
-	})
-}
-
 // BenchmarkResolveFirst is the first resolve of a shape: every call a shape
 // not seen before (n runs through the tiny class), so none is answered from
 // the cache and each is resolved, then cached.
@@ -85,14 +75,30 @@ func BenchmarkLaunch(b *testing.B) {
 	}
 }
 
-// BenchmarkLaunchParallel is Launch from all CPUs at once.
-func BenchmarkLaunchParallel(b *testing.B) {
+// BenchmarkParallel is Resolve and Launch from all CPUs at once; the
+// calls only read what they share between goroutines.
+func BenchmarkParallel(b *testing.B) {
 	l := benchLoader(b)
 	shape := []int{1, 896, 4864}
-	parallel(b, func() error {
-		_, err := l.Launch(GemvNT, "f32", shape)
-		return err
-	})
+	for _, c := range []struct {
+		name string
+		call func() error
+	}{
+		{"resolve", func() error { _, err := l.Resolve(GemvNT, "f32", shape); return err }},
+		{"launch", func() error { _, err := l.Launch(GemvNT, "f32", shape); return err }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if err := c.call(); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
 }
 
 // benchLoader loads the test file for the CPU device the benchmarks resolve on.
@@ -103,18 +109,4 @@ func benchLoader(b *testing.B) *Loader {
 		b.Fatal(err)
 	}
 	return l
-}
-
-// parallel runs op from all CPUs at once, reporting allocations; op only
-// reads what it shares between goroutines.
-func parallel(b *testing.B, op func() error) {
-	b.ReportAllocs()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			if err := op(); err != nil {
-				b.Error(err)
-				return
-			}
-		}
-	})
 }

@@ -556,13 +556,9 @@ func checkType(n *node, vars map[string]string) (string, error) {
 		}
 		return t, nil
 	case 'c':
-		ts := make([]string, 3)
-		for i, a := range n.args {
-			t, err := checkType(a, vars)
-			if err != nil {
-				return "", err
-			}
-			ts[i] = t
+		ts, err := checkArgs(n, vars)
+		if err != nil {
+			return "", err
 		}
 		if ts[0] != typBool && ts[0] != "" {
 			return "", fmt.Errorf("non-bool expression (type %s) used as condition", ts[0])
@@ -572,25 +568,17 @@ func checkType(n *node, vars map[string]string) (string, error) {
 		}
 		return "", nil
 	case 'f':
-		ts := make([]string, len(n.args))
-		for i, a := range n.args {
-			t, err := checkType(a, vars)
-			if err != nil {
-				return "", err
-			}
-			ts[i] = t
+		ts, err := checkArgs(n, vars)
+		if err != nil {
+			return "", err
 		}
 		return checkCall(n.op, ts)
 	}
-	a, err := checkType(n.args[0], vars)
+	ts, err := checkArgs(n, vars)
 	if err != nil {
 		return "", err
 	}
-	b, err := checkType(n.args[1], vars)
-	if err != nil {
-		return "", err
-	}
-	op := n.op
+	a, b, op := ts[0], ts[1], n.op
 	switch {
 	case op == "..":
 		if a != typInt && a != "" || b != typInt && b != "" {
@@ -626,15 +614,25 @@ func checkType(n *node, vars map[string]string) (string, error) {
 	return "", nil
 }
 
+// checkArgs types the arguments of n, in order.
+func checkArgs(n *node, vars map[string]string) ([]string, error) {
+	ts := make([]string, len(n.args))
+	for i, a := range n.args {
+		t, err := checkType(a, vars)
+		if err != nil {
+			return nil, err
+		}
+		ts[i] = t
+	}
+	return ts, nil
+}
+
 func checkIndex(n *node, vars map[string]string) (string, error) {
-	a, err := checkType(n.args[0], vars)
+	ts, err := checkArgs(n, vars)
 	if err != nil {
 		return "", err
 	}
-	i, err := checkType(n.args[1], vars)
-	if err != nil {
-		return "", err
-	}
+	a, i := ts[0], ts[1]
 	if !isArray(a) {
 		return "", fmt.Errorf("invalid operation: cannot index %s", a)
 	}
@@ -1042,12 +1040,21 @@ func array(v any, what string) (int, func(i int) any, error) {
 	return 0, nil, fmt.Errorf("invalid operation: %s of %s", what, goType(v))
 }
 
-func evalIndex(n *node, env map[string]any, f *frame) (any, error) {
+// evalPair evaluates the two arguments of n, in order.
+func evalPair(n *node, env map[string]any, f *frame) (any, any, error) {
 	a, err := eval(n.args[0], env, f)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	iv, err := eval(n.args[1], env, f)
+	b, err := eval(n.args[1], env, f)
+	if err != nil {
+		return nil, nil, err
+	}
+	return a, b, nil
+}
+
+func evalIndex(n *node, env map[string]any, f *frame) (any, error) {
+	a, iv, err := evalPair(n, env, f)
 	if err != nil {
 		return nil, err
 	}
@@ -1076,11 +1083,7 @@ func evalReduce(n *node, env map[string]any, outer *frame) (any, error) {
 		at       func(i int) any
 	)
 	if x := n.args[0]; x.tag == 'b' && x.op == ".." {
-		a, err := eval(x.args[0], env, outer)
-		if err != nil {
-			return nil, err
-		}
-		b, err := eval(x.args[1], env, outer)
+		a, b, err := evalPair(x, env, outer)
 		if err != nil {
 			return nil, err
 		}

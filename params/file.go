@@ -249,11 +249,7 @@ func ReadFile(path string) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := parse(data, path)
-	if err != nil {
-		return nil, err
-	}
-	return f, nil
+	return parse(data, path)
 }
 
 // Parse parses params file bytes, checking the schema version and every

@@ -124,6 +124,13 @@ func mlxDoc(body string) map[string]any {
 // reference in the constant space; the Bytes arguments hold what MLX binds.
 func TestMLXSignatureRules(t *testing.T) {
 	const head = "template <typename T, int TG, bool FLAG, int PAD>\n[[kernel]] void custom_kernel_probe__float_64_1_3_float_floats_float_uint32_tc_float(\n"
+	// plain is the signature of a body that names none of the extras.
+	const plain = `  const device float* Q [[buffer(0)]],
+  const constant float& eps [[buffer(1)]],
+  const device float* v [[buffer(2)]],
+  const constant uint32_t* shape [[buffer(3)]],
+  device float* out [[buffer(4)]]) {
+`
 	tests := []struct {
 		name string
 		body string
@@ -131,12 +138,7 @@ func TestMLXSignatureRules(t *testing.T) {
 		// bytes of the Bytes arguments for shape 9×3 (m=9, k=3), in order
 		consts func() [][]byte
 	}{
-		{"nothing used", "out[0] = T(0);", `  const device float* Q [[buffer(0)]],
-  const constant float& eps [[buffer(1)]],
-  const device float* v [[buffer(2)]],
-  const constant uint32_t* shape [[buffer(3)]],
-  device float* out [[buffer(4)]]) {
-`, func() [][]byte { return nil }},
+		{"nothing used", "out[0] = T(0);", plain, func() [][]byte { return nil }},
 		{"shapes, strides, ndim and attributes", `// threads_per_grid appears only in this comment
 uint i = thread_position_in_grid.x; out[i] = Q_shape[1] + Q_strides[0] + v_ndim + shape_shape[0] + simdgroup_index_in_threadgroup;`, `  const device float* Q [[buffer(0)]],
   const constant int* Q_shape [[buffer(1)]],
@@ -153,12 +155,7 @@ uint i = thread_position_in_grid.x; out[i] = Q_shape[1] + Q_strides[0] + v_ndim 
 `, func() [][]byte {
 			return [][]byte{i32s(9, 3), i64s(3, 1), i32s(1), i32s(2)}
 		}},
-		{"a scalar has no shape arguments", "out[0] = eps_shape + eps_ndim;", `  const device float* Q [[buffer(0)]],
-  const constant float& eps [[buffer(1)]],
-  const device float* v [[buffer(2)]],
-  const constant uint32_t* shape [[buffer(3)]],
-  device float* out [[buffer(4)]]) {
-`, func() [][]byte { return nil }},
+		{"a scalar has no shape arguments", "out[0] = eps_shape + eps_ndim;", plain, func() [][]byte { return nil }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -107,19 +107,10 @@ func TestExamplesMSL(t *testing.T) {
 			t.Fatalf("%s: %v", s.Name, err)
 		}
 	}
-	for _, mode := range mslcheck.Modes {
-		start := time.Now()
-		runs, err := chk.CheckAll(mode, srcs, 400)
-		if err != nil {
-			t.Fatal(err)
-		}
-		line := fmt.Sprintf("MSL %s check: %d candidates of %d example specs checked (%s; f32 and f16; %d clang runs, %s)",
-			mode, len(srcs), withMSL, strings.Join(names, ", "), runs, time.Since(start).Round(100*time.Millisecond))
-		t.Log(line)
-		if err := mslcheck.Summary(line); err != nil {
-			t.Fatal(err)
-		}
-	}
+	chk.CheckModes(t, srcs, 400, func(mode mslcheck.Mode, runs int, took time.Duration) string {
+		return fmt.Sprintf("MSL %s check: %d candidates of %d example specs checked (%s; f32 and f16; %d clang runs, %s)",
+			mode, len(srcs), withMSL, strings.Join(names, ", "), runs, took)
+	})
 }
 
 // A spec parameter named N, as a template parameter of Apple's headers (and

@@ -10,12 +10,7 @@ import (
 // A program's binary builds again without its source and runs the same
 // kernel; a damaged binary is refused, not run.
 func TestProgramBinaryRoundTrip(t *testing.T) {
-	l, d, _ := firstDevice(t)
-	c, err := l.NewContext(d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c, _ := firstContext(t)
 	src, err := c.Build(testKernel, "-cl-std=CL1.2")
 	if err != nil {
 		t.Fatal(err)

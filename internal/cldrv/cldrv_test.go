@@ -4,9 +4,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
-	"os"
 	"strings"
 	"testing"
+
+	"github.com/kerntune/kerntune/internal/testutil"
 )
 
 func TestErrorNames(t *testing.T) {
@@ -48,10 +49,7 @@ func firstDevice(t *testing.T) (*Lib, Device, DeviceProps) {
 	t.Helper()
 	fail := func(format string, args ...any) {
 		t.Helper()
-		if os.Getenv("KTDEV_REQUIRE_OPENCL") != "" {
-			t.Fatalf(format+" (KTDEV_REQUIRE_OPENCL is set)", args...)
-		}
-		t.Skipf(format+" (apt-get install pocl-opencl-icd ocl-icd-libopencl1)", args...)
+		testutil.SkipUnlessRequired(t, "KTDEV_REQUIRE_OPENCL", format+" (apt-get install pocl-opencl-icd ocl-icd-libopencl1)", args...)
 	}
 	l, err := Load()
 	if err != nil {
@@ -78,6 +76,18 @@ func firstDevice(t *testing.T) (*Lib, Device, DeviceProps) {
 	return nil, 0, DeviceProps{}
 }
 
+// firstContext is a context on firstDevice's device, closed when t ends.
+func firstContext(t *testing.T) (*Context, DeviceProps) {
+	t.Helper()
+	l, d, props := firstDevice(t)
+	c, err := l.NewContext(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c, props
+}
+
 const testKernel = `
 __kernel void axpy(__global const half* x, __global float* y, const float a, const int n) {
   const int i = get_global_id(0);
@@ -86,16 +96,11 @@ __kernel void axpy(__global const half* x, __global float* y, const float a, con
 
 // A real device runs a kernel that reads half data, with profiling events.
 func TestRunKernel(t *testing.T) {
-	l, d, props := firstDevice(t)
+	c, props := firstContext(t)
 	if props.Name == "" || props.ComputeUnits < 1 || props.MaxWorkGroupSize < 1 || props.LocalMemBytes <= 0 {
 		t.Fatalf("implausible device properties %+v", props)
 	}
 	t.Logf("device %q (%s), %d compute units, OpenCL C %q", props.Name, props.Vendor, props.ComputeUnits, props.CVersion)
-	c, err := l.NewContext(d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
 	p, err := c.Build(testKernel, "-cl-std=CL1.2")
 	if err != nil {
 		t.Fatal(err)
@@ -165,13 +170,8 @@ func TestRunKernel(t *testing.T) {
 
 // A build failure names clBuildProgram and carries the compiler's log.
 func TestBuildLogInError(t *testing.T) {
-	l, d, _ := firstDevice(t)
-	c, err := l.NewContext(d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	_, err = c.Build("__kernel void bad(__global float* y) { y[0] = undefined_identifier_kt; }", "")
+	c, _ := firstContext(t)
+	_, err := c.Build("__kernel void bad(__global float* y) { y[0] = undefined_identifier_kt; }", "")
 	var e *Error
 	if !errors.As(err, &e) || e.Call != "clBuildProgram" || e.Code != -11 {
 		t.Fatalf("build of broken source: %v, want clBuildProgram CL_BUILD_PROGRAM_FAILURE", err)

@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -23,6 +22,7 @@ import (
 	"unsafe"
 
 	"github.com/kerntune/kerntune/internal/half"
+	"github.com/kerntune/kerntune/internal/testutil"
 )
 
 type fakeHooks struct {
@@ -49,16 +49,7 @@ func buildFake(t *testing.T) string {
 	if runtime.GOOS != "linux" {
 		t.Skip("the fake driver test library is built for Linux only")
 	}
-	cc := ""
-	for _, c := range []string{os.Getenv("CC"), "cc", "gcc", "clang", "clang-14"} {
-		if c == "" {
-			continue
-		}
-		if _, err := exec.LookPath(c); err == nil {
-			cc = c
-			break
-		}
-	}
+	cc := testutil.CCompiler()
 	if cc == "" {
 		t.Skip("no C compiler ($CC, cc, gcc, clang) to build the fake driver")
 	}

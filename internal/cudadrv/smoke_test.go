@@ -12,21 +12,22 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
-	"os"
 	"runtime"
 	"sort"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kerntune/kerntune/internal/testutil"
 )
 
 func loadOrSkip(t *testing.T) *Lib {
 	t.Helper()
 	l, err := Load()
+	if errors.Is(err, ErrNoDriver) {
+		testutil.SkipUnlessRequired(t, "CUDADRV_REQUIRE_GPU", "no CUDA driver/GPU (set CUDADRV_REQUIRE_GPU=1 to fail instead): %v", err)
+	}
 	if err != nil {
-		if errors.Is(err, ErrNoDriver) && os.Getenv("CUDADRV_REQUIRE_GPU") == "" {
-			t.Skipf("no CUDA driver/GPU (set CUDADRV_REQUIRE_GPU=1 to fail instead): %v", err)
-		}
 		t.Fatalf("Load: %v", err)
 	}
 	return l
@@ -36,13 +37,25 @@ func loadOrSkip(t *testing.T) *Lib {
 // CUDADRV_REQUIRE_GPU is set.
 func requireOrSkip(t *testing.T, err error) {
 	t.Helper()
-	if err == nil {
-		return
+	if err != nil {
+		testutil.SkipUnlessRequired(t, "CUDADRV_REQUIRE_GPU", "%v", err)
 	}
-	if os.Getenv("CUDADRV_REQUIRE_GPU") != "" {
+}
+
+// checkedContext opens a context on device 0 whose Close, when t ends,
+// must succeed: after a sticky error too.
+func checkedContext(t *testing.T, l *Lib) *Context {
+	t.Helper()
+	c, err := l.NewContext(0)
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Skip(err)
+	t.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return c
 }
 
 const smokeSrc = `
@@ -130,15 +143,7 @@ func TestSmoke(t *testing.T) {
 		}
 	}
 
-	c, err := l.NewContext(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := c.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	}()
+	c := checkedContext(t, l)
 	props := c.Props()
 	free, total, err := c.MemInfo()
 	if err != nil {
@@ -555,21 +560,13 @@ func TestSmokeSticky(t *testing.T) {
 	if !l.HasNVRTC() {
 		requireOrSkip(t, l.NVRTCError())
 	}
-	c, err := l.NewContext(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := c.Close(); err != nil {
-			t.Errorf("Close after sticky error: %v", err)
-		}
-	}()
+	c := checkedContext(t, l)
 	f := compileFunction(t, l, c, smokeSrc, "smoke.cu", c.Props().Arch(), "poke")
 	one := [3]uint32{1, 1, 1}
 	if err := c.Launch(f, one, one, 0, DevPtr(0x10)); err != nil {
 		t.Fatalf("launch: %v", err)
 	}
-	err = c.Sync()
+	err := c.Sync()
 	var e *Error
 	if !errors.As(err, &e) || !e.Sticky || !errors.Is(err, ErrContextLost) {
 		t.Fatalf("want a sticky error from the faulting kernel, got %v", err)

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 //go:embed shim
@@ -295,6 +296,26 @@ func annotate(out []byte, path string, spans []span) []byte {
 		b.Write(l)
 	}
 	return b.Bytes()
+}
+
+// CheckModes checks srcs in every mode, per sources a clang run, failing
+// t on the first error; after each mode it logs, and appends to the
+// summary file (Summary), the line describe makes of the mode, its clang
+// runs and the time they took.
+func (c *Checker) CheckModes(t testing.TB, srcs []Source, per int, describe func(mode Mode, runs int, took time.Duration) string) {
+	t.Helper()
+	for _, mode := range Modes {
+		start := time.Now()
+		runs, err := c.CheckAll(mode, srcs, per)
+		if err != nil {
+			t.Fatal(err)
+		}
+		line := describe(mode, runs, time.Since(start).Round(100*time.Millisecond))
+		t.Log(line)
+		if err := Summary(line); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // Summary appends line to the file $KTDEV_SUMMARY names, if set: a passing

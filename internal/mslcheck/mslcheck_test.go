@@ -3,6 +3,8 @@ package mslcheck
 import (
 	"strings"
 	"testing"
+
+	"github.com/kerntune/kerntune/internal/testutil"
 )
 
 func TestIncludeFirst(t *testing.T) {
@@ -17,16 +19,7 @@ func TestIncludeFirst(t *testing.T) {
 		{"no include", "// nothing\n", "no #include <metal_stdlib>"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			err := IncludeFirst(tt.src)
-			if tt.err == "" {
-				if err != nil {
-					t.Fatalf("rejected: %v", err)
-				}
-				return
-			}
-			if err == nil || !strings.Contains(err.Error(), tt.err) {
-				t.Fatalf("got %v, want an error containing %q", err, tt.err)
-			}
+			testutil.WantErr(t, IncludeFirst(tt.src), tt.err)
 		})
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kerntune/kerntune/internal/testutil"
 	"github.com/kerntune/kerntune/params"
 )
 
@@ -35,13 +36,10 @@ func TestAppendRead(t *testing.T) {
 // A trace is read up to MaxFileSize: a device that never ends is an error
 // naming it and the limit.
 func TestReadFileLimit(t *testing.T) {
-	if _, err := os.Stat("/dev/zero"); err != nil {
-		t.Skip("no /dev/zero here")
-	}
-	_, err := ReadFile("/dev/zero")
-	if err == nil || err.Error() != "/dev/zero: not a regular file, and it yields more than 256 MiB, the limit of a trace file" {
-		t.Errorf("ReadFile(/dev/zero): %v", err)
-	}
+	testutil.RefusesDevZero(t, func(path string) error {
+		_, err := ReadFile(path)
+		return err
+	}, "/dev/zero: not a regular file, and it yields more than 256 MiB, the limit of a trace file")
 }
 
 func TestRead(t *testing.T) {

@@ -3,8 +3,8 @@ package gpu
 import (
 	"fmt"
 	"sort"
-	"sync"
 
+	"github.com/kerntune/kerntune/internal/registry"
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/params"
 )
@@ -71,10 +71,7 @@ func builtinBody(b *Body) {
 
 // registered holds the bodies of user-defined kernels (kernel spec files),
 // added by Register so that every GPU backend finds them by name.
-var (
-	registeredMu sync.RWMutex
-	registered   = map[string]*Body{}
-)
+var registered registry.Map[*Body]
 
 // Register adds the body of a user-defined kernel, named by b.Family; a
 // built-in family's name is refused, the same name again replaces it.
@@ -82,22 +79,15 @@ func Register(b *Body) error {
 	if b == nil || b.Family == "" {
 		return fmt.Errorf("gpu.Register: body without a family name")
 	}
-	if _, ok := bodies[b.Family]; ok {
-		return fmt.Errorf("kernel name %q is a built-in family; choose another name", b.Family)
-	}
-	registeredMu.Lock()
-	defer registeredMu.Unlock()
-	registered[b.Family] = b
-	return nil
+	_, builtin := bodies[b.Family]
+	return registered.Add(b.Family, builtin, b)
 }
 
 // Get returns the body of a family: built in or registered.
 func Get(family string) (*Body, error) {
 	b, ok := bodies[family]
 	if !ok {
-		registeredMu.RLock()
-		b, ok = registered[family]
-		registeredMu.RUnlock()
+		b, ok = registered.Get(family)
 	}
 	if !ok {
 		return nil, fmt.Errorf("no GPU kernel body for %q", family)

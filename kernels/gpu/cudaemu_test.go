@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/kerntune/kerntune/internal/testutil"
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/search"
 )
@@ -82,10 +83,7 @@ var gxx = sync.OnceValue(func() string {
 func needGXX(t *testing.T) {
 	t.Helper()
 	if gxx() == "" {
-		if os.Getenv("KTDEV_REQUIRE_CC") != "" {
-			t.Fatal("g++ not found (KTDEV_REQUIRE_CC is set)")
-		}
-		t.Skip("g++ not found")
+		testutil.SkipUnlessRequired(t, "KTDEV_REQUIRE_CC", "g++ not found")
 	}
 	if testing.Short() {
 		t.Skip("compiles C++ (-short)")
@@ -213,14 +211,8 @@ func TestCUDAEmulatedGEMM(t *testing.T) {
 	dir := t.TempDir()
 	checked := 0
 	for _, family := range []string{"gemm_av", "gemm_at_b"} {
-		k, err := kernels.Get(family)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := Get(family)
-		if err != nil {
-			t.Fatal(err)
-		}
+		k := testutil.Lookup(t, kernels.Get, family)
+		b := testutil.Lookup(t, Get, family)
 		cases := append([]kernels.Case{}, k.Odd...)
 		// Aligned, no tile multiple: whole slices copy without checks, edge ones with.
 		cases = append(cases, kernels.Case{Shape: []int{72, 88, 40}}, kernels.Case{Shape: []int{136, 200, 96}})
@@ -249,14 +241,8 @@ func TestCUDAEmulatedGEMM(t *testing.T) {
 // and the vector loads, off the GPU.
 func TestCUDAEmulatedLora(t *testing.T) {
 	needGXX(t)
-	k, err := kernels.Get("lora")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := Get("lora")
-	if err != nil {
-		t.Fatal(err)
-	}
+	k := testutil.Lookup(t, kernels.Get, "lora")
+	b := testutil.Lookup(t, Get, "lora")
 	cand := func(tg, tpr, bm, cps, vec, unroll int) map[string]int {
 		return map[string]int{"TG": tg, "TPR": tpr, "BM": bm, "CPS": cps, "VEC": vec, "UNROLL": unroll}
 	}

@@ -92,20 +92,9 @@ func TestMSLSyntax(t *testing.T) {
 		mslcheck.Syntax:        "MSL syntax check: %d candidates checked, %s, every family, f32, f16 and bf16 (ushort storage), MMA=0 and 1; %d clang runs, %s",
 		mslcheck.AddressSpaces: "MSL address-space check: %d candidates checked as C++ for OpenCL, %s, every family, f32, f16 and bf16 (ushort storage), MMA=0 and 1; %d clang runs, %s",
 	}
-	for _, mode := range mslcheck.Modes {
-		start := time.Now()
-		runs, err := chk.CheckAll(mode, srcs, 400)
-		if err != nil {
-			t.Fatal(err)
-		}
-		line := fmt.Sprintf(lines[mode], len(srcs), what, runs, time.Since(start).Round(100*time.Millisecond))
-		t.Log(line)
-		// A passing package's output is hidden under go test ./...: CI
-		// prints the summary file.
-		if err := mslcheck.Summary(line); err != nil {
-			t.Fatal(err)
-		}
-	}
+	chk.CheckModes(t, srcs, 400, func(mode mslcheck.Mode, runs int, took time.Duration) string {
+		return fmt.Sprintf(lines[mode], len(srcs), what, runs, took)
+	})
 }
 
 // bf16 sources take MSL's bfloat where the compiler defines __HAVE_BFLOAT__

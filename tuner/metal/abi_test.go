@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/ebitengine/purego"
+
+	"github.com/kerntune/kerntune/internal/testutil"
 )
 
 // abiTestC has the C prototypes of the Objective-C methods the backend
@@ -123,21 +125,9 @@ func TestTypedSendABI(t *testing.T) {
 
 func buildABILib(t *testing.T) uintptr {
 	t.Helper()
-	cc := ""
-	for _, name := range []string{os.Getenv("CC"), "cc", "gcc", "clang", "clang-14"} {
-		if name == "" {
-			continue
-		}
-		if p, err := exec.LookPath(name); err == nil {
-			cc = p
-			break
-		}
-	}
+	cc := testutil.CCompiler()
 	if cc == "" {
-		if os.Getenv("KTDEV_REQUIRE_CC") != "" {
-			t.Fatal("no C compiler found but KTDEV_REQUIRE_CC is set")
-		}
-		t.Skip("no C compiler (cc, gcc, clang): the purego ABI check needs one")
+		testutil.SkipUnlessRequired(t, "KTDEV_REQUIRE_CC", "no C compiler (cc, gcc, clang): the purego ABI check needs one")
 	}
 	dir := t.TempDir()
 	src := filepath.Join(dir, "abi.c")

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kerntune/kerntune/internal/testutil"
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/search"
 	"github.com/kerntune/kerntune/tuner"
@@ -119,16 +120,7 @@ func TestCheckPipeline(t *testing.T) {
 		{"raw source, width 64", 256, pipelineLimits{1024, 0, 64}, false, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			err := checkPipeline(c.threads, maxSharedPerGroup, c.p, c.width32)
-			if c.contains == "" {
-				if err != nil {
-					t.Errorf("rejected: %v", err)
-				}
-				return
-			}
-			if err == nil || !strings.Contains(err.Error(), c.contains) {
-				t.Errorf("got %v, want an error containing %q", err, c.contains)
-			}
+			testutil.WantErr(t, checkPipeline(c.threads, maxSharedPerGroup, c.p, c.width32), c.contains)
 		})
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kerntune/kerntune/internal/cover"
+	"github.com/kerntune/kerntune/internal/testutil"
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/kernels/gpu"
 	"github.com/kerntune/kerntune/search"
@@ -35,11 +36,11 @@ import (
 func openOrSkip(t *testing.T) *Backend {
 	t.Helper()
 	b, err := Open()
+	if errors.Is(err, tuner.ErrUnavailable) {
+		testutil.SkipUnlessRequired(t, "KTDEV_REQUIRE_OPENCL", "%v (apt-get install pocl-opencl-icd ocl-icd-libopencl1)", err)
+	}
 	if err != nil {
-		if errors.Is(err, tuner.ErrUnavailable) && os.Getenv("KTDEV_REQUIRE_OPENCL") == "" {
-			t.Skipf("%v (apt-get install pocl-opencl-icd ocl-icd-libopencl1)", err)
-		}
-		t.Fatalf("%v (KTDEV_REQUIRE_OPENCL=%q)", err, os.Getenv("KTDEV_REQUIRE_OPENCL"))
+		t.Fatal(err)
 	}
 	return b
 }

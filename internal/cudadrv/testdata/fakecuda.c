@@ -95,31 +95,29 @@ CUresult cuInit(unsigned int flags) {
 
 #define NEED_INIT() do { if (!initialized) return 3; } while (0)
 #define NEED_CTX() do { NEED_INIT(); if (cur_ctx == NULL) return 201; } while (0)
+/* The fake has one device, ordinal 0: any other is CUDA_ERROR_INVALID_DEVICE. */
+#define NEED_DEV(d) do { NEED_INIT(); if ((d) != 0) return 101; } while (0)
 #define NOT_STICKY() do { if (sticky) return sticky; } while (0)
 
 CUresult cuDriverGetVersion(int *v) { *v = 13000; return 0; }
 CUresult cuDeviceGetCount(int *n) { NEED_INIT(); *n = 1; return 0; }
 CUresult cuDeviceGet(int *dev, int ordinal) {
-	NEED_INIT();
-	if (ordinal != 0) return 101;
+	NEED_DEV(ordinal);
 	*dev = 0;
 	return 0;
 }
 CUresult cuDeviceGetName(char *name, int len, int dev) {
-	NEED_INIT();
-	if (dev != 0) return 101;
+	NEED_DEV(dev);
 	snprintf(name, (size_t)len, "Fake H100 (cudadrv test)");
 	return 0;
 }
 CUresult cuDeviceTotalMem_v2(size_t *bytes, int dev) {
-	NEED_INIT();
-	if (dev != 0) return 101;
+	NEED_DEV(dev);
 	*bytes = (size_t)85520809984ULL;
 	return 0;
 }
 CUresult cuDeviceGetAttribute(int *v, int attr, int dev) {
-	NEED_INIT();
-	if (dev != 0) return 101;
+	NEED_DEV(dev);
 	switch (attr) {
 	case 1: *v = 1024; break;      /* max threads per block */
 	case 8: *v = 49152; break;     /* shared per block */
@@ -146,8 +144,7 @@ CUresult cuDeviceGetAttribute(int *v, int attr, int dev) {
 /* ---------------- contexts and streams ---------------- */
 
 CUresult cuDevicePrimaryCtxRetain(void **ctx, int dev) {
-	NEED_INIT();
-	if (dev != 0) return 101;
+	NEED_DEV(dev);
 	pthread_mutex_lock(&mu);
 	primary_refs++;
 	pthread_mutex_unlock(&mu);
@@ -155,8 +152,7 @@ CUresult cuDevicePrimaryCtxRetain(void **ctx, int dev) {
 	return 0;
 }
 CUresult cuDevicePrimaryCtxRelease_v2(int dev) {
-	NEED_INIT();
-	if (dev != 0) return 101;
+	NEED_DEV(dev);
 	pthread_mutex_lock(&mu);
 	int r = primary_refs > 0 ? (primary_refs--, 0) : 201;
 	pthread_mutex_unlock(&mu);

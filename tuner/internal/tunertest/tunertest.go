@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/kerntune/kerntune/internal/testutil"
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/search"
 )
@@ -16,11 +17,7 @@ import (
 // Kernel is the registered family name.
 func Kernel(t testing.TB, name string) *kernels.Kernel {
 	t.Helper()
-	k, err := kernels.Get(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
+	return testutil.Lookup(t, kernels.Get, name)
 }
 
 // Defaults is the default candidate of k's space for backend ("cpu",
