@@ -14,7 +14,7 @@ import (
 // steps loaded before any is used, and dequantises per group,
 // s·Σ x·q + β·Σ x; then each segment reduces.
 //
-// x is staged in threadgroup memory, XC values at a time, as f32 and
+// x is staged in threadgroup memory (padded: XI), XC values at a time, as f32 and
 // pre-scaled by 2^-(bits·j) for the j-th value of each 16-bit half of its
 // word, with the sum of each word's x beside it. A value then needs no
 // shift: x'·float(w & (mask << bits·j)) = x·q exactly, and where an
@@ -30,6 +30,11 @@ import (
 const qgemvStage = 1024
 
 const qgemvSource = `
+/* x's staged index i in xsh: 4 floats of padding after every 32, so that
+   the lanes of a segment, 32·VEC values apart at VEC = 4, read different
+   banks (without it, 2 lanes a bank at TPR=2 and 8 at TPR=32), while the
+   values of one word stay 16-byte aligned and contiguous. */
+#define XI(i) ((i) + (((i) >> 5) << 2))
 #define KT_QLOAD(C) { \
     UNROLL_LOOP \
     for (int u = 0; u < UNROLL; ++u) { \
@@ -70,7 +75,7 @@ const qgemvSource = `
           UNROLL_LOOP \
           for (int j = 0; j < 4; ++j) { \
             sum += xv[j]; \
-            xsh[(wd - cb) * per + j4 + j] = xv[j] * (1.0f / (float)(1u << (QB * ((j4 + j) % hp)))); \
+            xsh[XI((wd - cb) * per + j4 + j)] = xv[j] * (1.0f / (float)(1u << (QB * ((j4 + j) % hp)))); \
           } \
         } \
         xws[wd - cb] = sum; \
@@ -87,7 +92,7 @@ const qgemvSource = `
             for (int r = 0; r < RPT; ++r) xq[r] = 0.0f; \
             UNROLL_LOOP \
             for (int v = 0; v < VEC; ++v) { \
-              const int xo = (cw - cb + v) * per; \
+              const int xo = XI((cw - cb + v) * per); \
               xs += xws[cw - cb + v]; \
               UNROLL_LOOP \
               for (int r = 0; r < RPT; ++r) { \
@@ -111,7 +116,7 @@ const qgemvSource = `
   const int seg = LID / TPR, sl = LID % TPR;
   const int row0 = (GROUP_X * RPB + seg) * RPT;
   SHARED(float, red, NTHREADS);
-  SHARED(float, xsh, XC);
+  SHARED(float, xsh, XC + XC / 8);
   SHARED(float, xws, XC / 4);
   float acc[RPT], yb[RPT];
   UNROLL_LOOP
@@ -141,7 +146,7 @@ var qgemvBody = &Body{
 	Defines: func(p map[string]int) map[string]int {
 		return map[string]int{"NTHREADS": p["TPR"] * p["RPB"], "XC": qgemvStage}
 	},
-	SharedBytes: func(p map[string]int) int { return 4 * (p["TPR"]*p["RPB"] + qgemvStage + qgemvStage/4) },
+	SharedBytes: func(p map[string]int) int { return 4 * (p["TPR"]*p["RPB"] + qgemvStage + qgemvStage/8 + qgemvStage/4) },
 	Geometry: func(shape []int, p map[string]int) Launch {
 		return Launch{Grid: [2]int{ceilDiv(shape[1], p["RPB"]*p["RPT"]), 1}, Threads: p["TPR"] * p["RPB"]}
 	},
