@@ -80,6 +80,7 @@ KT_INLINE void kt_store2(T* __restrict__ p, int i, float a, float b) { *reinterp
 // f16 is stored as unsigned short and converted with PTX, so NVRTC needs no
 // cuda_fp16.h include path.
 const cudaF16 = `typedef unsigned short T;
+#define KT_F16 1
 KT_INLINE float kt_h2f(unsigned short h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
 KT_INLINE unsigned short kt_f2h(float f) { unsigned short h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
 ` + cuda16
@@ -593,6 +594,30 @@ KT_INLINE float kt_qm2f(unsigned int w, unsigned int m) {
   return __uint_as_float(0x4B000000u | (w & m)) - 8388608.0f;
 }
 #define QM2F(w, m) kt_qm2f((w), (m))
+#ifdef KT_F16
+// f16 activations: a 4-bit word dequantised two values an instruction.
+// (w & 0x000F000F) | 0x64006400 is the f16 pair (1024 + q0, 1024 + q4);
+// the mask 0x00F000F0 gives (1024 + 16·q1, 1024 + 16·q5), and w >> 8 the
+// values 2, 6, 3 and 7. Subtracting 1024 is exact, and x pairs staged as
+// (x0, x4), (x1, x5)/16, (x2, x6), (x3, x7)/16 make the products x·q, each
+// rounded to f16 and their four-term sums in f16 (a relative 2^-11 per
+// product); the word's two halves are added in f32.
+#define KT_QH2 1
+KT_INLINE unsigned int kt_hsub2(unsigned int a, unsigned int b) { unsigned int d; asm("sub.rn.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b)); return d; }
+KT_INLINE unsigned int kt_hmul2(unsigned int a, unsigned int b) { unsigned int d; asm("mul.rn.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b)); return d; }
+KT_INLINE unsigned int kt_hfma2(unsigned int a, unsigned int b, unsigned int c) { unsigned int d; asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c)); return d; }
+KT_INLINE unsigned int kt_qpack(float a, float b) { return (unsigned int)kt_f2h(a) | ((unsigned int)kt_f2h(b) << 16); }
+#define KT_QPACK(a, b) kt_qpack((a), (b))
+KT_INLINE float kt_qword4h(unsigned int w, uint4 x) {
+  const unsigned int mg = 0x64006400u, w8 = w >> 8;
+  unsigned int d = kt_hmul2(x.x, kt_hsub2((w & 0x000F000Fu) | mg, mg));
+  d = kt_hfma2(x.y, kt_hsub2((w & 0x00F000F0u) | mg, mg), d);
+  d = kt_hfma2(x.z, kt_hsub2((w8 & 0x000F000Fu) | mg, mg), d);
+  d = kt_hfma2(x.w, kt_hsub2((w8 & 0x00F000F0u) | mg, mg), d);
+  return kt_h2f((unsigned short)(d & 0xffffu)) + kt_h2f((unsigned short)(d >> 16));
+}
+#define KT_QWORD4H(w, x) kt_qword4h((w), (x))
+#endif
 `,
 	Metal: `inline void kt_loadw(device const uint* p, int i, thread uint* d) {
 #if VEC == 1

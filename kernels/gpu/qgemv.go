@@ -19,7 +19,9 @@ import (
 // word, with the sum of each word's x beside it. A value then needs no
 // shift: x'·float(w & (mask << bits·j)) = x·q exactly, and where an
 // integer-to-float conversion is slow (CUDA) QM2F(w, mask) makes the float
-// with a mask, an OR and one subtraction. Each step's scales and biases are requested
+// with a mask, an OR and one subtraction. CUDA with f16 activations
+// (KT_QH2) stages 4-bit words' x as f16 pairs instead and dequantises and
+// multiplies two values an instruction (kt_qword4h in the prelude). Each step's scales and biases are requested
 // with its weights, and the first step's (and the row's bias) before the
 // staging, so that no load waits for another's latency. bits is a run-time argument; the
 // switch selects a loop with it constant (uniform across the grid, so the
@@ -35,6 +37,54 @@ const qgemvSource = `
    banks (without it, 2 lanes a bank at TPR=2 and 8 at TPR=32), while the
    values of one word stay 16-byte aligned and contiguous. */
 #define XI(i) ((i) + (((i) >> 5) << 2))
+/* One word's staging (its values xv, in order, at local word wl) and its
+   dot with RPT rows' words ws[r][v] into xq[r], per value width. The f32
+   form: x pre-scaled by 2^-(QB·j) for the j-th value of each 16-bit half,
+   times the masked word as a float (QM2F). */
+#define KT_QSTAGE_F(QB, wl, xv) { \
+    UNROLL_LOOP \
+    for (int j = 0; j < 32 / QB; ++j) \
+      xsh[XI((wl) * (32 / QB) + j)] = xv[j] * (1.0f / (float)(1u << (QB * (j % (16 / QB))))); \
+  }
+#define KT_QWORD_F(QB, wl, ws, v) { \
+    const int xo = XI((wl) * (32 / QB)); \
+    const unsigned int qm = (1u << QB) - 1u; \
+    UNROLL_LOOP \
+    for (int r = 0; r < RPT; ++r) { \
+      const unsigned int lo = ws[r][v], hi = lo >> 16; \
+      UNROLL_LOOP \
+      for (int j = 0; j < 16 / QB; ++j) { \
+        xq[r] = FMA(xsh[xo + j], QM2F(lo, qm << (QB * j)), xq[r]); \
+        xq[r] = FMA(xsh[xo + 16 / QB + j], QM2F(hi, qm << (QB * j)), xq[r]); \
+      } \
+    } \
+  }
+#ifdef KT_QH2
+/* CUDA, f16: a 4-bit word's x as four f16 pairs, the values (0, 4),
+   (1, 5)/16, (2, 6) and (3, 7)/16, 16 bytes at XH(wl) (the same padding
+   as XI), so that KT_QWORD4H dequantises and multiplies two values an
+   instruction. */
+#define XH(wl) (4 * (wl) + (((wl) >> 3) << 2))
+#define KT_QSTAGE_4(wl, xv) { \
+    unsigned int* xh = reinterpret_cast<unsigned int*>(xsh) + XH(wl); \
+    xh[0] = KT_QPACK(xv[0], xv[4]); \
+    xh[1] = KT_QPACK(xv[1] * 0.0625f, xv[5] * 0.0625f); \
+    xh[2] = KT_QPACK(xv[2], xv[6]); \
+    xh[3] = KT_QPACK(xv[3] * 0.0625f, xv[7] * 0.0625f); \
+  }
+#define KT_QWORD_4(wl, ws, v) { \
+    const uint4 xp = *reinterpret_cast<const uint4*>(reinterpret_cast<const unsigned int*>(xsh) + XH(wl)); \
+    UNROLL_LOOP \
+    for (int r = 0; r < RPT; ++r) xq[r] += KT_QWORD4H(ws[r][v], xp); \
+  }
+#else
+#define KT_QSTAGE_4(wl, xv) KT_QSTAGE_F(4, wl, xv)
+#define KT_QWORD_4(wl, ws, v) KT_QWORD_F(4, wl, ws, v)
+#endif
+#define KT_QSTAGE_2(wl, xv) KT_QSTAGE_F(2, wl, xv)
+#define KT_QWORD_2(wl, ws, v) KT_QWORD_F(2, wl, ws, v)
+#define KT_QSTAGE_8(wl, xv) KT_QSTAGE_F(8, wl, xv)
+#define KT_QWORD_8(wl, ws, v) KT_QWORD_F(8, wl, ws, v)
 #define KT_QLOAD(C) { \
     UNROLL_LOOP \
     for (int u = 0; u < UNROLL; ++u) { \
@@ -55,9 +105,8 @@ const qgemvSource = `
     } \
   }
 #define KT_QDOT(QB) { \
-    const int per = 32 / QB, hp = per / 2; \
+    const int per = 32 / QB; \
     const int cwords = XC / per; \
-    const unsigned int qm = (1u << QB) - 1u; \
     unsigned int wv[UNROLL][RPT][VEC]; \
     float sv[UNROLL][RPT], bv[UNROLL][RPT]; \
     for (int cb = 0; cb < kw; cb += cwords) { \
@@ -67,17 +116,12 @@ const qgemvSource = `
       KT_QLOAD(c0) \
       BARRIER(); \
       for (int wd = cb + LID; wd < ce; wd += NTHREADS) { \
-        float sum = 0.0f; \
+        float xv[32 / QB], sum = 0.0f; \
         UNROLL_LOOP \
-        for (int j4 = 0; j4 < per; j4 += 4) { \
-          float xv[4]; \
-          LOADX4(x, wd * per + j4, xv); \
-          UNROLL_LOOP \
-          for (int j = 0; j < 4; ++j) { \
-            sum += xv[j]; \
-            xsh[XI((wd - cb) * per + j4 + j)] = xv[j] * (1.0f / (float)(1u << (QB * ((j4 + j) % hp)))); \
-          } \
-        } \
+        for (int j4 = 0; j4 < per; j4 += 4) LOADX4(x, wd * per + j4, xv + j4); \
+        UNROLL_LOOP \
+        for (int j = 0; j < per; ++j) sum += xv[j]; \
+        KT_QSTAGE_ ## QB(wd - cb, xv) \
         xws[wd - cb] = sum; \
       } \
       BARRIER(); \
@@ -92,17 +136,8 @@ const qgemvSource = `
             for (int r = 0; r < RPT; ++r) xq[r] = 0.0f; \
             UNROLL_LOOP \
             for (int v = 0; v < VEC; ++v) { \
-              const int xo = XI((cw - cb + v) * per); \
               xs += xws[cw - cb + v]; \
-              UNROLL_LOOP \
-              for (int r = 0; r < RPT; ++r) { \
-                const unsigned int lo = wv[u][r][v], hi = lo >> 16; \
-                UNROLL_LOOP \
-                for (int j = 0; j < hp; ++j) { \
-                  xq[r] = FMA(xsh[xo + j], QM2F(lo, qm << (QB * j)), xq[r]); \
-                  xq[r] = FMA(xsh[xo + hp + j], QM2F(hi, qm << (QB * j)), xq[r]); \
-                } \
-              } \
+              KT_QWORD_ ## QB(cw - cb + v, wv[u], v) \
             } \
             UNROLL_LOOP \
             for (int r = 0; r < RPT; ++r) { \
