@@ -1,5 +1,3 @@
-// Package registry holds what kernel spec files add at run time beside the
-// built-in families: the kernels package's kernels and the GPU bodies.
 package registry
 
 import (

@@ -1,6 +1,3 @@
-// Package testutil holds test scaffolding that several packages share:
-// compiling the project's JSON Schemas (params/schema.json,
-// spec/schema.json) and validating documents against them.
 package testutil
 
 import (

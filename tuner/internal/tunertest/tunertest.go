@@ -1,8 +1,3 @@
-// Package tunertest holds test scaffolding that the tuner's packages
-// share: a family's kernel, its default candidate and a problem loaded
-// into a backend, each failing the test instead of returning an error.
-// It imports no backend and not the tuner itself, so that the tuner's own
-// tests can use it.
 package tunertest
 
 import (
