@@ -8,7 +8,7 @@
 #   scripts/gpu-qgemv-ab.sh bin/kerntune-a a; scripts/gpu-qgemv-ab.sh bin/kerntune-b b
 # B: the tune budget (270s).
 set -uo pipefail
-. scripts/gpu-common.sh
+. "$(dirname "$0")/gpu-common.sh"
 kt=$1; tag=$2; p="$OUT/p-$tag.json"
 s=$(date +%s)
 run $kt tune --backend cuda --dtype f16 --kernel qgemv --strategy exhaustive --budget ${B:-270s} \
