@@ -6,6 +6,10 @@ import (
 	"github.com/kerntune/kerntune/kernels"
 )
 
+// qgemvStage is the x values qgemv stages in threadgroup memory at a time:
+// 4 KB of f32 and 1 KB of word sums, a multiple of every group's words.
+const qgemvStage = 1024
+
 // qgemvSource: y = x·dequant(W)ᵀ (+ bias), W in MLX's affine layout:
 // bits-bit values packed into uint32 words along k from the lowest bits up,
 // a scale and a bias per group of values. Segments of TPR threads own RPT
@@ -14,23 +18,21 @@ import (
 // steps loaded before any is used, and dequantises per group,
 // s·Σ x·q + β·Σ x; then each segment reduces.
 //
-// x is staged in threadgroup memory (padded: XI), XC values at a time, as f32 and
-// pre-scaled by 2^-(bits·j) for the j-th value of each 16-bit half of its
-// word, with the sum of each word's x beside it. A value then needs no
-// shift: x'·float(w & (mask << bits·j)) = x·q exactly, and where an
+// x is staged in threadgroup memory (padded: XI), XC values at a time, as
+// f32 and pre-scaled by 2^-(bits·j) for the j-th value of each 16-bit half
+// of its word, with the sum of each word's x beside it. A value then needs
+// no shift: x'·float(w & (mask << bits·j)) = x·q exactly, and where an
 // integer-to-float conversion is slow (CUDA) QM2F(w, mask) makes the float
 // with a mask, an OR and one subtraction. CUDA with f16 activations
 // (KT_QH2) stages 4-bit words' x as f16 pairs instead and dequantises and
-// multiplies two values an instruction (kt_qword4h in the prelude). Each step's scales and biases are requested
-// with its weights, and the first step's (and the row's bias) before the
-// staging, so that no load waits for another's latency. bits is a run-time argument; the
-// switch selects a loop with it constant (uniform across the grid, so the
+// multiplies two values an instruction (kt_qword4h in the prelude).
+//
+// Each step's scales and biases are requested with its weights, and the
+// first step's (and the row's bias) before the staging, so that no load
+// waits for another's latency. bits is a run-time argument; the switch
+// selects a loop with it constant (uniform across the grid, so the
 // barriers inside are reached by every thread), and gshift is log2 of the
 // words per group.
-// qgemvStage is the x values qgemv stages in threadgroup memory at a time:
-// 4 KB of f32 and 1 KB of word sums, a multiple of every group's words.
-const qgemvStage = 1024
-
 const qgemvSource = `
 /* x's staged index i in xsh: 4 floats of padding after every 32, so that
    the lanes of a segment, 32·VEC values apart at VEC = 4, read different

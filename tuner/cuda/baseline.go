@@ -32,10 +32,7 @@ func (b *Backend) Baseline(k *kernels.Kernel, dt kernels.DType) (tuner.Program, 
 	}
 	if k.Name == params.QGemv {
 		q := &qgemvBaseline{b: b, ty: ty, deq: instanceBuffers{}}
-		return preparedProgram{q.program(), func(t *cudadrv.Thread, in *instance) error {
-			_, err := q.prepare(t, in)
-			return err
-		}}, "cublas", nil
+		return preparedProgram{q.program(), q.prepare}, "cublas", nil
 	}
 	if k.Name == params.Lora {
 		l := &loraBaseline{b: b, ty: ty, scratch: instanceBuffers{}}

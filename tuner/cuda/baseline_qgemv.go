@@ -20,9 +20,9 @@ type qgemvBaseline struct {
 	deq instanceBuffers
 }
 
-func (q *qgemvBaseline) prepare(t *cudadrv.Thread, in *instance) ([]cudadrv.DevPtr, error) {
-	if d, ok := q.deq[in]; ok {
-		return d, nil
+func (q *qgemvBaseline) prepare(t *cudadrv.Thread, in *instance) error {
+	if _, ok := q.deq[in]; ok {
+		return nil
 	}
 	p := in.Problem
 	n, k, bits, g := p.Case.Shape[1], p.Case.Shape[2], p.Case.Shape[3], p.Case.Shape[4]
@@ -44,16 +44,16 @@ func (q *qgemvBaseline) prepare(t *cudadrv.Thread, in *instance) ([]cudadrv.DevP
 		d, err := t.Alloc(int64(len(host)))
 		if err != nil {
 			freeBuffers(t, bufs)
-			return nil, err
+			return err
 		}
 		bufs = append(bufs, d)
 		if err := t.CopyHtoD(d, host); err != nil {
 			freeBuffers(t, bufs)
-			return nil, err
+			return err
 		}
 	}
 	q.deq[in] = bufs
-	return bufs, nil
+	return nil
 }
 
 // program is the cuBLAS call on input copy c, once its weights exist.
