@@ -33,11 +33,12 @@ type Constraint struct {
 type Space struct {
 	Params      []Param
 	Constraints []Constraint
-	// Within, when not nil, holds a superset of the valid candidates in
-	// Enumerate's order (an enumeration of the same parameters under some
-	// of the constraints): Enumerate then filters it by Constraints rather
-	// than walking the product, which for a GEMM space is millions of
-	// combinations, seconds on a small machine for every entry.
+	// Within, when not nil, is the enumeration of the same parameters under
+	// every constraint that is neither PerShape nor TuneOnly (those shared
+	// by the entries of a run): Enumerate then checks only the PerShape and
+	// TuneOnly ones on it rather than walking the product, which for a GEMM
+	// space is millions of combinations, seconds on a small machine for
+	// every entry.
 	Within []Candidate
 }
 
@@ -140,10 +141,16 @@ func (s *Space) Check(c Candidate) error {
 // the candidate, as every constraint here is).
 func (s *Space) Enumerate() []Candidate {
 	if s.Within != nil {
+		var rest []Constraint
+		for _, con := range s.Constraints {
+			if con.PerShape || con.TuneOnly {
+				rest = append(rest, con)
+			}
+		}
 		var out []Candidate
 	next:
 		for _, c := range s.Within {
-			for _, con := range s.Constraints {
+			for _, con := range rest {
 				if con.Check(c) != nil {
 					continue next
 				}

@@ -81,7 +81,9 @@ func TestEnumerateWithin(t *testing.T) {
 	shared := &Space{Params: ps, Constraints: []Constraint{mod("odd", 2, 1)}}
 	within := shared.Enumerate()
 	for _, r := range []int{0, 1, 2} {
-		full := &Space{Params: ps, Constraints: []Constraint{mod("odd", 2, 1), mod(fmt.Sprint("mod 3 = ", r), 3, r)}}
+		perShape := mod(fmt.Sprint("mod 3 = ", r), 3, r)
+		perShape.PerShape = true
+		full := &Space{Params: ps, Constraints: []Constraint{mod("odd", 2, 1), perShape}}
 		want := full.Enumerate()
 		full.Within = within
 		got := full.Enumerate()

@@ -511,9 +511,8 @@ type spaceCache struct {
 }
 
 // within is the shared candidates of sp, enumerated on the first call for
-// key: sp without its per-shape constraints and without the tune-only
-// ones (verify lifts those), so a superset of sp's valid candidates for
-// every caller.
+// key: under sp's constraints but its per-shape and tune-only ones (verify
+// lifts those), which sp.Enumerate then checks alone (search.Space.Within).
 func (c *spaceCache) within(key string, sp *search.Space) []search.Candidate {
 	c.mu.Lock()
 	defer c.mu.Unlock()
