@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kerntune/kerntune/internal/testutil"
 	"github.com/kerntune/kerntune/params"
 	"github.com/kerntune/kerntune/spec"
 )
@@ -127,7 +128,7 @@ func runCase(t *testing.T, s *confSuite, c confCase) {
 	path := filepath.Join(dir, "hardware_params.json")
 	switch {
 	case c.FileText != nil:
-		writeFile(t, path, []byte(*c.FileText))
+		testutil.WriteFile(t, dir, "hardware_params.json", *c.FileText)
 	case len(c.File) > 0 && c.File[0] == '"':
 		var name string
 		if err := json.Unmarshal(c.File, &name); err != nil {
@@ -137,9 +138,9 @@ func runCase(t *testing.T, s *confSuite, c confCase) {
 		if !ok {
 			t.Fatalf("file %q is not in the suite's files", name)
 		}
-		writeFile(t, path, data)
+		testutil.WriteFile(t, dir, "hardware_params.json", string(data))
 	case len(c.File) > 0 && string(c.File) != "null":
-		writeFile(t, path, c.File)
+		testutil.WriteFile(t, dir, "hardware_params.json", string(c.File))
 	default:
 		path = filepath.Join(dir, "absent.json")
 	}
@@ -366,13 +367,6 @@ func checkError(t *testing.T, stage, kind string, err error, want *confError) {
 		if !strings.Contains(err.Error(), sub) {
 			t.Errorf("%s: error %q lacks %q", stage, err.Error(), sub)
 		}
-	}
-}
-
-func writeFile(t *testing.T, path string, data []byte) {
-	t.Helper()
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		t.Fatal(err)
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/kerntune/kerntune/internal/testutil"
 )
 
 // python3 is the interpreter the tests of the Python loader run; they skip
@@ -15,10 +17,7 @@ func python3(t *testing.T) string {
 	t.Helper()
 	py, err := exec.LookPath("python3")
 	if err != nil {
-		if os.Getenv("KTDEV_REQUIRE_PYTHON") != "" {
-			t.Fatal("python3 not found and KTDEV_REQUIRE_PYTHON is set")
-		}
-		t.Skip("python3 not found")
+		testutil.SkipUnlessRequired(t, "KTDEV_REQUIRE_PYTHON", "python3 not found")
 	}
 	return py
 }

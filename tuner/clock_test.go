@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kerntune/kerntune/internal/compilecache"
+	"github.com/kerntune/kerntune/internal/testutil"
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/params"
 	"github.com/kerntune/kerntune/search"
@@ -316,13 +317,8 @@ func TestSpaceSharesEnumeration(t *testing.T) {
 		}
 		sp.Within = nil
 		want := sp.Enumerate()
-		if len(got) != len(want) {
-			t.Fatalf("%v: %d candidates, %d in a walk of the product", shape, len(got), len(want))
-		}
-		for i := range got {
-			if got[i].Key() != want[i].Key() {
-				t.Fatalf("%v: candidate %d is %s, want %s", shape, i, got[i].Key(), want[i].Key())
-			}
+		if err := testutil.SameKeys(got, want); err != nil {
+			t.Fatalf("%v: against a walk of the product: %v", shape, err)
 		}
 		sizes[len(got)] = true
 	}

@@ -10,8 +10,8 @@ import (
 )
 
 func TestSpecsRunOn(t *testing.T) {
-	cs := testutil.LoadAll(t, spec.Load, "../examples/swiglu.json", "../examples/mlx_qr_col_dot.json")
-	swiglu, mlx := cs[0], cs[1]
+	swiglu := testutil.Lookup(t, spec.Load, "../examples/swiglu.json")
+	mlx := testutil.Lookup(t, spec.Load, "../examples/mlx_qr_col_dot.json")
 	tests := []struct {
 		specs   []*spec.Compiled
 		backend string

@@ -57,8 +57,8 @@ func TestCheckSpecMLX(t *testing.T) {
 // spec: opencl only for specs with OpenCL sources, never for an mlx
 // kernel, which runs on metal alone.
 func TestNoGPUNote(t *testing.T) {
-	cs := testutil.LoadAll(t, spec.Load, "../../examples/mlx_qr_col_dot.json", "../../examples/swiglu.json")
-	qr, swiglu := cs[0], cs[1]
+	qr := testutil.Lookup(t, spec.Load, "../../examples/mlx_qr_col_dot.json")
+	swiglu := testutil.Lookup(t, spec.Load, "../../examples/swiglu.json")
 	tests := []struct {
 		cs       []*spec.Compiled
 		want     []string

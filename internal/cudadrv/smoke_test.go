@@ -25,7 +25,7 @@ func loadOrSkip(t *testing.T) *Lib {
 	t.Helper()
 	l, err := Load()
 	if errors.Is(err, ErrNoDriver) {
-		testutil.SkipUnlessRequired(t, "CUDADRV_REQUIRE_GPU", "no CUDA driver/GPU (set CUDADRV_REQUIRE_GPU=1 to fail instead): %v", err)
+		testutil.SkipUnlessRequired(t, "CUDADRV_REQUIRE_GPU", "no CUDA driver/GPU: %v", err)
 	}
 	if err != nil {
 		t.Fatalf("Load: %v", err)

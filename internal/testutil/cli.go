@@ -67,21 +67,6 @@ func SameKeys[T interface{ Key() string }](got, want []T) error {
 	return nil
 }
 
-// LoadAll loads each of paths with load, in order, and fails t at the
-// first that does not load.
-func LoadAll[T any](t testing.TB, load func(string) (T, error), paths ...string) []T {
-	t.Helper()
-	out := make([]T, len(paths))
-	for i, p := range paths {
-		v, err := load(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[i] = v
-	}
-	return out
-}
-
 // Outcome checks the result of one case of a table: with wantErr set, an
 // error that contains it; otherwise no error and got equal to want. what
 // names the case in failures.

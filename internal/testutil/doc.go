@@ -6,8 +6,9 @@
 // tool (a C compiler, clang, a GPU driver) is missing, which fail instead
 // where the matching KTDEV_REQUIRE_* variable is set.
 //
-// Contract: every helper reports through the testing.TB it is given and
-// marks itself a helper; nothing here is imported by non-test code of the
-// module (tests and test scaffolding only), and it imports nothing above
-// internal/ (scripts/archfig/layers_test.go).
+// Contract: a helper that checks takes the test's testing.TB, marks itself
+// a helper and fails through it; the others (SameKeys, Validate, ExprValue,
+// CCompiler) return what they found. Only tests and test scaffolding
+// import it, and it imports nothing above internal/
+// (scripts/archfig/layers_test.go).
 package testutil

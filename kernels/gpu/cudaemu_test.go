@@ -265,12 +265,15 @@ func TestCUDAEmulatedLora(t *testing.T) {
 		}
 		name := fmt.Sprintf("lora_%d", i)
 		bin := emuBuild(t, dir, name, emuSourceMain(t, src, b.Func, "main_lora.cpp"), false)
-		ps, _ := k.Space("cuda")
+		ps, ok := k.Space("cuda")
+		if !ok {
+			t.Fatal("lora has no cuda space")
+		}
 		for j, cs := range k.Odd {
 			if ps.Check(cs.Shape, c.p) != nil {
 				continue
 			}
-			if err := emuRunLora(t, dir, bin, k, c.dt, cs, c.p, uint64(10*i+j)); err != nil {
+			if err := emuRunLora(t, dir, bin, b, k, c.dt, cs, c.p, uint64(10*i+j)); err != nil {
 				t.Errorf("lora %s %s %s: %v", c.dt, search.Candidate(c.p).Key(), cs, err)
 			}
 			checked++
@@ -284,7 +287,7 @@ func TestCUDAEmulatedLora(t *testing.T) {
 
 // emuRunLora runs a built lora candidate on one case and verifies it
 // against the float64 reference.
-func emuRunLora(t *testing.T, dir, bin string, k *kernels.Kernel, dt kernels.DType, c kernels.Case, p map[string]int, seed uint64) error {
+func emuRunLora(t *testing.T, dir, bin string, b *Body, k *kernels.Kernel, dt kernels.DType, c kernels.Case, p map[string]int, seed uint64) error {
 	t.Helper()
 	prob, err := kernels.NewProblem(k, dt, c, rand.New(rand.NewPCG(seed, 7)))
 	if err != nil {
@@ -302,7 +305,6 @@ func emuRunLora(t *testing.T, dir, bin string, k *kernels.Kernel, dt kernels.DTy
 	if !c.Has(kernels.Bias) {
 		files[4] = "-"
 	}
-	b, _ := Get("lora")
 	g := b.Geometry(c.Shape, p)
 	args := []string{strconv.Itoa(g.Grid[0]), strconv.Itoa(g.Grid[1]), strconv.Itoa(g.Threads)}
 	for _, s := range b.Scalars(c, k.Scalars) {

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kerntune/kerntune/internal/testutil"
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/params"
 	"github.com/kerntune/kerntune/search"
@@ -22,16 +23,6 @@ func TestEveryFamilyComplete(t *testing.T) {
 			t.Errorf("%s: GPU space %v, body error %v", name, hasSpace, err)
 		}
 	}
-}
-
-// mustBody is the body of the family name.
-func mustBody(t *testing.T, name string) *Body {
-	t.Helper()
-	b, err := Get(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
 
 // searchParams is a family space's parameters as the search package takes them.
@@ -66,8 +57,8 @@ func TestSource(t *testing.T) {
 	}
 	c := spaceOf(t, k)[0]
 	body, src, err := Source(k.Name, CUDA, kernels.F32, c)
-	want, werr := mustBody(t, k.Name).SourceFor(CUDA, kernels.F32, c)
-	if err != nil || werr != nil || body != mustBody(t, k.Name) || src != want {
+	want, werr := testutil.Lookup(t, Get, k.Name).SourceFor(CUDA, kernels.F32, c)
+	if err != nil || werr != nil || body != testutil.Lookup(t, Get, k.Name) || src != want {
 		t.Errorf("Source: %v, %v; want the body and its source, %v", body, err, werr)
 	}
 	if _, _, err := Source("nope", CUDA, kernels.F32, c); err == nil || !strings.Contains(err.Error(), `"nope"`) {
@@ -80,7 +71,7 @@ func TestSource(t *testing.T) {
 func TestEveryCandidateGeneratesFromOneBody(t *testing.T) {
 	total, unsupported, refused := 0, 0, 0
 	for _, k := range kernels.All() {
-		b := mustBody(t, k.Name)
+		b := testutil.Lookup(t, Get, k.Name)
 		cands := spaceOf(t, k)
 		if len(cands) == 0 {
 			t.Fatalf("%s: empty GPU space", k.Name)

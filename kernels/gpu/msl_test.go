@@ -9,6 +9,7 @@ import (
 
 	"github.com/kerntune/kerntune/internal/cover"
 	"github.com/kerntune/kerntune/internal/mslcheck"
+	"github.com/kerntune/kerntune/internal/testutil"
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/search"
 )
@@ -25,7 +26,7 @@ func mslSources(t *testing.T, full bool) ([]mslcheck.Source, string) {
 	var srcs []mslcheck.Source
 	buildable := 0
 	for _, k := range kernels.All() {
-		b := mustBody(t, k.Name)
+		b := testutil.Lookup(t, Get, k.Name)
 		ps, _ := k.Space("metal")
 		params := searchParams(ps)
 		for _, dt := range kernels.DTypes {

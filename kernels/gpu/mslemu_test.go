@@ -16,6 +16,7 @@ import (
 	"github.com/kerntune/kerntune/internal/cover"
 	"github.com/kerntune/kerntune/internal/mslcheck"
 	"github.com/kerntune/kerntune/internal/mslemu"
+	"github.com/kerntune/kerntune/internal/testutil"
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/search"
 )
@@ -51,7 +52,7 @@ func emuCands(t *testing.T, full bool) []emuCand {
 	}
 	var out []emuCand
 	for _, k := range kernels.All() {
-		b := mustBody(t, k.Name)
+		b := testutil.Lookup(t, Get, k.Name)
 		ps, _ := k.Space("metal")
 		params := searchParams(ps)
 		for _, dt := range kernels.DTypes {

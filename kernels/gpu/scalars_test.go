@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/kerntune/kerntune/internal/testutil"
 	"github.com/kerntune/kerntune/kernels"
 )
 
@@ -12,7 +13,7 @@ import (
 // so is a body that ignores the value the family gives).
 func TestBodiesReadDeclaredScalars(t *testing.T) {
 	for _, k := range kernels.All() {
-		b := mustBody(t, k.Name)
+		b := testutil.Lookup(t, Get, k.Name)
 		c := k.Odd[0]
 		with := fmt.Sprint(b.Scalars(c, k.Scalars))
 		for name := range k.Scalars {

@@ -250,10 +250,7 @@ func sharedCaches(t *testing.T) []string {
 			return m
 		}
 	}
-	if os.Getenv("KTDEV_REQUIRE_KT_CACHES") != "" {
-		t.Fatal("no Kernel Tuner caches found (set KTDEV_KT_CACHES)")
-	}
-	t.Skip("no Kernel Tuner caches (set KTDEV_KT_CACHES to their directory)")
+	testutil.SkipUnlessRequired(t, "KTDEV_REQUIRE_KT_CACHES", "no Kernel Tuner caches (set KTDEV_KT_CACHES to their directory)")
 	return nil
 }
 

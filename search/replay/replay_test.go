@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kerntune/kerntune/internal/testutil"
 	"github.com/kerntune/kerntune/search"
 	"github.com/kerntune/kerntune/search/ktcache"
 )
@@ -87,10 +88,7 @@ func TestReplaySharedCaches(t *testing.T) {
 	}
 	paths, _ := filepath.Glob(filepath.Join(dir, "*.json.gz"))
 	if len(paths) == 0 {
-		if os.Getenv("KTDEV_REQUIRE_KT_CACHES") != "" {
-			t.Fatal("no Kernel Tuner caches found (set KTDEV_KT_CACHES)")
-		}
-		t.Skip("no Kernel Tuner caches (set KTDEV_KT_CACHES to their directory)")
+		testutil.SkipUnlessRequired(t, "KTDEV_REQUIRE_KT_CACHES", "no Kernel Tuner caches (set KTDEV_KT_CACHES to their directory)")
 	}
 	for _, p := range paths {
 		c, err := ktcache.Load(p)

@@ -80,13 +80,7 @@ func TestQGemvFamily(t *testing.T) {
 						if err != nil {
 							t.Fatalf("%s: %v", name, err)
 						}
-						out, err := prog.Output(inst)
-						if err != nil {
-							t.Fatalf("%s: %v", name, err)
-						}
-						if err := p.Verify(out); err != nil {
-							t.Errorf("%s: %v", name, err)
-						}
+						verifyOutput(t, prog, inst, p, name)
 						if _, err := prog.Run(inst, 2); err != nil { // both copies
 							t.Fatalf("%s: %v", name, err)
 						}

@@ -9,7 +9,8 @@ import (
 	"github.com/kerntune/kerntune/search"
 )
 
-// Kernel is the registered family name.
+// Kernel is the kernel of the family called name (kernels.Get), failing t
+// where there is none.
 func Kernel(t testing.TB, name string) *kernels.Kernel {
 	t.Helper()
 	return testutil.Lookup(t, kernels.Get, name)
