@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/kerntune/kerntune/internal/cudadrv"
@@ -133,6 +134,19 @@ func (ib instanceBuffers) program(b *Backend, what, done string, call func(t *cu
 		})
 	}
 	return pr
+}
+
+// upload is a new device buffer holding host; nothing stays allocated
+// when it fails.
+func upload(t *cudadrv.Thread, host []byte) (cudadrv.DevPtr, error) {
+	d, err := t.Alloc(int64(len(host)))
+	if err != nil {
+		return 0, err
+	}
+	if err := t.CopyHtoD(d, host); err != nil {
+		return 0, errors.Join(err, t.Free(d))
+	}
+	return d, nil
 }
 
 // freeBuffers frees bufs, skipping the 0 of a buffer never made, and

@@ -1,6 +1,8 @@
 package cuda
 
 import (
+	"errors"
+
 	"github.com/kerntune/kerntune/internal/cudadrv"
 	"github.com/kerntune/kerntune/kernels"
 )
@@ -37,16 +39,11 @@ func (l *loraBaseline) prepare(t *cudadrv.Thread, in *instance) error {
 		for i := range ones {
 			ones[i] = 1
 		}
-		host := kernels.ElemOf(p.DType).Encode(ones)
-		d, err := t.Alloc(int64(len(host)))
-		if err == nil {
-			s[1] = d
-			err = t.CopyHtoD(d, host)
-		}
+		d, err := upload(t, kernels.ElemOf(p.DType).Encode(ones))
 		if err != nil {
-			freeBuffers(t, s)
-			return err
+			return errors.Join(err, freeBuffers(t, s))
 		}
+		s[1] = d
 	}
 	l.scratch[in] = s
 	return nil

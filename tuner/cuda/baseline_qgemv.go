@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"errors"
 	"math"
 
 	"github.com/kerntune/kerntune/internal/cudadrv"
@@ -41,16 +42,11 @@ func (q *qgemvBaseline) prepare(t *cudadrv.Thread, in *instance) error {
 	host := kernels.ElemOf(p.DType).Encode(w)
 	var bufs []cudadrv.DevPtr
 	for range in.Inputs {
-		d, err := t.Alloc(int64(len(host)))
+		d, err := upload(t, host)
 		if err != nil {
-			freeBuffers(t, bufs)
-			return err
+			return errors.Join(err, freeBuffers(t, bufs))
 		}
 		bufs = append(bufs, d)
-		if err := t.CopyHtoD(d, host); err != nil {
-			freeBuffers(t, bufs)
-			return err
-		}
 	}
 	q.deq[in] = bufs
 	return nil
