@@ -45,7 +45,7 @@ func Open() (*Backend, error) {
 		PeakBandwidth: float64(cores) * 400e9,
 		Facts: map[string]float64{
 			"llc_bytes":      float64(llc),
-			"bandwidth_gbps": copyBandwidth(llc),
+			"bandwidth_gbps": machineBandwidth(),
 		},
 		// Goroutines beyond twice the cores only add scheduling.
 		Limits:    tuner.Limits{Threads: 2 * cores},

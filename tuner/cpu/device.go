@@ -37,10 +37,18 @@ func lastLevelCache() int64 {
 	return best
 }
 
+// machineBandwidth is copyBandwidth of this machine, measured once a
+// process: it is a fact of the machine, and each measurement allocates
+// hundreds of MiB (a process that opens the backend many times, as the
+// command tests do in parallel, held gigabytes).
+var machineBandwidth = sync.OnceValue(func() float64 { return copyBandwidth(lastLevelCache()) })
+
 // copyBandwidth measures read+write GB/s of copying a buffer twice the
-// last-level cache, split over all cores; the median of several copies.
+// last-level cache (at least 64 MiB, at most 256 MiB: source and
+// destination together then exceed any cache a core reaches), split over
+// all cores; the median of several copies.
 func copyBandwidth(llc int64) float64 {
-	n := int(min(max(2*llc, 64<<20), 512<<20)) / 4
+	n := int(min(max(2*llc, 64<<20), 256<<20)) / 4
 	src, dst := make([]float32, n), make([]float32, n)
 	for i := range src {
 		src[i] = float32(i)
