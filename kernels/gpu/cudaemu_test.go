@@ -98,7 +98,7 @@ func emuBuild(t *testing.T, dir, name, text string, lazy bool) string {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(dir, name)
-	args := []string{"-std=c++20", "-O1", "-pthread", "-w", "-o", bin, srcPath}
+	args := []string{"-std=c++20", "-O1", "-w", "-o", bin, srcPath}
 	if lazy {
 		args = append(args, "-DKT_CP_LAZY")
 	}

@@ -33,26 +33,20 @@ static T* kt_output(long out) {
   return y;
 }
 
-// kt_launch runs every block of a gx × gy grid in turn, with one
-// std::thread per CUDA thread of nt, each calling body.
+// kt_launch runs every block of a gx × gy grid in turn, with one fiber
+// per CUDA thread of nt, each calling body.
 template <class F> static void kt_launch(int gx, int gy, int nt, F body) {
+  if (nt > kt_max_threads) { std::fprintf(stderr, "%d threads a block: over %d\n", nt, kt_max_threads); std::exit(2); }
   kt_warps.resize((nt + 31) / 32);
-  for (auto& wp : kt_warps) wp.bar = new std::barrier<>(32);
-  std::barrier<> block(nt);
+  for (auto& wp : kt_warps) wp.bar = new kt_barrier(32);
+  kt_barrier block(nt);
   kt_block_barrier = &block;
   kt_nthreads = nt;
+  kt_body = body;
   for (int gyi = 0; gyi < gy; ++gyi) {
     for (int gxi = 0; gxi < gx; ++gxi) {
       blockIdx = {(unsigned)gxi, (unsigned)gyi, 0};
-      std::vector<std::thread> ts;
-      ts.reserve(nt);
-      for (int i = 0; i < nt; ++i) {
-        ts.emplace_back([=] {
-          threadIdx = {(unsigned)i, 0, 0};
-          body();
-        });
-      }
-      for (auto& t : ts) t.join();
+      kt_run_block(nt);
     }
   }
 }

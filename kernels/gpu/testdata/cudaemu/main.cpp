@@ -1,7 +1,7 @@
 // The host launch of one GEMM candidate (appended to its CUDA source and
 // host.h):
 //   prog GRID_X GRID_Y THREADS M N K A.bin B.bin C.bin OUT_ELEMENTS
-// runs every block with one std::thread per CUDA thread and writes C, whose
+// runs every block with one fiber per CUDA thread and writes C, whose
 // elements start as NaN so that unwritten ones fail verification.
 int main(int argc, char** argv) {
   if (argc != 11) { std::fprintf(stderr, "usage: GX GY THREADS M N K A B C OUTLEN\n"); return 2; }

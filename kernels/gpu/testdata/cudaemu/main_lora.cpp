@@ -1,7 +1,7 @@
 // The host launch of one lora candidate (appended to its CUDA source and
 // host.h):
 //   prog GRID_X GRID_Y THREADS M N K R HAS_BIAS SCALE X W A B BIAS Y OUT_ELEMENTS
-// runs every block with one std::thread per CUDA thread and writes y, whose
+// runs every block with one fiber per CUDA thread and writes y, whose
 // elements start as NaN so that unwritten ones fail verification. BIAS is
 // "-" when the case has none (the kernel then never reads it).
 int main(int argc, char** argv) {

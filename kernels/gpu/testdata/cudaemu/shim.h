@@ -1,6 +1,7 @@
 // A host stand-in for the CUDA device API that the generated GEMM and lora
-// sources use, so that g++ compiles and runs them on the CPU: one std::thread per
-// CUDA thread, __syncthreads as a barrier of the block, and the warp-wide
+// sources use, so that g++ compiles and runs them on the CPU: one fiber
+// (ucontext) per CUDA thread on one OS thread, switching only where a thread
+// waits, __syncthreads as a barrier of the block, and the warp-wide
 // PTX instructions of the fragment operations (ldmatrix, mma.sync,
 // cp.async) emulated from their definitions in the PTX ISA, with the 32
 // lanes of a warp meeting at a barrier to exchange operands. The test
@@ -8,19 +9,54 @@
 // functions below. KT_CP_LAZY: cp.async copies happen at the wait that
 // covers them (a missing wait reads stale data); otherwise at issue (a copy
 // into a buffer still being read corrupts it).
-#include <barrier>
+//
+// Fibers rather than OS threads: a block of 256 threads meeting at spinning
+// barriers took minutes on a 2-core machine with other work beside it
+// (seconds alone); fibers take the same time whatever else runs.
+#include <ucontext.h>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <thread>
+#include <functional>
 #include <vector>
 
 struct kt_dim3 { unsigned x, y, z; };
-static thread_local kt_dim3 threadIdx;
+// The running fiber's: the scheduler sets it before it resumes one.
+static kt_dim3 threadIdx;
 static kt_dim3 blockIdx;
-static std::barrier<>* kt_block_barrier;
+
+// The fibers of the block being run (kt_run_block).
+constexpr int kt_max_threads = 1024;
+constexpr size_t kt_stack = 256 << 10;
+struct kt_fiber {
+  ucontext_t ctx;
+  bool done;
+  char* stack;
+};
+static kt_fiber kt_fibers[kt_max_threads];
+static ucontext_t kt_sched;
+static unsigned long long kt_events;  // arrivals and exits: progress
+static inline void kt_yield() { swapcontext(&kt_fibers[threadIdx.x].ctx, &kt_sched); }
+
+// A barrier among n fibers: the last to arrive opens it; the others yield
+// until it opens.
+struct kt_barrier {
+  unsigned n, count = 0, gen = 0;
+  explicit kt_barrier(unsigned n) : n(n) {}
+  void arrive_and_wait() {
+    const unsigned g = gen;
+    ++kt_events;
+    if (++count == n) {
+      count = 0;
+      ++gen;
+      return;
+    }
+    while (gen == g) kt_yield();
+  }
+};
+static kt_barrier* kt_block_barrier;
 static int kt_nthreads;
 
 #define __global__
@@ -66,7 +102,7 @@ inline unsigned short kt_f2h(float f) { _Float16 v = (_Float16)f; unsigned short
 
 // One exchange area per warp of the block.
 struct kt_warp {
-  std::barrier<>* bar;
+  kt_barrier* bar;
   const void* addr[32];
   unsigned a[32][4], b[32][2];
   float c[32][4];
@@ -172,9 +208,12 @@ inline void kt_mma_tf32(float* d, const unsigned* a, const unsigned* b) { kt_mma
 inline unsigned kt_tf32(float f) { return (kt_float_bits(f) + 0x1000u) & 0xffffe000u; }
 
 // cp.async.cg.shared.global 16 bytes, its groups and waits.
+// Each thread's groups and open copies (kt_run_block clears them).
 struct kt_copy { void* dst; const void* src; };
-static thread_local std::vector<std::vector<kt_copy>> kt_groups;
-static thread_local std::vector<kt_copy> kt_open;
+static std::vector<std::vector<kt_copy>> kt_groups_of[kt_max_threads];
+static std::vector<kt_copy> kt_open_of[kt_max_threads];
+#define kt_groups kt_groups_of[threadIdx.x]
+#define kt_open kt_open_of[threadIdx.x]
 inline void kt_cp_async16(void* dst, const void* src) {
   if (((uintptr_t)dst & 15) || ((uintptr_t)src & 15)) {
     std::fprintf(stderr, "cp.async: misaligned 16-byte copy %p <- %p\n", dst, src);
@@ -195,5 +234,43 @@ template <int N> inline void kt_cp_wait() {
   while ((int)kt_groups.size() > N) {
     for (auto& c : kt_groups.front()) std::memcpy(c.dst, c.src, 16);
     kt_groups.erase(kt_groups.begin());
+  }
+}
+
+// kt_run_block runs one block of nt fibers, each calling body, to its end;
+// it exits the program if they wait on each other forever.
+static std::function<void()> kt_body;
+static void kt_entry() {
+  kt_body();
+  kt_fibers[threadIdx.x].done = true;
+  ++kt_events;
+  swapcontext(&kt_fibers[threadIdx.x].ctx, &kt_sched);
+}
+static void kt_run_block(int nt) {
+  for (int i = 0; i < nt; ++i) {
+    kt_fiber& f = kt_fibers[i];
+    if (!f.stack) f.stack = (char*)std::malloc(kt_stack);
+    f.done = false;
+    kt_groups_of[i].clear();
+    kt_open_of[i].clear();
+    getcontext(&f.ctx);
+    f.ctx.uc_stack.ss_sp = f.stack;
+    f.ctx.uc_stack.ss_size = kt_stack;
+    f.ctx.uc_link = nullptr;
+    makecontext(&f.ctx, kt_entry, 0);
+  }
+  for (int live = nt; live > 0;) {
+    const unsigned long long before = kt_events;
+    live = 0;
+    for (int i = 0; i < nt; ++i) {
+      if (kt_fibers[i].done) continue;
+      threadIdx = {(unsigned)i, 0, 0};
+      swapcontext(&kt_sched, &kt_fibers[i].ctx);
+      live += !kt_fibers[i].done;
+    }
+    if (live > 0 && kt_events == before) {
+      std::fprintf(stderr, "deadlock: threads wait at a barrier that others never reach\n");
+      std::exit(3);
+    }
   }
 }
