@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/kerntune/kerntune/internal/testutil"
@@ -37,6 +38,9 @@ func searchParams(ps *params.Space) []search.Param {
 // spaceOf enumerates a family's GPU candidates without shape constraints.
 func spaceOf(t *testing.T, k *kernels.Kernel) []search.Candidate {
 	t.Helper()
+	if v, ok := spaces.Load(k.Name); ok {
+		return v.([]search.Candidate)
+	}
 	ps, ok := k.Space("cuda")
 	if !ok {
 		t.Fatalf("%s has no gpu space", k.Name)
@@ -45,8 +49,16 @@ func spaceOf(t *testing.T, k *kernels.Kernel) []search.Candidate {
 	if ps.Check != nil {
 		sp.Constraints = append(sp.Constraints, search.Constraint{Name: "family", Check: func(c search.Candidate) error { return ps.Check(nil, c) }})
 	}
-	return sp.Enumerate()
+	all := sp.Enumerate()
+	spaces.Store(k.Name, all)
+	return all
 }
+
+// spaces holds each family's enumerated space (family name →
+// []search.Candidate, never modified): a GEMM space is millions of
+// combinations that take seconds to walk, and a dozen tests (per dtype)
+// want it.
+var spaces sync.Map
 
 // Source is Get and SourceFor in one call; a family without a body is an
 // error naming it.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,6 +23,26 @@ import (
 // every BK with every STAGES...). It returns the sources and what they are
 // for the summary lines.
 func mslSources(t *testing.T, full bool) ([]mslcheck.Source, string) {
+	t.Helper()
+	if v, ok := mslMemo.Load(full); ok {
+		m := v.(mslSet)
+		return m.srcs, m.what
+	}
+	srcs, what := mslGenerate(t, full)
+	mslMemo.Store(full, mslSet{srcs, what})
+	return srcs, what
+}
+
+// mslMemo holds mslSources' result by full (never modified): the syntax,
+// bfloat and include checks share one generation.
+var mslMemo sync.Map
+
+type mslSet struct {
+	srcs []mslcheck.Source
+	what string
+}
+
+func mslGenerate(t *testing.T, full bool) ([]mslcheck.Source, string) {
 	t.Helper()
 	var srcs []mslcheck.Source
 	buildable := 0
