@@ -15,7 +15,7 @@ build:
 # Tune every family and shape class of the default workload on the
 # auto-picked device and merge the results into hardware_params.json.
 tune: build
-	./$(BIN) tune --budget $(BUDGET)
+	./$(BIN) tune --budget $(BUDGET) --extend
 	./$(BIN) show
 
 # The test suite (about 5 minutes on 2 cores): Go, then the Python

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -80,6 +81,9 @@ func TestNeed(t *testing.T) {
 type sizedBackend struct {
 	fakeBackend
 	nsPerElem float64
+	// slower multiplies every duration once set (a load that arrives
+	// after planning), in per cent; 0 is 100.
+	slower atomic.Int64
 }
 
 type sizedProg struct {
@@ -106,7 +110,11 @@ func (p *sizedProg) Run(ti Instance, n int) ([]float64, error) {
 // its optimum (1 to 2.6 for the gemv space) over 3.
 func (p *sizedProg) duration(ti Instance) time.Duration {
 	shape := ti.(*fakeInst).p.Case.Shape
-	return time.Duration(float64(shape[1]*shape[2]) * p.b.nsPerElem * p.cost / 100e-6 / 3)
+	d := time.Duration(float64(shape[1]*shape[2]) * p.b.nsPerElem * p.cost / 100e-6 / 3)
+	if pct := p.b.slower.Load(); pct > 0 {
+		d = d * time.Duration(pct) / 100
+	}
+	return d
 }
 
 func (p *sizedProg) Output(ti Instance) ([]float32, error) {
@@ -198,6 +206,28 @@ func TestSessionPlansByCost(t *testing.T) {
 			t.Errorf("%s exists after a refused budget (%v)", p, err)
 		}
 	}
+	// The same budget with Extend: the run takes the time the plan needs,
+	// says how much more, and every entry measures its minimum.
+	extended := filepath.Join(t.TempDir(), params.DefaultFileName)
+	ec := cfg(extended, time.Second)
+	ec.Extend = true
+	var plan Plan
+	ec.Hooks.Planned = func(p Plan) { plan = p }
+	sum, _, err = run(newB(), ec)
+	if err != nil {
+		t.Fatalf("a 1 s budget with Extend: %v", err)
+	}
+	if plan.Extended <= 0 || sum.Extended < plan.Extended {
+		t.Errorf("extended %v (the plan's %v), want the plan's positive and the run's at least that", sum.Extended, plan.Extended)
+	}
+	if sum.Wall < time.Second || len(sum.Results) != 4 {
+		t.Errorf("an extended run took %v with %d results; want past its 1 s budget, 4 results", sum.Wall, len(sum.Results))
+	}
+	for _, r := range sum.Results {
+		if m := r.Entry.Candidates.Measured; m < 1+MinBeyondDefault {
+			t.Errorf("extended: %s measured %d candidates, want at least %d", r.Task.Key(), m, 1+MinBeyondDefault)
+		}
+	}
 	// The budget the error suggests is enough.
 	sum, _, err = run(newB(), cfg(small, pe.Suggested()))
 	if err != nil {
@@ -206,6 +236,39 @@ func TestSessionPlansByCost(t *testing.T) {
 	for _, r := range sum.Results {
 		if m := r.Entry.Candidates.Measured; m < 1+MinBeyondDefault {
 			t.Errorf("with the suggested budget, %s measured %d candidates", r.Task.Key(), m)
+		}
+	}
+}
+
+// A run on a machine that turns twice as slow once planning is done: with
+// Extend the run moves its deadline again for the entries left (beyond
+// what the plan took, whose cushion is 15 %), so that each still measures
+// its default and MinBeyondDefault more.
+func TestSessionExtendsForLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("sleeps through a planned run of about 12 s")
+	}
+	b := &sizedBackend{fakeBackend: fakeBackend{rng: rand.New(rand.NewPCG(1, 2)), threadsCap: 4}, nsPerElem: 10}
+	out := filepath.Join(t.TempDir(), params.DefaultFileName)
+	var plan Plan
+	c := SessionConfig{Config: Config{Strategy: "bo", Seed: 1, Warmup: time.Millisecond}, Out: out, Generator: "test", Extend: true,
+		Hooks: SessionHooks{Planned: func(p Plan) { plan = p; b.slower.Store(200) }}}
+	c.Budget = 2 * time.Second
+	s, err := OpenSession(b, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	sum, err := s.Run(context.Background(), sizedTasks(t))
+	if err != nil {
+		t.Fatalf("extended run: %v", err)
+	}
+	if sum.Extended <= plan.Extended || len(sum.Results) != 4 {
+		t.Errorf("twice as slow after planning: extended %v (the plan %v), %d results; want the deadline moved again mid-run and 4 results", sum.Extended, plan.Extended, len(sum.Results))
+	}
+	for _, r := range sum.Results {
+		if m := r.Entry.Candidates.Measured; m < 1+MinBeyondDefault {
+			t.Errorf("%s measured %d candidates (stopped %q), want at least %d", r.Task.Key(), m, r.Stopped, 1+MinBeyondDefault)
 		}
 	}
 }

@@ -32,6 +32,14 @@ type SessionConfig struct {
 	// the run is planned first (plan.go): each task gets its need's share
 	// of what is left, so time a task does not use goes to the next.
 	Budget time.Duration
+	// Extend makes Budget a target instead of a limit: when planning (or,
+	// mid-run, the pace of the entries) says the entries need more than
+	// the time left to measure each one's default and MinBeyondDefault
+	// more, the run takes that time instead of refusing the budget or
+	// leaving an entry short (SessionSummary.Extended says how much).
+	// A front door (make tune) must finish on a machine slower or busier
+	// than the one its budget was chosen on.
+	Extend bool
 	// Trace, when set, is a file every measured candidate is appended to
 	// (JSON lines, package internal/trace).
 	Trace string
@@ -58,7 +66,8 @@ type SessionHooks struct {
 	Decided func(task Task, d *KeepDecision)
 	// Planning: the run with a wall-time budget probes its n entries
 	// first; Probed: one was probed (err: it could not be timed); Planned:
-	// the plan fits the time left.
+	// the plan fits the time left (Plan.Extended: after the deadline
+	// moved for it).
 	Planning func(n int)
 	Probed   func(task Task, est Estimate, need time.Duration, err error)
 	Planned  func(p Plan)
@@ -98,6 +107,9 @@ type SessionSummary struct {
 	// included.
 	Wall    time.Duration
 	DeviceS float64
+	// Extended is how much the run's deadline moved past its budget
+	// (SessionConfig.Extend); 0 when the budget sufficed.
+	Extended time.Duration
 }
 
 // BusyPct is the device-busy fraction of the whole run, in per cent: the
@@ -274,18 +286,20 @@ func (s *Session) Run(ctx context.Context, tasks []Task) (*SessionSummary, error
 	var small *TooSmallError
 	// A resumed run goes on with the budget the interrupted one left.
 	spent := s.jr.Spent()
-	if spent > 0 && spent >= s.cfg.Budget {
+	if spent > 0 && spent >= s.cfg.Budget && !s.cfg.Extend {
 		return nil, &BudgetSpentError{Budget: s.cfg.Budget, Spent: spent}
 	}
 	deadline := time.Now().Add(s.cfg.Budget - spent)
 	s.jr.start, s.jr.base = time.Now(), spent
 	s.jr.Record(Record{Kind: RecordSession, BudgetS: s.cfg.Budget.Seconds()})
-	needs, samples, err := s.plan(ctx, tu, tasks, deadline, spent)
+	needs, samples, ext, err := s.plan(ctx, tu, tasks, deadline, spent)
 	if err != nil {
 		// A budget refused before any work: a new run leaves no journal.
 		s.completed = spent == 0
 		return nil, err
 	}
+	deadline = deadline.Add(ext)
+	sum.Extended += ext
 	if needs != nil {
 		tasks, needs, samples = costliestFirst(tasks, needs, samples)
 	}
@@ -306,7 +320,22 @@ func (s *Session) Run(ctx context.Context, tasks []Task) (*SessionSummary, error
 		speed := pace.speed()
 		var a Allotment
 		if needs != nil {
-			a = allot(time.Until(deadline), scaled(needs, speed*planCushion), i)
+			ahead := scaled(needs, speed*planCushion)
+			if s.cfg.Extend {
+				// The entries from this one on get at least what they
+				// need at the pace the run now goes.
+				if short := remaining(ahead, i) - time.Until(deadline); short > 0 {
+					deadline = deadline.Add(short)
+					sum.Extended += short
+				}
+			}
+			a = allot(time.Until(deadline), ahead, i)
+			if s.cfg.Extend {
+				// An entry slower than even that pace may still finish
+				// its minimum: the deadline of the entries after it moves
+				// by what it overran.
+				a.Max = max(a.Max, extendSlack*ahead[i])
+			}
 		} else {
 			a = evenShare(time.Until(deadline), s.todo(tasks[i:]))
 		}
@@ -411,11 +440,11 @@ func (s *Session) Run(ctx context.Context, tasks []Task) (*SessionSummary, error
 
 // plan probes the tasks not done yet when the run has a wall-time budget
 // and more than one of them, and returns what each needs (by task index;
-// nil without a plan). It returns a *PlanError when their needs exceed the
-// time left.
-func (s *Session) plan(ctx context.Context, tu *Tuner, tasks []Task, deadline time.Time, spent time.Duration) (needs, samples []time.Duration, err error) {
+// nil without a plan). When their needs exceed the time left it returns a
+// *PlanError, or with Extend how much later the deadline must be (ext).
+func (s *Session) plan(ctx context.Context, tu *Tuner, tasks []Task, deadline time.Time, spent time.Duration) (needs, samples []time.Duration, ext time.Duration, err error) {
 	if s.cfg.Budget >= NoWallTime {
-		return nil, nil, nil
+		return nil, nil, 0, nil
 	}
 	var todo []int
 	for i, task := range tasks {
@@ -424,7 +453,7 @@ func (s *Session) plan(ctx context.Context, tu *Tuner, tasks []Task, deadline ti
 		}
 	}
 	if len(todo) < 2 {
-		return nil, nil, nil // one entry has the whole budget: nothing to share
+		return nil, nil, 0, nil // one entry has the whole budget: nothing to share
 	}
 	h := s.cfg.Hooks
 	if h.Planning != nil {
@@ -437,7 +466,7 @@ func (s *Session) plan(ctx context.Context, tu *Tuner, tasks []Task, deadline ti
 	families := map[string]bool{}
 	for _, i := range todo {
 		if ctx.Err() != nil {
-			return nil, nil, nil // interrupted: the loop stops at once
+			return nil, nil, 0, nil // interrupted: the loop stops at once
 		}
 		task := tasks[i]
 		est, err := tu.Probe(ctx, task)
@@ -457,13 +486,31 @@ func (s *Session) plan(ctx context.Context, tu *Tuner, tasks []Task, deadline ti
 		}
 	}
 	pe.Probe, pe.Families = time.Since(start), len(families)
-	if pe.Needed > time.Until(deadline) {
-		return nil, nil, pe
+	if short := pe.Needed - time.Until(deadline); short > 0 {
+		if !s.cfg.Extend {
+			return nil, nil, 0, pe
+		}
+		// The plan's cushion and the per-entry overhead too, as the
+		// budget PlanError.Suggested advises would have had.
+		ext = short + time.Duration(float64(pe.Needed)*(planCushion-1)) + time.Duration(len(todo))*entryOverhead
 	}
 	if h.Planned != nil {
-		h.Planned(Plan{Entries: len(todo), Needed: pe.Needed, Left: time.Until(deadline), Took: pe.Probe})
+		h.Planned(Plan{Entries: len(todo), Needed: pe.Needed, Left: time.Until(deadline) + ext, Took: pe.Probe, Extended: ext})
 	}
-	return needs, samples, nil
+	return needs, samples, ext, nil
+}
+
+// extendSlack is how many times its need at the run's pace an entry of an
+// extended run may take while it is short of its minimum.
+const extendSlack = 4
+
+// remaining is the sum of the needs from task i on.
+func remaining(needs []time.Duration, i int) time.Duration {
+	var sum time.Duration
+	for _, d := range needs[i:] {
+		sum += max(d, 0)
+	}
+	return sum
 }
 
 // costliestFirst orders a planned run's tasks by need, the largest first
@@ -551,6 +598,9 @@ type Plan struct {
 	// Needed is the sum of the entries' needs, Left the time left to tune
 	// them in, Took what planning took.
 	Needed, Left, Took time.Duration
+	// Extended is how far past the budget the deadline moved for the plan
+	// (SessionConfig.Extend).
+	Extended time.Duration
 }
 
 // evenShare is an unplanned task's allotment: an even share of left among

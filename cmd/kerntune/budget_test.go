@@ -153,6 +153,37 @@ func TestTuneBudgetAdviceWorks(t *testing.T) {
 	t.Error(strings.Join(short, "; "))
 }
 
+// --extend makes the budget the plan refuses a target: the run takes the
+// time the entries need, exits 0, says how much more it took, and every
+// entry measures its default and MinBeyondDefault more (or its space).
+func TestTuneExtendTakesWhatThePlanNeeds(t *testing.T) {
+	if testing.Short() {
+		t.Skip("tunes two small softmax entries on the CPU")
+	}
+	out := filepath.Join(t.TempDir(), "hardware_params.json")
+	code, log := runCLI(t, "tune", "--backend", "cpu", "--kernel", "softmax", "--shape", "64x500", "--shape", "256x1000",
+		"--out", out, "--budget", "1ms", "--extend")
+	if code != 0 || !strings.Contains(log, "--extend takes") || !strings.Contains(log, "past --budget 1ms") {
+		t.Fatalf("--budget 1ms --extend: exit %d, want 0 and the extension said:\n%s", code, log)
+	}
+	f, err := params.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, d := range f.Devices {
+		for key, e := range d.Kernels["softmax"] {
+			n++
+			if min := min(e.Candidates.Valid, 1+tuner.MinBeyondDefault); e.Candidates.Measured < min {
+				t.Errorf("%s measured %d candidates, want %d", key, e.Candidates.Measured, min)
+			}
+		}
+	}
+	if n != 2 {
+		t.Errorf("%d softmax entries written, want 2", n)
+	}
+}
+
 // The advice after an entry ran out of time names a budget above the one
 // that failed (a resumed run's too), and --kernel only when the run had
 // several families.

@@ -35,6 +35,7 @@ type TuneOptions struct {
 	strategy string
 	budget   time.Duration
 	budgetS  string
+	extend   bool
 	maxEvals int
 	seed     uint64
 	out      string
@@ -87,7 +88,11 @@ fresh worker goes on with the rest.
 both (3m,200e); tuning an entry stops cleanly at whichever comes first and
 the entry records how many candidates it measured and why it stopped. A budget
 so small that no candidate beyond the default is measured is an error (exit 2)
-and writes nothing.
+and writes nothing. With --extend the wall time is a target instead: when
+planning (or an entry's pace mid-run) says the entries need longer to measure
+each one's default and 5 more candidates, the run takes that time, says how
+much more it took, and exits 0 (make tune runs so: a slower or busier machine
+than the budget was chosen on still gets a tuned file).
 
 An entry --out already holds is replaced only when the new one is better:
 when the new winner is faster beyond noise than the file's parameters, timed
@@ -113,6 +118,7 @@ func NewCmdTune(f *Factory, runF func(*TuneOptions) error) *cobra.Command {
 	fl.StringArrayVar(&opts.shapes, "shape", nil, "exact shape to tune, e.g. 1x896x4864 (repeatable; needs exactly one --kernel)")
 	fl.StringVar(&opts.strategy, "strategy", search.DefaultStrategy, "search strategy: "+strings.Join(search.Names, ", ")+" (warm = ils climbing from the family's entries already in --out; default: the old name of warm)")
 	fl.StringVar(&opts.budgetS, "budget", "3m", "budget: "+budgetHelp)
+	fl.BoolVar(&opts.extend, "extend", false, "take longer than --budget's wall time when the entries need it to measure each one's default and 5 more candidates, instead of refusing (the run says how much longer)")
 	fl.Uint64Var(&opts.seed, "seed", 1, "seed of the search strategy")
 	fl.StringVar(&opts.out, "out", params.DefaultFileName, "params file to merge the results into")
 	fl.BoolVar(&opts.force, "force", false, "replace an existing --out file that cannot be parsed")
@@ -190,7 +196,7 @@ func runTune(opts *TuneOptions) error {
 	s, err := tuner.OpenSession(b, tuner.SessionConfig{
 		Config: cfg,
 		Out:    f.out, Force: f.force, Replace: f.replace, Resume: f.resume,
-		Budget: f.budget, Trace: f.trace, Generator: "kerntune " + version(),
+		Budget: f.budget, Extend: f.extend, Trace: f.trace, Generator: "kerntune " + version(),
 		Hooks: tuneHooks(f, ui, log),
 	})
 	if err != nil {
@@ -213,6 +219,10 @@ func runTune(opts *TuneOptions) error {
 	}
 	if line := runSummary(sum); line != "" {
 		fmt.Fprintln(log, line)
+	}
+	if sum.Extended > 0 {
+		fmt.Fprintf(log, "--extend: the run took %s; its deadline moved %s past --budget %s so that every entry measured its default and %d more candidates\n",
+			sum.Wall.Round(time.Second), sum.Extended.Round(time.Second), f.budgetS, tuner.MinBeyondDefault)
 	}
 	ui.close()
 	if f.asJSON {
@@ -270,6 +280,9 @@ func tuneHooks(f TuneOptions, ui *progressUI, log io.Writer) tuner.SessionHooks 
 		Planned: func(p tuner.Plan) {
 			fmt.Fprintf(log, "plan: the %d entries need about %s of the %s left (planning took %s); each measures its default and at least %d more candidates, or its whole space\n",
 				p.Entries, p.Needed.Round(time.Second), p.Left.Round(time.Second), p.Took.Round(100*time.Millisecond), tuner.MinBeyondDefault)
+			if p.Extended > 0 {
+				fmt.Fprintf(log, "plan: --budget %s is too short for that here: --extend takes %s more\n", f.budgetS, p.Extended.Round(time.Second))
+			}
 		},
 		Allotted: func(t tuner.Task, a tuner.Allotment, need time.Duration, speed float64) {
 			if f.verbose {
