@@ -385,6 +385,11 @@ func (d *described) classify(shape []int) (string, error) {
 // skipped without a shape (nil, or not of the family's dims).
 func (d *described) checker(ps []Param, rules []rule) func([]int, map[string]int) error {
 	dims := d.desc.Dims
+	names := make([]string, 0, len(ps)+len(dims))
+	for _, q := range ps {
+		names = append(names, q.Name)
+	}
+	names = append(names, dims...)
 	return func(shape []int, p map[string]int) error {
 		// The values in compileRules' order: parameters, then dims.
 		vals := make([]int, len(ps)+len(dims))
@@ -413,6 +418,13 @@ func (d *described) checker(ps []Param, rules []rule) func([]int, map[string]int
 					if ok2 && holds {
 						continue
 					}
+					if ok2 {
+						n := len(ps)
+						if hasShape {
+							n = len(names)
+						}
+						return &brokenRule{msg: r.msg, names: names[:n], vals: vals[:n]}
+					}
 				}
 			}
 			if env == nil {
@@ -435,6 +447,23 @@ func (d *described) checker(ps []Param, rules []rule) func([]int, map[string]int
 }
 
 // check returns the rule's error if it applies and fails.
+// brokenRule is a rule a candidate breaks, its message rendered only when
+// read: walking a GEMM space's product breaks rules millions of times and
+// reads none of the messages (rendering each took most of the walk).
+type brokenRule struct {
+	msg   *template
+	names []string
+	vals  []int
+}
+
+func (e *brokenRule) Error() string {
+	env := make(map[string]any, len(e.names))
+	for i, n := range e.names {
+		env[n] = e.vals[i]
+	}
+	return e.msg.render(env)
+}
+
 func (r rule) check(env map[string]any) error {
 	if r.when != nil {
 		ok, err := r.when.EvalBool(env)
