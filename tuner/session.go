@@ -334,7 +334,7 @@ func (s *Session) Run(ctx context.Context, tasks []Task) (*SessionSummary, error
 				// An entry slower than even that pace may still finish
 				// its minimum: the deadline of the entries after it moves
 				// by what it overran.
-				a.Max = max(a.Max, extendSlack*ahead[i])
+				a.Max = max(a.Max, extendSlack*ahead[i], ahead[i]+extendFloor)
 			}
 		} else {
 			a = evenShare(time.Until(deadline), s.todo(tasks[i:]))
@@ -500,9 +500,15 @@ func (s *Session) plan(ctx context.Context, tu *Tuner, tasks []Task, deadline ti
 	return needs, samples, ext, nil
 }
 
-// extendSlack is how many times its need at the run's pace an entry of an
-// extended run may take while it is short of its minimum.
-const extendSlack = 4
+// An entry of an extended run short of its minimum may go on up to
+// extendSlack times its need at the run's pace, and at least extendFloor
+// past it: a cheap entry's need (a fraction of a second) leaves out fixed
+// costs that weigh on it alone (make tune's last entry stopped one
+// candidate short at 0.2 s).
+const (
+	extendSlack = 4
+	extendFloor = 2 * time.Second
+)
 
 // remaining is the sum of the needs from task i on.
 func remaining(needs []time.Duration, i int) time.Duration {

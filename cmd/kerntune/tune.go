@@ -222,7 +222,7 @@ func runTune(opts *TuneOptions) error {
 	}
 	if sum.Extended > 0 {
 		fmt.Fprintf(log, "--extend: the run took %s; its deadline moved %s past --budget %s so that every entry measured its default and %d more candidates\n",
-			sum.Wall.Round(time.Second), sum.Extended.Round(time.Second), f.budgetS, tuner.MinBeyondDefault)
+			sum.Wall.Round(time.Second), sum.Extended.Round(100*time.Millisecond), f.budgetS, tuner.MinBeyondDefault)
 	}
 	ui.close()
 	if f.asJSON {
@@ -281,7 +281,7 @@ func tuneHooks(f TuneOptions, ui *progressUI, log io.Writer) tuner.SessionHooks 
 			fmt.Fprintf(log, "plan: the %d entries need about %s of the %s left (planning took %s); each measures its default and at least %d more candidates, or its whole space\n",
 				p.Entries, p.Needed.Round(time.Second), p.Left.Round(time.Second), p.Took.Round(100*time.Millisecond), tuner.MinBeyondDefault)
 			if p.Extended > 0 {
-				fmt.Fprintf(log, "plan: --budget %s is too short for that here: --extend takes %s more\n", f.budgetS, p.Extended.Round(time.Second))
+				fmt.Fprintf(log, "plan: --budget %s is too short for that here: --extend takes %s more\n", f.budgetS, p.Extended.Round(100*time.Millisecond))
 			}
 		},
 		Allotted: func(t tuner.Task, a tuner.Allotment, need time.Duration, speed float64) {
