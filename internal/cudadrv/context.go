@@ -6,9 +6,9 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"unsafe"
+
+	"github.com/kerntune/kerntune/internal/osthread"
 )
 
 // Context is a device's primary CUDA context, made current on a dedicated
@@ -19,16 +19,8 @@ type Context struct {
 	lib     *Lib
 	ordinal int
 	props   DeviceProps
-	tid     atomic.Int64 // OS thread id of the context goroutine, 0 when unknown or exited
-	reqs    chan request
-	exited  chan struct{}
-	mu      sync.RWMutex // guards closed and sends on reqs
-	closed  bool
-}
-
-type request struct {
-	fn   func(*Thread) error
-	done chan error
+	th      *osthread.Thread
+	t       *Thread // set on the context thread by setup, used only there
 }
 
 // Thread is the context thread as seen by a closure running on it (see
@@ -41,7 +33,7 @@ type Thread struct {
 	dev     int32
 	ctx     uintptr // CUcontext
 	stream  uintptr // CUstream every launch, copy and cuBLAS call is issued on
-	tid     int
+	tid     uintptr
 	active  bool
 	timing  bool
 	events  []uintptr // pool of timing events
@@ -72,70 +64,43 @@ func (l *Lib) NewContext(ordinal int) (*Context, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Context{lib: l, ordinal: ordinal, props: props, reqs: make(chan request), exited: make(chan struct{})}
-	ready := make(chan error, 1)
-	go c.run(ready)
-	if err := <-ready; err != nil {
-		<-c.exited
+	c := &Context{lib: l, ordinal: ordinal, props: props}
+	c.th, err = osthread.Start(osthread.Config{
+		Setup:     c.setup,
+		Closed:    ErrClosed,
+		Reentrant: ErrReentrant,
+		Goexit:    errors.New("cudadrv: runtime.Goexit called on the context thread (t.FailNow inside a closure?); the context is unusable and its resources are leaked"),
+	})
+	if err != nil {
 		return nil, err
 	}
 	return c, nil
 }
 
-// run is the context goroutine. It stays locked to its OS thread for its
-// whole life and is never unlocked: the thread carries the CUDA context
-// binding, and the runtime discards a thread whose goroutine exits locked.
-func (c *Context) run(ready chan<- error) {
-	defer close(c.exited)
-	runtime.LockOSThread()
-	c.tid.Store(int64(osThreadID()))
-	defer c.tid.Store(0)
-	t, err := c.setup()
-	ready <- err
-	if err != nil {
-		return
-	}
-	for r := range c.reqs {
-		serve(t, r)
-	}
-}
-
-// serve answers one request. If the closure ends the goroutine with
-// runtime.Goexit (t.FailNow from a test, say), the caller still gets an
-// answer; the context thread is gone and later calls return ErrClosed.
-func serve(t *Thread, r request) {
-	answered := false
-	defer func() {
-		if !answered {
-			r.done <- errors.New("cudadrv: runtime.Goexit called on the context thread (t.FailNow inside a closure?); the context is unusable and its resources are leaked")
-		}
-	}()
-	err := t.invoke(r.fn)
-	answered = true
-	r.done <- err
-}
-
-func (c *Context) setup() (*Thread, error) {
+// setup makes the context current on the context thread (which stays
+// locked to it: the thread carries the binding) and creates the stream.
+func (c *Context) setup() error {
 	l := c.lib
-	t := &Thread{c: c, lib: l, tid: osThreadID(), allocs: map[DevPtr]int64{}, modules: map[*Module]struct{}{}}
+	t := &Thread{c: c, lib: l, tid: osthread.ID(), allocs: map[DevPtr]int64{}, modules: map[*Module]struct{}{}}
 	dev, err := l.device(c.ordinal)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	t.dev = dev
 	if r := l.cu.cuDevicePrimaryCtxRetain(&t.ctx, dev); r != cudaSuccess {
-		return nil, l.cuError("cuDevicePrimaryCtxRetain", r, fmt.Sprintf("device %d", c.ordinal))
+		return l.cuError("cuDevicePrimaryCtxRetain", r, fmt.Sprintf("device %d", c.ordinal))
 	}
 	if r := l.cu.cuCtxSetCurrent(t.ctx); r != cudaSuccess {
 		l.cu.cuDevicePrimaryCtxRelease(dev)
-		return nil, l.cuError("cuCtxSetCurrent", r, "")
+		return l.cuError("cuCtxSetCurrent", r, "")
 	}
 	if r := l.cu.cuStreamCreate(&t.stream, cuStreamDefault); r != cudaSuccess {
 		l.cu.cuCtxSetCurrent(0)
 		l.cu.cuDevicePrimaryCtxRelease(dev)
-		return nil, l.cuError("cuStreamCreate", r, "")
+		return l.cuError("cuStreamCreate", r, "")
 	}
-	return t, nil
+	c.t = t
+	return nil
 }
 
 // invoke runs fn with t marked active; a panic in fn becomes an error so
@@ -154,33 +119,14 @@ func (t *Thread) invoke(fn func(*Thread) error) (err error) {
 
 // onThread reports whether the caller is the context goroutine (Linux
 // only; elsewhere it is always false).
-func (c *Context) onThread() bool {
-	id := osThreadID()
-	return id != 0 && int64(id) == c.tid.Load()
-}
+func (c *Context) onThread() bool { return c.th.OnThread() }
 
 // Do runs fn on the context thread and returns its error. Several driver
 // calls that belong together (a timing loop, launches followed by a sync)
 // go in one closure; fn must use the *Thread it is given and not the
 // marshalling methods of Context, Module, Function or Blas (ErrReentrant).
 func (c *Context) Do(fn func(t *Thread) error) error {
-	if c.onThread() {
-		return ErrReentrant
-	}
-	c.mu.RLock()
-	if c.closed {
-		c.mu.RUnlock()
-		return ErrClosed
-	}
-	done := make(chan error, 1)
-	select {
-	case c.reqs <- request{fn: fn, done: done}:
-	case <-c.exited:
-		c.mu.RUnlock()
-		return ErrClosed
-	}
-	c.mu.RUnlock()
-	return <-done
+	return c.th.Do(func() error { return c.t.invoke(fn) })
 }
 
 // Close waits for pending work, destroys the cuBLAS handle, the modules
@@ -190,28 +136,7 @@ func (c *Context) Do(fn func(t *Thread) error) error {
 // After a sticky error the cleanup is best effort and its errors are not
 // reported.
 func (c *Context) Close() error {
-	if c.onThread() {
-		return ErrReentrant
-	}
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		return nil
-	}
-	c.closed = true
-	done := make(chan error, 1)
-	var err error
-	select {
-	case c.reqs <- request{fn: (*Thread).teardown, done: done}:
-		close(c.reqs)
-		c.mu.Unlock()
-		err = <-done
-	case <-c.exited: // the context goroutine died (runtime.Goexit in a closure)
-		close(c.reqs)
-		c.mu.Unlock()
-	}
-	<-c.exited
-	return err
+	return c.th.Stop(func() error { return c.t.invoke((*Thread).teardown) })
 }
 
 func (t *Thread) teardown() error {
@@ -268,7 +193,7 @@ func (t *Thread) ready() error {
 	if !t.active {
 		return errThreadInactive
 	}
-	if id := osThreadID(); id != 0 && id != t.tid {
+	if id := osthread.ID(); id != 0 && id != t.tid {
 		return errThreadMisuse
 	}
 	if t.sticky != nil {

@@ -7,7 +7,7 @@
 // # Threads
 //
 // A CUDA context is current per OS thread. A Context therefore owns one
-// goroutine locked to its OS thread (runtime.LockOSThread) on which every
+// goroutine locked to its OS thread (internal/osthread) on which every
 // driver and cuBLAS call for that context runs. The public methods of
 // Context, Module, Function and Blas marshal a closure to that goroutine and
 // wait for it, so they may be called from any goroutine.

@@ -87,7 +87,9 @@ func open(o Options) (tuner.Backend, error) {
 	registerSelectors()
 	b := &Backend{rt: r, compileOpts: cs}
 	b.compiles = gpuhost.NewCompiles(max(2, runtime.NumCPU()), errClosed, b.compilePipeline)
-	b.gpu = startGPUThread(r)
+	if b.gpu, err = startGPUThread(r); err != nil {
+		return nil, err
+	}
 	if err := b.gpu.do(b.setup); err != nil {
 		b.gpu.do(func() error { b.teardown(); return nil })
 		b.gpu.stop()

@@ -5,10 +5,9 @@ package metal
 import (
 	"errors"
 	"fmt"
-	"runtime"
 	"runtime/debug"
-	"sync"
-	"sync/atomic"
+
+	"github.com/kerntune/kerntune/internal/osthread"
 )
 
 var (
@@ -17,56 +16,26 @@ var (
 )
 
 // gpuThread is the goroutine that talks to the command queue, locked to
-// one OS thread for its whole life (as the CUDA backend's context thread):
-// command buffers and encoders are used from one thread, and each closure
-// runs inside an autorelease pool pushed and popped on that thread. Calls
-// from any goroutine are marshalled to it and serialized.
+// one OS thread for its whole life (osthread, as the CUDA backend's
+// context): command buffers and encoders are used from one thread, and
+// each closure runs inside an autorelease pool pushed and popped on that
+// thread. Calls from any goroutine are marshalled to it and serialized.
 type gpuThread struct {
-	rt     *runtimeLib
-	tid    atomic.Uintptr // pthread_self of the GPU thread
-	reqs   chan gpuRequest
-	exited chan struct{}
-	mu     sync.RWMutex // guards closed and sends on reqs
-	closed bool
+	rt *runtimeLib
+	th *osthread.Thread
 }
 
-type gpuRequest struct {
-	fn   func() error
-	done chan error
-}
-
-func startGPUThread(r *runtimeLib) *gpuThread {
-	g := &gpuThread{rt: r, reqs: make(chan gpuRequest), exited: make(chan struct{})}
-	ready := make(chan struct{})
-	go g.loop(ready)
-	<-ready
-	return g
-}
-
-// loop never unlocks its thread: the runtime then discards the thread when
-// the goroutine exits, with whatever Objective-C state it holds.
-func (g *gpuThread) loop(ready chan<- struct{}) {
-	defer close(g.exited)
-	runtime.LockOSThread()
-	g.tid.Store(g.rt.pthreadSelf())
-	close(ready)
-	for r := range g.reqs {
-		g.serve(r)
+func startGPUThread(r *runtimeLib) (*gpuThread, error) {
+	th, err := osthread.Start(osthread.Config{
+		Self:      r.pthreadSelf,
+		Closed:    errClosed,
+		Reentrant: errReentrant,
+		Goexit:    errors.New("metal backend: runtime.Goexit on the GPU thread; the backend is unusable"),
+	})
+	if err != nil {
+		return nil, err
 	}
-}
-
-// serve answers one request, even if the closure ends the goroutine with
-// runtime.Goexit.
-func (g *gpuThread) serve(r gpuRequest) {
-	answered := false
-	defer func() {
-		if !answered {
-			r.done <- errors.New("metal backend: runtime.Goexit on the GPU thread; the backend is unusable")
-		}
-	}()
-	err := g.invoke(r.fn)
-	answered = true
-	r.done <- err
+	return &gpuThread{rt: r, th: th}, nil
 }
 
 // invoke runs fn in an autorelease pool; a Go panic in fn becomes an error.
@@ -85,32 +54,8 @@ func (g *gpuThread) invoke(fn func() error) (err error) {
 
 // do runs fn on the GPU thread and returns its error.
 func (g *gpuThread) do(fn func() error) error {
-	if g.rt.pthreadSelf() == g.tid.Load() {
-		return errReentrant
-	}
-	g.mu.RLock()
-	if g.closed {
-		g.mu.RUnlock()
-		return errClosed
-	}
-	done := make(chan error, 1)
-	select {
-	case g.reqs <- gpuRequest{fn: fn, done: done}:
-	case <-g.exited:
-		g.mu.RUnlock()
-		return errClosed
-	}
-	g.mu.RUnlock()
-	return <-done
+	return g.th.Do(func() error { return g.invoke(fn) })
 }
 
 // stop ends the GPU thread after the running closure; later calls return errClosed.
-func (g *gpuThread) stop() {
-	g.mu.Lock()
-	if !g.closed {
-		g.closed = true
-		close(g.reqs)
-	}
-	g.mu.Unlock()
-	<-g.exited
-}
+func (g *gpuThread) stop() { g.th.Stop(nil) }
