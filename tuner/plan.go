@@ -238,3 +238,50 @@ func (e *PlanError) Suggested() time.Duration {
 // entryOverhead is what an entry costs beyond its need, for advice: reading
 // and merging the params file, syncing the journal.
 const entryOverhead = 500 * time.Millisecond
+
+// schedule allots the entries of a run their time: by the plan's needs at
+// the pace the run goes, or evenly without a plan.
+type schedule struct {
+	deadline       time.Time
+	needs, samples []time.Duration // by task index; nil without a plan
+	// The device's load changes during a run: the entries to come are
+	// planned at the pace the last ones took (pace.speed).
+	pace   *pace
+	extend bool // SessionConfig.Extend
+}
+
+// allot is task i's allotment and how far it moved the deadline (with
+// extend); todo counts the tasks from i on still to tune.
+func (sc *schedule) allot(i int, todo func() int) (a Allotment, moved time.Duration) {
+	speed := sc.pace.speed()
+	if sc.needs == nil {
+		return evenShare(time.Until(sc.deadline), todo()), 0
+	}
+	ahead := scaled(sc.needs, speed*planCushion)
+	if sc.extend {
+		// The entries from this one on get at least what they need at
+		// the pace the run now goes.
+		if short := remaining(ahead, i) - time.Until(sc.deadline); short > 0 {
+			sc.deadline = sc.deadline.Add(short)
+			moved = short
+		}
+	}
+	a = allot(time.Until(sc.deadline), ahead, i)
+	if sc.extend {
+		// An entry slower than even that pace may still finish its
+		// minimum: the deadline of the entries after it moves by what it
+		// overran.
+		a.Max = max(a.Max, extendSlack*ahead[i], ahead[i]+extendFloor)
+	}
+	if sc.samples != nil {
+		a.Sample = time.Duration(float64(sc.samples[i]) * speed)
+	}
+	return a, moved
+}
+
+// took records that task i needed needed (Result.Needed; 0: unknown).
+func (sc *schedule) took(i int, needed time.Duration) {
+	if sc.needs != nil && needed > 0 && sc.needs[i] > 0 {
+		sc.pace.add(needed, sc.needs[i])
+	}
+}

@@ -303,9 +303,7 @@ func (s *Session) Run(ctx context.Context, tasks []Task) (*SessionSummary, error
 	if needs != nil {
 		tasks, needs, samples = costliestFirst(tasks, needs, samples)
 	}
-	// The device's load changes during a run: the entries to come are
-	// planned at the pace the last ones took (pace.speed).
-	pace := newPace(needs)
+	sched := &schedule{deadline: deadline, needs: needs, samples: samples, pace: newPace(needs), extend: s.cfg.Extend}
 	for i, task := range tasks {
 		if ctx.Err() != nil {
 			sum.StoppedEarly = true
@@ -317,32 +315,10 @@ func (s *Session) Run(ctx context.Context, tasks []Task) (*SessionSummary, error
 			}
 			continue
 		}
-		speed := pace.speed()
-		var a Allotment
-		if needs != nil {
-			ahead := scaled(needs, speed*planCushion)
-			if s.cfg.Extend {
-				// The entries from this one on get at least what they
-				// need at the pace the run now goes.
-				if short := remaining(ahead, i) - time.Until(deadline); short > 0 {
-					deadline = deadline.Add(short)
-					sum.Extended += short
-				}
-			}
-			a = allot(time.Until(deadline), ahead, i)
-			if s.cfg.Extend {
-				// An entry slower than even that pace may still finish
-				// its minimum: the deadline of the entries after it moves
-				// by what it overran.
-				a.Max = max(a.Max, extendSlack*ahead[i], ahead[i]+extendFloor)
-			}
-		} else {
-			a = evenShare(time.Until(deadline), s.todo(tasks[i:]))
-		}
-		if samples != nil {
-			a.Sample = time.Duration(float64(samples[i]) * speed)
-		}
+		a, moved := sched.allot(i, func() int { return s.todo(tasks[i:]) })
+		sum.Extended += moved
 		if h.Allotted != nil && needs != nil {
+			speed := sched.pace.speed()
 			h.Allotted(task, a, time.Duration(float64(needs[i])*speed), speed)
 		}
 		share := a.Share
@@ -365,8 +341,8 @@ func (s *Session) Run(ctx context.Context, tasks []Task) (*SessionSummary, error
 		if res != nil && res.Time != nil {
 			sum.DeviceS += res.Time.DeviceS
 		}
-		if needs != nil && res != nil && res.Needed > 0 && needs[i] > 0 {
-			pace.add(res.Needed, needs[i])
+		if res != nil {
+			sched.took(i, res.Needed)
 		}
 		if s.cfg.Trace != "" && res != nil {
 			// Every line names the run, so that a trace appended to by
