@@ -45,25 +45,10 @@ KT_SEG_REDUCE(kt_seg_max, fmaxf)
 #define SEG_MAX(v, W, s) kt_seg_max((v), (W), (s))
 `
 
-const cudaF32 = `typedef float T;
+var cudaF32 = `typedef float T;
 #define LOAD(p, i) ((float)(p)[i])
 #define STORE(p, i, v) ((p)[i] = (v))
-KT_INLINE void kt_loadv(const T* __restrict__ p, int i, float* d) {
-#if VEC == 1
-  d[0] = p[i];
-#elif VEC == 2
-  const float2 a = *reinterpret_cast<const float2*>(p + i);
-  d[0] = a.x; d[1] = a.y;
-#else
-  UNROLL_LOOP
-  for (int j = 0; j < VEC; j += 4) {
-    const float4 a = *reinterpret_cast<const float4*>(p + i + j);
-    d[j] = a.x; d[j + 1] = a.y; d[j + 2] = a.z; d[j + 3] = a.w;
-  }
-#endif
-}
-#define LOADV(p, i, d) kt_loadv((p), (i), (d))
-KT_INLINE void kt_storev(T* __restrict__ p, int i, const float* d) {
+` + vecLoad(CUDA, "LOADV", "T", "float", "float") + `KT_INLINE void kt_storev(T* __restrict__ p, int i, const float* d) {
 #if VEC == 1
   p[i] = d[0];
 #elif VEC == 2
@@ -309,7 +294,7 @@ using namespace metal;
 `
 
 // metalCommon is the Metal prelude of a T that MSL converts itself.
-const metalCommon = metalBase + metalIO
+var metalCommon = metalBase + metalIO
 
 // metalBase is the part of the Metal prelude that does not use T.
 const metalBase = `#define LID ((int)kt_tid.x)
@@ -349,23 +334,9 @@ KT_SEG_REDUCE(kt_seg_max, fmax)
 
 // metalIO is LOAD, STORE and their vector forms where T converts to and
 // from float in MSL itself (float, half, bfloat).
-const metalIO = `#define LOAD(p, i) ((float)(p)[i])
+var metalIO = `#define LOAD(p, i) ((float)(p)[i])
 #define STORE(p, i, v) ((p)[i] = (T)(v))
-inline void kt_loadv(device const T* p, int i, thread float* d) {
-#if VEC == 1
-  d[0] = (float)p[i];
-#elif VEC == 2
-  const float2 a = float2(*((device const KT_VEC2*)(p + i)));
-  d[0] = a.x; d[1] = a.y;
-#else
-  for (int j = 0; j < VEC; j += 4) {
-    const float4 a = float4(*((device const KT_VEC4*)(p + i + j)));
-    d[j] = a.x; d[j + 1] = a.y; d[j + 2] = a.z; d[j + 3] = a.w;
-  }
-#endif
-}
-#define LOADV(p, i, d) kt_loadv((p), (i), (d))
-inline void kt_storev(device T* p, int i, thread const float* d) {
+` + vecLoad(Metal, "LOADV", "T", "float", "float") + `inline void kt_storev(device T* p, int i, thread const float* d) {
 #if VEC == 1
   p[i] = (T)d[0];
 #elif VEC == 2
@@ -434,7 +405,7 @@ var metalTiles = map[kernels.DType]string{
 // otherwise 16-bit storage with f32 math, as MLX does on older systems
 // (its _MLX_BFloat16): ushort holding the upper half of a float32,
 // widened by a shift and rounded to nearest even in integer arithmetic.
-const metalBF16 = metalBase + `#if defined(__HAVE_BFLOAT__)
+var metalBF16 = metalBase + `#if defined(__HAVE_BFLOAT__)
 typedef bfloat T;
 #define KT_VEC2 bfloat2
 #define KT_VEC4 bfloat4
@@ -560,22 +531,7 @@ void kt_storev(__global T* restrict p, int i, const float* d) {
 // buffers (Arg.Words): VEC words from word i on (aligned to VEC) into
 // unsigned int d[VEC], with one vector load where the API has one.
 var wordPrelude = map[API]string{
-	CUDA: `KT_INLINE void kt_loadw(const unsigned int* __restrict__ p, int i, unsigned int* d) {
-#if VEC == 1
-  d[0] = p[i];
-#elif VEC == 2
-  const uint2 a = *reinterpret_cast<const uint2*>(p + i);
-  d[0] = a.x; d[1] = a.y;
-#else
-  UNROLL_LOOP
-  for (int j = 0; j < VEC; j += 4) {
-    const uint4 a = *reinterpret_cast<const uint4*>(p + i + j);
-    d[j] = a.x; d[j + 1] = a.y; d[j + 2] = a.z; d[j + 3] = a.w;
-  }
-#endif
-}
-#define LOADW(p, i, d) kt_loadw((p), (i), (d))
-// 4 elements of T from element i on (aligned to 4), widened: one 8- or
+	CUDA: vecLoad(CUDA, "LOADW", "unsigned int", "unsigned int", "uint") + `// 4 elements of T from element i on (aligned to 4), widened: one 8- or
 // 16-byte load.
 KT_INLINE void kt_loadx4(const T* __restrict__ p, int i, float* d) {
   __align__(16) T h[4];
@@ -619,21 +575,7 @@ KT_INLINE float kt_qword4h(unsigned int w, uint4 x) {
 #define KT_QWORD4H(w, x) kt_qword4h((w), (x))
 #endif
 `,
-	Metal: `inline void kt_loadw(device const uint* p, int i, thread uint* d) {
-#if VEC == 1
-  d[0] = p[i];
-#elif VEC == 2
-  const uint2 a = *((device const uint2*)(p + i));
-  d[0] = a.x; d[1] = a.y;
-#else
-  for (int j = 0; j < VEC; j += 4) {
-    const uint4 a = *((device const uint4*)(p + i + j));
-    d[j] = a.x; d[j + 1] = a.y; d[j + 2] = a.z; d[j + 3] = a.w;
-  }
-#endif
-}
-#define LOADW(p, i, d) kt_loadw((p), (i), (d))
-inline void kt_loadx4(device const T* p, int i, thread float* d) {
+	Metal: vecLoad(Metal, "LOADW", "uint", "uint", "uint") + `inline void kt_loadx4(device const T* p, int i, thread float* d) {
 #ifdef KT_VEC4
   const float4 a = float4(*((device const KT_VEC4*)(p + i)));
   d[0] = a.x; d[1] = a.y; d[2] = a.z; d[3] = a.w;
@@ -654,6 +596,48 @@ void kt_loadx4(__global const T* restrict p, int i, float* d) {
 #define LOADX4(p, i, d) kt_loadx4((p), (i), (d))
 #define QM2F(w, m) ((float)((w) & (m)))
 `,
+}
+
+// vecLoad is the CUDA or Metal source of MACRO(p, i, d) (LOADV, LOADW):
+// VEC elements of type elem from element i on (aligned to VEC) into d of
+// type to, with an 8-byte load of vec2 at VEC = 2 and 16-byte ones of vec4
+// from 4 on. to is float (elem T, whose vector types Metal names KT_VEC2
+// and KT_VEC4 and converts) or the word type itself.
+func vecLoad(api API, macro, elem, to, vec string) string {
+	name := "kt_" + strings.ToLower(macro)
+	one, v2, v4 := "p[i]", vec+"2", vec+"4"
+	var head, ld2, ld4, unroll string
+	switch api {
+	case CUDA:
+		head = fmt.Sprintf("KT_INLINE void %s(const %s* __restrict__ p, int i, %s* d) {", name, elem, to)
+		ld2 = fmt.Sprintf("*reinterpret_cast<const %s*>(p + i)", v2)
+		ld4 = fmt.Sprintf("*reinterpret_cast<const %s*>(p + i + j)", v4)
+		unroll = "  UNROLL_LOOP\n"
+	case Metal:
+		head = fmt.Sprintf("inline void %s(device const %s* p, int i, thread %s* d) {", name, elem, to)
+		ld2 = fmt.Sprintf("*((device const %s*)(p + i))", v2)
+		ld4 = fmt.Sprintf("*((device const %s*)(p + i + j))", v4)
+		if elem == "T" {
+			one = "(float)p[i]"
+			ld2 = fmt.Sprintf("%s(*((device const KT_VEC2*)(p + i)))", v2)
+			ld4 = fmt.Sprintf("%s(*((device const KT_VEC4*)(p + i + j)))", v4)
+		}
+	}
+	return head + `
+#if VEC == 1
+  d[0] = ` + one + `;
+#elif VEC == 2
+  const ` + v2 + ` a = ` + ld2 + `;
+  d[0] = a.x; d[1] = a.y;
+#else
+` + unroll + `  for (int j = 0; j < VEC; j += 4) {
+    const ` + v4 + ` a = ` + ld4 + `;
+    d[j] = a.x; d[j + 1] = a.y; d[j + 2] = a.z; d[j + 3] = a.w;
+  }
+#endif
+}
+#define ` + macro + `(p, i, d) ` + name + `((p), (i), (d))
+`
 }
 
 func prelude(api API, dt kernels.DType, vec int) (string, error) {
