@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,7 +24,7 @@ import (
 //	KTDEV_REQUIRE_CC=1        a missing g++ fails instead of skipping (CI)
 
 // emuSource turns a candidate's generated CUDA source into a host program:
-// the PTX block and the PTX half (or bf16) conversions give way to the emulation in
+// the PTX block, the PTX half (or bf16) conversions and f16x2 arithmetic give way to the emulation in
 // testdata/cudaemu/shim.h, dynamic shared memory becomes a static array,
 // and testdata/cudaemu/main.cpp launches it with the host side of
 // testdata/cudaemu/host.h.
@@ -61,8 +62,10 @@ func emuSourceMain(t *testing.T, src, fn, mainFile string) string {
 			"#define SHARED_DYN(type, name, n) static __attribute__((aligned(16))) type name[n]")
 	}
 	for _, line := range strings.SplitAfter(src, "\n") {
-		if strings.HasPrefix(line, "KT_INLINE float kt_h2f(") || strings.HasPrefix(line, "KT_INLINE unsigned short kt_f2h(") {
-			src = strings.Replace(src, line, "", 1)
+		for _, def := range []string{"float kt_h2f(", "unsigned short kt_f2h(", "unsigned int kt_hsub2(", "unsigned int kt_hmul2(", "unsigned int kt_hfma2("} {
+			if strings.HasPrefix(line, "KT_INLINE "+def) {
+				src = strings.Replace(src, line, "", 1)
+			}
 		}
 	}
 	// bf16 sources: the shim's kt_h2f and kt_f2h convert bf16.
@@ -273,7 +276,7 @@ func TestCUDAEmulatedLora(t *testing.T) {
 			if ps.Check(cs.Shape, c.p) != nil {
 				continue
 			}
-			if err := emuRunLora(t, dir, bin, b, k, c.dt, cs, c.p, uint64(10*i+j)); err != nil {
+			if err := emuRunNamed(t, dir, bin, b, k, c.dt, cs, c.p, uint64(10*i+j)); err != nil {
 				t.Errorf("lora %s %s %s: %v", c.dt, search.Candidate(c.p).Key(), cs, err)
 			}
 			checked++
@@ -285,25 +288,26 @@ func TestCUDAEmulatedLora(t *testing.T) {
 	t.Logf("%d emulated CUDA lora runs verified", checked)
 }
 
-// emuRunLora runs a built lora candidate on one case and verifies it
-// against the float64 reference.
-func emuRunLora(t *testing.T, dir, bin string, b *Body, k *kernels.Kernel, dt kernels.DType, c kernels.Case, p map[string]int, seed uint64) error {
+// emuRunNamed runs a built candidate whose launch (testdata/cudaemu/main_*.cpp)
+// takes its scalars, then one file per input operand, each in its own
+// element type, with "-" for an optional bias the case lacks, then y's
+// file and its length; it verifies y against the float64 reference.
+func emuRunNamed(t *testing.T, dir, bin string, b *Body, k *kernels.Kernel, dt kernels.DType, c kernels.Case, p map[string]int, seed uint64) error {
 	t.Helper()
 	prob, err := kernels.NewProblem(k, dt, c, rand.New(rand.NewPCG(seed, 7)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	files := []string{"x", "W", "A", "B", "bias"}
-	for i := range files {
-		files[i] = filepath.Join(dir, files[i]+".bin")
-	}
-	for i, in := range prob.Inputs {
-		if err := os.WriteFile(files[i], kernels.Encode(dt, in), 0o644); err != nil {
+	var files []string
+	for i, op := range k.Inputs(c) {
+		f := filepath.Join(dir, op.Name+".bin")
+		if err := os.WriteFile(f, op.Elem.In(dt).Encode(prob.Inputs[i]), 0o644); err != nil {
 			t.Fatal(err)
 		}
+		files = append(files, f)
 	}
-	if !c.Has(kernels.Bias) {
-		files[4] = "-"
+	if !c.Has(kernels.Bias) && slices.Contains(k.Options, kernels.Bias) {
+		files = append(files, "-")
 	}
 	g := b.Geometry(c.Shape, p)
 	args := []string{strconv.Itoa(g.Grid[0]), strconv.Itoa(g.Grid[1]), strconv.Itoa(g.Threads)}
@@ -321,4 +325,59 @@ func emuRunLora(t *testing.T, dir, bin string, b *Body, k *kernels.Kernel, dt ke
 		t.Fatal(err)
 	}
 	return prob.VerifyFor(kernels.Decode(dt, raw), p)
+}
+
+// TestCUDAEmulatedQgemv runs CUDA qgemv candidates on the CPU on every odd
+// shape their space admits: with f16 activations the 4-bit words go
+// through the f16-pair dequantisation (KT_QH2: the f16x2 instructions,
+// emulated with their rounding), which no other API compiles; f32 and
+// bf16 the staged f32 form. The H100 verifies the real instructions.
+func TestCUDAEmulatedQgemv(t *testing.T) {
+	needGXX(t)
+	k := testutil.Lookup(t, kernels.Get, "qgemv")
+	b := testutil.Lookup(t, Get, "qgemv")
+	ps, ok := k.Space("cuda")
+	if !ok {
+		t.Fatal("qgemv has no cuda space")
+	}
+	cand := func(tpr, rpb, rpt, vec, unroll int) map[string]int {
+		return map[string]int{"TPR": tpr, "RPB": rpb, "RPT": rpt, "VEC": vec, "UNROLL": unroll}
+	}
+	cands := []struct {
+		p  map[string]int
+		dt kernels.DType
+	}{
+		{cand(4, 32, 1, 4, 2), kernels.F16}, // the H100's winner at 151936 rows
+		{cand(2, 16, 2, 2, 4), kernels.F16},
+		{cand(32, 1, 4, 1, 1), kernels.F16},
+		{cand(64, 4, 1, 4, 1), kernels.F16}, // a row across two warps
+		{cand(8, 8, 8, 4, 2), kernels.F32},
+		{cand(16, 4, 1, 2, 1), kernels.BF16},
+	}
+	dir := t.TempDir()
+	checked := 0
+	for i, c := range cands {
+		src, err := b.SourceFor(CUDA, c.dt, c.p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.dt == kernels.F16 && !strings.Contains(src, "#define KT_QH2 1") {
+			t.Fatal("the f16 source lacks the f16-pair form (KT_QH2)")
+		}
+		name := fmt.Sprintf("qgemv_%d", i)
+		bin := emuBuild(t, dir, name, emuSourceMain(t, src, b.Func, "main_qgemv.cpp"), false)
+		for j, cs := range k.Odd {
+			if ps.Check(cs.Shape, c.p) != nil {
+				continue
+			}
+			if err := emuRunNamed(t, dir, bin, b, k, c.dt, cs, c.p, uint64(10*i+j)); err != nil {
+				t.Errorf("qgemv %s %s %s: %v", c.dt, search.Candidate(c.p).Key(), cs, err)
+			}
+			checked++
+		}
+	}
+	if checked < 2*len(cands) {
+		t.Fatalf("%d qgemv cases ran, want at least %d", checked, 2*len(cands))
+	}
+	t.Logf("%d emulated CUDA qgemv runs verified", checked)
 }

@@ -1,14 +1,14 @@
-// A host stand-in for the CUDA device API that the generated GEMM and lora
-// sources use, so that g++ compiles and runs them on the CPU: one fiber
-// (ucontext) per CUDA thread on one OS thread, switching only where a thread
-// waits, __syncthreads as a barrier of the block, and the warp-wide
-// PTX instructions of the fragment operations (ldmatrix, mma.sync,
-// cp.async) emulated from their definitions in the PTX ISA, with the 32
-// lanes of a warp meeting at a barrier to exchange operands. The test
-// replaces the source's PTX block (cudaPTX) and its half conversions by the
-// functions below. KT_CP_LAZY: cp.async copies happen at the wait that
-// covers them (a missing wait reads stale data); otherwise at issue (a copy
-// into a buffer still being read corrupts it).
+// A host stand-in for the CUDA device API that the generated GEMM, lora
+// and qgemv sources use, so that g++ compiles and runs them on the CPU:
+// one fiber (ucontext) per CUDA thread on one OS thread, switching only
+// where a thread waits, __syncthreads as a barrier of the block, and the
+// warp-wide PTX instructions of the fragment operations (ldmatrix,
+// mma.sync, cp.async) emulated from their definitions in the PTX ISA, with
+// the 32 lanes of a warp meeting at a barrier to exchange operands. The
+// test replaces the source's PTX block (cudaPTX), its half conversions and
+// its f16x2 arithmetic by the functions below. KT_CP_LAZY: cp.async copies
+// happen at the wait that covers them (a missing wait reads stale data);
+// otherwise at issue (a copy into a buffer still being read corrupts it).
 //
 // Fibers rather than OS threads: a block of 256 threads meeting at spinning
 // barriers took minutes on a 2-core machine with other work beside it
@@ -98,6 +98,36 @@ inline unsigned short kt_f2h(float f) {
 #else
 inline float kt_h2f(unsigned short h) { _Float16 v; std::memcpy(&v, &h, 2); return (float)v; }
 inline unsigned short kt_f2h(float f) { _Float16 v = (_Float16)f; unsigned short h; std::memcpy(&h, &v, 2); return h; }
+// sub.rn.f16x2, mul.rn.f16x2 and fma.rn.f16x2 (qgemv's f16 pairs), each
+// half of the 32-bit registers on its own: the result computed in long
+// double and rounded to f16, nearest even, as the instructions round. A
+// product of two halves (22 significant bits) is exact there, and so is
+// its sum with a third half unless their exponents are more than 43
+// apart, where the long double's rounding could turn a near-tie of the
+// f16 rounding into a tie. Subnormal halves are kept, as the f16
+// instructions keep them.
+inline long double kt_half_at(unsigned r, int i) {
+  const unsigned short h = (unsigned short)(r >> (16 * i));
+  _Float16 v;
+  std::memcpy(&v, &h, 2);
+  return (long double)v;
+}
+inline unsigned kt_half_bits(long double v) {
+  const _Float16 h = (_Float16)v;
+  unsigned short b;
+  std::memcpy(&b, &h, 2);
+  return b;
+}
+inline unsigned kt_hsub2(unsigned a, unsigned b) {
+  return kt_half_bits(kt_half_at(a, 0) - kt_half_at(b, 0)) | kt_half_bits(kt_half_at(a, 1) - kt_half_at(b, 1)) << 16;
+}
+inline unsigned kt_hmul2(unsigned a, unsigned b) {
+  return kt_half_bits(kt_half_at(a, 0) * kt_half_at(b, 0)) | kt_half_bits(kt_half_at(a, 1) * kt_half_at(b, 1)) << 16;
+}
+inline unsigned kt_hfma2(unsigned a, unsigned b, unsigned c) {
+  return kt_half_bits(kt_half_at(a, 0) * kt_half_at(b, 0) + kt_half_at(c, 0)) |
+         kt_half_bits(kt_half_at(a, 1) * kt_half_at(b, 1) + kt_half_at(c, 1)) << 16;
+}
 #endif
 
 // One exchange area per warp of the block.
