@@ -244,48 +244,19 @@ func TestCUDAEmulatedGEMM(t *testing.T) {
 // and the vector loads, off the GPU.
 func TestCUDAEmulatedLora(t *testing.T) {
 	needGXX(t)
-	k := testutil.Lookup(t, kernels.Get, "lora")
-	b := testutil.Lookup(t, Get, "lora")
 	cand := func(tg, tpr, bm, cps, vec, unroll int) map[string]int {
 		return map[string]int{"TG": tg, "TPR": tpr, "BM": bm, "CPS": cps, "VEC": vec, "UNROLL": unroll}
 	}
-	cands := []struct {
-		p  map[string]int
-		dt kernels.DType
-	}{
+	cands := []cudaCand{
 		{cand(128, 32, 1, 1, 1, 1), kernels.F32},
 		{cand(128, 8, 4, 2, 1, 2), kernels.F16},
 		{cand(256, 16, 16, 4, 1, 2), kernels.BF16},
 		{cand(128, 32, 16, 1, 8, 2), kernels.F16}, // VEC 8: only where 8 divides k
 		{cand(256, 8, 4, 4, 4, 1), kernels.F32},
 	}
-	dir := t.TempDir()
-	checked := 0
-	for i, c := range cands {
-		src, err := b.SourceFor(CUDA, c.dt, c.p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		name := fmt.Sprintf("lora_%d", i)
-		bin := emuBuild(t, dir, name, emuSourceMain(t, src, b.Func, "main_lora.cpp"), false)
-		ps, ok := k.Space("cuda")
-		if !ok {
-			t.Fatal("lora has no cuda space")
-		}
-		for j, cs := range k.Odd {
-			if ps.Check(cs.Shape, c.p) != nil {
-				continue
-			}
-			if err := emuRunNamed(t, dir, bin, b, k, c.dt, cs, c.p, uint64(10*i+j)); err != nil {
-				t.Errorf("lora %s %s %s: %v", c.dt, search.Candidate(c.p).Key(), cs, err)
-			}
-			checked++
-		}
-	}
-	if checked == 0 {
+	if checked := emuOddShapes(t, "lora", "main_lora.cpp", cands); checked == 0 {
 		t.Fatal("no lora case ran")
 	}
-	t.Logf("%d emulated CUDA lora runs verified", checked)
 }
 
 // emuRunNamed runs a built candidate whose launch (testdata/cudaemu/main_*.cpp)
@@ -334,25 +305,44 @@ func emuRunNamed(t *testing.T, dir, bin string, b *Body, k *kernels.Kernel, dt k
 // bf16 the staged f32 form. The H100 verifies the real instructions.
 func TestCUDAEmulatedQgemv(t *testing.T) {
 	needGXX(t)
-	k := testutil.Lookup(t, kernels.Get, "qgemv")
 	b := testutil.Lookup(t, Get, "qgemv")
-	ps, ok := k.Space("cuda")
-	if !ok {
-		t.Fatal("qgemv has no cuda space")
-	}
 	cand := func(tpr, rpb, rpt, vec, unroll int) map[string]int {
 		return map[string]int{"TPR": tpr, "RPB": rpb, "RPT": rpt, "VEC": vec, "UNROLL": unroll}
 	}
-	cands := []struct {
-		p  map[string]int
-		dt kernels.DType
-	}{
+	cands := []cudaCand{
 		{cand(4, 32, 1, 4, 2), kernels.F16}, // the H100's winner at 151936 rows
 		{cand(2, 16, 2, 2, 4), kernels.F16},
 		{cand(32, 1, 4, 1, 1), kernels.F16},
 		{cand(64, 4, 1, 4, 1), kernels.F16}, // a row across two warps
 		{cand(8, 8, 8, 4, 2), kernels.F32},
 		{cand(16, 4, 1, 2, 1), kernels.BF16},
+	}
+	for _, c := range cands {
+		if src, err := b.SourceFor(CUDA, c.dt, c.p); err != nil || c.dt == kernels.F16 && !strings.Contains(src, "#define KT_QH2 1") {
+			t.Fatalf("%s source: the f16-pair form (KT_QH2) missing, or %v", c.dt, err)
+		}
+	}
+	if checked := emuOddShapes(t, "qgemv", "main_qgemv.cpp", cands); checked < 2*len(cands) {
+		t.Fatalf("%d qgemv cases ran, want at least %d", checked, 2*len(cands))
+	}
+}
+
+// cudaCand is a candidate of a CUDA emulation test and its dtype.
+type cudaCand struct {
+	p  map[string]int
+	dt kernels.DType
+}
+
+// emuOddShapes builds each candidate of family with the host launch of
+// testdata/cudaemu/mainFile and verifies it on every odd shape its space
+// admits (emuRunNamed); it returns how many runs it verified.
+func emuOddShapes(t *testing.T, family, mainFile string, cands []cudaCand) int {
+	t.Helper()
+	k := testutil.Lookup(t, kernels.Get, family)
+	b := testutil.Lookup(t, Get, family)
+	ps, ok := k.Space("cuda")
+	if !ok {
+		t.Fatalf("%s has no cuda space", family)
 	}
 	dir := t.TempDir()
 	checked := 0
@@ -361,23 +351,17 @@ func TestCUDAEmulatedQgemv(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if c.dt == kernels.F16 && !strings.Contains(src, "#define KT_QH2 1") {
-			t.Fatal("the f16 source lacks the f16-pair form (KT_QH2)")
-		}
-		name := fmt.Sprintf("qgemv_%d", i)
-		bin := emuBuild(t, dir, name, emuSourceMain(t, src, b.Func, "main_qgemv.cpp"), false)
+		bin := emuBuild(t, dir, fmt.Sprintf("%s_%d", family, i), emuSourceMain(t, src, b.Func, mainFile), false)
 		for j, cs := range k.Odd {
 			if ps.Check(cs.Shape, c.p) != nil {
 				continue
 			}
 			if err := emuRunNamed(t, dir, bin, b, k, c.dt, cs, c.p, uint64(10*i+j)); err != nil {
-				t.Errorf("qgemv %s %s %s: %v", c.dt, search.Candidate(c.p).Key(), cs, err)
+				t.Errorf("%s %s %s %s: %v", family, c.dt, search.Candidate(c.p).Key(), cs, err)
 			}
 			checked++
 		}
 	}
-	if checked < 2*len(cands) {
-		t.Fatalf("%d qgemv cases ran, want at least %d", checked, 2*len(cands))
-	}
-	t.Logf("%d emulated CUDA qgemv runs verified", checked)
+	t.Logf("%d emulated CUDA %s runs verified", checked, family)
+	return checked
 }
