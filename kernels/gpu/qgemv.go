@@ -42,14 +42,20 @@ const qgemvSource = `
 /* One word's staging (its values xv, in order, at local word wl) and its
    dot with RPT rows' words ws[r][v] into xq[r], per value width. The f32
    form: x pre-scaled by 2^-(QB·j) for the j-th value of each 16-bit half,
-   times the masked word as a float (QM2F). */
+   times the masked word as a float (QM2F). The word dotted is wl0 + v,
+   wl0 a multiple of VEC (a step's first word): its staged index is then
+   XI(wl0·per) + XI(v·per) (and XH(wl0) + XH(v)), because the VEC·per
+   values of a step lie within one run of 32 or start one, so that the
+   index of the step is computed once and each word's is a constant
+   offset from it (computed whole for each word, the index cost about 4.6
+   PTX instructions a word; docs/bench-h100.md). */
 #define KT_QSTAGE_F(QB, wl, xv) { \
     UNROLL_LOOP \
     for (int j = 0; j < 32 / QB; ++j) \
       xsh[XI((wl) * (32 / QB) + j)] = xv[j] * (1.0f / (float)(1u << (QB * (j % (16 / QB))))); \
   }
-#define KT_QWORD_F(QB, wl, ws, v) { \
-    const int xo = XI((wl) * (32 / QB)); \
+#define KT_QWORD_F(QB, wl0, ws, v) { \
+    const int xo = XI((wl0) * (32 / QB)) + XI((v) * (32 / QB)); \
     const unsigned int qm = (1u << QB) - 1u; \
     UNROLL_LOOP \
     for (int r = 0; r < RPT; ++r) { \
@@ -74,19 +80,19 @@ const qgemvSource = `
     xh[2] = KT_QPACK(xv[2], xv[6]); \
     xh[3] = KT_QPACK(xv[3] * 0.0625f, xv[7] * 0.0625f); \
   }
-#define KT_QWORD_4(wl, ws, v) { \
-    const uint4 xp = *reinterpret_cast<const uint4*>(reinterpret_cast<const unsigned int*>(xsh) + XH(wl)); \
+#define KT_QWORD_4(wl0, ws, v) { \
+    const uint4 xp = *reinterpret_cast<const uint4*>(reinterpret_cast<const unsigned int*>(xsh) + XH(wl0) + XH(v)); \
     UNROLL_LOOP \
     for (int r = 0; r < RPT; ++r) xq[r] += KT_QWORD4H(ws[r][v], xp); \
   }
 #else
 #define KT_QSTAGE_4(wl, xv) KT_QSTAGE_F(4, wl, xv)
-#define KT_QWORD_4(wl, ws, v) KT_QWORD_F(4, wl, ws, v)
+#define KT_QWORD_4(wl0, ws, v) KT_QWORD_F(4, wl0, ws, v)
 #endif
 #define KT_QSTAGE_2(wl, xv) KT_QSTAGE_F(2, wl, xv)
-#define KT_QWORD_2(wl, ws, v) KT_QWORD_F(2, wl, ws, v)
+#define KT_QWORD_2(wl0, ws, v) KT_QWORD_F(2, wl0, ws, v)
 #define KT_QSTAGE_8(wl, xv) KT_QSTAGE_F(8, wl, xv)
-#define KT_QWORD_8(wl, ws, v) KT_QWORD_F(8, wl, ws, v)
+#define KT_QWORD_8(wl0, ws, v) KT_QWORD_F(8, wl0, ws, v)
 #define KT_QLOAD(C) { \
     UNROLL_LOOP \
     for (int u = 0; u < UNROLL; ++u) { \
@@ -139,7 +145,7 @@ const qgemvSource = `
             UNROLL_LOOP \
             for (int v = 0; v < VEC; ++v) { \
               xs += xws[cw - cb + v]; \
-              KT_QWORD_ ## QB(cw - cb + v, wv[u], v) \
+              KT_QWORD_ ## QB(cw - cb, wv[u], v) \
             } \
             UNROLL_LOOP \
             for (int r = 0; r < RPT; ++r) { \
