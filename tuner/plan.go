@@ -250,12 +250,13 @@ type schedule struct {
 	extend bool // SessionConfig.Extend
 }
 
-// allot is task i's allotment and how far it moved the deadline (with
-// extend); todo counts the tasks from i on still to tune.
-func (sc *schedule) allot(i int, todo func() int) (a Allotment, moved time.Duration) {
-	speed := sc.pace.speed()
+// allot is task i's allotment, how far it moved the deadline (with
+// extend) and the pace it planned at; todo counts the tasks from i on
+// still to tune.
+func (sc *schedule) allot(i int, todo func() int) (a Allotment, moved time.Duration, speed float64) {
+	speed = sc.pace.speed()
 	if sc.needs == nil {
-		return evenShare(time.Until(sc.deadline), todo()), 0
+		return evenShare(time.Until(sc.deadline), todo()), 0, speed
 	}
 	ahead := scaled(sc.needs, speed*planCushion)
 	if sc.extend {
@@ -276,7 +277,7 @@ func (sc *schedule) allot(i int, todo func() int) (a Allotment, moved time.Durat
 	if sc.samples != nil {
 		a.Sample = time.Duration(float64(sc.samples[i]) * speed)
 	}
-	return a, moved
+	return a, moved, speed
 }
 
 // took records that task i needed needed (Result.Needed; 0: unknown).

@@ -315,10 +315,9 @@ func (s *Session) Run(ctx context.Context, tasks []Task) (*SessionSummary, error
 			}
 			continue
 		}
-		a, moved := sched.allot(i, func() int { return s.todo(tasks[i:]) })
+		a, moved, speed := sched.allot(i, func() int { return s.todo(tasks[i:]) })
 		sum.Extended += moved
 		if h.Allotted != nil && needs != nil {
-			speed := sched.pace.speed()
 			h.Allotted(task, a, time.Duration(float64(needs[i])*speed), speed)
 		}
 		share := a.Share

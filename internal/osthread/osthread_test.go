@@ -81,7 +81,7 @@ func TestThreadErrors(t *testing.T) {
 		}, errFinal},
 		{"Do on the thread is refused", func(t *testing.T) error {
 			if runtime.GOOS != "linux" {
-				return errReentrant // not detectable here
+				t.Skip("thread ids are known on Linux only")
 			}
 			th, _ := start(t, nil)
 			defer th.Stop(nil)
