@@ -52,7 +52,7 @@ test-go-norace:
 # emulation on a sample of every pair of parameter values (about 2 minutes), every
 # OpenCL candidate verified on the OpenCL device (PoCL off a GPU machine) in
 # one process per core (about 80 minutes on 2 cores). OPENCL_PART=I/N
-# verifies the I-th of every N OpenCL candidates only (CI: an eighth);
+# verifies the I-th of every N OpenCL candidates only (CI: a 48th);
 # see scripts/test-full.sh.
 test-full:
 	GO=$(GO) scripts/test-full.sh

@@ -31,7 +31,7 @@ grep -q tuner/trial cmd/kerntune/backends.go && grep -q '"trial"' params/familie
 go build -o kerntune ./cmd/kerntune
 out=$(./kerntune check --spec examples/swiglu.json --backend trial --sample 16)
 echo "$out" | grep -E 'on trial:0'
-if echo "$out" | grep -q skipped; then
+if grep -q skipped <<<"$out"; then
 	echo "trial backend: the spec kernel was skipped" >&2
 	exit 1
 fi
