@@ -7,7 +7,7 @@ PKGS    := ./...
 # The commit, for kerntune version where Go records no VCS data itself.
 LDFLAGS := -X main.commit=$(shell git rev-parse HEAD 2>/dev/null)
 
-.PHONY: build tune test test-go test-go-race test-go-norace test-full test-python test-short test-arm64-abi check check-generated check-figures figures fuzz bench release clean gpu-binaries search-table
+.PHONY: build tune test test-go test-go-race test-go-norace test-full test-python test-short test-arm64-abi check check-generated check-figures check-shell figures fuzz bench release clean gpu-binaries search-table
 
 build:
 	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/kerntune
@@ -82,7 +82,7 @@ test-arm64-abi:
 # Formatting, vet, the generated CPU kernels and the figures of
 # docs/architecture.md up to date, and cross-builds
 # for the other platforms.
-check: check-generated check-figures
+check: check-generated check-figures check-shell
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet $(PKGS)
@@ -90,6 +90,11 @@ check: check-generated check-figures
 	GOOS=darwin GOARCH=amd64 CGO_ENABLED=0 $(GO) vet $(PKGS)
 	GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 $(GO) build -o /dev/null ./cmd/kerntune
 	GOOS=darwin GOARCH=amd64 CGO_ENABLED=0 $(GO) build -o /dev/null ./cmd/kerntune
+
+# Fails when a tracked shell script does not parse, or ends a pipeline in
+# grep -q or head under errexit and pipefail (see the script).
+check-shell:
+	scripts/check-shell.sh
 
 # Fails when tuner/cpu's generated kernels (kern_gemm_micro.go,
 # kern_*_kernels.go) differ from what tuner/cpu/kern_gen.go writes now.
