@@ -1,6 +1,7 @@
 package gpu
 
 import (
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -185,5 +186,41 @@ func TestGeometryCoversOutput(t *testing.T) {
 	b, _ := Get("gemm_at_b")
 	if got := b.Scalars(kernels.Case{Shape: []int{29, 37, 53}}, nil); got[0] != int32(37) || got[1] != int32(53) || got[2] != int32(29) {
 		t.Errorf("gemm_at_b scalars %v: want M=n, N=k, K=m", got)
+	}
+}
+
+// Every candidate of every family's GPU and CPU space is accepted by one
+// of the family's odd shapes at least: verify (and make test-full) checks
+// candidates on those alone, and refuses a candidate none of them accepts
+// as unverified (3×8 was added for KEEP=1 rows whose TPR·VEC·UNROLL holds
+// fewer than the 56 columns of the smallest other odd row).
+func TestEveryCandidateHasAVerificationShape(t *testing.T) {
+	for _, k := range kernels.All() {
+		for _, kind := range []string{"gpu", "cpu"} {
+			ps, ok := k.Spaces[kind]
+			if !ok || ps.Check == nil {
+				continue
+			}
+			var cands []search.Candidate
+			if kind == "gpu" {
+				cands = spaceOf(t, k)
+			} else {
+				sp := &search.Space{Params: searchParams(ps)}
+				sp.Constraints = append(sp.Constraints, search.Constraint{Name: "family", Check: func(c search.Candidate) error { return ps.Check(nil, c) }})
+				cands = sp.Enumerate()
+			}
+			missed := 0
+			for _, c := range cands {
+				if !slices.ContainsFunc(k.Odd, func(cs kernels.Case) bool { return ps.Check(cs.Shape, c) == nil }) {
+					if missed < 3 {
+						t.Errorf("%s %s: no odd shape accepts %s", k.Name, kind, c.Key())
+					}
+					missed++
+				}
+			}
+			if missed > 0 {
+				t.Errorf("%s %s: %d of %d candidates accepted by no odd shape", k.Name, kind, missed, len(cands))
+			}
+		}
 	}
 }
