@@ -485,4 +485,41 @@ func TestStaticCheckCounts(t *testing.T) {
 			t.Errorf("class %+v", cl)
 		}
 	}
+	if sc.Unverifiable != 0 {
+		t.Errorf("swiglu: %d candidates accepted by no odd shape (e.g. %s); want 0", sc.Unverifiable, sc.UnverifiableExample)
+	}
+}
+
+// Candidates that no odd shape accepts are counted: without swiglu's 3×904
+// (the one odd row that 8 divides), VEC=8 is verifiable nowhere.
+func TestStaticCheckUnverifiable(t *testing.T) {
+	orig, err := os.ReadFile("../examples/swiglu.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(orig, &doc); err != nil {
+		t.Fatal(err)
+	}
+	doc["odd"] = [][]int{{3, 37}, {1, 1}, {5, 300}}
+	data, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "swiglu.json")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := c.StaticCheck(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// TG (5 values) × EPT (4) with VEC=8.
+	if sc.Unverifiable != 20 || !strings.Contains(sc.UnverifiableExample, "VEC=8") {
+		t.Errorf("unverifiable %d (e.g. %q); want the 20 VEC=8 candidates", sc.Unverifiable, sc.UnverifiableExample)
+	}
 }

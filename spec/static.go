@@ -6,10 +6,12 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/kerntune/kerntune/internal/mslcheck"
+	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/kernels/gpu"
 	"github.com/kerntune/kerntune/params"
 )
@@ -28,9 +30,14 @@ type StaticCheck struct {
 	Valid              int          `json:"valid"` // valid for every shape
 	Classes            []CheckClass `json:"classes"`
 	VerificationShapes int          `json:"verification_shapes"`
-	Sources            int          `json:"sources_generated"`
-	DTypes             int          `json:"-"`                   // dtypes the sources were generated for
-	MSL                *MSLCheck    `json:"msl_check,omitempty"` // absent without Metal sources
+	// Unverifiable counts the valid candidates that no verification shape
+	// accepts (its constraints reject them on every odd shape): verify
+	// refuses them as unverified; tune verifies them on its own shapes.
+	Unverifiable        int       `json:"unverifiable,omitempty"`
+	UnverifiableExample string    `json:"unverifiable_example,omitempty"`
+	Sources             int       `json:"sources_generated"`
+	DTypes              int       `json:"-"`                   // dtypes the sources were generated for
+	MSL                 *MSLCheck `json:"msl_check,omitempty"` // absent without Metal sources
 }
 
 // CheckParam is a parameter with its values.
@@ -76,6 +83,14 @@ func (c *Compiled) StaticCheck(ctx context.Context) (*StaticCheck, error) {
 	}
 	all := c.Space().Enumerate()
 	sc.SpaceSize, sc.Valid = c.Space().Size(), len(all)
+	for _, cand := range all {
+		if !slices.ContainsFunc(k.Odd, func(cs kernels.Case) bool { return ps.Check(cs.Shape, cand) == nil }) {
+			if sc.Unverifiable == 0 {
+				sc.UnverifiableExample = cand.Key()
+			}
+			sc.Unverifiable++
+		}
+	}
 	byClass := map[string][][]int{}
 	for _, cs := range k.Workload {
 		cl, err := k.Classify(cs.Shape)

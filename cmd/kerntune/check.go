@@ -324,6 +324,10 @@ func printStaticCheck(w io.Writer, sc *spec.StaticCheck) {
 		fmt.Fprintf(w, "  class %-14s %3d valid on %s\n", cl.Name, cl.Valid, strings.Join(cl.Shapes, ", "))
 	}
 	fmt.Fprintf(w, "  verification shapes: %d\n", sc.VerificationShapes)
+	if sc.Unverifiable > 0 {
+		fmt.Fprintf(w, "  warning: %d of %d valid candidates are accepted by no verification shape (e.g. %s): verify refuses them as unverified; add an \"odd\" shape their constraints accept\n",
+			sc.Unverifiable, sc.Valid, sc.UnverifiableExample)
+	}
 	fmt.Fprintf(w, "  sources generated: %d (%s × %s × %s)\n", sc.Sources, plural(sc.Valid, "candidate", "candidates"), plural(sc.DTypes, "dtype", "dtypes"), plural(len(sc.APIs), "API", "APIs"))
 	switch {
 	case sc.MSL == nil:
