@@ -207,12 +207,10 @@ typedef float elem;
 	}
 }
 
-// Locate maps a line of a generated source back to the user's text: the
-// line of the spec's JSON for a body written there (an array of lines or
-// one string), the line of the body file otherwise; a line kerntune
-// generated maps to nothing.
-func TestLocate(t *testing.T) {
-	orig, err := os.ReadFile("../examples/swiglu.json")
+// exampleDoc is an example spec's bytes and its JSON, to edit.
+func exampleDoc(t *testing.T, name string) ([]byte, map[string]any) {
+	t.Helper()
+	orig, err := os.ReadFile(filepath.Join("..", "examples", name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,6 +218,15 @@ func TestLocate(t *testing.T) {
 	if err := json.Unmarshal(orig, &doc); err != nil {
 		t.Fatal(err)
 	}
+	return orig, doc
+}
+
+// Locate maps a line of a generated source back to the user's text: the
+// line of the spec's JSON for a body written there (an array of lines or
+// one string), the line of the body file otherwise; a line kerntune
+// generated maps to nothing.
+func TestLocate(t *testing.T) {
+	orig, doc := exampleDoc(t, "swiglu.json")
 	var lines []string
 	for _, l := range doc["source"].(map[string]any)["body"].([]any) {
 		lines = append(lines, l.(string))

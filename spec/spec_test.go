@@ -493,14 +493,7 @@ func TestStaticCheckCounts(t *testing.T) {
 // Candidates that no odd shape accepts are counted: without swiglu's 3×904
 // (the one odd row that 8 divides), VEC=8 is verifiable nowhere.
 func TestStaticCheckUnverifiable(t *testing.T) {
-	orig, err := os.ReadFile("../examples/swiglu.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc map[string]any
-	if err := json.Unmarshal(orig, &doc); err != nil {
-		t.Fatal(err)
-	}
+	_, doc := exampleDoc(t, "swiglu.json")
 	doc["odd"] = [][]int{{3, 37}, {1, 1}, {5, 300}}
 	data, err := json.Marshal(doc)
 	if err != nil {
