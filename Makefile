@@ -48,10 +48,10 @@ test-go-norace:
 	$(GO) test -count=1 -timeout $(TIMEOUT) $(NORACE)
 
 # The whole sweeps make test samples, with the time they took: every Metal
-# candidate through both clang checks (about 1 minute on 2 cores), the MSL
-# emulation on a sample of every pair of parameter values (about 2 minutes), every
+# candidate through both clang checks (about 4 minutes on 2 cores), the MSL
+# emulation on a sample of every pair of parameter values (about 6 minutes), every
 # OpenCL candidate verified on the OpenCL device (PoCL off a GPU machine) in
-# one process per core (about 80 minutes on 2 cores). OPENCL_PART=I/N
+# one process per core (seven to nine hours on 2 cores). OPENCL_PART=I/N
 # verifies the I-th of every N OpenCL candidates only (CI: a 48th);
 # see scripts/test-full.sh.
 test-full:

@@ -46,13 +46,18 @@ func spaceOf(t *testing.T, k *kernels.Kernel) []search.Candidate {
 	if !ok {
 		t.Fatalf("%s has no gpu space", k.Name)
 	}
+	all := enumerate(ps)
+	spaces.Store(k.Name, all)
+	return all
+}
+
+// enumerate is a family space's candidates under its shape-free constraints.
+func enumerate(ps *params.Space) []search.Candidate {
 	sp := &search.Space{Params: searchParams(ps)}
 	if ps.Check != nil {
 		sp.Constraints = append(sp.Constraints, search.Constraint{Name: "family", Check: func(c search.Candidate) error { return ps.Check(nil, c) }})
 	}
-	all := sp.Enumerate()
-	spaces.Store(k.Name, all)
-	return all
+	return sp.Enumerate()
 }
 
 // spaces holds each family's enumerated space (family name →
@@ -203,11 +208,9 @@ func TestEveryCandidateHasAVerificationShape(t *testing.T) {
 			}
 			var cands []search.Candidate
 			if kind == "gpu" {
-				cands = spaceOf(t, k)
+				cands = spaceOf(t, k) // enumerated once for every test
 			} else {
-				sp := &search.Space{Params: searchParams(ps)}
-				sp.Constraints = append(sp.Constraints, search.Constraint{Name: "family", Check: func(c search.Candidate) error { return ps.Check(nil, c) }})
-				cands = sp.Enumerate()
+				cands = enumerate(ps)
 			}
 			missed := 0
 			for _, c := range cands {
