@@ -123,6 +123,13 @@ type Kernel struct {
 	KeyedClasses bool
 	// MemoryBound families stream their inputs, so timing rotates input copies past the cache.
 	MemoryBound bool
+	// SumOfProducts families compute each output as a sum of products of
+	// one element of each float input (gemv, gemm, qgemv, lora). Rounding
+	// then errs relative to the sum of the products' magnitudes, not to
+	// the sum: on a small output whose sums cancel, verification measures
+	// the error against the reference on the inputs' absolute values
+	// (Problem.VerifyFor).
+	SumOfProducts bool
 	// Inputs lists the input operands of a case in argument order.
 	Inputs func(c Case) []Operand
 	// OutLen is the number of output elements (of every output together).

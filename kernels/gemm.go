@@ -4,7 +4,8 @@ import "github.com/kerntune/kerntune/params"
 
 func init() {
 	builtin(&Kernel{
-		Family: family(params.GemmAV),
+		Family:        family(params.GemmAV),
+		SumOfProducts: true,
 		Workload: shapes(
 			[]int{64, 64, 64}, []int{96, 128, 160}, // small
 			[]int{16, 4864, 896},                       // skinny: a short prefill
@@ -22,7 +23,8 @@ func init() {
 		Flops:     gemmFlops,
 	})
 	builtin(&Kernel{
-		Family: family(params.GemmAtB),
+		Family:        family(params.GemmAtB),
+		SumOfProducts: true,
 		Workload: shapes(
 			[]int{64, 64, 64},                          // small
 			[]int{4096, 16, 896},                       // skinny: a LoRA-style gradient

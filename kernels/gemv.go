@@ -7,7 +7,8 @@ const Bias = "bias"
 
 func init() {
 	builtin(&Kernel{
-		Family: family(params.GemvNT),
+		Family:        family(params.GemvNT),
+		SumOfProducts: true,
 		// The Qwen2.5-0.5B decode projections, plus one shape for the mid class.
 		Workload: []Case{
 			{Shape: []int{1, 896, 896}}, {Shape: []int{1, 1152, 896}, Options: []string{Bias}}, // tiny: q/o and fused qkv

@@ -13,7 +13,8 @@ const LoraScale = 2.0
 
 func init() {
 	builtin(&Kernel{
-		Family: family(params.Lora),
+		Family:        family(params.Lora),
+		SumOfProducts: true,
 		// Seed 000's Qwen2.5-0.5B projections (q/o, gate/up, down, fused
 		// qkv with bias) with a rank-16 adapter at the decode batch sizes
 		// 1, 4 and 16, and one prefill of 512 tokens.

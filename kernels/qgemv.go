@@ -9,7 +9,8 @@ import (
 
 func init() {
 	builtin(&Kernel{
-		Family: family(params.QGemv),
+		Family:        family(params.QGemv),
+		SumOfProducts: true,
 		// Seed 000's Qwen2.5-0.5B decode projections, 4-bit, group 64 (MLX's
 		// default quantization): the shapes of gemv_nt's workload.
 		Workload: []Case{

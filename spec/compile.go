@@ -724,6 +724,7 @@ func (c *compiler) kernel(fam *params.Family, base *kernels.Kernel) *kernels.Ker
 	if base != nil {
 		// The base's output layout too (spec/check.go holds OutLen equal).
 		k.Reference, k.OutRow = base.Reference, base.OutRow
+		k.SumOfProducts = base.SumOfProducts
 		if c.typed() { // the family's reference takes its own operands only
 			k.Reference = func(cs kernels.Case, in [][]float32) []float64 {
 				return base.Reference(cs, c.baseInputs(cs, in))
