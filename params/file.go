@@ -67,6 +67,12 @@ type Entry struct {
 	// kernel beyond noise, UseTuned otherwise; empty (older files, or no
 	// decision) reads as UseTuned.
 	Use string `json:"use,omitempty"`
+	// ShapeUse, when present, is Use per shape of Shapes (one value each,
+	// in order): the tuner writes it when the baseline's per-shape times
+	// route some of the entry's shapes otherwise than Use does. A query for
+	// exactly one of Shapes takes its value; any other shape of the class
+	// takes Use.
+	ShapeUse []string `json:"shape_use,omitempty"`
 
 	// FastMath says, where the backend makes it a choice (metal), whether
 	// the kernels were compiled with fast math (kerntune tune
@@ -185,6 +191,9 @@ type Reference struct {
 type Baseline struct {
 	Name     string  `json:"name"`
 	MedianUS float64 `json:"median_us"`
+	// ShapeMedianUS is the baseline's median per shape of the entry's
+	// Shapes (absent in entries written before it was recorded).
+	ShapeMedianUS []float64 `json:"shape_median_us,omitempty"`
 }
 
 // CandidateCounts says how much of the space the tuner saw.
@@ -273,7 +282,7 @@ var MathModes = []string{"safe", "relaxed", "fast"}
 var (
 	fileFields   = fieldSet("schema_version", "generator", "devices")
 	deviceFields = fieldSet("backend", "name", "family", "compute_units", "tuned_at", "facts", "kernels")
-	entryFields  = fieldSet("params", "median_us", "iqr_us", "min_us", "samples", "shape_median_us", "default", "baseline",
+	entryFields  = fieldSet("params", "shape_use", "median_us", "iqr_us", "min_us", "samples", "shape_median_us", "default", "baseline",
 		"shapes", "candidates", "strategy", "roofline", "evaluations", "stopped", "use", "fast_math", "math_mode", "drift", "no_harm", "time")
 )
 
@@ -725,6 +734,12 @@ func (w *walker) entry(path string, v any) *Entry {
 		bm := w.object(bp, v)
 		e.Baseline = &Baseline{}
 		w.optionals(bp, bm, optional{"name", &e.Baseline.Name}, optional{"median_us", &e.Baseline.MedianUS})
+		if v, ok := bm["shape_median_us"]; ok {
+			sp := child(bp, "shape_median_us")
+			for i, x := range w.array(sp, v, "numbers") {
+				e.Baseline.ShapeMedianUS = append(e.Baseline.ShapeMedianUS, w.num(fmt.Sprintf("%s[%d]", sp, i), x))
+			}
+		}
 	}
 	if v, ok := m["shapes"]; ok {
 		sp := child(path, "shapes")
@@ -740,6 +755,20 @@ func (w *walker) entry(path string, v any) *Entry {
 				shape[j] = w.integer(fmt.Sprintf("%s[%d]", ip, j), d)
 			}
 			e.Shapes = append(e.Shapes, shape)
+		}
+	}
+	if v, ok := m["shape_use"]; ok {
+		up := child(path, "shape_use")
+		for i, x := range w.array(up, v, "strings") {
+			ip := fmt.Sprintf("%s[%d]", up, i)
+			u := w.str(ip, x)
+			if w.err == nil && u != UseBaseline && u != UseTuned {
+				w.fail(ip, "is %q; must be %q or %q", u, UseBaseline, UseTuned)
+			}
+			e.ShapeUse = append(e.ShapeUse, u)
+		}
+		if w.err == nil && len(e.ShapeUse) != len(e.Shapes) {
+			w.fail(up, "has %d values; must have one per shape of \"shapes\" (%d)", len(e.ShapeUse), len(e.Shapes))
 		}
 	}
 	if v, ok := m["candidates"]; ok {

@@ -277,6 +277,21 @@ type entryState struct {
 	source   string // file:<device>/<family>/<entry key> or fallback:...
 	use      string // the entry's "use", "" when absent
 	baseline string // the name of the entry's baseline, "" when none
+	// shapes and shapeUse are the entry's "shapes" and "shape_use" when it
+	// has the latter: the use at exactly those shapes.
+	shapes   [][]int
+	shapeUse []string
+}
+
+// useAt is the entry's use for a query of shape: its shape_use value
+// when shape is one of its shapes, else its use.
+func (e *entryState) useAt(shape []int) string {
+	for i, s := range e.shapes {
+		if slices.Equal(s, shape) {
+			return e.shapeUse[i]
+		}
+	}
+	return e.use
 }
 
 // Open loads the params file named by opts.Path, else by the variable
@@ -551,6 +566,9 @@ func newDevState(f *File, key, prefix string) *devState {
 			es := &entryState{params: e.Params, source: prefix + key + "/" + fam + "/" + ek, use: e.Use}
 			if e.Baseline != nil {
 				es.baseline = e.Baseline.Name
+			}
+			if len(e.ShapeUse) == len(e.Shapes) {
+				es.shapes, es.shapeUse = e.Shapes, e.ShapeUse
 			}
 			m[ek] = es
 		}
@@ -1125,7 +1143,7 @@ func (l *Loader) resolve(fs *famState, family, dtype string, shape []int, envVal
 		}
 	}
 	if len(layers) > 0 {
-		r.UseBaseline, r.Baseline, r.UseSource = layers[0].use == UseBaseline, layers[0].baseline, layers[0].source
+		r.UseBaseline, r.Baseline, r.UseSource = layers[0].useAt(shape) == UseBaseline, layers[0].baseline, layers[0].source
 	}
 	if raw, ok := useVal.v, useVal.ok; ok && strings.TrimSpace(raw) != "" {
 		switch strings.TrimSpace(raw) {

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Tuple, Union
 
 from ._common import SCHEMA_VERSION, USE_BASELINE, USE_TUNED, _INT32_MAX, _INT32_MIN, _PARAM_NAME_RE, _child, _quote
@@ -37,6 +37,8 @@ class _Entry:
     params: Dict[str, int]
     use: str
     baseline: str
+    shapes: List[List[int]] = field(default_factory=list)
+    shape_use: List[str] = field(default_factory=list)
 
 
 @dataclass
@@ -66,7 +68,7 @@ def _type_name(v: Any) -> str:
 
 _FILE_FIELDS = frozenset(("schema_version", "generator", "devices"))
 _DEVICE_FIELDS = frozenset(("backend", "name", "family", "compute_units", "tuned_at", "facts", "kernels"))
-_ENTRY_FIELDS = frozenset(("params", "median_us", "iqr_us", "min_us", "samples", "shape_median_us", "default", "baseline",
+_ENTRY_FIELDS = frozenset(("params", "shape_use", "median_us", "iqr_us", "min_us", "samples", "shape_median_us", "default", "baseline",
                            "shapes", "candidates", "strategy", "roofline", "evaluations", "stopped", "use", "fast_math",
                            "math_mode", "drift", "no_harm", "time"))
 MATH_MODES = ("safe", "relaxed", "fast")
@@ -288,12 +290,24 @@ class _Walker:
             bp = _child(path, "baseline")
             bm = self.obj(bp, m["baseline"])
             e.baseline = self.optionals(bp, bm, ("name", self.str_), ("median_us", self.num)).get("name", e.baseline)
+            if "shape_median_us" in bm:
+                sp = _child(bp, "shape_median_us")
+                for i, x in enumerate(self.array(sp, bm["shape_median_us"], "numbers")):
+                    self.num(f"{sp}[{i}]", x)
         if "shapes" in m:
             sp = _child(path, "shapes")
             for i, s in enumerate(self.array(sp, m["shapes"], "shapes")):
                 ip = f"{sp}[{i}]"
-                for j, d in enumerate(self.array(ip, s, "integers")):
-                    self.integer(f"{ip}[{j}]", d)
+                e.shapes.append([self.integer(f"{ip}[{j}]", d) for j, d in enumerate(self.array(ip, s, "integers"))])
+        if "shape_use" in m:
+            up = _child(path, "shape_use")
+            for i, x in enumerate(self.array(up, m["shape_use"], "strings")):
+                u = self.str_(f"{up}[{i}]", x)
+                if u not in (USE_BASELINE, USE_TUNED):
+                    raise self.fail(f"{up}[{i}]", f"is {_quote(u)}; must be {_quote(USE_BASELINE)} or {_quote(USE_TUNED)}")
+                e.shape_use.append(u)
+            if len(e.shape_use) != len(e.shapes):
+                raise self.fail(up, f'has {len(e.shape_use)} values; must have one per shape of "shapes" ({len(e.shapes)})')
         if "candidates" in m:
             cp = _child(path, "candidates")
             cm = self.obj(cp, m["candidates"])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import operator
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
 from ._common import MATCHED_NAME, DEFAULT_ENV_PREFIX, DEFAULT_FILE_NAME, MATCHED_KEY, MATCHED_NONE, MATCHED_ONLY, RESERVED_PARAM_NAME, SOURCE_DEFAULT, SOURCE_ENV_PREFIX, SOURCE_FALLBACK_PREFIX, SOURCE_FILE_PREFIX, USE_BASELINE, USE_TUNED, _IDENT_RE, _INT32_MAX, _INT32_MIN, _INT_RE, _PARAM_NAME_RE, _child, _is_int, _quote, _trim
@@ -119,6 +119,17 @@ class _EntryState:
     source: str
     use: str
     baseline: str
+    # The entry's shapes and shape_use when it has the latter: the use at exactly those shapes.
+    shapes: List[List[int]] = field(default_factory=list)
+    shape_use: List[str] = field(default_factory=list)
+
+    def use_at(self, shape: List[int]) -> str:
+        """The entry's use for a query of shape: its shape_use value when
+        shape is one of its shapes, else its use (Go's entryState.useAt)."""
+        for s, u in zip(self.shapes, self.shape_use):
+            if s == list(shape):
+                return u
+        return self.use
 
 
 def _valid_dtype(s: str) -> bool:
@@ -604,7 +615,9 @@ class Loader:
     @staticmethod
     def _dev_state(devices: Dict[str, _Device], key: str, prefix: str) -> Dict[str, Dict[str, _EntryState]]:
         return {
-            fam: {ek: _EntryState(e.params, f"{prefix}{key}/{fam}/{ek}", e.use, e.baseline) for ek, e in entries.items()}
+            fam: {ek: _EntryState(e.params, f"{prefix}{key}/{fam}/{ek}", e.use, e.baseline,
+                                  *((e.shapes, e.shape_use) if e.shape_use else ([], [])))
+                  for ek, e in entries.items()}
             for fam, entries in devices[key].kernels.items()
         }
 
@@ -745,7 +758,7 @@ class Loader:
             if any(v.source == SOURCE_ENV_PREFIX + n for v in r.params.values()):
                 env_vars.append((n, raw))
         if layers:
-            r.use_baseline, r.baseline, r.use_source = layers[0].use == USE_BASELINE, layers[0].baseline, layers[0].source
+            r.use_baseline, r.baseline, r.use_source = layers[0].use_at(shp) == USE_BASELINE, layers[0].baseline, layers[0].source
         raw = self._lookup(fs.use_env)
         if raw is not None and _trim(raw) != "":
             v = _trim(raw)
