@@ -353,7 +353,31 @@ func (f *finals) record(e *params.Entry, defaults map[string]int, nshapes int) {
 		e.Baseline = &params.Baseline{Name: f.baseNm, MedianUS: round3(stats.Median(baseTot) * 1e6)}
 	}
 	e.Use = UseOf(best.tot, baseTot)
+	if f.base != nil && len(f.base.per) > 0 && nshapes > 1 {
+		e.Baseline.ShapeMedianUS = shapeMedians(f.base.per, nshapes)
+		e.ShapeUse = shapeUses(best.per, f.base.per, nshapes, e.Use)
+	}
 	e.NoHarm = f.noHarm
+}
+
+// shapeUses is Entry.ShapeUse: the use of each of nshapes shapes by the
+// same rule as the entry's (UseOf) on that shape's samples, or nil when
+// every shape's is the entry's use. A class entry routes by the sum over
+// its shapes; where the baseline wins some shapes and loses others (lora's
+// decode class: cuBLAS faster at k = 4864, the fused kernel at 0.55× of it
+// at 4×896×896), an application asking for one of those shapes gets that
+// shape's own route.
+func shapeUses(winner, baseline [][]float64, nshapes int, use string) []string {
+	out := make([]string, nshapes)
+	differs := false
+	for i := range out {
+		out[i] = UseOf(column(winner, i), column(baseline, i))
+		differs = differs || out[i] != use
+	}
+	if !differs {
+		return nil
+	}
+	return out
 }
 
 // finalistsOf reports the screen and the final timing for

@@ -57,6 +57,47 @@ func TestUseOf(t *testing.T) {
 	}
 }
 
+// Per-shape routes: written only when a shape's own samples route it
+// otherwise than the entry's use (the lora decode class on the H200: the
+// class sum went to cuBLAS, 4×896×896 to the fused kernel).
+func TestShapeUses(t *testing.T) {
+	// perShape draws n samples of len(medians) shapes each.
+	perShape := func(rng *rand.Rand, n int, medians ...float64) [][]float64 {
+		out := make([][]float64, n)
+		for i := range out {
+			for _, m := range medians {
+				out[i] = append(out[i], m*(1+0.01*rng.NormFloat64()))
+			}
+		}
+		return out
+	}
+	rng := rand.New(rand.NewPCG(3, 5))
+	for _, tt := range []struct {
+		name             string
+		winner, baseline []float64 // per-shape medians, µs
+		use              string
+		want             []string
+	}{
+		{"the sum to the baseline, one shape to the kernel", []float64{8.3, 23.0}, []float64{15.0, 16.3}, UseBaseline, []string{UseTuned, UseBaseline}},
+		{"every shape as the sum: none written", []float64{30, 23.0}, []float64{15.0, 16.3}, UseBaseline, nil},
+		{"the kernel everywhere", []float64{8.3, 10}, []float64{15.0, 16.3}, UseTuned, nil},
+		{"within noise at one shape: tuned there", []float64{8.3, 16.3}, []float64{15.0, 16.3}, UseBaseline, []string{UseTuned, UseTuned}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			w, b := perShape(rng, 30, tt.winner...), perShape(rng, 30, tt.baseline...)
+			got := shapeUses(w, b, len(tt.winner), tt.use)
+			if len(got) != len(tt.want) {
+				t.Fatalf("shapeUses = %q, want %q", got, tt.want)
+			}
+			for i := range got {
+				if got[i] != tt.want[i] {
+					t.Errorf("shapeUses = %q, want %q", got, tt.want)
+				}
+			}
+		})
+	}
+}
+
 func TestFasterBeyondNoise(t *testing.T) {
 	fast := []float64{90, 91, 89, 90, 92, 90, 88, 91}
 	slow := []float64{100, 101, 99, 100, 102, 100, 98, 101}

@@ -109,17 +109,30 @@ func printFile(out io.Writer, f *params.File) {
 					base = fmt.Sprintf("%s %.2f", e.Baseline.Name, baseT)
 				}
 				fmt.Fprintf(tw, "  %s\t%s\t%s\t%.2f\t%.2f\t%s\t%s\t%s\t%s\t%s\t%d/%d/%d\t%s\t%s\n", fam, ek, search.Candidate(e.Params).Key(),
-					e.MedianUS, e.IQRUS, def, report.SpeedupCell(defT, e.MedianUS), base, report.SpeedupCell(baseT, e.MedianUS), orDash(e.Use),
+					e.MedianUS, e.IQRUS, def, report.SpeedupCell(defT, e.MedianUS), base, report.SpeedupCell(baseT, e.MedianUS), showUse(e),
 					e.Candidates.Measured, e.Candidates.Valid, e.Candidates.Failed, busyCell(e.Time), entryNote(e))
 			}
 		}
 		tw.Flush()
 		fmt.Fprintln(out, "  (SPEEDUP = reference time / tuned time: above 1 the tuned kernel is faster; USE baseline: the baseline beat the winner beyond noise,")
 		fmt.Fprintln(out, "   call it; CANDIDATES = measured/valid/failed; BUSY: share of the entry's tuning time the device ran its kernels;")
+		fmt.Fprintln(out, "   \"; tuned at SHAPE\" after USE: that shape's own times route it otherwise than the class (shape_use);")
 		fmt.Fprintln(out, "   PARTIAL: the run was interrupted before its search finished;")
 		fmt.Fprintln(out, "   MEDIAN of a class entry is the sum over its shapes; kerntune bench times each shape (FILE: this file's time))")
 		fmt.Fprintln(out)
 	}
+}
+
+// showUse is an entry's USE cell: its use, and the shapes that shape_use
+// routes otherwise ("baseline; tuned at 4x896x896x16").
+func showUse(e *params.Entry) string {
+	cell := orDash(e.Use)
+	for i, u := range e.ShapeUse {
+		if u != e.Use && i < len(e.Shapes) {
+			cell += fmt.Sprintf("; %s at %s", u, params.ShapeString(e.Shapes[i]))
+		}
+	}
+	return cell
 }
 
 // busyCell is an entry's device-busy share, or "-" when not recorded.

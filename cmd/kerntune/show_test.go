@@ -47,3 +47,15 @@ func TestShowParamsFile(t *testing.T) {
 		})
 	}
 }
+
+// A class entry whose shapes route otherwise than its use says which.
+func TestShowShapeUse(t *testing.T) {
+	file := `{"schema_version": 1, "devices": {"cuda:X": {"backend": "cuda", "name": "X", "family": "sm_90", "kernels": {"lora": {"f16/decode_r16": {
+	  "params": {"BM": 4}, "median_us": 151, "baseline": {"name": "cublas", "median_us": 142.9, "shape_median_us": [15, 16.3]},
+	  "shapes": [[4, 896, 896, 16], [16, 4864, 896, 16]], "use": "baseline", "shape_use": ["tuned", "baseline"]}}}}}}`
+	path := testutil.WriteFile(t, t.TempDir(), "hp.json", file)
+	code, out, errOut := runIn("show", path)
+	if code != 0 || !strings.Contains(out, "baseline; tuned at 4x896x896x16") || strings.Contains(out, "at 16x4864x896x16") {
+		t.Errorf("exit %d; want the USE cell \"baseline; tuned at 4x896x896x16\" alone:\n%s\n%s", code, out, errOut)
+	}
+}
