@@ -353,7 +353,7 @@ func (f *finals) record(e *params.Entry, defaults map[string]int, nshapes int) {
 		e.Baseline = &params.Baseline{Name: f.baseNm, MedianUS: round3(stats.Median(baseTot) * 1e6)}
 	}
 	e.Use = UseOf(best.tot, baseTot)
-	if f.base != nil && len(f.base.per) > 0 && nshapes > 1 {
+	if e.Baseline != nil && len(f.base.per) > 0 && nshapes > 1 {
 		e.Baseline.ShapeMedianUS = shapeMedians(f.base.per, nshapes)
 		e.ShapeUse = shapeUses(best.per, f.base.per, nshapes, e.Use)
 	}
