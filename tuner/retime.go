@@ -364,7 +364,7 @@ func (f *finals) record(e *params.Entry, defaults map[string]int, nshapes int) {
 // same rule as the entry's (UseOf) on that shape's samples, or nil when
 // every shape's is the entry's use. A class entry routes by the sum over
 // its shapes; where the baseline wins some shapes and loses others (lora's
-// decode class: cuBLAS faster at k = 4864, the fused kernel at 0.70× of it
+// decode class: cuBLAS faster at k = 4864, the fused kernel at 0.67× of it
 // at 4×896×896), an application asking for one of those shapes gets that
 // shape's own route.
 func shapeUses(winner, baseline [][]float64, nshapes int, use string) []string {
