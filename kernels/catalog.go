@@ -254,6 +254,14 @@ func (k *Kernel) OutOperands(c Case) []Operand {
 	return []Operand{{Name: "out", Len: k.OutLen(c.Shape)}}
 }
 
+// Verifiable reports whether one of k's odd shapes at least accepts
+// candidate p under the space's constraints (ps.Check, which may be nil):
+// the verification of a candidate runs on those it accepts, and refuses
+// one that none accepts as unverified.
+func (k *Kernel) Verifiable(ps *params.Space, p map[string]int) bool {
+	return ps == nil || ps.Check == nil || slices.ContainsFunc(k.Odd, func(c Case) bool { return ps.Check(c.Shape, p) == nil })
+}
+
 // ClassOf returns the class of a shape, validating it.
 func (k *Kernel) ClassOf(shape []int) (string, error) { return k.Classify(shape) }
 

@@ -6,12 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/kerntune/kerntune/internal/mslcheck"
-	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/kernels/gpu"
 	"github.com/kerntune/kerntune/params"
 )
@@ -84,7 +82,7 @@ func (c *Compiled) StaticCheck(ctx context.Context) (*StaticCheck, error) {
 	all := c.Space().Enumerate()
 	sc.SpaceSize, sc.Valid = c.Space().Size(), len(all)
 	for _, cand := range all {
-		if !slices.ContainsFunc(k.Odd, func(cs kernels.Case) bool { return ps.Check(cs.Shape, cand) == nil }) {
+		if !k.Verifiable(ps, cand) {
 			if sc.Unverifiable == 0 {
 				sc.UnverifiableExample = cand.Key()
 			}

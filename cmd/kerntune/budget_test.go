@@ -114,7 +114,8 @@ func TestTuneBudgetAdviceWorks(t *testing.T) {
 	if code != exitUsage || !strings.Contains(log, "--budget 1ms is too small") || strings.Contains(log, "--kernel") {
 		t.Fatalf("exit %d, want %d naming --budget and no --kernel advice:\n%s", code, exitUsage, log)
 	}
-	m := regexp.MustCompile(`give --budget (\S+) or more`).FindStringSubmatch(log)
+	advice := regexp.MustCompile(`give --budget (\S+) or more`)
+	m := advice.FindStringSubmatch(log)
 	if m == nil {
 		t.Fatalf("no budget named:\n%s", log)
 	}
@@ -135,7 +136,7 @@ func TestTuneBudgetAdviceWorks(t *testing.T) {
 		o := filepath.Join(dir, fmt.Sprintf("advised%d.json", attempt))
 		code, log = runCLI(t, append(slices.Clip(args), "--out", o, "--budget", budget)...)
 		if code == exitUsage {
-			next := regexp.MustCompile(`give --budget (\S+) or more`).FindStringSubmatch(log)
+			next := advice.FindStringSubmatch(log)
 			if next == nil || !longer(t, next[1], budget) {
 				t.Fatalf("the advised --budget %s fell short and did not name a larger one:\n%s", budget, log)
 			}

@@ -119,15 +119,16 @@ class _EntryState:
     source: str
     use: str
     baseline: str
-    # The entry's shapes and shape_use when it has the latter: the use at exactly those shapes.
+    # The entry's shapes and shape_use (empty without it): the use at exactly those shapes.
     shapes: List[List[int]] = field(default_factory=list)
     shape_use: List[str] = field(default_factory=list)
 
     def use_at(self, shape: List[int]) -> str:
         """The entry's use for a query of shape: its shape_use value when
         shape is one of its shapes, else its use (Go's entryState.useAt)."""
-        for s, u in zip(self.shapes, self.shape_use):
-            if s == list(shape):
+        want = list(shape)
+        for s, u in zip(self.shapes, self.shape_use):  # no shape_use: nothing to zip
+            if s == want:
                 return u
         return self.use
 
@@ -615,8 +616,7 @@ class Loader:
     @staticmethod
     def _dev_state(devices: Dict[str, _Device], key: str, prefix: str) -> Dict[str, Dict[str, _EntryState]]:
         return {
-            fam: {ek: _EntryState(e.params, f"{prefix}{key}/{fam}/{ek}", e.use, e.baseline,
-                                  *((e.shapes, e.shape_use) if e.shape_use else ([], [])))
+            fam: {ek: _EntryState(e.params, f"{prefix}{key}/{fam}/{ek}", e.use, e.baseline, e.shapes, e.shape_use)
                   for ek, e in entries.items()}
             for fam, entries in devices[key].kernels.items()
         }
