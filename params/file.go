@@ -43,7 +43,7 @@ type Device struct {
 // Its key in Device.Kernels[family] is "<dtype>/<class>" or "<dtype>/<dims joined by x>".
 type Entry struct {
 	Params   map[string]int `json:"params"`
-	MedianUS float64        `json:"median_us"`
+	MedianUS float64        `json:"median_us,omitempty"` // absent: not measured
 	IQRUS    float64        `json:"iqr_us"`
 	MinUS    float64        `json:"min_us,omitempty"`
 	Samples  int            `json:"samples"`
@@ -184,13 +184,13 @@ const (
 // Reference is the un-tuned default configuration and its time.
 type Reference struct {
 	Params   map[string]int `json:"params"`
-	MedianUS float64        `json:"median_us"`
+	MedianUS float64        `json:"median_us,omitempty"`
 }
 
 // Baseline is a vendor or library implementation timed in the same harness.
 type Baseline struct {
 	Name     string  `json:"name"`
-	MedianUS float64 `json:"median_us"`
+	MedianUS float64 `json:"median_us,omitempty"`
 	// ShapeMedianUS is the baseline's median per shape of the entry's
 	// Shapes (absent in entries written before it was recorded).
 	ShapeMedianUS []float64 `json:"shape_median_us,omitempty"`
@@ -466,6 +466,36 @@ func (w *walker) num(path string, v any) float64 {
 	return x
 }
 
+// MaxMicros bounds every time in the file: a median of more than about
+// eleven days is no measurement, and larger numbers break show's table.
+const MaxMicros = 1e12
+
+// micros reads a time in microseconds: finite, at most MaxMicros, and
+// positive (a median, a minimum) or, with zero, not negative (a spread).
+func (w *walker) micros(path string, v any, zero bool) float64 {
+	x := w.num(path, v)
+	if w.err != nil {
+		return 0
+	}
+	switch {
+	case zero && (x < 0 || x > MaxMicros):
+		w.fail(path, "must be a number of microseconds from 0 to 1e12, got %s", v)
+	case !zero && (x <= 0 || x > MaxMicros):
+		w.fail(path, "must be a positive number of microseconds up to 1e12, got %s", v)
+	}
+	return x
+}
+
+// optionalMicros reads the optional times of m (micros: positive unless
+// the key is iqr_us, a spread).
+func (w *walker) optionalMicros(path string, m map[string]any, fields ...optional) {
+	for _, f := range fields {
+		if v, ok := m[f.key]; ok {
+			*f.dst.(*float64) = w.micros(child(path, f.key), v, f.key == "iqr_us")
+		}
+	}
+}
+
 func (w *walker) integer(path string, v any) int {
 	n, ok := w.number(path, v, "an integer")
 	if !ok {
@@ -646,8 +676,8 @@ func (w *walker) entry(path string, v any) *Entry {
 		return e
 	}
 	e.Params = w.paramMap(child(path, "params"), pv)
+	w.optionalMicros(path, m, optional{"median_us", &e.MedianUS}, optional{"iqr_us", &e.IQRUS}, optional{"min_us", &e.MinUS})
 	w.optionals(path, m,
-		optional{"median_us", &e.MedianUS}, optional{"iqr_us", &e.IQRUS}, optional{"min_us", &e.MinUS},
 		optional{"samples", &e.Samples}, optional{"strategy", &e.Strategy}, optional{"evaluations", &e.Evaluations},
 		optional{"stopped", &e.Stopped},
 	)
@@ -705,7 +735,7 @@ func (w *walker) entry(path string, v any) *Entry {
 	if v, ok := m["shape_median_us"]; ok {
 		sp := child(path, "shape_median_us")
 		for i, x := range w.array(sp, v, "numbers") {
-			e.ShapeMedianUS = append(e.ShapeMedianUS, w.num(fmt.Sprintf("%s[%d]", sp, i), x))
+			e.ShapeMedianUS = append(e.ShapeMedianUS, w.micros(fmt.Sprintf("%s[%d]", sp, i), x, false))
 		}
 	}
 	if v, ok := m["roofline"]; ok && v != nil {
@@ -727,17 +757,18 @@ func (w *walker) entry(path string, v any) *Entry {
 		if pv, ok := dm["params"]; ok {
 			e.Default.Params = w.paramMap(child(dp, "params"), pv)
 		}
-		w.optionals(dp, dm, optional{"median_us", &e.Default.MedianUS})
+		w.optionalMicros(dp, dm, optional{"median_us", &e.Default.MedianUS})
 	}
 	if v, ok := m["baseline"]; ok && v != nil {
 		bp := child(path, "baseline")
 		bm := w.object(bp, v)
 		e.Baseline = &Baseline{}
-		w.optionals(bp, bm, optional{"name", &e.Baseline.Name}, optional{"median_us", &e.Baseline.MedianUS})
+		w.optionals(bp, bm, optional{"name", &e.Baseline.Name})
+		w.optionalMicros(bp, bm, optional{"median_us", &e.Baseline.MedianUS})
 		if v, ok := bm["shape_median_us"]; ok {
 			sp := child(bp, "shape_median_us")
 			for i, x := range w.array(sp, v, "numbers") {
-				e.Baseline.ShapeMedianUS = append(e.Baseline.ShapeMedianUS, w.num(fmt.Sprintf("%s[%d]", sp, i), x))
+				e.Baseline.ShapeMedianUS = append(e.Baseline.ShapeMedianUS, w.micros(fmt.Sprintf("%s[%d]", sp, i), x, false))
 			}
 		}
 	}

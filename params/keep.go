@@ -71,7 +71,8 @@ type Choice struct {
 // use it. In order:
 //
 //  1. Replace: new.
-//  2. Recorded medians (merge): the smaller median_us; a tie keeps old.
+//  2. Recorded medians (merge): the smaller median_us; a tie keeps old;
+//     an entry without a median loses to one with.
 //  3. A same-run timing of old's parameters: new when its winner is faster
 //     beyond noise; old when old's parameters are; new when old's
 //     parameters cannot run here (invalid in the current space, or failing
@@ -83,7 +84,9 @@ func ChooseEntry(old, nw *Entry, ev Evidence) Choice {
 		return Choice{KeepNew: true, Reason: "--replace"}
 	}
 	if ev.Recorded {
-		if nw.MedianUS < old.MedianUS {
+		// A median is positive when recorded (the reader refuses others);
+		// an entry without one is no evidence of speed.
+		if nw.MedianUS > 0 && (old.MedianUS == 0 || nw.MedianUS < old.MedianUS) {
 			return Choice{KeepNew: true, Reason: fmt.Sprintf("faster: %.3f µs < %.3f µs", nw.MedianUS, old.MedianUS)}
 		}
 		return Choice{Reason: fmt.Sprintf("not faster: %.3f µs ≥ %.3f µs", nw.MedianUS, old.MedianUS)}

@@ -90,14 +90,18 @@ func NewCmdBench(f *Factory, runF func(*BenchOptions) error) *cobra.Command {
 	return cmd
 }
 
+// maxSamples bounds bench --samples: each sample is kept in memory and
+// timed, and beyond this a median moves by less than its noise.
+const maxSamples = 100000
+
 func runBench(o *BenchOptions) error {
 	dts, err := parseDTypes(o.dtype)
 	if err != nil {
 		return err
 	}
 	dt := dts[0]
-	if o.samples < 1 {
-		return usageErrorf("--samples must be at least 1")
+	if o.samples < 1 || o.samples > maxSamples {
+		return usageErrorf("--samples is %d; must be 1..%d", o.samples, maxSamples)
 	}
 	ks, err := parseKernels(o.kernelNames)
 	if err != nil {

@@ -78,7 +78,9 @@ func runCache(o *CacheOptions) error {
 	}
 	rep := cacheReport{Usage: compilecache.Usage{Dir: dir, MaxBytes: maxBytes}, Off: compilecache.Off()}
 	// Looking creates nothing: a cache never used has no directory yet.
-	if _, err := os.Stat(dir); err == nil {
+	if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
+		return cacheDirError(dir, errors.New("not a directory"))
+	} else if err == nil {
 		c, err := compilecache.Open(dir, maxBytes)
 		if err != nil {
 			return err
@@ -92,7 +94,7 @@ func runCache(o *CacheOptions) error {
 			return err
 		}
 	} else if !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("compile cache: %w", err)
+		return cacheDirError(dir, err)
 	}
 	if o.JSON {
 		return printJSON(o.IO.Out, rep)
@@ -147,4 +149,13 @@ func addNoCacheFlag(cmd *cobra.Command) {
 	cmd.Flags().Var(&noCacheFlag{}, "no-cache",
 		"compile every kernel, neither loading from nor storing in the compile cache (as KERNTUNE_NO_CACHE=1; see kerntune cache)")
 	cmd.Flags().Lookup("no-cache").NoOptDefVal = "true"
+}
+
+// cacheDirError names KERNTUNE_CACHE_DIR when the directory came from it
+// (the user's input: exit 2).
+func cacheDirError(dir string, err error) error {
+	if os.Getenv(compilecache.EnvDir) != "" {
+		return usageErrorCause(err, "%s=%s: %v; it must name a directory, or a path where one can be made", compilecache.EnvDir, dir, err)
+	}
+	return fmt.Errorf("compile cache %s: %w", dir, err)
 }

@@ -87,3 +87,16 @@ func TestNoCacheFlag(t *testing.T) {
 		t.Fatalf("%s=%q after --no-cache", compilecache.EnvNoCache, os.Getenv(compilecache.EnvNoCache))
 	}
 }
+
+// A KERNTUNE_CACHE_DIR that cannot be a directory is the user's input:
+// exit 2, naming the variable.
+func TestCacheDirNotADirectory(t *testing.T) {
+	file := testutil.WriteFile(t, t.TempDir(), "plain", "x")
+	for _, dir := range []string{"/dev/null/x", file} {
+		t.Setenv(compilecache.EnvDir, dir)
+		code, _, errOut := runIn("cache")
+		if code != exitUsage || !strings.Contains(errOut, compilecache.EnvDir+"="+dir) || !strings.Contains(errOut, "must name a directory") {
+			t.Errorf("%s=%s: exit %d, %q; want %d naming the variable", compilecache.EnvDir, dir, code, errOut, exitUsage)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"strings"
 	"text/tabwriter"
 
@@ -57,7 +58,7 @@ environment variables override any value.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{plainFlagError(err)} })
 	for _, add := range commands {
 		root.AddCommand(add(f))
 	}
@@ -123,3 +124,22 @@ func printJSON(w io.Writer, v any) error {
 // newTable is a table on w in the layout every text table has: columns
 // separated by tabs, padded to two spaces.
 func newTable(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0) }
+
+// flagParseRE matches pflag's message for a value its type cannot parse,
+// which quotes strconv's own ("strconv.ParseUint: parsing "abc": invalid
+// syntax").
+var flagParseRE = regexp.MustCompile(`^invalid argument "(.*)" for "(.*)" flag: strconv\.Parse(Uint|Int|Float|Bool)\b.*?(invalid syntax|value out of range)$`)
+
+// plainFlagError says what a flag takes where pflag would print strconv's
+// message.
+func plainFlagError(err error) error {
+	m := flagParseRE.FindStringSubmatch(err.Error())
+	if m == nil {
+		return err
+	}
+	want := map[string]string{"Uint": "a non-negative integer", "Int": "an integer", "Float": "a number", "Bool": "true or false"}[m[3]]
+	if m[4] == "value out of range" {
+		want += " of at most 64 bits"
+	}
+	return fmt.Errorf("%s %q: must be %s", m[2], m[1], want)
+}

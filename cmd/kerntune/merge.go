@@ -36,7 +36,12 @@ the same entry (device, kernel, key), the one with the smaller median_us is kept
 and the conflict is reported. Device facts are united, later inputs winning.
 Fields this version does not know are kept. --out may be one of the inputs;
 an existing --out that is not a params file is replaced only with --force.`,
-		Args: cobra.MinimumNArgs(1),
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usageErrorf("merge needs at least one params file to merge (kerntune merge A.json [B.json ...] --out OUT.json)")
+			}
+			return nil
+		},
 		RunE: func(_ *cobra.Command, args []string) error {
 			opts.Inputs = args
 			return runOr(opts, runF, runMerge)

@@ -110,7 +110,7 @@ func TestMergeBadInput(t *testing.T) {
 		{"schema violation", []string{"merge", good, bad, "--out", out}, []string{bad, "devices"}},
 		{"missing file", []string{"merge", good, filepath.Join(dir, "nope.json"), "--out", out}, []string{"nope.json", "no such file"}},
 		{"no --out", []string{"merge", good}, []string{"--out"}},
-		{"no inputs", []string{"merge", "--out", out}, []string{"requires at least 1"}},
+		{"no inputs", []string{"merge", "--out", out}, []string{"needs at least one params file"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -146,6 +146,11 @@ func TestTuneBadInput(t *testing.T) {
 		{"unknown command", []string{"tuen"}, "unknown command"},
 		{"show missing file", []string{"show", filepath.Join(dir, "none.json")}, "no such file"},
 		{"show broken file", []string{"show", broken}, "not valid JSON"},
+		{"bench samples past the bound", []string{"bench", "--backend", "cpu", "--samples", "999999999999"}, "--samples is 999999999999; must be 1..100000"},
+		{"bench no samples", []string{"bench", "--backend", "cpu", "--samples", "0"}, "must be 1..100000"},
+		{"seed letters", []string{"tune", "--seed", "abc"}, `seed "abc": must be a non-negative integer`},
+		{"seed too large", []string{"tune", "--seed", "99999999999999999999999"}, "must be a non-negative integer of at most 64 bits"},
+		{"merge without inputs", []string{"merge", "--out", filepath.Join(dir, "m.json")}, "merge needs at least one params file"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

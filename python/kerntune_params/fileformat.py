@@ -28,6 +28,21 @@ class _JsonFloat(float):
         return v
 
 
+# Go's limit on times (params.MaxMicros).
+MAX_MICROS = 1e12
+# Fewer digits than CPython's int() accepts in a string (4300 by default).
+_MAX_INT_DIGITS = 4000
+
+
+def _json_int(s: str) -> Any:
+    """An integer of the JSON text; one too long for int() is kept as its
+    text with the float value it rounds to (infinite), as Go's reader sees
+    it, so that only the field holding it is refused."""
+    if len(s) <= _MAX_INT_DIGITS:
+        return int(s)
+    return _JsonFloat(s)
+
+
 def _reject_constant(s: str) -> Any:
     raise ValueError(f"invalid character {s[0]!r} looking for beginning of value")
 
@@ -135,10 +150,27 @@ class _Walker:
     def num(self, path: str, v: Any) -> float:
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             raise self.fail(path, f"must be a number, got {_type_name(v)}")
-        x = float(v)
+        try:
+            x = float(v)
+        except OverflowError:  # an integer of hundreds of digits
+            x = math.inf
         if math.isinf(x) or math.isnan(x):
             raise self.fail(path, f"must be a finite number, got {v.text if isinstance(v, _JsonFloat) else v}")
         return x
+
+    def micros(self, path: str, v: Any, zero: bool = False) -> float:
+        """A time in microseconds, as Go's walker.micros: finite, at most
+        MAX_MICROS, positive (or, with zero, not negative: a spread)."""
+        x = self.num(path, v)
+        text = v.text if isinstance(v, _JsonFloat) else str(v)
+        if zero and (x < 0 or x > MAX_MICROS):
+            raise self.fail(path, f"must be a number of microseconds from 0 to 1e12, got {text}")
+        if not zero and (x <= 0 or x > MAX_MICROS):
+            raise self.fail(path, f"must be a positive number of microseconds up to 1e12, got {text}")
+        return x
+
+    def spread(self, path: str, v: Any) -> float:
+        return self.micros(path, v, True)
 
     def integer(self, path: str, v: Any) -> int:
         if isinstance(v, bool) or not isinstance(v, (int, float)):
@@ -234,7 +266,7 @@ class _Walker:
         if "params" not in m:
             raise self.fail(_child(path, "params"), "missing")
         e = _Entry(self.param_map(_child(path, "params"), m["params"]), "", "")
-        self.optionals(path, m, ("median_us", self.num), ("iqr_us", self.num), ("min_us", self.num),
+        self.optionals(path, m, ("median_us", self.micros), ("iqr_us", self.spread), ("min_us", self.micros),
                        ("samples", self.integer), ("strategy", self.str_), ("evaluations", self.integer),
                        ("stopped", self.str_))
         if "use" in m:
@@ -274,7 +306,7 @@ class _Walker:
         if "shape_median_us" in m:
             sp = _child(path, "shape_median_us")
             for i, x in enumerate(self.array(sp, m["shape_median_us"], "numbers")):
-                self.num(f"{sp}[{i}]", x)
+                self.micros(f"{sp}[{i}]", x)
         if m.get("roofline") is not None:
             rp = _child(path, "roofline")
             rm = self.obj(rp, m["roofline"])
@@ -285,15 +317,16 @@ class _Walker:
             dm = self.obj(dp, m["default"])
             if "params" in dm:
                 self.param_map(_child(dp, "params"), dm["params"])
-            self.optionals(dp, dm, ("median_us", self.num))
+            self.optionals(dp, dm, ("median_us", self.micros))
         if m.get("baseline") is not None:
             bp = _child(path, "baseline")
             bm = self.obj(bp, m["baseline"])
-            e.baseline = self.optionals(bp, bm, ("name", self.str_), ("median_us", self.num)).get("name", e.baseline)
+            e.baseline = self.optionals(bp, bm, ("name", self.str_)).get("name", e.baseline)
+            self.optionals(bp, bm, ("median_us", self.micros))
             if "shape_median_us" in bm:
                 sp = _child(bp, "shape_median_us")
                 for i, x in enumerate(self.array(sp, bm["shape_median_us"], "numbers")):
-                    self.num(f"{sp}[{i}]", x)
+                    self.micros(f"{sp}[{i}]", x)
         if "shapes" in m:
             sp = _child(path, "shapes")
             for i, s in enumerate(self.array(sp, m["shapes"], "shapes")):
@@ -332,7 +365,7 @@ def parse_noting(data: Union[bytes, str], file: str) -> Tuple[Dict[str, _Device]
     if _depth(text) > MAX_DEPTH:
         raise PathError(file, "", "not valid JSON: invalid character '[' exceeded max depth")
     try:
-        root = loads_deep(text, parse_float=_JsonFloat, parse_constant=_reject_constant)
+        root = loads_deep(text, parse_float=_JsonFloat, parse_int=_json_int, parse_constant=_reject_constant)
     except RecursionError:
         raise PathError(file, "", "not valid JSON: exceeded max depth") from None
     except ValueError as e:
