@@ -245,6 +245,21 @@ func (k *Kernel) Bytes(c Case, dt DType) float64 {
 	return float64(n)
 }
 
+// HostBytes estimates the host memory a problem of case c holds at
+// least: its inputs as float32, twice (the tuner draws them, a worker
+// process holds them again), and each output element as float32, its
+// float64 reference and the float32 copy read back to verify it.
+func (k *Kernel) HostBytes(c Case) float64 {
+	var in, out float64
+	for _, op := range k.Inputs(c) {
+		in += float64(op.Len)
+	}
+	for _, op := range k.OutOperands(c) {
+		out += float64(op.Len)
+	}
+	return 2*4*in + (4+8+4)*out
+}
+
 // OutOperands are the outputs of a case: Outputs, or one of OutLen
 // elements of the problem's dtype.
 func (k *Kernel) OutOperands(c Case) []Operand {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kerntune/kerntune/internal/stats"
+	"github.com/kerntune/kerntune/internal/sysmem"
 	"github.com/kerntune/kerntune/internal/trace"
 	"github.com/kerntune/kerntune/params"
 	"github.com/kerntune/kerntune/report"
@@ -256,6 +257,40 @@ func (e *BudgetSpentError) Error() string {
 // are 0 for a new run.
 func (s *Session) Resumed() (spent, budget time.Duration) { return s.jr.Spent(), s.jr.Budget() }
 
+// MemoryError is a shape whose problem needs more memory than the machine
+// can give: refused before anything is allocated, and a new run leaves no
+// journal.
+type MemoryError struct {
+	Kernel, DType, Shape string
+	Need, Available      float64
+	Source               string // what bounds Available
+}
+
+func (e *MemoryError) Error() string {
+	return fmt.Sprintf("%s %s at shape %s needs at least %s of memory for its inputs, outputs and float64 reference; %s available (%s): choose a smaller shape",
+		e.Kernel, e.DType, e.Shape, gib(e.Need), gib(e.Available), e.Source)
+}
+
+func gib(b float64) string { return fmt.Sprintf("%.1f GiB", b/(1<<30)) }
+
+// checkMemory refuses the first case of tasks whose problem would not fit
+// in what available says the process can allocate.
+func checkMemory(tasks []Task, available func() (uint64, string, bool)) error {
+	avail, src, ok := available()
+	if !ok {
+		return nil
+	}
+	for _, t := range tasks {
+		for _, c := range t.Cases {
+			if need := t.Kernel.HostBytes(c); need > float64(avail) {
+				return &MemoryError{Kernel: t.Kernel.Name, DType: string(t.DType), Shape: params.ShapeString(c.Shape),
+					Need: need, Available: float64(avail), Source: src}
+			}
+		}
+	}
+	return nil
+}
+
 // tooSmall reports whether res is no result (see TooSmallError).
 func tooSmall(res *Result) bool {
 	e := res.Entry
@@ -292,6 +327,10 @@ func (s *Session) Run(ctx context.Context, tasks []Task) (*SessionSummary, error
 	deadline := time.Now().Add(s.cfg.Budget - spent)
 	s.jr.start, s.jr.base = time.Now(), spent
 	s.jr.Record(Record{Kind: RecordSession, BudgetS: s.cfg.Budget.Seconds()})
+	if err := checkMemory(tasks, sysmem.Available); err != nil {
+		s.completed = spent == 0
+		return nil, err
+	}
 	needs, samples, ext, err := s.plan(ctx, tu, tasks, deadline, spent)
 	if err != nil {
 		// A budget refused before any work: a new run leaves no journal.

@@ -1,6 +1,7 @@
 package tuner
 
 import (
+	"errors"
 	"math/rand/v2"
 	"path/filepath"
 	"strings"
@@ -129,5 +130,29 @@ func TestWriteResultDecidesAgainstTheFileAtWriteTime(t *testing.T) {
 	res.Retiming = retimed(paramsC, 10, 8)
 	if d, err = WriteResult(path, false, false, info, "kerntune test", res); err != nil || d.Action != KeepReplaced || d.OldRetimedUS <= d.NewRetimedUS {
 		t.Errorf("decision %+v, %v: want replaced on the same-run timing", d, err)
+	}
+}
+
+// A case too large for what the machine can give is refused, naming the
+// family, dtype and shape; one that fits, or an unknown amount, passes.
+func TestCheckMemory(t *testing.T) {
+	k, err := kernels.Get("softmax")
+	if err != nil {
+		t.Fatal(err)
+	}
+	task := Task{Kernel: k, DType: kernels.F32, Cases: []kernels.Case{{Shape: []int{4, 64}}, {Shape: []int{1 << 20, 4096}}}}
+	avail := func(n uint64, ok bool) func() (uint64, string, bool) {
+		return func() (uint64, string, bool) { return n, "test", ok }
+	}
+	err = checkMemory([]Task{task}, avail(1<<30, true))
+	var me *MemoryError
+	if !errors.As(err, &me) || me.Shape != "1048576x4096" || !strings.Contains(err.Error(), "softmax f32 at shape 1048576x4096 needs at least 96.0 GiB") {
+		t.Fatalf("1 GiB available: %v", err)
+	}
+	if err := checkMemory([]Task{task}, avail(1<<40, true)); err != nil {
+		t.Errorf("1 TiB available: %v", err)
+	}
+	if err := checkMemory([]Task{task}, avail(0, false)); err != nil {
+		t.Errorf("unknown memory: %v", err)
 	}
 }

@@ -430,8 +430,11 @@ func sessionError(f TuneOptions, err error) error {
 		werr  *tuner.WriteError
 		spent *tuner.BudgetSpentError
 		plan  *tuner.PlanError
+		mem   *tuner.MemoryError
 	)
 	switch {
+	case errors.As(err, &mem):
+		return usageError{err}
 	case errors.As(err, &spent):
 		return usageErrorCause(err, "--resume: %v; give a --budget larger than %s to finish it (the journal %s is kept)", err, spent.Spent.Round(time.Second), tuner.JournalPath(f.out))
 	case errors.As(err, &plan):

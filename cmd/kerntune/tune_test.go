@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -298,5 +299,19 @@ func TestTimeSplitCacheHits(t *testing.T) {
 	}}
 	if got, want := runSummary(sum), "kernels compiled 3, from the compile cache 6"; !strings.Contains(got, want) {
 		t.Errorf("run summary %q does not contain %q", got, want)
+	}
+}
+
+// A shape that passes validation but would not fit in memory is refused
+// before anything is allocated: exit 2 naming the shape, no output file
+// and no journal that would block the next run.
+func TestTuneShapeTooLargeForMemory(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "t4.json")
+	wantExit(t, []string{"tune", "--backend", "cpu", "--kernel", "softmax", "--shape", "2147483647x64", "--budget", "10s", "--out", out},
+		exitUsage, "at shape 2147483647x64 needs at least", "choose a smaller shape")
+	for _, p := range []string{out, out + ".journal"} {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("%s left behind: %v", p, err)
+		}
 	}
 }
