@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 
@@ -343,7 +344,7 @@ func Decode(data []byte, file string) (*Spec, error) {
 	dec.DisallowUnknownFields()
 	var s Spec
 	if err := dec.Decode(&s); err != nil {
-		return nil, &Error{File: file, Msg: jsonMsg(err)}
+		return nil, &Error{File: file, Msg: jsonMsg(data, err)}
 	}
 	if dec.More() {
 		return nil, &Error{File: file, Msg: "trailing data after the JSON object"}
@@ -351,11 +352,51 @@ func Decode(data []byte, file string) (*Spec, error) {
 	return &s, nil
 }
 
-// jsonMsg turns a decoding error into a message naming the field.
-func jsonMsg(err error) string {
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) {
-		return fmt.Sprintf("field %s: a JSON %s cannot be a %s", te.Field, te.Value, te.Type)
+// jsonMsg turns a decoding error of data into a message naming the
+// line and column and, for a value of the wrong type, the field and what
+// it must be.
+func jsonMsg(data []byte, err error) string {
+	var (
+		te *json.UnmarshalTypeError
+		se *json.SyntaxError
+	)
+	switch {
+	case errors.As(err, &te):
+		return fmt.Sprintf("%s: field %s: a JSON %s %s", lineCol(data, te.Offset), te.Field, te.Value, mustBe(te))
+	case errors.As(err, &se):
+		return fmt.Sprintf("%s: invalid JSON: %s", lineCol(data, se.Offset), se.Error())
 	}
 	return "invalid JSON: " + strings.TrimPrefix(err.Error(), "json: ")
+}
+
+// mustBe says what a field of te's type takes.
+func mustBe(te *json.UnmarshalTypeError) string {
+	switch te.Type.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		if strings.HasPrefix(te.Value, "number") {
+			return fmt.Sprintf("does not fit: it must be an integer of at most %d bits", te.Type.Bits())
+		}
+		return "cannot be an integer"
+	case reflect.Float32, reflect.Float64:
+		return "cannot be a number"
+	case reflect.String:
+		return "cannot be a string"
+	case reflect.Bool:
+		return "cannot be true or false"
+	case reflect.Slice, reflect.Array:
+		return "cannot be an array"
+	case reflect.Struct, reflect.Map:
+		return "cannot be an object"
+	}
+	return "cannot be a " + te.Type.String()
+}
+
+// lineCol is "line L, column C" of byte offset off of data (the offset
+// json reports is just past the offending token).
+func lineCol(data []byte, off int64) string {
+	off = max(0, min(off, int64(len(data))))
+	before := data[:off]
+	line := 1 + bytes.Count(before, []byte("\n"))
+	col := int(off) - (bytes.LastIndexByte(before, '\n') + 1)
+	return fmt.Sprintf("line %d, column %d", line, max(col, 1))
 }

@@ -516,3 +516,27 @@ func TestStaticCheckUnverifiable(t *testing.T) {
 		t.Errorf("unverifiable %d (e.g. %q); want the 20 VEC=8 candidates", sc.Unverifiable, sc.UnverifiableExample)
 	}
 }
+
+// JSON errors name the line and column; a number too large for its field
+// says what the field takes.
+func TestDecodeErrorsNameTheLine(t *testing.T) {
+	tests := []struct {
+		name, data string
+		want       []string
+	}{
+		{"integer overflow", "{\"name\": \"x\",\n \"params\": [{\"name\": \"TG\", \"values\": [99999999999999999999]}]}",
+			[]string{"f.json: line 2, column 58: field params.values", "does not fit: it must be an integer of at most 64 bits"}},
+		{"missing comma", "{\"name\": \"x\",\n \"params\": [{\"name\": \"TG\" \"values\": [1]}]}",
+			[]string{"f.json: line 2, column 27: invalid JSON: invalid character"}},
+		{"string for a number", "{\"params\": [{\"values\": [\"8\"]}]}",
+			[]string{"line 1, column 27: field params.values: a JSON string cannot be an integer"}},
+	}
+	for _, tt := range tests {
+		_, err := Decode([]byte(tt.data), "f.json")
+		for _, w := range tt.want {
+			if err == nil || !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: %v; want %q", tt.name, err, w)
+			}
+		}
+	}
+}

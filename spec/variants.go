@@ -47,14 +47,14 @@ func ParseManifest(data []byte, file string) ([]Variant, error) {
 	trimmed := bytes.TrimSpace(data)
 	if len(trimmed) > 0 && trimmed[0] == '[' {
 		if err := json.Unmarshal(trimmed, &vs); err != nil {
-			return nil, &Error{File: file, Msg: jsonMsg(err)}
+			return nil, &Error{File: file, Msg: jsonMsg(trimmed, err)}
 		}
 	} else {
 		var m struct {
 			Variants []Variant `json:"variants"`
 		}
 		if err := json.Unmarshal(trimmed, &m); err != nil {
-			return nil, &Error{File: file, Msg: jsonMsg(err)}
+			return nil, &Error{File: file, Msg: jsonMsg(trimmed, err)}
 		}
 		vs = m.Variants
 	}

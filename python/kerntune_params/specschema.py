@@ -75,6 +75,25 @@ def go_type_name(t: Type) -> str:
     return t
 
 
+def _must_be(t: Type, value: str) -> str:
+    """What a field of type t takes, as Go's spec.mustBe says it."""
+    if t == "int":
+        if value.startswith("number"):
+            return "does not fit: it must be an integer of at most 64 bits"
+        return "cannot be an integer"
+    if t == "float64":
+        return "cannot be a number"
+    if t == "string":
+        return "cannot be a string"
+    if t == "bool":
+        return "cannot be true or false"
+    if isinstance(t, tuple):
+        return "cannot be an array" if t[0] == "list" else "cannot be an object"
+    if t in _STRUCTS:
+        return "cannot be an object"
+    return "cannot be a " + go_type_name(t)
+
+
 def _json_kind(v: Any) -> str:
     if v is True or v is False:
         return "bool"
@@ -97,7 +116,7 @@ class _Decoder:
             self.err = SpecError(self.file, "", "", msg)
 
     def type_error(self, v: Any, t: Type, path: str, value: str = "") -> None:
-        self.save(f"field {path}: a JSON {value or _json_kind(v)} cannot be a {go_type_name(t)}")
+        self.save(f"field {path}: a JSON {value or _json_kind(v)} {_must_be(t, value)}")
 
     def value(self, v: Any, t: Type, path: str) -> Any:
         if v is None:
