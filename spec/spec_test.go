@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -32,9 +33,38 @@ func loadExample(t *testing.T, name string) *Compiled {
 	return c
 }
 
+// Every spec under examples/ (a JSON file with a "source" field; the
+// variant manifests are not specs) validates against the schema and loads.
 func TestExamplesValidateAgainstSchema(t *testing.T) {
 	s := testutil.Schema(t, "schema.json", SchemaJSON)
-	for _, name := range examples {
+	var names []string
+	err := filepath.WalkDir(examplePath("."), func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || filepath.Ext(path) != ".json" {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		var probe struct {
+			Source json.RawMessage `json:"source"`
+		}
+		if json.Unmarshal(data, &probe) == nil && probe.Source != nil {
+			rel, _ := filepath.Rel(examplePath("."), path)
+			names = append(names, rel)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(names) < len(examples) {
+		t.Fatalf("found %d example specs: %v", len(names), names)
+	}
+	for _, name := range names {
+		if _, err := Load(examplePath(name)); err != nil {
+			t.Errorf("%s does not load: %v", name, err)
+		}
 		data, err := os.ReadFile(examplePath(name))
 		if err != nil {
 			t.Fatal(err)
