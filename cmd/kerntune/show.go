@@ -79,7 +79,7 @@ func printFile(out io.Writer, f *params.File) {
 	sort.Strings(devKeys)
 	for _, dk := range devKeys {
 		d := f.Devices[dk]
-		fmt.Fprintf(out, "%s  (%s, family %s, %s, tuned %s)\n", dk, d.Backend, d.Family, plural(d.ComputeUnits, "compute unit", "compute units"), d.TunedAt)
+		fmt.Fprintf(out, "%s  (%s, family %s, %s, tuned %s)\n", dk, d.Backend, d.Family, plural(d.ComputeUnits, "compute unit", "compute units"), orDash(d.TunedAt))
 		if bw := d.Facts["bandwidth_gbps"]; bw > 0 {
 			fmt.Fprintf(out, "  copy bandwidth %.1f GB/s\n", bw)
 		}
@@ -108,8 +108,12 @@ func printFile(out io.Writer, f *params.File) {
 					baseT = e.Baseline.MedianUS
 					base = fmt.Sprintf("%s %.2f", e.Baseline.Name, baseT)
 				}
-				fmt.Fprintf(tw, "  %s\t%s\t%s\t%.2f\t%.2f\t%s\t%s\t%s\t%s\t%s\t%d/%d/%d\t%s\t%s\n", fam, ek, search.Candidate(e.Params).Key(),
-					e.MedianUS, e.IQRUS, def, report.SpeedupCell(defT, e.MedianUS), base, report.SpeedupCell(baseT, e.MedianUS), showUse(e),
+				med, iqr := "-", "-"
+				if e.MedianUS > 0 { // absent: an entry with parameters and no measurement
+					med, iqr = fmt.Sprintf("%.2f", e.MedianUS), fmt.Sprintf("%.2f", e.IQRUS)
+				}
+				fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d/%d/%d\t%s\t%s\n", fam, ek, orDash(search.Candidate(e.Params).Key()),
+					med, iqr, def, report.SpeedupCell(defT, e.MedianUS), base, report.SpeedupCell(baseT, e.MedianUS), showUse(e),
 					e.Candidates.Measured, e.Candidates.Valid, e.Candidates.Failed, busyCell(e.Time), entryNote(e))
 			}
 		}

@@ -59,3 +59,26 @@ func TestShowShapeUse(t *testing.T) {
 		t.Errorf("exit %d; want the USE cell \"baseline; tuned at 4x896x896x16\" alone:\n%s\n%s", code, out, errOut)
 	}
 }
+
+// An entry with parameters and nothing measured, in a device without a
+// tuning date, shows dashes, not zeros.
+func TestShowSparseEntry(t *testing.T) {
+	path := testutil.WriteFile(t, t.TempDir(), "sparse.json", `{"schema_version": 1, "devices": {"cpu:s": {"backend": "cpu", "name": "S", "family": "amd64",
+		"kernels": {"softmax": {"f32/all": {"params": {}}}}}}}`)
+	code, out, errOut := runIn("show", path)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if strings.Contains(out, "0.00") || !strings.Contains(out, "tuned -)") {
+		t.Errorf("zeros or an empty date for what was not recorded:\n%s", out)
+	}
+	var row string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, "f32/all") {
+			row = l
+		}
+	}
+	if f := strings.Fields(row); len(f) < 6 || f[2] != "-" || f[3] != "-" || f[4] != "-" {
+		t.Errorf("row %q: want - for params, median and IQR", row)
+	}
+}
