@@ -166,3 +166,34 @@ func TestFailures(t *testing.T) {
 		t.Errorf("threadgroup memory: %d bytes (%v), want 448", res[2].Shared, res[2].Err)
 	}
 }
+
+// A dispatchThreads launch whose grid is no multiple of the threadgroup
+// cuts the last threadgroup short; every thread's position in the grid
+// still counts in the dispatched threadgroup size, so each element is
+// written once (MLX's grid=(a.size, 1, 1) with threadgroup 64, a.size
+// 1000), and threads_per_threadgroup is the cut size where
+// dispatch_threads_per_threadgroup is the dispatched one.
+func TestPartialThreadgroupPositions(t *testing.T) {
+	cc := mslcheck.Require(t)
+	src := head + `kernel void pos(device float* out [[buffer(0)]], uint gid [[thread_position_in_grid]],
+                uint3 tptg [[threads_per_threadgroup]], uint3 dtptg [[dispatch_threads_per_threadgroup]]) {
+  out[gid] = float(gid) + (tptg.x == (gid >= 960 ? 40u : 64u) && dtptg.x == 64u ? 0.0f : 0.5f);
+}
+`
+	const n = 1000
+	l := &Launch{Threads: [3]int{n, 1, 1}, Group: [3]int{64, 1, 1}, Buffers: [][]byte{bytesOf(make([]float32, n))}}
+	for i := range n {
+		copy(l.Buffers[0][4*i:], bytesOf([]float32{float32(math.NaN())}))
+	}
+	res := buildRun(t, cc, []Kernel{{Name: "pos", Source: src, Func: "pos",
+		Args: []Arg{Buf(0), Attr("thread_position_in_grid"), Attr("threads_per_threadgroup"), Attr("dispatch_threads_per_threadgroup")}}},
+		[]*Launch{l})
+	if res[0].Err != nil {
+		t.Fatal(res[0].Err)
+	}
+	for i, v := range f32s(l.Buffers[0]) {
+		if v != float32(i) {
+			t.Fatalf("element %d = %v, want %d", i, v, i)
+		}
+	}
+}
