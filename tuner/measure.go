@@ -343,6 +343,9 @@ func (m *live) close() {
 // problems) to the device's floors.
 func (m *live) roofline(cand search.Candidate, median float64) *params.RooflineSummary {
 	info := m.t.b.Info()
+	if m.t.cfg.Facts != nil {
+		info.Facts = m.t.cfg.Facts
+	}
 	var flops, bytes float64
 	for _, l := range m.problems {
 		flops += l.p.Flops()

@@ -179,7 +179,32 @@ func OpenSession(b Backend, cfg SessionConfig) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Session{b: b, cfg: cfg, info: b.Info(), jr: &sessionJournal{FileJournal: fj}}, nil
+	return &Session{b: b, cfg: cfg, info: keepRecordedBandwidth(b.Info(), cfg), jr: &sessionJournal{FileJournal: fj}}, nil
+}
+
+// keepRecordedBandwidth takes the copy bandwidth the params file already
+// records for this device, where it does (and the run does not replace
+// the file's entries): the memory-bound floors, and so "% of floor", then
+// compare across runs instead of moving with each run's measurement of a
+// machine whose load varies.
+func keepRecordedBandwidth(info DeviceInfo, cfg SessionConfig) DeviceInfo {
+	if cfg.Replace || cfg.Out == "" {
+		return info
+	}
+	f, err := params.ReadFile(cfg.Out)
+	if err != nil {
+		return info
+	}
+	d := f.Devices[info.Key]
+	if d == nil || d.Facts["bandwidth_gbps"] <= 0 {
+		return info
+	}
+	info.Facts = maps.Clone(info.Facts)
+	if info.Facts == nil {
+		info.Facts = map[string]float64{}
+	}
+	info.Facts["bandwidth_gbps"] = d.Facts["bandwidth_gbps"]
+	return info
 }
 
 // Close closes the journal, deleting it when the run completed.
@@ -311,6 +336,7 @@ func (s *Session) Run(ctx context.Context, tasks []Task) (*SessionSummary, error
 	sort.SliceStable(tasks, func(i, j int) bool { return tasks[i].Cost() < tasks[j].Cost() })
 	cfg := s.cfg.Config
 	cfg.Journal = s.jr
+	cfg.Facts = s.info.Facts
 	tu := New(s.b, cfg)
 	h := s.cfg.Hooks
 	runStart := time.Now()

@@ -3,6 +3,7 @@ package tuner
 import (
 	"errors"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -154,5 +155,36 @@ func TestCheckMemory(t *testing.T) {
 	}
 	if err := checkMemory([]Task{task}, avail(0, false)); err != nil {
 		t.Errorf("unknown memory: %v", err)
+	}
+}
+
+// The floor's copy bandwidth is the one the params file records for the
+// device, unless the run replaces the file's entries or the file has none.
+func TestKeepRecordedBandwidth(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "hp.json")
+	if err := os.WriteFile(out, []byte(`{"schema_version": 1, "devices": {"cpu:x": {"backend": "cpu", "name": "X", "family": "amd64",
+		"facts": {"bandwidth_gbps": 12.5}, "kernels": {}}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	measured := map[string]float64{"bandwidth_gbps": 30, "llc_bytes": 1 << 20}
+	for _, tt := range []struct {
+		name string
+		key  string
+		cfg  SessionConfig
+		want float64
+	}{
+		{"recorded", "cpu:x", SessionConfig{Out: out}, 12.5},
+		{"--replace measures anew", "cpu:x", SessionConfig{Out: out, Replace: true}, 30},
+		{"another device", "cpu:y", SessionConfig{Out: out}, 30},
+		{"no file", "cpu:x", SessionConfig{Out: filepath.Join(dir, "none.json")}, 30},
+	} {
+		got := keepRecordedBandwidth(DeviceInfo{Key: tt.key, Facts: measured}, tt.cfg)
+		if got.Facts["bandwidth_gbps"] != tt.want || got.Facts["llc_bytes"] != 1<<20 {
+			t.Errorf("%s: facts %v, want bandwidth %v", tt.name, got.Facts, tt.want)
+		}
+	}
+	if measured["bandwidth_gbps"] != 30 {
+		t.Error("the backend's facts were changed")
 	}
 }

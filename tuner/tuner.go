@@ -66,6 +66,9 @@ func (t Task) Cost() float64 {
 
 // Config controls a tuning run.
 type Config struct {
+	// Facts are the device facts the run's floors read; nil: the
+	// backend's (a session passes the params file's recorded bandwidth).
+	Facts map[string]float64
 	// Strategy names the search strategy (search.Names; default
 	// search.DefaultStrategy); the alias "default" is recorded as "warm".
 	Strategy string
