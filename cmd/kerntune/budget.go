@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"strconv"
 	"strings"
 	"time"
@@ -33,6 +34,9 @@ func parseBudget(s string) (time.Duration, int, error) {
 		}
 		if isEvals {
 			n, err := strconv.Atoi(num)
+			if err == nil && n > maxCount || errors.Is(err, strconv.ErrRange) {
+				return 0, 0, usageErrorf("--budget %q: %q is more evaluations than a run makes; give at most %de per entry", s, p, maxCount)
+			}
 			if err != nil || n <= 0 || evals != 0 {
 				return 0, 0, usageErrorf("--budget %q: %q is not a positive evaluation count given once (want %s)", s, p, budgetHelp)
 			}

@@ -124,6 +124,9 @@ func runGet(o *GetOptions) error {
 	if err != nil {
 		return err
 	}
+	if o.computeUnits > maxCount {
+		return usageErrorf("get: --compute-units is %d; must be 0..%d", o.computeUnits, maxCount)
+	}
 	if o.computeUnits < 0 {
 		return usageErrorf("get: --compute-units is %d; it must be 0 (unknown) or positive", o.computeUnits)
 	}

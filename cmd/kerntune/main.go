@@ -125,6 +125,23 @@ func printJSON(w io.Writer, v any) error {
 // separated by tabs, padded to two spaces.
 func newTable(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0) }
 
+// Bounds of count flags: a batch is compiled at once (its sources held in
+// memory), and no run measures a million candidates.
+const (
+	maxBatch = 4096
+	maxCount = 1_000_000
+)
+
+// countFlag checks a count flag's value against the range it takes: every
+// count has an upper bound, so that a typo cannot ask for a run that never
+// ends or memory the machine does not have.
+func countFlag(name string, v, lo, hi int) error {
+	if v < lo || v > hi {
+		return usageErrorf("--%s is %d; must be %d..%d", name, v, lo, hi)
+	}
+	return nil
+}
+
 // flagParseRE matches pflag's message for a value its type cannot parse,
 // which quotes strconv's own ("strconv.ParseUint: parsing "abc": invalid
 // syntax").

@@ -167,11 +167,17 @@ func runReplay(f *ReplayOptions) error {
 	if f.runs <= 0 {
 		return usageErrorf("--runs must be positive, got %d", f.runs)
 	}
+	if err := countFlag("runs", f.runs, 1, 10_000); err != nil {
+		return err
+	}
 	if f.budgetTime < 0 {
 		return usageErrorf("--budget-time must not be negative, got %s", f.budgetTime)
 	}
 	if f.batch < 1 {
 		return usageErrorf("--batch must be at least 1, got %d", f.batch)
+	}
+	if err := countFlag("batch", f.batch, 1, maxBatch); err != nil {
+		return err
 	}
 	for _, s := range f.strategies {
 		if _, err := search.New(s, []search.Candidate{{}}, search.Options{}); err != nil {

@@ -324,6 +324,9 @@ func resolveTune(f *TuneOptions) (*tuneInput, error) {
 	if f.batch < 0 {
 		return nil, usageErrorf("--batch must be 0 (automatic) or a positive number of candidates, got %d", f.batch)
 	}
+	if err := countFlag("batch", f.batch, 0, maxBatch); err != nil {
+		return nil, err
+	}
 	if _, err := search.New(f.strategy, []search.Candidate{{}}, search.Options{}); err != nil {
 		return nil, usageErrorf("--strategy: %w", err)
 	}
@@ -333,6 +336,9 @@ func resolveTune(f *TuneOptions) (*tuneInput, error) {
 	}
 	if f.driftEvery < 0 {
 		return nil, usageErrorf("--drift-every must be 0 (off) or a positive number of candidates, got %d", f.driftEvery)
+	}
+	if err := countFlag("drift-every", f.driftEvery, 0, maxCount); err != nil {
+		return nil, err
 	}
 	if f.driftCooldown < 0 {
 		return nil, usageErrorf("--drift-cooldown must not be negative, got %s", f.driftCooldown)

@@ -151,6 +151,11 @@ func TestTuneBadInput(t *testing.T) {
 		{"bench no samples", []string{"bench", "--backend", "cpu", "--samples", "0"}, "must be 1..100000"},
 		{"seed letters", []string{"tune", "--seed", "abc"}, `seed "abc": must be a non-negative integer`},
 		{"seed too large", []string{"tune", "--seed", "99999999999999999999999"}, "must be a non-negative integer of at most 64 bits"},
+		{"batch past the bound", []string{"tune", "--batch", "99999999999"}, "--batch is 99999999999; must be 0..4096"},
+		{"drift-every past the bound", []string{"tune", "--drift-every", "99999999999999"}, "--drift-every is 99999999999999; must be 0..1000000"},
+		{"evaluations past the bound", []string{"tune", "--budget", "99999999999999999999e"}, "more evaluations than a run makes; give at most 1000000e"},
+		{"replay runs past the bound", []string{"replay", "--cache", "x.json.gz", "--runs", "999999999999"}, "--runs is 999999999999; must be 1..10000"},
+		{"get compute units past the bound", []string{"get", "--kernel", "softmax", "--shape", "2x3", "--compute-units", "99999999999"}, "--compute-units is 99999999999; must be 0..1000000"},
 		{"merge without inputs", []string{"merge", "--out", filepath.Join(dir, "m.json")}, "merge needs at least one params file"},
 	}
 	for _, tt := range tests {
