@@ -258,6 +258,26 @@ func unusedVars(l *params.Loader, kernel string, environ []string, fileFlag, dev
 			}
 		}
 	}
+	// The variables of the family get resolves that are set but blank:
+	// both loaders ignore an empty value, as if it were unset.
+	own := map[string]bool{params.EnvVarName(prefix, kernel, params.ReservedParamName): true}
+	if fam := specs[kernel]; fam != nil || builtins[kernel] != nil {
+		if fam == nil {
+			fam = builtins[kernel]
+		}
+		if sp, ok := fam.Spaces[kind]; ok {
+			for _, p := range sp.Params {
+				own[params.EnvVarName(prefix, kernel, p.Name)] = true
+			}
+		}
+	}
+	for _, kv := range environ {
+		name, val, _ := strings.Cut(kv, "=")
+		if own[name] && strings.TrimSpace(val) == "" && !listed[name] {
+			listed[name] = true
+			vars = append(vars, params.UnusedVar{Name: name, Why: "it is set but empty, and an empty value is ignored (unset it, or give a value)"})
+		}
+	}
 	for _, kv := range environ {
 		name, _, _ := strings.Cut(kv, "=")
 		if what, ok := sets[name]; ok && !listed[name] {

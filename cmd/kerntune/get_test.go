@@ -344,7 +344,7 @@ func TestGetDeviceName(t *testing.T) {
 		t.Errorf("got %+v", got)
 	}
 
-	t.Setenv("KERNTUNE_GEMM_AV_USE", "")
+	os.Unsetenv("KERNTUNE_GEMM_AV_USE") // t.Setenv above restores it after the test
 	t.Setenv("KERNTUNE_DEVICE_NAME", "Apple M4 Max")
 	code, out, errOut = runIn(append(base, "--device-family", "apple9", "--backend", "metal", "--json")...)
 	if code != 0 {
@@ -483,5 +483,15 @@ func TestGetSpecBackend(t *testing.T) {
 				t.Errorf("want backend %s, BN %v:\n%s\nstderr: %s", tt.backend, tt.bn, out, errOut)
 			}
 		})
+	}
+}
+
+// A variable of the resolved family that is set but empty is ignored by
+// both loaders; get says so instead of ignoring it without a word.
+func TestGetNamesAnEmptyVariable(t *testing.T) {
+	t.Setenv("KERNTUNE_SOFTMAX_ROWS", " ")
+	code, _, errOut := runIn("get", "--kernel", "softmax", "--shape", "2x64", "--params", filepath.Join(t.TempDir(), "none.json"), "--backend", "cpu")
+	if code != 0 || !strings.Contains(errOut, "KERNTUNE_SOFTMAX_ROWS has no effect: it is set but empty") {
+		t.Fatalf("exit %d: %s", code, errOut)
 	}
 }

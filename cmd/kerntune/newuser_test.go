@@ -44,7 +44,7 @@ func TestTuneNewUserErrors(t *testing.T) {
 		{"journal of an interrupted run", append(cpu, "--out", withJournal), "finish that run with --resume"},
 		{"zero candidate timeout", append(cpu, "--out", fresh, "--candidate-timeout", "0s"), "--candidate-timeout must be positive"},
 		{"malformed duration", append(cpu, "--out", fresh, "--candidate-timeout", "soon"), "invalid argument"},
-		{"bad boolean", append(cpu, "--out", fresh, "--isolate=maybe"), "invalid argument"},
+		{"bad boolean", append(cpu, "--out", fresh, "--isolate=maybe"), `--isolate "maybe": must be true or false`},
 		{"budget without unit", append(cpu, "--out", fresh, "--budget", "10"), `--budget "10"`},
 		{"-v and -q together", append(cpu, "--out", fresh, "-v", "-q"), "-v/--verbose and -q/--quiet together"},
 		{"resume with the budget spent", append(cpu, "--out", spent, "--resume"), "--resume: the interrupted run already spent 3s of its 2s budget"},
