@@ -197,3 +197,23 @@ func TestPartialThreadgroupPositions(t *testing.T) {
 		}
 	}
 }
+
+// A source may include <metal_simdgroup>, as MLX's headers do.
+func TestMetalSimdgroupHeader(t *testing.T) {
+	cc := mslcheck.Require(t)
+	src := head + "#include <metal_simdgroup>\nkernel void k(device float* out [[buffer(0)]], uint l [[thread_index_in_simdgroup]]) { out[l] = simd_sum(1.0f); }\n"
+	l := &Launch{Groups: [3]int{1, 1, 1}, Group: [3]int{32, 1, 1}, Buffers: [][]byte{make([]byte, 128)}}
+	res := buildRun(t, cc, []Kernel{{Name: "k", Source: src, Func: "k", Args: []Arg{Buf(0), Attr("thread_index_in_simdgroup")}}}, []*Launch{l})
+	if res[0].Err != nil || f32s(l.Buffers[0])[5] != 32 {
+		t.Fatalf("%v %v", res[0].Err, f32s(l.Buffers[0]))
+	}
+	chk, err := mslcheck.New(cc, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range mslcheck.Modes {
+		if err := chk.CheckText(mode, "simdgroup include", src); err != nil {
+			t.Error(err)
+		}
+	}
+}
