@@ -14,7 +14,7 @@ from .families import Family, Param, Space, _env_family, _looks_like_shape, buil
 from .fileformat import Unknown, _Device, _parse, parse_noting
 from .spec import load_spec
 from .iokit import local_gpu as _system_gpu
-from .launch import Launch, compute_launch, dtype_name
+from .launch import Launch, bind_inputs, compute_launch, dtype_name, kernel_args
 
 class Value(NamedTuple):
     """A resolved parameter value and where it came from: "default",
@@ -57,12 +57,43 @@ class Resolved:
         v = self.params.get(name)
         return default if v is None else v.value
 
-    def mlx_kwargs(self, inputs: Sequence[Any]) -> Dict[str, Any]:
-        """The keyword arguments of the MLX kernel call for a spec kernel
-        with an mlx source: kernel(**r.mlx_kwargs([a, b]))."""
+    def _launch(self) -> Launch:
         if self.launch is None:
             raise UnknownFamilyError(f"params: {self.kernel} is not a spec kernel with an mlx source; it has no launch")
-        return self.launch.kwargs(inputs)
+        return self.launch
+
+    def mlx_kwargs(self, inputs: Union[Sequence[Any], Mapping[str, Any]]) -> Dict[str, Any]:
+        """The keyword arguments of the MLX kernel call for a spec kernel
+        with an mlx source: kernel(**r.mlx_kwargs([x, w])). inputs: the data
+        inputs in input_names order (the spec's constants, built for this
+        shape, are inserted at their places), every input_names entry, or a
+        mapping by input name."""
+        return self._launch().kwargs(inputs)
+
+    def mlx_source(self) -> str:
+        """The kernel's source for this launch: source.mlx.format's
+        placeholders filled for the shape and parameters."""
+        return str(self._launch().kernel_args["source"])
+
+    def mlx_header(self) -> str:
+        """The kernel's header for this launch, filled as mlx_source."""
+        return str(self._launch().kernel_args["header"])
+
+    def mlx_kernel_args(self) -> Dict[str, Any]:
+        """The arguments of mx.fast.metal_kernel for this launch: name,
+        input_names, output_names, source and header (filled), and the
+        spec's ensure_row_contiguous, atomic_outputs and compile_options."""
+        a = dict(self._launch().kernel_args)
+        for k in ("input_names", "output_names"):
+            a[k] = list(a[k])
+        if "compile_options" in a:
+            a["compile_options"] = dict(a["compile_options"])
+        return a
+
+    def mlx_kernel(self) -> Any:
+        """mx.fast.metal_kernel(**r.mlx_kernel_args()), built once per
+        distinct source and kept: kernel = r.mlx_kernel(); kernel(**r.mlx_kwargs([x]))."""
+        return self._launch().kernel()
 
     def ints(self) -> Dict[str, int]:
         """The values as a plain dict, in the space's order."""
@@ -623,15 +654,24 @@ class Loader:
 
     # -- resolving
 
-    def resolve(self, family: str, dtype: Any, shape: Union[Sequence[int], str]) -> Resolved:
+    def resolve(self, family: str, dtype: Any = None, shape: Union[Sequence[int], str, None] = None, *,
+                inputs: Union[Sequence[Any], Mapping[str, Any], None] = None) -> Resolved:
         """The parameters to launch family with, for dtype ("f32", "f16",
         "bf16", or mx.float32, mx.float16, mx.bfloat16) and shape (a
         sequence of ints, or dims joined by x), each with its source; for a
         spec kernel with an mlx source, also its launch (Resolved.launch).
 
+        For a spec kernel with an mlx source, inputs (the input arrays, as
+        mlx_kwargs takes them) may give the shape and the dtype instead:
+        resolve("rms_norm_inv", inputs=[x, w]) reads the dims from the
+        arrays' shapes as the spec's buffers declare them, and the dtype
+        from the first input of the tuned dtype (unless dtype is given).
+
         A shape seen before with the same family, dtype and values of the
         variables the family reads is answered from a cache, the same
         Resolved object (do not change it)."""
+        if inputs is not None:
+            return self._resolve_inputs(family, dtype, shape, inputs)
         key_shape = tuple(shape) if shape.__class__ is list else shape
         key = (family, dtype, key_shape)
         try:
@@ -672,11 +712,30 @@ class Loader:
             return os.environ.get, tuple(names)
         return self._env.get, tuple(names)
 
+    def _resolve_inputs(self, family: Any, dtype: Any, shape: Any, inputs: Any) -> Resolved:
+        fs = self._fams.get(family) if isinstance(family, str) else None
+        if fs is None:
+            raise UnknownFamilyError(f"params: unknown kernel family {_shown(family)} (known: {', '.join(self.families)})")
+        k = getattr(fs.fam, "spec", None)
+        if k is None or k.mlx is None:
+            raise UnknownFamilyError(f"params: {family} is not a spec kernel with an mlx source, so its buffers do not say "
+                                     "which dims the inputs give; call resolve(family, dtype, shape)")
+        if shape is not None:
+            raise OptionsError("params: resolve takes a shape or inputs, not both")
+        found, shp = bind_inputs(k, family, inputs)
+        if dtype is None:
+            if found is None:
+                raise UnknownDTypeError(f"params: {family}: no input buffer has the tuned dtype (each gives its own), so "
+                                        "the inputs do not say it; pass dtype=")
+            dtype = found
+        return self.resolve(family, dtype, shp)
+
     def metal_kernel_args(self, family: str) -> Dict[str, Any]:
         """The arguments of mx.fast.metal_kernel for a spec kernel with an
         mlx source: name, input_names, output_names, source, header,
         ensure_row_contiguous, atomic_outputs (and compile_options when
-        the spec's math_mode is not MLX's default, "safe")."""
+        the spec's math_mode is not MLX's default, "safe"). A spec with
+        source.mlx.format has a source per shape: Resolved.mlx_kernel_args."""
         fs = self._fams.get(family) if isinstance(family, str) else None
         if fs is None:
             raise UnknownFamilyError(f"params: unknown kernel family {_quote(str(family))} (known: {', '.join(self.families)})")
@@ -684,14 +743,11 @@ class Loader:
         if k is None or k.mlx is None:
             raise UnknownFamilyError(f"params: {family} is not a spec kernel with an mlx source (load(specs=[...]))")
         m = k.mlx
-        args: Dict[str, Any] = {
-            "name": m.name, "input_names": list(m.input_names), "output_names": list(m.output_names),
-            "source": m.source, "header": m.header, "ensure_row_contiguous": m.ensure_row_contiguous,
-            "atomic_outputs": m.atomic_outputs,
-        }
-        if m.math_mode != "safe":
-            args["compile_options"] = {"math_mode": m.math_mode}
-        return args
+        if m.format:
+            raise OptionsError(f"params: {family}'s source has placeholders (source.mlx.format: "
+                               f"{', '.join(n for n, _ in m.format)}) filled per shape and parameters; build the kernel "
+                               "from a resolve: r.mlx_kernel(), or mx.fast.metal_kernel(**r.mlx_kernel_args())")
+        return kernel_args(m, m.source, m.header, m.name)
 
     def _resolve(self, family: Any, dtype: Any, shape: Any) -> Resolved:
         fs = self._fams.get(family) if isinstance(family, str) else None
