@@ -258,14 +258,16 @@ def _constant(c: MLXConstant, env: Mapping[str, Any]) -> Any:
     return mx.array(data, dtype=mlx_dtype(c.dtype))
 
 
-def bind_inputs(k: SpecKernel, family: str, inputs: Union[Sequence[Any], Mapping[str, Any]]) -> Tuple[Optional[str], Tuple[int, ...]]:
+def bind_inputs(k: SpecKernel, family: str, inputs: Union[Sequence[Any], Mapping[str, Any]],
+                given_dims: Optional[Mapping[str, int]] = None) -> Tuple[Optional[str], Tuple[int, ...]]:
     """The shape (the dims in the spec's order) and the tuned dtype ("f32",
     "f16", "bf16"; None when no input has the tuned dtype) that input
     arrays give: a buffer's shape entry that is a bare dim name binds that
     dim (from a buffer with a length only, its number of elements); the
     other entries, and repeated dims, are checked against the bound dims.
     inputs: the data inputs in input_names order, every input_names entry,
-    or a mapping by name; any objects with .shape and .dtype."""
+    or a mapping by name; any objects with .shape and .dtype. given_dims
+    binds dims the inputs do not give (one only an output's shape names)."""
     m = k.mlx
     assert m is not None
     names = m.input_names
@@ -293,6 +295,15 @@ def bind_inputs(k: SpecKernel, family: str, inputs: Union[Sequence[Any], Mapping
             raise InputsError(f"params: {family}: {len(given)} inputs given; give the {len(data)} data inputs "
                               f"({', '.join(data_names)}) or all {len(names)} input_names ({', '.join(names)})")
     bound: Dict[str, Tuple[int, str]] = {}  # dim → (value, where it was read)
+    for d, v in (given_dims or {}).items():
+        if d not in k.dims:
+            raise InputsError(f"params: {family}: dims names {d!r}, not a dim of {family} ({', '.join(k.dims)})")
+        if isinstance(v, bool):
+            raise InputsError(f"params: {family}: dims[{d!r}] is {v!r}, not an integer")
+        try:
+            bound[d] = (operator.index(v), f"dims[{d!r}]")
+        except TypeError:
+            raise InputsError(f"params: {family}: dims[{d!r}] is {v!r}, not an integer") from None
     entries: List[Tuple[str, str, Any, int]] = []  # (input, where, program, the array's value)
     for n in data_names:
         a = arrays[n]
@@ -324,7 +335,8 @@ def bind_inputs(k: SpecKernel, family: str, inputs: Union[Sequence[Any], Mapping
     missing = [d for d in k.dims if d not in bound]
     if missing:
         raise InputsError(f"params: {family}: dim {', '.join(missing)} is not a whole shape entry of any input, so the "
-                          f"inputs do not give it; call resolve({family!r}, dtype, shape) instead")
+                          f"inputs do not give it; pass dims={{{', '.join(repr(d) + ': ...' for d in missing)}}}, or "
+                          f"call resolve({family!r}, dtype, shape)")
     env: Dict[str, Any] = {d: bound[d][0] for d in k.dims}
     for n, where, pr, v in entries:
         if pr.src.strip() in k.dims:

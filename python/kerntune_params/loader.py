@@ -655,7 +655,8 @@ class Loader:
     # -- resolving
 
     def resolve(self, family: str, dtype: Any = None, shape: Union[Sequence[int], str, None] = None, *,
-                inputs: Union[Sequence[Any], Mapping[str, Any], None] = None) -> Resolved:
+                inputs: Union[Sequence[Any], Mapping[str, Any], None] = None,
+                dims: Optional[Mapping[str, int]] = None) -> Resolved:
         """The parameters to launch family with, for dtype ("f32", "f16",
         "bf16", or mx.float32, mx.float16, mx.bfloat16) and shape (a
         sequence of ints, or dims joined by x), each with its source; for a
@@ -665,13 +666,14 @@ class Loader:
         mlx_kwargs takes them) may give the shape and the dtype instead:
         resolve("rms_norm_inv", inputs=[x, w]) reads the dims from the
         arrays' shapes as the spec's buffers declare them, and the dtype
-        from the first input of the tuned dtype (unless dtype is given).
+        from the first input of the tuned dtype (unless dtype is given);
+        dims ({"bins": 64}) gives dims that no input's shape does.
 
         A shape seen before with the same family, dtype and values of the
         variables the family reads is answered from a cache, the same
         Resolved object (do not change it)."""
-        if inputs is not None:
-            return self._resolve_inputs(family, dtype, shape, inputs)
+        if inputs is not None or dims is not None:
+            return self._resolve_inputs(family, dtype, shape, inputs, dims)
         key_shape = tuple(shape) if shape.__class__ is list else shape
         key = (family, dtype, key_shape)
         try:
@@ -712,7 +714,7 @@ class Loader:
             return os.environ.get, tuple(names)
         return self._env.get, tuple(names)
 
-    def _resolve_inputs(self, family: Any, dtype: Any, shape: Any, inputs: Any) -> Resolved:
+    def _resolve_inputs(self, family: Any, dtype: Any, shape: Any, inputs: Any, dims: Any) -> Resolved:
         fs = self._fams.get(family) if isinstance(family, str) else None
         if fs is None:
             raise UnknownFamilyError(f"params: unknown kernel family {_shown(family)} (known: {', '.join(self.families)})")
@@ -722,7 +724,11 @@ class Loader:
                                      "which dims the inputs give; call resolve(family, dtype, shape)")
         if shape is not None:
             raise OptionsError("params: resolve takes a shape or inputs, not both")
-        found, shp = bind_inputs(k, family, inputs)
+        if inputs is None:
+            raise OptionsError("params: resolve's dims come with inputs (the dims the input arrays do not give)")
+        if dims is not None and not isinstance(dims, Mapping):
+            raise OptionsError(f"params: resolve's dims is {_shown(dims)}; give a mapping of dim names to integers")
+        found, shp = bind_inputs(k, family, inputs, dims)
         if dtype is None:
             if found is None:
                 raise UnknownDTypeError(f"params: {family}: no input buffer has the tuned dtype (each gives its own), so "

@@ -11,7 +11,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ._common import MAX_DIM, MAX_ELEMENTS, RESERVED_PARAM_NAME, _IDENT_RE, _PARAM_NAME_RE, _quote
 from .errors import SpecError, _ShapeError, _TooLarge, _read_limited
-from .expressions import _DIALECT_NAMES, _RESERVED_SPEC_NAMES, BOOL, INT, KIND_BOOL, KIND_FLOAT, KIND_INT, Program, compile_expr, describe_env
+from .expressions import _DIALECT_NAMES, _RESERVED_SPEC_NAMES, BOOL, FLOAT, INT, KIND_BOOL, KIND_FLOAT, KIND_INT, Program, compile_expr, describe_env
 from .families import Family, Param, Space, builtin_families, dtypes, shape_string
 from .specschema import decode_spec
 
@@ -151,8 +151,9 @@ def _template_arg(path: str, name: str, v: Any, env: Mapping[str, Any]) -> Tuple
             return "bool_expr", p
         if p.type in (INT, ""):
             return "int_expr", p
+        hint = "; \"/\" divides as floats: use idiv(a, b) or cdiv(a, b)" if p.type == FLOAT else ""
         raise p.error(f"is a {p.type} expression; a template argument is an integer or a boolean "
-                      "(MLX's int or bool template values; \"/\" divides as floats: use idiv(a, b) or cdiv(a, b))")
+                      f"(MLX's int or bool template values{hint})")
     import json as _json
     raise _fail(path, fld, f"{_json.dumps(_plain(v), separators=(',', ':'))} is not a template kind ({allowed})")
 
@@ -756,8 +757,8 @@ def _mlx_format(path: str, m: Mapping[str, Any], body: str, header: str,
             raise _fail(path, fld, f"{_quote(key)} is not an identifier (a placeholder is {{NAME}})")
         pr = compile_expr(path, fld, src, env, KIND_INT)
         if pr.type not in (INT, ""):
-            raise pr.error(f"is a {pr.type} expression; a format value is an integer (\"/\" divides as floats: use "
-                           "idiv(a, b) or cdiv(a, b))")
+            hint = " (\"/\" divides as floats: use idiv(a, b) or cdiv(a, b))" if pr.type == FLOAT else ""
+            raise pr.error(f"is a {pr.type} expression; a format value is an integer{hint}")
         fmt.append((key, pr))
     keys = [k for k, _ in fmt]
     src_field = "source.mlx.source" if m.get("source") else "source.mlx.source_file"
