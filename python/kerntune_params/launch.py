@@ -100,7 +100,10 @@ class Launch:
         inserted at their places), or a mapping by input name (constants
         may be left out)."""
         names = self.input_names
-        if isinstance(given, Mapping):
+        if given.__class__ is list or given.__class__ is tuple:
+            if len(given) == len(names) or not names:
+                return list(given)
+        elif isinstance(given, Mapping):
             const = {names[i]: v for i, v in self.constants}
             unknown = [k for k in given if k not in names]
             if unknown:
@@ -110,7 +113,7 @@ class Launch:
             if missing:
                 raise InputsError(f"params: no array for input {', '.join(missing)} (input_names: {', '.join(names)})")
             return [given[n] if n in given else const[n] for n in names]
-        if isinstance(given, (str, bytes)):
+        elif isinstance(given, (str, bytes)):
             raise InputsError(f"params: inputs is a {type(given).__name__}; give the input arrays in input_names order")
         out = list(given)
         if not names or len(out) == len(names):

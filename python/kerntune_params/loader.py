@@ -9,7 +9,7 @@ from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Seq
 
 from ._common import MATCHED_NAME, DEFAULT_ENV_PREFIX, DEFAULT_FILE_NAME, MATCHED_KEY, MATCHED_NONE, MATCHED_ONLY, RESERVED_PARAM_NAME, SOURCE_DEFAULT, SOURCE_ENV_PREFIX, SOURCE_FALLBACK_PREFIX, SOURCE_FILE_PREFIX, USE_BASELINE, USE_TUNED, _IDENT_RE, _INT32_MAX, _INT32_MIN, _INT_RE, _PARAM_NAME_RE, _child, _is_int, _quote, _trim
 from .devices import DeviceChoice, DeviceID, _match_name, fold_device_name, local_device
-from .errors import DefaultsError, EnvError, InvalidShapeError, NoSpaceError, OptionsError, ParamsError, PathError, UnknownDTypeError, UnknownFamilyError, _ShapeError, _TooLarge, _read_limited
+from .errors import DefaultsError, EnvError, InputsError, InvalidShapeError, NoSpaceError, OptionsError, ParamsError, PathError, UnknownDTypeError, UnknownFamilyError, _ShapeError, _TooLarge, _read_limited
 from .families import Family, Param, Space, _env_family, _looks_like_shape, builtin_families, dtypes, env_var_name, parse_shape, shape_string, space_kind
 from .fileformat import Unknown, _Device, _parse, parse_noting
 from .spec import load_spec
@@ -68,7 +68,11 @@ class Resolved:
         inputs in input_names order (the spec's constants, built for this
         shape, are inserted at their places), every input_names entry, or a
         mapping by input name."""
-        return self._launch().kwargs(inputs)
+        launch = self._launch()
+        try:
+            return launch.kwargs(inputs)
+        except InputsError as e:
+            raise InputsError(f"params: {self.kernel}: {str(e)[len('params: '):]}") from None
 
     def mlx_source(self) -> str:
         """The kernel's source for this launch: source.mlx.format's
@@ -249,6 +253,8 @@ class Loader:
             for k in self.device.fallbacks:
                 self._chain.append(self._dev_state(devices, k, SOURCE_FALLBACK_PREFIX))
         self._cache: Dict[Any, Any] = {}
+        # resolve(inputs=...): (family, the arrays' shapes and dtypes, dims) → (dtype, shape).
+        self._bind_cache: Dict[Any, Tuple[Optional[str], Tuple[int, ...]]] = {}
         self._fams: Dict[str, _FamState] = {}
         for key, fam in fams.items():
             sp = fam.spaces.get(self.device.kind)
@@ -715,6 +721,18 @@ class Loader:
         return self._env.get, tuple(names)
 
     def _resolve_inputs(self, family: Any, dtype: Any, shape: Any, inputs: Any, dims: Any) -> Resolved:
+        # A list or tuple of arrays seen before (same shapes and dtypes) binds
+        # as it did: an application resolves its arrays on every call.
+        key: Any = None
+        if shape is None and (inputs.__class__ is list or inputs.__class__ is tuple):
+            try:
+                key = (family, tuple((tuple(a.shape), a.dtype) for a in inputs),
+                       None if dims is None else tuple(sorted(dims.items())))
+                hit = self._bind_cache.get(key)
+            except Exception:  # no shape, unhashable: the exact path says what is wrong
+                key = hit = None
+            if hit is not None and (hit[0] is not None or dtype is not None):
+                return self.resolve(family, hit[0] if dtype is None else dtype, hit[1])
         fs = self._fams.get(family) if isinstance(family, str) else None
         if fs is None:
             raise UnknownFamilyError(f"params: unknown kernel family {_shown(family)} (known: {', '.join(self.families)})")
@@ -729,12 +747,15 @@ class Loader:
         if dims is not None and not isinstance(dims, Mapping):
             raise OptionsError(f"params: resolve's dims is {_shown(dims)}; give a mapping of dim names to integers")
         found, shp = bind_inputs(k, family, inputs, dims)
-        if dtype is None:
-            if found is None:
-                raise UnknownDTypeError(f"params: {family}: no input buffer has the tuned dtype (each gives its own), so "
-                                        "the inputs do not say it; pass dtype=")
-            dtype = found
-        return self.resolve(family, dtype, shp)
+        if found is None and dtype is None:
+            raise UnknownDTypeError(f"params: {family}: no input buffer has the tuned dtype (each gives its own), so "
+                                    "the inputs do not say it; pass dtype=")
+        r = self.resolve(family, found if dtype is None else dtype, shp)
+        if key is not None:
+            if len(self._bind_cache) >= _CACHE_SIZE:
+                self._bind_cache.clear()
+            self._bind_cache[key] = (found, shp)
+        return r
 
     def metal_kernel_args(self, family: str) -> Dict[str, Any]:
         """The arguments of mx.fast.metal_kernel for a spec kernel with an

@@ -266,6 +266,7 @@ class Constants(SpecDir):
                 with self.assertRaises(kp.InputsError) as cm:
                     r.mlx_kwargs(given)
                 self.assertIn(want, str(cm.exception))
+                self.assertTrue(str(cm.exception).startswith("params: headwise: "))
 
     def test_all_inputs_as_before(self) -> None:
         # A spec without constants, every input given: the list as it was.
@@ -414,6 +415,17 @@ class ResolveFromArrays(SpecDir):
                 self.assertIs(r, l.resolve("headwise", dt, shape))  # the same cached resolve
         r = l.resolve("headwise", inputs=data(2, 4, 64))
         self.assertEqual(r["TG"], 128)
+        # The same arrays again: the same resolve, and the environment still counts.
+        x = data(2, 4, 64)
+        self.assertIs(l.resolve("headwise", inputs=x), l.resolve("headwise", inputs=x))
+        env: Dict[str, str] = {}
+        le = kp.loads(json.dumps(PARAMS), "Apple M3 Max", env=env, specs=[os.path.join(self.dir, "k.json")])
+        self.assertEqual(le.resolve("headwise", inputs=x)["TG"], 128)
+        env["KERNTUNE_HEADWISE_TG"] = "32"
+        self.assertEqual(le.resolve("headwise", inputs=x)["TG"], 32)
+        x[2] = fa(5)
+        with self.assertRaises(kp.InputsError):
+            le.resolve("headwise", inputs=x)
         self.assertEqual(r.params["TG"].source, "file:metal:Apple M3 Max:40c/headwise/f16/all")
         self.assertEqual(dict(r.launch.template)["N"], 512)
 
@@ -454,9 +466,12 @@ class ResolveFromArrays(SpecDir):
         r = l.resolve("mlx_scatter_add", "f32", inputs=[idx, vals], dims={"bins": 64})
         self.assertEqual(r.shape, (1000, 64))
         self.assertEqual(r.mlx_kwargs([idx, vals])["inputs"][2], [1000, 64])
-        with self.assertRaises(kp.UnknownDTypeError) as cm2:
-            l.resolve("mlx_scatter_add", inputs=[idx, vals], dims={"bins": 64})
-        self.assertIn("no input buffer has the tuned dtype", str(cm2.exception))
+        for _ in range(2):  # the second time from the cache of bindings
+            with self.assertRaises(kp.UnknownDTypeError) as cm2:
+                l.resolve("mlx_scatter_add", inputs=[idx, vals], dims={"bins": 64})
+            self.assertIn("no input buffer has the tuned dtype", str(cm2.exception))
+        self.assertEqual(l.resolve("mlx_scatter_add", "f16", inputs=[idx, vals], dims={"bins": 64}).dtype, "f16")
+        self.assertEqual(l.resolve("mlx_scatter_add", "f32", inputs=[idx, vals], dims={"bins": 32}).shape, (1000, 32))
         cases = [
             ({"n": 999, "bins": 64}, "input idx: idx.shape[0] is 1000, but dim n is 999 from dims['n']"),
             ({"bin": 64}, "dims names 'bin', not a dim of mlx_scatter_add (n, bins)"),
