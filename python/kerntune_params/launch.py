@@ -223,9 +223,10 @@ def compute_launch(k: SpecKernel, shape: Sequence[int], dtype: str, p: Mapping[s
     out_dtypes = [mlx_dtype(tuned if d == "dtype" else d) for d in m.output_dtypes]
     constants = tuple((i, _constant(m.constants[ci], env)) for i, (what, ci) in enumerate(m.inputs) if what == "constant")
     source, header, name = m.source, m.header, m.name
-    if m.format:
+    if m.format is not None:
         values = {key: pr.eval_int(env) for key, pr in m.format}
         source, header = fill_format(m.source_parts, values), fill_format(m.header_parts, values)
+    if m.format:
         # MLX before 0.32.1 keeps one library per kernel name, so kernels of
         # one name and different sources could run each other's code in an
         # eval: each filled source gets its own name.

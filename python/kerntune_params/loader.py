@@ -12,7 +12,7 @@ from .devices import DeviceChoice, DeviceID, _match_name, fold_device_name, loca
 from .errors import DefaultsError, EnvError, InputsError, InvalidShapeError, NoSpaceError, OptionsError, ParamsError, PathError, UnknownDTypeError, UnknownFamilyError, _ShapeError, _TooLarge, _read_limited
 from .families import Family, Param, Space, _env_family, _looks_like_shape, builtin_families, dtypes, env_var_name, parse_shape, shape_string, space_kind
 from .fileformat import Unknown, _Device, _parse, parse_noting
-from .spec import load_spec
+from .spec import fill_format, load_spec
 from .iokit import local_gpu as _system_gpu
 from .launch import Launch, bind_inputs, compute_launch, dtype_name, kernel_args
 
@@ -774,6 +774,8 @@ class Loader:
             raise OptionsError(f"params: {family}'s source has placeholders (source.mlx.format: "
                                f"{', '.join(n for n, _ in m.format)}) filled per shape and parameters; build the kernel "
                                "from a resolve: r.mlx_kernel(), or mx.fast.metal_kernel(**r.mlx_kernel_args())")
+        if m.format is not None:  # without placeholders: only the braces to unescape
+            return kernel_args(m, fill_format(m.source_parts, {}), fill_format(m.header_parts, {}), m.name)
         return kernel_args(m, m.source, m.header, m.name)
 
     def _resolve(self, family: Any, dtype: Any, shape: Any) -> Resolved:

@@ -52,9 +52,9 @@ class MLXKernel:
     # Per input_names entry: ("buffer", index in buffers) or ("constant",
     # index in constants).
     inputs: List[Tuple[str, int]] = field(default_factory=list)
-    # source.mlx.format in the spec's order; when given, source and header
-    # are format strings, parsed into source_parts and header_parts.
-    format: List[Tuple[str, Program]] = field(default_factory=list)
+    # source.mlx.format in the spec's order; when given (not None), source
+    # and header are format strings, parsed into source_parts and header_parts.
+    format: Optional[List[Tuple[str, Program]]] = None
     source_parts: List[Tuple[str, str]] = field(default_factory=list)
     header_parts: List[Tuple[str, str]] = field(default_factory=list)
     # The kernels mx.fast.metal_kernel built, by their arguments (see
@@ -202,7 +202,8 @@ def _parse_format(path: str, fld: str, text: str, keys: Sequence[str]) -> List[T
                         "source.mlx.format the source and header are format strings; write {{ and }} for literal braces")
         key = text[i + 1:end]
         if key not in keys:
-            shown = "{" + (key if len(key) <= 40 else key[:37] + "...") + "}"
+            first = key.split("\n", 1)[0]
+            shown = "{" + (key if first == key and len(key) <= 40 else first[:37] + "...") + "}"
             known = ", ".join(keys)
             raise _fail(path, fld, f"placeholder {shown} at {where(i)} is not a key of source.mlx.format ({known}): a "
                         "placeholder is {NAME} of a format key; write {{ and }} for literal braces")
@@ -721,7 +722,7 @@ def _mlx_source(path: str, s: Mapping[str, Any], m: Mapping[str, Any], params: L
                     raise fail(f"params[{pi}].values[{j}]", f"{pv} is negative; MLX names the function after its template values, and a minus sign is not allowed in a name")
         template.append((tname, kind, val))
     fmt, source_parts, header_parts = _mlx_format(path, m, body, header, dp_env)
-    for _, pr in fmt:
+    for _, pr in fmt or []:
         used |= pr.idents
     for pr in [*grid, *group, *constraints]:
         used |= pr.idents
@@ -740,17 +741,14 @@ def _mlx_source(path: str, s: Mapping[str, Any], m: Mapping[str, Any], params: L
 
 
 def _mlx_format(path: str, m: Mapping[str, Any], body: str, header: str,
-                env: Mapping[str, Any]) -> Tuple[List[Tuple[str, Program]], List[Tuple[str, str]], List[Tuple[str, str]]]:
+                env: Mapping[str, Any]) -> Tuple[Optional[List[Tuple[str, Program]]], List[Tuple[str, str]], List[Tuple[str, str]]]:
     """source.mlx.format compiled (integer expressions over the dims and
     params), and the source and header parsed as format strings when it is
     given (the f-string pattern: {NAME} filled per shape)."""
     f = m.get("format")
     if f is None:
-        return [], [], []
-    if not f:
-        raise _fail(path, "source.mlx.format", "is empty; give NAME: an integer expression over the dims and params, "
-                    "used as {NAME} in the source or header, or leave format out")
-    fmt: List[Tuple[str, Program]] = []
+        return None, [], []
+    fmt: List[Tuple[str, Program]] = []  # empty: format strings without placeholders, as str.format() reads them
     for key, src in f.items():
         fld = "source.mlx.format." + key
         if not _IDENT_RE.match(key):

@@ -320,6 +320,18 @@ class Format(SpecDir):
         self.assertIn("{{ out[i]", r.mlx_source())
         self.assertEqual(r.mlx_kernel_args()["name"], "headwise")
 
+    def test_empty_format(self) -> None:
+        # No placeholders: still format strings ({{ is a brace), one source.
+        s = mutate(MLX + ("format",), {})
+        s["source"]["mlx"]["source"] = "if (i < N) {{ out[i] = x[i]; }}"
+        s["source"]["mlx"]["header"] = ""
+        s["source"]["mlx"]["constants"][1]["value"] = "TG * 1.0"
+        l = self.load(s)
+        r = l.resolve("headwise", "f16", (2, 4, 64))
+        self.assertEqual(r.mlx_source(), "if (i < N) { out[i] = x[i]; }")
+        self.assertEqual(r.mlx_kernel_args(), l.metal_kernel_args("headwise"))
+        self.assertEqual(r.mlx_kernel_args()["name"], "headwise")
+
     def test_kernel_built_once_per_source(self) -> None:
         mlx_stub.install()
         mlx_stub.KERNELS.clear()
@@ -342,6 +354,7 @@ class Format(SpecDir):
         cases = [
             (src, "out[i] = {BLOK};", 'source.mlx.source: placeholder {BLOK} at line 1 is not a key of source.mlx.format (BLOCK, HEADS)'),
             (src, ["a;", "if (x) { b; }"], "source.mlx.source: placeholder { b; } at line 2 is not a key"),
+            (src, ["if (x) {", "  b;", "}"], "source.mlx.source: placeholder {...} at line 1 is not a key"),
             (src, "x = {BLOCK:d};", "placeholder {BLOCK:d} at line 1"),
             (src, "x = {};", "placeholder {} at line 1"),
             (src, "x = {0};", "placeholder {0} at line 1"),
@@ -352,7 +365,7 @@ class Format(SpecDir):
             (("source", "mlx", "format", "HEADS"), "nh / 2", 'source.mlx.format.HEADS "nh / 2": is a float64 expression'),
             (("source", "mlx", "format", "HEADS"), "nh > 2", 'source.mlx.format.HEADS "nh > 2": is a bool expression'),
             (("source", "mlx", "format", "HEADS"), "heads", "unknown name heads (names in scope: TG, dh, nh, rows)"),
-            (("source", "mlx", "format"), {}, "source.mlx.format: is empty"),
+            (("source", "mlx", "format"), {}, "placeholder {HEADS} at line 2 is not a key of source.mlx.format ()"),
             (("source", "mlx", "format"), {"1X": "2"}, 'source.mlx.format.1X: "1X" is not an identifier'),
         ]
         for path, val, want in cases:
