@@ -230,7 +230,7 @@ def compute_launch(k: SpecKernel, shape: Sequence[int], dtype: str, p: Mapping[s
         # MLX before 0.32.1 keeps one library per kernel name, so kernels of
         # one name and different sources could run each other's code in an
         # eval: each filled source gets its own name.
-        digest = hashlib.sha1((source + "\0" + header).encode("utf-8")).hexdigest()[:10]
+        digest = hashlib.sha1((source + "\0" + header).encode("utf-8"), usedforsecurity=False).hexdigest()[:10]
         name = f"{m.name}_{digest}"
     return Launch(template, grid, group, shapes, out_dtypes, m.init_value, tuple(m.input_names), constants,
                   kernel_args(m, source, header, name), m.kernels)
