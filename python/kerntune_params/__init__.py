@@ -53,6 +53,7 @@ from .devices import DeviceChoice, DeviceID, cpu_device_key, fold_device_name, l
 from .errors import (
     DefaultsError,
     EnvError,
+    InputsError,
     InvalidShapeError,
     NoSpaceError,
     OptionsError,
@@ -75,6 +76,7 @@ __all__ = [
     "DefaultsError",
     "EnvError",
     "Family",
+    "InputsError",
     "InvalidShapeError",
     "Loader",
     "NoSpaceError",

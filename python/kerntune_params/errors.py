@@ -81,6 +81,11 @@ class InvalidShapeError(ParamsError, ValueError):
     kind = "invalid_shape"
 
 
+class InputsError(InvalidShapeError):
+    """Input arrays that do not match a spec kernel's buffers (their
+    number, shapes or dtype), or a dim they do not give."""
+
+
 class NoSpaceError(ParamsError):
     """The family has no parameters for the device's kind of backend."""
 

@@ -9,12 +9,12 @@ from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Seq
 
 from ._common import MATCHED_NAME, DEFAULT_ENV_PREFIX, DEFAULT_FILE_NAME, MATCHED_KEY, MATCHED_NONE, MATCHED_ONLY, RESERVED_PARAM_NAME, SOURCE_DEFAULT, SOURCE_ENV_PREFIX, SOURCE_FALLBACK_PREFIX, SOURCE_FILE_PREFIX, USE_BASELINE, USE_TUNED, _IDENT_RE, _INT32_MAX, _INT32_MIN, _INT_RE, _PARAM_NAME_RE, _child, _is_int, _quote, _trim
 from .devices import DeviceChoice, DeviceID, _match_name, fold_device_name, local_device
-from .errors import DefaultsError, EnvError, InvalidShapeError, NoSpaceError, OptionsError, ParamsError, PathError, UnknownDTypeError, UnknownFamilyError, _ShapeError, _TooLarge, _read_limited
+from .errors import DefaultsError, EnvError, InputsError, InvalidShapeError, NoSpaceError, OptionsError, ParamsError, PathError, UnknownDTypeError, UnknownFamilyError, _ShapeError, _TooLarge, _read_limited
 from .families import Family, Param, Space, _env_family, _looks_like_shape, builtin_families, dtypes, env_var_name, parse_shape, shape_string, space_kind
 from .fileformat import Unknown, _Device, _parse, parse_noting
-from .spec import load_spec
+from .spec import fill_format, load_spec
 from .iokit import local_gpu as _system_gpu
-from .launch import Launch, compute_launch, dtype_name
+from .launch import Launch, bind_inputs, compute_launch, dtype_name, kernel_args
 
 class Value(NamedTuple):
     """A resolved parameter value and where it came from: "default",
@@ -57,12 +57,47 @@ class Resolved:
         v = self.params.get(name)
         return default if v is None else v.value
 
-    def mlx_kwargs(self, inputs: Sequence[Any]) -> Dict[str, Any]:
-        """The keyword arguments of the MLX kernel call for a spec kernel
-        with an mlx source: kernel(**r.mlx_kwargs([a, b]))."""
+    def _launch(self) -> Launch:
         if self.launch is None:
             raise UnknownFamilyError(f"params: {self.kernel} is not a spec kernel with an mlx source; it has no launch")
-        return self.launch.kwargs(inputs)
+        return self.launch
+
+    def mlx_kwargs(self, inputs: Union[Sequence[Any], Mapping[str, Any]]) -> Dict[str, Any]:
+        """The keyword arguments of the MLX kernel call for a spec kernel
+        with an mlx source: kernel(**r.mlx_kwargs([x, w])). inputs: the data
+        inputs in input_names order (the spec's constants, built for this
+        shape, are inserted at their places), every input_names entry, or a
+        mapping by input name."""
+        launch = self._launch()
+        try:
+            return launch.kwargs(inputs)
+        except InputsError as e:
+            raise InputsError(f"params: {self.kernel}: {str(e)[len('params: '):]}") from None
+
+    def mlx_source(self) -> str:
+        """The kernel's source for this launch: source.mlx.format's
+        placeholders filled for the shape and parameters."""
+        return str(self._launch().kernel_args["source"])
+
+    def mlx_header(self) -> str:
+        """The kernel's header for this launch, filled as mlx_source."""
+        return str(self._launch().kernel_args["header"])
+
+    def mlx_kernel_args(self) -> Dict[str, Any]:
+        """The arguments of mx.fast.metal_kernel for this launch: name,
+        input_names, output_names, source and header (filled), and the
+        spec's ensure_row_contiguous, atomic_outputs and compile_options."""
+        a = dict(self._launch().kernel_args)
+        for k in ("input_names", "output_names"):
+            a[k] = list(a[k])
+        if "compile_options" in a:
+            a["compile_options"] = dict(a["compile_options"])
+        return a
+
+    def mlx_kernel(self) -> Any:
+        """mx.fast.metal_kernel(**r.mlx_kernel_args()), built once per
+        distinct source and kept: kernel = r.mlx_kernel(); kernel(**r.mlx_kwargs([x]))."""
+        return self._launch().kernel()
 
     def ints(self) -> Dict[str, int]:
         """The values as a plain dict, in the space's order."""
@@ -218,6 +253,8 @@ class Loader:
             for k in self.device.fallbacks:
                 self._chain.append(self._dev_state(devices, k, SOURCE_FALLBACK_PREFIX))
         self._cache: Dict[Any, Any] = {}
+        # resolve(inputs=...): (family, the arrays' shapes and dtypes, dims) → (dtype, shape).
+        self._bind_cache: Dict[Any, Tuple[Optional[str], Tuple[int, ...]]] = {}
         self._fams: Dict[str, _FamState] = {}
         for key, fam in fams.items():
             sp = fam.spaces.get(self.device.kind)
@@ -623,15 +660,26 @@ class Loader:
 
     # -- resolving
 
-    def resolve(self, family: str, dtype: Any, shape: Union[Sequence[int], str]) -> Resolved:
+    def resolve(self, family: str, dtype: Any = None, shape: Union[Sequence[int], str, None] = None, *,
+                inputs: Union[Sequence[Any], Mapping[str, Any], None] = None,
+                dims: Optional[Mapping[str, int]] = None) -> Resolved:
         """The parameters to launch family with, for dtype ("f32", "f16",
         "bf16", or mx.float32, mx.float16, mx.bfloat16) and shape (a
         sequence of ints, or dims joined by x), each with its source; for a
         spec kernel with an mlx source, also its launch (Resolved.launch).
 
+        For a spec kernel with an mlx source, inputs (the input arrays, as
+        mlx_kwargs takes them) may give the shape and the dtype instead:
+        resolve("rms_norm_inv", inputs=[x, w]) reads the dims from the
+        arrays' shapes as the spec's buffers declare them, and the dtype
+        from the first input of the tuned dtype (unless dtype is given);
+        dims ({"bins": 64}) gives dims that no input's shape does.
+
         A shape seen before with the same family, dtype and values of the
         variables the family reads is answered from a cache, the same
         Resolved object (do not change it)."""
+        if inputs is not None or dims is not None:
+            return self._resolve_inputs(family, dtype, shape, inputs, dims)
         key_shape = tuple(shape) if shape.__class__ is list else shape
         key = (family, dtype, key_shape)
         try:
@@ -672,11 +720,49 @@ class Loader:
             return os.environ.get, tuple(names)
         return self._env.get, tuple(names)
 
+    def _resolve_inputs(self, family: Any, dtype: Any, shape: Any, inputs: Any, dims: Any) -> Resolved:
+        # A list or tuple of arrays seen before (same shapes and dtypes) binds
+        # as it did: an application resolves its arrays on every call.
+        key: Any = None
+        if shape is None and (inputs.__class__ is list or inputs.__class__ is tuple):
+            try:
+                key = (family, tuple((tuple(a.shape), a.dtype) for a in inputs),
+                       None if dims is None else tuple(sorted(dims.items())))
+                hit = self._bind_cache.get(key)
+            except Exception:  # no shape, unhashable: the exact path says what is wrong
+                key = hit = None
+            if hit is not None and (hit[0] is not None or dtype is not None):
+                return self.resolve(family, hit[0] if dtype is None else dtype, hit[1])
+        fs = self._fams.get(family) if isinstance(family, str) else None
+        if fs is None:
+            raise UnknownFamilyError(f"params: unknown kernel family {_shown(family)} (known: {', '.join(self.families)})")
+        k = getattr(fs.fam, "spec", None)
+        if k is None or k.mlx is None:
+            raise UnknownFamilyError(f"params: {family} is not a spec kernel with an mlx source, so its buffers do not say "
+                                     "which dims the inputs give; call resolve(family, dtype, shape)")
+        if shape is not None:
+            raise OptionsError("params: resolve takes a shape or inputs, not both")
+        if inputs is None:
+            raise OptionsError("params: resolve's dims come with inputs (the dims the input arrays do not give)")
+        if dims is not None and not isinstance(dims, Mapping):
+            raise OptionsError(f"params: resolve's dims is {_shown(dims)}; give a mapping of dim names to integers")
+        found, shp = bind_inputs(k, family, inputs, dims)
+        if found is None and dtype is None:
+            raise UnknownDTypeError(f"params: {family}: no input buffer has the tuned dtype (each gives its own), so "
+                                    "the inputs do not say it; pass dtype=")
+        r = self.resolve(family, found if dtype is None else dtype, shp)
+        if key is not None:
+            if len(self._bind_cache) >= _CACHE_SIZE:
+                self._bind_cache.clear()
+            self._bind_cache[key] = (found, shp)
+        return r
+
     def metal_kernel_args(self, family: str) -> Dict[str, Any]:
         """The arguments of mx.fast.metal_kernel for a spec kernel with an
         mlx source: name, input_names, output_names, source, header,
         ensure_row_contiguous, atomic_outputs (and compile_options when
-        the spec's math_mode is not MLX's default, "safe")."""
+        the spec's math_mode is not MLX's default, "safe"). A spec with
+        source.mlx.format has a source per shape: Resolved.mlx_kernel_args."""
         fs = self._fams.get(family) if isinstance(family, str) else None
         if fs is None:
             raise UnknownFamilyError(f"params: unknown kernel family {_quote(str(family))} (known: {', '.join(self.families)})")
@@ -684,14 +770,13 @@ class Loader:
         if k is None or k.mlx is None:
             raise UnknownFamilyError(f"params: {family} is not a spec kernel with an mlx source (load(specs=[...]))")
         m = k.mlx
-        args: Dict[str, Any] = {
-            "name": m.name, "input_names": list(m.input_names), "output_names": list(m.output_names),
-            "source": m.source, "header": m.header, "ensure_row_contiguous": m.ensure_row_contiguous,
-            "atomic_outputs": m.atomic_outputs,
-        }
-        if m.math_mode != "safe":
-            args["compile_options"] = {"math_mode": m.math_mode}
-        return args
+        if m.format:
+            raise OptionsError(f"params: {family}'s source has placeholders (source.mlx.format: "
+                               f"{', '.join(n for n, _ in m.format)}) filled per shape and parameters; build the kernel "
+                               "from a resolve: r.mlx_kernel(), or mx.fast.metal_kernel(**r.mlx_kernel_args())")
+        if m.format is not None:  # without placeholders: only the braces to unescape
+            return kernel_args(m, fill_format(m.source_parts, {}), fill_format(m.header_parts, {}), m.name)
+        return kernel_args(m, m.source, m.header, m.name)
 
     def _resolve(self, family: Any, dtype: Any, shape: Any) -> Resolved:
         fs = self._fams.get(family) if isinstance(family, str) else None

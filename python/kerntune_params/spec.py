@@ -11,7 +11,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ._common import MAX_DIM, MAX_ELEMENTS, RESERVED_PARAM_NAME, _IDENT_RE, _PARAM_NAME_RE, _quote
 from .errors import SpecError, _ShapeError, _TooLarge, _read_limited
-from .expressions import _DIALECT_NAMES, _RESERVED_SPEC_NAMES, KIND_BOOL, KIND_FLOAT, KIND_INT, Program, compile_expr, describe_env
+from .expressions import _DIALECT_NAMES, _RESERVED_SPEC_NAMES, BOOL, FLOAT, INT, KIND_BOOL, KIND_FLOAT, KIND_INT, Program, compile_expr, describe_env
 from .families import Family, Param, Space, builtin_families, dtypes, shape_string
 from .specschema import decode_spec
 
@@ -43,10 +43,47 @@ class MLXKernel:
     math_mode: str
     metal_version: str
     # (name, kind, value): kind "dtype", "param", "mlx_dtype" (value: its
-    # name), "int" or "bool" (value: the constant).
+    # name), "int" or "bool" (value: the constant), "int_expr" or
+    # "bool_expr" (value: the Program evaluated per shape).
     template: List[Tuple[str, str, Any]] = field(default_factory=list)
     output_dtypes: List[str] = field(default_factory=list)  # "dtype" or an MLX dtype name
     init_value: Optional[float] = None
+    constants: List["MLXConstant"] = field(default_factory=list)
+    # Per input_names entry: ("buffer", index in buffers) or ("constant",
+    # index in constants).
+    inputs: List[Tuple[str, int]] = field(default_factory=list)
+    # source.mlx.format in the spec's order; when given (not None), source
+    # and header are format strings, parsed into source_parts and header_parts.
+    format: Optional[List[Tuple[str, Program]]] = None
+    source_parts: List[Tuple[str, str]] = field(default_factory=list)
+    header_parts: List[Tuple[str, str]] = field(default_factory=list)
+    # The kernels mx.fast.metal_kernel built, by their arguments (see
+    # Resolved.mlx_kernel): one per distinct formatted source.
+    kernels: Dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass
+class MLXConstant:
+    """A constant input of an mlx kernel: its dtype and the expressions of
+    its elements over the dims and params; scalar: given as value (a 0-d
+    array) rather than values (a 1-d array)."""
+
+    name: str
+    dtype: str
+    scalar: bool
+    values: List[Program]
+
+
+@dataclass
+class InputBuffer:
+    """An input buffer as the application passes it: its shape entries
+    (None: the spec gives only a length, a flat array), length and dtype
+    ("dtype" or an MLX dtype name)."""
+
+    name: str
+    shape: Optional[List[Program]]
+    length: Program
+    dtype: str
 
 
 @dataclass
@@ -60,6 +97,7 @@ class SpecKernel:
     threadgroup: List[Program]
     output_shapes: List[List[Program]]
     mlx: Optional[MLXKernel]
+    in_buffers: Dict[str, InputBuffer] = field(default_factory=dict)
 
     def env(self, shape: Sequence[int], p: Mapping[str, int]) -> Dict[str, Any]:
         env: Dict[str, Any] = {}
@@ -85,10 +123,13 @@ def _read_text(path: str, fld: str, name: str) -> str:
         raise _fail(path, fld, f"open {p}: {e.strerror or e}") from e
 
 
-def _template_arg(path: str, name: str, v: Any) -> Tuple[str, Any]:
-    """One template binding's kind and value (Go's templateArg)."""
+def _template_arg(path: str, name: str, v: Any, env: Mapping[str, Any]) -> Tuple[str, Any]:
+    """One template binding's kind and value (Go's templateArg): a string
+    other than "dtype", "param" and an MLX dtype is an expression over the
+    dims and params (env), an integer or a boolean by its type."""
     allowed = (f"allowed: \"dtype\" (the tuned element type), \"param\" (the tunable parameter {name}), an MLX dtype "
-               f"({', '.join(MLX_DTYPES)}), an integer constant, true or false")
+               f"({', '.join(MLX_DTYPES)}), an integer constant, true or false, or an expression over the dims and "
+               f"params ({', '.join(env) or 'none'})")
     fld = "source.mlx.template." + name
     if isinstance(v, bool):
         return "bool", v
@@ -102,9 +143,85 @@ def _template_arg(path: str, name: str, v: Any) -> Tuple[str, Any]:
             return v, None
         if v in MLX_DTYPES:
             return "mlx_dtype", v
-        raise _fail(path, fld, f"{_quote(v)} is not a template kind ({allowed})")
+        if _IDENT_RE.match(v.strip()) and v.strip() not in env:
+            # A lone unknown name is more likely a misspelt kind than an expression.
+            raise _fail(path, fld, f"{_quote(v)} is not a template kind nor a dim or parameter ({allowed})")
+        p = compile_expr(path, fld, v, env, KIND_INT)
+        if p.type == BOOL:
+            return "bool_expr", p
+        if p.type in (INT, ""):
+            return "int_expr", p
+        hint = "; \"/\" divides as floats: use idiv(a, b) or cdiv(a, b)" if p.type == FLOAT else ""
+        raise p.error(f"is a {p.type} expression; a template argument is an integer or a boolean "
+                      f"(MLX's int or bool template values{hint})")
     import json as _json
     raise _fail(path, fld, f"{_json.dumps(_plain(v), separators=(',', ':'))} is not a template kind ({allowed})")
+
+
+def _parse_format(path: str, fld: str, text: str, keys: Sequence[str]) -> List[Tuple[str, str]]:
+    """Splits a format string into (literal, placeholder name) parts, the
+    name "" after the last literal: {NAME} for a key of source.mlx.format,
+    {{ and }} for braces, as Python's str.format reads plain names. Any
+    other use of a brace is an error naming the field and the placeholder."""
+    parts: List[Tuple[str, str]] = []
+    lit: List[str] = []
+    i, n = 0, len(text)
+
+    def where(at: int) -> str:
+        line = text.count("\n", 0, at) + 1
+        return f"line {line}"
+
+    while i < n:
+        c = text[i]
+        if c == "}":
+            if text.startswith("}}", i):
+                lit.append("}")
+                i += 2
+                continue
+            raise _fail(path, fld, f"a single }} at {where(i)}: with source.mlx.format the source and header are format "
+                        "strings; write }} for a literal brace")
+        if c != "{":
+            j = n
+            for b in ("{", "}"):
+                k = text.find(b, i)
+                if 0 <= k < j:
+                    j = k
+            lit.append(text[i:j])
+            i = j
+            continue
+        if text.startswith("{{", i):
+            lit.append("{")
+            i += 2
+            continue
+        end = i + 1
+        while end < n and text[end] not in "{}":
+            end += 1
+        if end >= n or text[end] == "{":
+            shown = text[i:min(end, i + 40)].split("\n", 1)[0]
+            raise _fail(path, fld, f"{shown!r} at {where(i)} opens a placeholder that never closes: with "
+                        "source.mlx.format the source and header are format strings; write {{ and }} for literal braces")
+        key = text[i + 1:end]
+        if key not in keys:
+            first = key.split("\n", 1)[0]
+            shown = "{" + (key if first == key and len(key) <= 40 else first[:37] + "...") + "}"
+            known = ", ".join(keys)
+            raise _fail(path, fld, f"placeholder {shown} at {where(i)} is not a key of source.mlx.format ({known}): a "
+                        "placeholder is {NAME} of a format key; write {{ and }} for literal braces")
+        parts.append(("".join(lit), key))
+        lit = []
+        i = end + 1
+    parts.append(("".join(lit), ""))
+    return parts
+
+
+def fill_format(parts: Sequence[Tuple[str, str]], values: Mapping[str, int]) -> str:
+    """A parsed format string with its placeholders replaced by values."""
+    out: List[str] = []
+    for lit, key in parts:
+        out.append(lit)
+        if key:
+            out.append(str(values[key]))
+    return "".join(out)
 
 
 def _plain(v: Any) -> Any:
@@ -261,6 +378,7 @@ def _compile(s: Dict[str, Any], path: str) -> Family:  # noqa: C901 - one pass, 
     out_shapes: List[List[Program]] = []
     out_buffers: List[Tuple[int, Dict[str, Any]]] = []
     in_names: List[str] = []
+    in_buffers: Dict[str, InputBuffer] = {}
     last_required, first_optional = -1, -1
     for i, b in enumerate(buffers):
         f = f"buffers[{i}]"
@@ -297,19 +415,23 @@ def _compile(s: Dict[str, Any], path: str) -> Family:  # noqa: C901 - one pass, 
             for j, e in enumerate(rg):
                 comp(f"{f}.range[{j}]", e, d_env, KIND_FLOAT)
         length, lfield = b.get("length", ""), f + ".length"
-        shape: List[Program] = []
-        if b.get("shape"):
+        shape: Optional[List[Program]] = None
+        if b.get("shape") is not None:
             if mlx is None:
                 raise fail(f + ".shape", "only an mlx source uses array shapes (its <name>_shape, <name>_strides and <name>_ndim)")
             shape = [comp(f"{f}.shape[{j}]", e, d_env, KIND_INT) for j, e in enumerate(b["shape"])]
             if not length:
-                length, lfield = "(" + ") * (".join(b["shape"]) + ")", f + ".shape"
+                # "shape": [] is a 0-d array: one element.
+                length = "(" + ") * (".join(b["shape"]) + ")" if b["shape"] else "1"
+                lfield = f + ".shape"
         if not length:
             raise fail(lfield, "required: the number of elements, an expression over the dims")
         lp = comp(lfield, length, d_env, KIND_INT)
         lengths.append((bn, lp))
         if io == "out":
-            out_shapes.append(shape or [lp])
+            out_shapes.append(shape if shape is not None else [lp])
+        else:
+            in_buffers[bn] = InputBuffer(bn, shape, lp, b.get("dtype", "dtype"))
     if mlx is None and len(out_buffers) != 1:
         raise fail("buffers", f"has {len(out_buffers)} output buffers; a kernel has exactly one (io: \"out\")")
     if mlx is not None and not out_buffers:
@@ -446,7 +568,7 @@ def _compile(s: Dict[str, Any], path: str) -> Family:  # noqa: C901 - one pass, 
     doc = s.get("doc") or "user-defined kernel from " + os.path.basename(path)
     fam = Family(name, str(doc), list(dims), fam_classes, classify, {"gpu": Space(params, check)})
     if kernel is not None:
-        fam.spec = SpecKernel(path, list(dims), pnames, grid, group, out_shapes, kernel)
+        fam.spec = SpecKernel(path, list(dims), pnames, grid, group, out_shapes, kernel, in_buffers)
     return fam
 
 
@@ -505,6 +627,11 @@ def _mlx_source(path: str, s: Mapping[str, Any], m: Mapping[str, Any], params: L
 
     names: Dict[str, str] = {}
     const_index: Dict[str, int] = {}
+    constants: List[MLXConstant] = []
+    p_env = {n: 0 for n in pnames}
+    dp_env = dict(d_env, **p_env)
+    c_env = dict(s_env, **p_env)  # constants: the dims, params, bias and eps
+    used = set()
     for i, cn in enumerate(m.get("constants") or []):
         f = f"source.mlx.constants[{i}]"
         n = cn.get("name", "")
@@ -520,12 +647,14 @@ def _mlx_source(path: str, s: Mapping[str, Any], m: Mapping[str, Any], params: L
         if cn.get("value") and cn.get("values"):
             raise fail(f, "give value (a scalar) or values (an array), not both")
         if cn.get("value"):
-            compile_expr(path, f + ".value", cn["value"], s_env, kind)
+            progs = [compile_expr(path, f + ".value", cn["value"], c_env, kind)]
         elif cn.get("values"):
-            for j, v in enumerate(cn["values"]):
-                compile_expr(path, f"{f}.values[{j}]", v, s_env, kind)
+            progs = [compile_expr(path, f"{f}.values[{j}]", v, c_env, kind) for j, v in enumerate(cn["values"])]
         else:
-            raise fail(f + ".values", "required: the array's elements (expressions over the dims), or value for a scalar")
+            raise fail(f + ".values", "required: the array's elements (expressions over the dims and params), or value for a scalar")
+        for pr in progs:
+            used |= pr.idents
+        constants.append(MLXConstant(n, dt, bool(cn.get("value")), progs))
     buffers = s.get("buffers") or []
     buf_index: Dict[str, int] = {}
     for i, b in enumerate(buffers):
@@ -539,11 +668,13 @@ def _mlx_source(path: str, s: Mapping[str, Any], m: Mapping[str, Any], params: L
     if m.get("input_names") is None:
         raise fail("source.mlx.input_names", "required: metal_kernel's input_names, in order (input buffers and source.mlx.constants)")
     last_buf = -1
+    inputs: List[Tuple[str, int]] = []
     for i, n in enumerate(m["input_names"]):
         f = f"source.mlx.input_names[{i}]"
         if n in names:
             raise fail(f, f"{_quote(n)} is already {names[n]}")
         names[n] = f
+        inputs.append(("buffer", buf_index[n]) if n in buf_index else ("constant", const_index.get(n, -1)))
         if n in buf_index:
             bi = buf_index[n]
             if bi < last_buf:
@@ -579,7 +710,9 @@ def _mlx_source(path: str, s: Mapping[str, Any], m: Mapping[str, Any], params: L
         seen_t[tname] = True
         if tname in names:
             raise fail(f, f"{tname} is also {names[tname]}")
-        kind, val = _template_arg(path, tname, v)
+        kind, val = _template_arg(path, tname, v, dp_env)
+        if isinstance(val, Program):
+            used |= val.idents
         if kind == "param":
             if tname not in is_param:
                 raise fail(f, f"\"param\" binds the tunable parameter {tname}, which params does not list (params: {', '.join(pnames)})")
@@ -588,7 +721,9 @@ def _mlx_source(path: str, s: Mapping[str, Any], m: Mapping[str, Any], params: L
                 if pv < 0:
                     raise fail(f"params[{pi}].values[{j}]", f"{pv} is negative; MLX names the function after its template values, and a minus sign is not allowed in a name")
         template.append((tname, kind, val))
-    used = set()
+    fmt, source_parts, header_parts = _mlx_format(path, m, body, header, dp_env)
+    for _, pr in fmt or []:
+        used |= pr.idents
     for pr in [*grid, *group, *constraints]:
         used |= pr.idents
     if (s.get("launch") or {}).get("shared_bytes"):
@@ -601,4 +736,29 @@ def _mlx_source(path: str, s: Mapping[str, Any], m: Mapping[str, Any], params: L
         ensure_row_contiguous=m.get("ensure_row_contiguous", True), atomic_outputs=m.get("atomic_outputs", False),
         math_mode=mm, metal_version=mv, template=template,
         output_dtypes=[b.get("dtype", "dtype") for _, b in out_buffers], init_value=m.get("init_value"),
+        constants=constants, inputs=inputs, format=fmt, source_parts=source_parts, header_parts=header_parts,
     )
+
+
+def _mlx_format(path: str, m: Mapping[str, Any], body: str, header: str,
+                env: Mapping[str, Any]) -> Tuple[Optional[List[Tuple[str, Program]]], List[Tuple[str, str]], List[Tuple[str, str]]]:
+    """source.mlx.format compiled (integer expressions over the dims and
+    params), and the source and header parsed as format strings when it is
+    given (the f-string pattern: {NAME} filled per shape)."""
+    f = m.get("format")
+    if f is None:
+        return None, [], []
+    fmt: List[Tuple[str, Program]] = []  # empty: format strings without placeholders, as str.format() reads them
+    for key, src in f.items():
+        fld = "source.mlx.format." + key
+        if not _IDENT_RE.match(key):
+            raise _fail(path, fld, f"{_quote(key)} is not an identifier (a placeholder is {{NAME}})")
+        pr = compile_expr(path, fld, src, env, KIND_INT)
+        if pr.type not in (INT, ""):
+            hint = " (\"/\" divides as floats: use idiv(a, b) or cdiv(a, b))" if pr.type == FLOAT else ""
+            raise pr.error(f"is a {pr.type} expression; a format value is an integer{hint}")
+        fmt.append((key, pr))
+    keys = [k for k, _ in fmt]
+    src_field = "source.mlx.source" if m.get("source") else "source.mlx.source_file"
+    hdr_field = "source.mlx.header" if m.get("header") else "source.mlx.header_file"
+    return fmt, _parse_format(path, src_field, body, keys), _parse_format(path, hdr_field, header, keys)

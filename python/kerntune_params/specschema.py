@@ -31,7 +31,7 @@ _STRUCTS: Dict[str, Dict[str, Type]] = {
         "name": "string", "source": "text", "source_file": "string", "header": "text", "header_file": "string",
         "input_names": ("list", "string"), "output_names": ("list", "string"), "template": "template",
         "ensure_row_contiguous": "bool", "constants": ("list", "MLXConstant"), "init_value": "float64",
-        "atomic_outputs": "bool", "math_mode": "string", "metal_version": "string",
+        "atomic_outputs": "bool", "math_mode": "string", "metal_version": "string", "format": ("map", "string"),
     },
     "MLXConstant": {"name": "string", "dtype": "string", "values": ("list", "string"), "value": "string"},
     "Buffer": {
@@ -50,7 +50,7 @@ _STRUCTS: Dict[str, Dict[str, Type]] = {
 
 _INT64 = (-(1 << 63), (1 << 63) - 1)
 _TEMPLATE_ERROR = ("source.mlx.template must be an object of template argument names to \"dtype\", \"param\", "
-                   "an MLX dtype, an integer or a boolean")
+                   "an MLX dtype, an integer, a boolean or an expression over the dims and params")
 
 
 class _Num(str):

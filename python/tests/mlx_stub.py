@@ -39,6 +39,7 @@ class array:  # noqa: N801 - MLX's name
             raise TypeError(f"array(): dtype must be an mlx.core.Dtype, got {type(dtype).__name__}")
         self.dtype = dtype or DTYPES["float32"]
         self.shape = tuple(shape) if shape else ((len(data),) if isinstance(data, list) else ())
+        self.data = data
 
     def astype(self, dtype: Dtype) -> "array":
         if not isinstance(dtype, Dtype):
@@ -93,11 +94,12 @@ def metal_kernel(name: str, input_names: Sequence[str], output_names: Sequence[s
                 raise ValueError("[metal_kernel] Invalid template argument. Must be `mlx.core.Dtype`, `int` or `bool`.")
         if init_value is not None and (isinstance(init_value, bool) or not isinstance(init_value, (int, float))):
             _fail("init_value must be a float or None")
-        CALLS.append(dict(kernel=name, grid=grid, threadgroup=threadgroup, template=list(template or []),
+        CALLS.append(dict(kernel=name, inputs=list(inputs), grid=grid, threadgroup=threadgroup, template=list(template or []),
                           output_shapes=[tuple(s) for s in output_shapes], output_dtypes=list(output_dtypes),
                           init_value=init_value))
         return [array(dtype=d, shape=s) for s, d in zip(output_shapes, output_dtypes)]
 
+    kernel.spec = dict(name=name, source=source, header=header)  # type: ignore[attr-defined]
     return kernel
 
 
