@@ -103,6 +103,7 @@ func (c *compiler) checkCases(out *Compiled) error {
 			c.fail(nc.field, "", "%v", err)
 			continue
 		}
+		c.checkDists(nc.c)
 		if _, err := c.scalarValues(nc.c, kernels.RMSNormEps); err != nil {
 			c.errs = append(c.errs, err)
 		}
@@ -174,7 +175,7 @@ func (c *compiler) checkCases(out *Compiled) error {
 			}
 		}
 	}
-	if c.reference != nil && len(c.errs) == 0 {
+	if (c.reference != nil || c.py != nil) && len(c.errs) == 0 {
 		c.checkReference(k, cases)
 	}
 	return joinErrors(c.errs)
@@ -213,8 +214,9 @@ func (c *compiler) matchBase(out *Compiled, nc namedCase) {
 	}
 }
 
-// checkReference runs the reference expression once on the smallest
-// shape, so that index errors show when the spec is loaded.
+// checkReference runs the reference expression (or Python function) once
+// on the smallest shape, so that index errors, a missing function or a
+// wrong output count show when the spec is loaded.
 func (c *compiler) checkReference(k *kernels.Kernel, cases []namedCase) {
 	best, bestN := -1, 0
 	for i, nc := range cases {
@@ -234,6 +236,12 @@ func (c *compiler) checkReference(k *kernels.Kernel, cases []namedCase) {
 		c.errs = append(c.errs, err)
 		return
 	}
+	if c.py != nil {
+		if _, err := c.pythonReference(kernels.F32, cases[best].c, p.Inputs); err != nil {
+			c.errs = append(c.errs, err)
+		}
+		return
+	}
 	if _, err := c.evalReference(cases[best].c, p.Inputs, 1); err != nil {
 		c.errs = append(c.errs, err)
 	}
@@ -245,9 +253,18 @@ func (c *compiler) checkReference(k *kernels.Kernel, cases []namedCase) {
 // the expression once when the spec was loaded.
 func (c *compiler) referenceFunc(k *kernels.Kernel) func(kernels.Case, [][]float32) []float64 {
 	return func(cs kernels.Case, in [][]float32) []float64 {
-		out, _ := c.evalReference(cs, in, runtime.GOMAXPROCS(0))
+		out, _ := c.referenceErr(kernels.F32, cs, in)
 		return out
 	}
+}
+
+// referenceErr is the kernel's reference with its error: the Python
+// function's (reference.python), or the expressions'.
+func (c *compiler) referenceErr(dt kernels.DType, cs kernels.Case, in [][]float32) ([]float64, error) {
+	if c.py != nil {
+		return c.pythonReference(dt, cs, in)
+	}
+	return c.evalReference(cs, in, runtime.GOMAXPROCS(0))
 }
 
 func toFloat(v any) (float64, bool) {
