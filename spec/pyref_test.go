@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kerntune/kerntune/internal/testutil"
 	"github.com/kerntune/kerntune/kernels"
 )
 
@@ -252,5 +253,29 @@ func TestPythonReferenceWithoutNumpy(t *testing.T) {
 		if !strings.Contains(err.Error(), w) {
 			t.Errorf("error lacks %q:\n%v", w, err)
 		}
+	}
+}
+
+// The spec fields of a Python reference and of input distributions are
+// in the schema.
+func TestPythonReferenceSchema(t *testing.T) {
+	s := testutil.Schema(t, "schema.json", SchemaJSON)
+	doc := mlxDoc("out[0] = T(0);")
+	doc["reference"] = map[string]any{"python": map[string]any{"file": "scan_ref.py", "function": "two"}}
+	doc["buffers"].([]any)[0].(map[string]any)["dist"] = "sorted"
+	data, _ := json.Marshal(doc)
+	if err := testutil.Validate(s, data); err != nil {
+		t.Fatal(err)
+	}
+	doc["buffers"].([]any)[0].(map[string]any)["dist"] = "gauss"
+	data, _ = json.Marshal(doc)
+	if err := testutil.Validate(s, data); err == nil {
+		t.Fatal("the schema takes dist gauss")
+	}
+	doc["buffers"].([]any)[0].(map[string]any)["dist"] = "int"
+	doc["reference"] = map[string]any{"python": map[string]any{"function": "two"}}
+	data, _ = json.Marshal(doc)
+	if err := testutil.Validate(s, data); err == nil {
+		t.Fatal("the schema takes reference.python without a file")
 	}
 }
