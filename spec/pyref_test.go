@@ -260,6 +260,13 @@ func TestPythonReferenceWithoutNumpy(t *testing.T) {
 // in the schema.
 func TestPythonReferenceSchema(t *testing.T) {
 	s := testutil.Schema(t, "schema.json", SchemaJSON)
+	ex, err := os.ReadFile(examplePath("mlx_ema_scan.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := testutil.Validate(s, ex); err != nil {
+		t.Fatalf("mlx_ema_scan.json: %v", err)
+	}
 	doc := mlxDoc("out[0] = T(0);")
 	doc["reference"] = map[string]any{"python": map[string]any{"file": "scan_ref.py", "function": "two"}}
 	doc["buffers"].([]any)[0].(map[string]any)["dist"] = "sorted"

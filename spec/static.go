@@ -21,7 +21,7 @@ type StaticCheck struct {
 	File               string       `json:"file"`
 	Kernel             string       `json:"kernel"`
 	Dims               []string     `json:"dims"`
-	Correctness        string       `json:"correctness"` // "reference expression" or "implements <family> (its float64 reference)"
+	Correctness        string       `json:"correctness"` // "reference expression", "Python reference <file>:<function>" or "implements <family> (its float64 reference)"
 	APIs               []string     `json:"apis"`
 	Params             []CheckParam `json:"params"`
 	SpaceSize          int          `json:"space_size"`
@@ -69,8 +69,11 @@ func (c *Compiled) StaticCheck(ctx context.Context) (*StaticCheck, error) {
 	k := c.Kernel
 	sc := &StaticCheck{File: c.File, Kernel: k.Name, Dims: k.Dims, Correctness: "reference expression",
 		Params: []CheckParam{}, Classes: []CheckClass{}, VerificationShapes: len(k.Odd), DTypes: len(c.DTypes())}
-	if c.Base != nil {
+	switch {
+	case c.Base != nil:
 		sc.Correctness = "implements " + c.Base.Name + " (its float64 reference)"
+	case c.c.py != nil:
+		sc.Correctness = "Python reference " + c.c.py.File + ":" + c.c.py.Function
 	}
 	for _, a := range c.APIs {
 		sc.APIs = append(sc.APIs, string(a))
