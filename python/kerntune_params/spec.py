@@ -284,7 +284,7 @@ def _compile(s: Dict[str, Any], path: str) -> Family:  # noqa: C901 - one pass, 
                 raise fail(f + ".optional", "an output buffer cannot be optional")
         else:
             raise fail(f + ".io", f"{_quote(io)} is neither \"in\" nor \"out\"")
-        for key in ("dtype", "reference", "range"):
+        for key in ("dtype", "reference", "range", "dist"):
             if key in b and mlx is None:
                 raise fail(f"{f}.{key}", f"only an mlx source gives buffers a {key} (the other sources take the tuned dtype)")
         if "dtype" in b and b["dtype"] != "dtype" and b["dtype"] not in MLX_DTYPES:
