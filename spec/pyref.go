@@ -161,6 +161,11 @@ func (c *compiler) pythonReference(dt kernels.DType, cs kernels.Case, in [][]flo
 			m.Dims[d] = cs.Shape[i]
 		}
 	}
+	for _, x := range c.inOps {
+		if _, clash := m.Dims[x.name]; clash || x.name == "dtype" {
+			return nil, fmt.Errorf("%s: input %s is named like a dim or dtype; the function takes each by name (rename the input or the dim)", where, x.name)
+		}
+	}
 	present := map[string]int{}
 	for i, x := range c.present(cs) {
 		present[x.name] = i

@@ -27,6 +27,12 @@ def fail(code, msg):
     sys.exit(code)
 
 
+def user_traceback(e):
+    """The traceback of e without this driver's own frame."""
+    tb = e.__traceback__.tb_next if e.__traceback__ is not None else None
+    return "".join(traceback.format_exception(type(e), e, tb))
+
+
 def main(d):
     with open(os.path.join(d, "manifest.json")) as f:
         m = json.load(f)
@@ -48,16 +54,16 @@ def main(d):
         spec = importlib.util.spec_from_file_location("kerntune_reference", m["file"])
         mod = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(mod)
-    except Exception:
-        fail(3, traceback.format_exc())
+    except Exception as e:
+        fail(3, user_traceback(e))
     fn = getattr(mod, m["function"], None)
     if fn is None or not callable(fn):
         names = sorted(n for n in dir(mod) if not n.startswith("_") and callable(getattr(mod, n)))
         fail(2, "has no function %r (functions there: %s)" % (m["function"], ", ".join(names) or "none"))
     try:
         res = fn(**kw)
-    except Exception:
-        fail(3, traceback.format_exc())
+    except Exception as e:
+        fail(3, user_traceback(e))
     names = m["outputs"]
     if isinstance(res, dict):
         missing = [n for n in names if n not in res]

@@ -227,6 +227,7 @@ func TestPythonReferenceErrors(t *testing.T) {
 			if err == nil {
 				t.Fatal("compiled")
 			}
+			t.Log(err)
 			for _, w := range tt.want {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("error lacks %q:\n%v", w, err)
