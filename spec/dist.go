@@ -41,8 +41,6 @@ func (c *compiler) bounds(bi int, cs kernels.Case) (lo, hi float64, err error) {
 		lo, hi = 0, 1
 	case d == "positive":
 		lo, hi = 0.5, 2
-	case d == "int":
-		lo, hi = 0, 1<<24 // exactly representable in float32
 	default:
 		lo, hi = -1, 1
 	}

@@ -138,6 +138,7 @@ func TestInputDistributionErrors(t *testing.T) {
 		{"normal std 0", func(d map[string]any) { buf(d, 0)["dist"] = "normal"; buf(d, 0)["range"] = []any{"0", "0"} }, []string{"buffers[0].range", "standard deviation must be > 0"}},
 		{"int empty", func(d map[string]any) { buf(d, 0)["dist"] = "int"; buf(d, 0)["range"] = []any{"k", "k - 1"} }, []string{"buffers[0].range", "empty"}},
 		{"int float range", func(d map[string]any) { buf(d, 0)["dist"] = "int"; buf(d, 0)["range"] = []any{"0", "1.5"} }, []string{"buffers[0].range[1]"}},
+		{"int without range", func(d map[string]any) { buf(d, 0)["dist"] = "int" }, []string{"buffers[0].range", `required with dist "int"`, "n - 1"}},
 		{"uniform empty", func(d map[string]any) { buf(d, 0)["range"] = []any{"1", "1"} }, []string{"buffers[0].range", "empty"}},
 		{"normal one", func(d map[string]any) { buf(d, 0)["dist"] = "normal"; buf(d, 0)["range"] = []any{"0"} }, []string{"buffers[0].range", "[mean, std]"}},
 	}

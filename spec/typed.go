@@ -60,6 +60,9 @@ func (c *compiler) bufferTyping(i int, b Buffer, dEnv map[string]any) {
 		c.fail(f+".dist", "", "%q draws floats, but the buffer's dtype is %s (allowed for integer dtypes: uniform, int, sorted)", d, e)
 	}
 	c.dists = append(c.dists, d)
+	if d == "int" && !isInt && len(b.Range) == 0 && b.IO == "in" {
+		c.fail(f+".range", "", "required with dist \"int\": [lo, hi], the integers to draw, over the dims (valid indices of a dim n: [\"0\", \"n - 1\"])")
+	}
 	var rg [2]*program
 	if len(b.Range) > 0 {
 		switch {
