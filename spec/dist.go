@@ -27,9 +27,10 @@ func (c *compiler) drawsOwn() bool {
 }
 
 // bounds evaluates buffer bi's range on a case: [lo, hi] (integers, as
-// float64, for an integer dtype or the int distribution), [mean, std] for
-// normal. It fails naming buffers[i].range when the range is empty or, for
-// positive, not above zero.
+// float64, for an integer dtype or the int distribution; an integer
+// dtype's range is clipped to the type), [mean, std] for normal. It fails
+// naming buffers[i].range when the range is empty, a std is not positive
+// or, for positive, lo is not above zero.
 func (c *compiler) bounds(bi int, cs kernels.Case) (lo, hi float64, err error) {
 	d, e := c.dists[bi], c.elems[bi]
 	isInt := e != kernels.ElemDType && !e.IsFloat()
@@ -79,8 +80,8 @@ func (c *compiler) bounds(bi int, cs kernels.Case) (lo, hi float64, err error) {
 		return 0, 0, &Error{File: c.file, Field: f, Msg: fmt.Sprintf("is [%g, %g) on %s; the positive distribution needs lo > 0", l, h, cs)}
 	case (isInt || d == "int") && l > h:
 		return 0, 0, &Error{File: c.file, Field: f, Msg: fmt.Sprintf("is [%g, %g] on %s: empty (integers in [lo, hi] need lo <= hi)", l, h, cs)}
-	case !(isInt || d == "int" || d == "normal") && !(l < h):
-		return 0, 0, &Error{File: c.file, Field: f, Msg: fmt.Sprintf("is [%g, %g) on %s: empty (floats in [lo, hi) need lo < hi)", l, h, cs)}
+	case !(isInt || d == "int" || d == "normal") && !(l <= h):
+		return 0, 0, &Error{File: c.file, Field: f, Msg: fmt.Sprintf("is [%g, %g) on %s: empty (floats in [lo, hi) need lo <= hi; lo == hi draws lo)", l, h, cs)}
 	}
 	return l, h, nil
 }

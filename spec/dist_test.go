@@ -139,7 +139,7 @@ func TestInputDistributionErrors(t *testing.T) {
 		{"int empty", func(d map[string]any) { buf(d, 0)["dist"] = "int"; buf(d, 0)["range"] = []any{"k", "k - 1"} }, []string{"buffers[0].range", "empty"}},
 		{"int float range", func(d map[string]any) { buf(d, 0)["dist"] = "int"; buf(d, 0)["range"] = []any{"0", "1.5"} }, []string{"buffers[0].range[1]"}},
 		{"int without range", func(d map[string]any) { buf(d, 0)["dist"] = "int" }, []string{"buffers[0].range", `required with dist "int"`, "n - 1"}},
-		{"uniform empty", func(d map[string]any) { buf(d, 0)["range"] = []any{"1", "1"} }, []string{"buffers[0].range", "empty"}},
+		{"uniform empty", func(d map[string]any) { buf(d, 0)["range"] = []any{"1", "0.5"} }, []string{"buffers[0].range", "empty"}},
 		{"normal one", func(d map[string]any) { buf(d, 0)["dist"] = "normal"; buf(d, 0)["range"] = []any{"0"} }, []string{"buffers[0].range", "[mean, std]"}},
 	}
 	for _, tt := range tests {
