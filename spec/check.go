@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/kernels/gpu"
@@ -175,8 +176,13 @@ func (c *compiler) checkCases(out *Compiled) error {
 			}
 		}
 	}
-	if (c.reference != nil || c.py != nil) && len(c.errs) == 0 {
-		c.checkReference(k, cases)
+	// A Python reference runs where a spec is verified (check, tune), not
+	// on every load: resolving parameters (get, the params loader) must not
+	// need python3 and numpy.
+	if c.reference != nil && len(c.errs) == 0 {
+		if err := c.checkReference(k, cases); err != nil {
+			c.errs = append(c.errs, err)
+		}
 	}
 	return joinErrors(c.errs)
 }
@@ -214,10 +220,27 @@ func (c *compiler) matchBase(out *Compiled, nc namedCase) {
 	}
 }
 
+// CheckReference runs the kernel's own reference (an expression or a
+// Python function; nil for one that implements a built-in family) once on
+// its smallest verification or tuned shape: a missing function, an
+// exception, a wrong output count or length, a non-finite value or no
+// python3 with numpy show before any candidate runs.
+func (cp *Compiled) CheckReference() error {
+	c := cp.c
+	if c.reference == nil && c.py == nil {
+		return nil
+	}
+	var cases []namedCase
+	for _, cs := range append(slices.Clone(cp.Kernel.Odd), cp.Kernel.Workload...) {
+		cases = append(cases, namedCase{c: cs})
+	}
+	return c.checkReference(cp.Kernel, cases)
+}
+
 // checkReference runs the reference expression (or Python function) once
-// on the smallest shape, so that index errors, a missing function or a
-// wrong output count show when the spec is loaded.
-func (c *compiler) checkReference(k *kernels.Kernel, cases []namedCase) {
+// on the smallest of cases: an expression's index errors show when the
+// spec is loaded, a Python reference's when it is checked.
+func (c *compiler) checkReference(k *kernels.Kernel, cases []namedCase) error {
 	best, bestN := -1, 0
 	for i, nc := range cases {
 		n := k.OutLen(nc.c.Shape)
@@ -229,22 +252,18 @@ func (c *compiler) checkReference(k *kernels.Kernel, cases []namedCase) {
 		}
 	}
 	if best < 0 {
-		return
+		return nil
 	}
 	p, err := kernels.NewProblem(k, kernels.F32, cases[best].c, rand.New(rand.NewPCG(1, 2)))
 	if err != nil {
-		c.errs = append(c.errs, err)
-		return
+		return err
 	}
 	if c.py != nil {
-		if _, err := c.pythonReference(kernels.F32, cases[best].c, p.Inputs); err != nil {
-			c.errs = append(c.errs, err)
-		}
-		return
+		_, err = c.pythonReference(kernels.F32, cases[best].c, p.Inputs)
+	} else {
+		_, err = c.evalReference(cases[best].c, p.Inputs, 1)
 	}
-	if _, err := c.evalReference(cases[best].c, p.Inputs, 1); err != nil {
-		c.errs = append(c.errs, err)
-	}
+	return err
 }
 
 // referenceFunc is the kernel's float64 reference: the expression per

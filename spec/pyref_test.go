@@ -223,9 +223,12 @@ func TestPythonReferenceErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := pySpec(t, tt.fn, tt.rows, tt.edit)
+			c, err := pySpec(t, tt.fn, tt.rows, tt.edit)
 			if err == nil {
-				t.Fatal("compiled")
+				err = c.CheckReference()
+			}
+			if err == nil {
+				t.Fatal("compiled and checked")
 			}
 			t.Log(err)
 			for _, w := range tt.want {
@@ -237,22 +240,32 @@ func TestPythonReferenceErrors(t *testing.T) {
 	}
 }
 
-// Without numpy the error names reference.python and how to install it.
+// Loading a spec with a Python reference needs no Python (resolving
+// parameters must not); checking it, or verifying against it, without
+// numpy fails naming reference.python and how to install numpy.
 func TestPythonReferenceWithoutNumpy(t *testing.T) {
-	requireNumpy(t)
 	dir := t.TempDir()
 	fake := filepath.Join(dir, "python3")
 	if err := os.WriteFile(fake, []byte("#!/bin/sh\necho 'No module named numpy' >&2\nexit 1\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("KERNTUNE_PYTHON", fake)
-	_, err := pySpec(t, "reference", false, nil)
-	if err == nil {
-		t.Fatal("compiled without numpy")
+	c, err := pySpec(t, "reference", false, nil)
+	if err != nil {
+		t.Fatalf("loading needs numpy: %v", err)
 	}
-	for _, w := range []string{"reference.python", "apt-get install python3-numpy", "pip install numpy", "KERNTUNE_PYTHON"} {
-		if !strings.Contains(err.Error(), w) {
-			t.Errorf("error lacks %q:\n%v", w, err)
+	p, err := kernels.NewProblem(c.Kernel, kernels.F32, kernels.Case{Shape: []int{9, 3}}, rand.New(rand.NewPCG(1, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, err := range []error{c.CheckReference(), p.Verify(make([]float32, 27))} {
+		if err == nil {
+			t.Fatal("checked without numpy")
+		}
+		for _, w := range []string{"reference.python", "apt-get install python3-numpy", "pip install numpy", "KERNTUNE_PYTHON"} {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("error lacks %q:\n%v", w, err)
+			}
 		}
 	}
 }

@@ -64,8 +64,13 @@ type MSLCheck struct {
 // StaticCheck enumerates the space per class, generates every valid
 // candidate's source for each API the spec has, and syntax-checks the
 // Metal sources when a clang is found. Metal sources that clang rejects
-// give an *MSLError.
+// give an *MSLError. A Python reference runs once first (CheckReference).
 func (c *Compiled) StaticCheck(ctx context.Context) (*StaticCheck, error) {
+	if c.c.py != nil {
+		if err := c.CheckReference(); err != nil {
+			return nil, err
+		}
+	}
 	k := c.Kernel
 	sc := &StaticCheck{File: c.File, Kernel: k.Name, Dims: k.Dims, Correctness: "reference expression",
 		Params: []CheckParam{}, Classes: []CheckClass{}, VerificationShapes: len(k.Odd), DTypes: len(c.DTypes())}
