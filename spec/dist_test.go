@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"encoding/json"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -187,5 +188,28 @@ func TestReferenceScalarConstant(t *testing.T) {
 	})
 	if err == nil {
 		t.Fatal("a scalar constant was indexed like an array")
+	}
+}
+
+// A spec in the kernels/gpu dialect draws its inputs by dist and range too.
+func TestInputDistributionDialect(t *testing.T) {
+	var m map[string]any
+	if err := json.Unmarshal([]byte(base), &m); err != nil {
+		t.Fatal(err)
+	}
+	m["buffers"].([]any)[0].(map[string]any)["dist"] = "sorted"
+	m["buffers"].([]any)[0].(map[string]any)["range"] = []any{"1", "n"}
+	data, _ := json.Marshal(m)
+	c, err := Parse(data, "scale.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := kernels.NewProblem(c.Kernel, kernels.F32, kernels.Case{Shape: []int{1000}}, rand.New(rand.NewPCG(3, 3)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := p.Inputs[0]
+	if !slices.IsSorted(x) || x[0] < 1 || x[len(x)-1] >= 1000 {
+		t.Fatalf("x is not sorted in [1, 1000): %v ... %v", x[:3], x[len(x)-3:])
 	}
 }
