@@ -149,6 +149,11 @@ type Kernel struct {
 	OutRow func(shape []int) int
 	// Reference computes the output in float64 from the inputs.
 	Reference func(c Case, in [][]float32) []float64
+	// ReferenceErr, when set, replaces Reference for a problem: a
+	// reference that can fail (a user's Python function) and that sees
+	// the problem's dtype. Its error fails every verification of the
+	// problem, naming what went wrong instead of a non-finite element.
+	ReferenceErr func(dt DType, c Case, in [][]float32) ([]float64, error)
 	// Flops counts floating-point operations of one run.
 	Flops func(c Case) float64
 	// Implements names the built-in family whose operands, shapes and

@@ -24,6 +24,7 @@ type Problem struct {
 	Seeded bool
 
 	ref, mag []float64
+	refErr   error
 }
 
 // NewProblem draws fresh random inputs: uniform in [-1,1), never all zero,
@@ -129,12 +130,34 @@ func NewSeededProblem(k *Kernel, dt DType, c Case, seed uint64) (*Problem, error
 	return p, nil
 }
 
-// Reference returns the float64 reference output, computed once.
+// Reference returns the float64 reference output, computed once. Where
+// the kernel's reference failed (ReferenceErr) it is NaN throughout and
+// ReferenceErr says why.
 func (p *Problem) Reference() []float64 {
-	if p.ref == nil {
+	if p.ref != nil {
+		return p.ref
+	}
+	if p.Kernel.ReferenceErr == nil {
 		p.ref = p.Kernel.Reference(p.Case, p.Inputs)
+		return p.ref
+	}
+	p.ref, p.refErr = p.Kernel.ReferenceErr(p.DType, p.Case, p.Inputs)
+	if p.refErr != nil {
+		p.ref = make([]float64, p.Kernel.OutLen(p.Case.Shape))
+		for i := range p.ref {
+			p.ref[i] = math.NaN()
+		}
 	}
 	return p.ref
+}
+
+// ReferenceErr is why the reference could not be computed, or nil.
+func (p *Problem) ReferenceErr() error {
+	p.Reference()
+	if p.refErr != nil {
+		return fmt.Errorf("reference on %s: %w", p.Case, p.refErr)
+	}
+	return nil
 }
 
 // Verify compares an output against the reference with the dtype's
@@ -147,6 +170,9 @@ func (p *Problem) Verify(out []float32) error {
 // VerifyFor compares the output of candidate params (nil: a baseline)
 // against the reference with the candidate's tolerance (Kernel.ToleranceFor).
 func (p *Problem) VerifyFor(out []float32, params map[string]int) error {
+	if err := p.ReferenceErr(); err != nil {
+		return err
+	}
 	if p.Kernel.Outputs != nil {
 		return p.verifyOutputs(out, params)
 	}

@@ -127,6 +127,9 @@ func (p *Problem) VerifySample(s RowSample, rows []float32, firstBad, outLen int
 	if len(rows) != s.Elems() {
 		return fmt.Errorf("sampled output has %d elements, want %d, on %s", len(rows), s.Elems(), p.Case)
 	}
+	if err := p.ReferenceErr(); err != nil {
+		return err
+	}
 	ref := p.Reference()
 	want := make([]float64, 0, len(rows))
 	for _, r := range s.Rows {

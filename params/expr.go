@@ -3,6 +3,7 @@ package params
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -13,11 +14,17 @@ import (
 // stay integers under + - * %, "/" that divides as floats, ** a float
 // power, comparisons that chain, && || !, and/or/not, ?:, the functions
 // cdiv, idiv, is_pow2, min, max, abs, ceil, floor, round, int, float, exp,
-// sqrt, rsqrt, log, tanh, sigmoid, and for the arrays of a spec's
-// reference (the input buffers) x[i] (a negative index counts from the
-// end), len(x), sum(x), the range a..b and reduce(x, body[, init]), whose
-// body reads the element as #, its index as #index and the accumulator
-// as #acc. The spec package and the family descriptions both evaluate it
+// exp2, sqrt, rsqrt, log, log2, log10, pow, sin, cos, tan, asin, acos, atan,
+// atan2, sinh, cosh, tanh, asinh, acosh, atanh, sigmoid (the float functions
+// follow Go's math package: NaN outside a domain, ±Inf at a pole or on
+// overflow), local bindings "let x = e; body" (the body extends as far as
+// the expression does; a let name may not be a variable of the
+// environment, a function, a keyword or a let name already in scope: no
+// shadowing, as expr-lang's checker says "cannot redeclare"), and for the
+// arrays of a spec's reference (the input buffers) x[i] (a negative index
+// counts from the end), len(x), sum(x), the range a..b and reduce(x,
+// body[, init]), whose body reads the element as #, its index as #index
+// and the accumulator as #acc. The spec package and the family descriptions both evaluate it
 // here, with the standard library alone; the Python loader's evaluator
 // (python/kerntune_params/expressions.py) is the same language, and all
 // run testdata/conformance/expressions/expressions.json.
@@ -39,7 +46,7 @@ const (
 )
 
 type node struct {
-	tag  byte // 'l' literal, 'v' variable, 'u' unary, 'b' binary, 'c' conditional, 'f' call, 'x' index, 'r' reduce, 'p' #, #index or #acc
+	tag  byte // 'l' literal, 'v' variable, 'u' unary, 'b' binary, 'c' conditional, 'f' call, 'x' index, 'r' reduce, 'p' #, #index or #acc, 'L' let op = args[0]; args[1]
 	op   string
 	val  any
 	args []*node
@@ -50,6 +57,14 @@ var exprFuncs = map[string]bool{
 	"cdiv": true, "idiv": true, "is_pow2": true, "exp": true, "sqrt": true, "rsqrt": true, "log": true,
 	"tanh": true, "sigmoid": true, "min": true, "max": true, "abs": true, "ceil": true, "floor": true,
 	"round": true, "int": true, "float": true, "len": true, "sum": true,
+	"sin": true, "cos": true, "tan": true, "asin": true, "acos": true, "atan": true, "atan2": true,
+	"sinh": true, "cosh": true, "asinh": true, "acosh": true, "atanh": true,
+	"exp2": true, "log2": true, "log10": true, "pow": true,
+}
+
+// keywords cannot be let names.
+var keywords = map[string]bool{
+	"let": true, "true": true, "false": true, "and": true, "or": true, "not": true, "reduce": true,
 }
 
 // pointers are the names a reduce body reads its element, index and
@@ -64,7 +79,7 @@ var binaryPrec = map[string]int{
 
 var unaryPrec = map[string]int{"not": 50, "!": 50, "-": 90, "+": 90}
 
-var operators = []string{"..", "**", "==", "!=", "<=", ">=", "&&", "||", "-", "+", "*", "/", "%", "^", "<", ">", "!", "?", ":", "(", ")", ",", "[", "]"}
+var operators = []string{"..", "**", "==", "!=", "<=", ">=", "&&", "||", "-", "+", "*", "/", "%", "^", "<", ">", "!", "?", ":", "(", ")", ",", "[", "]", "=", ";"}
 
 func isComparison(op string) bool { return op == "<" || op == ">" || op == "<=" || op == ">=" }
 
@@ -206,7 +221,8 @@ type exprParser struct {
 	pos    int
 	vars   map[string]string
 	idents map[string]bool
-	bodies int // reduce bodies open: where #, #index and #acc mean something
+	bodies int      // reduce bodies open: where #, #index and #acc mean something
+	lets   []string // let names in scope, innermost last
 }
 
 func (p *exprParser) peek() (exprToken, bool) {
@@ -254,6 +270,9 @@ func (p *exprParser) binop() string {
 
 // expression parses operators of precedence prec and above (Pratt parsing).
 func (p *exprParser) expression(prec int) (*node, error) {
+	if prec == 0 && p.isLet() {
+		return p.let()
+	}
 	left, err := p.primary()
 	if err != nil {
 		return nil, err
@@ -408,6 +427,9 @@ func (p *exprParser) operand() (*node, error) {
 			}
 			return &node{tag: 'f', op: t.text, args: args}, nil
 		}
+		if slices.Contains(p.lets, t.text) {
+			return &node{tag: 'v', op: t.text}, nil
+		}
 		if _, ok := p.vars[t.text]; !ok {
 			return nil, fmt.Errorf("unknown name %s", t.text)
 		}
@@ -415,6 +437,47 @@ func (p *exprParser) operand() (*node, error) {
 		return &node{tag: 'v', op: t.text}, nil
 	}
 	return nil, fmt.Errorf("unexpected token %q", t.text)
+}
+
+// isLet reports whether a let binding starts here: let and a name (a
+// variable may still be called let where no name follows).
+func (p *exprParser) isLet() bool {
+	return p.pos+1 < len(p.toks) && p.toks[p.pos].kind == 'i' && p.toks[p.pos].text == "let" && p.toks[p.pos+1].kind == 'i'
+}
+
+// let parses "let name = value; body".
+func (p *exprParser) let() (*node, error) {
+	p.pos++ // let
+	name := p.toks[p.pos].text
+	p.pos++
+	switch {
+	case pointers[name] || name[0] == '#':
+		return nil, fmt.Errorf("cannot redeclare %s (a reduce body's)", name)
+	case keywords[name] || exprFuncs[name]:
+		return nil, fmt.Errorf("cannot redeclare builtin %s", name)
+	case slices.Contains(p.lets, name):
+		return nil, fmt.Errorf("cannot redeclare variable %s (a let name in scope is not shadowed)", name)
+	}
+	if _, ok := p.vars[name]; ok {
+		return nil, fmt.Errorf("cannot redeclare %s (a variable of the expression)", name)
+	}
+	if err := p.expect("="); err != nil {
+		return nil, err
+	}
+	val, err := p.expression(0)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.expect(";"); err != nil {
+		return nil, err
+	}
+	p.lets = append(p.lets, name)
+	body, err := p.expression(0)
+	p.lets = p.lets[:len(p.lets)-1]
+	if err != nil {
+		return nil, err
+	}
+	return &node{tag: 'L', op: name, args: []*node{val, body}}, nil
 }
 
 // reduce parses the arguments of reduce(x, body[, init]); the body reads
@@ -480,6 +543,14 @@ var userFuncs = map[string]struct {
 	"exp":     {[]string{typFloat}, typFloat}, "sqrt": {[]string{typFloat}, typFloat},
 	"rsqrt": {[]string{typFloat}, typFloat}, "log": {[]string{typFloat}, typFloat},
 	"tanh": {[]string{typFloat}, typFloat}, "sigmoid": {[]string{typFloat}, typFloat},
+	"sin": {[]string{typFloat}, typFloat}, "cos": {[]string{typFloat}, typFloat},
+	"tan": {[]string{typFloat}, typFloat}, "asin": {[]string{typFloat}, typFloat},
+	"acos": {[]string{typFloat}, typFloat}, "atan": {[]string{typFloat}, typFloat},
+	"sinh": {[]string{typFloat}, typFloat}, "cosh": {[]string{typFloat}, typFloat},
+	"asinh": {[]string{typFloat}, typFloat}, "acosh": {[]string{typFloat}, typFloat},
+	"atanh": {[]string{typFloat}, typFloat}, "exp2": {[]string{typFloat}, typFloat},
+	"log2": {[]string{typFloat}, typFloat}, "log10": {[]string{typFloat}, typFloat},
+	"atan2": {[]string{typFloat, typFloat}, typFloat}, "pow": {[]string{typFloat, typFloat}, typFloat},
 }
 
 func numeric(t string) bool { return t == typInt || t == typFloat || t == "" }
@@ -540,6 +611,17 @@ func checkType(n *node, vars map[string]string) (string, error) {
 		return checkIndex(n, vars)
 	case 'r':
 		return checkReduce(n, vars)
+	case 'L':
+		t, err := checkType(n.args[0], vars)
+		if err != nil {
+			return "", err
+		}
+		inner := make(map[string]string, len(vars)+1)
+		for k, v := range vars {
+			inner[k] = v
+		}
+		inner[n.op] = t
+		return checkType(n.args[1], inner)
 	case 'u':
 		t, err := checkType(n.args[0], vars)
 		if err != nil {
@@ -743,6 +825,27 @@ func (e *Expr) Eval(env map[string]any) (any, error) { return eval(e.root, env, 
 type frame struct {
 	elem, acc any
 	index     int
+	lets      *binding // the let bindings in scope
+}
+
+// binding is a let name's value, and the bindings of the scope around it.
+type binding struct {
+	name  string
+	val   any
+	outer *binding
+}
+
+// lookup is the value of a let name in scope.
+func (f *frame) lookup(name string) (any, bool) {
+	if f == nil {
+		return nil, false
+	}
+	for b := f.lets; b != nil; b = b.outer {
+		if b.name == name {
+			return b.val, true
+		}
+	}
+	return nil, false
 }
 
 // EvalBool evaluates a boolean expression.
@@ -863,10 +966,24 @@ func eval(n *node, env map[string]any, f *frame) (any, error) {
 	case 'l':
 		return n.val, nil
 	case 'v':
+		if v, ok := f.lookup(n.op); ok {
+			return v, nil
+		}
 		if v, ok := env[n.op]; ok {
 			return v, nil
 		}
 		return 0, nil
+	case 'L':
+		v, err := eval(n.args[0], env, f)
+		if err != nil {
+			return nil, err
+		}
+		inner := &frame{}
+		if f != nil {
+			*inner = *f
+		}
+		inner.lets = &binding{name: n.op, val: v, outer: inner.lets}
+		return eval(n.args[1], env, inner)
 	case 'p':
 		switch n.op {
 		case "#index":
@@ -1109,6 +1226,9 @@ func evalReduce(n *node, env map[string]any, outer *frame) (any, error) {
 		return lo + i
 	}
 	f := &frame{}
+	if outer != nil {
+		f.lets = outer.lets // the body sees the let names around reduce
+	}
 	start := 0
 	if len(n.args) == 3 {
 		init, err := eval(n.args[2], env, outer)
@@ -1275,6 +1395,23 @@ func call(name string, args []any) (any, error) {
 		}
 		return int(f), nil
 	}
+	if name == "atan2" || name == "pow" {
+		if len(args) != 2 {
+			return nil, fmt.Errorf("%s takes 2 arguments", name)
+		}
+		a, err := num(args[0], name)
+		if err != nil {
+			return nil, err
+		}
+		b, err := num(args[1], name)
+		if err != nil {
+			return nil, err
+		}
+		if name == "pow" {
+			return math.Pow(toFloat(a), toFloat(b)), nil
+		}
+		return math.Atan2(toFloat(a), toFloat(b)), nil
+	}
 	v, err := oneNum()
 	if err != nil {
 		return nil, err
@@ -1301,6 +1438,34 @@ func call(name string, args []any) (any, error) {
 		return math.Tanh(x), nil
 	case "sigmoid":
 		return 1 / (1 + math.Exp(-x)), nil
+	case "sin":
+		return math.Sin(x), nil
+	case "cos":
+		return math.Cos(x), nil
+	case "tan":
+		return math.Tan(x), nil
+	case "asin":
+		return math.Asin(x), nil
+	case "acos":
+		return math.Acos(x), nil
+	case "atan":
+		return math.Atan(x), nil
+	case "sinh":
+		return math.Sinh(x), nil
+	case "cosh":
+		return math.Cosh(x), nil
+	case "asinh":
+		return math.Asinh(x), nil
+	case "acosh":
+		return math.Acosh(x), nil
+	case "atanh":
+		return math.Atanh(x), nil
+	case "exp2":
+		return math.Exp2(x), nil
+	case "log2":
+		return math.Log2(x), nil
+	case "log10":
+		return math.Log10(x), nil
 	}
 	return nil, fmt.Errorf("unknown func %s", name)
 }

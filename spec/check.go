@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/kernels/gpu"
@@ -103,6 +104,7 @@ func (c *compiler) checkCases(out *Compiled) error {
 			c.fail(nc.field, "", "%v", err)
 			continue
 		}
+		c.checkDists(nc.c)
 		if _, err := c.scalarValues(nc.c, kernels.RMSNormEps); err != nil {
 			c.errs = append(c.errs, err)
 		}
@@ -174,8 +176,13 @@ func (c *compiler) checkCases(out *Compiled) error {
 			}
 		}
 	}
+	// A Python reference runs where a spec is verified (check, tune), not
+	// on every load: resolving parameters (get, the params loader) must not
+	// need python3 and numpy.
 	if c.reference != nil && len(c.errs) == 0 {
-		c.checkReference(k, cases)
+		if err := c.checkReference(k, cases); err != nil {
+			c.errs = append(c.errs, err)
+		}
 	}
 	return joinErrors(c.errs)
 }
@@ -213,9 +220,27 @@ func (c *compiler) matchBase(out *Compiled, nc namedCase) {
 	}
 }
 
-// checkReference runs the reference expression once on the smallest
-// shape, so that index errors show when the spec is loaded.
-func (c *compiler) checkReference(k *kernels.Kernel, cases []namedCase) {
+// CheckReference runs the kernel's own reference (an expression or a
+// Python function; nil for one that implements a built-in family) once on
+// its smallest verification or tuned shape: a missing function, an
+// exception, a wrong output count or length, a non-finite value or no
+// python3 with numpy show before any candidate runs.
+func (cp *Compiled) CheckReference() error {
+	c := cp.c
+	if c.reference == nil && c.py == nil {
+		return nil
+	}
+	var cases []namedCase
+	for _, cs := range append(slices.Clone(cp.Kernel.Odd), cp.Kernel.Workload...) {
+		cases = append(cases, namedCase{c: cs})
+	}
+	return c.checkReference(cp.Kernel, cases)
+}
+
+// checkReference runs the reference expression (or Python function) once
+// on the smallest of cases: an expression's index errors show when the
+// spec is loaded, a Python reference's when it is checked.
+func (c *compiler) checkReference(k *kernels.Kernel, cases []namedCase) error {
 	best, bestN := -1, 0
 	for i, nc := range cases {
 		n := k.OutLen(nc.c.Shape)
@@ -227,16 +252,18 @@ func (c *compiler) checkReference(k *kernels.Kernel, cases []namedCase) {
 		}
 	}
 	if best < 0 {
-		return
+		return nil
 	}
 	p, err := kernels.NewProblem(k, kernels.F32, cases[best].c, rand.New(rand.NewPCG(1, 2)))
 	if err != nil {
-		c.errs = append(c.errs, err)
-		return
+		return err
 	}
-	if _, err := c.evalReference(cases[best].c, p.Inputs, 1); err != nil {
-		c.errs = append(c.errs, err)
+	if c.py != nil {
+		_, err = c.pythonReference(kernels.F32, cases[best].c, p.Inputs)
+	} else {
+		_, err = c.evalReference(cases[best].c, p.Inputs, 1)
 	}
+	return err
 }
 
 // referenceFunc is the kernel's float64 reference: the expression per
@@ -245,9 +272,18 @@ func (c *compiler) checkReference(k *kernels.Kernel, cases []namedCase) {
 // the expression once when the spec was loaded.
 func (c *compiler) referenceFunc(k *kernels.Kernel) func(kernels.Case, [][]float32) []float64 {
 	return func(cs kernels.Case, in [][]float32) []float64 {
-		out, _ := c.evalReference(cs, in, runtime.GOMAXPROCS(0))
+		out, _ := c.referenceErr(kernels.F32, cs, in)
 		return out
 	}
+}
+
+// referenceErr is the kernel's reference with its error: the Python
+// function's (reference.python), or the expressions'.
+func (c *compiler) referenceErr(dt kernels.DType, cs kernels.Case, in [][]float32) ([]float64, error) {
+	if c.py != nil {
+		return c.pythonReference(dt, cs, in)
+	}
+	return c.evalReference(cs, in, runtime.GOMAXPROCS(0))
 }
 
 func toFloat(v any) (float64, bool) {

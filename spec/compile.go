@@ -53,10 +53,12 @@ type compiler struct {
 	classes     []*program // nil for a catch-all class
 	flops       *program
 	reference   *program
-	outIndex    int   // index of the (first) output buffer
-	outs        []int // indexes of the output buffers, in order
+	py          *PythonRef // reference.python, or nil
+	outIndex    int        // index of the (first) output buffer
+	outs        []int      // indexes of the output buffers, in order
 	outRefs     []*program
 	ranges      [][2]*program // per buffer: its range, or nils
+	dists       []string      // per buffer: its distribution (uniform by default)
 	elems       []kernels.Elem
 	inOps       []inOp // the inputs in binding order
 	base        *kernels.Kernel
@@ -448,6 +450,15 @@ func (c *compiler) compileCorrectness(out *Compiled, nOut int, inNames []string)
 		c.fail("buffers", "", "a spec that implements %s has its one output", s.Implements)
 	case s.Implements == "" && s.Reference == nil && !c.hasOutputRefs():
 		c.fail("reference", "", "required: a reference expression for output element i (reference.expr, or buffers[].reference on each output), or implements: a built-in family")
+	case s.Implements == "" && s.Reference != nil && s.Reference.Python != nil:
+		switch {
+		case s.Reference.Expr != "":
+			c.fail("reference", "", "give reference.expr or reference.python, not both")
+		case c.hasOutputRefs():
+			c.fail("reference.python", "", "computes every output; remove buffers[].reference")
+		default:
+			c.compilePython(s.Reference.Python)
+		}
 	case s.Implements == "":
 		env := envOf(map[string]any{"bias": 0, "eps": 0.0}, c.dims, []string{"i"})
 		for _, n := range inNames {
@@ -456,7 +467,13 @@ func (c *compiler) compileCorrectness(out *Compiled, nOut int, inNames []string)
 		if m := s.Source.MLX; m != nil {
 			for _, cn := range m.Constants {
 				if _, clash := env[cn.Name]; !clash && !reserved[cn.Name] {
-					env[cn.Name] = []float64{}
+					// A scalar constant is a number in the reference, as
+					// the kernel sees it: a value, not a one-element array.
+					if cn.Value != "" {
+						env[cn.Name] = 0.0
+					} else {
+						env[cn.Name] = []float64{}
+					}
 				}
 			}
 			if m.InitValue != nil {
@@ -705,7 +722,7 @@ func (c *compiler) kernel(fam *params.Family, base *kernels.Kernel) *kernels.Ker
 	if m := s.Source.MLX; m != nil {
 		k.Init = m.InitValue
 	}
-	if c.typed() {
+	if c.typed() || c.drawsOwn() {
 		k.FillCase = c.fill
 	}
 	switch {
@@ -732,6 +749,7 @@ func (c *compiler) kernel(fam *params.Family, base *kernels.Kernel) *kernels.Ker
 		}
 	} else {
 		k.Reference = c.referenceFunc(k)
+		k.ReferenceErr = c.referenceErr
 	}
 	return k
 }

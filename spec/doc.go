@@ -7,7 +7,10 @@
 // launch geometry as expressions over the shape and the parameters (the
 // language of params.Expr, which the family descriptions use too), the shapes or shape classes to tune, and how
 // to check results: the float64 reference of a built-in family it
-// implements, or a reference expression per output element.
+// implements, a reference expression per output element, or a NumPy
+// function in a Python file next to the spec (reference.python, run in
+// python3 with numpy, once per problem; pyref.go), on inputs drawn as each
+// buffer's dist says (uniform, normal, int, sorted, positive; dist.go).
 //
 // A parsed spec becomes a *kernels.Kernel and a *gpu.Body; Register adds
 // both to their registries, so that the tuner and every GPU backend find the

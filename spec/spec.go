@@ -231,6 +231,11 @@ type Buffer struct {
 	// expressions over the dims; integers in [lo, hi], floats in [lo, hi).
 	// Default: the whole integer type, bool 0/1, floats [-1, 1).
 	Range []string `json:"range,omitempty"`
+	// Dist is how an input's values are drawn (see dists): "uniform"
+	// (default), "normal" (range [mean, std]), "int" (integers in
+	// [lo, hi], valid indices), "sorted" (uniform, ascending along the last
+	// dim of the shape) or "positive" (uniform in [lo, hi), lo > 0).
+	Dist string `json:"dist,omitempty"`
 }
 
 // Scalar is one scalar argument, passed after the buffers.
@@ -276,7 +281,10 @@ type Class struct {
 type Reference struct {
 	// Expr computes output element i from the dims, the input buffers (as
 	// float64 arrays named like the buffers), bias and eps.
-	Expr string `json:"expr"`
+	Expr string `json:"expr,omitempty"`
+	// Python, instead of Expr, computes every output by a NumPy function
+	// in a file next to the spec: loops, recurrences and any math.
+	Python *PythonRef `json:"python,omitempty"`
 }
 
 // Error is a problem in a spec file: the file, the JSON field and, where

@@ -21,7 +21,7 @@ type StaticCheck struct {
 	File               string       `json:"file"`
 	Kernel             string       `json:"kernel"`
 	Dims               []string     `json:"dims"`
-	Correctness        string       `json:"correctness"` // "reference expression" or "implements <family> (its float64 reference)"
+	Correctness        string       `json:"correctness"` // "reference expression", "Python reference <file>:<function>" or "implements <family> (its float64 reference)"
 	APIs               []string     `json:"apis"`
 	Params             []CheckParam `json:"params"`
 	SpaceSize          int          `json:"space_size"`
@@ -64,13 +64,21 @@ type MSLCheck struct {
 // StaticCheck enumerates the space per class, generates every valid
 // candidate's source for each API the spec has, and syntax-checks the
 // Metal sources when a clang is found. Metal sources that clang rejects
-// give an *MSLError.
+// give an *MSLError. A Python reference runs once first (CheckReference).
 func (c *Compiled) StaticCheck(ctx context.Context) (*StaticCheck, error) {
+	if c.c.py != nil {
+		if err := c.CheckReference(); err != nil {
+			return nil, err
+		}
+	}
 	k := c.Kernel
 	sc := &StaticCheck{File: c.File, Kernel: k.Name, Dims: k.Dims, Correctness: "reference expression",
 		Params: []CheckParam{}, Classes: []CheckClass{}, VerificationShapes: len(k.Odd), DTypes: len(c.DTypes())}
-	if c.Base != nil {
+	switch {
+	case c.Base != nil:
 		sc.Correctness = "implements " + c.Base.Name + " (its float64 reference)"
+	case c.c.py != nil:
+		sc.Correctness = "Python reference " + c.c.py.File + ":" + c.c.py.Function
 	}
 	for _, a := range c.APIs {
 		sc.APIs = append(sc.APIs, string(a))

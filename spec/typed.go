@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/kerntune/kerntune/kernels"
@@ -42,6 +44,25 @@ func (c *compiler) bufferTyping(i int, b Buffer, dEnv map[string]any) {
 	if b.Reference != "" && b.IO != "out" {
 		c.fail(f+".reference", "", "only an output buffer has a reference expression")
 	}
+	isInt := e != kernels.ElemDType && !e.IsFloat()
+	d := b.Dist
+	if d == "" {
+		d = "uniform"
+	}
+	switch {
+	case !slices.Contains(dists, d):
+		c.fail(f+".dist", "", "%q is not a distribution (allowed: %s)", b.Dist, strings.Join(dists, ", "))
+	case b.Dist != "" && b.IO != "in":
+		c.fail(f+".dist", "", "only an input buffer has a distribution of random values")
+	case b.Dist != "" && c.s.Implements != "":
+		c.fail(f+".dist", "", "a spec that implements %s draws its inputs as %s does", c.s.Implements, c.s.Implements)
+	case isInt && (d == "normal" || d == "positive"):
+		c.fail(f+".dist", "", "%q draws floats, but the buffer's dtype is %s (allowed for integer dtypes: uniform, int, sorted)", d, e)
+	}
+	c.dists = append(c.dists, d)
+	if d == "int" && !isInt && len(b.Range) == 0 && b.IO == "in" {
+		c.fail(f+".range", "", "required with dist \"int\": [lo, hi], the integers to draw, over the dims (valid indices of a dim n: [\"0\", \"n - 1\"])")
+	}
 	var rg [2]*program
 	if len(b.Range) > 0 {
 		switch {
@@ -50,10 +71,14 @@ func (c *compiler) bufferTyping(i int, b Buffer, dEnv map[string]any) {
 		case c.s.Implements != "":
 			c.fail(f+".range", "", "a spec that implements %s draws its inputs as %s does", c.s.Implements, c.s.Implements)
 		case len(b.Range) != 2:
-			c.fail(f+".range", "", "has %d expressions; give [lo, hi] over the dims", len(b.Range))
+			what := "[lo, hi]"
+			if d == "normal" {
+				what = "[mean, std]"
+			}
+			c.fail(f+".range", "", "has %d expressions; give %s over the dims", len(b.Range), what)
 		default:
 			k := floatKind
-			if e != kernels.ElemDType && !e.IsFloat() {
+			if isInt || d == "int" {
 				k = intKind
 			}
 			for j, src := range b.Range {
@@ -232,31 +257,10 @@ func (c *compiler) fill(cs kernels.Case, op kernels.Operand, buf []float32, rng 
 	}
 	vals := make([]float32, n)
 	e := c.inElem(in)
-	rg := c.ranges[in.buffer]
-	switch {
-	case c.base != nil && c.base.Fill != nil:
+	if c.base != nil && c.base.Fill != nil {
 		c.base.Fill(kernels.Operand{Name: op.Name, Len: n}, vals, rng)
-	case e != kernels.ElemDType && !e.IsFloat():
-		lo, hi := e.IntRange()
-		if rg[0] != nil {
-			env := c.env(cs.Shape, nil)
-			l, _ := rg[0].evalInt(env)
-			h, _ := rg[1].evalInt(env)
-			lo, hi = max(lo, int64(l)), min(hi, int64(h))
-		}
-		for i := range vals {
-			vals[i] = kernels.Int(lo + rng.Int64N(hi-lo+1))
-		}
-	default:
-		lo, hi := -1.0, 1.0
-		if rg[0] != nil {
-			env := c.env(cs.Shape, nil)
-			lo, _ = rg[0].evalFloat(env)
-			hi, _ = rg[1].evalFloat(env)
-		}
-		for i := range vals {
-			vals[i] = float32(lo + rng.Float64()*(hi-lo))
-		}
+	} else {
+		c.draw(in.buffer, cs, l.dims, vals, rng)
 	}
 	if len(buf) == n && !cs.Has(stridedOption) {
 		copy(buf, vals)
@@ -323,10 +327,17 @@ func (c *compiler) evalReference(cs kernels.Case, in [][]float32, workers int) (
 			bufs[x.name] = nil // an absent optional input
 		}
 	}
+	scalars := map[string]float64{}
 	for i, x := range c.present(cs) {
-		if i < len(in) && !reserved[x.name] { // a constant named eps is the eps of the expressions
-			bufs[x.name] = c.logical(x, cs, in[i])
+		if i >= len(in) || reserved[x.name] { // a constant named eps is the eps of the expressions
+			continue
 		}
+		v := c.logical(x, cs, in[i])
+		if x.cnst >= 0 && c.s.Source.MLX.Constants[x.cnst].Value != "" && len(v) == 1 {
+			scalars[x.name] = v[0]
+			continue
+		}
+		bufs[x.name] = v
 	}
 	var out []float64
 	for j, oi := range c.outs {
@@ -338,7 +349,7 @@ func (c *compiler) evalReference(cs kernels.Case, in [][]float32, workers int) (
 		if ref == nil {
 			return nil, fmt.Errorf("%s: output %s has no reference", c.s.Name, c.s.Buffers[oi].Name)
 		}
-		part, err := c.evalOutput(ref, cs, bufs, n, workers)
+		part, err := c.evalOutput(ref, cs, bufs, scalars, n, workers)
 		out = append(out, part...)
 		if err != nil {
 			return out, err
@@ -350,7 +361,7 @@ func (c *compiler) evalReference(cs kernels.Case, in [][]float32, workers int) (
 // evalOutput evaluates one output's expression for elements 0..n-1 on
 // workers goroutines. An element whose evaluation fails is NaN, which
 // fails verification.
-func (c *compiler) evalOutput(ref *program, cs kernels.Case, bufs map[string][]float64, n, workers int) ([]float64, error) {
+func (c *compiler) evalOutput(ref *program, cs kernels.Case, bufs map[string][]float64, scalars map[string]float64, n, workers int) ([]float64, error) {
 	out := make([]float64, n)
 	workers = max(1, min(workers, n/256))
 	var wg sync.WaitGroup
@@ -367,6 +378,9 @@ func (c *compiler) evalOutput(ref *program, cs kernels.Case, bufs map[string][]f
 			}
 			for name, b := range bufs {
 				env[name] = b
+			}
+			for name, v := range scalars {
+				env[name] = v
 			}
 			for i := w; i < n; i += workers {
 				env["i"] = i

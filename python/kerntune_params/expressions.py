@@ -12,7 +12,11 @@ from .errors import SpecError
 _FUNCS = {
     "cdiv", "idiv", "is_pow2", "exp", "sqrt", "rsqrt", "log", "tanh", "sigmoid",
     "min", "max", "abs", "ceil", "floor", "round", "int", "float", "len", "sum",
+    "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "asinh", "acosh", "atanh",
+    "exp2", "log2", "log10", "pow",
 }
+# Names a let binding cannot take.
+_KEYWORDS = {"let", "true", "false", "and", "or", "not", "reduce"}
 # The names a reduce body reads its element, index and accumulator by.
 _POINTERS = {"#", "#index", "#acc"}
 _RESERVED_SPEC_NAMES = {
@@ -31,7 +35,7 @@ _BINARY = {
 _RIGHT_ASSOC = {"**", "^"}
 _COMPARISON = {"<", ">", "<=", ">="}
 _UNARY = {"not": 50, "!": 50, "-": 90, "+": 90}
-_OPERATORS = ("..", "**", "==", "!=", "<=", ">=", "&&", "||", "-", "+", "*", "/", "%", "^", "<", ">", "!", "?", ":", "(", ")", ",", "[", "]")
+_OPERATORS = ("..", "**", "==", "!=", "<=", ">=", "&&", "||", "-", "+", "*", "/", "%", "^", "<", ">", "!", "?", ":", "(", ")", ",", "[", "]", "=", ";")
 
 
 class _ExprSyntax(Exception):
@@ -55,6 +59,7 @@ class _Expr:
         self._toks = self._tokenize(src)
         self._pos = 0
         self._bodies = 0  # reduce bodies open: where #, #index and #acc mean something
+        self._lets: List[str] = []  # let names in scope, innermost last
         self.node = self._expression(0)
         if self._peek() is not None:
             raise _ExprSyntax(f"unexpected token {self._peek()[1]!r}")
@@ -113,7 +118,34 @@ class _Expr:
             return t[1]
         return None
 
+    def _is_let(self) -> bool:
+        """A let binding starts here: let and a name (a variable may still be called let where no name follows)."""
+        p = self._pos
+        return p + 1 < len(self._toks) and self._toks[p] == ("id", "let") and self._toks[p + 1][0] == "id"
+
+    def _let(self) -> Any:
+        """let name = value; body"""
+        self._next()
+        name = self._next()[1]
+        if name in _POINTERS or name.startswith("#"):
+            raise _ExprSyntax(f"cannot redeclare {name} (a reduce body's)")
+        if name in _KEYWORDS or name in _FUNCS:
+            raise _ExprSyntax(f"cannot redeclare builtin {name}")
+        if name in self._lets:
+            raise _ExprSyntax(f"cannot redeclare variable {name} (a let name in scope is not shadowed)")
+        if name in self._names:
+            raise _ExprSyntax(f"cannot redeclare {name} (a variable of the expression)")
+        self._expect("=")
+        val = self._expression(0)
+        self._expect(";")
+        self._lets.append(name)
+        body = self._expression(0)
+        self._lets.pop()
+        return ("let", name, val, body)
+
     def _expression(self, prec: int) -> Any:
+        if prec == 0 and self._is_let():
+            return self._let()
         left = self._primary()
         while True:
             op = self._binop()
@@ -223,6 +255,8 @@ class _Expr:
                         break
                 self._expect(")")
                 return ("call", v, args)
+            if v in self._lets:
+                return ("var", v)
             if v not in self._names:
                 raise _ExprSyntax(f"unknown name {v}")
             self.idents.add(v)
@@ -273,6 +307,8 @@ _USER_FUNCS = {
     "cdiv": ((INT, INT), INT), "idiv": ((INT, INT), INT), "is_pow2": ((INT,), BOOL),
     "exp": ((FLOAT,), FLOAT), "sqrt": ((FLOAT,), FLOAT), "rsqrt": ((FLOAT,), FLOAT), "log": ((FLOAT,), FLOAT),
     "tanh": ((FLOAT,), FLOAT), "sigmoid": ((FLOAT,), FLOAT),
+    **{f: ((FLOAT,), FLOAT) for f in ("sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "exp2", "log2", "log10")},
+    "atan2": ((FLOAT, FLOAT), FLOAT), "pow": ((FLOAT, FLOAT), FLOAT),
 }
 
 
@@ -312,6 +348,8 @@ def _check(n: Any, types: Mapping[str, str]) -> str:
         return types.get(n[1], INT)
     if tag == "ptr":
         return types[n[1]]
+    if tag == "let":
+        return _check(n[3], {**types, n[1]: _check(n[2], types)})
     if tag == "idx":
         a, i = _check(n[1], types), _check(n[2], types)
         if a not in (ARRAY, RANGE, ""):
@@ -470,18 +508,29 @@ def _eval_reduce(n: Any, env: Mapping[str, Any], outer: Any) -> Any:
         if not len(coll):
             raise _ExprRuntime("reduce of an empty array with no initial value")
         acc, start = _element(coll, 0), 1
+    lets = outer[3] if outer is not None else None  # the body sees the let names around reduce
     for i in range(start, len(coll)):
-        acc = _eval(n[2], env, (_element(coll, i), i, acc))
+        acc = _eval(n[2], env, (_element(coll, i), i, acc, lets))
     return acc
 
 
 def _eval(n: Any, env: Mapping[str, Any], frame: Any = None) -> Any:
-    """The value of node n; frame is the innermost reduce body's (element, index, accumulator)."""
+    """The value of node n; frame is the innermost reduce body's (element,
+    index, accumulator) and the let bindings in scope, (name, value, outer)."""
     tag = n[0]
     if tag == "lit":
         return n[1]
     if tag == "var":
+        b = frame[3] if frame is not None else None
+        while b is not None:
+            if b[0] == n[1]:
+                return b[1]
+            b = b[2]
         return env.get(n[1], 0)
+    if tag == "let":
+        v = _eval(n[2], env, frame)
+        f = frame if frame is not None else (None, 0, None, None)
+        return _eval(n[3], env, (f[0], f[1], f[2], (n[1], v, f[3])))
     if tag == "ptr":
         return frame[{"#": 0, "#index": 1, "#acc": 2}[n[1]]]
     if tag == "idx":
@@ -563,13 +612,60 @@ def _eval(n: Any, env: Mapping[str, Any], frame: Any = None) -> Any:
             raise _ExprRuntime("runtime error: integer divide by zero")
         return _wrap(_go_mod(a, b))
     if op in ("**", "^"):
-        try:
-            return math.pow(float(a), float(b))
-        except OverflowError:
-            return math.inf
-        except ValueError:
-            return math.nan
+        return _go_pow(float(a), float(b))
     raise _ExprRuntime(f"unknown operator {op}")
+
+
+def _odd_int(y: float) -> bool:
+    return math.isfinite(y) and y == math.floor(y) and abs(y) < 1 << 53 and int(y) % 2 == 1
+
+
+def _go_pow(x: float, y: float) -> float:
+    """Go's math.Pow: C's pow, with ±Inf for a zero base and a negative
+    exponent or on overflow, and NaN for a negative base and a non-integer
+    exponent, where Python's raises."""
+    try:
+        return math.pow(x, y)
+    except OverflowError:
+        return -math.inf if x < 0 and _odd_int(y) else math.inf
+    except ValueError:
+        if x == 0:
+            return math.copysign(math.inf, x) if _odd_int(y) else math.inf
+        return math.nan
+
+
+def _go_math(name: str, x: float) -> float:
+    """The one-argument float functions as Go's math package gives them: NaN
+    outside the domain, ±Inf at a pole or on overflow (Python raises)."""
+    f = {
+        "sin": math.sin, "cos": math.cos, "tan": math.tan, "asin": math.asin, "acos": math.acos,
+        "atan": math.atan, "sinh": math.sinh, "cosh": math.cosh, "asinh": math.asinh,
+        "acosh": math.acosh, "atanh": math.atanh,
+    }.get(name)
+    try:
+        if f is not None:
+            return f(x)
+        if name == "exp2":
+            return _go_pow(2.0, x)
+        if name in ("log2", "log10"):
+            if math.isnan(x) or x < 0:
+                return math.nan
+            if x == 0:
+                return -math.inf
+            if math.isinf(x):
+                return x
+            # Go's Log2: exact for a power of two, else log(frac)/ln2 + exp.
+            frac, exp = math.frexp(x)
+            # The constants are Go's exact 1/Ln2 and Ln2/Ln10, rounded once.
+            l2 = float(exp - 1) if frac == 0.5 else math.log(frac) * 1.4426950408889634074 + float(exp)
+            return l2 if name == "log2" else l2 * 0.30102999566398119521
+    except OverflowError:
+        return math.copysign(math.inf, x) if name == "sinh" else math.inf
+    except ValueError:
+        if name == "atanh" and abs(x) == 1:
+            return math.copysign(math.inf, x)
+        return math.nan
+    raise _ExprRuntime(f"unknown func {name}")
 
 
 def _call(name: str, args: List[Any]) -> Any:
@@ -630,6 +726,11 @@ def _call(name: str, args: List[Any]) -> Any:
         return _wrap(int(x)) if math.isfinite(x) else 0
     if name == "float":
         return float(one_num())
+    if name in ("atan2", "pow"):
+        if len(args) != 2:
+            raise _ExprRuntime(f"{name} takes 2 arguments")
+        a, b = float(_num(args[0], name)), float(_num(args[1], name))
+        return _go_pow(a, b) if name == "pow" else math.atan2(a, b)
     x = float(one_num())
     try:
         if name == "exp":
@@ -644,6 +745,8 @@ def _call(name: str, args: List[Any]) -> Any:
             return math.tanh(x)
         if name == "sigmoid":
             return 1 / (1 + math.exp(-x))
+        if name in _FUNCS:
+            return _go_math(name, x)
     except OverflowError:
         return math.inf if name != "sigmoid" else 0.0
     raise _ExprRuntime(f"unknown func {name}")

@@ -15,6 +15,9 @@ from .expressions import _DIALECT_NAMES, _RESERVED_SPEC_NAMES, BOOL, FLOAT, INT,
 from .families import Family, Param, Space, builtin_families, dtypes, shape_string
 from .specschema import decode_spec
 
+# How an input's random values may be drawn (buffers[i].dist; spec/dist.go).
+_DISTS = ("uniform", "normal", "int", "sorted", "positive")
+
 # The MLX dtypes a buffer may have, and the tuned element types' MLX names.
 MLX_DTYPES = ("float32", "float16", "bfloat16", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
               "uint64", "bool")
@@ -399,13 +402,18 @@ def _compile(s: Dict[str, Any], path: str) -> Family:  # noqa: C901 - one pass, 
                 raise fail(f + ".optional", "an output buffer cannot be optional")
         else:
             raise fail(f + ".io", f"{_quote(io)} is neither \"in\" nor \"out\"")
-        for key in ("dtype", "reference", "range"):
+        for key in ("dtype", "reference", "range", "dist"):
             if key in b and mlx is None:
                 raise fail(f"{f}.{key}", f"only an mlx source gives buffers a {key} (the other sources take the tuned dtype)")
         if "dtype" in b and b["dtype"] != "dtype" and b["dtype"] not in MLX_DTYPES:
             raise fail(f + ".dtype", f"{_quote(b['dtype'])} is not a dtype ({_BUFFER_DTYPES_TEXT})")
         if "reference" in b and io != "out":
             raise fail(f + ".reference", "only an output buffer has a reference (its element i in float64)")
+        if "dist" in b:
+            if b["dist"] not in _DISTS:
+                raise fail(f + ".dist", f"{_quote(b['dist'])} is not a distribution (allowed: {', '.join(_DISTS)})")
+            if io != "in":
+                raise fail(f + ".dist", "only an input buffer has a distribution of random values")
         if "range" in b:
             if io != "in":
                 raise fail(f + ".range", "only an input buffer has a range (how its random values are drawn)")
@@ -477,7 +485,17 @@ def _compile(s: Dict[str, Any], path: str) -> Family:  # noqa: C901 - one pass, 
         raise fail(f"buffers[{out_buffers[0][0]}].reference", f"a spec that implements {implements} is checked against its reference; remove one")
     if implements and len(out_buffers) > 1:
         raise fail("implements", f"a spec that implements {implements} has one output buffer, not {len(out_buffers)}")
-    if not implements:
+    py_ref = reference is not None and reference.get("python") is not None
+    if not implements and py_ref:
+        # The Python function computes every output; the loader checks its
+        # form only (kerntune runs it when it verifies).
+        if reference.get("expr"):
+            raise fail("reference", "give reference.expr or reference.python, not both")
+        if out_refs:
+            raise fail("reference.python", "computes every output; remove buffers[].reference")
+        if not reference["python"].get("file"):
+            raise fail("reference.python.file", "required: the Python file (relative to the spec) that defines the reference function")
+    elif not implements:
         if len(out_buffers) > 1:
             if reference is not None:
                 raise fail("reference", "a spec with several outputs gives a reference on each output buffer instead")

@@ -36,7 +36,7 @@ _STRUCTS: Dict[str, Dict[str, Type]] = {
     "MLXConstant": {"name": "string", "dtype": "string", "values": ("list", "string"), "value": "string"},
     "Buffer": {
         "name": "string", "io": "string", "length": "string", "shape": ("list", "string"), "optional": "bool",
-        "dtype": "string", "reference": "string", "range": ("list", "string"),
+        "dtype": "string", "reference": "string", "range": ("list", "string"), "dist": "string",
     },
     "Scalar": {"name": "string", "type": "string", "value": "string"},
     "Param": {"name": "string", "values": ("list", "int"), "default": "int", "doc": "string"},
@@ -45,7 +45,8 @@ _STRUCTS: Dict[str, Dict[str, Type]] = {
         "shared_bytes": "string", "defines": ("map", "string"),
     },
     "Class": {"name": "string", "when": "string"},
-    "Reference": {"expr": "string"},
+    "Reference": {"expr": "string", "python": "PythonRef"},
+    "PythonRef": {"file": "string", "function": "string"},
 }
 
 _INT64 = (-(1 << 63), (1 << 63) - 1)
