@@ -87,11 +87,10 @@ func Require(tb testing.TB) string {
 	return ""
 }
 
-// DefaultVersion is the Metal language version New checks against: 3.0,
-// the oldest that kerntune's Metal backend compiles with, where
-// __HAVE_BFLOAT__ is undefined (generated bf16 kernels take their ushort
-// path; MLX's bfloat helpers are left out).
-const DefaultVersion = "3.0"
+// DefaultVersion is the Metal language version New checks against: 3.1,
+// the oldest that MLX compiles with (macOS 14), the first with bfloat
+// (__HAVE_BFLOAT__), which MLX's helpers need.
+const DefaultVersion = "3.1"
 
 // Versions are the Metal language versions a Checker takes.
 var Versions = []string{"3.0", "3.1", "3.2", "4.0"}
