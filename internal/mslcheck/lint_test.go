@@ -141,3 +141,58 @@ kernel void k2(device float* y [[buffer(0)]], device const float* x [[buffer(30)
 		t.Errorf("want only the const char* finding; got %v", diags)
 	}
 }
+
+// The checker defines __METAL_VERSION__ and, from 3.1 on, __HAVE_BFLOAT__,
+// as Apple's compiler does for the version.
+func TestVersionMacros(t *testing.T) {
+	cc := Require(t)
+	src := head + `#if __METAL_VERSION__ != WANT_V
+#error wrong __METAL_VERSION__
+#endif
+#if defined(__HAVE_BFLOAT__) != WANT_B
+#error wrong __HAVE_BFLOAT__
+#endif
+`
+	for _, tt := range []struct {
+		v, want, bf string
+	}{{"3.0", "300", "0"}, {"3.1", "310", "1"}, {"3.2", "320", "1"}, {"4.0", "400", "1"}} {
+		c, err := NewVersion(cc, t.TempDir(), tt.v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range Modes {
+			text := strings.NewReplacer("WANT_V", tt.want, "WANT_B", tt.bf).Replace(src)
+			if err := c.CheckText(m, tt.v, text); err != nil {
+				t.Errorf("Metal %s, %s check: %v", tt.v, m, err)
+			}
+			mutated := strings.NewReplacer("WANT_V", tt.want+"1", "WANT_B", tt.bf).Replace(src)
+			if err := c.CheckText(m, tt.v, mutated); err == nil {
+				t.Errorf("Metal %s, %s check: a wrong __METAL_VERSION__ passes", tt.v, m)
+			}
+		}
+	}
+	for _, bad := range []string{"2.4", "3", "3.1.0", ""} {
+		if _, err := NewVersion(cc, t.TempDir(), bad); err == nil || !strings.Contains(err.Error(), "allowed are 3.0, 3.1, 3.2, 4.0") {
+			t.Errorf("version %q: %v", bad, err)
+		}
+	}
+}
+
+// Lint's findings fail a check: batched, named by candidate and line;
+// alone, as clang formats its errors (path:line:col: error: ...).
+func TestCheckReportsLint(t *testing.T) {
+	c := newChecker(t)
+	good := head + "kernel void kt_k(device float* y [[buffer(0)]]) { y[0] = 1.0f; }\n"
+	bad := head + "kernel void kt_k(device float* y [[buffer(31)]]) { y[0] = 1.0f; }\n"
+	if err := c.Check(Syntax, []Source{{Name: "good", Func: "kt_k", Text: good}}); err != nil {
+		t.Fatal(err)
+	}
+	err := c.Check(Syntax, []Source{{Name: "good", Func: "kt_k", Text: good}, {Name: "bad", Func: "kt_k", Text: bad}})
+	if err == nil || !strings.Contains(err.Error(), "[bad] line 3: error: [[buffer(31)]]") || strings.Contains(err.Error(), "[good]") {
+		t.Errorf("batch: %v", err)
+	}
+	err = c.CheckText(AddressSpaces, "bad", bad)
+	if err == nil || !strings.Contains(err.Error(), ".metal:3:1: error: [[buffer(31)]]") {
+		t.Errorf("alone: %v", err)
+	}
+}
