@@ -109,3 +109,19 @@ func TestCheckUndeclaredNamesTheStandIn(t *testing.T) {
 		"no member named 'not_in_msl' in namespace 'metal'", "if 'not_in_msl' is part of Metal's standard library, the stand-in lacks it", "--no-msl-check")
 	wantExit(t, []string{"check", "--spec", broken, "--backend", "none", "--no-msl-check"}, 0, "MSL check: skipped (--no-msl-check)")
 }
+
+// What Metal rejects and clang accepts (here double) fails check too,
+// cited in the user's own file with what Metal allows.
+func TestCheckRejectsWhatMetalRejects(t *testing.T) {
+	t.Parallel()
+	mslcheck.Require(t)
+	dir := t.TempDir()
+	body := testutil.ReadFile(t, "../../examples/mlx_qr_col_dot.body.metal")
+	for _, f := range []string{"mlx.header.metal", "mlx_qr_col_dot.json"} {
+		testutil.WriteFile(t, dir, f, string(testutil.ReadFile(t, filepath.Join("../../examples", f))))
+	}
+	testutil.WriteFile(t, dir, "mlx_qr_col_dot.body.metal", strings.Replace(string(body), "float(v[i])", "(double)v[i]", 1))
+	broken := filepath.Join(dir, "mlx_qr_col_dot.json")
+	wantExit(t, []string{"check", "--spec", broken, "--backend", "none"}, exitUsage,
+		filepath.Join(dir, "mlx_qr_col_dot.body.metal")+":21 (source.mlx.source_file line 21): error: double: Metal has no 64-bit floating point type; use float")
+}
