@@ -318,6 +318,7 @@ func (c *compiler) mlxOptions(out *Compiled, k *gpu.MLX) {
 	switch m.MetalVersion {
 	case "", "3.0", "3.1", "3.2", "4.0":
 		out.Body.Compile.LanguageVersion = m.MetalVersion
+		c.mlxCheckVersion()
 	default:
 		c.fail("source.mlx.metal_version", "", "%q is not a Metal language version (allowed: 3.0, 3.1, 3.2, 4.0)", m.MetalVersion)
 	}

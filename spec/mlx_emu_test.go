@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -211,6 +212,7 @@ func emuRun(t *testing.T, b *gpu.Body, p *kernels.Problem, cand map[string]int) 
 		args = append(args, mslemu.Attr(a))
 	}
 	l := b.Geometry(p.Case.Shape, cand)
-	k := mslemu.Kernel{Func: b.FuncName(p.DType, cand), Args: args} // ForSyntaxCheck made the instantiation a plain kernel
+	k := mslemu.Kernel{Func: b.FuncName(p.DType, cand), Args: args, // ForSyntaxCheck made the instantiation a plain kernel
+		Version: cmp.Or(b.Compile.LanguageVersion, mslcheck.DefaultVersion)} // MLX's bfloat helpers need __HAVE_BFLOAT__
 	return k, &mslemu.Launch{Threads: l.ThreadGrid, Group: l.Group, Buffers: bufs}, outBufs
 }

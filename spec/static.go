@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -52,20 +53,51 @@ type CheckClass struct {
 	Shapes []string `json:"shapes"`
 }
 
-// MSLCheck is the clang check of the Metal sources: passed (with the
-// count, the compiler and its runs) or skipped (no clang found).
+// MSLCheck is the check of the Metal sources: passed (with the count,
+// the compiler and its runs) or skipped (why: no compiler found, or
+// --no-msl-check).
 type MSLCheck struct {
 	Passed  int    `json:"passed"`
 	Clang   string `json:"clang,omitempty"`
 	Runs    int    `json:"runs,omitempty"`
 	Skipped string `json:"skipped,omitempty"`
+	// Compiler names Apple's compiler where it checked instead of clang.
+	Compiler string `json:"compiler,omitempty"`
+	// MetalVersion is the Metal language version checked against.
+	MetalVersion string `json:"metal_version,omitempty"`
+	// NoCompiler: skipped because no compiler was found (check refuses
+	// to go on without --no-msl-check).
+	NoCompiler bool `json:"no_compiler,omitempty"`
+}
+
+// StaticOptions are the choices of a static check.
+type StaticOptions struct {
+	// NoMSLCheck skips the check of the Metal sources.
+	NoMSLCheck bool
 }
 
 // StaticCheck enumerates the space per class, generates every valid
-// candidate's source for each API the spec has, and syntax-checks the
-// Metal sources when a clang is found. Metal sources that clang rejects
-// give an *MSLError. A Python reference runs once first (CheckReference).
+// candidate's source for each API the spec has, and checks the Metal
+// sources with Apple's compiler or clang, where one is found (MSL.NoCompiler
+// where none is). Metal sources that the compiler rejects give an
+// *MSLError.
 func (c *Compiled) StaticCheck(ctx context.Context) (*StaticCheck, error) {
+	return c.StaticCheckWith(ctx, StaticOptions{})
+}
+
+// MetalVersion is the Metal language version the spec's Metal sources are
+// checked against: its source.mlx.metal_version, else the checker's
+// default (MLX's oldest, 3.1).
+func (c *Compiled) MetalVersion() string {
+	if v := c.Body.Compile.LanguageVersion; v != "" {
+		return v
+	}
+	return mslcheck.DefaultVersion
+}
+
+// StaticCheckWith is StaticCheck with options. A Python reference runs
+// once first (CheckReference).
+func (c *Compiled) StaticCheckWith(ctx context.Context, o StaticOptions) (*StaticCheck, error) {
 	if c.c.py != nil {
 		if err := c.CheckReference(); err != nil {
 			return nil, err
@@ -134,19 +166,28 @@ func (c *Compiled) StaticCheck(ctx context.Context) (*StaticCheck, error) {
 	if len(msl) == 0 {
 		return sc, nil
 	}
-	cc, err := gpu.FindClang()
-	if err != nil {
-		sc.MSL = &MSLCheck{Skipped: err.Error()}
+	if o.NoMSLCheck {
+		sc.MSL = &MSLCheck{Skipped: "--no-msl-check"}
 		return sc, nil
 	}
-	runs, err := gpu.CheckMSL(ctx, cc, msl)
+	mc, err := gpu.FindMSLCompiler(c.MetalVersion())
+	if err != nil {
+		sc.MSL = &MSLCheck{Skipped: err.Error(), NoCompiler: true}
+		return sc, nil
+	}
+	runs, err := gpu.CheckMSLWith(ctx, mc, msl)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("%s: %w", c.File, err)
 		}
-		return nil, mslError(c, cc, msl, err)
+		return nil, mslError(ctx, c, mc, msl, err)
 	}
-	sc.MSL = &MSLCheck{Passed: len(msl), Clang: filepath.Base(cc), Runs: runs}
+	sc.MSL = &MSLCheck{Passed: len(msl), Runs: runs, MetalVersion: mc.Version}
+	if mc.Xcrun != "" {
+		sc.MSL.Compiler = mc.Name()
+	} else {
+		sc.MSL.Clang = filepath.Base(mc.Clang)
+	}
 	return sc, nil
 }
 
@@ -164,7 +205,7 @@ const maxMSLErrors = 5
 // file, so the first failing candidate is checked again alone and its
 // errors mapped back with spec.Locate. A failure without clang errors
 // (clang could not run) is returned as it is.
-func mslError(c *Compiled, clang string, srcs []gpu.MSLSource, err error) error {
+func mslError(ctx context.Context, c *Compiled, mc gpu.MSLCompiler, srcs []gpu.MSLSource, err error) error {
 	if len(srcs) == 0 {
 		return fmt.Errorf("%s: %w", c.File, err)
 	}
@@ -182,14 +223,28 @@ func mslError(c *Compiled, clang string, srcs []gpu.MSLSource, err error) error 
 		return fmt.Errorf("%s: %w", c.File, err)
 	}
 	defer os.RemoveAll(dir)
-	chk, cerr := mslcheck.New(clang, dir)
-	if cerr != nil {
-		return fmt.Errorf("%s: %w", c.File, err)
+	// Each way the first failing candidate is checked again alone.
+	var checks []func() error
+	if mc.Xcrun != "" {
+		a, aerr := mslcheck.NewApple(mc.Xcrun, dir, mc.Version)
+		if aerr != nil {
+			return fmt.Errorf("%s: %w", c.File, err)
+		}
+		checks = append(checks, func() error { return a.CheckText(ctx, s.Name, gpu.ForSyntaxCheck(s.Text)) })
+	} else {
+		chk, cerr := mslcheck.NewVersion(mc.Clang, dir, mc.Version)
+		if cerr != nil {
+			return fmt.Errorf("%s: %w", c.File, err)
+		}
+		for _, mode := range mslcheck.Modes {
+			checks = append(checks, func() error { return chk.CheckText(mode, s.Name, gpu.ForSyntaxCheck(s.Text)) })
+		}
 	}
 	var lines []string
+	var missing []string
 	seen := map[string]bool{}
-	for _, mode := range mslcheck.Modes {
-		e := chk.CheckText(mode, s.Name, gpu.ForSyntaxCheck(s.Text))
+	for _, check := range checks {
+		e := check()
 		if e == nil {
 			continue
 		}
@@ -199,6 +254,11 @@ func mslError(c *Compiled, clang string, srcs []gpu.MSLSource, err error) error 
 				continue
 			}
 			n, _ := strconv.Atoi(m[2])
+			if mc.Xcrun == "" {
+				if u := undeclared.FindStringSubmatch(m[3]); u != nil && !slices.Contains(missing, u[1]) {
+					missing = append(missing, u[1])
+				}
+			}
 			var l string
 			if o, ok := c.Locate(s.Text, n); ok {
 				l = fmt.Sprintf("  %s: error: %s\n      %s", o, m[3], strings.TrimRight(o.Text, " \t\r"))
@@ -219,19 +279,42 @@ func mslError(c *Compiled, clang string, srcs []gpu.MSLSource, err error) error 
 	if len(lines) == 0 {
 		return fmt.Errorf("%s: %w", c.File, err)
 	}
-	return &MSLError{File: c.File, Source: s.Name, Lines: lines}
+	me := &MSLError{File: c.File, Source: s.Name, Lines: lines, Compiler: mc.Name()}
+	if len(missing) > 0 {
+		me.Note = fmt.Sprintf("note: clang checks against kerntune's stand-in for <metal_stdlib>, not Apple's; if %s is part of Metal's standard library, the stand-in lacks it: "+
+			"run check with --no-msl-check to go on without the MSL check, and report the name so that the stand-in declares it", quoteAll(missing))
+	}
+	return me
+}
+
+// undeclared matches clang's errors about a name that may belong to
+// Metal's standard library but that the stand-in does not declare.
+var undeclared = regexp.MustCompile(`^(?:use of undeclared identifier|unknown type name|no template named|no member named) '([A-Za-z_][A-Za-z0-9_]*)'(?:$|;| in namespace 'metal)`)
+
+func quoteAll(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = "'" + n + "'"
+	}
+	return strings.Join(q, ", ")
 }
 
 // MSLError reports Metal sources of a spec that clang rejects, quoting
 // the lines of the user's own text it rejected: a fault of the spec, not
 // of the machine.
 type MSLError struct {
-	File   string   // the spec file
-	Source string   // the first failing candidate's source, named
-	Lines  []string // clang's errors, placed in the user's text where they could be
+	File     string   // the spec file
+	Source   string   // the first failing candidate's source, named
+	Lines    []string // the compiler's errors, placed in the user's text where they could be
+	Compiler string   // the compiler that rejected it, named
+	Note     string   // how to go on where the stand-in may lack a name; "" if not
 }
 
 func (e *MSLError) Error() string {
-	return fmt.Sprintf("%s: the Metal source of %s does not compile (clang's MSL check of the first failing candidate):\n%s",
-		e.File, e.Source, strings.Join(e.Lines, "\n"))
+	msg := fmt.Sprintf("%s: the Metal source of %s does not compile (the MSL check by %s of the first failing candidate):\n%s",
+		e.File, e.Source, e.Compiler, strings.Join(e.Lines, "\n"))
+	if e.Note != "" {
+		msg += "\n" + e.Note
+	}
+	return msg
 }

@@ -61,19 +61,25 @@ type CheckOptions struct {
 	dtypes  []string
 	sample  int
 	asJSON  bool
+	noMSL   bool // --no-msl-check
 }
 
 // checkHelp is check's usage line, summary and help.
 var checkHelp = cmdHelp{
-	use:   "check --spec FILE [--backend auto|cuda|metal|opencl|none] [--sample N]",
+	use:   "check --spec FILE [--backend auto|cuda|metal|opencl|none] [--sample N] [--no-msl-check]",
 	short: "Validate a kernel spec, enumerate its space, generate its sources and verify a sample on the GPU",
 	long: `check loads each spec file (every error names the file, the JSON field and the
 expression), enumerates the parameter space per shape class, generates the
 kernel source of every valid candidate for each API the spec supports,
-syntax-checks every Metal source with clang against kerntune's MSL shim
-(when a clang is found: $KERNTUNE_CLANG, clang-14 or clang), and, on a GPU
+checks every Metal source, with Apple's Metal compiler where xcrun finds
+it (xcrun -sdk macosx metal), else with clang ($KERNTUNE_CLANG, clang-14
+or clang) against kerntune's stand-in <metal_stdlib> and a check of what
+Metal rejects that clang cannot see, and, on a GPU
 backend, builds every --sample-th valid candidate and verifies it on the
 spec's verification shapes against its reference.
+
+Without either compiler check refuses to go on (exit 2) unless given
+--no-msl-check, which skips the Metal source check.
 
 A spec with an mlx source (MLX's fast.metal_kernel) runs on the metal
 backend only; the other backends reject it.
@@ -96,6 +102,7 @@ func NewCmdCheck(f *Factory, runF func(*CheckOptions) error) *cobra.Command {
 	fl.StringArrayVar(&o.dtypes, "dtype", nil, "element type to verify (repeatable; "+strings.Join(dtypeNames(), ", ")+"; default: the spec's dtypes)")
 	fl.IntVar(&o.sample, "sample", 0, "verify every N-th valid candidate (0: about 32 per dtype; 1: all)")
 	fl.BoolVar(&o.asJSON, "json", false, "print the checks as JSON on stdout")
+	fl.BoolVar(&o.noMSL, "no-msl-check", false, "skip the check of Metal sources (by Apple's compiler or clang)")
 	return cmd
 }
 
@@ -144,8 +151,9 @@ func runCheck(o *CheckOptions) error {
 		}
 		return err
 	}
+	var unchecked []string
 	for _, c := range cs {
-		sc, err := c.StaticCheck(o.ctx)
+		sc, err := c.StaticCheckWith(o.ctx, spec.StaticOptions{NoMSLCheck: o.noMSL})
 		var me *spec.MSLError
 		if errors.As(err, &me) {
 			return usageError{err}
@@ -155,6 +163,15 @@ func runCheck(o *CheckOptions) error {
 		}
 		printStaticCheck(text, sc)
 		res.Specs = append(res.Specs, sc)
+		if sc.MSL != nil && sc.MSL.NoCompiler {
+			unchecked = append(unchecked, c.File)
+		}
+	}
+	if len(unchecked) > 0 {
+		// Loud: a check that did not run must not read as one that passed.
+		fmt.Fprintf(log, "\nWARNING: the Metal sources of %s were NOT checked: %s.\n"+
+			"WARNING: install a compiler and run check again, or pass --no-msl-check to go on without the check.\n\n", strings.Join(unchecked, ", "), gpu.NoMSLCompiler)
+		return done(usageErrorf("check: the Metal sources of %s were not checked (%s); --no-msl-check goes on without the check", strings.Join(unchecked, ", "), gpu.NoMSLCompiler))
 	}
 	if o.backend == "none" {
 		res.DeviceCheck = "not run (--backend none)"
@@ -331,9 +348,13 @@ func printStaticCheck(w io.Writer, sc *spec.StaticCheck) {
 	fmt.Fprintf(w, "  sources generated: %d (%s × %s × %s)\n", sc.Sources, plural(sc.Valid, "candidate", "candidates"), plural(sc.DTypes, "dtype", "dtypes"), plural(len(sc.APIs), "API", "APIs"))
 	switch {
 	case sc.MSL == nil:
+	case sc.MSL.NoCompiler:
+		fmt.Fprintf(w, "  MSL check: NOT RUN: %s\n", sc.MSL.Skipped)
 	case sc.MSL.Skipped != "":
-		fmt.Fprintf(w, "  MSL syntax check: skipped: %s\n", sc.MSL.Skipped)
+		fmt.Fprintf(w, "  MSL check: skipped (%s)\n", sc.MSL.Skipped)
+	case sc.MSL.Compiler != "":
+		fmt.Fprintf(w, "  MSL check by %s: %s passed (every candidate × dtype; Metal %s, %s)\n", sc.MSL.Compiler, plural(sc.MSL.Passed, "Metal source", "Metal sources"), sc.MSL.MetalVersion, plural(sc.MSL.Runs, "run", "runs"))
 	default:
-		fmt.Fprintf(w, "  MSL syntax and address-space checks: %s passed (every candidate × dtype; %s, %s)\n", plural(sc.MSL.Passed, "Metal source", "Metal sources"), sc.MSL.Clang, plural(sc.MSL.Runs, "run", "runs"))
+		fmt.Fprintf(w, "  MSL syntax and address-space checks: %s passed (every candidate × dtype; %s, Metal %s, %s)\n", plural(sc.MSL.Passed, "Metal source", "Metal sources"), sc.MSL.Clang, sc.MSL.MetalVersion, plural(sc.MSL.Runs, "run", "runs"))
 	}
 }

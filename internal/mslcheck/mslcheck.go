@@ -87,17 +87,49 @@ func Require(tb testing.TB) string {
 	return ""
 }
 
-// Checker runs clang against the stand-in headers.
+// DefaultVersion is the Metal language version New checks against: 3.1,
+// the oldest that MLX compiles with (macOS 14), the first with bfloat
+// (__HAVE_BFLOAT__), which MLX's helpers need.
+const DefaultVersion = "3.1"
+
+// Versions are the Metal language versions a Checker takes.
+var Versions = []string{"3.0", "3.1", "3.2", "4.0"}
+
+// VersionMacro is __METAL_VERSION__ for a Metal language version ("3.2":
+// 320), or an error naming the versions allowed.
+func VersionMacro(v string) (int, error) {
+	var major, minor int
+	if _, err := fmt.Sscanf(v, "%d.%d", &major, &minor); err != nil || fmt.Sprintf("%d.%d", major, minor) != v || major < 3 || major > 4 || minor > 9 {
+		return 0, fmt.Errorf("Metal language version %q: allowed are %s", v, strings.Join(Versions, ", "))
+	}
+	return major*100 + minor*10, nil
+}
+
+// Checker runs clang against the stand-in headers, for one Metal language
+// version.
 type Checker struct {
-	clang string
-	dir   string
-	files atomic.Int64
+	clang   string
+	dir     string
+	version string
+	macro   int // __METAL_VERSION__
+	files   atomic.Int64
 }
 
 // New writes the stand-in headers under dir (a test's TempDir, say) and
-// returns a Checker that runs clang there.
+// returns a Checker that runs clang there for DefaultVersion.
 func New(clang, dir string) (*Checker, error) {
-	err := fs.WalkDir(shims, "shim", func(path string, d fs.DirEntry, err error) error {
+	return NewVersion(clang, dir, DefaultVersion)
+}
+
+// NewVersion is New for a Metal language version ("3.2"): clang sees
+// __METAL_VERSION__ (320) and, from 3.1 on, __HAVE_BFLOAT__, as Apple's
+// compiler defines them.
+func NewVersion(clang, dir, version string) (*Checker, error) {
+	macro, err := VersionMacro(version)
+	if err != nil {
+		return nil, err
+	}
+	err = fs.WalkDir(shims, "shim", func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
@@ -114,12 +146,20 @@ func New(clang, dir string) (*Checker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("writing the MSL stand-in headers to %s: %w", dir, err)
 	}
-	return &Checker{clang: clang, dir: dir}, nil
+	return &Checker{clang: clang, dir: dir, version: version, macro: macro}, nil
 }
+
+// Version is the Metal language version the checker checks against.
+func (c *Checker) Version() string { return c.version }
 
 // args are clang's arguments for checking file in mode.
 func (c *Checker) args(mode Mode, file string) []string {
-	common := []string{"-fsyntax-only", "-Wno-unknown-attributes", "-ferror-limit=10"}
+	// Metal's attributes are unknown to clang; Lint checks them instead.
+	common := []string{"-fsyntax-only", "-Wno-unknown-attributes", "-ferror-limit=10",
+		"-D__METAL_VERSION__=" + strconv.Itoa(c.macro)}
+	if c.macro >= 310 {
+		common = append(common, "-D__HAVE_BFLOAT__=1")
+	}
 	if mode == AddressSpaces {
 		// -cl-no-stdinc: OpenCL's own vector types and builtins would clash
 		// with the MSL names the stand-in declares.
@@ -131,22 +171,41 @@ func (c *Checker) args(mode Mode, file string) []string {
 		"-I", filepath.Join(c.dir, "shim", "cpp"), file)...)
 }
 
-// run checks one file and names the candidate of each error line.
-func (c *Checker) run(mode Mode, name, text string, spans []span) error {
+// run checks one file and names the candidate of each error line; lint
+// holds Lint's findings, already formatted, which fail the check too.
+func (c *Checker) run(mode Mode, name, text string, spans []span, lintOf func(path string) []string) error {
 	path := filepath.Join(c.dir, fmt.Sprintf("check%d.metal", c.files.Add(1)))
+	lint := lintOf(path)
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
 	out, err := exec.Command(c.clang, c.args(mode, path)...).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("MSL %s check of %s (%s): %w\n%s", mode, name, path, err, annotate(out, path, spans))
+	if err == nil && len(lint) == 0 {
+		return nil
 	}
-	return nil
+	var b bytes.Buffer
+	if err != nil {
+		b.Write(annotate(out, path, spans))
+	}
+	for _, l := range lint {
+		b.WriteString(l + "\n")
+	}
+	if err == nil {
+		err = errors.New("Metal rejects what clang accepts")
+	}
+	return fmt.Errorf("MSL %s check of %s (%s, Metal %s): %w\n%s", mode, name, path, c.version, err, b.Bytes())
 }
 
-// CheckText checks one translation unit as it is, unbatched.
+// CheckText checks one translation unit as it is, unbatched. Lint's
+// findings are reported as clang reports errors: path:line:1: error: ….
 func (c *Checker) CheckText(mode Mode, name, text string) error {
-	return c.run(mode, name, text, nil)
+	return c.run(mode, name, text, nil, func(path string) []string {
+		var lint []string
+		for _, d := range Lint(text) {
+			lint = append(lint, fmt.Sprintf("%s:%d:1: error: %s", path, d.Line, d.Msg))
+		}
+		return lint
+	})
 }
 
 // Check checks srcs in one clang run: <metal_stdlib> once, then each
@@ -162,7 +221,13 @@ func (c *Checker) Check(mode Mode, srcs []Source) error {
 	if len(srcs) > 0 {
 		name = fmt.Sprintf("%d candidates from %s", len(srcs), srcs[0].Name)
 	}
-	return c.run(mode, name, text, spans)
+	var lint []string
+	for _, s := range srcs {
+		for _, d := range Lint(s.Text) {
+			lint = append(lint, fmt.Sprintf("[%s] %s", s.Name, d))
+		}
+	}
+	return c.run(mode, name, text, spans, func(string) []string { return lint })
 }
 
 // CheckAll checks srcs in batches of at most per sources, as many clang

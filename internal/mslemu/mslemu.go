@@ -68,6 +68,11 @@ type Kernel struct {
 	Source string // the complete MSL, opening with #include <metal_stdlib>
 	Func   string // the kernel function's name
 	Args   []Arg
+	// Version is the Metal language version the kernel is compiled for
+	// ("3.1"): it defines __METAL_VERSION__ and, from 3.1 on,
+	// __HAVE_BFLOAT__ around the kernel, as Apple's compiler does (MLX's
+	// bfloat helpers need them). "": neither is defined.
+	Version string
 }
 
 // Launch is one run of a kernel of the program.
@@ -139,7 +144,20 @@ func program(ks []Kernel) (string, error) {
 	b.WriteString("#include <metal_stdlib>\n")
 	for i, k := range ks {
 		text := Prepare(k.Source)
+		var major, minor int
+		if k.Version != "" {
+			if _, err := fmt.Sscanf(k.Version, "%d.%d", &major, &minor); err != nil {
+				return "", fmt.Errorf("%s: Metal language version %q: %w", k.Name, k.Version, err)
+			}
+			fmt.Fprintf(&b, "#define __METAL_VERSION__ %d\n", major*100+minor*10)
+			if major*100+minor*10 >= 310 {
+				b.WriteString("#define __HAVE_BFLOAT__ 1\n")
+			}
+		}
 		fmt.Fprintf(&b, "namespace kt_k%d {\n%s\n}\n", i, text)
+		if k.Version != "" {
+			b.WriteString("#undef __METAL_VERSION__\n#undef __HAVE_BFLOAT__\n")
+		}
 		for _, m := range defineRE.FindAllStringSubmatch(text, -1) {
 			fmt.Fprintf(&b, "#undef %s\n", m[1])
 		}

@@ -149,11 +149,16 @@ var mlxAttributes = [][2]string{
 // the templates leave room for a user's header that defines non-template
 // functions of the same names, which overload resolution prefers, as in
 // MLX. MLX's math overloads for bfloat, complex64_t and its 64-bit simd
-// shuffles are not provided.
+// shuffles are not provided. bfloat16_t and Limits<bfloat> exist where
+// Metal has bfloat (__HAVE_BFLOAT__, Metal 3.1): MLX compiles with 3.1 or
+// later, and a spec that needs bfloat may not ask for less (spec refuses
+// such a source.mlx.metal_version), so there is no software bfloat.
 const MLXUtils = `#include <metal_stdlib>
 using namespace metal;
 typedef half float16_t;
+#if defined(__HAVE_BFLOAT__)
 typedef bfloat bfloat16_t;
+#endif
 #define MLX_MTL_PRAGMA_UNROLL _Pragma("clang loop unroll(full)")
 template <typename U>
 struct WorkPerThread {
@@ -178,12 +183,14 @@ template <> struct Limits<half> {
   static constexpr constant half finite_max = metal::numeric_limits<half>::max();
   static constexpr constant half finite_min = -metal::numeric_limits<half>::max();
 };
+#if defined(__HAVE_BFLOAT__)
 template <> struct Limits<bfloat> {
   static constexpr constant bfloat max = metal::numeric_limits<bfloat>::infinity();
   static constexpr constant bfloat min = -metal::numeric_limits<bfloat>::infinity();
   static constexpr constant bfloat finite_max = metal::numeric_limits<bfloat>::max();
   static constexpr constant bfloat finite_min = -metal::numeric_limits<bfloat>::max();
 };
+#endif
 template <> struct Limits<bool> {
   static constexpr constant bool max = true;
   static constexpr constant bool min = false;

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 
@@ -20,7 +21,42 @@ func FindClang() (string, error) {
 	if p := mslcheck.FindClang(); p != "" {
 		return p, nil
 	}
-	return "", errors.New("no clang found (set KERNTUNE_CLANG, or install clang-14)")
+	return "", errors.New(NoMSLCompiler)
+}
+
+// NoMSLCompiler says what is missing when neither Apple's Metal compiler
+// nor clang is found, and how to install one.
+const NoMSLCompiler = "no Metal compiler found: neither Apple's (xcrun -sdk macosx metal: install Xcode or its command line tools) nor clang " +
+	"($KERNTUNE_CLANG, clang-14 or clang on PATH: apt-get install clang-14, or set KERNTUNE_CLANG to a clang)"
+
+// MSLCompiler is what checks Metal sources: Apple's Metal compiler
+// through xcrun where it answers, else clang against kerntune's stand-in
+// <metal_stdlib>; for one Metal language version.
+type MSLCompiler struct {
+	Xcrun   string // xcrun, when Apple's compiler is used
+	Clang   string // clang, otherwise
+	Version string // the Metal language version, "3.1" and so on
+}
+
+// FindMSLCompiler finds Apple's Metal compiler, else clang (NoMSLCompiler
+// when neither is found), for a Metal language version.
+func FindMSLCompiler(version string) (MSLCompiler, error) {
+	if x := mslcheck.FindXcrun(); x != "" {
+		return MSLCompiler{Xcrun: x, Version: version}, nil
+	}
+	cc, err := FindClang()
+	if err != nil {
+		return MSLCompiler{}, err
+	}
+	return MSLCompiler{Clang: cc, Version: version}, nil
+}
+
+// Name names the compiler as check prints it.
+func (m MSLCompiler) Name() string {
+	if m.Xcrun != "" {
+		return "Apple's Metal compiler (xcrun -sdk macosx metal -std=metal" + m.Version + ")"
+	}
+	return filepath.Base(m.Clang)
 }
 
 // mlxInstantiation is MLX's explicit instantiation of a templated kernel.
@@ -90,18 +126,41 @@ type MSLSource struct {
 // and address spaces as C++ for OpenCL. MLX's attributed instantiations are
 // rewritten by ForSyntaxCheck first. It returns the number of clang runs.
 func CheckMSL(ctx context.Context, clang string, srcs []MSLSource) (runs int, err error) {
+	return CheckMSLWith(ctx, MSLCompiler{Clang: clang, Version: mslcheck.DefaultVersion}, srcs)
+}
+
+// CheckMSLWith is CheckMSL with a compiler and language version: Apple's
+// compiler, where m has one, compiles the sources (batched as clang checks
+// them) instead of clang's two checks.
+func CheckMSLWith(ctx context.Context, m MSLCompiler, srcs []MSLSource) (runs int, err error) {
 	dir, err := os.MkdirTemp("", "kerntune-msl-")
 	if err != nil {
 		return 0, fmt.Errorf("MSL check: %w", err)
 	}
 	defer os.RemoveAll(dir)
-	chk, err := mslcheck.New(clang, dir)
-	if err != nil {
-		return 0, fmt.Errorf("MSL check: %w", err)
-	}
 	in := make([]mslcheck.Source, len(srcs))
 	for i, s := range srcs {
 		in[i] = mslcheck.Source{Name: s.Name, Func: s.Func, Text: ForSyntaxCheck(s.Text)}
+	}
+	if m.Xcrun != "" {
+		a, err := mslcheck.NewApple(m.Xcrun, dir, m.Version)
+		if err != nil {
+			return 0, fmt.Errorf("MSL check: %w", err)
+		}
+		for i := 0; i < len(in); i += MSLBatchSize {
+			if err := ctx.Err(); err != nil {
+				return runs, err
+			}
+			runs++
+			if err := a.Check(ctx, in[i:min(i+MSLBatchSize, len(in))]); err != nil {
+				return runs, err
+			}
+		}
+		return runs, nil
+	}
+	chk, err := mslcheck.NewVersion(m.Clang, dir, m.Version)
+	if err != nil {
+		return 0, fmt.Errorf("MSL check: %w", err)
 	}
 	for _, mode := range mslcheck.Modes {
 		if err := ctx.Err(); err != nil {

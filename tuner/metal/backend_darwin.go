@@ -145,6 +145,7 @@ func (b *Backend) describe() {
 	b.storage = storageFor(unified)
 	cores, coreErr := b.rt.gpuCoreCount()
 	b.compileOpts.macOSMajor = int(osVer.Width)
+	b.compileOpts.language = languageForMacOS(b.compileOpts.macOSMajor)
 	ms, _ := mathSettingFor(b.compileOpts.mode, b.compileOpts.macOSMajor)
 
 	b.mpsOK = b.rt.mpsSupportsDevice != nil && b.rt.mpsSupportsDevice(uintptr(d)) && os.Getenv("KERNTUNE_METAL_MPS") != "0"
@@ -169,6 +170,12 @@ func (b *Backend) describe() {
 	}
 	if osVer.Width > 0 {
 		facts["macos_major"], facts["macos_minor"], facts["macos_patch"] = float64(osVer.Width), float64(osVer.Height), float64(osVer.Depth)
+	}
+	// The language version as an options object reads it back (3.2).
+	if lang, err := b.defaultLanguage(); err == nil {
+		facts["metal_language_version"] = languageFact(lang)
+	} else {
+		fmt.Fprintf(os.Stderr, "metal: %v\n", err)
 	}
 	b.info = tuner.DeviceInfo{
 		Key:          deviceKey(name, cores),
@@ -324,7 +331,7 @@ func (b *Backend) compileOptions(co gpu.CompileOptions) (objc.ID, error) {
 	if err != nil {
 		return 0, err
 	}
-	lang, err := languageVersion(co.LanguageVersion)
+	lang, langName, err := kernelLanguage(co.LanguageVersion, b.compileOpts.language)
 	if err != nil {
 		return 0, err
 	}
@@ -345,14 +352,25 @@ func (b *Backend) compileOptions(co gpu.CompileOptions) (objc.ID, error) {
 			return 0, fmt.Errorf("metal: MTLCompileOptions.fastMathEnabled reads %t after setting it to %t", got, ms.fastMath)
 		}
 	}
-	if lang != 0 {
-		opts.Send(sel.setLanguageVersion, lang)
-		if got := objc.Send[uint64](opts, sel.languageVersion); got != lang {
-			release(opts)
-			return 0, fmt.Errorf("metal: MTLCompileOptions.languageVersion reads %#x after setting it to %#x (Metal %s)", got, lang, co.LanguageVersion)
-		}
+	// Always set, as MLX sets it: left alone, Metal would take the version
+	// of the SDK the binary records (languageForMacOS).
+	opts.Send(sel.setLanguageVersion, lang)
+	if got := objc.Send[uint64](opts, sel.languageVersion); got != lang {
+		release(opts)
+		return 0, fmt.Errorf("metal: MTLCompileOptions.languageVersion reads %#x (Metal %s) after setting it to %#x (Metal %s)", got, languageName(got), lang, langName)
 	}
 	return opts, nil
+}
+
+// defaultLanguage is the MTLLanguageVersion of a kernel without its own,
+// read back from the options object compileOptions makes.
+func (b *Backend) defaultLanguage() (uint64, error) {
+	opts, err := b.compileOptions(gpu.CompileOptions{MathMode: MathSafe})
+	if err != nil {
+		return 0, err
+	}
+	defer release(opts)
+	return objc.Send[uint64](opts, sel.languageVersion), nil
 }
 
 // runCommandBuffer encodes into a new command buffer, commits it, waits

@@ -191,6 +191,7 @@ func checkMathMode(mode string) (string, error) {
 type compileSettings struct {
 	mode       string // MathSafe, MathRelaxed or MathFast
 	macOSMajor int    // the running macOS's major version; 0: unknown
+	language   string // the Metal language version for macOSMajor (languageForMacOS)
 }
 
 // compileSettingsFor maps the backend's Options to compile settings; the
@@ -269,4 +270,58 @@ func languageVersion(v string) (uint64, error) {
 		return 0, fmt.Errorf("metal: language version %q is not one of 3.0 … 4.x", v)
 	}
 	return major<<16 | minor, nil
+}
+
+// languageForMacOS is the Metal language version MLX compiles with on a
+// macOS of the given major version (get_metal_version in
+// mlx/backend/metal/device.cpp): 4.1 from macOS 27, 4.0 on 26, 3.2 on 15,
+// 3.1 on 14. MLX needs macOS 14; older ones get the newest version they
+// have (3.0 on 13, 2.4 on 12, 2.3 on 11), and an unknown one (0) 3.0.
+// Left to Metal, the version would follow the SDK recorded in the binary
+// (12.0 for Go's linker: MSL 2.4, without bfloat or atomic<float>).
+func languageForMacOS(major int) string {
+	switch {
+	case major >= 27:
+		return "4.1"
+	case major == 26:
+		return "4.0"
+	case major >= 15:
+		return "3.2"
+	case major == 14:
+		return "3.1"
+	case major == 12:
+		return "2.4"
+	case major == 11:
+		return "2.3"
+	}
+	return "3.0"
+}
+
+// mtlLanguageVersion is the MTLLanguageVersion value of a version the
+// backend picks ("2.3" … "4.9"): major<<16 | minor, as Apple's headers
+// define MTLLanguageVersion3_2 = (3 << 16) + 2.
+func mtlLanguageVersion(v string) (uint64, error) {
+	var major, minor uint64
+	if _, err := fmt.Sscanf(v, "%d.%d", &major, &minor); err != nil || major < 2 || major > 4 || minor > 9 || fmt.Sprintf("%d.%d", major, minor) != v {
+		return 0, fmt.Errorf("metal: language version %q is not one of 2.x … 4.x", v)
+	}
+	return major<<16 | minor, nil
+}
+
+// languageName is the version an MTLLanguageVersion value stands for
+// ("3.2"), as the fact metal_language_version records it.
+func languageName(v uint64) string { return fmt.Sprintf("%d.%d", v>>16, v&0xffff) }
+
+// languageFact is metal_language_version's value: 3.2 for 0x30002.
+func languageFact(v uint64) float64 { return float64(v>>16) + float64(v&0xffff)/10 }
+
+// kernelLanguage is the MTLLanguageVersion a kernel compiles with: its own
+// (an MLX spec's metal_version), else the backend's, picked for the macOS.
+func kernelLanguage(own, backend string) (uint64, string, error) {
+	if own != "" {
+		v, err := languageVersion(own)
+		return v, own, err
+	}
+	v, err := mtlLanguageVersion(backend)
+	return v, backend, err
 }

@@ -305,3 +305,60 @@ func TestKernelCompileOptions(t *testing.T) {
 		}
 	}
 }
+
+// The language version follows the macOS as MLX's get_metal_version does,
+// and its MTLLanguageVersion values are Apple's ((major << 16) + minor).
+func TestLanguageForMacOS(t *testing.T) {
+	for _, c := range []struct {
+		macOS int
+		want  string
+		value uint64
+	}{
+		{0, "3.0", 0x30000}, {11, "2.3", 0x20003}, {12, "2.4", 0x20004}, {13, "3.0", 0x30000},
+		{14, "3.1", 0x30001}, {15, "3.2", 0x30002}, {26, "4.0", 0x40000}, {27, "4.1", 0x40001},
+	} {
+		got := languageForMacOS(c.macOS)
+		if got != c.want {
+			t.Errorf("macOS %d: Metal %s, want %s", c.macOS, got, c.want)
+		}
+		v, err := mtlLanguageVersion(got)
+		if err != nil || v != c.value {
+			t.Errorf("Metal %s: %#x, %v; want %#x", got, v, err, c.value)
+		}
+		if languageName(v) != got {
+			t.Errorf("%#x reads back as %s, want %s", v, languageName(v), got)
+		}
+	}
+	for v, want := range map[uint64]float64{0x30000: 3.0, 0x30001: 3.1, 0x30002: 3.2, 0x40000: 4.0} {
+		if got := languageFact(v); got != want {
+			t.Errorf("metal_language_version of %#x: %g, want %g", v, got, want)
+		}
+	}
+	for _, bad := range []string{"", "1.2", "5.0", "3", "3.10"} {
+		if _, err := mtlLanguageVersion(bad); err == nil {
+			t.Errorf("language version %q accepted", bad)
+		}
+	}
+}
+
+// A kernel's own version (an MLX spec's metal_version) wins over the one
+// picked for the macOS; there is always one.
+func TestKernelLanguage(t *testing.T) {
+	for _, c := range []struct {
+		own, backend, name string
+		value              uint64
+	}{
+		{"", "3.2", "3.2", 0x30002}, {"3.1", "3.2", "3.1", 0x30001}, {"4.0", "3.1", "4.0", 0x40000}, {"", "2.4", "2.4", 0x20004},
+	} {
+		v, name, err := kernelLanguage(c.own, c.backend)
+		if err != nil || v != c.value || name != c.name {
+			t.Errorf("own %q, backend %q: %#x %s %v; want %#x %s", c.own, c.backend, v, name, err, c.value, c.name)
+		}
+	}
+	if _, _, err := kernelLanguage("2.4", "3.2"); err == nil {
+		t.Error("a kernel's own version below 3.0 accepted")
+	}
+	if _, _, err := kernelLanguage("", ""); err == nil {
+		t.Error("no version at all accepted: compileOptions must always set one")
+	}
+}
