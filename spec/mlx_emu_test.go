@@ -109,7 +109,7 @@ func TestMLXExamplesComputeOnCPU(t *testing.T) {
 		}
 		body := *c.Body
 		body.MLX = &m
-		src, err := body.SourceFor(gpu.Metal, dt, ec.cand)
+		src, err := body.SourceForShape(gpu.Metal, dt, ec.cand, ec.shape)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -211,6 +211,10 @@ func emuRun(t *testing.T, b *gpu.Body, p *kernels.Problem, cand map[string]int) 
 		args = append(args, mslemu.Attr(a))
 	}
 	l := b.Geometry(p.Case.Shape, cand)
-	k := mslemu.Kernel{Func: b.FuncName(p.DType, cand), Args: args} // ForSyntaxCheck made the instantiation a plain kernel
+	fn, err := b.FuncNameForShape(p.DType, cand, p.Case.Shape)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := mslemu.Kernel{Func: fn, Args: args} // ForSyntaxCheck made the instantiation a plain kernel
 	return k, &mslemu.Launch{Threads: l.ThreadGrid, Group: l.Group, Buffers: bufs}, outBufs
 }
