@@ -180,3 +180,40 @@ func TestBadMLXShapeArgs(t *testing.T) {
 func mlxOf(m map[string]any) map[string]any {
 	return m["source"].(map[string]any)["mlx"].(map[string]any)
 }
+
+// The example's kernel, as docs/specs.md shows it: the template value and
+// the filled placeholder follow the shape, a 4-element x is in the
+// constant address space, and the 0-d scale is passed by reference.
+func TestMLXRowsumExampleFollowsShape(t *testing.T) {
+	c := loadExample(t, "mlx_rowsum_dh.json")
+	cand := map[string]int{"TG": 64}
+	tests := []struct {
+		shape []int
+		fn    string
+		want  []string
+	}{
+		{[]int{37, 29}, "custom_kernel_rowsum_dh__float_29_float_floats_float", []string{"if (row >= 37) {", "const device float* x [[buffer(0)]]", "const constant float& scale [[buffer(1)]]"}},
+		{[]int{1, 4}, "custom_kernel_rowsum_dh__float_4_floatc_floats_float", []string{"if (row >= 1) {", "const constant float* x [[buffer(0)]]"}},
+	}
+	for _, tt := range tests {
+		fn, err := c.Body.FuncNameForShape(kernels.F32, cand, tt.shape)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src, err := c.Body.SourceForShape(gpu.Metal, kernels.F32, cand, tt.shape)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fn != tt.fn {
+			t.Errorf("%v: %s, want %s", tt.shape, fn, tt.fn)
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(src, w) {
+				t.Errorf("%v: source lacks %q", tt.shape, w)
+			}
+		}
+	}
+	if _, err := c.Body.SourceFor(gpu.Metal, kernels.F32, cand); err == nil || !strings.Contains(err.Error(), "SourceForShape") {
+		t.Errorf("SourceFor without a shape: %v", err)
+	}
+}
