@@ -32,11 +32,15 @@ type StaticCheck struct {
 	// Unverifiable counts the valid candidates that no verification shape
 	// accepts (its constraints reject them on every odd shape): verify
 	// refuses them as unverified; tune verifies them on its own shapes.
-	Unverifiable        int       `json:"unverifiable,omitempty"`
-	UnverifiableExample string    `json:"unverifiable_example,omitempty"`
-	Sources             int       `json:"sources_generated"`
-	DTypes              int       `json:"-"`                   // dtypes the sources were generated for
-	MSL                 *MSLCheck `json:"msl_check,omitempty"` // absent without Metal sources
+	Unverifiable        int    `json:"unverifiable,omitempty"`
+	UnverifiableExample string `json:"unverifiable_example,omitempty"`
+	Sources             int    `json:"sources_generated"`
+	// SourceShapes counts the shapes a shape-dependent body's sources
+	// were generated on (Sources then counts distinct sources); 0: the
+	// sources do not depend on the shape.
+	SourceShapes int       `json:"source_shapes,omitempty"`
+	DTypes       int       `json:"-"`                   // dtypes the sources were generated for
+	MSL          *MSLCheck `json:"msl_check,omitempty"` // absent without Metal sources
 }
 
 // CheckParam is a parameter with its values.
@@ -118,6 +122,7 @@ func (c *Compiled) StaticCheck(ctx context.Context) (*StaticCheck, error) {
 		for _, cs := range append(append([]kernels.Case{}, k.Workload...), k.Odd...) {
 			shapes = append(shapes, cs.Shape)
 		}
+		sc.SourceShapes = len(shapes)
 	}
 	var msl []gpu.MSLSource
 	seen := map[string]bool{}

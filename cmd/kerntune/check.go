@@ -328,12 +328,20 @@ func printStaticCheck(w io.Writer, sc *spec.StaticCheck) {
 		fmt.Fprintf(w, "  warning: %d of %d valid candidates are accepted by no verification shape (e.g. %s): verify refuses them as unverified; add an \"odd\" shape their constraints accept\n",
 			sc.Unverifiable, sc.Valid, sc.UnverifiableExample)
 	}
-	fmt.Fprintf(w, "  sources generated: %d (%s × %s × %s)\n", sc.Sources, plural(sc.Valid, "candidate", "candidates"), plural(sc.DTypes, "dtype", "dtypes"), plural(len(sc.APIs), "API", "APIs"))
+	every := "every candidate × dtype"
+	if sc.SourceShapes > 0 {
+		// The body's source follows the shape (template values, format
+		// placeholders, small inputs): distinct sources over the shapes.
+		fmt.Fprintf(w, "  sources generated: %d distinct (%s × %s × %s on %s)\n", sc.Sources, plural(sc.Valid, "candidate", "candidates"), plural(sc.DTypes, "dtype", "dtypes"), plural(len(sc.APIs), "API", "APIs"), plural(sc.SourceShapes, "shape", "shapes"))
+		every += " × shape"
+	} else {
+		fmt.Fprintf(w, "  sources generated: %d (%s × %s × %s)\n", sc.Sources, plural(sc.Valid, "candidate", "candidates"), plural(sc.DTypes, "dtype", "dtypes"), plural(len(sc.APIs), "API", "APIs"))
+	}
 	switch {
 	case sc.MSL == nil:
 	case sc.MSL.Skipped != "":
 		fmt.Fprintf(w, "  MSL syntax check: skipped: %s\n", sc.MSL.Skipped)
 	default:
-		fmt.Fprintf(w, "  MSL syntax and address-space checks: %s passed (every candidate × dtype; %s, %s)\n", plural(sc.MSL.Passed, "Metal source", "Metal sources"), sc.MSL.Clang, plural(sc.MSL.Runs, "run", "runs"))
+		fmt.Fprintf(w, "  MSL syntax and address-space checks: %s passed (%s; %s, %s)\n", plural(sc.MSL.Passed, "Metal source", "Metal sources"), every, sc.MSL.Clang, plural(sc.MSL.Runs, "run", "runs"))
 	}
 }
