@@ -179,7 +179,8 @@ func (c *compiler) mlxText(what string, inline Text, file string, read func(fiel
 func (c *compiler) mlxConstants() map[string]int {
 	m := c.s.Source.MLX
 	constIndex := map[string]int{}
-	sEnv := envOf(map[string]any{"bias": 0, "eps": 0.0}, c.dims)
+	// The params are in scope only to say why they cannot be used.
+	sEnv := envOf(map[string]any{"bias": 0, "eps": 0.0}, c.dims, c.paramNames)
 	for i, cn := range m.Constants {
 		f := fmt.Sprintf("source.mlx.constants[%d]", i)
 		if !identRE.MatchString(cn.Name) {
@@ -209,6 +210,12 @@ func (c *compiler) mlxConstants() map[string]int {
 			}
 		default:
 			c.fail(f+".values", "", "required: the array's elements (expressions over the dims), or value for a scalar")
+		}
+		for _, p := range progs {
+			if p != nil && p.uses(c.paramNames) {
+				c.errs = append(c.errs, p.errorf("uses a tunable parameter (%s): a constant is an input made once per shape for every candidate, so its values are expressions over the dims, bias and eps; pass a parameter as a template argument (source.mlx.template) or a format value (source.mlx.format)", strings.Join(c.paramNames, ", ")))
+				break
+			}
 		}
 		c.mlx.consts = append(c.mlx.consts, progs)
 	}

@@ -152,6 +152,9 @@ func TestBadMLXShapeArgs(t *testing.T) {
 		{"single open", "if (true) { out[0] = T({K}); }}", format(map[string]any{"K": "k"}), []string{"source.mlx.source", "'{' at byte 10 opens no placeholder"}},
 		{"bad name", "out[0] = T(0);", format(map[string]any{"1K": "k"}), []string{"source.mlx.format.1K", "not an identifier"}},
 		{"bad expression", "out[0] = T({K});", format(map[string]any{"K": "kk"}), []string{"source.mlx.format.K", "unknown name kk"}},
+		{"constant over a param", "out[0] = T(0);", func(m map[string]any) {
+			mlxOf(m)["constants"].([]any)[1].(map[string]any)["values"] = []any{"m", "k * TG"}
+		}, []string{"source.mlx.constants[1].values[1]", "k * TG", "uses a tunable parameter", "source.mlx.template"}},
 		{"header placeholder", "out[0] = T(0);", func(m map[string]any) {
 			mlxOf(m)["header"] = "constant int n = {N};"
 			mlxOf(m)["format"] = map[string]any{"K": "k"}
