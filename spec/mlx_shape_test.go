@@ -220,3 +220,30 @@ func TestMLXRowsumExampleFollowsShape(t *testing.T) {
 		t.Errorf("SourceFor without a shape: %v", err)
 	}
 }
+
+// A line of a format-string body is located in the filled source, so a
+// compiler's error cites the user's line.
+func TestMLXFormatLocate(t *testing.T) {
+	c := loadExample(t, "mlx_rowsum_dh.json")
+	cand := map[string]int{"TG": 64}
+	for _, shape := range [][]int{{37, 29}, {1, 4}} {
+		src, err := c.Body.SourceForShape(gpu.Metal, kernels.F32, cand, shape)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(src, "\n")
+		line := 0
+		for i, l := range lines {
+			if strings.Contains(l, "if (row >= ") {
+				line = i + 1
+			}
+		}
+		o, ok := c.Locate(src, line)
+		if !ok || o.Field != "source.mlx.source" || o.Line != 2 || o.Text != "  if (row >= {N}) {{" || o.FileLine == 0 {
+			t.Errorf("%v: line %d located at %+v, %v", shape, line, o, ok)
+		}
+		if o, ok := c.Locate(src, 1); ok {
+			t.Errorf("%v: the generated first line located at %+v", shape, o)
+		}
+	}
+}
