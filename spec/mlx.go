@@ -3,6 +3,7 @@ package spec
 import (
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -381,9 +382,11 @@ func (c *compiler) mlxTemplate(k *gpu.MLX, names map[string]string) {
 		if arg.Kind == gpu.TemplateIntExpr {
 			p, err := compileExpr(c.file, f, arg.Expr, envOf(nil, c.dims, c.paramNames), intKind)
 			if err != nil {
-				e := err.(*Error)
-				e.Msg = fmt.Sprintf("%q is neither a template kind (\"dtype\", \"param\", a dtype: %s) nor an expression over the dims and params: %s", arg.Expr, elemNames(), e.Msg)
-				c.errs = append(c.errs, e)
+				var e *Error
+				if errors.As(err, &e) {
+					e.Msg = fmt.Sprintf("%q is neither a template kind (\"dtype\", \"param\", a dtype: %s) nor an expression over the dims and params: %s", arg.Expr, elemNames(), e.Msg)
+				}
+				c.errs = append(c.errs, err)
 				continue
 			}
 			if p.expr.Type() == "bool" {
