@@ -35,11 +35,9 @@ func (cp *Compiled) Space(shapes ...[]int) *search.Space {
 }
 
 // CheckShape reports why the kernel cannot be tuned on a shape that
-// Classify accepts, or nil. An mlx kernel's inputs must have at least 8
-// elements (MLX passes a smaller input in the constant address space,
-// another signature than the one kerntune generates per candidate), and a
-// buffer's shape must multiply to its length. Resolving parameters for
-// such a shape is fine: the rule is about what kerntune can time.
+// Classify accepts, or nil: an mlx kernel's buffer shapes must multiply to
+// their lengths, each dim 1..2^31-1. Inputs of any size are fine (a small
+// one changes the signature, which the body generates per shape).
 func (cp *Compiled) CheckShape(shape []int) error {
 	if cp.c.mlx == nil {
 		return nil
@@ -173,6 +171,11 @@ func (c *compiler) checkCases(out *Compiled) error {
 			}
 			if _, err := c.launch(nc.c.Shape, cand); err != nil {
 				report(err)
+			}
+			if c.mlx != nil && c.mlx.kernel.ForShape != nil {
+				if _, err := c.mlx.kernel.Shaped(nc.c.Shape, cand); err != nil {
+					report(err)
+				}
 			}
 		}
 	}

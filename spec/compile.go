@@ -355,14 +355,18 @@ func (c *compiler) compileBuffers() (nOut int, inNames []string) {
 		}
 		length, lengthField := b.Length, f+".length"
 		var shape []*program
-		if len(b.Shape) > 0 {
+		if b.Shape != nil {
 			if s.Source.MLX == nil {
 				c.fail(f+".shape", "", "only an mlx source uses array shapes (its <name>_shape, <name>_strides and <name>_ndim)")
 			}
+			shape = []*program{} // not nil: "shape": [] is a 0-d array
 			for j, e := range b.Shape {
 				shape = append(shape, c.compile(fmt.Sprintf("%s.shape[%d]", f, j), e, dEnv, intKind))
 			}
-			if length == "" {
+			switch {
+			case length == "" && len(b.Shape) == 0:
+				length, lengthField = "1", f+".shape"
+			case length == "":
 				length, lengthField = "("+strings.Join(b.Shape, ") * (")+")", f+".shape"
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	"github.com/kerntune/kerntune/kernels/gpu"
@@ -77,6 +78,9 @@ func (cp *Compiled) pieces() []piece {
 func (cp *Compiled) Locate(src string, line int) (Origin, bool) {
 	for _, p := range cp.pieces() {
 		at := strings.LastIndex(src, p.text)
+		if at < 0 && cp.Body.MLX != nil && cp.Body.MLX.Format && strings.HasPrefix(p.field, "source.mlx.") {
+			at = lastFormatted(src, p.text)
+		}
 		if at < 0 {
 			continue
 		}
@@ -160,4 +164,24 @@ func stringLines(data []byte) map[string]jsonString {
 	}
 	_ = walk("") // a spec that compiled is valid JSON
 	return out
+}
+
+// lastFormatted is the offset of the last text in src that text, a
+// Python format string, fills to (any integers in its placeholders; one
+// line of text per line of src, as filling keeps the lines), or -1.
+func lastFormatted(src, text string) int {
+	const hole = "\x00"
+	pattern, err := pyFormat(text, func(string) (string, bool) { return hole, true })
+	if err != nil {
+		return -1
+	}
+	re, err := regexp.Compile(strings.ReplaceAll(regexp.QuoteMeta(pattern), hole, "-?[0-9]+"))
+	if err != nil {
+		return -1
+	}
+	locs := re.FindAllStringIndex(src, -1)
+	if len(locs) == 0 {
+		return -1
+	}
+	return locs[len(locs)-1][0]
 }

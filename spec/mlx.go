@@ -3,9 +3,11 @@ package spec
 import (
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/kerntune/kerntune/kernels"
@@ -25,6 +27,13 @@ type mlxCompiled struct {
 	consts [][]*program // per constant: its values (one for a scalar)
 	inputs []mlxInput   // per input_names entry
 	kernel *gpu.MLX
+	// tmpl holds the expression template arguments' programs, by index in
+	// kernel.Template.
+	tmpl map[int]*program
+	// format holds source.mlx.format's integer programs by name.
+	format map[string]*program
+	// textFields name the fields the source and header come from.
+	textFields [2]string
 }
 
 // mlxLaunch compiles launch.threadgroup for an mlx source; threads and
@@ -116,12 +125,21 @@ func (c *compiler) mlxSource(out *Compiled, read func(field, name string) string
 	}
 
 	c.mlxTexts(k, read)
+	c.mlx.textFields = [2]string{"source.mlx.source", "source.mlx.header"}
+	if m.SourceFile != "" {
+		c.mlx.textFields[0] = "source.mlx.source_file"
+	}
+	if m.HeaderFile != "" {
+		c.mlx.textFields[1] = "source.mlx.header_file"
+	}
 	names := map[string]string{} // MLX argument names → field
 	constIndex := c.mlxConstants()
 	c.mlxInputs(k, constIndex, names)
 	c.mlxOutputs(k, names)
 	c.mlxOptions(out, k)
+	c.mlxFormat(k)
 	c.mlxTemplate(k, names)
+	c.mlxShaped(k)
 
 	if o := k.ClosesEarly(); o != "" {
 		c.fail("source.mlx.output_names", "", "MLX would close the kernel's argument list after output %s: it compares the buffer index with the number of inputs and outputs, and the <name>_shape/_strides/_ndim arguments the body uses push the index past it, so the later outputs land in the body and MLX cannot compile the kernel (use a Metal attribute such as thread_position_in_grid, which MLX lists after the outputs, or fewer shape arguments)", o)
@@ -162,7 +180,8 @@ func (c *compiler) mlxText(what string, inline Text, file string, read func(fiel
 func (c *compiler) mlxConstants() map[string]int {
 	m := c.s.Source.MLX
 	constIndex := map[string]int{}
-	sEnv := envOf(map[string]any{"bias": 0, "eps": 0.0}, c.dims)
+	// The params are in scope only to say why they cannot be used.
+	sEnv := envOf(map[string]any{"bias": 0, "eps": 0.0}, c.dims, c.paramNames)
 	for i, cn := range m.Constants {
 		f := fmt.Sprintf("source.mlx.constants[%d]", i)
 		if !identRE.MatchString(cn.Name) {
@@ -192,6 +211,12 @@ func (c *compiler) mlxConstants() map[string]int {
 			}
 		default:
 			c.fail(f+".values", "", "required: the array's elements (expressions over the dims), or value for a scalar")
+		}
+		for _, p := range progs {
+			if p != nil && p.uses(c.paramNames) {
+				c.errs = append(c.errs, p.errorf("uses a tunable parameter (%s): a constant is an input made once per shape for every candidate, so its values are expressions over the dims, bias and eps; pass a parameter as a template argument (source.mlx.template) or a format value (source.mlx.format)", strings.Join(c.paramNames, ", ")))
+				break
+			}
 		}
 		c.mlx.consts = append(c.mlx.consts, progs)
 	}
@@ -235,6 +260,9 @@ func (c *compiler) mlxInputs(k *gpu.MLX, constIndex map[string]int, names map[st
 			in.buffer = bi
 			if e := c.elems[bi]; e != kernels.ElemDType {
 				gi.Type = e.MetalName()
+			}
+			if sh := c.shapes[bi]; sh != nil && len(sh) == 0 {
+				gi.Scalar = true // "shape": []: MLX passes a 0-d array by reference
 			}
 			if bi < lastBuf {
 				c.fail(f, "", "input buffer %q comes after %q here but before it in buffers: list the input buffers in the same order in both (kerntune binds the operands in buffers order)", n, s.Buffers[lastBuf].Name)
@@ -352,6 +380,24 @@ func (c *compiler) mlxTemplate(k *gpu.MLX, names map[string]string) {
 			c.fail(f, "", "%s", msg)
 			continue
 		}
+		if arg.Kind == gpu.TemplateIntExpr {
+			p, err := compileExpr(c.file, f, arg.Expr, envOf(nil, c.dims, c.paramNames), intKind)
+			if err != nil {
+				var e *Error
+				if errors.As(err, &e) {
+					e.Msg = fmt.Sprintf("%q is neither a template kind (\"dtype\", \"param\", a dtype: %s) nor an expression over the dims and params: %s", arg.Expr, elemNames(), e.Msg)
+				}
+				c.errs = append(c.errs, err)
+				continue
+			}
+			if p.expr.Type() == "bool" {
+				arg.Kind = gpu.TemplateBoolExpr
+			}
+			if c.mlx.tmpl == nil {
+				c.mlx.tmpl = map[int]*program{}
+			}
+			c.mlx.tmpl[len(k.Template)] = p
+		}
 		if arg.Kind == gpu.TemplateParam {
 			pi, ok := isParam[t.Name]
 			if !ok {
@@ -373,22 +419,31 @@ func (c *compiler) mlxTemplate(k *gpu.MLX, names map[string]string) {
 			continue
 		}
 		used := false
-		for _, pr := range append(append(append([]*program{c.shared}, c.grid...), c.mlx.group...), c.constraints...) {
+		progs := append(append(append([]*program{c.shared}, c.grid...), c.mlx.group...), c.constraints...)
+		for _, pr := range c.mlx.tmpl {
+			progs = append(progs, pr)
+		}
+		for _, pr := range c.mlx.format {
+			progs = append(progs, pr)
+		}
+		for _, pr := range progs {
 			if pr != nil && pr.uses([]string{p.Name}) {
 				used = true
 			}
 		}
 		if !used {
-			c.fail(fmt.Sprintf("params[%d].name", i), "", "%s is used by no template argument (source.mlx.template), launch or constraint expression: in an mlx kernel a parameter reaches the body only as a template argument", p.Name)
+			c.fail(fmt.Sprintf("params[%d].name", i), "", "%s is used by no template argument (source.mlx.template), format value (source.mlx.format), launch or constraint expression: in an mlx kernel a parameter reaches the body only through these", p.Name)
 		}
 	}
 }
 
-// templateArg reads one template binding: "dtype", "param", an integer
-// (not negative: it becomes part of the function's name) or a boolean.
+// templateArg reads one template binding: "dtype", "param", a dtype, an
+// integer (not negative: it becomes part of the function's name), a
+// boolean, or any other string: an expression (TemplateIntExpr until
+// mlxTemplate compiles it).
 func templateArg(t TemplateArg) (gpu.MLXTemplateArg, string) {
 	a := gpu.MLXTemplateArg{Name: t.Name}
-	allowed := fmt.Sprintf("allowed: \"dtype\" (the tuned element type), \"param\" (the tunable parameter %s), a dtype (%s), an integer constant, true or false", t.Name, elemNames())
+	allowed := fmt.Sprintf("allowed: \"dtype\" (the tuned element type), \"param\" (the tunable parameter %s), a dtype (%s), an integer constant, true or false, or an expression over the dims and params", t.Name, elemNames())
 	var str string
 	if json.Unmarshal(t.Value, &str) == nil {
 		switch str {
@@ -399,7 +454,10 @@ func templateArg(t TemplateArg) (gpu.MLXTemplateArg, string) {
 		default:
 			e, err := kernels.ParseElem(str)
 			if err != nil {
-				return a, fmt.Sprintf("%q is not a template kind (%s)", str, allowed)
+				// An expression over the dims and params, compiled by
+				// mlxTemplate; its type makes it an int or a bool.
+				a.Kind, a.Expr = gpu.TemplateIntExpr, str
+				return a, ""
 			}
 			a.Kind, a.Type = gpu.TemplateType, e.MetalName()
 		}
@@ -420,6 +478,155 @@ func templateArg(t TemplateArg) (gpu.MLXTemplateArg, string) {
 		return a, ""
 	}
 	return a, fmt.Sprintf("%s is not a template kind (%s)", strings.TrimSpace(string(t.Value)), allowed)
+}
+
+// mlxFormat compiles source.mlx.format and checks the placeholders of the
+// source and header against it.
+func (c *compiler) mlxFormat(k *gpu.MLX) {
+	m := c.s.Source.MLX
+	if m.Format == nil {
+		return
+	}
+	k.Format = true
+	c.mlx.format = map[string]*program{}
+	env := envOf(nil, c.dims, c.paramNames)
+	for _, name := range sortedKeys(m.Format) {
+		f := "source.mlx.format." + name
+		if !identRE.MatchString(name) {
+			c.fail(f, "", "%q is not an identifier (a placeholder {%s} is a plain name)", name, name)
+			continue
+		}
+		c.mlx.format[name] = c.compile(f, m.Format[name], env, intKind)
+	}
+	for i, text := range []string{k.Source, k.Header} {
+		if _, err := pyFormat(text, func(name string) (string, bool) { _, ok := m.Format[name]; return "0", ok }); err != nil {
+			c.fail(c.mlx.textFields[i], "", "%v (source.mlx.format makes it a Python format string: {NAME} for a name source.mlx.format gives (%s), {{ and }} for braces)", err, strings.Join(sortedKeys(m.Format), ", "))
+		}
+	}
+}
+
+// pyFormat is Python's str.format for plain names: {NAME} is value(NAME),
+// {{ and }} are braces; an unknown name, any other replacement field and
+// a single brace are errors naming the placeholder.
+func pyFormat(text string, value func(name string) (string, bool)) (string, error) {
+	var b strings.Builder
+	for i := 0; i < len(text); i++ {
+		ch := text[i]
+		switch {
+		case ch == '{' && i+1 < len(text) && text[i+1] == '{', ch == '}' && i+1 < len(text) && text[i+1] == '}':
+			b.WriteByte(ch)
+			i++
+		case ch == '}':
+			return "", fmt.Errorf("single '}' at byte %d is not a placeholder (write }} for a brace)", i)
+		case ch == '{':
+			end := strings.IndexAny(text[i+1:], "{}")
+			if end < 0 || text[i+1+end] != '}' {
+				return "", fmt.Errorf("'{' at byte %d opens no placeholder {NAME} (write {{ for a brace)", i)
+			}
+			name := text[i+1 : i+1+end]
+			if !identRE.MatchString(name) {
+				return "", fmt.Errorf("placeholder {%s} is not a plain name (only {NAME} is filled; write {{ and }} for braces)", name)
+			}
+			v, ok := value(name)
+			if !ok {
+				return "", fmt.Errorf("placeholder {%s} names no source.mlx.format entry", name)
+			}
+			b.WriteString(v)
+			i += end + 1
+		default:
+			b.WriteByte(ch)
+		}
+	}
+	return b.String(), nil
+}
+
+// mlxShaped makes the kernel follow the shape (gpu.MLX.ForShape) where
+// its source depends on it: template expressions, format placeholders,
+// and data inputs whose lengths follow the dims (an input of fewer than
+// 8 elements is passed in the constant address space, MLX's rule).
+// Inputs of a fixed length get their address space here.
+func (c *compiler) mlxShaped(k *gpu.MLX) {
+	if len(c.errs) > 0 {
+		return
+	}
+	shaped := k.NeedsShape()
+	for i, in := range c.mlx.inputs {
+		if in.buffer < 0 || k.Inputs[i].Scalar {
+			continue
+		}
+		l := c.lengths[in.buffer]
+		if l == nil {
+			continue
+		}
+		if l.uses(c.dims) {
+			shaped = true
+			continue
+		}
+		if n, err := l.evalInt(map[string]any{}); err == nil {
+			k.Inputs[i].Small = n < gpu.MLXMinDeviceElements
+		}
+	}
+	if shaped {
+		k.ForShape = c.mlxForShape
+	}
+}
+
+// mlxForShape is the kernel MLX generates for a shape and candidate.
+func (c *compiler) mlxForShape(k *gpu.MLX, shape []int, p map[string]int) (*gpu.MLX, error) {
+	env := c.env(shape, p)
+	m := *k
+	m.ForShape = nil
+	m.Template = slices.Clone(k.Template)
+	m.Inputs = slices.Clone(k.Inputs)
+	for i, t := range m.Template {
+		pr := c.mlx.tmpl[i]
+		switch t.Kind {
+		case gpu.TemplateBoolExpr:
+			v, err := pr.evalBool(env)
+			if err != nil {
+				return nil, err
+			}
+			m.Template[i].Kind, m.Template[i].Value = gpu.TemplateBool, b2i(v)
+		case gpu.TemplateIntExpr:
+			v, err := pr.evalInt(env)
+			if err != nil {
+				return nil, err
+			}
+			if v < 0 || v > math.MaxInt32 {
+				return nil, pr.errorf("is %d for shape %s (with %s); a template value must be a non-negative 32-bit integer (MLX names the function after it)", v, params.ShapeString(shape), describeEnv(env))
+			}
+			m.Template[i].Kind, m.Template[i].Value = gpu.TemplateInt, v
+		}
+	}
+	for i, in := range c.mlx.inputs {
+		if in.buffer < 0 || m.Inputs[i].Scalar || !c.lengths[in.buffer].uses(c.dims) {
+			continue
+		}
+		n, err := c.lengths[in.buffer].evalInt(env)
+		if err != nil {
+			return nil, err
+		}
+		m.Inputs[i].Small = n < gpu.MLXMinDeviceElements
+	}
+	if k.Format {
+		vals := map[string]string{}
+		for name, pr := range c.mlx.format {
+			v, err := pr.evalInt(env)
+			if err != nil {
+				return nil, err
+			}
+			vals[name] = strconv.Itoa(v)
+		}
+		value := func(name string) (string, bool) { v, ok := vals[name]; return v, ok }
+		var err error
+		if m.Source, err = pyFormat(k.Source, value); err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", c.file, c.mlx.textFields[0], err)
+		}
+		if m.Header, err = pyFormat(k.Header, value); err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", c.file, c.mlx.textFields[1], err)
+		}
+	}
+	return &m, nil
 }
 
 // mlxShape is the shape of an array input as the application passes it:
@@ -444,9 +651,9 @@ func (c *compiler) mlxShape(in mlxInput, env map[string]any) ([]int, error) {
 }
 
 // mlxCheckShape checks the array inputs of one shape: each shape dim is
-// 1..2^31-1 (MLX's shapes are int32), a shape's product is the buffer's
-// length, and a data buffer has at least 8 elements (MLX would pass a
-// smaller one in the constant address space, another signature).
+// 1..2^31-1 (MLX's shapes are int32) and a shape's product is the
+// buffer's length. Any size is allowed: an input of fewer than 8 elements
+// only changes the generated signature (mlxForShape).
 func (c *compiler) mlxCheckShape(shape []int) error {
 	env := c.env(shape, nil)
 	for _, in := range c.mlx.inputs {
@@ -457,10 +664,6 @@ func (c *compiler) mlxCheckShape(shape []int) error {
 		n, err := c.lengths[in.buffer].evalInt(env)
 		if err != nil {
 			return err
-		}
-		if n < gpu.MLXMinDeviceElements {
-			return fmt.Errorf("%s: input %s has %d elements for shape %s; MLX passes an input of fewer than %d in the constant address space, which changes the generated signature, so an mlx spec's inputs need at least %d",
-				c.s.Name, b.Name, n, params.ShapeString(shape), gpu.MLXMinDeviceElements, gpu.MLXMinDeviceElements)
 		}
 		dims, err := c.mlxShape(in, env)
 		if err != nil {

@@ -3,8 +3,11 @@ package spec
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -24,6 +27,9 @@ type emuCase struct {
 	options []string
 	// edit breaks the body (the check must then fail verification)
 	edit func(string) string
+	// template rebinds template arguments to other expressions (a broken
+	// spec: the check must then fail verification)
+	template map[string]string
 }
 
 // The MLX examples compute what their float64 references say when their
@@ -57,6 +63,13 @@ func TestMLXExamplesComputeOnCPU(t *testing.T) {
 		{example: "mlx_divmap.json", cand: m{"TG": 64}, shape: []int{37, 29}},
 		{example: "mlx_twod.json", cand: m{"TX": 8, "TY": 4}, shape: []int{37, 29}},
 		{example: "mlx_twod.json", cand: m{"TX": 16, "TY": 2}, shape: []int{3, 7}, dt: kernels.F16},
+		// The row length is a template argument from the shape (D = d) and
+		// the row count a format placeholder: two shapes, two kernels; a
+		// 4-element x is passed in the constant address space, the scale
+		// is 0-d.
+		{example: "mlx_rowsum_dh.json", cand: m{"TG": 32}, shape: []int{37, 29}},
+		{example: "mlx_rowsum_dh.json", cand: m{"TG": 64}, shape: []int{3, 5}, dt: kernels.F16},
+		{example: "mlx_rowsum_dh.json", cand: m{"TG": 32}, shape: []int{1, 4}},
 		// Teeth: without the tail loop the last rows of Q are dropped;
 		// staging A without the slice offset k0 multiplies the first slice
 		// of A with every slice of V; nibbles read from the wrong end, all
@@ -81,6 +94,8 @@ func TestMLXExamplesComputeOnCPU(t *testing.T) {
 		{example: "mlx_divmap.json", cand: m{"TG": 64}, shape: []int{3, 7}, edit: func(s string) string {
 			return strings.Replace(s, "uint col = gid % k;", "uint col = gid % n;", 1)
 		}},
+		// A row length from the wrong dim (D = n) sums the wrong elements.
+		{example: "mlx_rowsum_dh.json", cand: m{"TG": 32}, shape: []int{29, 37}, template: map[string]string{"D": "n"}},
 		{example: "mlx_rmsnorm_inv.json", cand: m{"TG": 32}, shape: []int{5, 100}, options: []string{stridedOption}, edit: func(s string) string {
 			return strings.ReplaceAll(s, "x[elem_to_loc(int64_t(row * cols + c), x_shape, x_strides, x_ndim)]", "x[row * cols + c + 0 * x_shape[0] * x_strides[0] * x_ndim]")
 		}},
@@ -91,6 +106,9 @@ func TestMLXExamplesComputeOnCPU(t *testing.T) {
 	var problems []*kernels.Problem
 	for i, ec := range cases {
 		c := loadExample(t, ec.example)
+		if ec.template != nil {
+			c = rebindTemplate(t, ec.example, ec.template)
+		}
 		dt := ec.dt
 		if dt == "" {
 			dt = kernels.F32
@@ -110,7 +128,7 @@ func TestMLXExamplesComputeOnCPU(t *testing.T) {
 		}
 		body := *c.Body
 		body.MLX = &m
-		src, err := body.SourceFor(gpu.Metal, dt, ec.cand)
+		src, err := body.SourceForShape(gpu.Metal, dt, ec.cand, ec.shape)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -144,11 +162,11 @@ func TestMLXExamplesComputeOnCPU(t *testing.T) {
 		}
 		ec := cases[i]
 		switch {
-		case ec.edit == nil && err != nil:
+		case ec.edit == nil && ec.template == nil && err != nil:
 			t.Errorf("%s %s %v on %v%v: %v", ec.example, p.DType, ec.cand, ec.shape, ec.options, err)
-		case ec.edit != nil && err == nil:
+		case (ec.edit != nil || ec.template != nil) && err == nil:
 			t.Errorf("%s %v on %v: a broken body passed verification", ec.example, ec.cand, ec.shape)
-		case ec.edit != nil:
+		case ec.edit != nil || ec.template != nil:
 			t.Logf("%s %v on %v, broken body: %v", ec.example, ec.cand, ec.shape, err)
 		default:
 			t.Logf("%s %v on %v: %d outputs verified", ec.example, ec.cand, ec.shape, len(got))
@@ -212,7 +230,40 @@ func emuRun(t *testing.T, b *gpu.Body, p *kernels.Problem, cand map[string]int) 
 		args = append(args, mslemu.Attr(a))
 	}
 	l := b.Geometry(p.Case.Shape, cand)
-	k := mslemu.Kernel{Func: b.FuncName(p.DType, cand), Args: args, // ForSyntaxCheck made the instantiation a plain kernel
+	fn, err := b.FuncNameForShape(p.DType, cand, p.Case.Shape)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := mslemu.Kernel{Func: fn, Args: args, // ForSyntaxCheck made the instantiation a plain kernel
 		Version: cmp.Or(b.Compile.LanguageVersion, mslcheck.DefaultVersion)} // MLX's bfloat helpers need __HAVE_BFLOAT__
 	return k, &mslemu.Launch{Threads: l.ThreadGrid, Group: l.Group, Buffers: bufs}, outBufs
+}
+
+// rebindTemplate loads an example with some template arguments bound to
+// other expressions.
+func rebindTemplate(t *testing.T, example string, exprs map[string]string) *Compiled {
+	t.Helper()
+	data, err := os.ReadFile(examplePath(example))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Decode(data, examplePath(example))
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := 0
+	for i, a := range s.Source.MLX.Template {
+		if e, ok := exprs[a.Name]; ok {
+			s.Source.MLX.Template[i].Value, _ = json.Marshal(e)
+			changed++
+		}
+	}
+	if changed != len(exprs) {
+		t.Fatalf("%s: template has not all of %v", example, exprs)
+	}
+	c, err := compile(s, examplePath(example), filepath.Dir(examplePath(example)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

@@ -274,16 +274,36 @@ func TestMLXLaunch(t *testing.T) {
 	if got := kernels.ElemUint32.Encode(big.Inputs[2]); fmt.Sprint(got) != fmt.Sprint(u32s(4096, 1000)) {
 		t.Fatalf("shape constant %v", got)
 	}
-	// A shape with a tiny input resolves parameters (its class) but cannot
-	// be tuned: MLX would generate another signature for it.
+	// A shape with an input of fewer than 8 elements is tuned too, with
+	// the signature MLX generates for it: v in the constant address space
+	// and a c in the name.
 	if cl, err := c.Kernel.Classify([]int{5, 4096}); err != nil || cl != "wide" {
 		t.Fatalf("classify 5x4096: %q, %v", cl, err)
 	}
-	if err := c.CheckShape([]int{5, 4096}); err == nil || !strings.Contains(err.Error(), "input v has 5 elements") {
-		t.Fatalf("CheckShape 5x4096: %v", err)
+	if !c.Body.ShapeDependent() {
+		t.Fatal("a kernel whose inputs follow the dims does not depend on the shape")
 	}
-	if err := c.CheckShape([]int{8, 1}); err != nil {
-		t.Fatalf("CheckShape 8x1: %v", err)
+	for _, tt := range []struct {
+		shape      []int
+		decl, name string
+	}{
+		{[]int{5, 4096}, "const constant float* v [[buffer(1)]]", "custom_kernel_qr_col_dot__float_64_float_floatc_uint32_tc_float"},
+		{[]int{8, 1}, "const device float* v [[buffer(1)]]", "custom_kernel_qr_col_dot__float_64_float_float_uint32_tc_float"},
+	} {
+		if err := c.CheckShape(tt.shape); err != nil {
+			t.Fatalf("CheckShape %v: %v", tt.shape, err)
+		}
+		src, err := c.Body.SourceForShape(gpu.Metal, kernels.F32, map[string]int{"TG": 32, "UNROLL": 64}, tt.shape)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name, err := c.Body.FuncNameForShape(kernels.F32, map[string]int{"TG": 32, "UNROLL": 64}, tt.shape)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(src, tt.decl) || name != tt.name || !strings.Contains(src, `[[host_name("`+name+`")]]`) {
+			t.Errorf("shape %v: name %s, want %s; source lacks %q or the host name:\n%s", tt.shape, name, tt.name, tt.decl, src)
+		}
 	}
 	// mlx kernels are Metal only.
 	if c.APIs[0] != gpu.Metal || len(c.APIs) != 1 {
@@ -340,7 +360,7 @@ func TestBadMLXSpecs(t *testing.T) {
 	}{
 		{"missing input_names", func(m map[string]any) { delete(mlxOf(m), "input_names") }, []string{"source.mlx.input_names", "required"}, true},
 		{"missing output_names", func(m map[string]any) { delete(mlxOf(m), "output_names") }, []string{"source.mlx.output_names", "required"}, true},
-		{"template kind", func(m map[string]any) { mlxOf(m)["template"] = json.RawMessage(`{"T": "type"}`) }, []string{"source.mlx.template.T", `"type" is not a template kind`, `"dtype"`}, true},
+		{"template kind", func(m map[string]any) { mlxOf(m)["template"] = json.RawMessage(`{"T": "type"}`) }, []string{"source.mlx.template.T", `"type" is neither a template kind`, `"dtype"`, "unknown name type"}, false},
 		{"template float", func(m map[string]any) {
 			mlxOf(m)["template"] = json.RawMessage(`{"T": "dtype", "TG": "param", "X": 1.5}`)
 		}, []string{"source.mlx.template.X", "1.5", "integer"}, true},
@@ -372,7 +392,6 @@ func TestBadMLXSpecs(t *testing.T) {
 		{"unused param", func(m map[string]any) {
 			m["params"] = append(m["params"].([]any), map[string]any{"name": "UNUSED", "values": []any{1, 2}})
 		}, []string{"params[1].name", "UNUSED", "template argument"}, false},
-		{"tiny input", func(m map[string]any) { m["odd"] = []any{[]any{2, 3}} }, []string{"odd[0]", "input Q has 6 elements", "constant address space"}, false},
 		{"shape and length disagree", func(m map[string]any) {
 			m["buffers"].([]any)[0].(map[string]any)["length"] = "m * k + 1"
 		}, []string{"shapes[0]", "input Q has shape [64 40]", "length 2561"}, false},

@@ -61,20 +61,44 @@ func exampleSpecs(t *testing.T) map[string]*Compiled {
 	return out
 }
 
-// mslOf generates the MSL of every candidate of c, each dtype.
+// mslOf generates the MSL of every candidate of c, each dtype; a
+// shape-dependent body's on each of its shapes and odd shapes that accept
+// the candidate, each distinct source once.
 func mslOf(t *testing.T, label string, c *Compiled) []mslcheck.Source {
 	t.Helper()
 	if !slices.Contains(c.APIs, gpu.Metal) {
 		return nil
 	}
+	shapes := [][]int{nil}
+	if c.Body.ShapeDependent() {
+		shapes = nil
+		for _, cs := range append(slices.Clone(c.Kernel.Workload), c.Kernel.Odd...) {
+			shapes = append(shapes, cs.Shape)
+		}
+	}
+	ps, _ := c.Kernel.Space("gpu")
+	seen := map[string]bool{}
 	var srcs []mslcheck.Source
 	for _, dt := range c.DTypes() {
 		for _, cand := range c.Space().Enumerate() {
-			src, err := c.Body.SourceFor(gpu.Metal, dt, cand)
-			if err != nil {
-				t.Fatalf("%s %s %s: %v", label, dt, cand.Key(), err)
+			for _, shape := range shapes {
+				if shape != nil && ps.Check(shape, cand) != nil {
+					continue
+				}
+				src, err := c.Body.SourceForShape(gpu.Metal, dt, cand, shape)
+				if err != nil {
+					t.Fatalf("%s %s %s %v: %v", label, dt, cand.Key(), shape, err)
+				}
+				fn, err := c.Body.FuncNameForShape(dt, cand, shape)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if seen[src] {
+					continue
+				}
+				seen[src] = true
+				srcs = append(srcs, mslcheck.Source{Name: fmt.Sprintf("%s %s %s %v", label, dt, cand.Key(), shape), Func: fn, Text: gpu.ForSyntaxCheck(src)})
 			}
-			srcs = append(srcs, mslcheck.Source{Name: fmt.Sprintf("%s %s %s", label, dt, cand.Key()), Func: c.Body.FuncName(dt, cand), Text: gpu.ForSyntaxCheck(src)})
 		}
 	}
 	return srcs

@@ -91,8 +91,14 @@ type MLXSource struct {
 	// Template binds the template arguments, in the order the application
 	// passes them: "dtype" (the tuned element type), "param" (the tunable
 	// parameter of that name), an MLX dtype name (a fixed type), an
-	// integer or a boolean constant.
+	// integer or a boolean constant, or any other string: an expression
+	// over the dims and the params, evaluated per shape (an int, or a bool
+	// when the expression is boolean).
 	Template TemplateArgs `json:"template,omitempty"`
+	// Format makes the source and header Python format strings: {NAME} is
+	// the value of NAME's integer expression over the dims and the params,
+	// {{ and }} are braces (the f-string pattern of kernel authors).
+	Format map[string]string `json:"format,omitempty"`
 	// EnsureRowContiguous is metal_kernel's flag (default true). False:
 	// the kernel reads its inputs through their strides, and every
 	// candidate is also verified on inputs that are not row-contiguous.
@@ -216,7 +222,9 @@ type Buffer struct {
 	Length string `json:"length,omitempty"`
 	// Shape is the array's dims as an MLX application passes it,
 	// expressions over the dims (mlx source only; default [length]): what
-	// <name>_shape, <name>_strides and <name>_ndim hold.
+	// <name>_shape, <name>_strides and <name>_ndim hold. An empty list
+	// ("shape": []) is a 0-d array: one element, which MLX passes as a
+	// scalar by reference.
 	Shape []string `json:"shape,omitempty"`
 	// Optional input buffers are present only for cases with a bias.
 	Optional bool `json:"optional,omitempty"`

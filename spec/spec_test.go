@@ -20,7 +20,7 @@ import (
 	"github.com/kerntune/kerntune/params"
 )
 
-var examples = []string{"m1_gemv.json", "gemm_av.json", "swiglu.json", "swiglu_raw.json", "mlx_qr_col_dot.json", "mlx_gemm_av.json"}
+var examples = []string{"m1_gemv.json", "gemm_av.json", "swiglu.json", "swiglu_raw.json", "mlx_qr_col_dot.json", "mlx_gemm_av.json", "mlx_rowsum_dh.json"}
 
 func examplePath(name string) string { return filepath.Join("..", "examples", name) }
 

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/kerntune/kerntune/internal/mslcheck"
+	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/kernels/gpu"
 	"github.com/kerntune/kerntune/params"
 )
@@ -32,11 +33,15 @@ type StaticCheck struct {
 	// Unverifiable counts the valid candidates that no verification shape
 	// accepts (its constraints reject them on every odd shape): verify
 	// refuses them as unverified; tune verifies them on its own shapes.
-	Unverifiable        int       `json:"unverifiable,omitempty"`
-	UnverifiableExample string    `json:"unverifiable_example,omitempty"`
-	Sources             int       `json:"sources_generated"`
-	DTypes              int       `json:"-"`                   // dtypes the sources were generated for
-	MSL                 *MSLCheck `json:"msl_check,omitempty"` // absent without Metal sources
+	Unverifiable        int    `json:"unverifiable,omitempty"`
+	UnverifiableExample string `json:"unverifiable_example,omitempty"`
+	Sources             int    `json:"sources_generated"`
+	// SourceShapes counts the shapes a shape-dependent body's sources
+	// were generated on (Sources then counts distinct sources); 0: the
+	// sources do not depend on the shape.
+	SourceShapes int       `json:"source_shapes,omitempty"`
+	DTypes       int       `json:"-"`                   // dtypes the sources were generated for
+	MSL          *MSLCheck `json:"msl_check,omitempty"` // absent without Metal sources
 }
 
 // CheckParam is a parameter with its values.
@@ -148,18 +153,47 @@ func (c *Compiled) StaticCheckWith(ctx context.Context, o StaticOptions) (*Stati
 		}
 		sc.Classes = append(sc.Classes, CheckClass{Name: cl.Name, Valid: len(c.Space(shapes...).Enumerate()), Shapes: names})
 	}
+	// A shape-dependent body is generated on every shape the spec tunes
+	// or verifies that accepts the candidate; identical sources are
+	// checked once.
+	shapes := [][]int{nil}
+	if c.Body.ShapeDependent() {
+		shapes = shapes[:0]
+		for _, cs := range append(append([]kernels.Case{}, k.Workload...), k.Odd...) {
+			shapes = append(shapes, cs.Shape)
+		}
+		sc.SourceShapes = len(shapes)
+	}
 	var msl []gpu.MSLSource
+	seen := map[string]bool{}
 	for _, api := range c.APIs {
 		for _, dt := range c.DTypes() {
 			for _, cand := range all {
-				src, err := c.Body.SourceFor(api, dt, cand)
-				if err != nil {
-					return nil, fmt.Errorf("%s: generating %s source for %s: %w", c.File, api, cand.Key(), err)
+				for _, shape := range shapes {
+					if shape != nil && ps.Check(shape, cand) != nil {
+						continue
+					}
+					src, err := c.Body.SourceForShape(api, dt, cand, shape)
+					where := cand.Key()
+					if shape != nil {
+						where += " on " + params.ShapeString(shape)
+					}
+					if err != nil {
+						return nil, fmt.Errorf("%s: generating %s source for %s: %w", c.File, api, where, err)
+					}
+					if shape != nil && seen[string(api)+"\x00"+src] {
+						continue
+					}
+					seen[string(api)+"\x00"+src] = true
+					if api == gpu.Metal {
+						fn, err := c.Body.FuncNameForShape(dt, cand, shape)
+						if err != nil {
+							return nil, fmt.Errorf("%s: %s: %w", c.File, where, err)
+						}
+						msl = append(msl, gpu.MSLSource{Name: fmt.Sprintf("%s %s %s", c.Kernel.Name, dt, where), Func: fn, Text: src})
+					}
+					sc.Sources++
 				}
-				if api == gpu.Metal {
-					msl = append(msl, gpu.MSLSource{Name: fmt.Sprintf("%s %s %s", c.Kernel.Name, dt, cand.Key()), Func: c.Body.FuncName(dt, cand), Text: src})
-				}
-				sc.Sources++
 			}
 		}
 	}

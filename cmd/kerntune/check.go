@@ -345,7 +345,15 @@ func printStaticCheck(w io.Writer, sc *spec.StaticCheck) {
 		fmt.Fprintf(w, "  warning: %d of %d valid candidates are accepted by no verification shape (e.g. %s): verify refuses them as unverified; add an \"odd\" shape their constraints accept\n",
 			sc.Unverifiable, sc.Valid, sc.UnverifiableExample)
 	}
-	fmt.Fprintf(w, "  sources generated: %d (%s × %s × %s)\n", sc.Sources, plural(sc.Valid, "candidate", "candidates"), plural(sc.DTypes, "dtype", "dtypes"), plural(len(sc.APIs), "API", "APIs"))
+	every := "every candidate × dtype"
+	if sc.SourceShapes > 0 {
+		// The body's source follows the shape (template values, format
+		// placeholders, small inputs): distinct sources over the shapes.
+		fmt.Fprintf(w, "  sources generated: %d distinct (%s × %s × %s on %s)\n", sc.Sources, plural(sc.Valid, "candidate", "candidates"), plural(sc.DTypes, "dtype", "dtypes"), plural(len(sc.APIs), "API", "APIs"), plural(sc.SourceShapes, "shape", "shapes"))
+		every += " × shape"
+	} else {
+		fmt.Fprintf(w, "  sources generated: %d (%s × %s × %s)\n", sc.Sources, plural(sc.Valid, "candidate", "candidates"), plural(sc.DTypes, "dtype", "dtypes"), plural(len(sc.APIs), "API", "APIs"))
+	}
 	switch {
 	case sc.MSL == nil:
 	case sc.MSL.NoCompiler:
@@ -353,8 +361,8 @@ func printStaticCheck(w io.Writer, sc *spec.StaticCheck) {
 	case sc.MSL.Skipped != "":
 		fmt.Fprintf(w, "  MSL check: skipped (%s)\n", sc.MSL.Skipped)
 	case sc.MSL.Compiler != "":
-		fmt.Fprintf(w, "  MSL check by %s: %s passed (every candidate × dtype; Metal %s, %s)\n", sc.MSL.Compiler, plural(sc.MSL.Passed, "Metal source", "Metal sources"), sc.MSL.MetalVersion, plural(sc.MSL.Runs, "run", "runs"))
+		fmt.Fprintf(w, "  MSL check by %s: %s passed (%s; Metal %s, %s)\n", sc.MSL.Compiler, plural(sc.MSL.Passed, "Metal source", "Metal sources"), every, sc.MSL.MetalVersion, plural(sc.MSL.Runs, "run", "runs"))
 	default:
-		fmt.Fprintf(w, "  MSL syntax and address-space checks: %s passed (every candidate × dtype; %s, Metal %s, %s)\n", plural(sc.MSL.Passed, "Metal source", "Metal sources"), sc.MSL.Clang, sc.MSL.MetalVersion, plural(sc.MSL.Runs, "run", "runs"))
+		fmt.Fprintf(w, "  MSL syntax and address-space checks: %s passed (%s; %s, Metal %s, %s)\n", plural(sc.MSL.Passed, "Metal source", "Metal sources"), every, sc.MSL.Clang, sc.MSL.MetalVersion, plural(sc.MSL.Runs, "run", "runs"))
 	}
 }

@@ -148,7 +148,8 @@ func (b *Body) Buildable(api API, dt kernels.DType, p map[string]int) error {
 
 // FuncName is the name of the kernel function a candidate's source
 // defines: Func, or for an MLX kernel the name MLX gives it, which depends
-// on the element type and the template arguments.
+// on the element type and the template arguments (for a shape-dependent
+// one, see FuncNameForShape).
 func (b *Body) FuncName(dt kernels.DType, p map[string]int) string {
 	if b.MLX != nil {
 		return b.MLX.KernelName(dt, p)
@@ -281,16 +282,64 @@ func (b *Body) Supported(api API, p map[string]int) (native bool, err error) {
 // Threads is the threadgroup size of a candidate.
 func (b *Body) Threads(p map[string]int) int { return b.Defines(p)["NTHREADS"] }
 
-// Source generates the complete source of one candidate for an API and dtype.
+// ShapeDependent reports whether the body's source depends on the shape
+// it runs on (an MLX kernel with ForShape: template arguments computed from
+// the dims, format placeholders, inputs small enough for MLX to pass them
+// in the constant address space); backends then build it per shape, with
+// SourceForShape and FuncNameForShape.
+func (b *Body) ShapeDependent() bool { return b.MLX != nil && b.MLX.ForShape != nil }
+
+// SourceForShape generates the complete source of one candidate for an
+// API and dtype on a shape: SourceFor for a body that does not depend on
+// the shape.
+func (b *Body) SourceForShape(api API, dt kernels.DType, p map[string]int, shape []int) (string, error) {
+	if !b.ShapeDependent() {
+		return b.SourceFor(api, dt, p)
+	}
+	if _, err := b.Supported(api, p); err != nil {
+		return "", fmt.Errorf("%s candidate %v: %w", b.Family, p, err)
+	}
+	m, err := b.MLX.Shaped(shape, p)
+	if err != nil {
+		return "", fmt.Errorf("%s candidate %v: %w", b.Family, p, err)
+	}
+	return mlxSource(api, b.Family, dt, m, p), nil
+}
+
+// FuncNameForShape is FuncName on a shape: an MLX kernel's name carries
+// the template values and its small inputs' suffixes, which may follow
+// the shape.
+func (b *Body) FuncNameForShape(dt kernels.DType, p map[string]int, shape []int) (string, error) {
+	if !b.ShapeDependent() {
+		return b.FuncName(dt, p), nil
+	}
+	m, err := b.MLX.Shaped(shape, p)
+	if err != nil {
+		return "", fmt.Errorf("%s candidate %v: %w", b.Family, p, err)
+	}
+	return m.KernelName(dt, p), nil
+}
+
+// mlxSource is MLX's source exactly: no parameter #defines (a tuning macro
+// would rewrite the template parameter of the same name).
+func mlxSource(api API, family string, dt kernels.DType, m *MLX, p map[string]int) string {
+	return fmt.Sprintf("// kerntune %s kernel %s (%s, %s): MLX fast.metal_kernel source\n%s%s",
+		api, m.KernelName(dt, p), family, dt, MLXUtils, m.KernelSource(dt, p))
+}
+
+// SourceFor generates the complete source of one candidate for an API and
+// dtype. For a shape-dependent MLX kernel it is the source for shapes
+// whose inputs all have 8 or more elements, and an error where the source
+// needs a shape's values (SourceForShape).
 func (b *Body) SourceFor(api API, dt kernels.DType, p map[string]int) (string, error) {
 	if _, err := b.Supported(api, p); err != nil {
 		return "", fmt.Errorf("%s candidate %v: %w", b.Family, p, err)
 	}
 	if b.MLX != nil {
-		// MLX's source exactly: no parameter #defines (a tuning macro
-		// would rewrite the template parameter of the same name).
-		return fmt.Sprintf("// kerntune %s kernel %s (%s, %s): MLX fast.metal_kernel source\n%s%s",
-			api, b.MLX.KernelName(dt, p), b.Family, dt, MLXUtils, b.MLX.KernelSource(dt, p)), nil
+		if b.MLX.NeedsShape() {
+			return "", fmt.Errorf("%s candidate %v: the MLX kernel's template arguments or format placeholders are computed from the shape; its source exists per shape (SourceForShape)", b.Family, p)
+		}
+		return mlxSource(api, b.Family, dt, b.MLX, p), nil
 	}
 	defs := map[string]int{}
 	for k, v := range p {

@@ -44,6 +44,16 @@ type MLX struct {
 	// Atomic is metal_kernel's atomic_outputs: outputs are declared
 	// device atomic<T>*.
 	Atomic bool
+	// Format says Source and Header are Python format strings whose
+	// placeholders ForShape fills (the f-string pattern of kernel authors).
+	Format bool
+	// ForShape, when set, makes the kernel depend on the shape: given the
+	// kernel (m, or a copy of it with an edited body), it returns what MLX
+	// generates for one shape and candidate, with the expression template
+	// arguments evaluated (TemplateInt, TemplateBool), the format
+	// placeholders filled and the inputs of fewer than 8 elements marked
+	// Small. Its result has no ForShape.
+	ForShape func(m *MLX, shape []int, p map[string]int) (*MLX, error)
 }
 
 // MLXOutput is one of output_names with its dtype's Metal name (empty:
@@ -72,13 +82,16 @@ type MLXTemplateKind int
 
 // Template argument kinds: the tuned element type (typename), a tunable
 // parameter's value (int), a fixed int, a fixed bool, a fixed type
-// (typename: MLX's ("AccT", mx.float32)).
+// (typename: MLX's ("AccT", mx.float32)), and an int or bool computed per
+// shape (MLX.ForShape evaluates them into TemplateInt and TemplateBool).
 const (
 	TemplateDType MLXTemplateKind = iota
 	TemplateParam
 	TemplateInt
 	TemplateBool
 	TemplateType
+	TemplateIntExpr
+	TemplateBoolExpr
 )
 
 // MLXTemplateArg is one template argument.
@@ -89,6 +102,9 @@ type MLXTemplateArg struct {
 	Value int
 	// Type is a TemplateType's Metal name (float, bfloat16_t, ...).
 	Type string
+	// Expr is a TemplateIntExpr's or TemplateBoolExpr's expression, for
+	// messages and the shape-independent name.
+	Expr string
 }
 
 // MLXPart is what an MLX kernel argument carries.
@@ -268,6 +284,30 @@ METAL_FUNC vec<IdxT, 3> elem_to_loc_3_nd(uint3 elem, constant const int* shape, 
 // (max_constant_array_size).
 const MLXMinDeviceElements = 8
 
+// NeedsShape reports whether the kernel's source cannot be generated
+// without a shape: template arguments computed from it, or format
+// placeholders to fill.
+func (m *MLX) NeedsShape() bool {
+	if m.Format {
+		return true
+	}
+	for _, t := range m.Template {
+		if t.Kind == TemplateIntExpr || t.Kind == TemplateBoolExpr {
+			return true
+		}
+	}
+	return false
+}
+
+// Shaped is the kernel MLX generates for one shape and candidate
+// (ForShape), or m itself when it does not depend on the shape.
+func (m *MLX) Shaped(shape []int, p map[string]int) (*MLX, error) {
+	if m.ForShape == nil {
+		return m, nil
+	}
+	return m.ForShape(m, shape, p)
+}
+
 // MLXTypeName is MLX's Metal name of an element type (get_type_string).
 func MLXTypeName(dt kernels.DType) string { return kernels.ElemOf(dt).MetalName() }
 
@@ -330,6 +370,8 @@ func (m *MLX) templateValues(dt kernels.DType, p map[string]int) []string {
 			vals[i] = strconv.Itoa(p[t.Name])
 		case TemplateType:
 			vals[i] = t.Type
+		case TemplateIntExpr, TemplateBoolExpr:
+			vals[i] = t.Name // only a shape's kernel (ForShape) has its value
 		default:
 			vals[i] = strconv.Itoa(t.Value)
 		}
@@ -398,7 +440,7 @@ func (m *MLX) KernelSource(dt kernels.DType, p map[string]int) string {
 			switch t.Kind {
 			case TemplateDType, TemplateType:
 				b.WriteString("typename ")
-			case TemplateBool:
+			case TemplateBool, TemplateBoolExpr:
 				b.WriteString("bool ")
 			default:
 				b.WriteString("int ")

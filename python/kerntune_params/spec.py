@@ -648,7 +648,7 @@ def _mlx_source(path: str, s: Mapping[str, Any], m: Mapping[str, Any], params: L
     constants: List[MLXConstant] = []
     p_env = {n: 0 for n in pnames}
     dp_env = dict(d_env, **p_env)
-    c_env = dict(s_env, **p_env)  # constants: the dims, params, bias and eps
+    c_env = dict(s_env, **p_env)  # constants: the dims, bias and eps (a param is refused below, by name)
     used = set()
     for i, cn in enumerate(m.get("constants") or []):
         f = f"source.mlx.constants[{i}]"
@@ -669,9 +669,12 @@ def _mlx_source(path: str, s: Mapping[str, Any], m: Mapping[str, Any], params: L
         elif cn.get("values"):
             progs = [compile_expr(path, f"{f}.values[{j}]", v, c_env, kind) for j, v in enumerate(cn["values"])]
         else:
-            raise fail(f + ".values", "required: the array's elements (expressions over the dims and params), or value for a scalar")
+            raise fail(f + ".values", "required: the array's elements (expressions over the dims), or value for a scalar")
         for pr in progs:
-            used |= pr.idents
+            if pr.idents & set(pnames):
+                raise pr.error("uses a tunable parameter (" + ", ".join(pnames) + "): a constant is an input made once per shape "
+                               "for every candidate, so its values are expressions over the dims, bias and eps; pass a parameter "
+                               "as a template argument (source.mlx.template) or a format value (source.mlx.format)")
         constants.append(MLXConstant(n, dt, bool(cn.get("value")), progs))
     buffers = s.get("buffers") or []
     buf_index: Dict[str, int] = {}

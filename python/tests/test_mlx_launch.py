@@ -1,5 +1,5 @@
 """The launch of an mlx spec kernel as the loader builds it per shape:
-shape-derived template arguments, constants over the dims and params,
+shape-derived template arguments, constants over the dims,
 source.mlx.format, 0-d and small inputs, and resolve from input arrays
 (any objects with .shape and .dtype; mlx stood in for by mlx_stub)."""
 
@@ -42,7 +42,7 @@ SPEC: Dict[str, Any] = {
         "format": {"BLOCK": "TG * 2", "HEADS": "nh"},
         "constants": [
             {"name": "dims", "dtype": "uint32", "values": ["rows", "nh * dh"]},
-            {"name": "scale", "dtype": "float32", "value": "1 / sqrt(dh) * TG"},
+            {"name": "scale", "dtype": "float32", "value": "1 / sqrt(dh)"},
         ],
     }},
     "buffers": [
@@ -197,23 +197,23 @@ class Constants(SpecDir):
     def test_built_and_inserted_without_mlx(self) -> None:
         l = self.load()
         r = l.resolve("headwise", "f16", (2, 4, 64))
-        self.assertEqual(r.launch.constants, ((1, [2, 256]), (5, 1 / 8 * 128)))
+        self.assertEqual(r.launch.constants, ((1, [2, 256]), (5, 1 / 8)))
         x, g, hw, b = data(2, 4, 64)
-        built = [x, [2, 256], g, hw, b, 0.125 * 128]
+        built = [x, [2, 256], g, hw, b, 0.125]
         cases = [
             ([x, g, hw, b], built),
             ((x, "D", g, hw, b, "S"), [x, "D", g, hw, b, "S"]),  # every input: as given
             ({"x": x, "g": g, "hw": hw, "b": b}, built),
-            ({"b": b, "hw": hw, "g": g, "x": x, "dims": "D"}, [x, "D", g, hw, b, 0.125 * 128]),
+            ({"b": b, "hw": hw, "g": g, "x": x, "dims": "D"}, [x, "D", g, hw, b, 0.125]),
         ]
         for given, want in cases:
             with self.subTest(given=type(given).__name__, n=len(given)):
                 self.assertEqual(r.mlx_kwargs(given)["inputs"], want)
-        # The constants follow the shape and the parameters.
+        # The constants follow the shape.
         r = kp.loads(json.dumps(PARAMS), "Apple M3 Max", env={"KERNTUNE_HEADWISE_TG": "32"},
                      specs=[os.path.join(self.dir, "k.json")]).resolve("headwise", "f16", (3, 2, 16))
         got = r.mlx_kwargs(data(3, 2, 16))["inputs"]
-        self.assertEqual((got[1], got[5]), ([3, 32], 0.25 * 32))
+        self.assertEqual((got[1], got[5]), ([3, 32], 0.25))
 
     def test_built_as_mlx_arrays(self) -> None:
         mx = mlx_stub.install()
@@ -223,7 +223,7 @@ class Constants(SpecDir):
         kw = r.mlx_kwargs([x, g, hw, b])
         dims, scale = kw["inputs"][1], kw["inputs"][5]
         self.assertEqual((dims.dtype, dims.shape, dims.data), (mx.uint32, (2,), [2, 256]))
-        self.assertEqual((scale.dtype, scale.shape, scale.data), (mx.float32, (), 16.0))  # 0-d: a scalar by reference
+        self.assertEqual((scale.dtype, scale.shape, scale.data), (mx.float32, (), 0.125))  # 0-d: a scalar by reference
         self.assertEqual(kw["template"][0], ("T", mx.float16))
         # MLX's own signature check accepts the call.
         kernel = r.mlx_kernel()
@@ -233,6 +233,18 @@ class Constants(SpecDir):
         # resolve reads MLX arrays.
         r2 = self.load().resolve("headwise", inputs=[x, g, hw, b])
         self.assertEqual((r2.dtype, r2.shape), ("f16", (2, 4, 64)))
+
+    def test_a_parameter_is_refused(self) -> None:
+        # A constant is an input made once per shape for every candidate,
+        # as the Go side refuses it too.
+        s = json.loads(json.dumps(SPEC))
+        s["source"]["mlx"]["constants"][1]["value"] = "1 / sqrt(dh) * TG"
+        path = os.path.join(self.dir, "p.json")
+        with open(path, "w") as f:
+            json.dump(s, f)
+        with self.assertRaises(kp.SpecError) as cm:
+            kp.load_spec(path)
+        self.assertIn("uses a tunable parameter (TG): a constant is an input made once per shape", str(cm.exception))
 
     def test_values_checked(self) -> None:
         cases = [
@@ -325,7 +337,7 @@ class Format(SpecDir):
         s = mutate(MLX + ("format",), {})
         s["source"]["mlx"]["source"] = "if (i < N) {{ out[i] = x[i]; }}"
         s["source"]["mlx"]["header"] = ""
-        s["source"]["mlx"]["constants"][1]["value"] = "TG * 1.0"
+        s["source"]["mlx"]["template"]["TW"] = "TG * 4"  # TG's use, once the format is gone
         l = self.load(s)
         r = l.resolve("headwise", "f16", (2, 4, 64))
         self.assertEqual(r.mlx_source(), "if (i < N) { out[i] = x[i]; }")

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"sync"
 	"unsafe"
 
 	"github.com/ebitengine/purego/objc"
@@ -13,6 +14,7 @@ import (
 	"github.com/kerntune/kerntune/internal/stats"
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/kernels/gpu"
+	"github.com/kerntune/kerntune/params"
 	"github.com/kerntune/kerntune/search"
 	"github.com/kerntune/kerntune/tuner"
 	"github.com/kerntune/kerntune/tuner/internal/gpuhost"
@@ -95,8 +97,12 @@ type encodeFn func(cb objc.ID, in *instance, cp int, verify bool) error
 type program struct {
 	b      *Backend
 	encode encodeFn
-	free   func() // releases the program's objects; GPU thread
-	vendor bool   // a vendor library (MPS): verified on a zeroed output
+	// prepare, when set, readies the program for an instance before it
+	// runs there (a shape-dependent body's pipeline for its shape); it
+	// runs off the GPU thread.
+	prepare func(in *instance) error
+	free    func() // releases the program's objects; GPU thread
+	vendor  bool   // a vendor library (MPS): verified on a zeroed output
 	// perBuffer is the runs per timed command buffer on each instance,
 	// revised after every timing (GPU thread; see revisedDispatches).
 	perBuffer map[*instance]int
@@ -131,7 +137,11 @@ func (pr *program) Close() error {
 }
 
 func (pr *program) instance(ti tuner.Instance) (*instance, error) {
-	return gpuhost.Of(ti, device{pr.b}, "metal")
+	in, err := gpuhost.Of(ti, device{pr.b}, "metal")
+	if err != nil || pr.prepare == nil {
+		return in, err
+	}
+	return in, pr.prepare(in)
 }
 
 // Run times n samples. Each sample is one command buffer holding D runs of
@@ -219,6 +229,11 @@ const maxCachedBuilt = 256
 // body, newLibraryWithSource, newFunctionWithName,
 // newComputePipelineStateWithFunction.
 func (b *Backend) compilePipeline(body *gpu.Body, dt kernels.DType, c search.Candidate) (*compiled, error) {
+	if body.ShapeDependent() {
+		// Nothing to compile before a shape is known: Build makes a
+		// program that compiles per shape (buildShaped).
+		return &compiled{}, nil
+	}
 	src, err := body.SourceFor(gpu.Metal, dt, c)
 	if err != nil {
 		return nil, err
@@ -239,11 +254,26 @@ func (b *Backend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate)
 	if err != nil {
 		return nil, err
 	}
+	if body.ShapeDependent() {
+		return b.buildShaped(body, k, dt, c)
+	}
+	pso, err := b.buildPipeline(body, k, dt, c)
+	if err != nil {
+		return nil, err
+	}
+	c = c.Clone()
+	enc := b.encoder(body, k, c, func(*instance) (objc.ID, error) { return pso, nil })
+	return newProgram(b, enc, func() { release(pso) }, false), nil
+}
+
+// buildPipeline waits for a candidate's compile and checks its pipeline;
+// it returns a retained pipeline state.
+func (b *Backend) buildPipeline(body *gpu.Body, k *kernels.Kernel, dt kernels.DType, c search.Candidate) (objc.ID, error) {
 	var pso objc.ID
 	for pso == 0 {
 		cp, err := b.compiles.For(body, k, dt, c).Wait()
 		if err != nil {
-			return nil, err
+			return 0, err
 		}
 		b.mu.Lock()
 		if cp.evicted { // evicted meanwhile: compile again
@@ -259,14 +289,118 @@ func (b *Backend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate)
 		b.noteBuilt(gpuhost.Key(k, dt, c))
 		b.mu.Unlock()
 		if err != nil {
-			return nil, err
+			return 0, err
 		}
 	}
+	return pso, nil
+}
+
+// buildShaped makes the program of a shape-dependent body (an MLX kernel
+// whose template values, format placeholders or input address spaces
+// follow the shape): it compiles lazily for the shape of each instance it
+// runs on, through the compile cache under a key that holds the
+// shape-derived source (shapedKey), and keeps one pipeline per shape.
+func (b *Backend) buildShaped(body *gpu.Body, k *kernels.Kernel, dt kernels.DType, c search.Candidate) (tuner.Program, error) {
+	if _, err := body.Supported(gpu.Metal, c); err != nil {
+		return nil, err
+	}
+	c = c.Clone()
+	var mu sync.Mutex
+	psos := map[string]objc.ID{} // retained, by shape
+	pipelineFor := func(in *instance) (objc.ID, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if pso, ok := psos[params.ShapeString(in.Problem.Case.Shape)]; ok {
+			return pso, nil
+		}
+		return 0, fmt.Errorf("metal: %s %s: no pipeline for shape %s", k.Name, c.Key(), params.ShapeString(in.Problem.Case.Shape))
+	}
+	prepare := func(in *instance) error {
+		shape := in.Problem.Case.Shape
+		key := params.ShapeString(shape)
+		mu.Lock()
+		_, ok := psos[key]
+		mu.Unlock()
+		if ok {
+			return nil
+		}
+		pso, err := b.shapedPipeline(body, k, dt, c, shape)
+		if err != nil {
+			return fmt.Errorf("metal: %s on shape %s: %w", k.Name, key, err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if _, dup := psos[key]; dup {
+			release(pso)
+		} else {
+			psos[key] = pso
+		}
+		return nil
+	}
+	free := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for key, pso := range psos {
+			release(pso)
+			delete(psos, key)
+		}
+	}
+	pr := newProgram(b, b.encoder(body, k, c, pipelineFor), free, false)
+	pr.prepare = prepare
+	return pr, nil
+}
+
+// shapedPipeline compiles (or finds in the compile cache) a candidate's
+// pipeline for one shape and checks it as Build does; it returns a
+// retained pipeline state.
+func (b *Backend) shapedPipeline(body *gpu.Body, k *kernels.Kernel, dt kernels.DType, c search.Candidate, shape []int) (objc.ID, error) {
+	src, err := body.SourceForShape(gpu.Metal, dt, c, shape)
+	if err != nil {
+		return 0, err
+	}
+	fn, err := body.FuncNameForShape(dt, c, shape)
+	if err != nil {
+		return 0, err
+	}
+	key := shapedKey(gpuhost.Key(k, dt, c), fn, src)
+	for {
+		cp, err := b.compiles.Job(key, func() (*compiled, error) {
+			p, err := b.newPipelineWith(body.Compile, src, fn)
+			if err != nil {
+				return nil, err
+			}
+			return &compiled{p: p}, nil
+		}).Wait()
+		if err != nil {
+			return 0, err
+		}
+		b.mu.Lock()
+		if cp.evicted { // evicted meanwhile: compile again
+			b.mu.Unlock()
+			continue
+		}
+		err = checkPipeline(body.Threads(c), b.info.Limits.GPU.MaxShared, cp.p.pipelineLimits, body.Source != "")
+		var pso objc.ID
+		if err == nil {
+			pso = retain(cp.p.id)
+		}
+		b.noteBuilt(key)
+		b.mu.Unlock()
+		return pso, err
+	}
+}
+
+// encoder is the encodeFn of a candidate whose pipeline for an instance
+// pipelineFor gives.
+func (b *Backend) encoder(body *gpu.Body, k *kernels.Kernel, c search.Candidate, pipelineFor func(*instance) (objc.ID, error)) encodeFn {
 	words := func(in *instance) ([]uint32, error) {
 		return scalarWords(body.Scalars(in.Problem.Case, in.Problem.Kernel.Scalars))
 	}
-	c = c.Clone()
-	enc := func(cb objc.ID, in *instance, cp int, _ bool) error {
+	return func(cb objc.ID, in *instance, cp int, _ bool) error {
+		pso, err := pipelineFor(in)
+		if err != nil {
+			return err
+		}
 		g := body.Geometry(in.Problem.Case.Shape, c)
 		size, perGroup, threads, err := launchSizes(g)
 		if err != nil {
@@ -320,7 +454,6 @@ func (b *Backend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate)
 		runtime.KeepAlive(bound)
 		return nil
 	}
-	return newProgram(b, enc, func() { release(pso) }, false), nil
 }
 
 // noteBuilt records that Build used a job and evicts the oldest used jobs
