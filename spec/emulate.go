@@ -28,7 +28,7 @@ const emuBatch = 24
 // emuTunedElements is the default bound on the elements of a tuned shape
 // (inputs and outputs together) that the emulation runs besides the
 // verification shapes: the CPU runs every GPU thread as a fiber.
-const emuTunedElements = 1 << 16
+const emuTunedElements = 1 << 12
 
 // appleLimits are what every Apple GPU that MLX runs on allows a
 // threadgroup: 1024 threads and 32 KiB of threadgroup memory.
