@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/kerntune/kerntune/internal/cover"
@@ -385,7 +386,7 @@ func emuRunBatch(ctx context.Context, cc, dir string, ks []mslemu.Kernel, lo, hi
 			return emuRunBatch(ctx, cc, dir, ks, mid, hi, jobs)
 		}
 		for _, j := range mine {
-			j.run.Err = fmt.Errorf("the emulation cannot compile the source: %w", err)
+			j.run.Err = fmt.Errorf("the emulation cannot compile the source: %s\n%w", firstCompileError(err), err)
 		}
 		return nil
 	}
@@ -412,10 +413,21 @@ func emuRunBatch(ctx context.Context, cc, dir string, ks []mslemu.Kernel, lo, hi
 		if at >= len(ls) {
 			return fmt.Errorf("%s: %w", mine[0].run.spec.File, err)
 		}
-		mine[at].run.Err = err
+		mine[at].run.Err = fmt.Errorf("the launch crashed the emulation (a read or write far outside a buffer?): %w", err)
 		ls, mine = ls[at+1:], mine[at+1:]
 	}
 	return nil
+}
+
+// firstCompileError is clang's first error message in a failed build,
+// without the temporary file's name, or "clang failed" when it has none.
+func firstCompileError(err error) string {
+	for _, line := range strings.Split(err.Error(), "\n") {
+		if _, msg, ok := strings.Cut(line, "error: "); ok {
+			return msg
+		}
+	}
+	return "clang failed"
 }
 
 // emuBind binds one problem to the MLX signature: inputs, outputs

@@ -164,3 +164,48 @@ func TestEmulate(t *testing.T) {
 		})
 	}
 }
+
+// A source the emulation cannot compile fails its own runs only (its batch
+// is split until it is alone), and a launch that crashes the program fails
+// alone while the launches after it still run.
+func TestEmulateIsolatesFailures(t *testing.T) {
+	cc := mslcheck.Require(t)
+	edited := func(from, to string) *Compiled {
+		c := loadExample(t, "mlx_exp1d.json")
+		m := *c.Body.MLX
+		m.Source = strings.Replace(m.Source, from, to, 1)
+		if m.Source == c.Body.MLX.Source {
+			t.Fatalf("the edit of %q changed nothing", from)
+		}
+		b := *c.Body
+		b.MLX = &m
+		c.Body = &b
+		return c
+	}
+	good := loadExample(t, "mlx_exp1d.json")
+	tests := []struct {
+		c    *Compiled
+		want string // in the run's error; empty: passes
+	}{
+		{edited("exp(a[tid])", "exp(nope[tid])"), "cannot compile the source: use of undeclared identifier 'nope'"},
+		{edited("out[tid] = exp(a[tid]);", "out[tid + 0x7fffffffu] = exp(a[tid]);"), "crashed"},
+		{good, ""},
+	}
+	cs := kernels.Case{Shape: []int{1000}}
+	runs := make([]EmulateRun, len(tests))
+	for i, tt := range tests {
+		runs[i] = EmulateRun{DType: kernels.F32, Candidate: map[string]int{"TG": 64}, Case: cs, Shape: cs.String(), spec: tt.c}
+	}
+	if err := emulateRuns(context.Background(), cc, t.TempDir(), 1, runs); err != nil {
+		t.Fatal(err)
+	}
+	for i, tt := range tests {
+		err := runs[i].Err
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("run %d: %v", i, err)
+		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+			t.Errorf("run %d: error %v, want one mentioning %q", i, err, tt.want)
+		}
+	}
+}
