@@ -46,6 +46,11 @@ func TestVerifyEmulate(t *testing.T) {
 			[]string{"kernel mlx_exp1d emulated on the CPU", "f32    2 of 5 valid  2       2       0", "f16    2 of 5 valid", "emulated 4 candidates: 4 passed, 0 failed"}},
 		{[]string{"verify", "--spec", broken, "--emulate", "--dtype", "f32", "--where", "TG=64", "--seed", "3"}, 1,
 			[]string{"f32    1 of 1 valid  2       0       1", "FAIL f32 TG=64 on 1000: output out", "FAIL f32 TG=64 on 8:", "1 of 1 candidate failed the emulated verification"}},
+		// check runs the same after its static checks.
+		{[]string{"check", "--spec", exp, "--emulate", "--backend", "none", "--dtype", "f16"}, 0,
+			[]string{"MSL syntax", "kernel mlx_exp1d emulated on the CPU", "f16    5 of 5 valid  2       5       0"}},
+		{[]string{"check", "--spec", broken, "--emulate", "--backend", "none", "--dtype", "f32"}, 1,
+			[]string{"FAIL f32 TG=", "check: 5 candidates failed the emulated verification"}},
 	}
 	for _, tt := range tests {
 		wantExit(t, tt.args, tt.code, tt.want...)
