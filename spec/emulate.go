@@ -67,6 +67,7 @@ type EmulateReport struct {
 	DTypes  []EmulateDType `json:"dtypes"`
 	Results []EmulateRun   `json:"runs"`
 	Elapsed time.Duration  `json:"-"`
+	Seconds float64        `json:"seconds"`
 }
 
 // EmulateDType summarises one element type: candidates count as passed
@@ -197,6 +198,7 @@ func (c *Compiled) Emulate(ctx context.Context, opts EmulateOptions) (*EmulateRe
 		d.Passed = len(ran) - len(failed)
 	}
 	rep.Elapsed = time.Since(start)
+	rep.Seconds = rep.Elapsed.Seconds()
 	return rep, nil
 }
 

@@ -2,9 +2,11 @@ package spec
 
 import (
 	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/kerntune/kerntune/internal/cover"
 	"github.com/kerntune/kerntune/internal/mslcheck"
 	"github.com/kerntune/kerntune/kernels"
 )
@@ -206,6 +208,36 @@ func TestEmulateIsolatesFailures(t *testing.T) {
 			t.Errorf("run %d: %v", i, err)
 		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
 			t.Errorf("run %d: error %v, want one mentioning %q", i, err, tt.want)
+		}
+	}
+}
+
+// With KTDEV_FULL (make test-full), every mlx example's covering sample
+// (every pair of parameter values, in every dtype) passes the emulated
+// verification on every verification shape; make test runs the chosen
+// cases of TestMLXExamplesComputeOnCPU instead.
+func TestEmulateExamplesFull(t *testing.T) {
+	if !cover.Full() {
+		t.Skipf("the whole emulated sweep of the mlx examples runs with %s=1", cover.FullEnv)
+	}
+	cc := mslcheck.Require(t)
+	files, err := filepath.Glob(examplePath("mlx_*.json"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no mlx examples: %v", err)
+	}
+	for _, f := range files {
+		c := loadExample(t, filepath.Base(f))
+		rep, err := c.Emulate(context.Background(), EmulateOptions{Clang: cc, Seed: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rep.Failures() {
+			t.Errorf("%s %s %s on %s: %v", filepath.Base(f), r.DType, r.Candidate.Key(), r.Shape, r.Err)
+		}
+		for _, d := range rep.DTypes {
+			if d.Candidates == 0 || d.Passed != d.Candidates {
+				t.Errorf("%s %s: %d of %d candidates passed", filepath.Base(f), d.DType, d.Passed, d.Candidates)
+			}
 		}
 	}
 }
