@@ -1,21 +1,16 @@
 package spec
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
-	"fmt"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
+	"github.com/kerntune/kerntune/internal/cover"
 	"github.com/kerntune/kerntune/internal/mslcheck"
-	"github.com/kerntune/kerntune/internal/mslemu"
 	"github.com/kerntune/kerntune/kernels"
-	"github.com/kerntune/kerntune/kernels/gpu"
 )
 
 // emuCase is one example candidate run on one shape.
@@ -28,7 +23,7 @@ type emuCase struct {
 	// edit breaks the body (the check must then fail verification)
 	edit func(string) string
 	// template rebinds template arguments to other expressions (a broken
-	// spec: the check must then fail verification)
+	// spec: verification must fail)
 	template map[string]string
 }
 
@@ -56,13 +51,6 @@ func TestMLXExamplesComputeOnCPU(t *testing.T) {
 		{example: "mlx_rmsnorm_inv.json", cand: m{"TG": 32}, shape: []int{3, 37}},
 		{example: "mlx_rmsnorm_inv.json", cand: m{"TG": 64}, shape: []int{5, 100}, dt: kernels.F16},
 		{example: "mlx_rmsnorm_inv.json", cand: m{"TG": 32}, shape: []int{5, 100}, options: []string{stridedOption}},
-		{example: "mlx_exp1d.json", cand: m{"TG": 64}, shape: []int{1000}},
-		{example: "mlx_exp1d.json", cand: m{"TG": 256}, shape: []int{8}, dt: kernels.F16},
-		{example: "mlx_add_one.json", cand: m{"TG": 64}, shape: []int{1000}},
-		{example: "mlx_add1d.json", cand: m{"TG": 32}, shape: []int{77}, dt: kernels.F16},
-		{example: "mlx_divmap.json", cand: m{"TG": 64}, shape: []int{37, 29}},
-		{example: "mlx_twod.json", cand: m{"TX": 8, "TY": 4}, shape: []int{37, 29}},
-		{example: "mlx_twod.json", cand: m{"TX": 16, "TY": 2}, shape: []int{3, 7}, dt: kernels.F16},
 		// The row length is a template argument from the shape (D = d) and
 		// the row count a format placeholder: two shapes, two kernels; a
 		// 4-element x is passed in the constant address space, the scale
@@ -70,6 +58,13 @@ func TestMLXExamplesComputeOnCPU(t *testing.T) {
 		{example: "mlx_rowsum_dh.json", cand: m{"TG": 32}, shape: []int{37, 29}},
 		{example: "mlx_rowsum_dh.json", cand: m{"TG": 64}, shape: []int{3, 5}, dt: kernels.F16},
 		{example: "mlx_rowsum_dh.json", cand: m{"TG": 32}, shape: []int{1, 4}},
+		{example: "mlx_exp1d.json", cand: m{"TG": 64}, shape: []int{1000}},
+		{example: "mlx_exp1d.json", cand: m{"TG": 256}, shape: []int{8}, dt: kernels.F16},
+		{example: "mlx_add_one.json", cand: m{"TG": 64}, shape: []int{1000}},
+		{example: "mlx_add1d.json", cand: m{"TG": 32}, shape: []int{77}, dt: kernels.F16},
+		{example: "mlx_divmap.json", cand: m{"TG": 64}, shape: []int{37, 29}},
+		{example: "mlx_twod.json", cand: m{"TX": 8, "TY": 4}, shape: []int{37, 29}},
+		{example: "mlx_twod.json", cand: m{"TX": 16, "TY": 2}, shape: []int{3, 7}, dt: kernels.F16},
 		// Teeth: without the tail loop the last rows of Q are dropped;
 		// staging A without the slice offset k0 multiplies the first slice
 		// of A with every slice of V; nibbles read from the wrong end, all
@@ -100,143 +95,176 @@ func TestMLXExamplesComputeOnCPU(t *testing.T) {
 			return strings.ReplaceAll(s, "x[elem_to_loc(int64_t(row * cols + c), x_shape, x_strides, x_ndim)]", "x[row * cols + c + 0 * x_shape[0] * x_strides[0] * x_ndim]")
 		}},
 	}
-	var ks []mslemu.Kernel
-	var ls []*mslemu.Launch
-	var outs [][]int
-	var problems []*kernels.Problem
+	runEmuCases(t, cc, cases)
+}
+
+// runEmuCases runs each case's candidate on its shape through the
+// emulation against the spec's reference: a case without a break must
+// pass, one with a broken body or template must fail.
+func runEmuCases(t *testing.T, cc string, cases []emuCase) {
+	t.Helper()
+	runs := make([]EmulateRun, len(cases))
 	for i, ec := range cases {
 		c := loadExample(t, ec.example)
 		if ec.template != nil {
 			c = rebindTemplate(t, ec.example, ec.template)
 		}
+		if ec.edit != nil {
+			m := *c.Body.MLX
+			m.Source = ec.edit(m.Source)
+			if m.Source == c.Body.MLX.Source {
+				t.Fatalf("case %d: the edit changed nothing", i)
+			}
+			body := *c.Body
+			body.MLX = &m
+			edited := *c
+			edited.Body = &body
+			c = &edited
+		}
 		dt := ec.dt
 		if dt == "" {
 			dt = kernels.F32
 		}
-		p, err := kernels.NewProblem(c.Kernel, dt, kernels.Case{Shape: ec.shape, Options: ec.options}, rand.New(rand.NewPCG(uint64(i), 7)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		problems = append(problems, p)
-		m := *c.Body.MLX
-		if ec.edit != nil {
-			edited := ec.edit(m.Source)
-			if edited == m.Source {
-				t.Fatalf("case %d: the edit changed nothing", i)
-			}
-			m.Source = edited
-		}
-		body := *c.Body
-		body.MLX = &m
-		src, err := body.SourceForShape(gpu.Metal, dt, ec.cand, ec.shape)
-		if err != nil {
-			t.Fatal(err)
-		}
-		k, l, o := emuRun(t, &body, p, ec.cand)
-		k.Name = fmt.Sprintf("%s %s %v", ec.example, dt, ec.cand)
-		k.Source = gpu.ForSyntaxCheck(src) // MLX's instantiation as a plain kernel
-		l.Kernel = i
-		ks = append(ks, k)
-		ls = append(ls, l)
-		outs = append(outs, o)
+		cs := kernels.Case{Shape: ec.shape, Options: ec.options}
+		runs[i] = EmulateRun{DType: dt, Candidate: ec.cand, Case: cs, Shape: cs.String(), spec: c}
 	}
-	prog, err := mslemu.Build(context.Background(), cc, t.TempDir(), ks)
-	if err != nil {
+	if err := emulateRuns(context.Background(), cc, t.TempDir(), 7, runs); err != nil {
 		t.Fatal(err)
 	}
-	results, err := prog.Run(context.Background(), ls)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, r := range results {
-		p := problems[i]
-		var got []float32
-		if r.Err == nil {
-			for j, op := range p.Kernel.OutOperands(p.Case) {
-				got = append(got, op.Elem.In(p.DType).Decode(ls[i].Buffers[outs[i][j]], op.Len)...)
-			}
-		}
-		err := r.Err
-		if err == nil {
-			err = p.Verify(got)
-		}
+	for i, r := range runs {
 		ec := cases[i]
 		switch {
-		case ec.edit == nil && ec.template == nil && err != nil:
-			t.Errorf("%s %s %v on %v%v: %v", ec.example, p.DType, ec.cand, ec.shape, ec.options, err)
-		case (ec.edit != nil || ec.template != nil) && err == nil:
-			t.Errorf("%s %v on %v: a broken body passed verification", ec.example, ec.cand, ec.shape)
+		case ec.edit == nil && ec.template == nil && r.Err != nil:
+			t.Errorf("%s %s %v on %s: %v", ec.example, r.DType, ec.cand, r.Shape, r.Err)
+		case (ec.edit != nil || ec.template != nil) && r.Err == nil:
+			t.Errorf("%s %v on %s: a broken body passed verification", ec.example, ec.cand, r.Shape)
 		case ec.edit != nil || ec.template != nil:
-			t.Logf("%s %v on %v, broken body: %v", ec.example, ec.cand, ec.shape, err)
+			t.Logf("%s %v on %s, broken body: %v", ec.example, ec.cand, r.Shape, r.Err)
 		default:
-			t.Logf("%s %v on %v: %d outputs verified", ec.example, ec.cand, ec.shape, len(got))
+			t.Logf("%s %s %v on %s: verified", ec.example, r.DType, ec.cand, r.Shape)
 		}
 	}
 }
 
-// emuRun binds one case: the inputs, outputs (poisoned, or filled with
-// the kernel's init value) and Bytes arguments as buffers in the order of
-// MLX's signature, then the attributes, and MLX's launch (a grid in
-// threads). It returns the buffers of the outputs too.
-func emuRun(t *testing.T, b *gpu.Body, p *kernels.Problem, cand map[string]int) (mslemu.Kernel, *mslemu.Launch, []int) {
-	t.Helper()
-	consts := b.Consts(p.Case)
-	ops := p.Kernel.Inputs(p.Case)
-	outs := p.Kernel.OutOperands(p.Case)
-	var args []mslemu.Arg
-	var bufs [][]byte
-	var outBufs []int
-	nIn, nOut, nConst := 0, 0, 0
-	for _, bd := range b.MLX.Bindings() {
-		i := len(bufs)
-		switch bd.Kind {
-		case gpu.In:
-			bufs = append(bufs, ops[nIn].Elem.In(p.DType).Encode(p.Inputs[nIn]))
-			if b.MLX.Inputs[bd.Input].Scalar {
-				args = append(args, mslemu.Ref(i))
-			} else {
-				args = append(args, mslemu.Buf(i))
+// Emulate runs a covering sample of an mlx spec's candidates in each of
+// its dtypes on every verification shape (views too where the kernel reads
+// strides), and every candidate with EmulateAll; a body with a wrong index
+// fails on every candidate it runs, and the report names them.
+func TestEmulate(t *testing.T) {
+	cc := mslcheck.Require(t)
+	good := loadExample(t, "mlx_twod.json")
+	broken := loadExample(t, "mlx_twod.json")
+	m := *broken.Body.MLX
+	m.Source = strings.Replace(m.Source, "uint idx = g.y * k + g.x;", "uint idx = g.y * n + g.x;", 1)
+	body := *broken.Body
+	body.MLX = &m
+	broken.Body = &body
+	tests := []struct {
+		name   string
+		c      *Compiled
+		opts   EmulateOptions
+		failed bool
+	}{
+		{"cover", good, EmulateOptions{Clang: cc, Candidates: 2, DTypes: []kernels.DType{kernels.F32}}, false},
+		{"broken", broken, EmulateOptions{Clang: cc, Candidates: 2, DTypes: []kernels.DType{kernels.F16}}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rep, err := tt.c.Emulate(context.Background(), tt.opts)
+			if err != nil {
+				t.Fatal(err)
 			}
-			nIn++
-		case gpu.Out:
-			e := outs[nOut].Elem.In(p.DType)
-			n := outs[nOut].Len
-			var init []byte
-			if v := p.Kernel.Init; v != nil {
-				init = e.Fill(*v, n)
-			} else {
-				for len(init) < n*e.Size() {
-					init = append(init, e.Poison()...)
+			if len(rep.DTypes) != 1 || rep.DTypes[0].Candidates != 2 || rep.DTypes[0].Shapes != len(tt.c.Kernel.Odd) {
+				t.Fatalf("report %+v: want one dtype, 2 candidates on the %d verification shapes", rep.DTypes, len(tt.c.Kernel.Odd))
+			}
+			d := rep.DTypes[0]
+			fails := rep.Failures()
+			if tt.failed {
+				if d.Failed != 2 || d.Passed != 0 || len(fails) == 0 || fails[0].Error == "" {
+					t.Fatalf("broken body: %+v, failures %+v", d, fails)
 				}
+				return
 			}
-			bufs = append(bufs, init)
-			outBufs = append(outBufs, i)
-			args = append(args, mslemu.Buf(i))
-			nOut++
-		case gpu.Bytes:
-			bufs = append(bufs, consts[nConst])
-			nConst++
-			if bd.Part == gpu.PartNDim {
-				args = append(args, mslemu.Ref(i))
-			} else {
-				args = append(args, mslemu.Buf(i))
+			if d.Passed != 2 || len(fails) > 0 {
+				t.Fatalf("%+v: %+v", d, fails)
 			}
-		}
+		})
 	}
-	for _, a := range b.MLX.Attributes() {
-		if !slices.Contains(mslemu.Attributes(), a) {
-			t.Fatalf("the emulation does not provide attribute %s", a)
+}
+
+// A source the emulation cannot compile fails its own runs only (its batch
+// is split until it is alone), and a launch that crashes the program fails
+// alone while the launches after it still run.
+func TestEmulateIsolatesFailures(t *testing.T) {
+	cc := mslcheck.Require(t)
+	edited := func(from, to string) *Compiled {
+		c := loadExample(t, "mlx_exp1d.json")
+		m := *c.Body.MLX
+		m.Source = strings.Replace(m.Source, from, to, 1)
+		if m.Source == c.Body.MLX.Source {
+			t.Fatalf("the edit of %q changed nothing", from)
 		}
-		args = append(args, mslemu.Attr(a))
+		b := *c.Body
+		b.MLX = &m
+		c.Body = &b
+		return c
 	}
-	l := b.Geometry(p.Case.Shape, cand)
-	fn, err := b.FuncNameForShape(p.DType, cand, p.Case.Shape)
-	if err != nil {
+	good := loadExample(t, "mlx_exp1d.json")
+	tests := []struct {
+		c    *Compiled
+		want string // in the run's error; empty: passes
+	}{
+		{edited("exp(a[tid])", "exp(nope[tid])"), "cannot compile the source: use of undeclared identifier 'nope'"},
+		{edited("out[tid] = exp(a[tid]);", "out[tid + 0x7fffffffu] = exp(a[tid]);"), "crashed"},
+		{good, ""},
+	}
+	cs := kernels.Case{Shape: []int{1000}}
+	runs := make([]EmulateRun, len(tests))
+	for i, tt := range tests {
+		runs[i] = EmulateRun{DType: kernels.F32, Candidate: map[string]int{"TG": 64}, Case: cs, Shape: cs.String(), spec: tt.c}
+	}
+	if err := emulateRuns(context.Background(), cc, t.TempDir(), 1, runs); err != nil {
 		t.Fatal(err)
 	}
-	k := mslemu.Kernel{Func: fn, Args: args, // ForSyntaxCheck made the instantiation a plain kernel
-		Version: cmp.Or(b.Compile.LanguageVersion, mslcheck.DefaultVersion)} // MLX's bfloat helpers need __HAVE_BFLOAT__
-	return k, &mslemu.Launch{Threads: l.ThreadGrid, Group: l.Group, Buffers: bufs}, outBufs
+	for i, tt := range tests {
+		err := runs[i].Err
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("run %d: %v", i, err)
+		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+			t.Errorf("run %d: error %v, want one mentioning %q", i, err, tt.want)
+		}
+	}
+}
+
+// With KTDEV_FULL (make test-full), every mlx example's covering sample
+// (every pair of parameter values, in every dtype) passes the emulated
+// verification on every verification shape; make test runs the chosen
+// cases of TestMLXExamplesComputeOnCPU instead.
+func TestEmulateExamplesFull(t *testing.T) {
+	if !cover.Full() {
+		t.Skipf("the whole emulated sweep of the mlx examples runs with %s=1", cover.FullEnv)
+	}
+	cc := mslcheck.Require(t)
+	files, err := filepath.Glob(examplePath("mlx_*.json"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no mlx examples: %v", err)
+	}
+	for _, f := range files {
+		c := loadExample(t, filepath.Base(f))
+		rep, err := c.Emulate(context.Background(), EmulateOptions{Clang: cc, Seed: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rep.Failures() {
+			t.Errorf("%s %s %s on %s: %v", filepath.Base(f), r.DType, r.Candidate.Key(), r.Shape, r.Err)
+		}
+		for _, d := range rep.DTypes {
+			if d.Candidates == 0 || d.Passed != d.Candidates {
+				t.Errorf("%s %s: %d of %d candidates passed", filepath.Base(f), d.DType, d.Passed, d.Candidates)
+			}
+		}
+	}
 }
 
 // rebindTemplate loads an example with some template arguments bound to

@@ -62,6 +62,7 @@ type CheckOptions struct {
 	sample  int
 	asJSON  bool
 	noMSL   bool // --no-msl-check
+	emulate bool
 }
 
 // checkHelp is check's usage line, summary and help.
@@ -82,7 +83,9 @@ Without either compiler check refuses to go on (exit 2) unless given
 --no-msl-check, which skips the Metal source check.
 
 A spec with an mlx source (MLX's fast.metal_kernel) runs on the metal
-backend only; the other backends reject it.
+backend only; the other backends reject it. With --emulate, check also runs a
+covering sample of its candidates through the CPU emulation of Metal against
+the reference (as kerntune verify --spec FILE --emulate), no GPU needed.
 
 Spec kernels are GPU code (a body in the GPU dialect, or .cu/.metal/.cl
 files), so the cpu backend cannot run them; with --backend auto and no GPU,
@@ -103,6 +106,7 @@ func NewCmdCheck(f *Factory, runF func(*CheckOptions) error) *cobra.Command {
 	fl.IntVar(&o.sample, "sample", 0, "verify every N-th valid candidate (0: about 32 per dtype; 1: all)")
 	fl.BoolVar(&o.asJSON, "json", false, "print the checks as JSON on stdout")
 	fl.BoolVar(&o.noMSL, "no-msl-check", false, "skip the check of Metal sources (by Apple's compiler or clang)")
+	fl.BoolVar(&o.emulate, "emulate", false, "after the static checks, verify a covering sample of each mlx spec's candidates on the CPU emulation of Metal (as verify --emulate)")
 	return cmd
 }
 
@@ -172,6 +176,33 @@ func runCheck(o *CheckOptions) error {
 		fmt.Fprintf(log, "\nWARNING: the Metal sources of %s were NOT checked: %s.\n"+
 			"WARNING: install a compiler and run check again, or pass --no-msl-check to go on without the check.\n\n", strings.Join(unchecked, ", "), gpu.NoMSLCompiler)
 		return done(usageErrorf("check: the Metal sources of %s were not checked (%s); --no-msl-check goes on without the check", strings.Join(unchecked, ", "), gpu.NoMSLCompiler))
+	}
+	if o.emulate {
+		failed := 0
+		for _, c := range cs {
+			if c.Body == nil || c.Body.MLX == nil {
+				fmt.Fprintf(text, "%s: emulation skipped: it runs mlx kernels (source.mlx) only\n", c.File)
+				continue
+			}
+			for _, dt := range dts {
+				if !supports(c, dt) {
+					return usageErrorf("--dtype %s: %s supports %s", dt, c.File, strings.Join(c.Spec.DTypes, ", "))
+				}
+			}
+			rep, err := c.Emulate(o.ctx, spec.EmulateOptions{DTypes: dts})
+			if errors.Is(err, spec.ErrNoClang) {
+				return done(usageError{err})
+			}
+			if err != nil {
+				return done(err)
+			}
+			printEmulate(text, rep)
+			res.Emulation = append(res.Emulation, rep)
+			failed += rep.Failed()
+		}
+		if failed > 0 {
+			return done(fmt.Errorf("check: %s failed the emulated verification", plural(failed, "candidate", "candidates")))
+		}
 	}
 	if o.backend == "none" {
 		res.DeviceCheck = "not run (--backend none)"
@@ -309,9 +340,11 @@ type checkJSON struct {
 	// Device is the key of the device checked on ("" when none was).
 	Device string `json:"device,omitempty"`
 	// DeviceCheck: "run", "not run (--backend none)" or "skipped: why".
-	DeviceCheck string        `json:"device_check"`
-	Reports     []checkReport `json:"reports"`
-	Skipped     []checkSkip   `json:"skipped,omitempty"`
+	DeviceCheck string `json:"device_check"`
+	// Emulation holds the emulated verifications (--emulate) of the mlx specs.
+	Emulation []*spec.EmulateReport `json:"emulation,omitempty"`
+	Reports   []checkReport         `json:"reports"`
+	Skipped   []checkSkip           `json:"skipped,omitempty"`
 }
 
 // checkReport is the device check of one spec kernel and dtype: verify's

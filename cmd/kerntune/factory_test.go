@@ -94,7 +94,7 @@ func TestCommandsFillTheirOptions(t *testing.T) {
 		{NewCmdReport(f, func(o *ReportOptions) error { got = *o; return nil }),
 			[]string{"p.json", "--format", "png", "--json"},
 			ReportOptions{IO: f.IO, File: "p.json", out: "report", format: "png", asJSON: true}},
-		{NewCmdVerify(f, func(o *VerifyOptions) error { o.ctx = nil; got = *o; return nil }),
+		{NewCmdVerify(f, func(o *VerifyOptions) error { o.ctx, o.set = nil, nil; got = *o; return nil }),
 			[]string{"--kernel", "softmax", "--sample", "7", "--where", "BN=8", "--metal-fast-math"},
 			VerifyOptions{IO: f.IO, backend: "auto", kernelNames: []string{"softmax"}, dtypes: []string{"f32", "f16"}, sample: 7, where: []string{"BN=8"},
 				backendOpts: backendOptions{metalFastMath: true}}},
