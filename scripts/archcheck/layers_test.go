@@ -1,4 +1,4 @@
-package main
+package archcheck
 
 import (
 	"go/parser"
