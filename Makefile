@@ -123,7 +123,7 @@ gpu-binaries:
 	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) test -c -o bin/cudadrv.test ./internal/cudadrv
 	$(GO) run ./scripts/gemmsrc bin/gemm-src
 
-# The strategy table of docs/design/search.md, replayed on the Kernel Tuner caches
+# The strategy table of docs/results/search-strategies.md, replayed on the Kernel Tuner caches
 # (KT_CACHES, default ../shared/testdata/kerneltuner).
 KT_CACHES ?= ../shared/testdata/kerneltuner
 search-table:
