@@ -4,6 +4,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/kerntune/kerntune/internal/testutil"
 )
 
 // readmePending lists flags the README's quick starts use that this
@@ -58,5 +60,27 @@ func TestREADMECommandsParse(t *testing.T) {
 	}
 	if n < 10 {
 		t.Errorf("README: found %d kerntune command lines in its shell blocks, want at least 10", n)
+	}
+}
+
+// The CLI reference's command list (docs/reference/cli.md, "## Commands")
+// names every command kerntune --help lists, as the README's does.
+func TestCLIReferenceListsEveryCommand(t *testing.T) {
+	page := string(testutil.ReadFile(t, "../../docs/reference/cli.md"))
+	start := strings.Index(page, "## Commands")
+	if start < 0 {
+		t.Fatal("docs/reference/cli.md has no section \"Commands\"")
+	}
+	list := page[start:]
+	if end := strings.Index(list[3:], "\n## "); end >= 0 {
+		list = list[:end+3]
+	}
+	for _, c := range newRootCmd(systemFactory()).Commands() {
+		if c.Hidden || c.Name() == "help" {
+			continue
+		}
+		if !strings.Contains(list, "\nkerntune "+c.Name()+" ") {
+			t.Errorf("docs/reference/cli.md's command list lacks kerntune %s", c.Name())
+		}
 	}
 }
