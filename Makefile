@@ -7,7 +7,7 @@ PKGS    := ./...
 # The commit, for kerntune version where Go records no VCS data itself.
 LDFLAGS := -X main.commit=$(shell git rev-parse HEAD 2>/dev/null)
 
-.PHONY: build tune test test-go test-go-race test-go-norace test-full test-python test-short test-arm64-abi check check-generated check-figures check-shell figures fuzz bench release clean gpu-binaries search-table
+.PHONY: build tune test test-go test-go-race test-go-norace test-full test-python test-short test-arm64-abi check check-generated check-shell fuzz bench release clean gpu-binaries search-table
 
 build:
 	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/kerntune
@@ -79,10 +79,9 @@ test-arm64-abi:
 		rc=$$?; cat ../../bin/metal-linux-arm64.log; [ $$rc -eq 0 ] || exit $$rc; \
 		grep -q -- '^--- PASS: TestTypedSendABI' ../../bin/metal-linux-arm64.log || { echo "TestTypedSendABI did not pass on linux/arm64"; exit 1; }
 
-# Formatting, vet, the generated CPU kernels and the figures of
-# docs/architecture.md up to date, and cross-builds
-# for the other platforms.
-check: check-generated check-figures check-shell
+# Formatting, vet, the generated CPU kernels up to date, the shell scripts,
+# and cross-builds for the other platforms.
+check: check-generated check-shell
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet $(PKGS)
@@ -100,15 +99,6 @@ check-shell:
 # kern_*_kernels.go) differ from what tuner/cpu/kern_gen.go writes now.
 check-generated:
 	GO=$(GO) scripts/check-generated.sh
-
-# Fails when the figures block of docs/architecture.md (lines per package,
-# duplicates) differs from what scripts/archfig counts in the tree now;
-# make figures rewrites it.
-check-figures:
-	$(GO) run ./scripts/archfig -check
-
-figures:
-	$(GO) run ./scripts/archfig -w
 
 fuzz:
 	$(GO) test ./params -run '^$$' -fuzz FuzzLoad -fuzztime 60s
@@ -133,7 +123,7 @@ gpu-binaries:
 	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) test -c -o bin/cudadrv.test ./internal/cudadrv
 	$(GO) run ./scripts/gemmsrc bin/gemm-src
 
-# The strategy table of docs/search.md, replayed on the Kernel Tuner caches
+# The strategy table of docs/results/search-strategies.md, replayed on the Kernel Tuner caches
 # (KT_CACHES, default ../shared/testdata/kerneltuner).
 KT_CACHES ?= ../shared/testdata/kerneltuner
 search-table:

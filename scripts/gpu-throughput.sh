@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Where the tuning time goes on a CUDA GPU, before and after batching and
-# sampled verification (docs/tuning-time.md): the default workload tuned
+# sampled verification (docs/design/tuning-time.md): the default workload tuned
 # with the default budget (`kerntune tune --backend cuda`, f32, 3m) by
 #   before  bin/kerntune-before, a build of the tree before the change
 #           (skipped when absent; it records no time split);

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Runs every ```python block of README.md against a params file.
+"""Runs every ```python block of README.md and of the doc pages that
+continue it (DOCS below) against a params file.
 
 usage: scripts/readme_python.py PARAMS_FILE ["FAMILY DTYPE SHAPE"]
 
@@ -8,8 +9,8 @@ and the loader of python/ on the path. MLX exists only on a Mac, so
 mlx.core is a stand-in that records each metal_kernel call: a block that
 defines project(Q, v) is then called with a 300x70 matrix, and the launch
 it asks of MLX (template arguments, grid, threadgroup) is checked against
-what the loader resolved. Exits non-zero, naming the block's line, when a
-block fails. With FAMILY DTYPE SHAPE (an entry the file holds for this
+what the loader resolved. Exits non-zero, naming the file and line of the
+block, when a block fails. With FAMILY DTYPE SHAPE (an entry the file holds for this
 machine's CPU), the loader must also resolve every value of it from the
 file.
 """
@@ -19,6 +20,9 @@ import sys
 import types
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# The pages whose python blocks run, README.md first.
+DOCS = ["README.md", "docs/guide/mlx.md", "docs/reference/loaders.md"]
 
 
 class FakeArray:
@@ -60,17 +64,21 @@ def main():
     os.chdir(ROOT)
     sys.path.insert(0, os.path.join(ROOT, "python"))
     calls = fake_mlx()
-    text = open("README.md", encoding="utf-8").read()
-    blocks = [(text.count("\n", 0, m.start()) + 2, m.group(1))
-              for m in re.finditer(r"^[ \t]*```python\n(.*?)^[ \t]*```", text, re.S | re.M)]
-    if not blocks:
-        sys.exit("README.md: no python blocks")
-    for line, code in blocks:
+    blocks = []
+    for doc in DOCS:
+        text = open(doc, encoding="utf-8").read()
+        found = [(doc, text.count("\n", 0, m.start()) + 2, m.group(1))
+                 for m in re.finditer(r"^[ \t]*```python\n(.*?)^[ \t]*```", text, re.S | re.M)]
+        if not found:
+            sys.exit("%s: no python blocks" % doc)
+        blocks += found
+    for doc, line, code in blocks:
         indent = min(len(l) - len(l.lstrip()) for l in code.splitlines() if l.strip())
         code = "\n".join(l[indent:] for l in code.splitlines())
         ns = {"__name__": "readme"}
+        where = "%s:%d" % (doc, line)
         try:
-            exec(compile(code, "README.md:%d" % line, "exec"), ns)
+            exec(compile(code, where, "exec"), ns)
             if "project" in ns:
                 c = ns["project"](FakeArray((300, 70)), FakeArray((300,)))
                 call = calls[-1]
@@ -80,8 +88,8 @@ def main():
                 if call["template"] != want or call["threadgroup"] != (tg, 1, 1) or call["grid"][0] % tg or call["grid"][0] < 70 or c.shape != (70,):
                     raise AssertionError("MLX launch %r does not follow the resolved %r" % (call, r))
         except Exception as e:  # any failure of the block
-            sys.exit("README.md:%d: the python block failed: %s: %s" % (line, type(e).__name__, e))
-        print("README.md:%d: python block ran" % line)
+            sys.exit("%s: the python block failed: %s: %s" % (where, type(e).__name__, e))
+        print("%s: python block ran" % where)
     if expect:
         # The file itself resolves on this machine: the local CPU's entry.
         import kerntune_params as kp
@@ -91,7 +99,7 @@ def main():
         if not srcs or not all(s.startswith("file:") for s in srcs.values()):
             sys.exit("%s %s %s resolved %r from %s, want every value from the file" % (family, dtype, shape, srcs, sys.argv[1]))
         print("%s %s %s from the file: %s (matched: %s)" % (family, dtype, shape, r.params_string() if hasattr(r, "params_string") else srcs, r.matched))
-    print("%d README python blocks ran against %s" % (len(blocks), sys.argv[1]))
+    print("%d python blocks of %s ran against %s" % (len(blocks), ", ".join(DOCS), sys.argv[1]))
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerates the strategy table of docs/search.md: every strategy against
+# Regenerates the strategy table of docs/results/search-strategies.md: every strategy against
 # every Kernel Tuner cache of the shared test data, 20 seeded runs per
 # strategy and budget, then the racing strategies again with a fixed number
 # of samples. Usage: scripts/search-table.sh [CACHE_DIR]  (default: the

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # trial-backend.sh adds a trial backend that reuses a generated API (CUDA)
 # under a name of its own to a scratch copy of the tree, the way
-# docs/architecture.md says, and checks that it runs a spec kernel and that
+# docs/design/architecture.md says, and checks that it runs a spec kernel and that
 # the addition touched the files the doc counts (4):
 #   tuner/trial/backend.go                  the backend (new)
 #   cmd/kerntune/backends.go                its blank import

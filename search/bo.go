@@ -31,7 +31,7 @@ import (
 // measurement costs O(N·n) for N candidates, the posterior mean is v_c·z
 // with z = L⁻¹y, and the variance 1−|v_c|².
 
-// Hyper-parameters, chosen on the mean over the shared caches (docs/search.md).
+// Hyper-parameters, chosen on the mean over the shared caches (docs/design/search.md).
 const (
 	// boLength is the kernel's length scale per √(parameter).
 	boLength = 1.0
@@ -43,7 +43,7 @@ const (
 	// than it counts for little against an uncertain candidate. 0.3, not
 	// 0.1: convolution spaces hide their optimum in a region of poor
 	// average time, which a greedier process leaves unexplored (held-out
-	// caches, docs/search.md).
+	// caches, docs/design/search.md).
 	boXi = 0.3
 	// boGlobalMax caps the global phase: it costs O(N·n) memory and time per
 	// measurement, and the local phase does better beyond it.

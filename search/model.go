@@ -15,7 +15,7 @@ import (
 // which a and b differ and P the number of parameters. Samples are raced
 // exactly as in ils, so the model only changes the order of the search.
 
-// Hyper-parameters, chosen on the mean over the shared caches (docs/search.md).
+// Hyper-parameters, chosen on the mean over the shared caches (docs/design/search.md).
 const (
 	// modelLength is the kernel's length scale as a fraction of the parameters.
 	modelLength = 0.5

@@ -559,8 +559,8 @@ func TestScreenOutlastsAQuietStretch(t *testing.T) {
 }
 
 // With an evaluation budget (no wall time) the guard's cool-down is bounded
-// by the entry's own time: it idles at most a fifth of it, where 3 × 10 s
-// of cool-down used to make a 5-candidate run mostly idle.
+// by the entry's own time: it idles at most a fifth of it, so that 3 × 10 s
+// of cool-down cannot make a 5-candidate run mostly idle.
 func TestDriftGuardCooldownEvaluationBudget(t *testing.T) {
 	fb := newModel(func(c search.Candidate, shape []int) float64 {
 		return float64(shape[1]) * 1e-6 * (1 + 0.1*float64(c["ROWS"]))

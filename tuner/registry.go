@@ -13,7 +13,7 @@ import (
 
 // A backend is added by one package that calls Register or RegisterOptions
 // from init, and one blank import in cmd/kerntune/backends.go; every layer
-// above learns what it needs from its Traits (see docs/architecture.md,
+// above learns what it needs from its Traits (see docs/design/architecture.md,
 // "Adding a backend").
 
 // Opener creates a backend; it returns an error wrapping ErrUnavailable when

@@ -22,7 +22,7 @@ import (
 // quiet wins, and its median is not what it runs at (on a shared 2-core
 // machine a multi-threaded candidate ran 0.53× its usual time in 2–3 % of
 // 5-sample batches, and the search's winner recorded half its final time;
-// docs/measurement.md). Re-timing the top few in the same interleaved rounds,
+// docs/design/measurement.md). Re-timing the top few in the same interleaved rounds,
 // as llama.cpp's Metal tuner and Triton's do_bench re-benchmark near-ties,
 // chooses on comparable samples, and the chosen candidate's recorded
 // figures are those samples. The screen keeps a run of candidates timed in

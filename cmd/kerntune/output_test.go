@@ -12,7 +12,7 @@ import (
 	"github.com/kerntune/kerntune/tuner"
 )
 
-// A bad output location exits 2 (as the README promises for every
+// A bad output location exits 2 (as docs/reference/cli.md promises for every
 // command), with a message naming the flag and the path, and nothing is
 // written: a missing directory, a directory or device where a file is
 // wanted, a file where report wants a directory.

@@ -202,7 +202,7 @@ func TestBenchCPU(t *testing.T) {
 // noise. The tight check is the tuner's TestFinalistsUndoSelectionBias on a
 // fake noisy backend. Here, on a shared machine where a multi-threaded
 // kernel runs at about 0.5× or 1× of its usual time as the other core is
-// free or busy (docs/measurement.md), only a factor of 2.5 either way is
+// free or busy (docs/design/measurement.md), only a factor of 2.5 either way is
 // asserted: that catches a figure in another unit or summed over shapes,
 // not noise.
 func TestBenchAgreesWithTheFile(t *testing.T) {

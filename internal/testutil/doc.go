@@ -10,5 +10,5 @@
 // a helper and fails through it; the others (SameKeys, Validate, ExprValue,
 // CCompiler) return what they found. Only tests and test scaffolding
 // import it, and it imports nothing above internal/
-// (scripts/archfig/layers_test.go).
+// (scripts/archcheck/layers_test.go).
 package testutil

@@ -545,7 +545,7 @@ KT_INLINE void kt_loadx4(const T* __restrict__ p, int i, float* d) {
 // clock per SM): the masked bits ORed into the mantissa of 2^23, minus 2^23;
 // exact. (The mask and the OR compile to two LOP3s; an inline-PTX lop3
 // doing both in one made NVRTC about 3.5 times slower on qgemv's body, with
-// no gain in time measured: docs/bench-h100.md.)
+// no gain in time measured: docs/results/cuda-h100-h200.md.)
 KT_INLINE float kt_qm2f(unsigned int w, unsigned int m) {
   return __uint_as_float(0x4B000000u | (w & m)) - 8388608.0f;
 }

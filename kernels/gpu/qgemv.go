@@ -48,7 +48,7 @@ const qgemvSource = `
    values of a step lie within one run of 32 or start one, so that the
    index of the step is computed once and each word's is a constant
    offset from it (computed whole for each word, the index cost about 4.6
-   PTX instructions a word; docs/bench-h100.md). */
+   PTX instructions a word; docs/results/cuda-h100-h200.md). */
 #define KT_QSTAGE_F(QB, wl, xv) { \
     UNROLL_LOOP \
     for (int j = 0; j < 32 / QB; ++j) \
