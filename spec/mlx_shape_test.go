@@ -184,7 +184,7 @@ func mlxOf(m map[string]any) map[string]any {
 	return m["source"].(map[string]any)["mlx"].(map[string]any)
 }
 
-// The example's kernel, as docs/specs.md shows it: the template value and
+// The example's kernel, as docs/reference/specs.md shows it: the template value and
 // the filled placeholder follow the shape, a 4-element x is in the
 // constant address space, and the 0-d scale is passed by reference.
 func TestMLXRowsumExampleFollowsShape(t *testing.T) {

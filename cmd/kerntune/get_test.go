@@ -431,7 +431,7 @@ func TestGetUnusedEnv(t *testing.T) {
 	}
 }
 
-// TestGetSpecBackend: docs/specs.md's `kerntune get --spec examples/m1_gemv.json
+// TestGetSpecBackend: docs/reference/specs.md's `kerntune get --spec examples/m1_gemv.json
 // --kernel m1_gemv --shape 1x896x4864` resolves on a machine without a GPU: a
 // spec kernel's backend comes from the spec when the device is not in the
 // file; where it cannot, the message names --backend and the spec's backends.
@@ -456,7 +456,7 @@ func TestGetSpecBackend(t *testing.T) {
 		bn      []string
 		stderr  string
 	}{
-		{name: "as docs/specs.md writes it", code: 0, backend: "cuda", bn: []string{"64", "default"}},
+		{name: "as docs/reference/specs.md writes it", code: 0, backend: "cuda", bn: []string{"64", "default"}},
 		{name: "with a variable", env: []string{"KERNTUNE_M1_GEMV_BN", "32"}, code: 0, backend: "cuda", bn: []string{"32", "env:KERNTUNE_M1_GEMV_BN"}},
 		{name: "--backend opencl", args: []string{"--backend", "opencl"}, code: 0, backend: "opencl", bn: []string{"64", "default"}},
 		{name: "--backend cpu", args: []string{"--backend", "cpu"}, code: exitUsage, stderr: hint},

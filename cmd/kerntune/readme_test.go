@@ -8,12 +8,6 @@ import (
 	"github.com/kerntune/kerntune/internal/testutil"
 )
 
-// readmePending lists flags the README's quick starts use that this
-// build's commands do not have yet: a line using one is skipped while the
-// flag is missing, and the test fails once it exists, so that the entry
-// is removed.
-var readmePending = map[string][]string{"verify": {"spec", "emulate"}}
-
 // Every kerntune command line in the README's shell blocks names a command
 // and flags that kerntune has; the two set-up commands CI runs (.ci/run)
 // are there as it runs them.
@@ -39,19 +33,6 @@ func TestREADMECommandsParse(t *testing.T) {
 			if err != nil || c == root {
 				t.Errorf("README: %q: no such command (%v)", line, err)
 				continue
-			}
-			if pend, ok := readmePending[c.Name()]; ok {
-				missing := false
-				for _, f := range pend {
-					if c.Flags().Lookup(f) == nil {
-						missing = true
-					}
-				}
-				if missing {
-					t.Logf("README: %q: skipped until kerntune %s has --%s", line, c.Name(), strings.Join(pend, ", --"))
-					continue
-				}
-				t.Errorf("kerntune %s has --%s now: remove it from readmePending", c.Name(), strings.Join(pend, ", --"))
 			}
 			if err := c.ParseFlags(rest); err != nil {
 				t.Errorf("README: %q: %v", line, err)

@@ -14,5 +14,5 @@
 // command buffer, compile options, output preparation) are pure functions
 // in files without a build tag, unit-tested on every platform.
 //
-// See docs/metal.md for running it on a Mac.
+// See docs/guide/metal.md for running it on a Mac.
 package metal
