@@ -154,6 +154,16 @@ def bitlinear_loops(x, packed, scale, m, k, n):
     return out
 
 
+# --- gathered-expert mat-vec: one output element at a time -------------------
+def moe_loops(x, weight, idx, tok, s, e, o, k):
+    out = np.zeros((tok * s, o))
+    for r in range(tok * s):
+        ex = int(idx[r])
+        for j in range(o):
+            out[r, j] = sum(weight[ex, j, c] * x[r // s, c] for c in range(k))
+    return out
+
+
 def uni(rng, shape, lo=-1.0, hi=1.0):
     return rng.uniform(lo, hi, size=shape)
 
@@ -199,6 +209,13 @@ def cases(rng):
         scale = uni(rng, (1,), 0.5, 2)
         kw = dict(x=x, packed_weights=packed, weight_scale=scale, m=m, k=k, n=n, dtype="f32")
         yield "bitlinear_matmul", kw, (bitlinear_loops(x, packed, scale, m, k, n),)
+    for dims in ([3, 2, 5, 12, 36], [1, 3, 4, 16, 200], [2, 1, 3, 4, 5]):
+        tok, s, e, o, k = dims
+        x = uni(rng, (tok, k))
+        weight = uni(rng, (e, o, k))
+        idx = rng.integers(0, e, size=(tok * s,)).astype(np.float64)
+        kw = dict(x=x, weight=weight, expert_indices=idx, tok=tok, s=s, e=e, o=o, k=k, dtype="f32")
+        yield "moe_gather_gemv", kw, (moe_loops(x, weight, idx, tok, s, e, o, k),)
 
 
 def as_tuple(res):
