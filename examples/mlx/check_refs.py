@@ -164,6 +164,28 @@ def moe_loops(x, weight, idx, tok, s, e, o, k):
     return out
 
 
+# --- MRoPE: one kernel thread (slot) at a time --------------------------------
+def mrope_loops(x, pos_ids, inv_freq, selector, b, nh, ln, dim, rd):
+    half = rd // 2
+    slots = half + dim - rd
+    out = np.full(x.shape, np.nan)
+    for elem in range(b * nh * ln * slots):
+        slot, tmp = elem % slots, elem // slots
+        t, tmp = tmp % ln, tmp // ln
+        h, bb = tmp % nh, tmp // nh
+        if slot >= half:
+            d = rd + slot - half
+            out[bb, h, t, d] = x[bb, h, t, d]
+            continue
+        pos = np.float32(pos_ids[int(selector[slot]), bb, t])
+        angle = float(pos * np.float32(inv_freq[slot]))
+        c, s_ = math.cos(angle), math.sin(angle)
+        xv, xp = x[bb, h, t, slot], x[bb, h, t, slot + half]
+        out[bb, h, t, slot] = xv * c - xp * s_
+        out[bb, h, t, slot + half] = xp * c + xv * s_
+    return out
+
+
 def uni(rng, shape, lo=-1.0, hi=1.0):
     return rng.uniform(lo, hi, size=shape)
 
@@ -216,6 +238,15 @@ def cases(rng):
         idx = rng.integers(0, e, size=(tok * s,)).astype(np.float64)
         kw = dict(x=x, weight=weight, expert_indices=idx, tok=tok, s=s, e=e, o=o, k=k, dtype="f32")
         yield "moe_gather_gemv", kw, (moe_loops(x, weight, idx, tok, s, e, o, k),)
+    for dims in ([1, 3, 5, 10, 6], [2, 1, 3, 8, 8], [1, 2, 1, 6, 2]):
+        b, nh, ln, dim, rd = dims
+        x = uni(rng, (b, nh, ln, dim))
+        pos_ids = rng.integers(0, 4096, size=(3, b, ln)).astype(np.float64)
+        inv_freq = uni(rng, (rd // 2,), 0.0001, 1)
+        selector = rng.integers(0, 3, size=(rd // 2,)).astype(np.float64)
+        kw = dict(x=x, position_ids=pos_ids, inv_freq=inv_freq, position_selector=selector,
+                  b=b, nh=nh, seq=ln, dim=dim, rd=rd, dtype="f32")
+        yield "mrope", kw, (mrope_loops(x, pos_ids, inv_freq, selector, b, nh, ln, dim, rd),)
 
 
 def as_tuple(res):
