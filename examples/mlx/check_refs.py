@@ -275,6 +275,18 @@ def main():
                 err = np.max(np.abs(g.ravel() - w.ravel())) if g.size == w.size else "size"
                 print(f"FAIL {name} output {i}: max abs diff {err}")
                 failed += 1
+    # Teeth: the exact derivative (W / 2 in floats) differs from what the
+    # documented VJP computes (int W / 2) on an odd width, and the check sees it.
+    x = uni(rng, (1, 3, 5, 2))
+    grid = uni(rng, (1, 2, 2, 2))
+    cot = uni(rng, (1, 2, 2, 2))
+    _, gg = refs["grid_sample_vjp"](x=x, grid=grid, cotangent=cot, dtype="f32")
+    _, exact = grid_sample_vjp_loops(x, grid, cot)
+    exact[..., 0] *= (5 / 2) / (5 // 2)
+    exact[..., 1] *= (3 / 2) / (3 // 2)
+    if np.allclose(gg, exact, rtol=1e-10, atol=1e-12):
+        print("FAIL grid_sample_vjp: the float W / 2 variant is not told apart")
+        failed += 1
     print(f"{count} cases, {failed} failures")
     return 1 if failed else 0
 
