@@ -1,0 +1,2 @@
+#include <metal_simdgroup>
+using namespace metal;
