@@ -3,7 +3,7 @@
 // specification, chapter 6: math, common, integer, relational, geometric
 // and SIMD-group functions), and the generator of the two headers made
 // from it: the declarations the clang check parses against
-// (internal/mslcheck/shim/*/metal_lib.h) and the implementations the CPU
+// (internal/mslcheck/shim/metal_lib.h, which both stand-ins include) and the implementations the CPU
 // emulation runs (internal/mslemu/include/metal_lib.h). Both come from
 // Entries, so a function the check accepts is one the emulation computes;
 // TestGeneratedFilesAreCurrent fails when a header differs from what the

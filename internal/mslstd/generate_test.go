@@ -14,9 +14,8 @@ var update = flag.Bool("update", false, "rewrite the generated headers")
 func generatedFiles() map[string]string {
 	check := CheckHeader()
 	return map[string]string{
-		"../mslcheck/shim/cpp/metal_lib.h":    check,
-		"../mslcheck/shim/opencl/metal_lib.h": check,
-		"../mslemu/include/metal_lib.h":       EmuHeader(),
+		"../mslcheck/shim/metal_lib.h":  check,
+		"../mslemu/include/metal_lib.h": EmuHeader(),
 	}
 }
 
