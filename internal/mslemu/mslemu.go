@@ -15,7 +15,7 @@ import (
 	"strings"
 )
 
-//go:embed include/metal_stdlib
+//go:embed include
 var include embed.FS
 
 // Arg binds one parameter of a kernel, in the order of its signature: a
@@ -116,6 +116,10 @@ func Prepare(src string) string {
 	return tgArrayRE.ReplaceAllString(src, "KT_THREADGROUP_ARRAY($1, $2, $3)")
 }
 
+// headers are the stand-in <metal_stdlib> and the files it includes (the
+// vector types and library functions generated from internal/mslstd).
+var headers = []string{"metal_stdlib", "metal_types.h", "metal_lib.h"}
+
 // Header is the stand-in <metal_stdlib>.
 func Header() string {
 	b, err := include.ReadFile("include/metal_stdlib")
@@ -198,6 +202,7 @@ int main() {
       groups = {(g[0] + t[0] - 1) / t[0], (g[1] + t[1] - 1) / t[1], (g[2] + t[2] - 1) / t[2]};
     }
     kt_emu::grid_threads = threads;
+    kt_emu::full_size = {t[0], t[1], t[2]};
     kt_emu::grid_groups = groups;
     bool ok = true;
     for (unsigned z = 0; ok && z < groups.z; ++z)
@@ -238,8 +243,14 @@ func Build(ctx context.Context, cc, dir string, ks []Kernel) (*Program, error) {
 	if err := os.MkdirAll(inc, 0o755); err != nil {
 		return nil, fmt.Errorf("mslemu: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(inc, "metal_stdlib"), []byte(Header()), 0o644); err != nil {
-		return nil, fmt.Errorf("mslemu: %w", err)
+	for _, name := range headers {
+		b, err := include.ReadFile("include/" + name)
+		if err != nil {
+			return nil, fmt.Errorf("mslemu: %w", err)
+		}
+		if err := os.WriteFile(filepath.Join(inc, name), b, 0o644); err != nil {
+			return nil, fmt.Errorf("mslemu: %w", err)
+		}
 	}
 	text, err := program(ks)
 	if err != nil {
