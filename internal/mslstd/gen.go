@@ -111,6 +111,13 @@ func vector(b *bytes.Buffer, t Target, e string, n int, packed bool) {
 	for m := 2; m < n; m++ {
 		fmt.Fprintf(b, "    %s%s %s, %s;\n", pre, vt(e, m), fields[:m], colors[:m])
 	}
+	for _, p := range swizzles(n) {
+		var idx []string
+		for _, i := range p {
+			idx = append(idx, fmt.Sprint(i))
+		}
+		fmt.Fprintf(b, "    kt_swz<%s%s, %s, %s> %s, %s;\n", pre, vt(e, len(p)), e, strings.Join(idx, ", "), pick(fields, p), pick(colors, p))
+	}
 	b.WriteString("  };\n")
 	fmt.Fprintf(b, "  %s() = default;\n", name)
 	splat := func(arg string) string {
@@ -204,6 +211,47 @@ func vector(b *bytes.Buffer, t Target, e string, n int, packed bool) {
 	b.WriteString("};\n")
 }
 
+// swizzles are the swizzles of an n-vector that are not its leading
+// elements in order (those are vector members): every order of 2 to n
+// distinct elements, which can be read and assigned.
+func swizzles(n int) [][]int {
+	var r [][]int
+	var walk func(p []int)
+	walk = func(p []int) {
+		if len(p) >= 2 {
+			lead := true
+			for i, x := range p {
+				lead = lead && x == i
+			}
+			if !lead {
+				r = append(r, append([]int(nil), p...))
+			}
+		}
+		if len(p) == n {
+			return
+		}
+		for x := 0; x < n; x++ {
+			used := false
+			for _, y := range p {
+				used = used || x == y
+			}
+			if !used {
+				walk(append(p, x))
+			}
+		}
+	}
+	walk(nil)
+	return r
+}
+
+func pick(letters string, p []int) string {
+	var s []byte
+	for _, i := range p {
+		s = append(s, letters[i])
+	}
+	return string(s)
+}
+
 func types(b *bytes.Buffer, t Target) {
 	b.WriteString(`// The Metal language version (310: MSL 3.1) and bfloat, as Metal's compiler
 // defines them; a caller that defines neither gets 3.2.
@@ -217,6 +265,41 @@ namespace metal {
 template <bool B> struct kt_if {};
 template <> struct kt_if<true> { typedef int type; };
 template <typename T, int N> struct kt_vec_of;
+// A swizzle (v.yx, v.zyx): a view of the vector's elements I as an R, read
+// and assigned in place; it lies at the vector's address in its union. Its
+// copy assignment stays trivial, as a union member's must.
+template <typename R, typename E, int... I> struct kt_swz {
+  static constexpr int kt_idx[] = {I...};
+  operator R() const {
+    R r;
+    for (int i = 0; i < int(sizeof...(I)); ++i) r[i] = ((const E*)this)[kt_idx[i]];
+    return r;
+  }
+  kt_swz& operator=(const R& v) {
+    for (int i = 0; i < int(sizeof...(I)); ++i) ((E*)this)[kt_idx[i]] = v[i];
+    return *this;
+  }
+  E operator[](int i) const { return ((const E*)this)[kt_idx[i]]; }
+  kt_swz& operator+=(const R& b) { return *this = R(*this) + b; }
+  kt_swz& operator-=(const R& b) { return *this = R(*this) - b; }
+  kt_swz& operator*=(const R& b) { return *this = R(*this) * b; }
+  kt_swz& operator/=(const R& b) { return *this = R(*this) / b; }
+};
+// Arithmetic of a swizzle with its vector type (or what converts to it).
+template <typename T> struct kt_id { typedef T type; };
+#define KT_SWZ_OP(op)                                                                                                  \
+  template <typename R, typename E, int... I> R operator op(const kt_swz<R, E, I...>& a, const typename kt_id<R>::type& b) { \
+    return R(a) op b;                                                                                                  \
+  }                                                                                                                    \
+  template <typename R, typename E, int... I> R operator op(const typename kt_id<R>::type& a, const kt_swz<R, E, I...>& b) { \
+    return a op R(b);                                                                                                  \
+  }
+KT_SWZ_OP(+)
+KT_SWZ_OP(-)
+KT_SWZ_OP(*)
+KT_SWZ_OP(/)
+#undef KT_SWZ_OP
+template <typename R, typename E, int... I> R operator-(const kt_swz<R, E, I...>& a) { return -R(a); }
 `)
 	for _, s := range Scalars {
 		if s.Bfloat {

@@ -90,6 +90,9 @@ func TestEmulationValues(t *testing.T) {
 		c("r = reflect(float2(1, -1), float2(0, 1)).y;", 1),
 		// Vectors: parts, swizzles, conversions, arithmetic.
 		c("float4 v = float4(float2(1, 2), float2(3, 4)); r = v.w + 10 * v.xy.y + 100 * v.rgb.z;", 324),
+		c("float4 v = float4(1, 2, 3, 4); v.wz = v.xy; r = v.z + 10 * v.w + 100 * float2(v.yx).x;", 212),
+		c("float4 v = float4(1, 2, 3, 4); float3 b = v.zyx + float3(1); v.yx += float2(10, 20); r = b.x + 10 * v.x + 1000 * (v.zw * 2.0f).y;", 8214),
+		c("packed_float3 p = packed_float3(1, 2, 3); float3 q = p; r = q.z + 10 * float(sizeof(p)) + 1000 * float(sizeof(q));", 16123),
 		c("int3 v = int3(7) % int3(4, 5, 6); r = float(v.x + v.y + v.z);", 6),
 		c("half4 h = half4(float4(1.5f)); r = float(float4(h * half4(2)).z);", 3),
 		c("r = float((float2(1, 2) < float2(2, 1)).x) + 10 * float((uint2(5) >> 1u).y);", 21),
