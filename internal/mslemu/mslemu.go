@@ -120,7 +120,8 @@ func Prepare(src string) string {
 // vector types and library functions generated from internal/mslstd).
 var headers = []string{"metal_stdlib", "metal_types.h", "metal_lib.h"}
 
-// Header is the stand-in <metal_stdlib>.
+// Header is the stand-in <metal_stdlib> itself, without the files it
+// includes (headers).
 func Header() string {
 	b, err := include.ReadFile("include/metal_stdlib")
 	if err != nil {

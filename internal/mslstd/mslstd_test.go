@@ -143,3 +143,30 @@ func TestAmbiguousOverloads(t *testing.T) {
 		}
 	}
 }
+
+// The declarations follow the language version the caller defines: bfloat
+// from MSL 3.1, atomic<float> operations from 3.0.
+func TestLanguageVersion(t *testing.T) {
+	chk, err := mslcheck.New(mslcheck.Require(t), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		version int
+		body    string
+		ok      bool
+	}{
+		{310, "bfloat2 b = bfloat2(1.0f); out[0] = float(dot(b, b));", true},
+		{300, "bfloat2 b = bfloat2(1.0f); out[0] = float(dot(b, b));", false},
+		{300, "atomic_fetch_add_explicit(af, 1.0f, memory_order_relaxed);", true},
+		{240, "atomic_fetch_add_explicit(af, 1.0f, memory_order_relaxed);", false},
+		{240, "out[0] = float(atomic_fetch_add_explicit((device atomic_int*)af, 1, memory_order_relaxed));", true},
+	} {
+		src := fmt.Sprintf("#define __METAL_VERSION__ %d\n%skernel void k(device float* out [[buffer(0)]], device atomic<float>* af [[buffer(1)]]) {\n  %s\n}\n", c.version, head, c.body)
+		for _, mode := range mslcheck.Modes {
+			if err := chk.CheckText(mode, "version", src); (err == nil) != c.ok {
+				t.Errorf("MSL %d, %s check of %q: accepted %v, want %v (%v)", c.version, mode, c.body, err == nil, c.ok, err)
+			}
+		}
+	}
+}
