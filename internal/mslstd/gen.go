@@ -252,8 +252,12 @@ func pick(letters string, p []int) string {
 	return string(s)
 }
 
-func types(b *bytes.Buffer, t Target) {
-	b.WriteString(`// The Metal language version (310: MSL 3.1) and bfloat, as Metal's compiler
+// versionDefaults are the checks' language version where the caller sets
+// none: the version Metal's compiler defines (310: MSL 3.1), and bfloat
+// from 3.1. The emulation declares everything and leaves the macros to its
+// caller: a kernel's #if picks its branch there, and kernels/gpu runs bf16
+// sources in both.
+const versionDefaults = `// The Metal language version (310: MSL 3.1) and bfloat, as Metal's compiler
 // defines them; a caller that defines neither gets 3.2.
 #ifndef __METAL_VERSION__
 #define __METAL_VERSION__ 320
@@ -261,7 +265,13 @@ func types(b *bytes.Buffer, t Target) {
 #if __METAL_VERSION__ >= 310 && !defined(__HAVE_BFLOAT__)
 #define __HAVE_BFLOAT__ 1
 #endif
-namespace metal {
+`
+
+func types(b *bytes.Buffer, t Target) {
+	if t != Emu {
+		b.WriteString(versionDefaults)
+	}
+	b.WriteString(`namespace metal {
 template <bool B> struct kt_if {};
 template <> struct kt_if<true> { typedef int type; };
 template <typename T, int N> struct kt_vec_of;
@@ -302,7 +312,8 @@ KT_SWZ_OP(/)
 template <typename R, typename E, int... I> R operator-(const kt_swz<R, E, I...>& a) { return -R(a); }
 `)
 	for _, s := range Scalars {
-		if s.Bfloat {
+		guard := s.Bfloat && t != Emu
+		if guard {
 			b.WriteString("#if defined(__HAVE_BFLOAT__)\n")
 		}
 		for _, packed := range []bool{false, true} {
@@ -316,7 +327,7 @@ template <typename R, typename E, int... I> R operator-(const kt_swz<R, E, I...>
 		for n := 2; n <= 4; n++ {
 			fmt.Fprintf(b, "template <> struct kt_vec_of<%s, %d> { typedef %s type; };\n", s.Name, n, vt(s.Name, n))
 		}
-		if s.Bfloat {
+		if guard {
 			b.WriteString("#endif\n")
 		}
 	}
@@ -474,7 +485,10 @@ func familyOf(f Func) string {
 
 // guarded collects declarations and writes the bfloat ones inside
 // #if defined(__HAVE_BFLOAT__).
-type guarded struct{ plain, bf bytes.Buffer }
+type guarded struct {
+	plain, bf bytes.Buffer
+	open      bool // the emulation: no guard
+}
 
 func (g *guarded) add(s string, line string) {
 	if s == "bfloat" {
@@ -486,7 +500,9 @@ func (g *guarded) add(s string, line string) {
 
 func (g *guarded) flush(b *bytes.Buffer) {
 	b.Write(g.plain.Bytes())
-	if g.bf.Len() > 0 {
+	if g.open {
+		b.Write(g.bf.Bytes())
+	} else if g.bf.Len() > 0 {
 		b.WriteString("#if defined(__HAVE_BFLOAT__)\n")
 		b.Write(g.bf.Bytes())
 		b.WriteString("#endif\n")
@@ -534,7 +550,7 @@ func lib(b *bytes.Buffer, t Target) {
 		b.WriteString(emuHelpers)
 	}
 	b.WriteString("namespace metal {\n")
-	var g guarded
+	g := guarded{open: t == Emu}
 	for _, ns := range []string{"metal", "fast", "precise"} {
 		if ns != "metal" {
 			fmt.Fprintf(b, "namespace %s {\n", ns)
@@ -612,7 +628,8 @@ func lib(b *bytes.Buffer, t Target) {
 	for _, a := range Atomic {
 		ret, args := parseSig(a.Sig)
 		for _, s := range strings.Fields(a.Types) {
-			if s == "float" {
+			guard := s == "float" && t != Emu
+			if guard {
 				b.WriteString("#if __METAL_VERSION__ >= 300\n")
 			}
 			for _, sp := range spaces {
@@ -638,7 +655,7 @@ func lib(b *bytes.Buffer, t Target) {
 					b.WriteString(decl + ";\n")
 				}
 			}
-			if s == "float" {
+			if guard {
 				b.WriteString("#endif\n")
 			}
 		}

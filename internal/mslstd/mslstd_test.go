@@ -95,7 +95,10 @@ func TestEveryEntryCompiles(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	p, err := mslemu.Build(context.Background(), cc, t.TempDir(), []mslemu.Kernel{{Name: "every entry", Source: src, Func: "every",
+	// The emulation declares bfloat always; the kernel's bfloat calls are
+	// taken where the caller defines __HAVE_BFLOAT__, as Metal 3.1 does.
+	emuSrc := strings.Replace(src, head, head+"#define __HAVE_BFLOAT__ 1\n", 1)
+	p, err := mslemu.Build(context.Background(), cc, t.TempDir(), []mslemu.Kernel{{Name: "every entry", Source: emuSrc, Func: "every",
 		Args: []mslemu.Arg{mslemu.Buf(0), mslemu.Buf(1), mslemu.Buf(2), mslemu.Buf(3)}}})
 	if err != nil {
 		t.Fatal(err)

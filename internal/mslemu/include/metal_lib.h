@@ -1437,7 +1437,6 @@ inline half4 refract(half4 a, half4 b, half c) { typedef half4 T; typedef half E
 inline float2 refract(float2 a, float2 b, float c) { typedef float2 T; typedef float E; constexpr int N = 2; (void)N; float d = float(dot(b, a)), e = float(c), k = 1 - e * e * (1 - d * d); T r; for (int i = 0; i < N; ++i) r[i] = E(k < 0 ? 0.0f : e * float(a[i]) - (e * d + std::sqrt(k)) * float(b[i])); return r; }
 inline float3 refract(float3 a, float3 b, float c) { typedef float3 T; typedef float E; constexpr int N = 3; (void)N; float d = float(dot(b, a)), e = float(c), k = 1 - e * e * (1 - d * d); T r; for (int i = 0; i < N; ++i) r[i] = E(k < 0 ? 0.0f : e * float(a[i]) - (e * d + std::sqrt(k)) * float(b[i])); return r; }
 inline float4 refract(float4 a, float4 b, float c) { typedef float4 T; typedef float E; constexpr int N = 4; (void)N; float d = float(dot(b, a)), e = float(c), k = 1 - e * e * (1 - d * d); T r; for (int i = 0; i < N; ++i) r[i] = E(k < 0 ? 0.0f : e * float(a[i]) - (e * d + std::sqrt(k)) * float(b[i])); return r; }
-#if defined(__HAVE_BFLOAT__)
 inline bfloat acos(bfloat a_) { float a = float(a_); return bfloat(std::acos(a)); }
 inline bfloat2 acos(bfloat2 a) { bfloat2 r; for (int i = 0; i < 2; ++i) r[i] = acos(a[i]); return r; }
 inline bfloat3 acos(bfloat3 a) { bfloat3 r; for (int i = 0; i < 3; ++i) r[i] = acos(a[i]); return r; }
@@ -1742,7 +1741,6 @@ inline bfloat4 reflect(bfloat4 a, bfloat4 b) { typedef bfloat4 T; typedef bfloat
 inline bfloat2 refract(bfloat2 a, bfloat2 b, bfloat c) { typedef bfloat2 T; typedef bfloat E; constexpr int N = 2; (void)N; float d = float(dot(b, a)), e = float(c), k = 1 - e * e * (1 - d * d); T r; for (int i = 0; i < N; ++i) r[i] = E(k < 0 ? 0.0f : e * float(a[i]) - (e * d + std::sqrt(k)) * float(b[i])); return r; }
 inline bfloat3 refract(bfloat3 a, bfloat3 b, bfloat c) { typedef bfloat3 T; typedef bfloat E; constexpr int N = 3; (void)N; float d = float(dot(b, a)), e = float(c), k = 1 - e * e * (1 - d * d); T r; for (int i = 0; i < N; ++i) r[i] = E(k < 0 ? 0.0f : e * float(a[i]) - (e * d + std::sqrt(k)) * float(b[i])); return r; }
 inline bfloat4 refract(bfloat4 a, bfloat4 b, bfloat c) { typedef bfloat4 T; typedef bfloat E; constexpr int N = 4; (void)N; float d = float(dot(b, a)), e = float(c), k = 1 - e * e * (1 - d * d); T r; for (int i = 0; i < N; ++i) r[i] = E(k < 0 ? 0.0f : e * float(a[i]) - (e * d + std::sqrt(k)) * float(b[i])); return r; }
-#endif
 namespace fast {
 inline float acos(float a) { return ::metal::acos(a); }
 inline float2 acos(float2 a) { return ::metal::acos(a); }
@@ -3589,7 +3587,6 @@ inline uint quad_shuffle_xor(uint a, ushort b) { return uint(kt_emu::group_shuff
 inline uint2 quad_shuffle_xor(uint2 a, ushort b) { return uint2(kt_emu::group_shuffle_xor<4>(a, b)); }
 inline uint3 quad_shuffle_xor(uint3 a, ushort b) { return uint3(kt_emu::group_shuffle_xor<4>(a, b)); }
 inline uint4 quad_shuffle_xor(uint4 a, ushort b) { return uint4(kt_emu::group_shuffle_xor<4>(a, b)); }
-#if defined(__HAVE_BFLOAT__)
 inline bfloat simd_broadcast(bfloat a, ushort b) { return bfloat(kt_emu::group_broadcast<32>(a, b)); }
 inline bfloat2 simd_broadcast(bfloat2 a, ushort b) { return bfloat2(kt_emu::group_broadcast<32>(a, b)); }
 inline bfloat3 simd_broadcast(bfloat3 a, ushort b) { return bfloat3(kt_emu::group_broadcast<32>(a, b)); }
@@ -3734,51 +3731,34 @@ inline bfloat quad_shuffle_xor(bfloat a, ushort b) { return bfloat(kt_emu::group
 inline bfloat2 quad_shuffle_xor(bfloat2 a, ushort b) { return bfloat2(kt_emu::group_shuffle_xor<4>(a, b)); }
 inline bfloat3 quad_shuffle_xor(bfloat3 a, ushort b) { return bfloat3(kt_emu::group_shuffle_xor<4>(a, b)); }
 inline bfloat4 quad_shuffle_xor(bfloat4 a, ushort b) { return bfloat4(kt_emu::group_shuffle_xor<4>(a, b)); }
-#endif
 enum memory_order { memory_order_relaxed };
 template <typename T> struct atomic { T v; };
 typedef atomic<int> atomic_int;
 typedef atomic<uint> atomic_uint;
 inline int atomic_load_explicit(volatile atomic<int>* object, memory_order orderb) { return object->v; }
 inline uint atomic_load_explicit(volatile atomic<uint>* object, memory_order orderb) { return object->v; }
-#if __METAL_VERSION__ >= 300
 inline float atomic_load_explicit(volatile atomic<float>* object, memory_order orderb) { return object->v; }
-#endif
 inline void atomic_store_explicit(volatile atomic<int>* object, int b, memory_order orderc) { object->v = b; }
 inline void atomic_store_explicit(volatile atomic<uint>* object, uint b, memory_order orderc) { object->v = b; }
-#if __METAL_VERSION__ >= 300
 inline void atomic_store_explicit(volatile atomic<float>* object, float b, memory_order orderc) { object->v = b; }
-#endif
 inline int atomic_exchange_explicit(volatile atomic<int>* object, int b, memory_order orderc) { auto r = object->v; object->v = b; return r; }
 inline uint atomic_exchange_explicit(volatile atomic<uint>* object, uint b, memory_order orderc) { auto r = object->v; object->v = b; return r; }
-#if __METAL_VERSION__ >= 300
 inline float atomic_exchange_explicit(volatile atomic<float>* object, float b, memory_order orderc) { auto r = object->v; object->v = b; return r; }
-#endif
 inline bool atomic_compare_exchange_weak_explicit(volatile atomic<int>* object, int* expected, int c, memory_order orderd, memory_order ordere) { if (object->v == *expected) { object->v = c; return true; } *expected = object->v; return false; }
 inline bool atomic_compare_exchange_weak_explicit(volatile atomic<uint>* object, uint* expected, uint c, memory_order orderd, memory_order ordere) { if (object->v == *expected) { object->v = c; return true; } *expected = object->v; return false; }
-#if __METAL_VERSION__ >= 300
 inline bool atomic_compare_exchange_weak_explicit(volatile atomic<float>* object, float* expected, float c, memory_order orderd, memory_order ordere) { if (object->v == *expected) { object->v = c; return true; } *expected = object->v; return false; }
-#endif
 inline int atomic_fetch_add_explicit(volatile atomic<int>* object, int b, memory_order orderc) { auto r = object->v; object->v = r + b; return r; }
 inline uint atomic_fetch_add_explicit(volatile atomic<uint>* object, uint b, memory_order orderc) { auto r = object->v; object->v = r + b; return r; }
-#if __METAL_VERSION__ >= 300
 inline float atomic_fetch_add_explicit(volatile atomic<float>* object, float b, memory_order orderc) { auto r = object->v; object->v = r + b; return r; }
-#endif
 inline int atomic_fetch_sub_explicit(volatile atomic<int>* object, int b, memory_order orderc) { auto r = object->v; object->v = r - b; return r; }
 inline uint atomic_fetch_sub_explicit(volatile atomic<uint>* object, uint b, memory_order orderc) { auto r = object->v; object->v = r - b; return r; }
-#if __METAL_VERSION__ >= 300
 inline float atomic_fetch_sub_explicit(volatile atomic<float>* object, float b, memory_order orderc) { auto r = object->v; object->v = r - b; return r; }
-#endif
 inline int atomic_fetch_min_explicit(volatile atomic<int>* object, int b, memory_order orderc) { auto r = object->v; object->v = b < r ? b : r; return r; }
 inline uint atomic_fetch_min_explicit(volatile atomic<uint>* object, uint b, memory_order orderc) { auto r = object->v; object->v = b < r ? b : r; return r; }
-#if __METAL_VERSION__ >= 300
 inline float atomic_fetch_min_explicit(volatile atomic<float>* object, float b, memory_order orderc) { auto r = object->v; object->v = b < r ? b : r; return r; }
-#endif
 inline int atomic_fetch_max_explicit(volatile atomic<int>* object, int b, memory_order orderc) { auto r = object->v; object->v = b > r ? b : r; return r; }
 inline uint atomic_fetch_max_explicit(volatile atomic<uint>* object, uint b, memory_order orderc) { auto r = object->v; object->v = b > r ? b : r; return r; }
-#if __METAL_VERSION__ >= 300
 inline float atomic_fetch_max_explicit(volatile atomic<float>* object, float b, memory_order orderc) { auto r = object->v; object->v = b > r ? b : r; return r; }
-#endif
 inline int atomic_fetch_and_explicit(volatile atomic<int>* object, int b, memory_order orderc) { auto r = object->v; object->v = r & b; return r; }
 inline uint atomic_fetch_and_explicit(volatile atomic<uint>* object, uint b, memory_order orderc) { auto r = object->v; object->v = r & b; return r; }
 inline int atomic_fetch_or_explicit(volatile atomic<int>* object, int b, memory_order orderc) { auto r = object->v; object->v = r | b; return r; }
