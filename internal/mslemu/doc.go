@@ -1,6 +1,8 @@
 // Package mslemu runs Metal Shading Language kernels on the CPU, off a Mac:
 // the generated source is compiled as C++20 by clang against an executable
-// stand-in for <metal_stdlib> (include/metal_stdlib) and launched on
+// stand-in for <metal_stdlib> (include/metal_stdlib, whose vector types and
+// library functions are generated from internal/mslstd's table, the one the
+// clang check's headers come from) and launched on
 // buffers as Metal would, threadgroup by threadgroup. Threads are fibers
 // grouped into SIMD-groups of 32 lanes; threadgroup memory, barriers,
 // SIMD-group shuffles and reductions and simdgroup_matrix loads, stores and

@@ -217,3 +217,57 @@ func TestMetalSimdgroupHeader(t *testing.T) {
 		}
 	}
 }
+
+// A dispatchThreads launch whose grid is not a multiple of the threadgroup:
+// the last threadgroup is cut short, its threads keep the positions the
+// full threadgroup size gives them, and threads_per_threadgroup is the cut
+// size. A half ternary with an integer arm converts the integer to half, as
+// in Metal.
+func TestPartialThreadgroupAndHalfTernary(t *testing.T) {
+	cc := mslcheck.Require(t)
+	const n, tg = 1000, 64
+	ks := []Kernel{
+		{Name: "position", Func: "k", Args: []Arg{Buf(0), Attr("thread_position_in_grid"), Attr("threads_per_threadgroup")},
+			Source: head + "kernel void k(device float* y, uint i [[thread_position_in_grid]], uint3 tptg [[threads_per_threadgroup]]) {\n  y[i] = float(i) + 10000.0f * float(tptg.x);\n}\n"},
+		{Name: "ternary", Func: "h", Args: []Arg{Buf(0), Buf(1), Attr("thread_position_in_grid")},
+			Source: head + "kernel void h(device const half* x, device float* y, uint i [[thread_position_in_grid]]) {\n  half v = x[i];\n  half r = v > half(0) ? v : 0;\n  y[i] = r;\n}\n"},
+	}
+	pos := &Launch{Kernel: 0, Threads: [3]int{n, 1, 1}, Group: [3]int{tg, 1, 1}, Buffers: [][]byte{make([]byte, 4*n)}}
+	xs := []uint16{0x3c00, 0xbc00, 0x4000, 0x0000} // 1, -1, 2, 0 in f16
+	hb := make([]byte, 2*len(xs))
+	for i, x := range xs {
+		binary.LittleEndian.PutUint16(hb[2*i:], x)
+	}
+	tern := &Launch{Kernel: 1, Threads: [3]int{len(xs), 1, 1}, Group: [3]int{4, 1, 1}, Buffers: [][]byte{hb, make([]byte, 4*len(xs))}}
+	res := buildRun(t, cc, ks, []*Launch{pos, tern})
+	for _, r := range res {
+		if r.Err != nil {
+			t.Fatal(r.Err)
+		}
+	}
+	got := f32s(pos.Buffers[0])
+	for i, v := range got {
+		size := tg
+		if i >= n/tg*tg {
+			size = n % tg
+		}
+		if want := float32(i) + 10000*float32(size); v != want {
+			t.Fatalf("element %d: %v, want %v (position %d, threadgroup size %d)", i, v, want, i, size)
+		}
+	}
+	if got, want := f32s(tern.Buffers[1]), []float32{1, 0, 2, 0}; !equal(got, want) {
+		t.Fatalf("v > 0 ? v : 0 gave %v, want %v", got, want)
+	}
+}
+
+func equal(a, b []float32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
