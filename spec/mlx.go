@@ -380,6 +380,13 @@ func (c *compiler) mlxTemplate(k *gpu.MLX, names map[string]string) {
 			c.fail(f, "", "%s", msg)
 			continue
 		}
+		if e := strings.TrimSpace(arg.Expr); arg.Kind == gpu.TemplateIntExpr && identRE.MatchString(e) && !slices.Contains(c.dims, e) && !slices.Contains(c.paramNames, e) {
+			// A lone unknown name is more likely a misspelt kind than an
+			// expression (the Python loader says the same).
+			c.fail(f, "", "%q is not a template kind nor a dim or parameter (allowed: \"dtype\" (the tuned element type), \"param\" (the tunable parameter %s), a dtype (%s), an integer constant, true or false, or an expression over the dims and params (%s))",
+				e, t.Name, elemNames(), strings.Join(append(slices.Clone(c.dims), c.paramNames...), ", "))
+			continue
+		}
 		if arg.Kind == gpu.TemplateIntExpr {
 			p, err := compileExpr(c.file, f, arg.Expr, envOf(nil, c.dims, c.paramNames), intKind)
 			if err != nil {

@@ -360,7 +360,7 @@ func TestBadMLXSpecs(t *testing.T) {
 	}{
 		{"missing input_names", func(m map[string]any) { delete(mlxOf(m), "input_names") }, []string{"source.mlx.input_names", "required"}, true},
 		{"missing output_names", func(m map[string]any) { delete(mlxOf(m), "output_names") }, []string{"source.mlx.output_names", "required"}, true},
-		{"template kind", func(m map[string]any) { mlxOf(m)["template"] = json.RawMessage(`{"T": "type"}`) }, []string{"source.mlx.template.T", `"type" is neither a template kind`, `"dtype"`, "unknown name type"}, false},
+		{"template kind", func(m map[string]any) { mlxOf(m)["template"] = json.RawMessage(`{"T": "type"}`) }, []string{"source.mlx.template.T", `"type" is not a template kind nor a dim or parameter`, `"dtype"`}, false},
 		{"template float", func(m map[string]any) {
 			mlxOf(m)["template"] = json.RawMessage(`{"T": "dtype", "TG": "param", "X": 1.5}`)
 		}, []string{"source.mlx.template.X", "1.5", "integer"}, true},
