@@ -141,7 +141,7 @@ func TestBadMLXShapeArgs(t *testing.T) {
 		edit func(m map[string]any)
 		want []string
 	}{
-		{"unknown name", "", template(`, "D": "dh"`), []string{"source.mlx.template.D", `"dh" is neither a template kind`, "unknown name dh", "names in scope"}},
+		{"unknown name", "", template(`, "D": "dh"`), []string{"source.mlx.template.D", `"dh" is not a template kind nor a dim or parameter`, "expression over the dims and params (m, k, TG)"}},
 		{"negative on a shape", "", template(`, "D": "k - 10"`), []string{"source.mlx.template.D", "is -7 for shape 9x3", "non-negative 32-bit"}},
 		{"beyond 32 bits", "", template(`, "D": "m * k * 1000000"`), []string{"source.mlx.template.D", "is 2560000000 for shape 64x40", "non-negative 32-bit"}},
 		{"float expression", "", template(`, "D": "k / 3"`), []string{"source.mlx.template.D", "k / 3"}},
