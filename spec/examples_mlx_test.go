@@ -62,7 +62,10 @@ func TestMLXExamplesFromPublicCode(t *testing.T) {
 				runs += d.Passed + d.Failed
 			}
 			if rep.Failed() > 0 || runs == 0 {
-				t.Fatalf("%d runs, failures: %v", runs, rep.Failures())
+				for _, f := range rep.Failures() {
+					t.Errorf("%s %s on %s: %s", f.DType, f.Candidate.Key(), f.Shape, f.Error)
+				}
+				t.Fatalf("%d runs, %d failed", runs, rep.Failed())
 			}
 			t.Logf("%d Metal sources checked, %d emulated runs passed", sc.MSL.Passed, runs)
 		})
