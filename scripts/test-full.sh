@@ -46,6 +46,12 @@ t0=$(date +%s)
 grep -v '^=== ' "$tmp/mslemu.log"
 echo "MSL emulation sweep: $(($(date +%s) - t0)) s"
 
+echo "== the MLX spec examples: a covering sample of each emulated (verify --emulate)"
+t0=$(date +%s)
+"$GO" test -count=1 -timeout 60m -v -run '^(TestMLXExamplesFromPublicCode|TestEmulateExamplesFull)$' ./spec >"$tmp/mlxemu.log" 2>&1 || rc=1
+grep -v '^=== ' "$tmp/mlxemu.log"
+echo "MLX examples sweep: $(($(date +%s) - t0)) s"
+
 what="every OpenCL candidate"
 [ "$pn" -gt 1 ] && what="OpenCL candidates, part $pi/$pn"
 echo "== $what, verified on the OpenCL device in $procs processes"
