@@ -30,6 +30,14 @@ func TestGeneratedFilesCurrent(t *testing.T) {
 	}
 }
 
+// Both check stand-ins include one vector-types file: the table must give
+// them the same text.
+func TestCheckTypesShared(t *testing.T) {
+	if !bytes.Equal(mslstd.Generate(mslstd.CPP, "types"), mslstd.Generate(mslstd.OpenCL, "types")) {
+		t.Fatal("the syntax and address-space stand-ins need different vector types now: generate a metal_types.h for each (Files)")
+	}
+}
+
 const head = "#include <metal_stdlib>\nusing namespace metal;\n"
 
 // everyEntry is a kernel that calls every function of the table once, each
