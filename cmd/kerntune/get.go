@@ -237,13 +237,14 @@ func unusedVars(l *params.Loader, kernel string, environ []string, fileFlag, dev
 			vars[i].Why = "not read: --device names the device"
 		}
 	}
-	// What each family's variables set, for the families get does not resolve.
-	sets := map[string]string{}
+	// What each family's variables set: those of the family get resolves
+	// have no effect only when set but blank (both loaders ignore an empty
+	// value, as if unset); the other families' are read for them, not for
+	// get's output.
+	type famVar struct{ fam, what string }
+	sets := map[string]famVar{}
 	kind, builtins := l.Device().Kind, params.Builtin()
 	for _, name := range l.Families() {
-		if name == kernel {
-			continue
-		}
 		fam := specs[name]
 		if fam == nil {
 			fam = builtins[name]
@@ -251,38 +252,24 @@ func unusedVars(l *params.Loader, kernel string, environ []string, fileFlag, dev
 		if fam == nil {
 			continue
 		}
-		sets[params.EnvVarName(prefix, name, params.ReservedParamName)] = name + "'s choice of the baseline"
+		sets[params.EnvVarName(prefix, name, params.ReservedParamName)] = famVar{name, name + "'s choice of the baseline"}
 		if sp, ok := fam.Spaces[kind]; ok {
 			for _, p := range sp.Params {
-				sets[params.EnvVarName(prefix, name, p.Name)] = name + " " + p.Name
-			}
-		}
-	}
-	// The variables of the family get resolves that are set but blank:
-	// both loaders ignore an empty value, as if it were unset.
-	own := map[string]bool{params.EnvVarName(prefix, kernel, params.ReservedParamName): true}
-	if fam := specs[kernel]; fam != nil || builtins[kernel] != nil {
-		if fam == nil {
-			fam = builtins[kernel]
-		}
-		if sp, ok := fam.Spaces[kind]; ok {
-			for _, p := range sp.Params {
-				own[params.EnvVarName(prefix, kernel, p.Name)] = true
+				sets[params.EnvVarName(prefix, name, p.Name)] = famVar{name, name + " " + p.Name}
 			}
 		}
 	}
 	for _, kv := range environ {
 		name, val, _ := strings.Cut(kv, "=")
-		if own[name] && strings.TrimSpace(val) == "" && !listed[name] {
+		v, ok := sets[name]
+		switch {
+		case !ok || listed[name]:
+		case v.fam != kernel:
+			listed[name] = true
+			vars = append(vars, params.UnusedVar{Name: name, Why: fmt.Sprintf("it sets %s; get resolves only %s", v.what, kernel)})
+		case strings.TrimSpace(val) == "":
 			listed[name] = true
 			vars = append(vars, params.UnusedVar{Name: name, Why: "it is set but empty, and an empty value is ignored (unset it, or give a value)"})
-		}
-	}
-	for _, kv := range environ {
-		name, _, _ := strings.Cut(kv, "=")
-		if what, ok := sets[name]; ok && !listed[name] {
-			listed[name] = true
-			vars = append(vars, params.UnusedVar{Name: name, Why: fmt.Sprintf("it sets %s; get resolves only %s", what, kernel)})
 		}
 	}
 	sort.Slice(vars, func(i, j int) bool { return vars[i].Name < vars[j].Name })
