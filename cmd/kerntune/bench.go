@@ -100,8 +100,8 @@ func runBench(o *BenchOptions) error {
 		return err
 	}
 	dt := dts[0]
-	if o.samples < 1 || o.samples > maxSamples {
-		return usageErrorf("--samples is %d; must be 1..%d", o.samples, maxSamples)
+	if err := countFlag("samples", o.samples, 1, maxSamples, ""); err != nil {
+		return err
 	}
 	ks, err := parseKernels(o.kernelNames)
 	if err != nil {

@@ -135,9 +135,13 @@ const (
 // countFlag checks a count flag's value against the range it takes: every
 // count has an upper bound, so that a typo cannot ask for a run that never
 // ends or memory the machine does not have.
-func countFlag(name string, v, lo, hi int) error {
+// note says what a value means ("0: automatic"), where it helps.
+func countFlag(name string, v, lo, hi int, note string) error {
 	if v < lo || v > hi {
-		return usageErrorf("--%s is %d; must be %d..%d", name, v, lo, hi)
+		if note != "" {
+			note = " (" + note + ")"
+		}
+		return usageErrorf("--%s is %d; must be %d..%d%s", name, v, lo, hi, note)
 	}
 	return nil
 }

@@ -164,19 +164,13 @@ func runReplay(f *ReplayOptions) error {
 	if err != nil {
 		return err
 	}
-	if f.runs <= 0 {
-		return usageErrorf("--runs must be positive, got %d", f.runs)
-	}
-	if err := countFlag("runs", f.runs, 1, 10_000); err != nil {
+	if err := countFlag("runs", f.runs, 1, 10_000, ""); err != nil {
 		return err
 	}
 	if f.budgetTime < 0 {
 		return usageErrorf("--budget-time must not be negative, got %s", f.budgetTime)
 	}
-	if f.batch < 1 {
-		return usageErrorf("--batch must be at least 1, got %d", f.batch)
-	}
-	if err := countFlag("batch", f.batch, 1, maxBatch); err != nil {
+	if err := countFlag("batch", f.batch, 1, maxBatch, ""); err != nil {
 		return err
 	}
 	for _, s := range f.strategies {

@@ -321,10 +321,7 @@ func resolveTune(f *TuneOptions) (*tuneInput, error) {
 	if f.budget, f.maxEvals, err = parseBudget(f.budgetS); err != nil {
 		return nil, err
 	}
-	if f.batch < 0 {
-		return nil, usageErrorf("--batch must be 0 (automatic) or a positive number of candidates, got %d", f.batch)
-	}
-	if err := countFlag("batch", f.batch, 0, maxBatch); err != nil {
+	if err := countFlag("batch", f.batch, 0, maxBatch, "candidates; 0: automatic"); err != nil {
 		return nil, err
 	}
 	if _, err := search.New(f.strategy, []search.Candidate{{}}, search.Options{}); err != nil {
@@ -334,10 +331,7 @@ func resolveTune(f *TuneOptions) (*tuneInput, error) {
 	if err != nil {
 		return nil, err
 	}
-	if f.driftEvery < 0 {
-		return nil, usageErrorf("--drift-every must be 0 (off) or a positive number of candidates, got %d", f.driftEvery)
-	}
-	if err := countFlag("drift-every", f.driftEvery, 0, maxCount); err != nil {
+	if err := countFlag("drift-every", f.driftEvery, 0, maxCount, "candidates; 0: off"); err != nil {
 		return nil, err
 	}
 	if f.driftCooldown < 0 {
