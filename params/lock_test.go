@@ -91,4 +91,8 @@ func TestMergeIntoFileConcurrentWriters(t *testing.T) {
 	if n := len(f.Devices["cpu:shared"].Kernels[GemvNT]); n != goroutines+procs {
 		t.Errorf("shared device has %d entries, want %d", n, goroutines+procs)
 	}
+	// The last writer removes the lock file: nothing is left beside the file.
+	if _, err := os.Stat(path + LockSuffix); !os.IsNotExist(err) {
+		t.Errorf("a lock file is left beside the params file: %v", err)
+	}
 }

@@ -206,16 +206,31 @@ func TestTuneResumeAfterKill(t *testing.T) {
 	// packages' tests start beside it); but not before its first
 	// measurement, for which a machine far busier than that is given
 	// minutes more.
+	// A run that ends by itself (an error, or finished between two looks at
+	// a journal it then removed) ends the wait: its log says which.
 	deadline := time.Now().Add(max(time.Minute, 3*cleanTook))
 	first := deadline.Add(5 * time.Minute)
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	var runErr error
+	ended := false
 	for n, _ := countJournal(t, journal); n < total/2 && (time.Now().Before(deadline) || n == 0 && time.Now().Before(first)); n, _ = countJournal(t, journal) {
-		time.Sleep(2 * time.Millisecond)
+		select {
+		case runErr = <-exited:
+			ended = true
+		case <-time.After(2 * time.Millisecond):
+		}
+		if ended {
+			break
+		}
 	}
-	cmd.Process.Signal(syscall.SIGKILL)
-	cmd.Wait()
+	if !ended {
+		cmd.Process.Signal(syscall.SIGKILL)
+		runErr = <-exited
+	}
 	journaled, ofDone := countJournal(t, journal)
 	if journaled == 0 || journaled >= total {
-		t.Fatalf("killed after %d of %d measurements: not part way", journaled, total)
+		t.Fatalf("killed after %d of %d measurements: not part way (ended by itself: %v, %v); its log:\n%s", journaled, total, ended, runErr, log1.String())
 	}
 
 	// Without --resume the journal is not overwritten.
