@@ -535,7 +535,7 @@ func (s *Session) plan(ctx context.Context, tu *Tuner, tasks []Task, deadline ti
 		ext = short + time.Duration(float64(pe.Needed)*(planCushion-1)) + time.Duration(len(todo))*entryOverhead
 	}
 	if h.Planned != nil {
-		h.Planned(Plan{Entries: len(todo), Needed: pe.Needed, Left: time.Until(deadline) + ext, Took: pe.Probe, Extended: ext})
+		h.Planned(Plan{Entries: len(todo), Needed: pe.Needed, Left: time.Until(deadline), Took: pe.Probe, Extended: ext, Margin: planCushion - 1, PerEntry: entryOverhead})
 	}
 	return needs, samples, ext, nil
 }
@@ -641,12 +641,15 @@ func scaled(needs []time.Duration, speed float64) []time.Duration {
 // Plan is what planning found (SessionHooks.Planned).
 type Plan struct {
 	Entries int
-	// Needed is the sum of the entries' needs, Left the time left to tune
-	// them in, Took what planning took.
+	// Needed is the sum of the entries' needs, Left the time the budget
+	// leaves to tune them in, Took what planning took.
 	Needed, Left, Took time.Duration
 	// Extended is how far past the budget the deadline moved for the plan
-	// (SessionConfig.Extend).
+	// (SessionConfig.Extend): Needed - Left, plus Margin of Needed and
+	// PerEntry for each entry.
 	Extended time.Duration
+	Margin   float64
+	PerEntry time.Duration
 }
 
 // evenShare is an unplanned task's allotment: an even share of left among

@@ -192,8 +192,25 @@ func TestTuneExtendTakesWhatThePlanNeeds(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "hardware_params.json")
 	code, log := runCLI(t, "tune", "--backend", "cpu", "--kernel", "softmax", "--shape", "64x500", "--shape", "256x1000",
 		"--out", out, "--budget", "1ms", "--extend")
-	if code != 0 || !strings.Contains(log, "--extend takes") || !strings.Contains(log, "past --budget 1ms") {
+	if code != 0 || !strings.Contains(log, "--extend adds") || !strings.Contains(log, "past --budget 1ms") {
 		t.Fatalf("--budget 1ms --extend: exit %d, want 0 and the extension said:\n%s", code, log)
+	}
+	// The plan's numbers add up: what is left plus the extension is what the
+	// run takes, and the extension covers the need.
+	m := regexp.MustCompile(`need about (\S+); --budget 1ms leaves (\S+) after planning .* --extend adds (\S+) .* the run takes about (\S+) more`).FindStringSubmatch(log)
+	if m == nil {
+		t.Fatalf("no plan line with the extension:\n%s", log)
+	}
+	var d [4]time.Duration
+	for i := range d {
+		var err error
+		if d[i], err = time.ParseDuration(m[i+1]); err != nil {
+			t.Fatalf("plan line %q: %v", m[0], err)
+		}
+	}
+	need, left, ext, takes := d[0], d[1], d[2], d[3]
+	if diff := left + ext - takes; diff < -200*time.Millisecond || diff > 200*time.Millisecond || left+ext < need {
+		t.Errorf("plan line does not add up (left %v + extension %v vs takes %v, need %v): %q", left, ext, takes, need, m[0])
 	}
 	f, err := params.ReadFile(out)
 	if err != nil {

@@ -278,11 +278,15 @@ func tuneHooks(f TuneOptions, ui *progressUI, log io.Writer) tuner.SessionHooks 
 			}
 		},
 		Planned: func(p tuner.Plan) {
-			fmt.Fprintf(log, "plan: the %d entries need about %s of the %s left (planning took %s); each measures its default and at least %d more candidates, or its whole space\n",
-				p.Entries, p.Needed.Round(time.Second), p.Left.Round(time.Second), p.Took.Round(100*time.Millisecond), tuner.MinBeyondDefault)
-			if p.Extended > 0 {
-				fmt.Fprintf(log, "plan: --budget %s is too short for that here: --extend takes %s more\n", f.budgetS, p.Extended.Round(100*time.Millisecond))
+			if p.Extended <= 0 {
+				fmt.Fprintf(log, "plan: the %d entries need about %s of the %s left (planning took %s); each measures its default and at least %d more candidates, or its whole space\n",
+					p.Entries, roundS(p.Needed), roundS(p.Left), p.Took.Round(100*time.Millisecond), tuner.MinBeyondDefault)
+				return
 			}
+			// The numbers add up: left + extension = need + margin + overheads.
+			fmt.Fprintf(log, "plan: the %d entries need about %s; --budget %s leaves %s after planning (which took %s), so --extend adds %s (what is missing, a %.0f%% margin and %s an entry): the run takes about %s more; each measures its default and at least %d more candidates, or its whole space\n",
+				p.Entries, roundS(p.Needed), f.budgetS, roundS(max(p.Left, 0)), p.Took.Round(100*time.Millisecond), roundS(p.Extended),
+				100*p.Margin, p.PerEntry, roundS(max(p.Left, 0)+p.Extended), tuner.MinBeyondDefault)
 		},
 		Allotted: func(t tuner.Task, a tuner.Allotment, need time.Duration, speed float64) {
 			if f.verbose {
@@ -595,3 +599,11 @@ func printTuneJSON(w io.Writer, device, out string, sum *tuner.SessionSummary) e
 }
 
 func round1(x float64) float64 { return math.Round(x*10) / 10 }
+
+// roundS rounds a plan's duration so that it still reads when small.
+func roundS(d time.Duration) time.Duration {
+	if d < 10*time.Second {
+		return d.Round(100 * time.Millisecond)
+	}
+	return d.Round(time.Second)
+}
