@@ -114,8 +114,8 @@ func runCheck(o *CheckOptions) error {
 	if len(o.specs) == 0 {
 		return usageErrorf("check: --spec FILE is required")
 	}
-	if o.sample < 0 {
-		return usageErrorf("--sample must be at least 0 (0: about 32 candidates per dtype)")
+	if err := countFlag("sample", o.sample, 0, maxSample, "every N-th valid candidate; 0: about 32 per dtype"); err != nil {
+		return err
 	}
 	dts, err := parseDTypes(o.dtypes...)
 	if err != nil {

@@ -136,6 +136,10 @@ const (
 // count has an upper bound, so that a typo cannot ask for a run that never
 // ends or memory the machine does not have.
 // note says what a value means ("0: automatic"), where it helps.
+// maxSample bounds the candidate counts of check and verify: larger than
+// any family's or spec's space, so every meaningful value is allowed.
+const maxSample = 1000000
+
 func countFlag(name string, v, lo, hi int, note string) error {
 	if v < lo || v > hi {
 		if note != "" {

@@ -155,6 +155,11 @@ func TestTuneBadInput(t *testing.T) {
 		{"drift-every past the bound", []string{"tune", "--drift-every", "99999999999999"}, "--drift-every is 99999999999999; must be 0..1000000"},
 		{"evaluations past the bound", []string{"tune", "--budget", "99999999999999999999e"}, "more evaluations than a run makes; give at most 1000000e"},
 		{"replay runs past the bound", []string{"replay", "--cache", "x.json.gz", "--runs", "999999999999"}, "--runs is 999999999999; must be 1..10000"},
+		{"check sample past the bound", []string{"check", "--spec", "../../examples/mlx_add_one.json", "--sample", "99999999999"}, "--sample is 99999999999; must be 0..1000000"},
+		{"check negative sample", []string{"check", "--spec", "../../examples/mlx_add_one.json", "--sample", "-1"}, "must be 0..1000000"},
+		{"verify sample past the bound", []string{"verify", "--backend", "cpu", "--sample", "99999999999"}, "--sample is 99999999999; must be 1..1000000"},
+		{"verify no sample", []string{"verify", "--backend", "cpu", "--sample", "0"}, "must be 1..1000000"},
+		{"emulate candidates past the bound", []string{"verify", "--spec", "../../examples/mlx_add_one.json", "--emulate", "--candidates", "99999999999"}, "want a number of candidates per dtype, 1..1000000, or all"},
 		{"get compute units past the bound", []string{"get", "--kernel", "softmax", "--shape", "2x3", "--compute-units", "99999999999"}, "--compute-units is 99999999999; must be 0..1000000"},
 		{"merge without inputs", []string{"merge", "--out", filepath.Join(dir, "m.json")}, "merge needs at least one params file"},
 	}

@@ -117,8 +117,8 @@ func runVerify(o *VerifyOptions) error {
 	if err != nil {
 		return err
 	}
-	if o.sample < 1 {
-		return usageErrorf("--sample must be at least 1")
+	if err := countFlag("sample", o.sample, 1, maxSample, "every N-th candidate"); err != nil {
+		return err
 	}
 	filters, err := parseWhere(o.where)
 	if err != nil {
@@ -288,8 +288,8 @@ func runEmulate(o *VerifyOptions) error {
 		opts.Candidates = spec.EmulateAll
 	default:
 		n, err := strconv.Atoi(c)
-		if err != nil || n < 1 {
-			return usageErrorf("--candidates %q: want a number of candidates (at least 1) or all", c)
+		if err != nil || n < 1 || n > maxSample {
+			return usageErrorf("--candidates %q: want a number of candidates per dtype, 1..%d, or all", c, maxSample)
 		}
 		opts.Candidates = n
 	}
