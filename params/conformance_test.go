@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -60,6 +61,8 @@ type confOptions struct {
 	} `json:"aliases"`
 	Local    *params.DeviceID `json:"local"`
 	LocalGPU *params.DeviceID `json:"local_gpu"`
+	// Required: the file must exist (Go's Load, Python's load(required=True)).
+	Required bool `json:"required"`
 }
 
 type confQuery struct {
@@ -189,12 +192,21 @@ func runCase(t *testing.T, s *confSuite, c confCase) {
 		}
 		opts.Families[cs.Kernel.Name] = cs.Kernel.Family
 	}
-	l, err := params.Open(opts)
+	var l *params.Loader
+	var err error
+	if o.Required {
+		l, err = params.Load(path, opts)
+	} else {
+		l, err = params.Open(opts)
+	}
 	if err != nil {
 		kind := "options"
 		var pe *params.PathError
-		if errors.As(err, &pe) {
+		switch {
+		case errors.As(err, &pe):
 			kind = "path"
+		case errors.Is(err, fs.ErrNotExist):
+			kind = "io"
 		}
 		checkError(t, "load", kind, err, c.LoadError)
 		return

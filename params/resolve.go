@@ -332,7 +332,8 @@ func Open(opts Options) (*Loader, error) {
 }
 
 // Load loads the params file at path; unlike Open, a missing file is an
-// error (satisfying errors.Is(err, fs.ErrNotExist)). opts.Path is ignored.
+// error (satisfying errors.Is(err, fs.ErrNotExist)), as Python's
+// load(path, required=True). opts.Path is ignored.
 func Load(path string, opts Options) (*Loader, error) {
 	o, err := opts.normalize()
 	if err != nil {

@@ -1108,11 +1108,15 @@ def load(
     aliases: Sequence[Alias] = (),
     local: Union[None, bool, DeviceID, Mapping[str, Any]] = None,
     local_gpu: Union[None, bool, DeviceID, Mapping[str, Any]] = None,
+    required: bool = False,
 ) -> Loader:
     """Opens the params file: path, else $<PREFIX>_PARAMS, else
     ./hardware_params.json (Go's params.Open). A missing file is no error:
-    defaults and variables apply (a warning when the file was named). A
-    damaged file raises PathError naming the file and the JSON path.
+    defaults and variables apply (a warning when the file was named), so an
+    application runs where its file is not shipped. With required=True a
+    missing file raises IOError_ whose __cause__ is the FileNotFoundError
+    (Go's params.Load). A damaged file raises PathError naming the file and
+    the JSON path.
 
     The device whose entries apply is the key device (else $<PREFIX>_DEVICE)
     if the file holds it; else the device named device_name (else
@@ -1132,6 +1136,8 @@ def load(
     o = _options(dict(device=device, device_name=device_name, compute_units=compute_units, backend=backend,
                       device_family=device_family, env_prefix=env_prefix, env=env, specs=specs, defaults=defaults,
                       aliases=aliases, local=local, local_gpu=local_gpu))
+    if not isinstance(required, bool):
+        raise _arg_error("required", required, "True or False")
     if path is not None and not isinstance(path, (str, os.PathLike)):
         raise _arg_error("path", path, "a str, an os.PathLike or None")
     if path is not None and not isinstance(os.fspath(path), str):
@@ -1150,7 +1156,9 @@ def load(
         data = _read_limited(p)
     except _TooLarge as x:
         raise PathError(p, "", x.message("a params file")) from None
-    except FileNotFoundError:
+    except FileNotFoundError as x:
+        if required is True:
+            raise IOError_(f"params: open {p}: no such file or directory") from x
         l = Loader(None, p, **o)
         if explicit:
             l.warnings.insert(0, f"params file {p} does not exist; built-in defaults apply")

@@ -23,7 +23,7 @@ SUITES = sorted(glob.glob(os.path.join(CONFORMANCE, "*.json")))
 CASE_KEYS = {"name", "file", "file_text", "file_size", "params_from_env", "options", "specs", "env", "load_error", "device",
              "warnings", "unused_env", "unused_env_why", "queries"}
 OPTION_KEYS = {"device", "device_name", "compute_units", "backend", "device_family", "env_prefix", "defaults",
-               "aliases", "local", "local_gpu"}
+               "aliases", "local", "local_gpu", "required"}
 QUERY_KEYS = {"kernel", "dtype", "shape", "params", "class", "device", "backend", "matched", "use_baseline",
               "baseline", "use_source", "error"}
 
@@ -90,6 +90,7 @@ def run_case(t: unittest.TestCase, suite: Dict[str, Any], c: Dict[str, Any]) -> 
                 aliases=aliases,
                 local=kp.DeviceID(**local) if local else False,  # the machine's own CPU must not affect a case
                 local_gpu=kp.DeviceID(**o["local_gpu"]) if o.get("local_gpu") else False,  # nor its GPU
+                required=o.get("required", False),
             )
         except kp.ParamsError as e:
             check_error(t, "load", e, c.get("load_error"))
