@@ -64,7 +64,7 @@ from .errors import (
     UnknownFamilyError,
 )
 from .families import Family, Param, Space, builtin_families, dtypes, env_var_name, parse_shape, shape_string, space_kind
-from .loader import Alias, Loader, Resolved, Value, alias, load, loads
+from .loader import Alias, IOError_, Loader, Resolved, Value, alias, load, loads
 from .spec import load_spec
 
 __version__ = "0.1.0"
@@ -77,6 +77,7 @@ __all__ = [
     "EnvError",
     "Family",
     "InputsError",
+    "IOError_",
     "InvalidShapeError",
     "Loader",
     "NoSpaceError",
