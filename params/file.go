@@ -349,8 +349,15 @@ func (u *unknownNotes) warnings(file string) []string {
 	return out
 }
 
+// emptyFileMsg is the error of an empty params file (one a failed copy or a
+// full disk left), which says what the file must hold.
+const emptyFileMsg = `not valid JSON: the file is empty (a params file is a JSON object: {"schema_version": 1, "devices": {...}}; kerntune tune writes one)`
+
 // parseNoting is parse that also returns the unknown fields it ignored.
 func parseNoting(data []byte, name string) (*File, *unknownNotes, error) {
+	if len(bytes.Trim(data, " \t\r\n")) == 0 { // JSON's white space, as the Python loader
+		return nil, nil, &PathError{File: name, Msg: emptyFileMsg}
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var root any

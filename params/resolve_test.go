@@ -421,7 +421,7 @@ func TestLoadErrors(t *testing.T) {
 		want string // the whole message after the "params: <file>: " prefix
 	}{
 		{"not JSON", `{"schema_version":1,`, Options{}, "not valid JSON: unexpected EOF"},
-		{"empty", ``, Options{}, "not valid JSON: EOF"},
+		{"empty", ``, Options{}, "not valid JSON: the file is empty"},
 		{"trailing data", `{"schema_version":1,"devices":{}} {}`, Options{}, "not valid JSON: trailing data after the top-level value"},
 		{"trailing bracket", `{"schema_version":1,"devices":{}}]`, Options{}, "not valid JSON: trailing data after the top-level value"},
 		{"top level array", `[]`, Options{}, "must be an object, got an array"},

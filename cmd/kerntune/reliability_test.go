@@ -201,28 +201,34 @@ func TestTuneResumeAfterKill(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	// Half way, or as far as it gets in as long as the clean run took,
-	// three times over, for a machine busier now than then (the other
-	// packages' tests start beside it); but not before its first
-	// measurement, for which a machine far busier than that is given
-	// minutes more.
-	// A run that ends by itself (an error, or finished between two looks at
-	// a journal it then removed) ends the wait: its log says which.
-	deadline := time.Now().Add(max(time.Minute, 3*cleanTook))
-	first := deadline.Add(5 * time.Minute)
+	// The run advances only in short windows between SIGSTOP and SIGCONT,
+	// and the journal is counted while it is stopped: a busy machine that
+	// starves this loop cannot let the run go from under half to done
+	// unseen. It is killed at half its measurements, or when a window has
+	// taken it past half.
+	stopped := func(sig syscall.Signal) {
+		if err := cmd.Process.Signal(sig); err != nil {
+			t.Fatalf("signal %v: %v", sig, err)
+		}
+	}
+	stopped(syscall.SIGSTOP)
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	var runErr error
 	ended := false
-	for n, _ := countJournal(t, journal); n < total/2 && (time.Now().Before(deadline) || n == 0 && time.Now().Before(first)); n, _ = countJournal(t, journal) {
+	deadline := time.Now().Add(5*time.Minute + 3*cleanTook)
+	for n, _ := countJournal(t, journal); n < total/2 && time.Now().Before(deadline); n, _ = countJournal(t, journal) {
+		stopped(syscall.SIGCONT)
 		select {
 		case runErr = <-exited:
 			ended = true
-		case <-time.After(2 * time.Millisecond):
+		case <-time.After(20 * time.Millisecond):
 		}
 		if ended {
 			break
 		}
+		stopped(syscall.SIGSTOP)
+		time.Sleep(time.Millisecond) // the stop is delivered before the journal is read
 	}
 	if !ended {
 		cmd.Process.Signal(syscall.SIGKILL)

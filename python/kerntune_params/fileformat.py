@@ -362,6 +362,9 @@ def parse_noting(data: Union[bytes, str], file: str) -> Tuple[Dict[str, _Device]
         text = data
     if not isinstance(text, str):
         raise PathError(file, "", f"not valid JSON: params data must be bytes or str, not {type(text).__name__}")
+    if not text.strip(" \t\r\n"):
+        raise PathError(file, "", "not valid JSON: the file is empty (a params file is a JSON object: "
+                        "{\"schema_version\": 1, \"devices\": {...}}; kerntune tune writes one)")
     if _depth(text) > MAX_DEPTH:
         raise PathError(file, "", "not valid JSON: invalid character '[' exceeded max depth")
     try:
