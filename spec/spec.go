@@ -360,7 +360,11 @@ func Decode(data []byte, file string) (*Spec, error) {
 	dec.DisallowUnknownFields()
 	var s Spec
 	if err := dec.Decode(&s); err != nil {
-		return nil, &Error{File: file, Msg: jsonMsg(data, err)}
+		msg := jsonMsg(data, err)
+		if strings.Contains(err.Error(), `unknown field "schema_version"`) || strings.Contains(err.Error(), `unknown field "devices"`) {
+			msg += " (this looks like a params file, hardware_params.json; a spec describes one kernel: docs/reference/specs.md)"
+		}
+		return nil, &Error{File: file, Msg: msg}
 	}
 	if dec.More() {
 		return nil, &Error{File: file, Msg: "trailing data after the JSON object"}

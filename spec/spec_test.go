@@ -560,6 +560,8 @@ func TestDecodeErrorsNameTheLine(t *testing.T) {
 			[]string{"f.json: line 2, column 27: invalid JSON: invalid character"}},
 		{"string for a number", "{\"params\": [{\"values\": [\"8\"]}]}",
 			[]string{"line 1, column 27: field params.values: a JSON string cannot be an integer"}},
+		{"a params file", `{"schema_version": 1, "devices": {}}`,
+			[]string{`unknown field "schema_version"`, "this looks like a params file, hardware_params.json"}},
 	}
 	for _, tt := range tests {
 		_, err := Decode([]byte(tt.data), "f.json")

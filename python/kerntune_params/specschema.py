@@ -187,7 +187,11 @@ class _Decoder:
         for k, x in v:
             f = k if k in fields else folded.get(k.lower())
             if f is None:
-                self.save(f"invalid JSON: unknown field {json.dumps(k, ensure_ascii=False)}")
+                msg = f"invalid JSON: unknown field {json.dumps(k, ensure_ascii=False)}"
+                if path == "" and k in ("schema_version", "devices"):
+                    msg += (" (this looks like a params file, hardware_params.json; a spec describes one kernel: "
+                            "docs/reference/specs.md)")
+                self.save(msg)
                 continue
             val = self.value(x, fields[f], f if path == "" else path + "." + f)
             if x is not None:
