@@ -48,7 +48,7 @@ $KERNTUNE_CACHE_DIR, else kerntune/kernels in the user's cache directory
 user, and is bounded by $KERNTUNE_CACHE_MAX (default 1GiB), the least
 recently used entries going first. --no-cache or KERNTUNE_NO_CACHE=1 turns
 it off for a run.`,
-		Args:      cobra.MaximumNArgs(1),
+		Args:      atMostArgs("clear"),
 		ValidArgs: []string{"clear"},
 		RunE: func(_ *cobra.Command, args []string) error {
 			if len(args) == 1 {

@@ -37,7 +37,7 @@ gives its winner and its default. Every result carries "kerntune_entry"
 for tools that expect one tuning problem per file. --out ending in .gz is
 gzip-compressed; the default is stdout. An existing --out that is not a T4
 results file is replaced only with --force.`,
-		Args: cobra.MaximumNArgs(1),
+		Args: atMostArgs("the params file"),
 		RunE: func(_ *cobra.Command, args []string) error {
 			f.File = paramsFileArg(args)
 			return runOr(f, runF, runExport)

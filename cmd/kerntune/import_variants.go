@@ -46,7 +46,7 @@ body_file you write. The space is the cartesian product of the values, or with
 --only-listed just the listed combinations. The spec is written to --out or
 printed (an existing --out that is not a spec is replaced only with --force);
 check it with kerntune check --spec.`,
-		Args: cobra.ExactArgs(1),
+		Args: oneArg("the variants manifest"),
 		RunE: func(_ *cobra.Command, args []string) error {
 			opts.File = args[0]
 			return runOr(opts, runF, runImportVariants)

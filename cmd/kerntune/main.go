@@ -136,6 +136,28 @@ const (
 // count has an upper bound, so that a typo cannot ask for a run that never
 // ends or memory the machine does not have.
 // note says what a value means ("0: automatic"), where it helps.
+// atMostArgs accepts no argument or one, what; the error names the
+// command, what it takes and what it got, where cobra's counts the
+// arguments only.
+func atMostArgs(what string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) > 1 {
+			return usageErrorf("%s takes at most one argument (%s); got %d: %s", cmd.CommandPath(), what, len(args), strings.Join(args, " "))
+		}
+		return nil
+	}
+}
+
+// oneArg accepts exactly one argument, what.
+func oneArg(what string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != 1 {
+			return usageErrorf("%s takes one argument (%s); got %d%s", cmd.CommandPath(), what, len(args), strings.TrimRight(": "+strings.Join(args, " "), ": "))
+		}
+		return nil
+	}
+}
+
 // maxSample bounds the candidate counts of check and verify: larger than
 // any family's or spec's space, so every meaningful value is allowed.
 const maxSample = 1000000

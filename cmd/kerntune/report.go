@@ -41,7 +41,7 @@ and the effect of each parameter (best and all times per value).`,
 func NewCmdReport(fac *Factory, runF func(*ReportOptions) error) *cobra.Command {
 	f := &ReportOptions{IO: fac.IO}
 	cmd := newCmd(reportHelp, f, runF, runReport, func(_ *cobra.Command, args []string) { f.File = paramsFileArg(args) })
-	cmd.Args = cobra.MaximumNArgs(1)
+	cmd.Args = atMostArgs("the params file")
 	fl := cmd.Flags()
 	fl.StringVar(&f.out, "out", "report", "directory to write report.md and plots/ into")
 	fl.StringVar(&f.tracePath, "trace", "", "trace file (JSON lines, see tune --trace); default FILE.trace.jsonl or FILE.journal when present")

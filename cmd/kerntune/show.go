@@ -38,7 +38,7 @@ func NewCmdShow(f *Factory, runF func(*ShowOptions) error) *cobra.Command {
 		Long: `show prints a params file as a table per device, kernel and entry. FILE
 defaults to $KERNTUNE_PARAMS, else ./hardware_params.json, the file get, bench
 and applications read.`,
-		Args: cobra.MaximumNArgs(1),
+		Args: atMostArgs("the params file"),
 		RunE: func(_ *cobra.Command, args []string) error {
 			opts.File = showFileArg(args)
 			return runOr(opts, runF, runShow)

@@ -161,6 +161,9 @@ func TestTuneBadInput(t *testing.T) {
 		{"verify no sample", []string{"verify", "--backend", "cpu", "--sample", "0"}, "must be 1..1000000"},
 		{"emulate candidates past the bound", []string{"verify", "--spec", "../../examples/mlx_add_one.json", "--emulate", "--candidates", "99999999999"}, "want a number of candidates per dtype, 1..1000000, or all"},
 		{"get compute units past the bound", []string{"get", "--kernel", "softmax", "--shape", "2x3", "--compute-units", "99999999999"}, "--compute-units is 99999999999; must be 0..1000000"},
+		{"cache with two arguments", []string{"cache", "clear", "extra"}, "kerntune cache takes at most one argument (clear); got 2: clear extra"},
+		{"show with two files", []string{"show", "a.json", "b.json"}, "kerntune show takes at most one argument (the params file); got 2"},
+		{"import-variants without a manifest", []string{"import-variants"}, "kerntune import-variants takes one argument (the variants manifest); got 0"},
 		{"merge without inputs", []string{"merge", "--out", filepath.Join(dir, "m.json")}, "merge needs at least one params file"},
 	}
 	for _, tt := range tests {
