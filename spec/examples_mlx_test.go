@@ -37,11 +37,13 @@ func emuCandidates() int {
 // sources and is verified by the emulation against its reference, as a
 // user runs kerntune check and kerntune verify --spec X --emulate.
 func TestMLXExamplesFromPublicCode(t *testing.T) {
+	t.Parallel()
 	cc := mslcheck.Require(t)
 	requireNumpy(t) // the examples' references are NumPy functions
 	for _, path := range publicMLXExamples(t) {
 		name := filepath.Base(filepath.Dir(path))
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			c, err := Load(path)
 			if err != nil {
 				t.Fatal(err)
@@ -76,6 +78,7 @@ func TestMLXExamplesFromPublicCode(t *testing.T) {
 // wrong index (the token's row instead of its expert) and a tiled GEMM
 // that reads its threadgroup tile before every thread wrote it.
 func TestEmulationCatchesMutatedExamples(t *testing.T) {
+	t.Parallel()
 	cc := mslcheck.Require(t)
 	requireNumpy(t)
 	for _, tt := range []struct {

@@ -32,6 +32,7 @@ type emuCase struct {
 // of min(threadgroup, grid)), emulated on the CPU (internal/mslemu): the
 // kernels are checked for results, not only for syntax, off a Mac.
 func TestMLXExamplesComputeOnCPU(t *testing.T) {
+	t.Parallel()
 	cc := mslcheck.Require(t)
 	type m = map[string]int
 	cases := []emuCase{
@@ -151,6 +152,7 @@ func runEmuCases(t *testing.T, cc string, cases []emuCase) {
 // strides), and every candidate with EmulateAll; a body with a wrong index
 // fails on every candidate it runs, and the report names them.
 func TestEmulate(t *testing.T) {
+	t.Parallel()
 	cc := mslcheck.Require(t)
 	good := loadExample(t, "mlx_twod.json")
 	broken := loadExample(t, "mlx_twod.json")
@@ -196,6 +198,7 @@ func TestEmulate(t *testing.T) {
 // is split until it is alone), and a launch that crashes the program fails
 // alone while the launches after it still run.
 func TestEmulateIsolatesFailures(t *testing.T) {
+	t.Parallel()
 	cc := mslcheck.Require(t)
 	edited := func(from, to string) *Compiled {
 		c := loadExample(t, "mlx_exp1d.json")

@@ -13,6 +13,7 @@ import (
 // emulation against that reference; a body with the recurrence's order of
 // operations changed fails.
 func TestMLXPythonReferenceOnCPU(t *testing.T) {
+	t.Parallel()
 	cc := mslcheck.Require(t)
 	requireNumpy(t)
 	type m = map[string]int

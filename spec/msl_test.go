@@ -143,6 +143,7 @@ func TestExamplesMSL(t *testing.T) {
 // checked alone, as Metal compiles it; the same source with the defines
 // moved before the include (the order kerntune once generated) fails.
 func TestParamNamedLikeAHeaderName(t *testing.T) {
+	t.Parallel()
 	chk, err := mslcheck.New(mslcheck.Require(t), t.TempDir())
 	if err != nil {
 		t.Fatal(err)

@@ -166,6 +166,7 @@ func withParams(p map[string]int, kv ...any) map[string]int {
 // (copies at issue and, for some, at the wait) and the SIMT body's vector
 // loads, off the GPU. The H100 verifies the real instructions.
 func TestCUDAEmulatedGEMM(t *testing.T) {
+	t.Parallel() // the package's long tests share the machine's cores (make test's time)
 	needGXX(t)
 	type cand struct {
 		p    map[string]int
@@ -243,6 +244,7 @@ func TestCUDAEmulatedGEMM(t *testing.T) {
 // projection in shared memory, the K-split reductions, row blocks past m
 // and the vector loads, off the GPU.
 func TestCUDAEmulatedLora(t *testing.T) {
+	t.Parallel() // the package's long tests share the machine's cores (make test's time)
 	needGXX(t)
 	cand := func(tg, tpr, bm, cps, vec, unroll int) map[string]int {
 		return map[string]int{"TG": tg, "TPR": tpr, "BM": bm, "CPS": cps, "VEC": vec, "UNROLL": unroll}
@@ -304,6 +306,7 @@ func emuRunNamed(t *testing.T, dir, bin string, b *Body, k *kernels.Kernel, dt k
 // emulated with their rounding), which no other API compiles; f32 and
 // bf16 the staged f32 form. The H100 verifies the real instructions.
 func TestCUDAEmulatedQgemv(t *testing.T) {
+	t.Parallel() // the package's long tests share the machine's cores (make test's time)
 	needGXX(t)
 	b := testutil.Lookup(t, Get, "qgemv")
 	cand := func(tpr, rpb, rpt, vec, unroll int) map[string]int {

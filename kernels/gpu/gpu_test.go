@@ -86,6 +86,7 @@ func TestSource(t *testing.T) {
 // Every candidate of every family generates CUDA, MSL and OpenCL source from
 // the same body text, with every parameter defined and the signature complete.
 func TestEveryCandidateGeneratesFromOneBody(t *testing.T) {
+	t.Parallel() // the package's long tests share the machine's cores (make test's time)
 	total, unsupported, refused := 0, 0, 0
 	for _, k := range kernels.All() {
 		b := testutil.Lookup(t, Get, k.Name)

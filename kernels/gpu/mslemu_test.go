@@ -312,6 +312,7 @@ func emulateChunk(t *testing.T, cc string, cands []emuCand, out []emuOutcome) er
 // the 16-byte alignment of each array), since that is what the Metal
 // limits are held to.
 func TestMSLEmulation(t *testing.T) {
+	t.Parallel() // the package's long tests share the machine's cores (make test's time)
 	cc := mslcheck.Require(t)
 	start := time.Now()
 	cands := emuCands(t, cover.Full())
@@ -369,6 +370,7 @@ func TestMSLEmulation(t *testing.T) {
 // The emulation has teeth: each mutant of a generated source, a fault the
 // syntax checks cannot see, fails verification on the odd shapes.
 func TestMSLEmulationCatchesMutants(t *testing.T) {
+	t.Parallel() // the package's long tests share the machine's cores (make test's time)
 	cc := mslcheck.Require(t)
 	type m = map[string]int
 	mmaAV := m{"BM": 32, "BN": 32, "BK": 16, "TM": 1, "TN": 1, "PAD": 0, "MMA": 1, "WM": 2, "WN": 2, "STAGES": 1, "TF32": 0}
