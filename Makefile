@@ -18,7 +18,7 @@ tune: build
 	./$(BIN) tune --budget $(BUDGET) --extend
 	./$(BIN) show
 
-# The test suite (about 7 minutes on 2 cores): Go, then the Python
+# The test suite (about 6 minutes on 2 cores): Go, then the Python
 # loader's tests (the conformance suite both loaders run,
 # params/testdata/conformance). The race detector runs on every package but
 # those of NORACE, whose tests are single-threaded and CPU-bound (code
