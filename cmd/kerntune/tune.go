@@ -231,6 +231,9 @@ func runTune(opts *TuneOptions) error {
 		}
 	} else if len(sum.Results) > 0 && !f.quiet {
 		fmt.Fprintf(f.IO.Out, "%s for %s in %s\n", decisionCounts(sum), info.Key, f.out)
+		if hint := nextHint(&f); hint != "" {
+			fmt.Fprintln(f.IO.Out, hint)
+		}
 	}
 	if small != nil {
 		// The other entries are written; the too-small ones are a usage error.
@@ -606,4 +609,14 @@ func roundS(d time.Duration) time.Duration {
 		return d.Round(100 * time.Millisecond)
 	}
 	return d.Round(time.Second)
+}
+
+// nextHint says what to run after a run that tuned part of the default
+// workload (some families, or shapes of one's own): a first quick run
+// should say how to tune fully.
+func nextHint(f *TuneOptions) string {
+	if len(f.specs) > 0 || len(f.kernels) == 0 && len(f.shapes) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("next: kerntune show %s; the whole default workload (every family, every shape class): kerntune tune --budget 6m --extend (make tune)", f.out)
 }

@@ -37,7 +37,9 @@ func TestTuneEndToEndCPU(t *testing.T) {
 	}
 	// Where the time went: on the entry's line and the run's last line;
 	// the split of the entry's time only with -v (below).
-	for _, w := range []string{"failed] (", ", device busy ", " % of the run; candidates measured per entry: min "} {
+	// ...and a run of part of the default workload says how to tune it whole.
+	for _, w := range []string{"failed] (", ", device busy ", " % of the run; candidates measured per entry: min ",
+		"next: kerntune show " + out + "; the whole default workload (every family, every shape class): kerntune tune --budget 6m --extend (make tune)"} {
 		if !strings.Contains(log, w) {
 			t.Errorf("tune's output lacks %q:\n%s", w, log)
 		}
