@@ -524,6 +524,29 @@ func TestFakeTiming(t *testing.T) {
 			t.Fatalf("launch %d took %v ms, want 0.010", i, v)
 		}
 	}
+	// Groups of back-to-back launches: one event a group, each time per launch.
+	var calls []int
+	err = c.Do(func(t *Thread) error {
+		ms, _, err := t.TimeGroupsAhead(4, 8, func(t *Thread, i int) error {
+			calls = append(calls, i)
+			return launch(t, i)
+		})
+		if err == nil && len(ms) != 4 {
+			return fmt.Errorf("%d times for 4 groups", len(ms))
+		}
+		for g, v := range ms {
+			if math.Abs(v-0.010) > 1e-4 {
+				return fmt.Errorf("group %d: %v ms a launch, want 0.010", g, v)
+			}
+		}
+		return err
+	})
+	if err != nil || len(calls) != 32 || calls[31] != 31 {
+		t.Errorf("TimeGroupsAhead(4, 8): %v; launches %v", err, calls)
+	}
+	if err := c.Do(func(t *Thread) error { _, _, err := t.TimeGroupsAhead(1, 0, launch); return err }); err == nil {
+		t.Error("TimeGroupsAhead with 0 launches a group: no error")
+	}
 	total, err := c.TimeBatch(100, launch)
 	if err != nil || math.Abs(total-1.0) > 1e-3 {
 		t.Errorf("TimeBatch = %v, %v; want 1.0 ms", total, err)

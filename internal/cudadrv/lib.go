@@ -53,6 +53,13 @@ type cudaFuncs struct {
 	cuEventQuery               func(e uintptr) int32
 	cuEventElapsedTime         func(ms *float32, start, end uintptr) int32
 	cuEventDestroy             func(e uintptr) int32
+	// CUDA graphs (optional: TimeGraph only).
+	cuStreamBeginCapture        func(s uintptr, mode int32) int32
+	cuStreamEndCapture          func(s uintptr, graph *uintptr) int32
+	cuGraphInstantiateWithFlags func(exec *uintptr, graph uintptr, flags uint64) int32
+	cuGraphLaunch               func(exec, s uintptr) int32
+	cuGraphExecDestroy          func(exec uintptr) int32
+	cuGraphDestroy              func(graph uintptr) int32
 }
 
 // nvrtcFuncs are the NVRTC entry points (nvrtc.h): nvrtcResult → int32,
@@ -295,6 +302,12 @@ func (l *Lib) bindCUDA(h uintptr) error {
 	b.bind(&c.cuEventQuery, "cuEventQuery")
 	l.elapsedSym = b.bind(&c.cuEventElapsedTime, "cuEventElapsedTime_v2", "cuEventElapsedTime")
 	b.bind(&c.cuEventDestroy, "cuEventDestroy_v2")
+	b.optional(&c.cuStreamBeginCapture, "cuStreamBeginCapture_v2")
+	b.optional(&c.cuStreamEndCapture, "cuStreamEndCapture")
+	b.optional(&c.cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags")
+	b.optional(&c.cuGraphLaunch, "cuGraphLaunch")
+	b.optional(&c.cuGraphExecDestroy, "cuGraphExecDestroy")
+	b.optional(&c.cuGraphDestroy, "cuGraphDestroy")
 	return b.result()
 }
 

@@ -65,6 +65,18 @@ func (t *Thread) TimeLaunches(n int, launch func(t *Thread, i int) error) ([]flo
 // for the host between launches (a host slowed down, e.g. by compiles on
 // every core), and the intervals may include that wait.
 func (t *Thread) TimeLaunchesAhead(n int, launch func(t *Thread, i int) error) ([]float64, bool, error) {
+	return t.TimeGroupsAhead(n, 1, launch)
+}
+
+// TimeGroupsAhead is TimeLaunchesAhead over n groups of per launches each:
+// an event before the first launch and after every group, nothing between
+// the launches of a group, so they run back to back as an application
+// issues them. Each returned time is a group's GPU time divided by per
+// (milliseconds per launch); launch is called with i in [0, n·per).
+func (t *Thread) TimeGroupsAhead(n, per int, launch func(t *Thread, i int) error) ([]float64, bool, error) {
+	if per < 1 {
+		return nil, false, fmt.Errorf("cudadrv: %d launches per timed group", per)
+	}
 	if err := t.beginTiming(n); err != nil {
 		return nil, false, err
 	}
@@ -79,11 +91,14 @@ func (t *Thread) TimeLaunchesAhead(n int, launch func(t *Thread, i int) error) (
 	if err := t.record(ev[0]); err != nil {
 		return nil, false, err
 	}
-	for i := 0; i < n; i++ {
-		if err := launch(t, i); err != nil {
-			return nil, false, fmt.Errorf("timed launch %d of %d: %w", i, n, err)
+	for g := 0; g < n; g++ {
+		for j := 0; j < per; j++ {
+			i := g*per + j
+			if err := launch(t, i); err != nil {
+				return nil, false, fmt.Errorf("timed launch %d of %d: %w", i, n*per, err)
+			}
 		}
-		if err := t.record(ev[i+1]); err != nil {
+		if err := t.record(ev[g+1]); err != nil {
 			return nil, false, err
 		}
 	}
@@ -100,12 +115,140 @@ func (t *Thread) TimeLaunchesAhead(n int, launch func(t *Thread, i int) error) (
 		return nil, false, err
 	}
 	out := make([]float64, n)
-	for i := range out {
-		if out[i], err = t.elapsed(ev[i], ev[i+1]); err != nil {
+	for g := range out {
+		ms, err := t.elapsed(ev[g], ev[g+1])
+		if err != nil {
 			return nil, false, err
 		}
+		out[g] = ms / float64(per)
 	}
 	return out, ahead, nil
+}
+
+// Graph is a captured CUDA graph of Per launches, instantiated on a
+// context thread; DestroyGraph releases it.
+type Graph struct {
+	Per         int
+	graph, exec uintptr
+}
+
+// HasGraphs reports whether the driver has the CUDA graph API (CUDA ≥ 11.4).
+func (t *Thread) HasGraphs() bool {
+	cu := &t.lib.cu
+	return cu.cuStreamBeginCapture != nil && cu.cuStreamEndCapture != nil && cu.cuGraphInstantiateWithFlags != nil &&
+		cu.cuGraphLaunch != nil && cu.cuGraphExecDestroy != nil && cu.cuGraphDestroy != nil
+}
+
+// CaptureGraph captures per launches (launch(t, i), i in [0, per)) on the
+// context's stream into a graph and instantiates it.
+func (t *Thread) CaptureGraph(per int, launch func(t *Thread, i int) error) (*Graph, error) {
+	if !t.HasGraphs() {
+		return nil, errors.New("cudadrv: this driver has no CUDA graph API (cuStreamBeginCapture_v2 … cuGraphInstantiateWithFlags)")
+	}
+	if per < 1 {
+		return nil, fmt.Errorf("cudadrv: %d launches per graph", per)
+	}
+	if err := t.ready(); err != nil {
+		return nil, err
+	}
+	cu := &t.lib.cu
+	const captureThreadLocal = 1 // CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
+	if err := t.check("cuStreamBeginCapture_v2", cu.cuStreamBeginCapture(t.stream, captureThreadLocal), ""); err != nil {
+		return nil, err
+	}
+	var launchErr error
+	for i := 0; i < per && launchErr == nil; i++ {
+		if err := launch(t, i); err != nil {
+			launchErr = fmt.Errorf("captured launch %d of %d: %w", i, per, err)
+		}
+	}
+	g := &Graph{Per: per}
+	endErr := t.check("cuStreamEndCapture", cu.cuStreamEndCapture(t.stream, &g.graph), "")
+	if launchErr == nil && endErr == nil {
+		endErr = t.check("cuGraphInstantiateWithFlags", cu.cuGraphInstantiateWithFlags(&g.exec, g.graph, 0), "")
+	}
+	if launchErr != nil || endErr != nil {
+		t.DestroyGraph(g)
+		return nil, errors.Join(launchErr, endErr)
+	}
+	return g, nil
+}
+
+// DestroyGraph releases a graph of CaptureGraph; nil is a no-op.
+func (t *Thread) DestroyGraph(g *Graph) error {
+	if g == nil {
+		return nil
+	}
+	var errs []error
+	if g.exec != 0 {
+		errs = append(errs, t.check("cuGraphExecDestroy", t.lib.cu.cuGraphExecDestroy(g.exec), ""))
+	}
+	if g.graph != 0 {
+		errs = append(errs, t.check("cuGraphDestroy", t.lib.cu.cuGraphDestroy(g.graph), ""))
+	}
+	g.exec, g.graph = 0, 0
+	return errors.Join(errs...)
+}
+
+// TimeReplays times n replays of g, one event after each, after one
+// replay that is not timed (the graph's upload); each returned time is a
+// replay's GPU time divided by g.Per (milliseconds per launch). The
+// launches of a replay run back to back on the GPU, as an application
+// that replays a captured step runs them.
+func (t *Thread) TimeReplays(g *Graph, n int) ([]float64, error) {
+	if g == nil || g.exec == 0 {
+		return nil, errors.New("cudadrv: replay of a destroyed graph")
+	}
+	if err := t.beginTiming(n); err != nil {
+		return nil, err
+	}
+	defer func() { t.timing = false }()
+	cu := &t.lib.cu
+	ev, err := t.eventPool(n + 1)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.check("cuGraphLaunch", cu.cuGraphLaunch(g.exec, t.stream), ""); err != nil {
+		return nil, err
+	}
+	if err := t.record(ev[0]); err != nil {
+		return nil, err
+	}
+	for r := 0; r < n; r++ {
+		if err := t.check("cuGraphLaunch", cu.cuGraphLaunch(g.exec, t.stream), ""); err != nil {
+			return nil, err
+		}
+		if err := t.record(ev[r+1]); err != nil {
+			return nil, err
+		}
+	}
+	if err := t.check("cuEventSynchronize", cu.cuEventSynchronize(ev[n]), ""); err != nil {
+		return nil, err
+	}
+	out := make([]float64, n)
+	for r := range out {
+		ms, err := t.elapsed(ev[r], ev[r+1])
+		if err != nil {
+			return nil, err
+		}
+		out[r] = ms / float64(g.Per)
+	}
+	return out, nil
+}
+
+// TimeGraph captures per launches into a graph, times n replays of it
+// (TimeReplays) and releases it.
+func (t *Thread) TimeGraph(n, per int, launch func(t *Thread, i int) error) (_ []float64, err error) {
+	g, err := t.CaptureGraph(per, launch)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if derr := t.DestroyGraph(g); err == nil {
+			err = derr
+		}
+	}()
+	return t.TimeReplays(g, n)
 }
 
 // TimeBatch calls launch(t, i) for i in [0, n) between one pair of events

@@ -146,11 +146,12 @@ func (b *Backend) describe() error {
 		return fmt.Errorf("measuring copy bandwidth: %w", err)
 	}
 	b.info.Facts["bandwidth_gbps"] = bw
-	lo, err := b.launchOverhead()
+	lo, gap, err := b.launchOverhead()
 	if err != nil {
 		return fmt.Errorf("measuring launch overhead: %w", err)
 	}
 	b.info.Facts["launch_overhead_us"] = math.Round(lo*1000) / 1000
+	b.info.Facts["launch_gap_us"] = math.Round(gap*1000) / 1000
 	b.info.Facts["host_launch_us"] = math.Round(b.hostLaunchUS*1000) / 1000
 	return nil
 }
@@ -269,10 +270,12 @@ func (b *Backend) longerSpin() bool {
 
 // launchOverhead measures the host's cost of one launch (wall time per
 // cuLaunchKernel) and returns the GPU time of an empty kernel launched behind
-// a spin, in µs.
-func (b *Backend) launchOverhead() (gpuUS float64, err error) {
+// a spin with an event after each launch (gpuUS), and within groups of
+// back-to-back launches as samples are timed (gapUS: what a recorded time
+// carries beyond the kernel's own work), in µs.
+func (b *Backend) launchOverhead() (gpuUS, gapUS float64, err error) {
 	if err := b.loadHelpers(); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	err = b.ctx.Do(func(t *cudadrv.Thread) error {
 		launch := func(t *cudadrv.Thread, _ int) error {
@@ -297,9 +300,17 @@ func (b *Backend) launchOverhead() (gpuUS float64, err error) {
 			return err
 		}
 		gpuUS = stats.Median(ms[20:]) * 1e3
+		if err := b.spin(t, 20*maxGroup); err != nil {
+			return err
+		}
+		ms, _, err = t.TimeGroupsAhead(20, maxGroup, launch)
+		if err != nil {
+			return err
+		}
+		gapUS = stats.Median(ms[2:]) * 1e3
 		return nil
 	})
-	return gpuUS, err
+	return gpuUS, gapUS, err
 }
 
 func (b *Backend) nvrtcOptions() []string {

@@ -1,9 +1,11 @@
 package cuda
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/kerntune/kerntune/internal/cudadrv"
+	"github.com/kerntune/kerntune/internal/stats"
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/kernels/gpu"
 	"github.com/kerntune/kerntune/search"
@@ -45,18 +47,53 @@ type program struct {
 	b      *Backend
 	launch launcher
 	unload func() error
+	// perSample is the launches in one timed sample, per instance, revised
+	// after every timing (context thread; see gpuhost.RevisedRuns).
+	perSample map[*instance]int
+	// graphs are the captured samples, per instance (context thread);
+	// ungraphable is set once a capture failed, and the program's samples
+	// are then launched back to back instead.
+	graphs      map[*instance]*cudadrv.Graph
+	ungraphable bool
 }
+
+// Timing: a sample is a group of back-to-back launches between two events,
+// long enough that the events' own cost is noise, and no longer than an
+// application's run of one kernel between other work.
+const (
+	targetGroupSeconds  = 100e-6 // a timed group lasts at least this long on the GPU
+	maxGroup            = 64     // … but holds no more launches than this
+	calibrationLaunches = 3      // single launches that first estimate a kernel's time
+)
 
 func (pr *program) Close() error {
-	if pr.unload != nil {
-		return pr.unload()
+	var errs []error
+	if len(pr.graphs) > 0 {
+		errs = append(errs, pr.b.ctx.Do(func(t *cudadrv.Thread) error {
+			var errs []error
+			for in, g := range pr.graphs {
+				errs = append(errs, t.DestroyGraph(g))
+				delete(pr.graphs, in)
+			}
+			return errors.Join(errs...)
+		}))
 	}
-	return nil
+	if pr.unload != nil {
+		errs = append(errs, pr.unload())
+	}
+	return errors.Join(errs...)
 }
 
-// Run times n launches, one event between each pair, rotating input
-// copies. A spin kernel holds the GPU until all n are queued, so the GPU runs
-// them back to back and each interval is GPU time, not the host's pace.
+// Run takes n samples, each one replay of a CUDA graph of D launches of
+// the kernel on rotated input copies between two events, divided by D: the
+// launches run back to back as in an application that replays a captured
+// decode step, and a sample carries the kernel's own time and the GPU's
+// gap between kernels, not a launch's host cost or an event's. D is chosen
+// per instance so that a sample lasts about targetGroupSeconds (a few
+// single launches time the kernel first), and is at least the instance's
+// number of input copies. Where the driver has no CUDA
+// graphs, or a launch cannot be captured, the D launches are issued back
+// to back between the events instead (timeGroups).
 func (pr *program) Run(ti tuner.Instance, n int) ([]float64, error) {
 	in, err := gpuhost.Of(ti, device{pr.b}, "cuda")
 	if err != nil {
@@ -64,28 +101,104 @@ func (pr *program) Run(ti tuner.Instance, n int) ([]float64, error) {
 	}
 	var secs []float64
 	err = pr.b.ctx.Do(func(t *cudadrv.Thread) error {
-		// The spin is sized from the host's pace of launching, measured
-		// when the backend opened; a host slowed down since (compiles on
-		// its cores) may not queue every launch before the spin ends, and
-		// the GPU then waits for it between launches. Such samples are
-		// taken again behind a longer spin.
-		for try := 0; ; try++ {
-			if err := pr.b.spin(t, n); err != nil {
-				return err
-			}
-			ms, ahead, err := t.TimeLaunchesAhead(n, func(t *cudadrv.Thread, _ int) error {
-				return pr.launch(t, in, in.Next())
-			})
+		if pr.perSample == nil {
+			pr.perSample, pr.graphs = map[*instance]int{}, map[*instance]*cudadrv.Graph{}
+		}
+		if err := pr.pruneGraphs(t); err != nil {
+			return err
+		}
+		d, ok := pr.perSample[in]
+		if !ok {
+			cal, err := pr.timeGroups(t, in, calibrationLaunches, 1)
 			if err != nil {
 				return err
 			}
-			secs = seconds(ms)
-			if ahead || try == maxSpinTries-1 || !pr.b.longerSpin() {
-				return nil
-			}
+			d = gpuhost.RunsPerSample(stats.Median(cal), targetGroupSeconds, maxGroup)
 		}
+		// A graph replays the copies it captured: a sample covers them all,
+		// so that weights stream from memory as the rotation means them to.
+		d = max(d, len(in.Inputs))
+		ms, err := pr.timeGraph(t, in, n, d)
+		if err != nil {
+			return err
+		}
+		if ms == nil {
+			if secs, err = pr.timeGroups(t, in, n, d); err != nil {
+				return err
+			}
+		} else {
+			secs = seconds(ms)
+		}
+		if n > 0 {
+			pr.perSample[in] = gpuhost.RevisedRuns(d, stats.Median(secs), targetGroupSeconds, maxGroup)
+		}
+		return nil
 	})
 	return secs, err
+}
+
+// timeGraph times n replays of the instance's graph of per launches,
+// capturing it first (again when per changed); nil times, no error, when
+// the launches cannot be captured.
+func (pr *program) timeGraph(t *cudadrv.Thread, in *instance, n, per int) ([]float64, error) {
+	if pr.ungraphable || !t.HasGraphs() {
+		return nil, nil
+	}
+	g := pr.graphs[in]
+	if g != nil && g.Per != per {
+		if err := t.DestroyGraph(g); err != nil {
+			return nil, err
+		}
+		delete(pr.graphs, in)
+		g = nil
+	}
+	if g == nil {
+		var err error
+		g, err = t.CaptureGraph(per, func(t *cudadrv.Thread, _ int) error { return pr.launch(t, in, in.Next()) })
+		if err != nil {
+			pr.ungraphable = true
+			return nil, nil
+		}
+		pr.graphs[in] = g
+	}
+	return t.TimeReplays(g, n)
+}
+
+// pruneGraphs releases the graphs and counts of closed instances: a
+// program (the baseline, a finalist) outlives the instances it ran on.
+func (pr *program) pruneGraphs(t *cudadrv.Thread) error {
+	gpuhost.PruneClosed(pr.perSample)
+	var errs []error
+	for in, g := range pr.graphs {
+		if in.Closed() {
+			errs = append(errs, t.DestroyGraph(g))
+			delete(pr.graphs, in)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// timeGroups times n groups of per launches behind a spin, in seconds per
+// launch. The spin is sized from the host's pace of launching, measured
+// when the backend opened; a host slowed down since (compiles on its
+// cores) may not queue every launch before the spin ends, and the GPU then
+// waits for it between launches. Such samples are taken again behind a
+// longer spin.
+func (pr *program) timeGroups(t *cudadrv.Thread, in *instance, n, per int) ([]float64, error) {
+	for try := 0; ; try++ {
+		if err := pr.b.spin(t, n*per); err != nil {
+			return nil, err
+		}
+		ms, ahead, err := t.TimeGroupsAhead(n, per, func(t *cudadrv.Thread, _ int) error {
+			return pr.launch(t, in, in.Next())
+		})
+		if err != nil {
+			return nil, err
+		}
+		if ahead || try == maxSpinTries-1 || !pr.b.longerSpin() {
+			return seconds(ms), nil
+		}
+	}
 }
 
 // maxSpinTries bounds how often Run takes its samples again behind a

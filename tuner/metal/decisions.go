@@ -107,57 +107,6 @@ const (
 	calibrationDispatch = 3    // runs in the command buffer that first estimates a kernel's time
 )
 
-// dispatchesPerBuffer is how many runs a timed command buffer holds for a
-// kernel taking perDispatch seconds: enough to last target seconds, at
-// least one and at most limit.
-func dispatchesPerBuffer(perDispatch, target float64, limit int) int {
-	if !(perDispatch > 0) || math.IsInf(perDispatch, 0) {
-		return 1
-	}
-	d := math.Ceil(target / perDispatch)
-	if d < 1 {
-		return 1
-	}
-	if d > float64(limit) {
-		return limit
-	}
-	return int(d)
-}
-
-// revisedDispatches is the runs per command buffer for the next timing of
-// a program on an instance, given the current count d and the median time
-// per run (perDispatch) of the samples just taken. The first estimate comes
-// from a kernel's first command buffers, when its pipeline, its buffers and
-// perhaps the GPU's clocks are still cold; the tuner's warmup runs and
-// every later timing revise it from warm samples. The count changes only
-// when the warm estimate is off by more than a factor of two, so that
-// consecutive timings of one candidate keep one count.
-func revisedDispatches(d int, perDispatch, target float64, limit int) int {
-	if d < 1 {
-		return dispatchesPerBuffer(perDispatch, target, limit)
-	}
-	if !(perDispatch > 0) || math.IsInf(perDispatch, 0) {
-		return d
-	}
-	ideal := dispatchesPerBuffer(perDispatch, target, limit)
-	if ideal > 2*d || 2*ideal < d {
-		return ideal
-	}
-	return d
-}
-
-// pruneClosed drops the runs-per-command-buffer counts of closed
-// instances: a program (the baseline, a finalist) outlives the instances it
-// ran on, and its counts would otherwise keep every one of them, with its
-// host state, for as long as the program lives.
-func pruneClosed[B any](counts map[*gpuhost.Instance[B]]int) {
-	for in := range counts {
-		if in.Closed() {
-			delete(counts, in)
-		}
-	}
-}
-
 // Math modes, as MLX's metal_kernel compile_options math_mode names them,
 // and their MTLMathMode values (MTLLibrary.h, macOS 15).
 const (

@@ -178,14 +178,14 @@ func TestRevisedDispatches(t *testing.T) {
 		{"no sample time: kept", 37, 0, 37},
 		{"NaN: kept", 37, math.NaN(), 37},
 	} {
-		if got := revisedDispatches(c.d, c.perDispatch, targetBufferSeconds, maxDispatches); got != c.want {
-			t.Errorf("%s: revisedDispatches(%d, %g) = %d, want %d", c.name, c.d, c.perDispatch, got, c.want)
+		if got := gpuhost.RevisedRuns(c.d, c.perDispatch, targetBufferSeconds, maxDispatches); got != c.want {
+			t.Errorf("%s: gpuhost.RevisedRuns(%d, %g) = %d, want %d", c.name, c.d, c.perDispatch, got, c.want)
 		}
 	}
 	// Settled: revising with the time that produced a count keeps it.
 	for _, per := range []float64{1e-7, 3e-6, 10e-6, 0.4e-3, 2e-3} {
-		d := dispatchesPerBuffer(per, targetBufferSeconds, maxDispatches)
-		if got := revisedDispatches(d, per, targetBufferSeconds, maxDispatches); got != d {
+		d := gpuhost.RunsPerSample(per, targetBufferSeconds, maxDispatches)
+		if got := gpuhost.RevisedRuns(d, per, targetBufferSeconds, maxDispatches); got != d {
 			t.Errorf("per %g: %d revised to %d", per, d, got)
 		}
 	}

@@ -54,7 +54,7 @@ func TestPruneClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	counts := map[*gpuhost.Instance[*[]byte]]int{open: 4, closed: 8}
-	pruneClosed(counts)
+	gpuhost.PruneClosed(counts)
 	if len(counts) != 1 || counts[open] != 4 {
 		t.Errorf("counts after pruning: %v; want only the open instance's 4", counts)
 	}

@@ -107,8 +107,8 @@ func TestDispatchesPerBuffer(t *testing.T) {
 		{math.NaN(), 1},
 		{math.Inf(1), 1},
 	} {
-		if got := dispatchesPerBuffer(c.per, targetBufferSeconds, maxDispatches); got != c.want {
-			t.Errorf("dispatchesPerBuffer(%g) = %d, want %d", c.per, got, c.want)
+		if got := gpuhost.RunsPerSample(c.per, targetBufferSeconds, maxDispatches); got != c.want {
+			t.Errorf("gpuhost.RunsPerSample(%g) = %d, want %d", c.per, got, c.want)
 		}
 	}
 }

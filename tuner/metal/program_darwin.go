@@ -104,7 +104,7 @@ type program struct {
 	free    func() // releases the program's objects; GPU thread
 	vendor  bool   // a vendor library (MPS): verified on a zeroed output
 	// perBuffer is the runs per timed command buffer on each instance,
-	// revised after every timing (GPU thread; see revisedDispatches).
+	// revised after every timing (GPU thread; see gpuhost.RevisedRuns).
 	perBuffer map[*instance]int
 }
 
@@ -150,7 +150,7 @@ func (pr *program) instance(ti tuner.Instance) (*instance, error) {
 // GPU time divided by D. D is first estimated after one untimed command
 // buffer (the pipeline's and the buffers' first use), then revised from the
 // median of every timing, so the tuner's warmup runs settle it before the
-// samples that count (see revisedDispatches).
+// samples that count (see gpuhost.RevisedRuns).
 func (pr *program) Run(ti tuner.Instance, n int) ([]float64, error) {
 	in, err := pr.instance(ti)
 	if err != nil {
@@ -161,7 +161,7 @@ func (pr *program) Run(ti tuner.Instance, n int) ([]float64, error) {
 		if err := pr.b.rewarmIfIdle(); err != nil {
 			return err
 		}
-		pruneClosed(pr.perBuffer)
+		gpuhost.PruneClosed(pr.perBuffer)
 		d, ok := pr.perBuffer[in]
 		if !ok {
 			if err := pr.b.runUntimed(func(cb objc.ID) error { return pr.encodeRuns(cb, in, in.Take(calibrationDispatch)) }); err != nil {
@@ -171,7 +171,7 @@ func (pr *program) Run(ti tuner.Instance, n int) ([]float64, error) {
 			if err != nil {
 				return err
 			}
-			d = dispatchesPerBuffer(t/calibrationDispatch, targetBufferSeconds, maxDispatches)
+			d = gpuhost.RunsPerSample(t/calibrationDispatch, targetBufferSeconds, maxDispatches)
 		}
 		secs = make([]float64, n)
 		for i := range secs {
@@ -181,7 +181,7 @@ func (pr *program) Run(ti tuner.Instance, n int) ([]float64, error) {
 			}
 			secs[i] = t / float64(d)
 		}
-		pr.perBuffer[in] = revisedDispatches(d, stats.Median(secs), targetBufferSeconds, maxDispatches)
+		pr.perBuffer[in] = gpuhost.RevisedRuns(d, stats.Median(secs), targetBufferSeconds, maxDispatches)
 		return nil
 	})
 	return secs, err

@@ -269,3 +269,55 @@ func CopyGBps(bytes int, secs []float64) (float64, error) {
 	}
 	return math.Round(2*float64(bytes)/med/1e8) / 10, nil
 }
+
+// RunsPerSample is how many back-to-back runs one timed sample holds (a
+// Metal command buffer, a group of CUDA launches between two events) for a
+// kernel taking perDispatch seconds: enough to last target seconds, at
+// least one and at most limit.
+func RunsPerSample(perDispatch, target float64, limit int) int {
+	if !(perDispatch > 0) || math.IsInf(perDispatch, 0) {
+		return 1
+	}
+	d := math.Ceil(target / perDispatch)
+	if d < 1 {
+		return 1
+	}
+	if d > float64(limit) {
+		return limit
+	}
+	return int(d)
+}
+
+// RevisedRuns is the runs per sample for the next timing of
+// a program on an instance, given the current count d and the median time
+// per run (perDispatch) of the samples just taken. The first estimate comes
+// from a kernel's first command buffers, when its pipeline, its buffers and
+// perhaps the GPU's clocks are still cold; the tuner's warmup runs and
+// every later timing revise it from warm samples. The count changes only
+// when the warm estimate is off by more than a factor of two, so that
+// consecutive timings of one candidate keep one count.
+func RevisedRuns(d int, perDispatch, target float64, limit int) int {
+	if d < 1 {
+		return RunsPerSample(perDispatch, target, limit)
+	}
+	if !(perDispatch > 0) || math.IsInf(perDispatch, 0) {
+		return d
+	}
+	ideal := RunsPerSample(perDispatch, target, limit)
+	if ideal > 2*d || 2*ideal < d {
+		return ideal
+	}
+	return d
+}
+
+// PruneClosed drops the runs-per-sample counts of closed
+// instances: a program (the baseline, a finalist) outlives the instances it
+// ran on, and its counts would otherwise keep every one of them, with its
+// host state, for as long as the program lives.
+func PruneClosed[B any](counts map[*Instance[B]]int) {
+	for in := range counts {
+		if in.Closed() {
+			delete(counts, in)
+		}
+	}
+}
