@@ -35,15 +35,19 @@ type TuneOptions struct {
 	strategy string
 	budget   time.Duration
 	budgetS  string
-	extend   bool
-	maxEvals int
-	seed     uint64
-	out      string
-	force    bool
-	replace  bool
-	verbose  bool
-	quiet    bool
-	specs    []string
+	effort   string
+	// budgetSet and driftSet: --budget and --drift-every were given, so
+	// --effort does not set them.
+	budgetSet, driftSet bool
+	extend              bool
+	maxEvals            int
+	seed                uint64
+	out                 string
+	force               bool
+	replace             bool
+	verbose             bool
+	quiet               bool
+	specs               []string
 	// Reliability (reliability.go).
 	isolate     bool
 	isolateSet  bool
@@ -109,6 +113,7 @@ func NewCmdTune(f *Factory, runF func(*TuneOptions) error) *cobra.Command {
 	opts := &TuneOptions{IO: f.IO}
 	cmd := newCmd(tuneHelp, opts, runF, runTune, func(c *cobra.Command, _ []string) {
 		opts.isolateSet = c.Flags().Changed("isolate")
+		opts.budgetSet, opts.driftSet = c.Flags().Changed("budget"), c.Flags().Changed("drift-every")
 		opts.ctx = c.Context()
 	})
 	fl := cmd.Flags()
@@ -117,7 +122,8 @@ func NewCmdTune(f *Factory, runF func(*TuneOptions) error) *cobra.Command {
 	fl.StringVar(&opts.dtype, "dtype", "f32", "element type: "+strings.Join(dtypeNames(), ", "))
 	fl.StringArrayVar(&opts.shapes, "shape", nil, "exact shape to tune, e.g. 1x896x4864 (repeatable; needs exactly one --kernel)")
 	fl.StringVar(&opts.strategy, "strategy", search.DefaultStrategy, "search strategy: "+strings.Join(search.Names, ", ")+" (warm = ils climbing from the family's entries already in --out; default: the old name of warm)")
-	fl.StringVar(&opts.budgetS, "budget", "3m", "budget: "+budgetHelp)
+	fl.StringVar(&opts.budgetS, "budget", "3m", "budget: "+budgetHelp+" (default: --effort's)")
+	fl.StringVar(&opts.effort, "effort", "default", "how hard to try: "+effortHelp())
 	fl.BoolVar(&opts.extend, "extend", false, "take longer than --budget's wall time when the entries need it to measure each one's default and 5 more candidates, instead of refusing (the run says how much longer)")
 	fl.Uint64Var(&opts.seed, "seed", 1, "seed of the search strategy")
 	fl.StringVar(&opts.out, "out", params.DefaultFileName, "params file to merge the results into")
@@ -181,8 +187,12 @@ func runTune(opts *TuneOptions) error {
 	if batch > 1 {
 		batchNote = fmt.Sprintf(" (batches of %d)", batch)
 	}
-	fmt.Fprintf(log, "device %s (%s, %s); %s to tune in %s with %s%s\n",
-		info.Key, info.Backend, plural(info.ComputeUnits, "compute unit", "compute units"), plural(len(tasks), "entry", "entries"), f.budgetS, f.strategy, batchNote)
+	effortNote := ""
+	if f.effort != "default" {
+		effortNote = ", effort " + f.effort
+	}
+	fmt.Fprintf(log, "device %s (%s, %s); %s to tune in %s with %s%s%s\n",
+		info.Key, info.Backend, plural(info.ComputeUnits, "compute unit", "compute units"), plural(len(tasks), "entry", "entries"), f.budgetS, f.strategy, batchNote, effortNote)
 
 	ctx, cancel := context.WithCancel(f.ctx)
 	defer cancel()
@@ -190,6 +200,11 @@ func runTune(opts *TuneOptions) error {
 	defer sig.stop()
 	cfg := tuner.Config{Strategy: f.strategy, Seed: f.seed, Log: log, Verbose: f.verbose, MaxEvals: f.maxEvals, Progress: ui.event, Where: where,
 		DriftEvery: f.driftEvery, DriftCooldown: f.driftCooldown, Batch: f.batch, VerifyFull: f.verifyFull}
+	eff := efforts[f.effort]
+	cfg.FinalSamples, cfg.MinFinalSamples = eff.finalSamples, eff.minFinalSamples
+	if !f.driftSet && !eff.drift {
+		f.driftEvery = 0
+	}
 	if f.driftEvery == 0 {
 		cfg.DriftEvery = -1 // 0 on the command line turns the guard off
 	}
@@ -325,6 +340,16 @@ func resolveTune(f *TuneOptions) (*tuneInput, error) {
 		return nil, err
 	}
 	dt := dts[0]
+	if f.effort == "" {
+		f.effort = "default"
+	}
+	e, ok := efforts[f.effort]
+	if !ok {
+		return nil, usageErrorf("--effort %q: allowed are quick, default and thorough (%s)", f.effort, effortHelp())
+	}
+	if !f.budgetSet {
+		f.budgetS = e.budget
+	}
 	if f.budget, f.maxEvals, err = parseBudget(f.budgetS); err != nil {
 		return nil, err
 	}
@@ -619,4 +644,37 @@ func nextHint(f *TuneOptions) string {
 		return ""
 	}
 	return fmt.Sprintf("next: kerntune show %s; the whole default workload (every family, every shape class): kerntune tune --budget 6m --extend (make tune)", f.out)
+}
+
+// effort is what --effort sets: the wall-time budget (unless --budget is
+// given), the final re-timing's samples of the winner, default and
+// baseline, and whether the drift guard re-times the default during the
+// search (unless --drift-every is given).
+type effort struct {
+	budget                        string
+	finalSamples, minFinalSamples int
+	drift                         bool
+}
+
+// efforts: quick is a first result in about a minute (fewer final samples,
+// no drift guard: a ranking less sure where the winners are close); default
+// is the measured default; thorough gives the search five times the time
+// and the final timing twice the samples.
+var efforts = map[string]effort{
+	"quick":    {budget: "45s", finalSamples: 10, minFinalSamples: 3},
+	"default":  {budget: "3m", finalSamples: 30, minFinalSamples: 5, drift: true},
+	"thorough": {budget: "15m", finalSamples: 60, minFinalSamples: 10, drift: true},
+}
+
+func effortHelp() string {
+	var parts []string
+	for _, n := range []string{"quick", "default", "thorough"} {
+		e := efforts[n]
+		guard := "drift guard on"
+		if !e.drift {
+			guard = "drift guard off"
+		}
+		parts = append(parts, fmt.Sprintf("%s (budget %s, %d final samples, %s)", n, e.budget, e.finalSamples, guard))
+	}
+	return strings.Join(parts, ", ")
 }

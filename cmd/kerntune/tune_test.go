@@ -157,6 +157,7 @@ func TestTuneBadInput(t *testing.T) {
 		{"drift-every past the bound", []string{"tune", "--drift-every", "99999999999999"}, "--drift-every is 99999999999999; must be 0..1000000"},
 		{"evaluations past the bound", []string{"tune", "--budget", "99999999999999999999e"}, "more evaluations than a run makes; give at most 1000000e"},
 		{"replay runs past the bound", []string{"replay", "--cache", "x.json.gz", "--runs", "999999999999"}, "--runs is 999999999999; must be 1..10000"},
+		{"unknown effort", []string{"tune", "--effort", "fast"}, `--effort "fast": allowed are quick, default and thorough (quick (budget 45s, 10 final samples, drift guard off)`},
 		{"check sample past the bound", []string{"check", "--spec", "../../examples/mlx_add_one.json", "--sample", "99999999999"}, "--sample is 99999999999; must be 0..1000000"},
 		{"check negative sample", []string{"check", "--spec", "../../examples/mlx_add_one.json", "--sample", "-1"}, "must be 0..1000000"},
 		{"verify sample past the bound", []string{"verify", "--backend", "cpu", "--sample", "99999999999"}, "--sample is 99999999999; must be 1..1000000"},
@@ -328,5 +329,26 @@ func TestTuneShapeTooLargeForMemory(t *testing.T) {
 		if _, err := os.Stat(p); !os.IsNotExist(err) {
 			t.Errorf("%s left behind: %v", p, err)
 		}
+	}
+}
+
+// --effort sets the budget and the final timing unless --budget is given,
+// and the run says which effort it uses.
+func TestTuneEffort(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("tunes on the CPU")
+	}
+	out := filepath.Join(t.TempDir(), "hardware_params.json")
+	code, log := runCLI(t, "tune", "--backend", "cpu", "--kernel", "softmax", "--shape", "8x300", "--where", "THREADS=1", "--effort", "quick", "--out", out)
+	if code != 0 || !strings.Contains(log, "to tune in 45s with bo, effort quick") {
+		t.Fatalf("--effort quick: exit %d, want 0 and the header to name the effort and its budget:\n%s", code, log)
+	}
+	if strings.Contains(log, "drifted") {
+		t.Errorf("--effort quick ran the drift guard:\n%s", log)
+	}
+	code, log = runCLI(t, "tune", "--backend", "cpu", "--kernel", "softmax", "--shape", "8x300", "--where", "THREADS=1", "--effort", "thorough", "--budget", "6e", "--out", out)
+	if code != 0 || !strings.Contains(log, "to tune in 6e with bo, effort thorough") {
+		t.Errorf("--effort thorough --budget 6e: exit %d, want 0 and --budget kept:\n%s", code, log)
 	}
 }
