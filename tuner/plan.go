@@ -14,16 +14,16 @@ import (
 // GEMM on a 2-core CPU) while small entries finish their whole space early.
 // So a session first probes every entry (draws its inputs, computes the
 // reference, times its default a few times), turns each probe into the time
-// the entry needs to measure its default and MinBeyondDefault candidates
+// the entry needs to measure its default and Config.MinBeyondDefault candidates
 // beyond it and finish (Need), refuses a budget below the sum (PlanError),
 // and gives each entry its need's share of the time left (Allotment): time
 // an entry leaves unused goes to the entries after it, and an entry short
 // of its minimum may overrun its share into the run's slack, never into
 // what the entries after it need.
 
-// MinBeyondDefault is how many candidates beyond the default each entry of
+// DefaultMinBeyondDefault is how many candidates beyond the default each entry of
 // a run with a wall-time budget is planned to measure (or its whole space).
-const MinBeyondDefault = 5
+const DefaultMinBeyondDefault = 5
 
 // A raced candidate (bo, racing, ils, anneal, warm) takes raceFirst
 // samples, and one not shown slower than the incumbent doubles them up to
@@ -71,10 +71,10 @@ type Estimate struct {
 }
 
 // minMeasured is how many distinct candidates an entry of valid candidates
-// is to measure at least: the default and MinBeyondDefault more, or the
+// is to measure at least: the default and Config.MinBeyondDefault more, or the
 // whole space, within the evaluation budget.
 func (t *Tuner) minMeasured(valid int) int {
-	n := min(valid, 1+MinBeyondDefault)
+	n := min(valid, 1+t.cfg.MinBeyondDefault)
 	if t.cfg.MaxEvals > 0 {
 		n = min(n, t.cfg.MaxEvals)
 	}
@@ -216,6 +216,8 @@ type PlanError struct {
 	LargestNeed time.Duration
 	// Families is how many kernel families the entries belong to.
 	Families int
+	// MinBeyond is the candidates beyond the default each entry measures.
+	MinBeyond int
 }
 
 func (e *PlanError) Error() string {
@@ -223,8 +225,12 @@ func (e *PlanError) Error() string {
 	if l := e.Budget - e.Spent - e.Probe; l > 0 {
 		left = "more than the " + l.Round(100*time.Millisecond).String() + " left"
 	}
-	return fmt.Sprintf("measuring the default and %d candidates beyond it of each of the %d entries needs about %s (timed by planning, which took %s; the most: %s, %s), %s",
-		MinBeyondDefault, e.Entries, e.Needed.Round(time.Second), e.Probe.Round(100*time.Millisecond), e.Largest, e.LargestNeed.Round(100*time.Millisecond), left)
+	cands := "candidates"
+	if e.MinBeyond == 1 {
+		cands = "candidate"
+	}
+	return fmt.Sprintf("measuring the default and %d %s beyond it of each of the %d entries needs about %s (timed by planning, which took %s; the most: %s, %s), %s",
+		e.MinBeyond, cands, e.Entries, e.Needed.Round(time.Second), e.Probe.Round(100*time.Millisecond), e.Largest, e.LargestNeed.Round(100*time.Millisecond), left)
 }
 
 // Suggested is a budget that fits the plan with room for noise: what was

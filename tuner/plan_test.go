@@ -50,8 +50,8 @@ func TestNeed(t *testing.T) {
 	tu := New(&fakeBackend{}, Config{})
 	base := Estimate{Valid: 100, Setup: time.Second, Build: 10 * time.Millisecond, Sample: 20 * time.Millisecond}
 	n0 := tu.Need(base)
-	if n0 <= base.Setup+time.Duration(1+MinBeyondDefault)*(base.Build+raceFirst*base.Sample) {
-		t.Errorf("need %v does not cover the setup and %d candidates of %v + %d × %v", n0, 1+MinBeyondDefault, base.Build, raceFirst, base.Sample)
+	if n0 <= base.Setup+time.Duration(1+DefaultMinBeyondDefault)*(base.Build+raceFirst*base.Sample) {
+		t.Errorf("need %v does not cover the setup and %d candidates of %v + %d × %v", n0, 1+DefaultMinBeyondDefault, base.Build, raceFirst, base.Sample)
 	}
 	for _, tt := range []struct {
 		name string
@@ -67,7 +67,7 @@ func TestNeed(t *testing.T) {
 	}
 	for _, tt := range []struct {
 		valid, maxEvals, want int
-	}{{100, 0, 1 + MinBeyondDefault}, {3, 0, 3}, {100, 4, 4}, {1, 0, 1}} {
+	}{{100, 0, 1 + DefaultMinBeyondDefault}, {3, 0, 3}, {100, 4, 4}, {1, 0, 1}} {
 		if got := New(&fakeBackend{}, Config{MaxEvals: tt.maxEvals}).minMeasured(tt.valid); got != tt.want {
 			t.Errorf("minMeasured(%d) with MaxEvals %d = %d, want %d", tt.valid, tt.maxEvals, got, tt.want)
 		}
@@ -143,7 +143,7 @@ func sizedTasks(t *testing.T) []Task {
 
 // A run whose costly entry costs 16 to 44 times the others and needs about
 // 3 s, more than an even split of the budget (2.5 s each): the plan gives every entry its minimum
-// (the default and MinBeyondDefault more) and the slack evenly, and time an
+// (the default and DefaultMinBeyondDefault more) and the slack evenly, and time an
 // entry leaves goes to the next. A budget the plan does not fit is refused
 // before any work, with no file and no journal left, and the budget it
 // suggests then tunes every entry.
@@ -182,8 +182,8 @@ func TestSessionPlansByCost(t *testing.T) {
 		t.Fatalf("%d results, %d allotments; want 4", len(sum.Results), len(allots))
 	}
 	for _, r := range sum.Results {
-		if m := r.Entry.Candidates.Measured; m < 1+MinBeyondDefault {
-			t.Errorf("%s measured %d candidates (%d evaluations, %d failed, stopped %q), want at least %d", r.Task.Key(), m, r.Entry.Evaluations, r.Entry.Candidates.Failed, r.Stopped, 1+MinBeyondDefault)
+		if m := r.Entry.Candidates.Measured; m < 1+DefaultMinBeyondDefault {
+			t.Errorf("%s measured %d candidates (%d evaluations, %d failed, stopped %q), want at least %d", r.Task.Key(), m, r.Entry.Evaluations, r.Entry.Candidates.Failed, r.Stopped, 1+DefaultMinBeyondDefault)
 		}
 	}
 	// The costliest first, with the larger share.
@@ -224,8 +224,8 @@ func TestSessionPlansByCost(t *testing.T) {
 		t.Errorf("an extended run took %v with %d results; want past its 1 s budget, 4 results", sum.Wall, len(sum.Results))
 	}
 	for _, r := range sum.Results {
-		if m := r.Entry.Candidates.Measured; m < 1+MinBeyondDefault {
-			t.Errorf("extended: %s measured %d candidates, want at least %d", r.Task.Key(), m, 1+MinBeyondDefault)
+		if m := r.Entry.Candidates.Measured; m < 1+DefaultMinBeyondDefault {
+			t.Errorf("extended: %s measured %d candidates, want at least %d", r.Task.Key(), m, 1+DefaultMinBeyondDefault)
 		}
 	}
 	// The budget the error suggests is enough.
@@ -234,7 +234,7 @@ func TestSessionPlansByCost(t *testing.T) {
 		t.Fatalf("the suggested budget %v: %v", pe.Suggested(), err)
 	}
 	for _, r := range sum.Results {
-		if m := r.Entry.Candidates.Measured; m < 1+MinBeyondDefault {
+		if m := r.Entry.Candidates.Measured; m < 1+DefaultMinBeyondDefault {
 			t.Errorf("with the suggested budget, %s measured %d candidates", r.Task.Key(), m)
 		}
 	}
@@ -243,7 +243,7 @@ func TestSessionPlansByCost(t *testing.T) {
 // A run on a machine that turns four times as slow once planning is done:
 // with Extend the run moves its deadline again for the entries left
 // (beyond what the plan took, whose cushion is 15 % and 0.5 s an entry),
-// so that each still measures its default and MinBeyondDefault more.
+// so that each still measures its default and DefaultMinBeyondDefault more.
 // Twice as slow is not enough to test it: on a busy machine planning's own
 // overhead is timed too, and the cushion then absorbed the slowdown.
 func TestSessionExtendsForLoad(t *testing.T) {
@@ -276,8 +276,8 @@ func TestSessionExtendsForLoad(t *testing.T) {
 		t.Errorf("four times as slow after planning: extended %v (the plan %v), %d results; want the deadline moved again mid-run and 4 results", sum.Extended, plan.Extended, len(sum.Results))
 	}
 	for _, r := range sum.Results {
-		if m := r.Entry.Candidates.Measured; m < 1+MinBeyondDefault {
-			t.Errorf("%s measured %d candidates (stopped %q), want at least %d", r.Task.Key(), m, r.Stopped, 1+MinBeyondDefault)
+		if m := r.Entry.Candidates.Measured; m < 1+DefaultMinBeyondDefault {
+			t.Errorf("%s measured %d candidates (stopped %q), want at least %d", r.Task.Key(), m, r.Stopped, 1+DefaultMinBeyondDefault)
 		}
 	}
 }

@@ -35,7 +35,7 @@ type SessionConfig struct {
 	Budget time.Duration
 	// Extend makes Budget a target instead of a limit: when planning (or,
 	// mid-run, the pace of the entries) says the entries need more than
-	// the time left to measure each one's default and MinBeyondDefault
+	// the time left to measure each one's default and Config.MinBeyondDefault
 	// more, the run takes that time instead of refusing the budget or
 	// leaving an entry short (SessionSummary.Extended says how much).
 	// A front door (make tune) must finish on a machine slower or busier
@@ -246,7 +246,7 @@ type TooSmallError struct {
 	Skipped []string
 	Written int
 	// Needed is what the skipped entries need, by their own measurements,
-	// to measure MinBeyondDefault candidates beyond the default (Need).
+	// to measure Config.MinBeyondDefault candidates beyond the default (Need).
 	Needed time.Duration
 }
 
@@ -502,7 +502,7 @@ func (s *Session) plan(ctx context.Context, tu *Tuner, tasks []Task, deadline ti
 	start := time.Now()
 	needs = make([]time.Duration, len(tasks))
 	samples = make([]time.Duration, len(tasks))
-	pe := &PlanError{Budget: s.cfg.Budget, Spent: spent, Entries: len(todo)}
+	pe := &PlanError{Budget: s.cfg.Budget, Spent: spent, Entries: len(todo), MinBeyond: tu.cfg.MinBeyondDefault}
 	families := map[string]bool{}
 	for _, i := range todo {
 		if ctx.Err() != nil {

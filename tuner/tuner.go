@@ -98,6 +98,10 @@ type Config struct {
 	// MaxEvals caps the distinct candidates measured per entry (0: no cap);
 	// the wall-time budget applies as well.
 	MaxEvals int
+	// MinBeyondDefault is how many candidates beyond the default each entry
+	// measures at least, which planning gives time for (0:
+	// DefaultMinBeyondDefault; a negative value: none).
+	MinBeyondDefault int
 	// WarmStart are candidates measured right after the default, e.g. the
 	// entries of the same family for other classes or sibling devices; the
 	// warm strategy climbs from them.
@@ -141,6 +145,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.FinalSamples <= 0 {
 		c.FinalSamples = 30
+	}
+	switch {
+	case c.MinBeyondDefault == 0:
+		c.MinBeyondDefault = DefaultMinBeyondDefault
+	case c.MinBeyondDefault < 0:
+		c.MinBeyondDefault = 0
 	}
 	if c.MinFinalSamples <= 0 || c.MinFinalSamples > c.FinalSamples {
 		c.MinFinalSamples = min(5, c.FinalSamples)
@@ -276,7 +286,7 @@ func (t *Tuner) Run(ctx context.Context, task Task, budget time.Duration) (*Resu
 
 // RunPlanned tunes one task within its allotment: the search plans with
 // a.Share, and goes on up to a.Max while fewer than the entry's minimum of
-// candidates (the default and MinBeyondDefault more, or the whole space)
+// candidates (the default and Config.MinBeyondDefault more, or the whole space)
 // are measured.
 func (t *Tuner) RunPlanned(ctx context.Context, task Task, a Allotment) (*Result, error) {
 	start := time.Now()

@@ -154,7 +154,7 @@ func TestTuneBudgetAdviceWorks(t *testing.T) {
 		short = nil
 		for _, d := range f.Devices {
 			for key, e := range d.Kernels["softmax"] {
-				if min := min(e.Candidates.Valid, 1+tuner.MinBeyondDefault); e.Candidates.Measured < min {
+				if min := min(e.Candidates.Valid, 1+tuner.DefaultMinBeyondDefault); e.Candidates.Measured < min {
 					short = append(short, fmt.Sprintf("%s measured %d candidates with the advised budget %s, want %d", key, e.Candidates.Measured, budget, min))
 				}
 			}
@@ -184,7 +184,7 @@ func longer(t *testing.T, a, b string) bool {
 
 // --extend makes the budget the plan refuses a target: the run takes the
 // time the entries need, exits 0, says how much more it took, and every
-// entry measures its default and MinBeyondDefault more (or its space).
+// entry measures its default and DefaultMinBeyondDefault more (or its space).
 func TestTuneExtendTakesWhatThePlanNeeds(t *testing.T) {
 	if testing.Short() {
 		t.Skip("tunes two small softmax entries on the CPU")
@@ -220,7 +220,7 @@ func TestTuneExtendTakesWhatThePlanNeeds(t *testing.T) {
 	for _, d := range f.Devices {
 		for key, e := range d.Kernels["softmax"] {
 			n++
-			if min := min(e.Candidates.Valid, 1+tuner.MinBeyondDefault); e.Candidates.Measured < min {
+			if min := min(e.Candidates.Valid, 1+tuner.DefaultMinBeyondDefault); e.Candidates.Measured < min {
 				t.Errorf("%s measured %d candidates, want %d", key, e.Candidates.Measured, min)
 			}
 		}
@@ -253,7 +253,7 @@ func TestBudgetTooSmallAdvice(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			e := &tuner.TooSmallError{Result: res, Entries: 1, Skipped: []string{"gemv_nt f32/largeN"}, Written: tt.written, Needed: 10 * time.Second}
-			msg := budgetTooSmall(tt.budget.String(), tt.budget, e, tt.families).Error()
+			msg := budgetTooSmall(tt.budget.String(), tt.budget, e, tt.families, tuner.DefaultMinBeyondDefault).Error()
 			if !strings.Contains(msg, tt.want) || strings.Contains(msg, "--kernel gemv_nt") != tt.kernel {
 				t.Errorf("%s", msg)
 			}

@@ -86,7 +86,7 @@ func signalName(s os.Signal) string {
 // names is the one that failed plus what those entries need, by their own
 // measurements, with half more for noise; families is how many kernel
 // families the run tuned (--kernel is suggested only when there were more).
-func budgetTooSmall(budgetS string, budget time.Duration, e *tuner.TooSmallError, families int) error {
+func budgetTooSmall(budgetS string, budget time.Duration, e *tuner.TooSmallError, families, minBeyond int) error {
 	if e.EvaluationsSpent() {
 		return fmt.Errorf("--budget %s is too small: %w; give at least 2 evaluations per entry (e.g. --budget 2e; more find better winners)", budgetS, e)
 	}
@@ -103,7 +103,7 @@ func budgetTooSmall(budgetS string, budget time.Duration, e *tuner.TooSmallError
 		alone = fmt.Sprintf(", or tune %s alone (--kernel %s)", e.Result.Task.Kernel.Name, e.Result.Task.Kernel.Name)
 	}
 	return fmt.Errorf("--budget %s is too small: %w; measuring %d candidates beyond the default there needs about %s more: give --budget %s or more%s",
-		budgetS, e, tuner.MinBeyondDefault, roundUpDuration(e.Needed), suggest, alone)
+		budgetS, e, minBeyond, roundUpDuration(e.Needed), suggest, alone)
 }
 
 // planTooSmall is the usage error for a budget the plan does not fit in.

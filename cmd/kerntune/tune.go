@@ -201,7 +201,7 @@ func runTune(opts *TuneOptions) error {
 	cfg := tuner.Config{Strategy: f.strategy, Seed: f.seed, Log: log, Verbose: f.verbose, MaxEvals: f.maxEvals, Progress: ui.event, Where: where,
 		DriftEvery: f.driftEvery, DriftCooldown: f.driftCooldown, Batch: f.batch, VerifyFull: f.verifyFull}
 	eff := efforts[f.effort]
-	cfg.FinalSamples, cfg.MinFinalSamples = eff.finalSamples, eff.minFinalSamples
+	cfg.FinalSamples, cfg.MinFinalSamples, cfg.MinBeyondDefault = eff.finalSamples, eff.minFinalSamples, f.minBeyond()
 	if !f.driftSet && !eff.drift {
 		f.driftEvery = 0
 	}
@@ -236,8 +236,8 @@ func runTune(opts *TuneOptions) error {
 		fmt.Fprintln(log, line)
 	}
 	if sum.Extended > 0 {
-		fmt.Fprintf(log, "--extend: the run took %s; its deadline moved %s past --budget %s so that every entry measured its default and %d more candidates\n",
-			sum.Wall.Round(time.Second), sum.Extended.Round(100*time.Millisecond), f.budgetS, tuner.MinBeyondDefault)
+		fmt.Fprintf(log, "--extend: the run took %s; its deadline moved %s past --budget %s so that every entry measured its default and %s more\n",
+			sum.Wall.Round(time.Second), sum.Extended.Round(100*time.Millisecond), f.budgetS, plural(f.minBeyond(), "candidate", "candidates"))
 	}
 	ui.close()
 	if f.asJSON {
@@ -297,19 +297,19 @@ func tuneHooks(f TuneOptions, ui *progressUI, log io.Writer) tuner.SessionHooks 
 		},
 		Planned: func(p tuner.Plan) {
 			if p.Extended <= 0 {
-				fmt.Fprintf(log, "plan: the %d entries need about %s of the %s left (planning took %s); each measures its default and at least %d more candidates, or its whole space\n",
-					p.Entries, roundS(p.Needed), roundS(p.Left), p.Took.Round(100*time.Millisecond), tuner.MinBeyondDefault)
+				fmt.Fprintf(log, "plan: the %d entries need about %s of the %s left (planning took %s); each measures its default and at least %s more, or its whole space\n",
+					p.Entries, roundS(p.Needed), roundS(p.Left), p.Took.Round(100*time.Millisecond), plural(f.minBeyond(), "candidate", "candidates"))
 				return
 			}
 			// The numbers add up: left + extension = need + margin + overheads.
-			fmt.Fprintf(log, "plan: the %d entries need about %s; --budget %s leaves %s after planning (which took %s), so --extend adds %s (what is missing, a %.0f%% margin and %s an entry): the run takes about %s more; each measures its default and at least %d more candidates, or its whole space\n",
+			fmt.Fprintf(log, "plan: the %d entries need about %s; --budget %s leaves %s after planning (which took %s), so --extend adds %s (what is missing, a %.0f%% margin and %s an entry): the run takes about %s more; each measures its default and at least %s more, or its whole space\n",
 				p.Entries, roundS(p.Needed), f.budgetS, roundS(max(p.Left, 0)), p.Took.Round(100*time.Millisecond), roundS(p.Extended),
-				100*p.Margin, p.PerEntry, roundS(max(p.Left, 0)+p.Extended), tuner.MinBeyondDefault)
+				100*p.Margin, p.PerEntry, roundS(max(p.Left, 0)+p.Extended), plural(f.minBeyond(), "candidate", "candidates"))
 		},
 		Allotted: func(t tuner.Task, a tuner.Allotment, need time.Duration, speed float64) {
 			if f.verbose {
 				line(t, "plan: share %.1fs (up to %.1fs until %d candidates are measured), needs %.1fs at %.2f× the planned speed",
-					a.Share.Seconds(), a.Max.Seconds(), 1+tuner.MinBeyondDefault, need.Seconds(), speed)
+					a.Share.Seconds(), a.Max.Seconds(), 1+f.minBeyond(), need.Seconds(), speed)
 			}
 		},
 		Decided: func(t tuner.Task, d *tuner.KeepDecision) {
@@ -350,6 +350,7 @@ func resolveTune(f *TuneOptions) (*tuneInput, error) {
 	if !f.budgetSet {
 		f.budgetS = e.budget
 	}
+	f.extend = f.extend || e.extend
 	if f.budget, f.maxEvals, err = parseBudget(f.budgetS); err != nil {
 		return nil, err
 	}
@@ -472,7 +473,7 @@ func sessionError(f TuneOptions, err error) error {
 	case errors.As(err, &plan):
 		return usageError{planTooSmall(f.budgetS, plan)}
 	case errors.As(err, &small):
-		return usageError{budgetTooSmall(f.budgetS, f.budget, small, f.families)}
+		return usageError{budgetTooSmall(f.budgetS, f.budget, small, f.families, f.minBeyond())}
 	case errors.As(err, &jerr):
 		return usageError{fmt.Errorf("%w; nothing more was measured, and --out was not changed after the error (resume with --resume)", jerr)}
 	case errors.As(err, &werr):
@@ -654,14 +655,29 @@ type effort struct {
 	budget                        string
 	finalSamples, minFinalSamples int
 	drift                         bool
+	// minBeyond: candidates beyond the default each entry measures at
+	// least, which planning gives time for (0: tuner's default).
+	minBeyond int
+	// extend: as --extend, so that a first run never refuses its budget.
+	extend bool
 }
 
-// efforts: quick is a first result in about a minute (fewer final samples,
-// no drift guard: a ranking less sure where the winners are close); default
+// minBeyond is the candidates beyond the default each entry measures at
+// least under f's effort.
+func (f *TuneOptions) minBeyond() int {
+	if m := efforts[f.effort].minBeyond; m > 0 {
+		return m
+	}
+	return tuner.DefaultMinBeyondDefault
+}
+
+// efforts: quick is a first result in about a minute (one candidate beyond
+// the default at least, fewer final samples, no drift guard: a ranking less
+// sure where the winners are close); default
 // is the measured default; thorough gives the search five times the time
 // and the final timing twice the samples.
 var efforts = map[string]effort{
-	"quick":    {budget: "45s", finalSamples: 10, minFinalSamples: 3},
+	"quick":    {budget: "50s", finalSamples: 10, minFinalSamples: 3, minBeyond: 1, extend: true},
 	"default":  {budget: "3m", finalSamples: 30, minFinalSamples: 5, drift: true},
 	"thorough": {budget: "15m", finalSamples: 60, minFinalSamples: 10, drift: true},
 }
@@ -674,7 +690,11 @@ func effortHelp() string {
 		if !e.drift {
 			guard = "drift guard off"
 		}
-		parts = append(parts, fmt.Sprintf("%s (budget %s, %d final samples, %s)", n, e.budget, e.finalSamples, guard))
+		beyond := e.minBeyond
+		if beyond == 0 {
+			beyond = tuner.DefaultMinBeyondDefault
+		}
+		parts = append(parts, fmt.Sprintf("%s (budget %s, at least %s beyond the default, %d final samples, %s)", n, e.budget, plural(beyond, "candidate", "candidates"), e.finalSamples, guard))
 	}
 	return strings.Join(parts, ", ")
 }
