@@ -677,7 +677,7 @@ func (f *TuneOptions) minBeyond() int {
 // is the measured default; thorough gives the search five times the time
 // and the final timing twice the samples.
 var efforts = map[string]effort{
-	"quick":    {budget: "50s", finalSamples: 10, minFinalSamples: 3, minBeyond: 1, extend: true},
+	"quick":    {budget: "40s", finalSamples: 10, minFinalSamples: 3, minBeyond: 1, extend: true},
 	"default":  {budget: "3m", finalSamples: 30, minFinalSamples: 5, drift: true},
 	"thorough": {budget: "15m", finalSamples: 60, minFinalSamples: 10, drift: true},
 }

@@ -157,7 +157,7 @@ func TestTuneBadInput(t *testing.T) {
 		{"drift-every past the bound", []string{"tune", "--drift-every", "99999999999999"}, "--drift-every is 99999999999999; must be 0..1000000"},
 		{"evaluations past the bound", []string{"tune", "--budget", "99999999999999999999e"}, "more evaluations than a run makes; give at most 1000000e"},
 		{"replay runs past the bound", []string{"replay", "--cache", "x.json.gz", "--runs", "999999999999"}, "--runs is 999999999999; must be 1..10000"},
-		{"unknown effort", []string{"tune", "--effort", "fast"}, `--effort "fast": allowed are quick, default and thorough (quick (budget 50s, at least 1 candidate beyond the default, 10 final samples, drift guard off)`},
+		{"unknown effort", []string{"tune", "--effort", "fast"}, `--effort "fast": allowed are quick, default and thorough (quick (budget 40s, at least 1 candidate beyond the default, 10 final samples, drift guard off)`},
 		{"check sample past the bound", []string{"check", "--spec", "../../examples/mlx_add_one.json", "--sample", "99999999999"}, "--sample is 99999999999; must be 0..1000000"},
 		{"check negative sample", []string{"check", "--spec", "../../examples/mlx_add_one.json", "--sample", "-1"}, "must be 0..1000000"},
 		{"verify sample past the bound", []string{"verify", "--backend", "cpu", "--sample", "99999999999"}, "--sample is 99999999999; must be 1..1000000"},
@@ -341,7 +341,7 @@ func TestTuneEffort(t *testing.T) {
 	}
 	out := filepath.Join(t.TempDir(), "hardware_params.json")
 	code, log := runCLI(t, "tune", "--backend", "cpu", "--kernel", "softmax", "--shape", "8x300", "--where", "THREADS=1", "--effort", "quick", "--out", out)
-	if code != 0 || !strings.Contains(log, "to tune in 50s with bo, effort quick") {
+	if code != 0 || !strings.Contains(log, "to tune in 40s with bo, effort quick") {
 		t.Fatalf("--effort quick: exit %d, want 0 and the header to name the effort and its budget:\n%s", code, log)
 	}
 	if strings.Contains(log, "drifted") {
