@@ -30,6 +30,7 @@ type fakeHooks struct {
 	lastLaunch  func() string
 	clearSticky func()
 	eventQuery  func(int32)
+	liveGraphs  func() int64
 }
 
 type fakeStats struct {
@@ -77,7 +78,7 @@ func loadFake(t *testing.T) (*Lib, *fakeHooks) {
 		t.Fatal(err)
 	}
 	hooks := &fakeHooks{}
-	for name, fptr := range map[string]any{"fake_stats": &hooks.stats, "fake_last_launch": &hooks.lastLaunch, "fake_clear_sticky": &hooks.clearSticky, "fake_set_event_query": &hooks.eventQuery} {
+	for name, fptr := range map[string]any{"fake_stats": &hooks.stats, "fake_last_launch": &hooks.lastLaunch, "fake_clear_sticky": &hooks.clearSticky, "fake_set_event_query": &hooks.eventQuery, "fake_live_graphs": &hooks.liveGraphs} {
 		addr, err := dlsym(h, name)
 		if err != nil {
 			t.Fatal(err)
@@ -546,6 +547,50 @@ func TestFakeTiming(t *testing.T) {
 	}
 	if err := c.Do(func(t *Thread) error { _, _, err := t.TimeGroupsAhead(1, 0, launch); return err }); err == nil {
 		t.Error("TimeGroupsAhead with 0 launches a group: no error")
+	}
+	// A graph of 8 captured launches, replayed 3 times: the fake's replay
+	// takes 0.005 ms a launch, a stream launch 0.010; nothing is left alive.
+	err = c.Do(func(t *Thread) error {
+		if !t.HasGraphs() {
+			return errors.New("the fake driver's graph API was not bound")
+		}
+		ms, err := t.TimeGraph(3, 8, launch)
+		if err != nil {
+			return err
+		}
+		if len(ms) != 3 {
+			return fmt.Errorf("%d times for 3 replays", len(ms))
+		}
+		for r, v := range ms {
+			if math.Abs(v-0.005) > 1e-4 {
+				return fmt.Errorf("replay %d: %v ms a launch, want 0.005", r, v)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Errorf("TimeGraph(3, 8): %v", err)
+	}
+	// A launch that fails while capturing ends the capture and frees the graph.
+	boomCapture := errors.New("boom in capture")
+	err = c.Do(func(t *Thread) error {
+		_, err := t.CaptureGraph(4, func(t *Thread, i int) error {
+			if i == 2 {
+				return boomCapture
+			}
+			return launch(t, i)
+		})
+		return err
+	})
+	if !errors.Is(err, boomCapture) || !strings.Contains(err.Error(), "captured launch 2 of 4") {
+		t.Errorf("a failing captured launch: %v", err)
+	}
+	if n := hooks.liveGraphs(); n != 0 {
+		t.Errorf("%d graphs left alive", n)
+	}
+	// After a failed capture the stream is usable again.
+	if _, err := c.TimeLaunches(2, launch); err != nil {
+		t.Errorf("launches after a failed capture: %v", err)
 	}
 	total, err := c.TimeBatch(100, launch)
 	if err != nil || math.Abs(total-1.0) > 1e-3 {

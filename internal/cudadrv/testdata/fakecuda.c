@@ -35,6 +35,11 @@ static double clock_ms = 0;
 static char last_launch[512];
 static int last_math_mode = -1;
 static char primary_ctx_storage[16];
+/* Stream capture (CUDA graphs): launches while capturing are counted into
+ * the graph, not run; a replay advances the clock 0.005 ms per launch. */
+static __thread int capturing = 0;
+static __thread int captured = 0;
+static long long live_graphs = 0;
 
 /* ---------------- test hooks ---------------- */
 
@@ -55,6 +60,7 @@ static int event_query_result = 0;
 void fake_set_event_query(int r) { event_query_result = r; }
 
 const char *fake_last_launch(void) { return last_launch; }
+long long fake_live_graphs(void) { return live_graphs; }
 
 /* ---------------- driver: errors and init ---------------- */
 
@@ -347,6 +353,10 @@ CUresult cuLaunchKernel(void *fp, unsigned gx, unsigned gy, unsigned gz, unsigne
 	if ((int)shared > f->max_dyn) return 1;
 	snprintf(last_launch, sizeof last_launch, "%s grid=%u,%u,%u block=%u,%u,%u shared=%u stream=%s",
 		 f->name, gx, gy, gz, bx, by, bz, shared, stream ? "set" : "null");
+	if (capturing) {
+		captured++;
+		return 0;
+	}
 	pthread_mutex_lock(&mu);
 	launches++;
 	pthread_mutex_unlock(&mu);
@@ -394,6 +404,64 @@ CUresult cuLaunchKernel(void *fp, unsigned gx, unsigned gy, unsigned gz, unsigne
 	}
 	return 0;
 }
+
+/* ---------------- graphs ---------------- */
+
+typedef struct { int n; } graph_t;
+
+CUresult cuStreamBeginCapture_v2(void *stream, int mode) {
+	NEED_CTX(); NOT_STICKY();
+	if (stream == NULL || mode < 0 || mode > 2) return 1;
+	if (capturing) return 900; /* CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED */
+	capturing = 1;
+	captured = 0;
+	return 0;
+}
+CUresult cuStreamEndCapture(void *stream, void **graph) {
+	NEED_CTX();
+	(void)stream;
+	if (!capturing) return 1;
+	capturing = 0;
+	graph_t *g = calloc(1, sizeof(graph_t));
+	g->n = captured;
+	*graph = g;
+	pthread_mutex_lock(&mu);
+	live_graphs++;
+	pthread_mutex_unlock(&mu);
+	return 0;
+}
+CUresult cuGraphInstantiateWithFlags(void **exec, void *graph, unsigned long long flags) {
+	NEED_CTX(); NOT_STICKY();
+	if (graph == NULL || flags != 0) return 1;
+	graph_t *e = calloc(1, sizeof(graph_t));
+	e->n = ((graph_t *)graph)->n;
+	*exec = e;
+	pthread_mutex_lock(&mu);
+	live_graphs++;
+	pthread_mutex_unlock(&mu);
+	return 0;
+}
+CUresult cuGraphLaunch(void *exec, void *stream) {
+	NEED_CTX(); NOT_STICKY();
+	(void)stream;
+	if (exec == NULL) return 1;
+	int n = ((graph_t *)exec)->n;
+	pthread_mutex_lock(&mu);
+	launches += n;
+	pthread_mutex_unlock(&mu);
+	clock_ms += 0.005 * n;
+	return 0;
+}
+static CUresult destroy_graph(void *g) {
+	if (g == NULL) return 1;
+	free(g);
+	pthread_mutex_lock(&mu);
+	live_graphs--;
+	pthread_mutex_unlock(&mu);
+	return 0;
+}
+CUresult cuGraphExecDestroy(void *exec) { NEED_CTX(); return destroy_graph(exec); }
+CUresult cuGraphDestroy(void *graph) { NEED_CTX(); return destroy_graph(graph); }
 
 /* ---------------- events ---------------- */
 
