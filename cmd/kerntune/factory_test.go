@@ -47,7 +47,7 @@ func TestCommandsFillTheirOptions(t *testing.T) {
 	f := testFactory(&out, &errOut)
 	var got any
 	tuneDefaults := func(o TuneOptions) TuneOptions {
-		o.IO, o.dtype, o.strategy, o.budgetS, o.seed, o.out = f.IO, "f32", search.DefaultStrategy, "3m", 1, params.DefaultFileName
+		o.IO, o.dtype, o.strategy, o.budgetS, o.effort, o.seed, o.out = f.IO, "f32", search.DefaultStrategy, "3m", "default", 1, params.DefaultFileName
 		o.candTimeout, o.driftEvery, o.driftCooldown = 2*time.Minute, tuner.DefaultDriftEvery, 10*time.Second
 		return o
 	}
