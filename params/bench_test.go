@@ -1,6 +1,10 @@
 package params
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/kerntune/kerntune/params/families"
+)
 
 // BenchmarkResolve measures Resolve as an application calls it before a
 // launch, with the real environment lookup (os.LookupEnv): the same shape
@@ -13,12 +17,12 @@ func BenchmarkResolve(b *testing.B) {
 		family string
 		shape  []int
 	}{
-		{"exact", nil, GemvNT, []int{1, 896, 4864}},
-		{"class", nil, GemvNT, []int{1, 896, 896}},
-		{"fallback", nil, GemvNT, []int{1, 4096, 4096}},
-		{"default", nil, GemvNT, []int{1, 151936, 896}},
-		{"env", map[string]string{"KERNTUNE_GEMV_NT_BN": "8"}, GemvNT, []int{1, 896, 896}},
-		{"gemm_check", nil, GemmAV, []int{512, 4864, 896}},
+		{"exact", nil, families.GemvNT, []int{1, 896, 4864}},
+		{"class", nil, families.GemvNT, []int{1, 896, 896}},
+		{"fallback", nil, families.GemvNT, []int{1, 4096, 4096}},
+		{"default", nil, families.GemvNT, []int{1, 151936, 896}},
+		{"env", map[string]string{"KERNTUNE_GEMV_NT_BN": "8"}, families.GemvNT, []int{1, 896, 896}},
+		{"gemm_check", nil, families.GemmAV, []int{512, 4864, 896}},
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
@@ -48,7 +52,7 @@ func BenchmarkResolveFirst(b *testing.B) {
 	shape := []int{1, 1, 896}
 	for b.Loop() {
 		shape[1] = shape[1]%2047 + 1 // 1..2047: more shapes than the cache holds
-		if _, err := l.Resolve(GemvNT, "f32", shape); err != nil {
+		if _, err := l.Resolve(families.GemvNT, "f32", shape); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -62,7 +66,7 @@ func BenchmarkLaunch(b *testing.B) {
 		name   string
 		family string
 		shape  []int
-	}{{"gemv_nt", GemvNT, []int{1, 896, 4864}}, {"gemm_av", GemmAV, []int{512, 4864, 896}}} {
+	}{{"gemv_nt", families.GemvNT, []int{1, 896, 4864}}, {"gemm_av", families.GemmAV, []int{512, 4864, 896}}} {
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
@@ -84,8 +88,8 @@ func BenchmarkParallel(b *testing.B) {
 		name string
 		call func() error
 	}{
-		{"resolve", func() error { _, err := l.Resolve(GemvNT, "f32", shape); return err }},
-		{"launch", func() error { _, err := l.Launch(GemvNT, "f32", shape); return err }},
+		{"resolve", func() error { _, err := l.Resolve(families.GemvNT, "f32", shape); return err }},
+		{"launch", func() error { _, err := l.Launch(families.GemvNT, "f32", shape); return err }},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
@@ -109,29 +113,4 @@ func benchLoader(b *testing.B) *Loader {
 		b.Fatal(err)
 	}
 	return l
-}
-
-// BenchmarkSpaceCheck is a family's Check as the tuner's enumeration calls
-// it on every combination of a GEMM space's product (about 3 million, of
-// which 0.4 % are valid): a valid candidate, and one that breaks a rule,
-// whose message is rendered only when read.
-func BenchmarkSpaceCheck(b *testing.B) {
-	sp := Builtin()[GemmAV].Spaces["gpu"]
-	valid := sp.Defaults()
-	broken := sp.Defaults()
-	broken["BM"], broken["WM"] = 32, 8 // warps that do not fit the tile
-	if sp.Check(nil, valid) != nil || sp.Check(nil, broken) == nil {
-		b.Fatalf("the default must pass and %v must not", broken)
-	}
-	for _, c := range []struct {
-		name string
-		p    map[string]int
-	}{{"valid", valid}, {"broken", broken}} {
-		b.Run(c.name, func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				_ = sp.Check(nil, c.p)
-			}
-		})
-	}
 }

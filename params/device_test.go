@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/kerntune/kerntune/internal/testutil"
+
+	"github.com/kerntune/kerntune/params/families"
 )
 
 // mergedFile is what `kerntune merge` makes of runs on several machines:
@@ -145,7 +147,7 @@ func TestMatchedReachesResolved(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := l.Resolve(GemvNT, "f32", []int{1, 512, 512})
+	r, err := l.Resolve(families.GemvNT, "f32", []int{1, 512, 512})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +206,7 @@ func TestUseBaseline(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			l := loadMerged(t, tt.opts, tt.env...)
-			r, err := l.Resolve(GemmAV, tt.dtype, tt.shape)
+			r, err := l.Resolve(families.GemmAV, tt.dtype, tt.shape)
 			if tt.errSub != "" {
 				var ee *EnvError
 				if !errors.As(err, &ee) || !strings.Contains(err.Error(), tt.errSub) {
@@ -255,8 +257,8 @@ func TestUseField(t *testing.T) {
 
 func TestReservedParamName(t *testing.T) {
 	fam := boundedFamily()
-	fam.Spaces["gpu"].Params = append(fam.Spaces["gpu"].Params, Param{Name: "USE", Values: []int{0, 1}})
-	_, err := LoadBytes([]byte(`{"schema_version":1,"devices":{}}`), Options{Families: map[string]*Family{fam.Name: fam}, Lookup: env()})
+	fam.Spaces["gpu"].Params = append(fam.Spaces["gpu"].Params, families.Param{Name: "USE", Values: []int{0, 1}})
+	_, err := LoadBytes([]byte(`{"schema_version":1,"devices":{}}`), Options{Families: map[string]*families.Family{fam.Name: fam}, Lookup: env()})
 	if err == nil || !strings.Contains(err.Error(), "parameter name USE is reserved") {
 		t.Errorf("err = %v", err)
 	}
@@ -323,12 +325,18 @@ func TestLocalDevice(t *testing.T) {
 }
 
 // TestStandardLibraryOnly keeps the params package free of dependencies:
-// applications import it, and other languages' loaders mirror it.
+// applications import it, and other languages' loaders mirror it. It and
+// its subpackages import only the standard library and each other.
 func TestStandardLibraryOnly(t *testing.T) {
 	files, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)
 	}
+	sub, err := filepath.Glob("*/*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, sub...)
 	fset := token.NewFileSet()
 	n := 0
 	for _, name := range files {
@@ -342,6 +350,9 @@ func TestStandardLibraryOnly(t *testing.T) {
 		for _, imp := range f.Imports {
 			n++
 			path, _ := strconv.Unquote(imp.Path.Value)
+			if strings.HasPrefix(path, "github.com/kerntune/kerntune/params/") {
+				continue
+			}
 			if first, _, _ := strings.Cut(path, "/"); strings.Contains(first, ".") {
 				t.Errorf("%s imports %s, which is not in the standard library", name, path)
 			}
@@ -357,8 +368,8 @@ func TestStandardLibraryOnly(t *testing.T) {
 func TestVariableCollision(t *testing.T) {
 	fam := boundedFamily()
 	fam.Name = "device"
-	fam.Spaces["gpu"].Params = append(fam.Spaces["gpu"].Params, Param{Name: "NAME", Values: []int{1}, Default: 1})
-	_, err := LoadBytes([]byte(`{"schema_version":1,"devices":{}}`), Options{Families: map[string]*Family{"device": fam}, Lookup: env()})
+	fam.Spaces["gpu"].Params = append(fam.Spaces["gpu"].Params, families.Param{Name: "NAME", Values: []int{1}, Default: 1})
+	_, err := LoadBytes([]byte(`{"schema_version":1,"devices":{}}`), Options{Families: map[string]*families.Family{"device": fam}, Lookup: env()})
 	if err == nil || !strings.Contains(err.Error(), "variable KERNTUNE_DEVICE_NAME would be both the loader's DEVICE_NAME and device parameter NAME") {
 		t.Errorf("err = %v", err)
 	}

@@ -13,6 +13,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/kerntune/kerntune/params/families"
 )
 
 // SchemaVersion is the version of hardware_params.json this package reads and writes.
@@ -216,22 +218,7 @@ type RooflineSummary struct {
 // EntryKey builds the key of an entry: dtype and a class name or shape.
 func EntryKey(dtype, classOrShape string) string { return dtype + "/" + classOrShape }
 
-// ShapeString joins dims with "x", as in entry keys and on the command line.
-func ShapeString(shape []int) string {
-	parts := make([]string, len(shape))
-	for i, d := range shape {
-		parts[i] = fmt.Sprint(d)
-	}
-	return strings.Join(parts, "x")
-}
-
-var (
-	paramNameRE = regexp.MustCompile(`^[A-Z][A-Z0-9_]*$`)
-	identRE     = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-)
-
-// ValidParamName reports whether s is an upper-case identifier, as parameter names must be.
-func ValidParamName(s string) bool { return paramNameRE.MatchString(s) }
+var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // PathError is a problem at a JSON path of a params file.
 type PathError struct {
@@ -651,7 +638,7 @@ func (w *walker) paramMap(path string, v any) map[string]int {
 	out := make(map[string]int, len(m))
 	for _, k := range sortedKeys(m) {
 		p := child(path, k)
-		if !ValidParamName(k) {
+		if !families.ValidParamName(k) {
 			w.fail(p, "parameter name must be an upper-case identifier like BN or TG")
 		}
 		out[k] = w.integer(p, m[k])

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/kerntune/kerntune/params/families"
 )
 
 // FuzzLoad feeds arbitrary file bytes, environment and shapes to the loader
@@ -27,7 +29,7 @@ func FuzzLoad(f *testing.F) {
 	f.Add([]byte(`[1, "a", null, true, {"b": 1e999}]`), "KERNTUNE_GEMV_NT_BN", "1x2x3x4", uint8(255))
 
 	shapes := map[string][]int{
-		GemmAV: {512, 4864, 896}, GemmAtB: {64, 64, 64}, GemvNT: {1, 896, 4864}, Softmax: {8, 151936}, RMSNorm: {64, 896},
+		families.GemmAV: {512, 4864, 896}, families.GemmAtB: {64, 64, 64}, families.GemvNT: {1, 896, 4864}, families.Softmax: {8, 151936}, families.RMSNorm: {64, 896},
 	}
 	sources := []string{SourceEnvPrefix, SourceFilePrefix, SourceFallbackPrefix}
 	f.Fuzz(func(t *testing.T, data []byte, environ, shapeText string, pick uint8) {
@@ -40,7 +42,7 @@ func FuzzLoad(f *testing.F) {
 
 		if file, err := Parse(data); err == nil {
 			update := &File{Devices: map[string]*Device{"cpu:fuzz": {Backend: "cpu", Name: "fuzz", Family: "amd64",
-				Kernels: map[string]map[string]*Entry{GemvNT: {"f32/tiny": {Params: map[string]int{"BN": 8}}}}}}}
+				Kernels: map[string]map[string]*Entry{families.GemvNT: {"f32/tiny": {Params: map[string]int{"BN": 8}}}}}}}
 			out, err := Merge(data, update)
 			if err != nil {
 				t.Fatalf("Merge of a file that parses: %v", err)
@@ -67,8 +69,8 @@ func FuzzLoad(f *testing.F) {
 			return
 		}
 		fams := l.Families()
-		dtype := DTypes()[int(pick)%3]
-		userShape, _ := ParseShape(shapeText) // nil when it does not parse: Resolve must reject it
+		dtype := families.DTypes()[int(pick)%3]
+		userShape, _ := families.ParseShape(shapeText) // nil when it does not parse: Resolve must reject it
 		type query struct {
 			fam   string
 			shape []int

@@ -7,6 +7,8 @@ import (
 	"os"
 	"slices"
 	"strings"
+
+	"github.com/kerntune/kerntune/params/families"
 )
 
 // Errors that Resolve wraps, for errors.Is.
@@ -21,10 +23,6 @@ var (
 	ErrDefaults = errors.New("the built-in defaults break the family's constraints")
 )
 
-// ReservedParamName cannot name a parameter: <PREFIX>_<FAMILY>_USE is the
-// variable that chooses between the tuned kernel and the baseline.
-const ReservedParamName = "USE"
-
 // SourceDefault is the Source of a value that came from the built-in
 // defaults (the family's, or Options.Defaults).
 const SourceDefault = "default"
@@ -35,18 +33,6 @@ const (
 	SourceFilePrefix     = "file:"     // file:<device key>/<family>/<entry key>
 	SourceFallbackPrefix = "fallback:" // fallback:<device key>/<family>/<entry key>
 )
-
-// DTypes returns the element types the loader accepts, in a fresh slice.
-func DTypes() []string { return []string{"f32", "f16", "bf16"} }
-
-// ValidDType reports whether s is one of DTypes.
-func ValidDType(s string) bool {
-	switch s {
-	case "f32", "f16", "bf16":
-		return true
-	}
-	return false
-}
 
 // Options configure Open, Load and LoadBytes. The zero value is ready to use.
 type Options struct {
@@ -115,7 +101,7 @@ type Options struct {
 
 	// Families adds families (an application's own kernels) or replaces
 	// built-in ones, by name. They must not be changed after loading.
-	Families map[string]*Family
+	Families map[string]*families.Family
 
 	// Defaults overrides built-in defaults per family and parameter, e.g.
 	// {"gemv_nt": {"BN": 64}}: the values an application would use without
@@ -248,9 +234,9 @@ type Loader struct {
 
 type famState struct {
 	aliases   []aliasState // the aliases that apply to the family's space
-	fam       *Family
+	fam       *families.Family
 	kind      string
-	space     *Space // nil when the family has none for the device's kind
+	space     *families.Space // nil when the family has none for the device's kind
 	params    []paramState
 	names     []string
 	useEnv    string // KERNTUNE_GEMV_NT_USE
@@ -262,7 +248,7 @@ type famState struct {
 }
 
 type paramState struct {
-	Param
+	families.Param
 	env       string // KERNTUNE_GEMV_NT_BN
 	envSource string // env:KERNTUNE_GEMV_NT_BN
 	def       int
@@ -412,7 +398,7 @@ func (l *Loader) Warnings() []string { return slices.Clone(l.warnings) }
 func newLoader(f *File, unknown *unknownNotes, name string, o Options) (*Loader, error) {
 	l := &Loader{path: name, found: f != nil, prefix: o.EnvPrefix, lookup: o.Lookup, knownEnv: map[string]bool{},
 		unread: map[string]string{}, envFams: map[string]string{}}
-	fams := Builtin()
+	fams := families.Builtin()
 	for _, key := range sortedKeys(o.Families) {
 		fam := o.Families[key]
 		if key == "" || fam == nil {
@@ -452,7 +438,7 @@ func newLoader(f *File, unknown *unknownNotes, name string, o Options) (*Loader,
 		}
 		byEnv[e] = key
 		l.envFams[e] = key
-		if err := claim(EnvVarName(o.EnvPrefix, key, ReservedParamName), key+"'s choice of the baseline"); err != nil {
+		if err := claim(EnvVarName(o.EnvPrefix, key, families.ReservedParamName), key+"'s choice of the baseline"); err != nil {
 			return nil, err
 		}
 		for _, kind := range sortedKeys(fams[key].Spaces) {
@@ -527,14 +513,14 @@ func newLoader(f *File, unknown *unknownNotes, name string, o Options) (*Loader,
 // noteUnread records the variables of a family that Resolve never reads for
 // this device, since its backend has no such parameter (or none at all),
 // and why; UnusedEnvVars reports those that are set.
-func (l *Loader) noteUnread(key string, fam *Family, fs *famState) {
+func (l *Loader) noteUnread(key string, fam *families.Family, fs *famState) {
 	dev := "backend " + l.device.Backend
 	if l.device.Key != "" {
 		dev = fmt.Sprintf("%s, backend %s", l.device.Key, l.device.Backend)
 	}
 	if fs.space == nil {
 		why := fmt.Sprintf("%s has no parameters for %s backends (the device: %s)", key, fs.kind, dev)
-		l.unread[EnvVarName(l.prefix, key, ReservedParamName)] = why
+		l.unread[EnvVarName(l.prefix, key, families.ReservedParamName)] = why
 		for _, kind := range sortedKeys(fam.Spaces) {
 			for _, p := range fam.Spaces[kind].Params {
 				l.unread[EnvVarName(l.prefix, key, p.Name)] = why
@@ -579,7 +565,7 @@ func newDevState(f *File, key, prefix string) *devState {
 }
 
 // validateFamily checks a family descriptor, so that Resolve can rely on it.
-func validateFamily(f *Family) error {
+func validateFamily(f *families.Family) error {
 	if f.Classify == nil {
 		return errors.New("Classify is nil")
 	}
@@ -591,9 +577,9 @@ func validateFamily(f *Family) error {
 		seen := map[string]bool{}
 		for _, p := range s.Params {
 			switch {
-			case !ValidParamName(p.Name):
+			case !families.ValidParamName(p.Name):
 				return fmt.Errorf("space %s: parameter name %q is not an upper-case identifier", kind, p.Name)
-			case p.Name == ReservedParamName:
+			case p.Name == families.ReservedParamName:
 				return fmt.Errorf("space %s: parameter name %s is reserved (<PREFIX>_<FAMILY>_USE chooses between the tuned kernel and the baseline)", kind, p.Name)
 			case seen[p.Name]:
 				return fmt.Errorf("space %s: parameter %s is listed twice", kind, p.Name)
@@ -608,7 +594,7 @@ func validateFamily(f *Family) error {
 	return nil
 }
 
-func validateDefaults(fams map[string]*Family, defaults map[string]map[string]int) error {
+func validateDefaults(fams map[string]*families.Family, defaults map[string]map[string]int) error {
 	for _, key := range sortedKeys(defaults) {
 		fam, ok := fams[key]
 		if !ok {
@@ -644,7 +630,7 @@ func validateDefaults(fams map[string]*Family, defaults map[string]map[string]in
 // kerntune's, or a typo) is dropped from the entry, whose other parameters
 // apply, and noted in unknown; the warnings come in this order: unknown
 // fields and parameters, then entries ignored for their dtype or class.
-func (l *Loader) validateFile(f *File, unknown *unknownNotes, name string, fams map[string]*Family) error {
+func (l *Loader) validateFile(f *File, unknown *unknownNotes, name string, fams map[string]*families.Family) error {
 	fail := func(path, format string, args ...any) error {
 		return &PathError{File: name, Path: path, Msg: fmt.Sprintf(format, args...)}
 	}
@@ -654,7 +640,7 @@ func (l *Loader) validateFile(f *File, unknown *unknownNotes, name string, fams 
 	var ignored []string // entries ignored for their dtype or shape class
 	for _, dk := range sortedKeys(f.Devices) {
 		dev := f.Devices[dk]
-		kind := SpaceKind(dev.Backend)
+		kind := families.SpaceKind(dev.Backend)
 		for _, fk := range sortedKeys(dev.Kernels) {
 			fam, ok := fams[fk]
 			if !ok {
@@ -670,23 +656,23 @@ func (l *Loader) validateFile(f *File, unknown *unknownNotes, name string, fams 
 				ep := child(fp, ek)
 				dtype, suffix, _ := strings.Cut(ek, "/")
 				var shape []int
-				if looksLikeShape(suffix) {
-					s, err := ParseShape(suffix)
+				if families.LooksLikeShape(suffix) {
+					s, err := families.ParseShape(suffix)
 					if err != nil {
 						return fail(ep, "bad exact-shape entry key: %v", err)
 					}
 					if _, err := classify(fam, s); err != nil {
 						return fail(ep, "bad exact-shape entry key: %v", err)
 					}
-					if c := ShapeString(s); c != suffix {
+					if c := families.ShapeString(s); c != suffix {
 						return fail(ep, "exact-shape entry key is not canonical; write %s", EntryKey(dtype, c))
 					}
 					shape = s
 				} else if len(fam.Classes) > 0 && !hasClass(fam, suffix) {
 					ignored = append(ignored, fmt.Sprintf("%s: %s has no shape class %q; entry ignored", describe(name, ep), fk, suffix))
 				}
-				if !ValidDType(dtype) {
-					ignored = append(ignored, fmt.Sprintf("%s: unknown dtype %q (known: %s); entry ignored", describe(name, ep), dtype, strings.Join(DTypes(), ", ")))
+				if !families.ValidDType(dtype) {
+					ignored = append(ignored, fmt.Sprintf("%s: unknown dtype %q (known: %s); entry ignored", describe(name, ep), dtype, strings.Join(families.DTypes(), ", ")))
 				}
 				pp := child(ep, "params")
 				for _, pn := range sortedKeys(e.Params) {
@@ -724,7 +710,7 @@ func fileLabel(file string) string {
 
 func describe(file, path string) string { return fileLabel(file) + ": " + path }
 
-func hasClass(f *Family, name string) bool {
+func hasClass(f *families.Family, name string) bool {
 	for _, c := range f.Classes {
 		if c.Name == name {
 			return true
@@ -733,7 +719,7 @@ func hasClass(f *Family, name string) bool {
 	return false
 }
 
-func paramNames(s *Space) []string {
+func paramNames(s *families.Space) []string {
 	names := make([]string, len(s.Params))
 	for i, p := range s.Params {
 		names[i] = p.Name
@@ -825,7 +811,7 @@ func (l *Loader) chooseDevice(f *File, name string, o Options) error {
 		dev = f.Devices[found]
 		d.Key, d.InFile = found, true
 		d.Backend, d.Family = dev.Backend, dev.Family
-		if o.Backend != "" && SpaceKind(o.Backend) != SpaceKind(dev.Backend) {
+		if o.Backend != "" && families.SpaceKind(o.Backend) != families.SpaceKind(dev.Backend) {
 			return fmt.Errorf("params: Options.Backend is %q but device %q in %s has backend %q", o.Backend, d.Key, fileLabel(name), dev.Backend)
 		}
 	default:
@@ -850,7 +836,7 @@ func (l *Loader) chooseDevice(f *File, name string, o Options) error {
 			d.Fallbacks = siblings(f, d.Key, d.Family, d.Backend)
 		}
 	}
-	d.Kind = SpaceKind(d.Backend)
+	d.Kind = families.SpaceKind(d.Backend)
 	if dev != nil {
 		return nil
 	}
@@ -954,7 +940,7 @@ func siblings(f *File, self, family, backend string) []string {
 		if k == self || dv == nil || dv.Family != family {
 			continue
 		}
-		if backend != "" && SpaceKind(dv.Backend) != SpaceKind(backend) {
+		if backend != "" && families.SpaceKind(dv.Backend) != families.SpaceKind(backend) {
 			continue
 		}
 		if dv.Backend == backend {
@@ -967,7 +953,7 @@ func siblings(f *File, self, family, backend string) []string {
 }
 
 // classify runs a family's Classify, turning a panic into an error.
-func classify(f *Family, shape []int) (class string, err error) {
+func classify(f *families.Family, shape []int) (class string, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("%s: Classify panicked: %v", f.Name, r)
@@ -977,7 +963,7 @@ func classify(f *Family, shape []int) (class string, err error) {
 }
 
 // check runs a space's Check, turning a panic into an error.
-func check(s *Space, shape []int, p map[string]int) (err error) {
+func check(s *families.Space, shape []int, p map[string]int) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("Check panicked: %v", r)
@@ -1035,8 +1021,8 @@ func (l *Loader) launch(family, dtype string, shape []int) (x *Launch, r *Resolv
 	if fs == nil {
 		return nil, nil, fmt.Errorf("params: %w %q (known: %s)", ErrUnknownFamily, family, strings.Join(l.famNames, ", "))
 	}
-	if !ValidDType(dtype) {
-		return nil, nil, fmt.Errorf("params: %w %q (known: %s)", ErrUnknownDType, dtype, strings.Join(DTypes(), ", "))
+	if !families.ValidDType(dtype) {
+		return nil, nil, fmt.Errorf("params: %w %q (known: %s)", ErrUnknownDType, dtype, strings.Join(families.DTypes(), ", "))
 	}
 	// The variables are read once, here; the result depends on nothing
 	// else that can change, so a shape resolved before with the same
@@ -1048,7 +1034,7 @@ func (l *Loader) launch(family, dtype string, shape []int) (x *Launch, r *Resolv
 		env = append(env, envValue{v, ok})
 	}
 	var kb [64]byte
-	key := appendShape(append(append(kb[:0], dtype...), '/'), shape)
+	key := families.AppendShape(append(append(kb[:0], dtype...), '/'), shape)
 	if x := fs.cache.get(key, env); x != nil {
 		return x, nil, nil
 	}
@@ -1072,7 +1058,7 @@ func (l *Loader) resolve(fs *famState, family, dtype string, shape []int, envVal
 
 	// Entry keys are built in stack buffers; map lookups with string(b) do not allocate.
 	var eb, cb [64]byte
-	exact := appendShape(append(append(eb[:0], dtype...), '/'), shape)
+	exact := families.AppendShape(append(append(eb[:0], dtype...), '/'), shape)
 	cls := append(append(append(cb[:0], dtype...), '/'), class...)
 	var lb [8]*entryState
 	layers := lb[:0]
@@ -1170,9 +1156,9 @@ func (l *Loader) resolve(fs *famState, family, dtype string, shape []int, envVal
 		return r, nil
 	case len(env) > 0:
 		return nil, &EnvError{Vars: env, Msg: fmt.Sprintf("breaks the constraints of %s for shape %s (class %s), even with the defaults for the other parameters: %v",
-			family, ShapeString(shape), class, err)}
+			family, families.ShapeString(shape), class, err)}
 	}
-	return nil, fmt.Errorf("params: %w: %s for shape %s: %w", ErrDefaults, family, ShapeString(shape), err)
+	return nil, fmt.Errorf("params: %w: %s for shape %s: %w", ErrDefaults, family, families.ShapeString(shape), err)
 }
 
 // degrade handles a set that breaks the family's constraints, say because a

@@ -10,6 +10,8 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/kerntune/kerntune/internal/testutil"
+
+	"github.com/kerntune/kerntune/params/families"
 )
 
 // TestSchemaAccepts checks that schema.json accepts what Merge writes (the
@@ -27,7 +29,7 @@ func TestSchemaAccepts(t *testing.T) {
 	}
 	sparse, err := Merge(fresh, &File{Devices: map[string]*Device{
 		"cuda:nvidia-h100": {Backend: "cuda", Name: "NVIDIA H100", Family: "sm_90", ComputeUnits: 132,
-			Kernels: map[string]map[string]*Entry{GemvNT: {"f16/largeN": {Params: map[string]int{"TG": 256}}}, Softmax: nil}},
+			Kernels: map[string]map[string]*Entry{families.GemvNT: {"f16/largeN": {Params: map[string]int{"TG": 256}}}, families.Softmax: nil}},
 		"cpu:empty": {Backend: "cpu", Name: "Empty", Family: "arm64"},
 	}})
 	if err != nil {
@@ -136,7 +138,7 @@ func TestFastMathField(t *testing.T) {
 	on, off := true, false
 	upd := &File{SchemaVersion: SchemaVersion, Devices: map[string]*Device{"metal:Apple M2:10c": {
 		Backend: "metal", Name: "Apple M2", Family: "apple8", ComputeUnits: 10,
-		Kernels: map[string]map[string]*Entry{GemvNT: {
+		Kernels: map[string]map[string]*Entry{families.GemvNT: {
 			"f16/tiny":     {Params: map[string]int{"TG": 128}, MedianUS: 9, FastMath: &on},
 			"f16/largeN":   {Params: map[string]int{"TG": 256}, MedianUS: 90, FastMath: &off},
 			"f16/1x896x96": {Params: map[string]int{"TG": 64}, MedianUS: 3},
@@ -145,7 +147,7 @@ func TestFastMathField(t *testing.T) {
 	data := writeValid(t, sch, upd, "fast_math")
 	// Merging another device's entry onto it keeps the field.
 	again, err := Merge(data, &File{Devices: map[string]*Device{"cpu:x": {Backend: "cpu", Name: "X", Family: "amd64",
-		Kernels: map[string]map[string]*Entry{GemvNT: {"f32/tiny": {Params: map[string]int{"BN": 8}}}}}}})
+		Kernels: map[string]map[string]*Entry{families.GemvNT: {"f32/tiny": {Params: map[string]int{"BN": 8}}}}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +155,7 @@ func TestFastMathField(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	es := f.Devices["metal:Apple M2:10c"].Kernels[GemvNT]
+	es := f.Devices["metal:Apple M2:10c"].Kernels[families.GemvNT]
 	for key, want := range map[string]*bool{"f16/tiny": &on, "f16/largeN": &off, "f16/1x896x96": nil} {
 		got := es[key].FastMath
 		if (got == nil) != (want == nil) || (got != nil && *got != *want) {
@@ -191,7 +193,7 @@ func TestDriftAndNoHarmFields(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, field := range []string{"drift", "no_harm"} {
-		if _, ok := raw.Devices["cpu:x"].Kernels[GemvNT]["f32/mid"][field]; ok {
+		if _, ok := raw.Devices["cpu:x"].Kernels[families.GemvNT]["f32/mid"][field]; ok {
 			t.Errorf("an entry without %s writes one:\n%s", field, data)
 		}
 	}
@@ -238,12 +240,12 @@ func roundTripGemv(t *testing.T, sch *jsonschema.Schema, what string, tiny, mid 
 	t.Helper()
 	upd := &File{SchemaVersion: SchemaVersion, Devices: map[string]*Device{"cpu:x": {
 		Backend: "cpu", Name: "X", Family: "amd64",
-		Kernels: map[string]map[string]*Entry{GemvNT: {"f32/tiny": tiny, "f32/mid": mid}},
+		Kernels: map[string]map[string]*Entry{families.GemvNT: {"f32/tiny": tiny, "f32/mid": mid}},
 	}}}
 	data := writeValid(t, sch, upd, what)
 	f, err := Parse(data)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return data, f.Devices["cpu:x"].Kernels[GemvNT]
+	return data, f.Devices["cpu:x"].Kernels[families.GemvNT]
 }

@@ -53,7 +53,7 @@ const (
 // it, so that no layer keeps its own list of backend names.
 type Traits struct {
 	// Space is the kind of parameter space its candidates use (SpaceCPU,
-	// SpaceGPU). params.SpaceKind, which imports only the standard
+	// SpaceGPU). families.SpaceKind, which imports only the standard
 	// library, keeps the same table; a test holds the two together.
 	Space string
 	// API is the generated source the backend builds (gpu.CUDA,

@@ -13,6 +13,7 @@ import (
 	"github.com/kerntune/kerntune/internal/sysmem"
 	"github.com/kerntune/kerntune/internal/trace"
 	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/params/families"
 	"github.com/kerntune/kerntune/report"
 	"github.com/kerntune/kerntune/search"
 )
@@ -308,7 +309,7 @@ func checkMemory(tasks []Task, available func() (uint64, string, bool)) error {
 	for _, t := range tasks {
 		for _, c := range t.Cases {
 			if need := t.Kernel.HostBytes(c); need > float64(avail) {
-				return &MemoryError{Kernel: t.Kernel.Name, DType: string(t.DType), Shape: params.ShapeString(c.Shape),
+				return &MemoryError{Kernel: t.Kernel.Name, DType: string(t.DType), Shape: families.ShapeString(c.Shape),
 					Need: need, Available: float64(avail), Source: src}
 			}
 		}

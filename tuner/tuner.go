@@ -11,6 +11,7 @@ import (
 	"github.com/kerntune/kerntune/internal/stats"
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/params/families"
 	"github.com/kerntune/kerntune/search"
 )
 
@@ -32,7 +33,7 @@ func (t Task) Key() string {
 	if t.Class != "" {
 		return params.EntryKey(string(t.DType), t.Class)
 	}
-	return params.EntryKey(string(t.DType), params.ShapeString(t.Cases[0].Shape))
+	return params.EntryKey(string(t.DType), families.ShapeString(t.Cases[0].Shape))
 }
 
 // ClassTasks groups a family's workload by shape class, in class order.
@@ -461,7 +462,7 @@ func finishRetiming(rt *Retiming, best search.Candidate, bestTot []float64, othe
 // kernelSpace is the family's parameter space on the backend, of the kind
 // the backend's Traits name, so that a backend brings its space with its
 // registration rather than by its name.
-func kernelSpace(k *kernels.Kernel, backend string) (*params.Space, bool) {
+func kernelSpace(k *kernels.Kernel, backend string) (*families.Space, bool) {
 	tr, err := TraitsOf(backend)
 	if err != nil {
 		return nil, false
@@ -491,7 +492,7 @@ func (t *Tuner) Space(task Task) (*search.Space, error) {
 		for _, c := range task.Cases {
 			shape := c.Shape
 			sp.Constraints = append(sp.Constraints, search.Constraint{
-				Name:     "valid for " + params.ShapeString(shape),
+				Name:     "valid for " + families.ShapeString(shape),
 				Check:    func(cand search.Candidate) error { return ps.Check(shape, cand) },
 				PerShape: true,
 			})

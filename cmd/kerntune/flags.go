@@ -12,6 +12,7 @@ import (
 	"github.com/kerntune/kerntune/internal/trace"
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/params/families"
 	"github.com/kerntune/kerntune/tuner"
 )
 
@@ -71,7 +72,7 @@ func parseShapes(ks []*kernels.Kernel, shapes []string) ([]kernels.Case, error) 
 	}
 	cases := make([]kernels.Case, 0, len(shapes))
 	for _, s := range shapes {
-		shape, err := params.ParseShape(s)
+		shape, err := families.ParseShape(s)
 		if err != nil {
 			return nil, usageErrorf("--shape: %w", err)
 		}

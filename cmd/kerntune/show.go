@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/params/families"
 	"github.com/kerntune/kerntune/report"
 	"github.com/kerntune/kerntune/search"
 )
@@ -133,7 +134,7 @@ func showUse(e *params.Entry) string {
 	cell := orDash(e.Use)
 	for i, u := range e.ShapeUse {
 		if u != e.Use && i < len(e.Shapes) {
-			cell += fmt.Sprintf("; %s at %s", u, params.ShapeString(e.Shapes[i]))
+			cell += fmt.Sprintf("; %s at %s", u, families.ShapeString(e.Shapes[i]))
 		}
 	}
 	return cell

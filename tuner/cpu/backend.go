@@ -306,7 +306,7 @@ func (pr *program) OutputSample(ti tuner.Instance, s kernels.RowSample) ([]float
 
 // Build binds a candidate's parameters to the family's kernel functions.
 func (b *Backend) Build(k *kernels.Kernel, _ kernels.DType, c search.Candidate) (tuner.Program, error) {
-	f, ok := families.Get(k.Name)
+	f, ok := impls.Get(k.Name)
 	if !ok {
 		return nil, fmt.Errorf("cpu backend has no implementation of %s", k.Name)
 	}

@@ -1,7 +1,8 @@
-package params
+package families
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -189,3 +190,5 @@ func BuiltinNames() []string {
 	sort.Strings(names)
 	return names
 }
+
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }

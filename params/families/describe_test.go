@@ -1,4 +1,4 @@
-package params
+package families
 
 import (
 	"encoding/json"
@@ -15,7 +15,7 @@ import (
 // The cases were drawn from the hand-written families the descriptions
 // replaced, which gave the same answer on every combination of every space.
 func TestFamilyConformance(t *testing.T) {
-	data, err := os.ReadFile("testdata/conformance/families/families.json")
+	data, err := os.ReadFile("../testdata/conformance/families/families.json")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,11 +1,10 @@
-package params
+package families
 
 import (
 	"bytes"
 	"embed"
 	"encoding/json"
 	"fmt"
-	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,7 +17,7 @@ import (
 // (python/kerntune_params/families is a link to this directory), so a
 // family is described once for the tuner and both loaders.
 //
-//go:embed families/*.json
+//go:embed *.json
 var familyFiles embed.FS
 
 // FamilyDesc is a family's description as its file holds it.
@@ -538,13 +537,13 @@ func joinInts(vs []int) string {
 // builtinDescs compiles the embedded descriptions once; an invalid one is a
 // bug of this package, caught by its tests.
 var builtinDescs = func() []*described {
-	names, err := familyFiles.ReadDir("families")
+	names, err := familyFiles.ReadDir(".")
 	if err != nil {
 		panic(err)
 	}
 	var out []*described
 	for _, n := range names {
-		data, err := familyFiles.ReadFile(path.Join("families", n.Name()))
+		data, err := familyFiles.ReadFile(n.Name())
 		if err != nil {
 			panic(err)
 		}
