@@ -7,6 +7,8 @@ import (
 	"os"
 	"runtime"
 	"strings"
+
+	"github.com/kerntune/kerntune/params/paramfile"
 )
 
 // DeviceID identifies a device as the params file records it: the fields
@@ -140,7 +142,7 @@ type nameCand struct {
 // <cu>)". With cu unknown, the only device of the name ("name", exact), or
 // the first of several by key ("name, first of <n> by key (no compute
 // units given)"). Every choice that is not exact is warned of (warning).
-func matchName(f *File, name string, cu int, cuHow, backend string, gpu func() (DeviceID, error)) nameMatch {
+func matchName(f *paramfile.File, name string, cu int, cuHow, backend string, gpu func() (DeviceID, error)) nameMatch {
 	want := FoldDeviceName(name)
 	if f == nil || want == "" {
 		return nameMatch{}
@@ -271,7 +273,7 @@ func (m nameMatch) warning(subject, file, prefix, hint string) string {
 }
 
 // describeDevices lists the file's devices for warnings, sorted by key.
-func describeDevices(f *File) string {
+func describeDevices(f *paramfile.File) string {
 	var parts []string
 	for _, k := range sortedKeys(f.Devices) {
 		if d := f.Devices[k]; d != nil {
@@ -282,7 +284,7 @@ func describeDevices(f *File) string {
 }
 
 // describeDevice names one device of the file for warnings.
-func describeDevice(k string, d *Device) string {
+func describeDevice(k string, d *paramfile.Device) string {
 	return describeLocal(DeviceID{Key: k, Backend: d.Backend, Name: d.Name, ComputeUnits: d.ComputeUnits, Family: d.Family})
 }
 

@@ -12,8 +12,8 @@ import (
 	"testing"
 
 	"github.com/kerntune/kerntune/internal/testutil"
-
 	"github.com/kerntune/kerntune/params/families"
+	"github.com/kerntune/kerntune/params/paramfile"
 )
 
 // mergedFile is what `kerntune merge` makes of runs on several machines:
@@ -227,31 +227,31 @@ func TestUseBaseline(t *testing.T) {
 func TestUseField(t *testing.T) {
 	bad := `{"schema_version":1,"devices":{"cpu:a":{"backend":"cpu","name":"A","family":"amd64","kernels":{
 		"softmax":{"f32/short":{"params":{},"use":"vendor"}}}}}}`
-	_, err := Parse([]byte(bad))
-	var pe *PathError
+	_, err := paramfile.Parse([]byte(bad))
+	var pe *paramfile.PathError
 	if !errors.As(err, &pe) || pe.Path != `devices["cpu:a"].kernels.softmax["f32/short"].use` || !strings.Contains(pe.Msg, `is "vendor"; must be "baseline" or "tuned"`) {
 		t.Errorf("err = %v", err)
 	}
 	notString := strings.Replace(bad, `"vendor"`, `true`, 1)
-	if _, err := Parse([]byte(notString)); err == nil || !strings.Contains(err.Error(), "use: must be a string, got a boolean") {
+	if _, err := paramfile.Parse([]byte(notString)); err == nil || !strings.Contains(err.Error(), "use: must be a string, got a boolean") {
 		t.Errorf("err = %v", err)
 	}
 
 	// Merge keeps the field and Parse reads it back.
-	out, err := Merge(nil, &File{Devices: map[string]*Device{"cpu:a": {Backend: "cpu", Name: "A", Family: "amd64",
-		Kernels: map[string]map[string]*Entry{"softmax": {"f32/short": {Params: map[string]int{"ROWS": 4}, Use: UseBaseline, Baseline: &Baseline{Name: "gonum"}}}}}}})
+	out, err := paramfile.Merge(nil, &paramfile.File{Devices: map[string]*paramfile.Device{"cpu:a": {Backend: "cpu", Name: "A", Family: "amd64",
+		Kernels: map[string]map[string]*paramfile.Entry{"softmax": {"f32/short": {Params: map[string]int{"ROWS": 4}, Use: paramfile.UseBaseline, Baseline: &paramfile.Baseline{Name: "gonum"}}}}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := Parse(out)
+	f, err := paramfile.Parse(out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e := f.Devices["cpu:a"].Kernels["softmax"]["f32/short"]; e.Use != UseBaseline || e.Baseline.Name != "gonum" {
+	if e := f.Devices["cpu:a"].Kernels["softmax"]["f32/short"]; e.Use != paramfile.UseBaseline || e.Baseline.Name != "gonum" {
 		t.Errorf("entry %+v", e)
 	}
 	if sch := testutil.SchemaFile(t, "schema.json"); testutil.Validate(sch, out) != nil || testutil.Validate(sch, []byte(bad)) == nil {
-		t.Errorf("schema.json: use must accept %q and reject \"vendor\"", UseBaseline)
+		t.Errorf("schema.json: use must accept %q and reject \"vendor\"", paramfile.UseBaseline)
 	}
 }
 

@@ -4,11 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 
 	"github.com/kerntune/kerntune/params/families"
+	"github.com/kerntune/kerntune/params/paramfile"
 )
 
 // Errors that Resolve wraps, for errors.Is.
@@ -295,10 +298,10 @@ func Open(opts Options) (*Loader, error) {
 		if v, ok := o.Lookup(o.EnvPrefix + "_PARAMS"); ok && v != "" {
 			path, explicit = v, true
 		} else {
-			path = DefaultFileName
+			path = paramfile.DefaultFileName
 		}
 	}
-	data, err := readParams(path)
+	data, err := paramfile.ReadParams(path)
 	var l *Loader
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -325,7 +328,7 @@ func Load(path string, opts Options) (*Loader, error) {
 	if err != nil {
 		return nil, err
 	}
-	data, err := readParams(path)
+	data, err := paramfile.ReadParams(path)
 	if err != nil {
 		return nil, fmt.Errorf("params: %w", err)
 	}
@@ -343,7 +346,7 @@ func LoadBytes(data []byte, opts Options) (*Loader, error) {
 }
 
 func loadData(data []byte, name string, o Options) (*Loader, error) {
-	f, unknown, err := parseNoting(data, name)
+	f, unknown, err := paramfile.ParseNoting(data, name)
 	if err != nil {
 		return nil, err // a *PathError, naming the file (or "params data") and the JSON path
 	}
@@ -395,7 +398,7 @@ func (l *Loader) Warnings() []string { return slices.Clone(l.warnings) }
 
 // newLoader makes the loader of file f (nil for none), whose unknown fields
 // parsing noted in unknown.
-func newLoader(f *File, unknown *unknownNotes, name string, o Options) (*Loader, error) {
+func newLoader(f *paramfile.File, unknown *paramfile.UnknownNotes, name string, o Options) (*Loader, error) {
 	l := &Loader{path: name, found: f != nil, prefix: o.EnvPrefix, lookup: o.Lookup, knownEnv: map[string]bool{},
 		unread: map[string]string{}, envFams: map[string]string{}}
 	fams := families.Builtin()
@@ -542,7 +545,7 @@ func (l *Loader) noteUnread(key string, fam *families.Family, fs *famState) {
 	}
 }
 
-func newDevState(f *File, key, prefix string) *devState {
+func newDevState(f *paramfile.File, key, prefix string) *devState {
 	d := &devState{kernels: map[string]map[string]*entryState{}}
 	for fam, entries := range f.Devices[key].Kernels {
 		m := make(map[string]*entryState, len(entries))
@@ -630,12 +633,12 @@ func validateDefaults(fams map[string]*families.Family, defaults map[string]map[
 // kerntune's, or a typo) is dropped from the entry, whose other parameters
 // apply, and noted in unknown; the warnings come in this order: unknown
 // fields and parameters, then entries ignored for their dtype or class.
-func (l *Loader) validateFile(f *File, unknown *unknownNotes, name string, fams map[string]*families.Family) error {
+func (l *Loader) validateFile(f *paramfile.File, unknown *paramfile.UnknownNotes, name string, fams map[string]*families.Family) error {
 	fail := func(path, format string, args ...any) error {
-		return &PathError{File: name, Path: path, Msg: fmt.Sprintf(format, args...)}
+		return &paramfile.PathError{File: name, Path: path, Msg: fmt.Sprintf(format, args...)}
 	}
 	if unknown == nil {
-		unknown = &unknownNotes{}
+		unknown = &paramfile.UnknownNotes{}
 	}
 	var ignored []string // entries ignored for their dtype or shape class
 	for _, dk := range sortedKeys(f.Devices) {
@@ -650,10 +653,10 @@ func (l *Loader) validateFile(f *File, unknown *unknownNotes, name string, fams 
 			if !ok {
 				continue
 			}
-			fp := child(child(child("devices", dk), "kernels"), fk)
+			fp := paramfile.ChildPath(paramfile.ChildPath(paramfile.ChildPath("devices", dk), "kernels"), fk)
 			for _, ek := range sortedKeys(dev.Kernels[fk]) {
 				e := dev.Kernels[fk][ek]
-				ep := child(fp, ek)
+				ep := paramfile.ChildPath(fp, ek)
 				dtype, suffix, _ := strings.Cut(ek, "/")
 				var shape []int
 				if families.LooksLikeShape(suffix) {
@@ -665,7 +668,7 @@ func (l *Loader) validateFile(f *File, unknown *unknownNotes, name string, fams 
 						return fail(ep, "bad exact-shape entry key: %v", err)
 					}
 					if c := families.ShapeString(s); c != suffix {
-						return fail(ep, "exact-shape entry key is not canonical; write %s", EntryKey(dtype, c))
+						return fail(ep, "exact-shape entry key is not canonical; write %s", paramfile.EntryKey(dtype, c))
 					}
 					shape = s
 				} else if len(fam.Classes) > 0 && !hasClass(fam, suffix) {
@@ -674,17 +677,17 @@ func (l *Loader) validateFile(f *File, unknown *unknownNotes, name string, fams 
 				if !families.ValidDType(dtype) {
 					ignored = append(ignored, fmt.Sprintf("%s: unknown dtype %q (known: %s); entry ignored", describe(name, ep), dtype, strings.Join(families.DTypes(), ", ")))
 				}
-				pp := child(ep, "params")
+				pp := paramfile.ChildPath(ep, "params")
 				for _, pn := range sortedKeys(e.Params) {
 					p, ok := space.Param(pn)
 					if !ok {
-						unknown.add("param\x00"+fk+"\x00"+kind+"\x00"+pn, child(pp, pn),
+						unknown.Add("param\x00"+fk+"\x00"+kind+"\x00"+pn, paramfile.ChildPath(pp, pn),
 							fmt.Sprintf("%s has no parameter %s on %s backends (it has %s)", fk, pn, kind, strings.Join(paramNames(space), ", ")), "entry", true)
 						delete(e.Params, pn) // f is this loader's own copy
 						continue
 					}
 					if v := e.Params[pn]; !p.Allowed(v) {
-						return fail(child(pp, pn), "%d is not an allowed value of %s %s on %s backends (allowed: %s)", v, fk, pn, kind, p.ValuesString())
+						return fail(paramfile.ChildPath(pp, pn), "%d is not an allowed value of %s %s on %s backends (allowed: %s)", v, fk, pn, kind, p.ValuesString())
 					}
 				}
 				if space.Check != nil && len(e.Params) == len(space.Params) {
@@ -695,20 +698,12 @@ func (l *Loader) validateFile(f *File, unknown *unknownNotes, name string, fams 
 			}
 		}
 	}
-	l.warnings = append(l.warnings, unknown.warnings(name)...)
+	l.warnings = append(l.warnings, unknown.Warnings(name)...)
 	l.warnings = append(l.warnings, ignored...)
 	return nil
 }
 
-// fileLabel names the file in messages: its path, or "params data" for bytes.
-func fileLabel(file string) string {
-	if file == "" {
-		return "params data"
-	}
-	return file
-}
-
-func describe(file, path string) string { return fileLabel(file) + ": " + path }
+func describe(file, path string) string { return paramfile.FileLabel(file) + ": " + path }
 
 func hasClass(f *families.Family, name string) bool {
 	for _, c := range f.Classes {
@@ -735,7 +730,7 @@ func paramNames(s *families.Space) []string {
 // machine's; the local device (Options.Local) when
 // nothing names one; else no device, with the fallback devices of the
 // family (Options.DeviceFamily, else the local device's).
-func (l *Loader) chooseDevice(f *File, name string, o Options) error {
+func (l *Loader) chooseDevice(f *paramfile.File, name string, o Options) error {
 	d := &l.device
 	if o.ComputeUnits < 0 {
 		return fmt.Errorf("params: Options.ComputeUnits is %d; it must be 0 (unknown) or positive", o.ComputeUnits)
@@ -776,7 +771,7 @@ func (l *Loader) chooseDevice(f *File, name string, o Options) error {
 		m := matchName(f, devName, o.ComputeUnits, "Options.ComputeUnits", o.Backend, localGPUFunc(o.LocalGPU))
 		if m.key != "" {
 			found, d.How, d.Matched = m.key, nameHow, m.matched
-			if w := m.warning(fmt.Sprintf("device name %q (%s)", devName, nameHow), fileLabel(name), o.EnvPrefix, "Options.ComputeUnits"); w != "" {
+			if w := m.warning(fmt.Sprintf("device name %q (%s)", devName, nameHow), paramfile.FileLabel(name), o.EnvPrefix, "Options.ComputeUnits"); w != "" {
 				l.warnings = append(l.warnings, w)
 			}
 		}
@@ -790,7 +785,7 @@ func (l *Loader) chooseDevice(f *File, name string, o Options) error {
 			found, d.How, d.Matched = only, MatchedOnly, MatchedOnly
 			if !same {
 				l.warnings = append(l.warnings, fmt.Sprintf("the only device in %s, %s, is not the local device %s but has its backend and model; its entries apply (set %s_DEVICE=%s to choose it by key)",
-					fileLabel(name), describeDevice(only, f.Devices[only]), describeLocal(local), o.EnvPrefix, only))
+					paramfile.FileLabel(name), describeDevice(only, f.Devices[only]), describeLocal(local), o.EnvPrefix, only))
 			}
 		}
 	case useLocal && local.Key != "" && f.Devices[local.Key] != nil && f.Devices[local.Key].Backend == local.Backend:
@@ -799,20 +794,20 @@ func (l *Loader) chooseDevice(f *File, name string, o Options) error {
 		m := matchName(f, local.Name, local.ComputeUnits, "local device", local.Backend, nil)
 		if m.key != "" {
 			found, d.How, d.Matched = m.key, "local device", m.matched
-			if w := m.warning(fmt.Sprintf("the local device's name %q", local.Name), fileLabel(name), o.EnvPrefix, ""); w != "" {
+			if w := m.warning(fmt.Sprintf("the local device's name %q", local.Name), paramfile.FileLabel(name), o.EnvPrefix, ""); w != "" {
 				l.warnings = append(l.warnings, w)
 			}
 		}
 	}
 
-	var dev *Device
+	var dev *paramfile.Device
 	switch {
 	case found != "":
 		dev = f.Devices[found]
 		d.Key, d.InFile = found, true
 		d.Backend, d.Family = dev.Backend, dev.Family
 		if o.Backend != "" && families.SpaceKind(o.Backend) != families.SpaceKind(dev.Backend) {
-			return fmt.Errorf("params: Options.Backend is %q but device %q in %s has backend %q", o.Backend, d.Key, fileLabel(name), dev.Backend)
+			return fmt.Errorf("params: Options.Backend is %q but device %q in %s has backend %q", o.Backend, d.Key, paramfile.FileLabel(name), dev.Backend)
 		}
 	default:
 		if useLocal {
@@ -866,18 +861,18 @@ func (l *Loader) chooseDevice(f *File, name string, o Options) error {
 	switch {
 	case notOnly != "":
 		l.warnings = append(l.warnings, fmt.Sprintf("the only device in %s, %s, %s; %s (set %s_DEVICE or %s_DEVICE_NAME, or Options.Device or Options.DeviceName, to use it)",
-			fileLabel(name), describeDevice(only, f.Devices[only]), notOnly, then, o.EnvPrefix, o.EnvPrefix))
+			paramfile.FileLabel(name), describeDevice(only, f.Devices[only]), notOnly, then, o.EnvPrefix, o.EnvPrefix))
 	case key != "" && devName == "":
-		l.warnings = append(l.warnings, fmt.Sprintf("device %q (%s) is not in %s; %s; %s", key, keyHow, fileLabel(name), then, holds))
+		l.warnings = append(l.warnings, fmt.Sprintf("device %q (%s) is not in %s; %s; %s", key, keyHow, paramfile.FileLabel(name), then, holds))
 	case len(asked) > 0:
-		l.warnings = append(l.warnings, fmt.Sprintf("no device in %s matches %s; %s; %s", fileLabel(name), strings.Join(asked, " or "), then, holds))
+		l.warnings = append(l.warnings, fmt.Sprintf("no device in %s matches %s; %s; %s", paramfile.FileLabel(name), strings.Join(asked, " or "), then, holds))
 	default:
 		why := ""
 		if useLocal {
 			why = fmt.Sprintf(", and none is the local device (key %q, name %q)", local.Key, local.Name)
 		}
 		l.warnings = append(l.warnings, fmt.Sprintf("%s holds %d devices and none was chosen%s (set %s_DEVICE or %s_DEVICE_NAME, or Options.Device or Options.DeviceName); %s; %s",
-			fileLabel(name), len(f.Devices), why, o.EnvPrefix, o.EnvPrefix, then, holds))
+			paramfile.FileLabel(name), len(f.Devices), why, o.EnvPrefix, o.EnvPrefix, then, holds))
 	}
 	return nil
 }
@@ -903,7 +898,7 @@ func localGPUFunc(opt *DeviceID) func() (DeviceID, error) {
 // record one, the family; a key equal to the local device's is the same
 // model. same reports whether it is the local device itself (same key), or
 // nothing is known to compare it with.
-func onlyDeviceFits(dev *Device, k, backend string, local DeviceID, useLocal bool) (same bool, why string) {
+func onlyDeviceFits(dev *paramfile.Device, k, backend string, local DeviceID, useLocal bool) (same bool, why string) {
 	if dev == nil {
 		return true, ""
 	}
@@ -930,7 +925,7 @@ func onlyDeviceFits(dev *Device, k, backend string, local DeviceID, useLocal boo
 // backend: the other devices of the same family whose backend has the same
 // kind of space (every kind when backend is empty), those with the same
 // backend first, each group sorted by key.
-func siblings(f *File, self, family, backend string) []string {
+func siblings(f *paramfile.File, self, family, backend string) []string {
 	if f == nil || family == "" {
 		return nil
 	}
@@ -1130,17 +1125,17 @@ func (l *Loader) resolve(fs *famState, family, dtype string, shape []int, envVal
 		}
 	}
 	if len(layers) > 0 {
-		r.UseBaseline, r.Baseline, r.UseSource = layers[0].useAt(shape) == UseBaseline, layers[0].baseline, layers[0].source
+		r.UseBaseline, r.Baseline, r.UseSource = layers[0].useAt(shape) == paramfile.UseBaseline, layers[0].baseline, layers[0].source
 	}
 	if raw, ok := useVal.v, useVal.ok; ok && strings.TrimSpace(raw) != "" {
 		switch strings.TrimSpace(raw) {
-		case UseBaseline:
+		case paramfile.UseBaseline:
 			r.UseBaseline = true
-		case UseTuned:
+		case paramfile.UseTuned:
 			r.UseBaseline = false
 		default:
 			return nil, &EnvError{Vars: []EnvVar{{fs.useEnv, raw}},
-				Msg: fmt.Sprintf("not an allowed value; %s chooses between the tuned %s kernel and the baseline; allowed: %s, %s", fs.useEnv, family, UseBaseline, UseTuned)}
+				Msg: fmt.Sprintf("not an allowed value; %s chooses between the tuned %s kernel and the baseline; allowed: %s, %s", fs.useEnv, family, paramfile.UseBaseline, paramfile.UseTuned)}
 		}
 		r.UseSource = fs.useSource
 	}
@@ -1200,3 +1195,7 @@ func fromLayers(p *paramState, layers []*entryState) Value {
 	}
 	return Value{p.def, SourceDefault}
 }
+
+var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }

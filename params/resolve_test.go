@@ -11,7 +11,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/kerntune/kerntune/internal/testutil"
 	"github.com/kerntune/kerntune/params/families"
+	"github.com/kerntune/kerntune/params/paramfile"
 )
 
 // env returns a Lookup function over a fixed environment.
@@ -51,6 +53,19 @@ const precedenceFile = `{
       "gemv_nt": {"f32/mid": {"params": {"TILE": 8}}}}}
   }
 }`
+
+// TestSchemaAcceptsPrecedenceFile checks the file the precedence tests
+// load against schema.json and Parse, as paramfile's TestSchemaAccepts
+// checks what Merge writes.
+func TestSchemaAcceptsPrecedenceFile(t *testing.T) {
+	sch := testutil.SchemaFile(t, "schema.json")
+	if err := testutil.Validate(sch, []byte(precedenceFile)); err != nil {
+		t.Errorf("schema rejects it: %v", err)
+	}
+	if _, err := paramfile.Parse([]byte(precedenceFile)); err != nil {
+		t.Errorf("Parse rejects it: %v", err)
+	}
+}
 
 func TestResolvePrecedence(t *testing.T) {
 	type want map[string]Value
@@ -501,7 +516,7 @@ func TestLoadErrors(t *testing.T) {
 				t.Errorf("error %q does not say where it comes from", err)
 			}
 			// File errors are *PathError; so are they when loaded from a file, with its name.
-			var pe *PathError
+			var pe *paramfile.PathError
 			if errors.As(err, &pe) {
 				path := filepath.Join(t.TempDir(), "hp.json")
 				if err := os.WriteFile(path, []byte(tt.data), 0o644); err != nil {
@@ -575,7 +590,7 @@ func TestOpen(t *testing.T) {
 	})
 	t.Run("invalid file", func(t *testing.T) {
 		_, err := Open(Options{Lookup: env("KERNTUNE_PARAMS", bad)})
-		var pe *PathError
+		var pe *paramfile.PathError
 		if !errors.As(err, &pe) || pe.File != bad || pe.Path != "schema_version" {
 			t.Fatalf("%v", err)
 		}
@@ -601,10 +616,10 @@ func TestOpen(t *testing.T) {
 		wd := t.TempDir()
 		t.Chdir(wd)
 		l, err := Open(Options{Lookup: env()})
-		if err != nil || l.FileFound() || l.Path() != DefaultFileName || len(l.Warnings()) != 0 {
+		if err != nil || l.FileFound() || l.Path() != paramfile.DefaultFileName || len(l.Warnings()) != 0 {
 			t.Fatalf("%v %+v", err, l)
 		}
-		if err := os.WriteFile(DefaultFileName, []byte(precedenceFile), 0o644); err != nil {
+		if err := os.WriteFile(paramfile.DefaultFileName, []byte(precedenceFile), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		l, err = Open(Options{Lookup: env(), Device: "cpu:a"})
@@ -692,7 +707,7 @@ func TestUnusedEnv(t *testing.T) {
 		"KERNTUNE_GEMVNT_BN=8", "KERNTUNE_SOFTMAX_ROWS=2", "KERNTUNE_GEMM_AV_MC=64", "HOME=/root",
 		"KERNTUNE_GEMV_NT_XX=2", "KERNTUNE_NOVALUE", "KERNTUNE_GEMV_NT_TG=64",
 	}
-	path := filepath.Join(t.TempDir(), DefaultFileName)
+	path := filepath.Join(t.TempDir(), paramfile.DefaultFileName)
 	if err := os.WriteFile(path, []byte(precedenceFile), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -794,4 +809,18 @@ func TestConcurrentResolve(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// testFile is the hand-written params file that tests, benchmarks and the
+// fuzzer start from.
+var testFile = filepath.Join("testdata", "hardware_params.json")
+
+// readTestFile returns testFile's bytes.
+func readTestFile(tb testing.TB) []byte {
+	tb.Helper()
+	data, err := os.ReadFile(testFile)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return data
 }

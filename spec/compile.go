@@ -10,8 +10,8 @@ import (
 
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/kernels/gpu"
-	"github.com/kerntune/kerntune/params"
 	"github.com/kerntune/kerntune/params/families"
+	"github.com/kerntune/kerntune/params/paramfile"
 )
 
 // Compiled is a parsed, checked spec: the kernel and its GPU body, ready
@@ -519,8 +519,8 @@ func (c *compiler) source(out *Compiled) {
 		if !filepath.IsAbs(path) {
 			path = filepath.Join(c.dir, name)
 		}
-		data, err := params.ReadFileLimit(path, params.MaxFileSize)
-		var tl *params.TooLargeError
+		data, err := paramfile.ReadFileLimit(path, paramfile.MaxFileSize)
+		var tl *paramfile.TooLargeError
 		if errors.As(err, &tl) {
 			c.fail(field, "", "%s: %s", path, tl.Reason("a kernel source file"))
 			return ""

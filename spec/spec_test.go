@@ -382,7 +382,7 @@ func TestBadSpecs(t *testing.T) {
 	}
 }
 
-// A spec or source file is read up to params.MaxFileSize: a device that
+// A spec or source file is read up to paramfile.MaxFileSize: a device that
 // never ends (/dev/zero) is an error naming the file and the limit, not a
 // read that fills memory.
 func TestSpecFileLimit(t *testing.T) {

@@ -10,8 +10,8 @@ import (
 
 	"github.com/kerntune/kerntune/internal/stats"
 	"github.com/kerntune/kerntune/kernels"
-	"github.com/kerntune/kerntune/params"
 	"github.com/kerntune/kerntune/params/families"
+	"github.com/kerntune/kerntune/params/paramfile"
 	"github.com/kerntune/kerntune/search"
 )
 
@@ -31,9 +31,9 @@ type Task struct {
 // Key is the task's entry key in the file: dtype/class or dtype/shape.
 func (t Task) Key() string {
 	if t.Class != "" {
-		return params.EntryKey(string(t.DType), t.Class)
+		return paramfile.EntryKey(string(t.DType), t.Class)
 	}
-	return params.EntryKey(string(t.DType), families.ShapeString(t.Cases[0].Shape))
+	return paramfile.EntryKey(string(t.DType), families.ShapeString(t.Cases[0].Shape))
 }
 
 // ClassTasks groups a family's workload by shape class, in class order.
@@ -183,7 +183,7 @@ type Measurement struct {
 // Result is a tuned entry and the trace of every candidate tried.
 type Result struct {
 	Task    Task
-	Entry   *params.Entry
+	Entry   *paramfile.Entry
 	Trace   []Measurement
 	Stopped string // why tuning stopped before the strategy finished, or ""
 	// DataSeed is the seed the task's inputs were drawn from.
@@ -199,7 +199,7 @@ type Result struct {
 	// the search's winner first, with their search and final medians.
 	Finalists []Finalist
 	// Time is where the entry's wall time went (also in Entry.Time).
-	Time *params.TuneTime
+	Time *paramfile.TuneTime
 }
 
 // Retiming is the incumbent (the parameters of the entry already in the
@@ -372,7 +372,7 @@ func (t *Tuner) RunPlanned(ctx context.Context, task Task, a Allotment) (*Result
 	if err != nil {
 		return nil, err
 	}
-	entry := &params.Entry{Strategy: t.cfg.Strategy, Evaluations: len(r.m.cands), Stopped: stopped}
+	entry := &paramfile.Entry{Strategy: t.cfg.Strategy, Evaluations: len(r.m.cands), Stopped: stopped}
 	fin.record(entry, ps.Defaults(), len(r.m.problems))
 	for _, c := range task.Cases {
 		entry.Shapes = append(entry.Shapes, append([]int(nil), c.Shape...))

@@ -15,6 +15,7 @@ import (
 	"github.com/kerntune/kerntune/kernels/gpu"
 	"github.com/kerntune/kerntune/params"
 	"github.com/kerntune/kerntune/params/families"
+	"github.com/kerntune/kerntune/params/paramfile"
 	"github.com/kerntune/kerntune/spec"
 )
 
@@ -102,7 +103,7 @@ an error naming --backend and the spec's backends.`,
 	fl.StringVar(&o.kernel, "kernel", "", "kernel family: "+strings.Join(families.BuiltinNames(), ", "))
 	fl.StringVar(&o.shapeText, "shape", "", "shape, dims joined by x (e.g. 1x896x4864 for m x n x k, 64x896 for rows x cols)")
 	fl.StringVar(&o.dtype, "dtype", "f32", "element type: "+strings.Join(families.DTypes(), ", "))
-	fl.StringVar(&o.file, "params", "", "params file (default $KERNTUNE_PARAMS, else ./"+params.DefaultFileName+")")
+	fl.StringVar(&o.file, "params", "", "params file (default $KERNTUNE_PARAMS, else ./"+paramfile.DefaultFileName+")")
 	fl.StringVar(&o.device, "device", "", "device key (default $KERNTUNE_DEVICE)")
 	fl.StringVar(&o.deviceName, "device-name", "", `device name as the system reports it, e.g. "Apple M3 Max" (default $KERNTUNE_DEVICE_NAME)`)
 	fl.IntVar(&o.computeUnits, "compute-units", 0, "with --device-name: GPU cores, SMs or CPU cores, to pick among devices of that name")
@@ -310,9 +311,9 @@ func printResolved(w io.Writer, l *params.Loader, r *params.Resolved) error {
 	fmt.Fprintf(tw, "dtype\t%s\n", r.DType)
 	fmt.Fprintf(tw, "shape\t%s\n", families.ShapeString(r.Shape))
 	fmt.Fprintf(tw, "class\t%s\n", r.Class)
-	use := params.UseTuned
+	use := paramfile.UseTuned
 	if r.UseBaseline {
-		use = params.UseBaseline
+		use = paramfile.UseBaseline
 	}
 	if r.Baseline != "" {
 		use += " (baseline " + r.Baseline + ")"

@@ -12,6 +12,7 @@ import (
 	"github.com/kerntune/kerntune/internal/testutil"
 	"github.com/kerntune/kerntune/params"
 	"github.com/kerntune/kerntune/params/families"
+	"github.com/kerntune/kerntune/params/paramfile"
 )
 
 // getFile is a params file with two amd64 CPUs.
@@ -204,7 +205,7 @@ func TestGetFileLookup(t *testing.T) {
 	t.Run("working directory", func(t *testing.T) {
 		dir := t.TempDir()
 		t.Chdir(dir)
-		testutil.WriteFile(t, dir, params.DefaultFileName, string(testutil.ReadFile(t, path)))
+		testutil.WriteFile(t, dir, paramfile.DefaultFileName, string(testutil.ReadFile(t, path)))
 		code, out, errOut := runIn("get", "--kernel", "gemv_nt", "--shape", "1x100x100", "--device", "cpu:a")
 		if code != 0 || !reflect.DeepEqual(row(out, "BN"), []string{"64", "file:cpu:a/gemv_nt/f32/tiny"}) {
 			t.Fatalf("exit %d\n%s\n%s", code, out, errOut)

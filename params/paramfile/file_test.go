@@ -1,7 +1,7 @@
-package params
+package paramfile
 
 import (
-	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -116,33 +116,9 @@ func TestParseDeterministicErrors(t *testing.T) {
 	}
 }
 
-func TestMergeIntoFileKeepsUnparsable(t *testing.T) {
-	path := filepath.Join(t.TempDir(), DefaultFileName)
-	if err := os.WriteFile(path, []byte("{not json"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := MergeIntoFile(path, typicalUpdate(), false); !errors.Is(err, ErrUnparsable) {
-		t.Fatalf("%v", err)
-	}
-	if b, _ := os.ReadFile(path); string(b) != "{not json" {
-		t.Fatal("unparsable file overwritten")
-	}
-	if err := MergeIntoFile(path, typicalUpdate(), true); err != nil {
-		t.Fatal(err)
-	}
-	l, err := Load(path, Options{Device: "cpu:test-2c", Lookup: env()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := l.Resolve(families.GemvNT, "f32", []int{1, 896, 4864})
-	if err != nil || r.Params["BN"] != (Value{16, "file:cpu:test-2c/gemv_nt/f32/1x896x4864"}) {
-		t.Fatalf("%v %+v", err, r)
-	}
-}
-
 // testFile is the hand-written params file that tests, benchmarks and the
 // fuzzer start from.
-var testFile = filepath.Join("testdata", "hardware_params.json")
+var testFile = filepath.Join("..", "testdata", "hardware_params.json")
 
 // readTestFile returns testFile's bytes.
 func readTestFile(tb testing.TB) []byte {
@@ -152,4 +128,9 @@ func readTestFile(tb testing.TB) []byte {
 		tb.Fatal(err)
 	}
 	return data
+}
+
+func fileWith(backend, family, key, entry string) string {
+	return fmt.Sprintf(`{"schema_version":1,"devices":{"cpu:x":{"backend":%q,"name":"X","family":"amd64","kernels":{%q:{%q:%s}}}}}`,
+		backend, family, key, entry)
 }

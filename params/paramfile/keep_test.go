@@ -1,4 +1,4 @@
-package params
+package paramfile
 
 import (
 	"bytes"
@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/kerntune/kerntune/internal/testutil"
-
 	"github.com/kerntune/kerntune/params/families"
 )
 
@@ -74,7 +73,7 @@ func TestMergeIntoFileKeep(t *testing.T) {
 // use is optional; when present it is "baseline" or "tuned", for Parse and
 // for the schema alike.
 func TestParseUse(t *testing.T) {
-	sch := testutil.SchemaFile(t, "schema.json")
+	sch := testutil.SchemaFile(t, "../schema.json")
 	for _, tt := range []struct {
 		entry string
 		want  string // "" with ok: absent
