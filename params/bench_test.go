@@ -2,8 +2,6 @@ package params
 
 import (
 	"testing"
-
-	"github.com/kerntune/kerntune/params/families"
 )
 
 // BenchmarkResolve measures Resolve as an application calls it before a
@@ -17,12 +15,12 @@ func BenchmarkResolve(b *testing.B) {
 		family string
 		shape  []int
 	}{
-		{"exact", nil, families.GemvNT, []int{1, 896, 4864}},
-		{"class", nil, families.GemvNT, []int{1, 896, 896}},
-		{"fallback", nil, families.GemvNT, []int{1, 4096, 4096}},
-		{"default", nil, families.GemvNT, []int{1, 151936, 896}},
-		{"env", map[string]string{"KERNTUNE_GEMV_NT_BN": "8"}, families.GemvNT, []int{1, 896, 896}},
-		{"gemm_check", nil, families.GemmAV, []int{512, 4864, 896}},
+		{"exact", nil, GemvNT, []int{1, 896, 4864}},
+		{"class", nil, GemvNT, []int{1, 896, 896}},
+		{"fallback", nil, GemvNT, []int{1, 4096, 4096}},
+		{"default", nil, GemvNT, []int{1, 151936, 896}},
+		{"env", map[string]string{"KERNTUNE_GEMV_NT_BN": "8"}, GemvNT, []int{1, 896, 896}},
+		{"gemm_check", nil, GemmAV, []int{512, 4864, 896}},
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
@@ -52,7 +50,7 @@ func BenchmarkResolveFirst(b *testing.B) {
 	shape := []int{1, 1, 896}
 	for b.Loop() {
 		shape[1] = shape[1]%2047 + 1 // 1..2047: more shapes than the cache holds
-		if _, err := l.Resolve(families.GemvNT, "f32", shape); err != nil {
+		if _, err := l.Resolve(GemvNT, "f32", shape); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -66,7 +64,7 @@ func BenchmarkLaunch(b *testing.B) {
 		name   string
 		family string
 		shape  []int
-	}{{"gemv_nt", families.GemvNT, []int{1, 896, 4864}}, {"gemm_av", families.GemmAV, []int{512, 4864, 896}}} {
+	}{{"gemv_nt", GemvNT, []int{1, 896, 4864}}, {"gemm_av", GemmAV, []int{512, 4864, 896}}} {
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
@@ -88,8 +86,8 @@ func BenchmarkParallel(b *testing.B) {
 		name string
 		call func() error
 	}{
-		{"resolve", func() error { _, err := l.Resolve(families.GemvNT, "f32", shape); return err }},
-		{"launch", func() error { _, err := l.Launch(families.GemvNT, "f32", shape); return err }},
+		{"resolve", func() error { _, err := l.Resolve(GemvNT, "f32", shape); return err }},
+		{"launch", func() error { _, err := l.Launch(GemvNT, "f32", shape); return err }},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()

@@ -5,8 +5,6 @@ import (
 	"reflect"
 	"sync"
 	"testing"
-
-	"github.com/kerntune/kerntune/params/families"
 )
 
 // TestResolveCache: a result from the cache is the result a first resolve
@@ -26,14 +24,14 @@ func TestResolveCache(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r, err := l2.Resolve(families.GemvNT, "f32", shape)
+		r, err := l2.Resolve(GemvNT, "f32", shape)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return r
 	}
 	shape := []int{1, 896, 4864}
-	first, err := l.Resolve(families.GemvNT, "f32", shape)
+	first, err := l.Resolve(GemvNT, "f32", shape)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +40,7 @@ func TestResolveCache(t *testing.T) {
 	first.Params["BN"] = Value{1, "mine"}
 	first.Shape[1] = 7
 	for i := range 3 {
-		r, err := l.Resolve(families.GemvNT, "f32", shape)
+		r, err := l.Resolve(GemvNT, "f32", shape)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -53,7 +51,7 @@ func TestResolveCache(t *testing.T) {
 		r.Shape[0] = 5
 	}
 	setVar("KERNTUNE_GEMV_NT_BN", "8")
-	r, err := l.Resolve(families.GemvNT, "f32", shape)
+	r, err := l.Resolve(GemvNT, "f32", shape)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,11 +59,11 @@ func TestResolveCache(t *testing.T) {
 		t.Errorf("after setting the variable: %+v", r.Params)
 	}
 	setVar("KERNTUNE_GEMV_NT_BN", "7")
-	if _, err := l.Resolve(families.GemvNT, "f32", shape); err == nil {
+	if _, err := l.Resolve(GemvNT, "f32", shape); err == nil {
 		t.Error("a bad value of a variable after a cached resolve is no error")
 	}
 	setVar("KERNTUNE_GEMV_NT_BN", "")
-	if r, err := l.Resolve(families.GemvNT, "f32", shape); err != nil || !reflect.DeepEqual(r, want) {
+	if r, err := l.Resolve(GemvNT, "f32", shape); err != nil || !reflect.DeepEqual(r, want) {
 		t.Errorf("variable emptied: %+v, %v", r, err)
 	}
 }
@@ -86,7 +84,7 @@ func TestResolveCacheBounded(t *testing.T) {
 			for i := range 3 * ResolveCacheSize {
 				n := 1 + (i*7+g)%2047
 				shape := []int{1, n, 896}
-				r, err := l.Resolve(families.GemvNT, "f32", shape)
+				r, err := l.Resolve(GemvNT, "f32", shape)
 				if err != nil {
 					t.Error(err)
 					return
@@ -99,7 +97,7 @@ func TestResolveCacheBounded(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	c := &l.fams[families.GemvNT].cache
+	c := &l.fams[GemvNT].cache
 	n := len(c.dirty)
 	if m := c.read.Load(); m != nil {
 		n += len(*m)
@@ -108,7 +106,7 @@ func TestResolveCacheBounded(t *testing.T) {
 		t.Errorf("the cache holds %d results; at most %d", n, ResolveCacheSize)
 	}
 	for _, s := range [][]int{{1, 5, 896}, {1, 2000, 896}} {
-		r, err := l.Resolve(families.GemvNT, "f32", s)
+		r, err := l.Resolve(GemvNT, "f32", s)
 		if err != nil || fmt.Sprint(r.Shape) != fmt.Sprint(s) {
 			t.Errorf("%v: %+v %v", s, r, err)
 		}
@@ -123,11 +121,11 @@ func TestLaunch(t *testing.T) {
 		t.Fatal(err)
 	}
 	shape := []int{1, 896, 4864}
-	x, err := l.Launch(families.GemvNT, "f32", shape)
+	x, err := l.Launch(GemvNT, "f32", shape)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := l.Resolve(families.GemvNT, "f32", shape)
+	want, err := l.Resolve(GemvNT, "f32", shape)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +146,7 @@ func TestLaunch(t *testing.T) {
 	}
 	r.Params["BN"] = Value{1, "mine"}
 	x.Names()[0] = "mine"
-	if x2, _ := l.Launch(families.GemvNT, "f32", shape); x2 != x || x.Int("BN") == 1 || x.Names()[0] == "mine" {
+	if x2, _ := l.Launch(GemvNT, "f32", shape); x2 != x || x.Int("BN") == 1 || x.Names()[0] == "mine" {
 		t.Errorf("the shared result changed, or was not shared: %+v", x2)
 	}
 	if _, err := l.Launch("nope", "f32", shape); err == nil {

@@ -14,7 +14,6 @@ import (
 	"github.com/kerntune/kerntune/internal/testutil"
 	"github.com/kerntune/kerntune/params"
 	"github.com/kerntune/kerntune/params/families"
-	"github.com/kerntune/kerntune/params/paramfile"
 	"github.com/kerntune/kerntune/spec"
 )
 
@@ -203,7 +202,7 @@ func runCase(t *testing.T, s *confSuite, c confCase) {
 	}
 	if err != nil {
 		kind := "options"
-		var pe *paramfile.PathError
+		var pe *params.PathError
 		switch {
 		case errors.As(err, &pe):
 			kind = "path"
@@ -372,7 +371,7 @@ func checkError(t *testing.T, stage, kind string, err error, want *confError) {
 		t.Errorf("%s: error kind %s, want %s: %v", stage, kind, want.Kind, err)
 	}
 	if want.Path != nil {
-		var pe *paramfile.PathError
+		var pe *params.PathError
 		if !errors.As(err, &pe) || pe.Path != *want.Path {
 			t.Errorf("%s: error %v; want JSON path %s", stage, err, *want.Path)
 		}

@@ -25,27 +25,15 @@ type DeviceID struct {
 // backend records it (the backend calls LocalDevice, so the two cannot
 // diverge): Name is the model (the first non-empty "model name", "Model" or
 // "Hardware" line of /proc/cpuinfo on Linux, sysctl machdep.cpu.brand_string
-// on macOS, else GOARCH) passed through NormalizeCPUModel, ComputeUnits is
-// runtime.NumCPU() (the CPUs this process may run on; hw.ncpu on macOS),
-// Key is CPUDeviceKey(Name, ComputeUnits), Backend is "cpu" and Family is
-// GOARCH. It reads the system each time it is called.
+// on macOS, else GOARCH) passed through paramfile.NormalizeCPUModel,
+// ComputeUnits is runtime.NumCPU() (the CPUs this process may run on;
+// hw.ncpu on macOS), Key is paramfile.CPUDeviceKey(Name, ComputeUnits),
+// Backend is "cpu" and Family is GOARCH. It reads the system each time it
+// is called.
 func LocalDevice() DeviceID {
-	model := NormalizeCPUModel(cpuModelRaw())
+	model := paramfile.NormalizeCPUModel(cpuModelRaw())
 	cores := runtime.NumCPU()
-	return DeviceID{Key: CPUDeviceKey(model, cores), Backend: "cpu", Name: model, Family: runtime.GOARCH, ComputeUnits: cores}
-}
-
-// CPUDeviceKey is a CPU's key in the params file: cpu:<model>:<cores>.
-func CPUDeviceKey(model string, cores int) string {
-	return fmt.Sprintf("cpu:%s:%d", model, cores)
-}
-
-// NormalizeCPUModel makes a CPU model name fit for a device key: runs of
-// white space become one space, "/" (the separator of Source strings)
-// becomes "-" and double quotes are dropped.
-func NormalizeCPUModel(s string) string {
-	s = strings.NewReplacer("/", "-", "\"", "").Replace(s)
-	return strings.Join(strings.Fields(s), " ")
+	return DeviceID{Key: paramfile.CPUDeviceKey(model, cores), Backend: "cpu", Name: model, Family: runtime.GOARCH, ComputeUnits: cores}
 }
 
 // cpuModelRaw reads the CPU model as the system reports it.
@@ -76,10 +64,11 @@ func cpuModelRaw() string {
 
 // FoldDeviceName is the form in which device names are compared: ASCII
 // letters lower-cased, runs of ASCII white space made one space and trimmed,
-// "/" turned into "-" and double quotes dropped (as NormalizeCPUModel does
-// for the names the CPU backend writes). Two names match when their folded
-// forms are equal and not empty: "apple  m3 max" matches "Apple M3 Max", but
-// "NVIDIA H100" does not match "NVIDIA H100 80GB HBM3".
+// "/" turned into "-" and double quotes dropped (as
+// paramfile.NormalizeCPUModel does for the names the CPU backend writes).
+// Two names match when their folded forms are equal and not empty:
+// "apple  m3 max" matches "Apple M3 Max", but "NVIDIA H100" does not match
+// "NVIDIA H100 80GB HBM3".
 func FoldDeviceName(s string) string {
 	s = strings.NewReplacer("/", "-", "\"", "").Replace(s)
 	fields := strings.FieldsFunc(s, func(r rune) bool {

@@ -147,7 +147,7 @@ func TestMatchedReachesResolved(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := l.Resolve(families.GemvNT, "f32", []int{1, 512, 512})
+	r, err := l.Resolve(GemvNT, "f32", []int{1, 512, 512})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +206,7 @@ func TestUseBaseline(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			l := loadMerged(t, tt.opts, tt.env...)
-			r, err := l.Resolve(families.GemmAV, tt.dtype, tt.shape)
+			r, err := l.Resolve(GemmAV, tt.dtype, tt.shape)
 			if tt.errSub != "" {
 				var ee *EnvError
 				if !errors.As(err, &ee) || !strings.Contains(err.Error(), tt.errSub) {
@@ -293,21 +293,21 @@ func TestLocalDevice(t *testing.T) {
 	if d.Backend != "cpu" || d.Family != runtime.GOARCH || d.ComputeUnits != runtime.NumCPU() || d.Name == "" {
 		t.Fatalf("LocalDevice() = %+v", d)
 	}
-	if d.Key != "cpu:"+d.Name+":"+strconv.Itoa(d.ComputeUnits) || d.Name != NormalizeCPUModel(d.Name) {
+	if d.Key != "cpu:"+d.Name+":"+strconv.Itoa(d.ComputeUnits) || d.Name != paramfile.NormalizeCPUModel(d.Name) {
 		t.Errorf("key %q is not cpu:<normalised model>:<cores>", d.Key)
 	}
 	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
 		for _, line := range strings.Split(string(b), "\n") {
 			k, v, _ := strings.Cut(line, ":")
 			if strings.TrimSpace(k) == "model name" && strings.TrimSpace(v) != "" {
-				if want := NormalizeCPUModel(v); d.Name != want {
+				if want := paramfile.NormalizeCPUModel(v); d.Name != want {
 					t.Errorf("name %q, /proc/cpuinfo says %q", d.Name, want)
 				}
 				break
 			}
 		}
 	}
-	if got := NormalizeCPUModel("  AMD \"EPYC\"  7B13 / x "); got != "AMD EPYC 7B13 - x" {
+	if got := paramfile.NormalizeCPUModel("  AMD \"EPYC\"  7B13 / x "); got != "AMD EPYC 7B13 - x" {
 		t.Errorf("NormalizeCPUModel = %q", got)
 	}
 

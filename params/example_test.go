@@ -5,7 +5,6 @@ import (
 	"log"
 
 	"github.com/kerntune/kerntune/params"
-	"github.com/kerntune/kerntune/params/families"
 )
 
 // Resolve the parameters of one gemv_nt launch: the tuned class entry of the
@@ -31,7 +30,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	r, err := l.Resolve(families.GemvNT, "f32", []int{1, 896, 4864})
+	r, err := l.Resolve(params.GemvNT, "f32", []int{1, 896, 4864})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -58,7 +57,7 @@ func ExampleOpen() {
 	for _, w := range l.Warnings() {
 		log.Print("params: ", w)
 	}
-	r, err := l.Resolve(families.Softmax, "f32", []int{32, 151936})
+	r, err := l.Resolve(params.Softmax, "f32", []int{32, 151936})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -80,7 +79,7 @@ func ExampleEnvError() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	_, err = l.Resolve(families.GemvNT, "f32", []int{1, 896, 896})
+	_, err = l.Resolve(params.GemvNT, "f32", []int{1, 896, 896})
 	fmt.Println(err)
 	// Output:
 	// params: environment KERNTUNE_GEMV_NT_BN="48": not an allowed value of gemv_nt BN on cpu backends; allowed: 4, 8, 16, 32, 64, 128, 256
@@ -115,7 +114,7 @@ func ExampleResolved_UseBaseline() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	r, err := l.Resolve(families.GemmAV, "f16", []int{1024, 1024, 1024})
+	r, err := l.Resolve(params.GemmAV, "f16", []int{1024, 1024, 1024})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -140,7 +139,7 @@ func ExampleLoader_Launch() {
 		log.Fatal(err)
 	}
 	for range 3 { // e.g. one call per decode step
-		x, err := l.Launch(families.GemvNT, "f32", []int{1, 896, 4864})
+		x, err := l.Launch(params.GemvNT, "f32", []int{1, 896, 4864})
 		if err != nil {
 			log.Fatal(err)
 		}

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kerntune/kerntune/params/families"
 	"github.com/kerntune/kerntune/params/paramfile"
 )
 
@@ -48,7 +47,7 @@ func TestNewerFile(t *testing.T) {
 		shape []int
 		bn    int
 	}{{[]int{1, 64, 64}, 16}, {[]int{1, 2560, 2560}, 32}, {[]int{1, 896, 4864}, 64}} {
-		r, err := l.Resolve(families.GemvNT, "f32", tt.shape)
+		r, err := l.Resolve(GemvNT, "f32", tt.shape)
 		if err != nil {
 			t.Fatal(err)
 		}

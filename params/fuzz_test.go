@@ -30,7 +30,7 @@ func FuzzLoad(f *testing.F) {
 	f.Add([]byte(`[1, "a", null, true, {"b": 1e999}]`), "KERNTUNE_GEMV_NT_BN", "1x2x3x4", uint8(255))
 
 	shapes := map[string][]int{
-		families.GemmAV: {512, 4864, 896}, families.GemmAtB: {64, 64, 64}, families.GemvNT: {1, 896, 4864}, families.Softmax: {8, 151936}, families.RMSNorm: {64, 896},
+		GemmAV: {512, 4864, 896}, GemmAtB: {64, 64, 64}, GemvNT: {1, 896, 4864}, Softmax: {8, 151936}, RMSNorm: {64, 896},
 	}
 	sources := []string{SourceEnvPrefix, SourceFilePrefix, SourceFallbackPrefix}
 	f.Fuzz(func(t *testing.T, data []byte, environ, shapeText string, pick uint8) {
@@ -43,7 +43,7 @@ func FuzzLoad(f *testing.F) {
 
 		if file, err := paramfile.Parse(data); err == nil {
 			update := &paramfile.File{Devices: map[string]*paramfile.Device{"cpu:fuzz": {Backend: "cpu", Name: "fuzz", Family: "amd64",
-				Kernels: map[string]map[string]*paramfile.Entry{families.GemvNT: {"f32/tiny": {Params: map[string]int{"BN": 8}}}}}}}
+				Kernels: map[string]map[string]*paramfile.Entry{GemvNT: {"f32/tiny": {Params: map[string]int{"BN": 8}}}}}}}
 			out, err := paramfile.Merge(data, update)
 			if err != nil {
 				t.Fatalf("Merge of a file that parses: %v", err)

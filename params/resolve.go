@@ -26,12 +26,10 @@ var (
 	ErrDefaults = errors.New("the built-in defaults break the family's constraints")
 )
 
-// SourceDefault is the Source of a value that came from the built-in
-// defaults (the family's, or Options.Defaults).
-const SourceDefault = "default"
-
-// Prefixes of the Source of a value.
+// The Source of a value: SourceDefault for one that came from the built-in
+// defaults (the family's, or Options.Defaults), else one of the prefixes.
 const (
+	SourceDefault        = "default"
 	SourceEnvPrefix      = "env:"      // env:KERNTUNE_GEMV_NT_BN
 	SourceFilePrefix     = "file:"     // file:<device key>/<family>/<entry key>
 	SourceFallbackPrefix = "fallback:" // fallback:<device key>/<family>/<entry key>
@@ -92,9 +90,9 @@ type Options struct {
 
 	// Backend (cpu, cuda, metal, ...) and DeviceFamily (amd64, sm_90, ...)
 	// describe the device when it is not in the file: Backend picks the
-	// parameter space (through SpaceKind) and DeviceFamily the fallback
-	// devices. When the device is in the file its own fields are used; a
-	// Backend of another kind than the file's device is an error.
+	// parameter space (through families.SpaceKind) and DeviceFamily the
+	// fallback devices. When the device is in the file its own fields are
+	// used; a Backend of another kind than the file's device is an error.
 	Backend      string
 	DeviceFamily string
 
@@ -207,7 +205,8 @@ type DeviceChoice struct {
 	// InFile reports whether the file holds Key.
 	InFile bool
 	// Backend is the device's backend: from the file, else Options.Backend,
-	// else the first fallback device's, else "cpu". Kind is SpaceKind(Backend).
+	// else the first fallback device's, else "cpu". Kind is
+	// families.SpaceKind(Backend).
 	Backend, Kind string
 	// Family is the device family used to find fallback devices ("" for none).
 	Family string

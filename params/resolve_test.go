@@ -165,7 +165,7 @@ func TestResolvePrecedence(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r, err := l.Resolve(families.GemvNT, tt.dtype, tt.shape)
+			r, err := l.Resolve(GemvNT, tt.dtype, tt.shape)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -175,7 +175,7 @@ func TestResolvePrecedence(t *testing.T) {
 			if r.Device != tt.device && tt.device != "" {
 				t.Errorf("device %q, want %q", r.Device, tt.device)
 			}
-			if r.Family != families.GemvNT || r.DType != tt.dtype || !reflect.DeepEqual(r.Shape, tt.shape) || r.Backend != "cpu" {
+			if r.Family != GemvNT || r.DType != tt.dtype || !reflect.DeepEqual(r.Shape, tt.shape) || r.Backend != "cpu" {
 				t.Errorf("got %+v", r)
 			}
 		})
@@ -377,7 +377,7 @@ func TestResolveErrors(t *testing.T) {
 		{name: "negative dim", shape: []int{1, -4, 896}, is: ErrInvalidShape},
 		{name: "dim beyond MaxDim", shape: []int{1, families.MaxDim + 1, 896}, is: ErrInvalidShape},
 		{name: "gemv with m > 1", shape: []int{2, 896, 896}, is: ErrInvalidShape, contain: []string{"m must be 1"}},
-		{name: "too many elements", family: families.GemmAV, shape: []int{1 << 21, 1 << 21, 1}, is: ErrInvalidShape, contain: []string{"exceeds the limit of 2^40"}},
+		{name: "too many elements", family: GemmAV, shape: []int{1 << 21, 1 << 21, 1}, is: ErrInvalidShape, contain: []string{"exceeds the limit of 2^40"}},
 		{name: "no space for the backend", opts: Options{Device: "tpu:t"}, is: ErrNoSpace,
 			contain: []string{`gemv_nt has no parameters for tpu backends (device "tpu:t", backend "tpu")`}},
 	}
@@ -390,7 +390,7 @@ func TestResolveErrors(t *testing.T) {
 				tt.opts.Device = "cpu:a"
 			}
 			if tt.family == "" {
-				tt.family = families.GemvNT
+				tt.family = GemvNT
 			}
 			if tt.dtype == "" {
 				tt.dtype = "f32"
@@ -571,7 +571,7 @@ func TestOpen(t *testing.T) {
 		if err != nil || !l.FileFound() || l.Path() != good {
 			t.Fatalf("%v %+v", err, l)
 		}
-		r, err := l.Resolve(families.GemvNT, "f32", []int{1, 512, 512})
+		r, err := l.Resolve(GemvNT, "f32", []int{1, 512, 512})
 		if err != nil || r.Params["BN"].Source != "file:cpu:a/gemv_nt/f32/tiny" {
 			t.Fatalf("%v %+v", err, r)
 		}
@@ -603,7 +603,7 @@ func TestOpen(t *testing.T) {
 		if l.FileFound() || len(l.Warnings()) != 1 || !strings.Contains(l.Warnings()[0], "does not exist") {
 			t.Errorf("found=%v warnings=%q", l.FileFound(), l.Warnings())
 		}
-		r, err := l.Resolve(families.GemvNT, "f32", []int{1, 896, 896})
+		r, err := l.Resolve(GemvNT, "f32", []int{1, 896, 896})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -643,7 +643,7 @@ func TestOpen(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r, err := l.Resolve(families.GemvNT, "f32", []int{1, 4096, 4096})
+		r, err := l.Resolve(GemvNT, "f32", []int{1, 4096, 4096})
 		if err != nil || r.Int("BN") != 128 || r.Params["BN"].Source != "fallback:cpu:intel-xeon-8375c-4c/gemv_nt/f32/mid" {
 			t.Fatalf("%v %+v", err, r)
 		}
@@ -655,7 +655,7 @@ func TestResolvedHelpers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := l.Resolve(families.GemmAV, "f32", []int{512, 4864, 896})
+	r, err := l.Resolve(GemmAV, "f32", []int{512, 4864, 896})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -795,7 +795,7 @@ func TestConcurrentResolve(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < 500; i++ {
-				r, err := l.Resolve(families.GemvNT, "f32", shapes[(g+i)%len(shapes)])
+				r, err := l.Resolve(GemvNT, "f32", shapes[(g+i)%len(shapes)])
 				if err != nil || r.Int("BN") != 8 {
 					t.Errorf("%v %v", err, r)
 					return

@@ -10,6 +10,7 @@ import (
 	"github.com/kerntune/kerntune/internal/half"
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/params/paramfile"
 	"github.com/kerntune/kerntune/search"
 	"github.com/kerntune/kerntune/tuner"
 )
@@ -55,7 +56,7 @@ func Open() (*Backend, error) {
 }
 
 // DeviceKey is the CPU's key in the params file: the model name and core count.
-func DeviceKey(model string, cores int) string { return params.CPUDeviceKey(model, cores) }
+func DeviceKey(model string, cores int) string { return paramfile.CPUDeviceKey(model, cores) }
 
 // Info describes the CPU.
 func (b *Backend) Info() tuner.DeviceInfo { return b.info }
