@@ -18,10 +18,10 @@ import (
 )
 
 // traitProblems lists what is wrong with a registered backend's traits,
-// for any backend, the ones not yet written included: params and the
-// Python loader keep their own table of space kinds (params imports only
-// the standard library), and a GPU backend names the generated API it
-// builds.
+// for any backend, the ones not yet written included: its space kind is
+// the one families.SpaceKind gives its name (Register sets it from there
+// unless the traits name one; the Python loader keeps the same table), and
+// a GPU backend names the generated API it builds.
 func traitProblems(name string) []error {
 	tr, err := tuner.TraitsOf(name)
 	if err != nil {

@@ -17,7 +17,7 @@ import (
 
 func init() {
 	tuner.Register("cpu", func() (tuner.Backend, error) { return Open() },
-		tuner.Traits{Space: tuner.SpaceCPU, AutoRank: 3}) // auto: the last resort, it runs everywhere
+		tuner.Traits{AutoRank: 3}) // auto: the last resort, it runs everywhere
 }
 
 // Backend runs the pure-Go kernels on this machine's CPU.
