@@ -11,7 +11,7 @@ import (
 )
 
 // The built-in families are data: one description per family in
-// families/NAME.json (its dims, shape rules, classes and, per kind of
+// NAME.json in this directory (its dims, shape rules, classes and, per kind of
 // backend, parameters and constraints, rules and constraints written in
 // the expression language of Expr). The Python loader reads the same files
 // (python/kerntune_params/families is a link to this directory), so a
@@ -107,7 +107,7 @@ type described struct {
 	spaces   map[string][]rule
 }
 
-// ParseFamily reads a family description (the format of families/*.json)
+// ParseFamily reads a family description (the format of params/families/*.json)
 // and returns the family it describes.
 func ParseFamily(data []byte) (*Family, error) {
 	d, err := compileFamily(data)

@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// TestFamilyConformance runs testdata/conformance/families/families.json,
+// TestFamilyConformance runs params/testdata/conformance/families/families.json,
 // which the Python loader runs too (python/tests/test_families.py): every
 // built-in family must classify each shape and accept or reject each
 // parameter combination with the same class or message in both loaders.

@@ -173,7 +173,7 @@ func builtinDimValues(family, dim string) []int {
 }
 
 // Builtin returns the built-in families by name, built from their
-// descriptions (families/NAME.json). Each call returns fresh values, so a
+// descriptions (params/families/NAME.json). Each call returns fresh values, so a
 // caller may change them without affecting others.
 func Builtin() map[string]*Family {
 	m := make(map[string]*Family, len(builtinDescs))
