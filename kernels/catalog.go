@@ -10,7 +10,7 @@ import (
 	"github.com/kerntune/kerntune/internal/bf16"
 	"github.com/kerntune/kerntune/internal/half"
 	"github.com/kerntune/kerntune/internal/registry"
-	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/params/families"
 )
 
 // DType is an element type of kernel inputs and outputs.
@@ -93,7 +93,7 @@ func (c Case) Has(name string) bool { return slices.Contains(c.Options, name) }
 
 // String renders a case like 1x1152x896+bias.
 func (c Case) String() string {
-	s := params.ShapeString(c.Shape)
+	s := families.ShapeString(c.Shape)
 	for _, o := range c.Options {
 		s += "+" + o
 	}
@@ -111,7 +111,7 @@ type Operand struct {
 
 // Kernel is one family in the catalog.
 type Kernel struct {
-	*params.Family
+	*families.Family
 	// Workload is the default set of cases tuned by `kerntune tune`; every class has at least one.
 	Workload []Case
 	// Odd are small shapes not multiple of any tile, used to verify candidates' edge handling.
@@ -278,7 +278,7 @@ func (k *Kernel) OutOperands(c Case) []Operand {
 // candidate p under the space's constraints (ps.Check, which may be nil):
 // the verification of a candidate runs on those it accepts, and refuses
 // one that none accepts as unverified.
-func (k *Kernel) Verifiable(ps *params.Space, p map[string]int) bool {
+func (k *Kernel) Verifiable(ps *families.Space, p map[string]int) bool {
 	return ps == nil || ps.Check == nil || slices.ContainsFunc(k.Odd, func(c Case) bool { return ps.Check(c.Shape, p) == nil })
 }
 
@@ -306,14 +306,14 @@ func AddBuiltin(k *Kernel) {
 // BuiltinFamily is the params package's description of the built-in family
 // name, for a catalog entry added with AddBuiltin; it panics for a name
 // that is not built in.
-func BuiltinFamily(name string) *params.Family { return family(name) }
+func BuiltinFamily(name string) *families.Family { return family(name) }
 
 // family is the params package's description of a built-in family: params
 // lists the built-in families, and each has its file here too.
-func family(name string) *params.Family {
-	f, ok := params.Builtin()[name]
+func family(name string) *families.Family {
+	f, ok := families.Builtin()[name]
 	if !ok {
-		panic("kernels: " + name + " is not a family of params.Builtin")
+		panic("kernels: " + name + " is not a family of families.Builtin")
 	}
 	return f
 }

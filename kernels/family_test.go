@@ -6,14 +6,14 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/params/families"
 )
 
 // Every built-in kernel is a family params describes. (Every described
 // family has a catalog entry, here or beside its GPU body: kernels/gpu's
 // TestEveryFamilyComplete, whose binary holds both.)
 func TestBuiltinsMatchParams(t *testing.T) {
-	want := params.BuiltinNames()
+	want := families.BuiltinNames()
 	for _, name := range catalog.Families() {
 		if !slices.Contains(want, name) {
 			t.Errorf("built-in kernel %s is not a params family (%v)", name, want)
@@ -59,7 +59,7 @@ func TestCaseOptions(t *testing.T) {
 // in [-1, 1) (lora's own Fill too: its B in ±2⁻⁴).
 func TestFill(t *testing.T) {
 	for _, k := range All() {
-		if k.Name == params.QGemv {
+		if k.Name == families.QGemv {
 			continue // packed words: TestFillQGemv
 		}
 		p, err := NewProblem(k, F32, k.Odd[0], rand.New(rand.NewPCG(3, 4)))
@@ -79,11 +79,11 @@ func TestFill(t *testing.T) {
 		if large > 0 && k.Fill == nil {
 			t.Errorf("%s: %d large inputs without a Fill of its own", k.Name, large)
 		}
-		if k.Name == params.Softmax && large == 0 {
+		if k.Name == families.Softmax && large == 0 {
 			t.Errorf("softmax: no large logits among its inputs")
 		}
 	}
-	sm, _ := Get(params.Softmax)
+	sm, _ := Get(families.Softmax)
 	if sm.Fill == nil {
 		t.Error("softmax draws no large logits: a naive exp would pass verification")
 	}
@@ -93,7 +93,7 @@ func TestFill(t *testing.T) {
 // non-positive biases (what mx.quantize makes of weights in [-1, 1)), and
 // uniform x.
 func TestFillQGemv(t *testing.T) {
-	k, _ := Get(params.QGemv)
+	k, _ := Get(families.QGemv)
 	for _, c := range k.Odd {
 		p, err := NewProblem(k, F16, c, rand.New(rand.NewPCG(3, 4)))
 		if err != nil {
@@ -123,7 +123,7 @@ func TestFillQGemv(t *testing.T) {
 // rmsnorm's kernels take its scalar eps; its reference uses RMSNormEps:
 // they must agree, or every candidate fails verification by a little.
 func TestRMSNormEps(t *testing.T) {
-	k, _ := Get(params.RMSNorm)
+	k, _ := Get(families.RMSNorm)
 	if got := k.Scalars["eps"]; got != RMSNormEps {
 		t.Errorf("rmsnorm scalar eps = %v, want the reference's %v", got, RMSNormEps)
 	}
@@ -131,7 +131,7 @@ func TestRMSNormEps(t *testing.T) {
 
 // qgemv's baseline (p nil) gets its looser bound; its candidates keep the dtype's.
 func TestBaselineTolerance(t *testing.T) {
-	k, _ := Get(params.QGemv)
+	k, _ := Get(families.QGemv)
 	for _, tt := range []struct {
 		dt   DType
 		p    map[string]int

@@ -1,10 +1,10 @@
 package kernels
 
-import "github.com/kerntune/kerntune/params"
+import "github.com/kerntune/kerntune/params/families"
 
 func init() {
 	builtin(&Kernel{
-		Family:        family(params.GemmAV),
+		Family:        family(families.GemmAV),
 		SumOfProducts: true,
 		Workload: shapes(
 			[]int{64, 64, 64}, []int{96, 128, 160}, // small
@@ -23,7 +23,7 @@ func init() {
 		Flops:     gemmFlops,
 	})
 	builtin(&Kernel{
-		Family:        family(params.GemmAtB),
+		Family:        family(families.GemmAtB),
 		SumOfProducts: true,
 		Workload: shapes(
 			[]int{64, 64, 64},                          // small

@@ -1,13 +1,13 @@
 package kernels
 
-import "github.com/kerntune/kerntune/params"
+import "github.com/kerntune/kerntune/params/families"
 
 // Bias is gemv_nt's option: the case adds a bias operand to y.
 const Bias = "bias"
 
 func init() {
 	builtin(&Kernel{
-		Family:        family(params.GemvNT),
+		Family:        family(families.GemvNT),
 		SumOfProducts: true,
 		// The Qwen2.5-0.5B decode projections, plus one shape for the mid class.
 		Workload: []Case{

@@ -3,7 +3,7 @@ package kernels
 import (
 	"math/rand/v2"
 
-	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/params/families"
 )
 
 // LoraScale is the scale s of lora problems, its scalar "scale": α/r of a
@@ -13,7 +13,7 @@ const LoraScale = 2.0
 
 func init() {
 	builtin(&Kernel{
-		Family:        family(params.Lora),
+		Family:        family(families.Lora),
 		SumOfProducts: true,
 		// Seed 000's Qwen2.5-0.5B projections (q/o, gate/up, down, fused
 		// qkv with bias) with a rank-16 adapter at the decode batch sizes

@@ -4,12 +4,12 @@ import (
 	"math"
 	"math/rand/v2"
 
-	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/params/families"
 )
 
 func init() {
 	builtin(&Kernel{
-		Family:        family(params.QGemv),
+		Family:        family(families.QGemv),
 		SumOfProducts: true,
 		// Seed 000's Qwen2.5-0.5B decode projections, 4-bit, group 64 (MLX's
 		// default quantization): the shapes of gemv_nt's workload.

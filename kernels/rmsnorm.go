@@ -3,7 +3,7 @@ package kernels
 import (
 	"math"
 
-	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/params/families"
 )
 
 // RMSNormEps is the epsilon of rmsnorm problems, its scalar "eps".
@@ -11,7 +11,7 @@ const RMSNormEps = 1e-6
 
 func init() {
 	builtin(&Kernel{
-		Family: family(params.RMSNorm), Workload: rowWorkload, Odd: rowOdd, MemoryBound: true,
+		Family: family(families.RMSNorm), Workload: rowWorkload, Odd: rowOdd, MemoryBound: true,
 		Scalars: map[string]float64{"eps": RMSNormEps},
 		Inputs: func(c Case) []Operand {
 			return []Operand{{Name: "x", Len: c.Shape[0] * c.Shape[1]}, {Name: "w", Len: c.Shape[1]}}

@@ -4,12 +4,12 @@ import (
 	"math"
 	"math/rand/v2"
 
-	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/params/families"
 )
 
 func init() {
 	builtin(&Kernel{
-		Family: family(params.Softmax), Workload: rowWorkload, Odd: rowOdd, MemoryBound: true,
+		Family: family(families.Softmax), Workload: rowWorkload, Odd: rowOdd, MemoryBound: true,
 		Inputs:    func(c Case) []Operand { return []Operand{{Name: "x", Len: c.Shape[0] * c.Shape[1]}} },
 		OutLen:    func(s []int) int { return s[0] * s[1] },
 		OutRow:    func(s []int) int { return s[1] },

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/params/families"
 )
 
 // Table holds one implementation per built-in family for a layer above the
@@ -25,7 +25,7 @@ func NewTable[T any](what string) *Table[T] {
 // built-in family (misspelt, it would never be found) or one added twice
 // is a programming error: Add panics, so every test and run fails at once.
 func (t *Table[T]) Add(family string, v T) {
-	if _, ok := params.Builtin()[family]; !ok {
+	if _, ok := families.Builtin()[family]; !ok {
 		panic(fmt.Sprintf("kernels: %s for %q, which is not a built-in family", t.what, family))
 	}
 	if _, dup := t.m[family]; dup {

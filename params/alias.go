@@ -6,6 +6,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/kerntune/kerntune/params/families"
 )
 
 // aliasState is an alias that applies to one family's space.
@@ -17,7 +19,7 @@ type aliasState struct {
 
 // validateAliases checks the aliases an application declares and claims
 // their variable names.
-func validateAliases(fams map[string]*Family, aliases []Alias, claim func(name, what string) error) error {
+func validateAliases(fams map[string]*families.Family, aliases []Alias, claim func(name, what string) error) error {
 	for i, a := range aliases {
 		fail := func(format string, args ...any) error {
 			return fmt.Errorf("params: Options.Aliases[%d] (%s): %s", i, a.Name, fmt.Sprintf(format, args...))
@@ -33,7 +35,7 @@ func validateAliases(fams map[string]*Family, aliases []Alias, claim func(name, 
 		}
 		seen := map[string]bool{}
 		for _, p := range a.Params {
-			if !ValidParamName(p) {
+			if !families.ValidParamName(p) {
 				return fail("parameter name %q is not an upper-case identifier", p)
 			}
 			if seen[p] {
@@ -69,7 +71,7 @@ func validateAliases(fams map[string]*Family, aliases []Alias, claim func(name, 
 	return nil
 }
 
-func anySpaceHas(f *Family, names []string) bool {
+func anySpaceHas(f *families.Family, names []string) bool {
 	for _, s := range f.Spaces {
 		if spaceHas(s, names) {
 			return true
@@ -78,7 +80,7 @@ func anySpaceHas(f *Family, names []string) bool {
 	return false
 }
 
-func spaceHas(s *Space, names []string) bool {
+func spaceHas(s *families.Space, names []string) bool {
 	for _, n := range names {
 		if _, ok := s.Param(n); !ok {
 			return false
@@ -91,7 +93,7 @@ func spaceHas(s *Space, names []string) bool {
 // family's space sp: those naming the family, and those naming none whose
 // parameters sp has all. An alias naming the family whose parameters sp
 // lacks (another kind of backend) keeps params nil: setting it is an error.
-func aliasesFor(family string, sp *Space, aliases []Alias) []aliasState {
+func aliasesFor(family string, sp *families.Space, aliases []Alias) []aliasState {
 	var out []aliasState
 	for _, a := range aliases {
 		if a.Family != family && (a.Family != "" || !spaceHas(sp, a.Params)) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kerntune/kerntune/internal/testutil"
 	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/params/families"
 	"github.com/kerntune/kerntune/spec"
 )
 
@@ -188,7 +189,7 @@ func runCase(t *testing.T, s *confSuite, c confCase) {
 			return
 		}
 		if opts.Families == nil {
-			opts.Families = map[string]*params.Family{}
+			opts.Families = map[string]*families.Family{}
 		}
 		opts.Families[cs.Kernel.Name] = cs.Kernel.Family
 	}
@@ -296,7 +297,7 @@ func runQuery(t *testing.T, i int, l *params.Loader, q confQuery) {
 		if err := json.Unmarshal(q.Shape, &text); err != nil {
 			t.Fatalf("query %d: shape %s is neither dims nor text", i, q.Shape)
 		}
-		if shape, err = params.ParseShape(text); err != nil {
+		if shape, err = families.ParseShape(text); err != nil {
 			checkError(t, "query", "invalid_shape", err, q.Error)
 			return
 		}

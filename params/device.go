@@ -7,6 +7,8 @@ import (
 	"os"
 	"runtime"
 	"strings"
+
+	"github.com/kerntune/kerntune/params/paramfile"
 )
 
 // DeviceID identifies a device as the params file records it: the fields
@@ -23,27 +25,15 @@ type DeviceID struct {
 // backend records it (the backend calls LocalDevice, so the two cannot
 // diverge): Name is the model (the first non-empty "model name", "Model" or
 // "Hardware" line of /proc/cpuinfo on Linux, sysctl machdep.cpu.brand_string
-// on macOS, else GOARCH) passed through NormalizeCPUModel, ComputeUnits is
-// runtime.NumCPU() (the CPUs this process may run on; hw.ncpu on macOS),
-// Key is CPUDeviceKey(Name, ComputeUnits), Backend is "cpu" and Family is
-// GOARCH. It reads the system each time it is called.
+// on macOS, else GOARCH) passed through paramfile.NormalizeCPUModel,
+// ComputeUnits is runtime.NumCPU() (the CPUs this process may run on;
+// hw.ncpu on macOS), Key is paramfile.CPUDeviceKey(Name, ComputeUnits),
+// Backend is "cpu" and Family is GOARCH. It reads the system each time it
+// is called.
 func LocalDevice() DeviceID {
-	model := NormalizeCPUModel(cpuModelRaw())
+	model := paramfile.NormalizeCPUModel(cpuModelRaw())
 	cores := runtime.NumCPU()
-	return DeviceID{Key: CPUDeviceKey(model, cores), Backend: "cpu", Name: model, Family: runtime.GOARCH, ComputeUnits: cores}
-}
-
-// CPUDeviceKey is a CPU's key in the params file: cpu:<model>:<cores>.
-func CPUDeviceKey(model string, cores int) string {
-	return fmt.Sprintf("cpu:%s:%d", model, cores)
-}
-
-// NormalizeCPUModel makes a CPU model name fit for a device key: runs of
-// white space become one space, "/" (the separator of Source strings)
-// becomes "-" and double quotes are dropped.
-func NormalizeCPUModel(s string) string {
-	s = strings.NewReplacer("/", "-", "\"", "").Replace(s)
-	return strings.Join(strings.Fields(s), " ")
+	return DeviceID{Key: paramfile.CPUDeviceKey(model, cores), Backend: "cpu", Name: model, Family: runtime.GOARCH, ComputeUnits: cores}
 }
 
 // cpuModelRaw reads the CPU model as the system reports it.
@@ -74,10 +64,11 @@ func cpuModelRaw() string {
 
 // FoldDeviceName is the form in which device names are compared: ASCII
 // letters lower-cased, runs of ASCII white space made one space and trimmed,
-// "/" turned into "-" and double quotes dropped (as NormalizeCPUModel does
-// for the names the CPU backend writes). Two names match when their folded
-// forms are equal and not empty: "apple  m3 max" matches "Apple M3 Max", but
-// "NVIDIA H100" does not match "NVIDIA H100 80GB HBM3".
+// "/" turned into "-" and double quotes dropped (as
+// paramfile.NormalizeCPUModel does for the names the CPU backend writes).
+// Two names match when their folded forms are equal and not empty:
+// "apple  m3 max" matches "Apple M3 Max", but "NVIDIA H100" does not match
+// "NVIDIA H100 80GB HBM3".
 func FoldDeviceName(s string) string {
 	s = strings.NewReplacer("/", "-", "\"", "").Replace(s)
 	fields := strings.FieldsFunc(s, func(r rune) bool {
@@ -140,7 +131,7 @@ type nameCand struct {
 // <cu>)". With cu unknown, the only device of the name ("name", exact), or
 // the first of several by key ("name, first of <n> by key (no compute
 // units given)"). Every choice that is not exact is warned of (warning).
-func matchName(f *File, name string, cu int, cuHow, backend string, gpu func() (DeviceID, error)) nameMatch {
+func matchName(f *paramfile.File, name string, cu int, cuHow, backend string, gpu func() (DeviceID, error)) nameMatch {
 	want := FoldDeviceName(name)
 	if f == nil || want == "" {
 		return nameMatch{}
@@ -271,7 +262,7 @@ func (m nameMatch) warning(subject, file, prefix, hint string) string {
 }
 
 // describeDevices lists the file's devices for warnings, sorted by key.
-func describeDevices(f *File) string {
+func describeDevices(f *paramfile.File) string {
 	var parts []string
 	for _, k := range sortedKeys(f.Devices) {
 		if d := f.Devices[k]; d != nil {
@@ -282,7 +273,7 @@ func describeDevices(f *File) string {
 }
 
 // describeDevice names one device of the file for warnings.
-func describeDevice(k string, d *Device) string {
+func describeDevice(k string, d *paramfile.Device) string {
 	return describeLocal(DeviceID{Key: k, Backend: d.Backend, Name: d.Name, ComputeUnits: d.ComputeUnits, Family: d.Family})
 }
 

@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/kerntune/kerntune/internal/testutil"
+	"github.com/kerntune/kerntune/params/families"
+	"github.com/kerntune/kerntune/params/paramfile"
 )
 
 // mergedFile is what `kerntune merge` makes of runs on several machines:
@@ -225,38 +227,38 @@ func TestUseBaseline(t *testing.T) {
 func TestUseField(t *testing.T) {
 	bad := `{"schema_version":1,"devices":{"cpu:a":{"backend":"cpu","name":"A","family":"amd64","kernels":{
 		"softmax":{"f32/short":{"params":{},"use":"vendor"}}}}}}`
-	_, err := Parse([]byte(bad))
-	var pe *PathError
+	_, err := paramfile.Parse([]byte(bad))
+	var pe *paramfile.PathError
 	if !errors.As(err, &pe) || pe.Path != `devices["cpu:a"].kernels.softmax["f32/short"].use` || !strings.Contains(pe.Msg, `is "vendor"; must be "baseline" or "tuned"`) {
 		t.Errorf("err = %v", err)
 	}
 	notString := strings.Replace(bad, `"vendor"`, `true`, 1)
-	if _, err := Parse([]byte(notString)); err == nil || !strings.Contains(err.Error(), "use: must be a string, got a boolean") {
+	if _, err := paramfile.Parse([]byte(notString)); err == nil || !strings.Contains(err.Error(), "use: must be a string, got a boolean") {
 		t.Errorf("err = %v", err)
 	}
 
 	// Merge keeps the field and Parse reads it back.
-	out, err := Merge(nil, &File{Devices: map[string]*Device{"cpu:a": {Backend: "cpu", Name: "A", Family: "amd64",
-		Kernels: map[string]map[string]*Entry{"softmax": {"f32/short": {Params: map[string]int{"ROWS": 4}, Use: UseBaseline, Baseline: &Baseline{Name: "gonum"}}}}}}})
+	out, err := paramfile.Merge(nil, &paramfile.File{Devices: map[string]*paramfile.Device{"cpu:a": {Backend: "cpu", Name: "A", Family: "amd64",
+		Kernels: map[string]map[string]*paramfile.Entry{"softmax": {"f32/short": {Params: map[string]int{"ROWS": 4}, Use: paramfile.UseBaseline, Baseline: &paramfile.Baseline{Name: "gonum"}}}}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := Parse(out)
+	f, err := paramfile.Parse(out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e := f.Devices["cpu:a"].Kernels["softmax"]["f32/short"]; e.Use != UseBaseline || e.Baseline.Name != "gonum" {
+	if e := f.Devices["cpu:a"].Kernels["softmax"]["f32/short"]; e.Use != paramfile.UseBaseline || e.Baseline.Name != "gonum" {
 		t.Errorf("entry %+v", e)
 	}
 	if sch := testutil.SchemaFile(t, "schema.json"); testutil.Validate(sch, out) != nil || testutil.Validate(sch, []byte(bad)) == nil {
-		t.Errorf("schema.json: use must accept %q and reject \"vendor\"", UseBaseline)
+		t.Errorf("schema.json: use must accept %q and reject \"vendor\"", paramfile.UseBaseline)
 	}
 }
 
 func TestReservedParamName(t *testing.T) {
 	fam := boundedFamily()
-	fam.Spaces["gpu"].Params = append(fam.Spaces["gpu"].Params, Param{Name: "USE", Values: []int{0, 1}})
-	_, err := LoadBytes([]byte(`{"schema_version":1,"devices":{}}`), Options{Families: map[string]*Family{fam.Name: fam}, Lookup: env()})
+	fam.Spaces["gpu"].Params = append(fam.Spaces["gpu"].Params, families.Param{Name: "USE", Values: []int{0, 1}})
+	_, err := LoadBytes([]byte(`{"schema_version":1,"devices":{}}`), Options{Families: map[string]*families.Family{fam.Name: fam}, Lookup: env()})
 	if err == nil || !strings.Contains(err.Error(), "parameter name USE is reserved") {
 		t.Errorf("err = %v", err)
 	}
@@ -291,21 +293,21 @@ func TestLocalDevice(t *testing.T) {
 	if d.Backend != "cpu" || d.Family != runtime.GOARCH || d.ComputeUnits != runtime.NumCPU() || d.Name == "" {
 		t.Fatalf("LocalDevice() = %+v", d)
 	}
-	if d.Key != "cpu:"+d.Name+":"+strconv.Itoa(d.ComputeUnits) || d.Name != NormalizeCPUModel(d.Name) {
+	if d.Key != "cpu:"+d.Name+":"+strconv.Itoa(d.ComputeUnits) || d.Name != paramfile.NormalizeCPUModel(d.Name) {
 		t.Errorf("key %q is not cpu:<normalised model>:<cores>", d.Key)
 	}
 	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
 		for _, line := range strings.Split(string(b), "\n") {
 			k, v, _ := strings.Cut(line, ":")
 			if strings.TrimSpace(k) == "model name" && strings.TrimSpace(v) != "" {
-				if want := NormalizeCPUModel(v); d.Name != want {
+				if want := paramfile.NormalizeCPUModel(v); d.Name != want {
 					t.Errorf("name %q, /proc/cpuinfo says %q", d.Name, want)
 				}
 				break
 			}
 		}
 	}
-	if got := NormalizeCPUModel("  AMD \"EPYC\"  7B13 / x "); got != "AMD EPYC 7B13 - x" {
+	if got := paramfile.NormalizeCPUModel("  AMD \"EPYC\"  7B13 / x "); got != "AMD EPYC 7B13 - x" {
 		t.Errorf("NormalizeCPUModel = %q", got)
 	}
 
@@ -323,12 +325,18 @@ func TestLocalDevice(t *testing.T) {
 }
 
 // TestStandardLibraryOnly keeps the params package free of dependencies:
-// applications import it, and other languages' loaders mirror it.
+// applications import it, and other languages' loaders mirror it. It and
+// its subpackages import only the standard library and each other.
 func TestStandardLibraryOnly(t *testing.T) {
 	files, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)
 	}
+	sub, err := filepath.Glob("*/*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, sub...)
 	fset := token.NewFileSet()
 	n := 0
 	for _, name := range files {
@@ -342,6 +350,9 @@ func TestStandardLibraryOnly(t *testing.T) {
 		for _, imp := range f.Imports {
 			n++
 			path, _ := strconv.Unquote(imp.Path.Value)
+			if strings.HasPrefix(path, "github.com/kerntune/kerntune/params/") {
+				continue
+			}
 			if first, _, _ := strings.Cut(path, "/"); strings.Contains(first, ".") {
 				t.Errorf("%s imports %s, which is not in the standard library", name, path)
 			}
@@ -357,8 +368,8 @@ func TestStandardLibraryOnly(t *testing.T) {
 func TestVariableCollision(t *testing.T) {
 	fam := boundedFamily()
 	fam.Name = "device"
-	fam.Spaces["gpu"].Params = append(fam.Spaces["gpu"].Params, Param{Name: "NAME", Values: []int{1}, Default: 1})
-	_, err := LoadBytes([]byte(`{"schema_version":1,"devices":{}}`), Options{Families: map[string]*Family{"device": fam}, Lookup: env()})
+	fam.Spaces["gpu"].Params = append(fam.Spaces["gpu"].Params, families.Param{Name: "NAME", Values: []int{1}, Default: 1})
+	_, err := LoadBytes([]byte(`{"schema_version":1,"devices":{}}`), Options{Families: map[string]*families.Family{"device": fam}, Lookup: env()})
 	if err == nil || !strings.Contains(err.Error(), "variable KERNTUNE_DEVICE_NAME would be both the loader's DEVICE_NAME and device parameter NAME") {
 		t.Errorf("err = %v", err)
 	}

@@ -1,8 +1,11 @@
-// Package params reads, writes and resolves hardware_params.json, the file in
+// Package params loads and resolves hardware_params.json, the file in
 // which kerntune records the tuned kernel parameters of each device.
 // Applications import it to answer, at run time, one question: which
 // parameters do I launch this kernel with, for this shape, on this device?
-// It imports only the standard library.
+// It imports only the standard library and its subpackages: params/families
+// (the kernel families, their descriptions and expression language) and
+// params/paramfile (the file's types, parsing, merging and writing, which
+// the tuner and kerntune merge use).
 //
 // # Loading from Go
 //
@@ -36,8 +39,8 @@
 //
 // A missing file is not an error for Open (defaults and variables apply);
 // Load(path, opts) insists on the file and LoadBytes parses bytes. A file
-// larger than MaxFileSize (64 MiB) is an error naming the file and the
-// limit; from a device or pipe at most that much is read. A Loader
+// larger than paramfile.MaxFileSize (64 MiB) is an error naming the file
+// and the limit; from a device or pipe at most that much is read. A Loader
 // is immutable and safe for concurrent use; Resolve reads the parameter
 // variables at every call (through Options.Lookup, os.LookupEnv by default)
 // and is cheap enough for hot paths (see BenchmarkResolve).
@@ -66,7 +69,7 @@
 // Resolved.UseSource says which, as Source does for values.
 //
 // If the resolved set breaks the family's constraints
-// (Space.Check) for the shape (say a class entry that does not suit a small
+// (families.Space.Check) for the shape (say a class entry that does not suit a small
 // member of its class), Resolve keeps the largest set of matching entries
 // that passes, preferring higher ones, down to the defaults alone, always
 // keeping the variables' values; if even the defaults cannot satisfy the
@@ -103,7 +106,7 @@
 // warns about them. <PREFIX>_<FAMILY>_USE must
 // be "baseline" or "tuned" (spaces around it ignored, empty is unset);
 // another value makes Resolve return an *EnvError naming the variable and
-// the allowed values. USE is therefore no parameter name (ReservedParamName).
+// the allowed values. USE is therefore no parameter name (families.ReservedParamName).
 //
 // # Devices
 //
@@ -162,8 +165,8 @@
 // which devices the file holds; Open still succeeds, since defaults and
 // fallbacks are valid answers. Loader.Device tells what was chosen.
 //
-// Which parameter space applies (cpu or gpu, see SpaceKind) follows the
-// device's "backend" field; for a device not in the file, Options.Backend,
+// Which parameter space applies (cpu or gpu, see families.SpaceKind)
+// follows the device's "backend" field; for a device not in the file, Options.Backend,
 // else the first fallback device's backend, else "cpu". An Options.Backend
 // of another kind than the file's device is an error.
 //
@@ -191,9 +194,9 @@
 // entries that have it. Unknown fields of an entry's records (default,
 // baseline, candidates, roofline, drift, time) and of facts are ignored
 // silently: the loader uses none of them. Another schema_version stays an
-// error: a new version is what a change of meaning would bring. Merge,
-// MergeFiles and MergeIntoFile keep every field and parameter they do not
-// understand.
+// error: a new version is what a change of meaning would bring. paramfile's
+// Merge, MergeFiles and MergeIntoFile keep every field and parameter they
+// do not understand.
 //
 // # Other languages
 //

@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/kerntune/kerntune/params/paramfile"
 )
 
 // newerFile is a file as a newer kerntune might write it: a field at every
@@ -82,9 +84,9 @@ func TestNewerFileStrict(t *testing.T) {
 // parameters beside the update, MergeFiles (kerntune merge) those of every
 // input.
 func TestMergeKeepsUnknown(t *testing.T) {
-	update := &File{SchemaVersion: SchemaVersion, Devices: map[string]*Device{"cpu:a": {Backend: "cpu", Name: "A", Family: "amd64",
-		Kernels: map[string]map[string]*Entry{"gemv_nt": {"f32/large": {Params: map[string]int{"BN": 8}}}}}}}
-	merged, err := Merge([]byte(newerFile), update)
+	update := &paramfile.File{SchemaVersion: paramfile.SchemaVersion, Devices: map[string]*paramfile.Device{"cpu:a": {Backend: "cpu", Name: "A", Family: "amd64",
+		Kernels: map[string]map[string]*paramfile.Entry{"gemv_nt": {"f32/large": {Params: map[string]int{"BN": 8}}}}}}}
+	merged, err := paramfile.Merge([]byte(newerFile), update)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +98,7 @@ func TestMergeKeepsUnknown(t *testing.T) {
 	if err := os.WriteFile(b, []byte(`{"schema_version":1,"devices":{"cpu:c":{"backend":"cpu","name":"C","family":"amd64","kernels":{}}}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, mergedFiles, err := MergeFiles([]string{a, b})
+	_, mergedFiles, err := paramfile.MergeFiles([]string{a, b})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,9 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/kerntune/kerntune/params/families"
+	"github.com/kerntune/kerntune/params/paramfile"
 )
 
 // FuzzLoad feeds arbitrary file bytes, environment and shapes to the loader
@@ -38,14 +41,14 @@ func FuzzLoad(f *testing.F) {
 		}
 		lookup := func(k string) (string, bool) { v, ok := vars[k]; return v, ok }
 
-		if file, err := Parse(data); err == nil {
-			update := &File{Devices: map[string]*Device{"cpu:fuzz": {Backend: "cpu", Name: "fuzz", Family: "amd64",
-				Kernels: map[string]map[string]*Entry{GemvNT: {"f32/tiny": {Params: map[string]int{"BN": 8}}}}}}}
-			out, err := Merge(data, update)
+		if file, err := paramfile.Parse(data); err == nil {
+			update := &paramfile.File{Devices: map[string]*paramfile.Device{"cpu:fuzz": {Backend: "cpu", Name: "fuzz", Family: "amd64",
+				Kernels: map[string]map[string]*paramfile.Entry{GemvNT: {"f32/tiny": {Params: map[string]int{"BN": 8}}}}}}}
+			out, err := paramfile.Merge(data, update)
 			if err != nil {
 				t.Fatalf("Merge of a file that parses: %v", err)
 			}
-			merged, err := Parse(out)
+			merged, err := paramfile.Parse(out)
 			if err != nil {
 				t.Fatalf("merged file does not parse: %v", err)
 			}
@@ -53,7 +56,7 @@ func FuzzLoad(f *testing.F) {
 				t.Fatalf("Merge lost devices: %d < %d", len(merged.Devices), len(file.Devices))
 			}
 		} else {
-			var pe *PathError
+			var pe *paramfile.PathError
 			if !errors.As(err, &pe) {
 				t.Fatalf("Parse error %T is not a *PathError: %v", err, err)
 			}
@@ -67,8 +70,8 @@ func FuzzLoad(f *testing.F) {
 			return
 		}
 		fams := l.Families()
-		dtype := DTypes()[int(pick)%3]
-		userShape, _ := ParseShape(shapeText) // nil when it does not parse: Resolve must reject it
+		dtype := families.DTypes()[int(pick)%3]
+		userShape, _ := families.ParseShape(shapeText) // nil when it does not parse: Resolve must reject it
 		type query struct {
 			fam   string
 			shape []int

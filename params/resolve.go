@@ -4,9 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/kerntune/kerntune/params/families"
+	"github.com/kerntune/kerntune/params/paramfile"
 )
 
 // Errors that Resolve wraps, for errors.Is.
@@ -21,32 +26,14 @@ var (
 	ErrDefaults = errors.New("the built-in defaults break the family's constraints")
 )
 
-// ReservedParamName cannot name a parameter: <PREFIX>_<FAMILY>_USE is the
-// variable that chooses between the tuned kernel and the baseline.
-const ReservedParamName = "USE"
-
-// SourceDefault is the Source of a value that came from the built-in
-// defaults (the family's, or Options.Defaults).
-const SourceDefault = "default"
-
-// Prefixes of the Source of a value.
+// The Source of a value: SourceDefault for one that came from the built-in
+// defaults (the family's, or Options.Defaults), else one of the prefixes.
 const (
+	SourceDefault        = "default"
 	SourceEnvPrefix      = "env:"      // env:KERNTUNE_GEMV_NT_BN
 	SourceFilePrefix     = "file:"     // file:<device key>/<family>/<entry key>
 	SourceFallbackPrefix = "fallback:" // fallback:<device key>/<family>/<entry key>
 )
-
-// DTypes returns the element types the loader accepts, in a fresh slice.
-func DTypes() []string { return []string{"f32", "f16", "bf16"} }
-
-// ValidDType reports whether s is one of DTypes.
-func ValidDType(s string) bool {
-	switch s {
-	case "f32", "f16", "bf16":
-		return true
-	}
-	return false
-}
 
 // Options configure Open, Load and LoadBytes. The zero value is ready to use.
 type Options struct {
@@ -103,9 +90,9 @@ type Options struct {
 
 	// Backend (cpu, cuda, metal, ...) and DeviceFamily (amd64, sm_90, ...)
 	// describe the device when it is not in the file: Backend picks the
-	// parameter space (through SpaceKind) and DeviceFamily the fallback
-	// devices. When the device is in the file its own fields are used; a
-	// Backend of another kind than the file's device is an error.
+	// parameter space (through families.SpaceKind) and DeviceFamily the
+	// fallback devices. When the device is in the file its own fields are
+	// used; a Backend of another kind than the file's device is an error.
 	Backend      string
 	DeviceFamily string
 
@@ -115,7 +102,7 @@ type Options struct {
 
 	// Families adds families (an application's own kernels) or replaces
 	// built-in ones, by name. They must not be changed after loading.
-	Families map[string]*Family
+	Families map[string]*families.Family
 
 	// Defaults overrides built-in defaults per family and parameter, e.g.
 	// {"gemv_nt": {"BN": 64}}: the values an application would use without
@@ -218,7 +205,8 @@ type DeviceChoice struct {
 	// InFile reports whether the file holds Key.
 	InFile bool
 	// Backend is the device's backend: from the file, else Options.Backend,
-	// else the first fallback device's, else "cpu". Kind is SpaceKind(Backend).
+	// else the first fallback device's, else "cpu". Kind is
+	// families.SpaceKind(Backend).
 	Backend, Kind string
 	// Family is the device family used to find fallback devices ("" for none).
 	Family string
@@ -248,9 +236,9 @@ type Loader struct {
 
 type famState struct {
 	aliases   []aliasState // the aliases that apply to the family's space
-	fam       *Family
+	fam       *families.Family
 	kind      string
-	space     *Space // nil when the family has none for the device's kind
+	space     *families.Space // nil when the family has none for the device's kind
 	params    []paramState
 	names     []string
 	useEnv    string // KERNTUNE_GEMV_NT_USE
@@ -262,7 +250,7 @@ type famState struct {
 }
 
 type paramState struct {
-	Param
+	families.Param
 	env       string // KERNTUNE_GEMV_NT_BN
 	envSource string // env:KERNTUNE_GEMV_NT_BN
 	def       int
@@ -309,10 +297,10 @@ func Open(opts Options) (*Loader, error) {
 		if v, ok := o.Lookup(o.EnvPrefix + "_PARAMS"); ok && v != "" {
 			path, explicit = v, true
 		} else {
-			path = DefaultFileName
+			path = paramfile.DefaultFileName
 		}
 	}
-	data, err := readParams(path)
+	data, err := paramfile.ReadParams(path)
 	var l *Loader
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -339,7 +327,7 @@ func Load(path string, opts Options) (*Loader, error) {
 	if err != nil {
 		return nil, err
 	}
-	data, err := readParams(path)
+	data, err := paramfile.ReadParams(path)
 	if err != nil {
 		return nil, fmt.Errorf("params: %w", err)
 	}
@@ -357,7 +345,7 @@ func LoadBytes(data []byte, opts Options) (*Loader, error) {
 }
 
 func loadData(data []byte, name string, o Options) (*Loader, error) {
-	f, unknown, err := parseNoting(data, name)
+	f, unknown, err := paramfile.ParseNoting(data, name)
 	if err != nil {
 		return nil, err // a *PathError, naming the file (or "params data") and the JSON path
 	}
@@ -409,10 +397,10 @@ func (l *Loader) Warnings() []string { return slices.Clone(l.warnings) }
 
 // newLoader makes the loader of file f (nil for none), whose unknown fields
 // parsing noted in unknown.
-func newLoader(f *File, unknown *unknownNotes, name string, o Options) (*Loader, error) {
+func newLoader(f *paramfile.File, unknown *paramfile.UnknownNotes, name string, o Options) (*Loader, error) {
 	l := &Loader{path: name, found: f != nil, prefix: o.EnvPrefix, lookup: o.Lookup, knownEnv: map[string]bool{},
 		unread: map[string]string{}, envFams: map[string]string{}}
-	fams := Builtin()
+	fams := families.Builtin()
 	for _, key := range sortedKeys(o.Families) {
 		fam := o.Families[key]
 		if key == "" || fam == nil {
@@ -452,7 +440,7 @@ func newLoader(f *File, unknown *unknownNotes, name string, o Options) (*Loader,
 		}
 		byEnv[e] = key
 		l.envFams[e] = key
-		if err := claim(EnvVarName(o.EnvPrefix, key, ReservedParamName), key+"'s choice of the baseline"); err != nil {
+		if err := claim(EnvVarName(o.EnvPrefix, key, families.ReservedParamName), key+"'s choice of the baseline"); err != nil {
 			return nil, err
 		}
 		for _, kind := range sortedKeys(fams[key].Spaces) {
@@ -527,14 +515,14 @@ func newLoader(f *File, unknown *unknownNotes, name string, o Options) (*Loader,
 // noteUnread records the variables of a family that Resolve never reads for
 // this device, since its backend has no such parameter (or none at all),
 // and why; UnusedEnvVars reports those that are set.
-func (l *Loader) noteUnread(key string, fam *Family, fs *famState) {
+func (l *Loader) noteUnread(key string, fam *families.Family, fs *famState) {
 	dev := "backend " + l.device.Backend
 	if l.device.Key != "" {
 		dev = fmt.Sprintf("%s, backend %s", l.device.Key, l.device.Backend)
 	}
 	if fs.space == nil {
 		why := fmt.Sprintf("%s has no parameters for %s backends (the device: %s)", key, fs.kind, dev)
-		l.unread[EnvVarName(l.prefix, key, ReservedParamName)] = why
+		l.unread[EnvVarName(l.prefix, key, families.ReservedParamName)] = why
 		for _, kind := range sortedKeys(fam.Spaces) {
 			for _, p := range fam.Spaces[kind].Params {
 				l.unread[EnvVarName(l.prefix, key, p.Name)] = why
@@ -556,7 +544,7 @@ func (l *Loader) noteUnread(key string, fam *Family, fs *famState) {
 	}
 }
 
-func newDevState(f *File, key, prefix string) *devState {
+func newDevState(f *paramfile.File, key, prefix string) *devState {
 	d := &devState{kernels: map[string]map[string]*entryState{}}
 	for fam, entries := range f.Devices[key].Kernels {
 		m := make(map[string]*entryState, len(entries))
@@ -579,7 +567,7 @@ func newDevState(f *File, key, prefix string) *devState {
 }
 
 // validateFamily checks a family descriptor, so that Resolve can rely on it.
-func validateFamily(f *Family) error {
+func validateFamily(f *families.Family) error {
 	if f.Classify == nil {
 		return errors.New("Classify is nil")
 	}
@@ -591,9 +579,9 @@ func validateFamily(f *Family) error {
 		seen := map[string]bool{}
 		for _, p := range s.Params {
 			switch {
-			case !ValidParamName(p.Name):
+			case !families.ValidParamName(p.Name):
 				return fmt.Errorf("space %s: parameter name %q is not an upper-case identifier", kind, p.Name)
-			case p.Name == ReservedParamName:
+			case p.Name == families.ReservedParamName:
 				return fmt.Errorf("space %s: parameter name %s is reserved (<PREFIX>_<FAMILY>_USE chooses between the tuned kernel and the baseline)", kind, p.Name)
 			case seen[p.Name]:
 				return fmt.Errorf("space %s: parameter %s is listed twice", kind, p.Name)
@@ -608,7 +596,7 @@ func validateFamily(f *Family) error {
 	return nil
 }
 
-func validateDefaults(fams map[string]*Family, defaults map[string]map[string]int) error {
+func validateDefaults(fams map[string]*families.Family, defaults map[string]map[string]int) error {
 	for _, key := range sortedKeys(defaults) {
 		fam, ok := fams[key]
 		if !ok {
@@ -644,17 +632,17 @@ func validateDefaults(fams map[string]*Family, defaults map[string]map[string]in
 // kerntune's, or a typo) is dropped from the entry, whose other parameters
 // apply, and noted in unknown; the warnings come in this order: unknown
 // fields and parameters, then entries ignored for their dtype or class.
-func (l *Loader) validateFile(f *File, unknown *unknownNotes, name string, fams map[string]*Family) error {
+func (l *Loader) validateFile(f *paramfile.File, unknown *paramfile.UnknownNotes, name string, fams map[string]*families.Family) error {
 	fail := func(path, format string, args ...any) error {
-		return &PathError{File: name, Path: path, Msg: fmt.Sprintf(format, args...)}
+		return &paramfile.PathError{File: name, Path: path, Msg: fmt.Sprintf(format, args...)}
 	}
 	if unknown == nil {
-		unknown = &unknownNotes{}
+		unknown = &paramfile.UnknownNotes{}
 	}
 	var ignored []string // entries ignored for their dtype or shape class
 	for _, dk := range sortedKeys(f.Devices) {
 		dev := f.Devices[dk]
-		kind := SpaceKind(dev.Backend)
+		kind := families.SpaceKind(dev.Backend)
 		for _, fk := range sortedKeys(dev.Kernels) {
 			fam, ok := fams[fk]
 			if !ok {
@@ -664,41 +652,41 @@ func (l *Loader) validateFile(f *File, unknown *unknownNotes, name string, fams 
 			if !ok {
 				continue
 			}
-			fp := child(child(child("devices", dk), "kernels"), fk)
+			fp := paramfile.ChildPath(paramfile.ChildPath(paramfile.ChildPath("devices", dk), "kernels"), fk)
 			for _, ek := range sortedKeys(dev.Kernels[fk]) {
 				e := dev.Kernels[fk][ek]
-				ep := child(fp, ek)
+				ep := paramfile.ChildPath(fp, ek)
 				dtype, suffix, _ := strings.Cut(ek, "/")
 				var shape []int
-				if looksLikeShape(suffix) {
-					s, err := ParseShape(suffix)
+				if families.LooksLikeShape(suffix) {
+					s, err := families.ParseShape(suffix)
 					if err != nil {
 						return fail(ep, "bad exact-shape entry key: %v", err)
 					}
 					if _, err := classify(fam, s); err != nil {
 						return fail(ep, "bad exact-shape entry key: %v", err)
 					}
-					if c := ShapeString(s); c != suffix {
-						return fail(ep, "exact-shape entry key is not canonical; write %s", EntryKey(dtype, c))
+					if c := families.ShapeString(s); c != suffix {
+						return fail(ep, "exact-shape entry key is not canonical; write %s", paramfile.EntryKey(dtype, c))
 					}
 					shape = s
 				} else if len(fam.Classes) > 0 && !hasClass(fam, suffix) {
 					ignored = append(ignored, fmt.Sprintf("%s: %s has no shape class %q; entry ignored", describe(name, ep), fk, suffix))
 				}
-				if !ValidDType(dtype) {
-					ignored = append(ignored, fmt.Sprintf("%s: unknown dtype %q (known: %s); entry ignored", describe(name, ep), dtype, strings.Join(DTypes(), ", ")))
+				if !families.ValidDType(dtype) {
+					ignored = append(ignored, fmt.Sprintf("%s: unknown dtype %q (known: %s); entry ignored", describe(name, ep), dtype, strings.Join(families.DTypes(), ", ")))
 				}
-				pp := child(ep, "params")
+				pp := paramfile.ChildPath(ep, "params")
 				for _, pn := range sortedKeys(e.Params) {
 					p, ok := space.Param(pn)
 					if !ok {
-						unknown.add("param\x00"+fk+"\x00"+kind+"\x00"+pn, child(pp, pn),
+						unknown.Add("param\x00"+fk+"\x00"+kind+"\x00"+pn, paramfile.ChildPath(pp, pn),
 							fmt.Sprintf("%s has no parameter %s on %s backends (it has %s)", fk, pn, kind, strings.Join(paramNames(space), ", ")), "entry", true)
 						delete(e.Params, pn) // f is this loader's own copy
 						continue
 					}
 					if v := e.Params[pn]; !p.Allowed(v) {
-						return fail(child(pp, pn), "%d is not an allowed value of %s %s on %s backends (allowed: %s)", v, fk, pn, kind, p.ValuesString())
+						return fail(paramfile.ChildPath(pp, pn), "%d is not an allowed value of %s %s on %s backends (allowed: %s)", v, fk, pn, kind, p.ValuesString())
 					}
 				}
 				if space.Check != nil && len(e.Params) == len(space.Params) {
@@ -709,22 +697,14 @@ func (l *Loader) validateFile(f *File, unknown *unknownNotes, name string, fams 
 			}
 		}
 	}
-	l.warnings = append(l.warnings, unknown.warnings(name)...)
+	l.warnings = append(l.warnings, unknown.Warnings(name)...)
 	l.warnings = append(l.warnings, ignored...)
 	return nil
 }
 
-// fileLabel names the file in messages: its path, or "params data" for bytes.
-func fileLabel(file string) string {
-	if file == "" {
-		return "params data"
-	}
-	return file
-}
+func describe(file, path string) string { return paramfile.FileLabel(file) + ": " + path }
 
-func describe(file, path string) string { return fileLabel(file) + ": " + path }
-
-func hasClass(f *Family, name string) bool {
+func hasClass(f *families.Family, name string) bool {
 	for _, c := range f.Classes {
 		if c.Name == name {
 			return true
@@ -733,7 +713,7 @@ func hasClass(f *Family, name string) bool {
 	return false
 }
 
-func paramNames(s *Space) []string {
+func paramNames(s *families.Space) []string {
 	names := make([]string, len(s.Params))
 	for i, p := range s.Params {
 		names[i] = p.Name
@@ -749,7 +729,7 @@ func paramNames(s *Space) []string {
 // machine's; the local device (Options.Local) when
 // nothing names one; else no device, with the fallback devices of the
 // family (Options.DeviceFamily, else the local device's).
-func (l *Loader) chooseDevice(f *File, name string, o Options) error {
+func (l *Loader) chooseDevice(f *paramfile.File, name string, o Options) error {
 	d := &l.device
 	if o.ComputeUnits < 0 {
 		return fmt.Errorf("params: Options.ComputeUnits is %d; it must be 0 (unknown) or positive", o.ComputeUnits)
@@ -790,7 +770,7 @@ func (l *Loader) chooseDevice(f *File, name string, o Options) error {
 		m := matchName(f, devName, o.ComputeUnits, "Options.ComputeUnits", o.Backend, localGPUFunc(o.LocalGPU))
 		if m.key != "" {
 			found, d.How, d.Matched = m.key, nameHow, m.matched
-			if w := m.warning(fmt.Sprintf("device name %q (%s)", devName, nameHow), fileLabel(name), o.EnvPrefix, "Options.ComputeUnits"); w != "" {
+			if w := m.warning(fmt.Sprintf("device name %q (%s)", devName, nameHow), paramfile.FileLabel(name), o.EnvPrefix, "Options.ComputeUnits"); w != "" {
 				l.warnings = append(l.warnings, w)
 			}
 		}
@@ -804,7 +784,7 @@ func (l *Loader) chooseDevice(f *File, name string, o Options) error {
 			found, d.How, d.Matched = only, MatchedOnly, MatchedOnly
 			if !same {
 				l.warnings = append(l.warnings, fmt.Sprintf("the only device in %s, %s, is not the local device %s but has its backend and model; its entries apply (set %s_DEVICE=%s to choose it by key)",
-					fileLabel(name), describeDevice(only, f.Devices[only]), describeLocal(local), o.EnvPrefix, only))
+					paramfile.FileLabel(name), describeDevice(only, f.Devices[only]), describeLocal(local), o.EnvPrefix, only))
 			}
 		}
 	case useLocal && local.Key != "" && f.Devices[local.Key] != nil && f.Devices[local.Key].Backend == local.Backend:
@@ -813,20 +793,20 @@ func (l *Loader) chooseDevice(f *File, name string, o Options) error {
 		m := matchName(f, local.Name, local.ComputeUnits, "local device", local.Backend, nil)
 		if m.key != "" {
 			found, d.How, d.Matched = m.key, "local device", m.matched
-			if w := m.warning(fmt.Sprintf("the local device's name %q", local.Name), fileLabel(name), o.EnvPrefix, ""); w != "" {
+			if w := m.warning(fmt.Sprintf("the local device's name %q", local.Name), paramfile.FileLabel(name), o.EnvPrefix, ""); w != "" {
 				l.warnings = append(l.warnings, w)
 			}
 		}
 	}
 
-	var dev *Device
+	var dev *paramfile.Device
 	switch {
 	case found != "":
 		dev = f.Devices[found]
 		d.Key, d.InFile = found, true
 		d.Backend, d.Family = dev.Backend, dev.Family
-		if o.Backend != "" && SpaceKind(o.Backend) != SpaceKind(dev.Backend) {
-			return fmt.Errorf("params: Options.Backend is %q but device %q in %s has backend %q", o.Backend, d.Key, fileLabel(name), dev.Backend)
+		if o.Backend != "" && families.SpaceKind(o.Backend) != families.SpaceKind(dev.Backend) {
+			return fmt.Errorf("params: Options.Backend is %q but device %q in %s has backend %q", o.Backend, d.Key, paramfile.FileLabel(name), dev.Backend)
 		}
 	default:
 		if useLocal {
@@ -850,7 +830,7 @@ func (l *Loader) chooseDevice(f *File, name string, o Options) error {
 			d.Fallbacks = siblings(f, d.Key, d.Family, d.Backend)
 		}
 	}
-	d.Kind = SpaceKind(d.Backend)
+	d.Kind = families.SpaceKind(d.Backend)
 	if dev != nil {
 		return nil
 	}
@@ -880,18 +860,18 @@ func (l *Loader) chooseDevice(f *File, name string, o Options) error {
 	switch {
 	case notOnly != "":
 		l.warnings = append(l.warnings, fmt.Sprintf("the only device in %s, %s, %s; %s (set %s_DEVICE or %s_DEVICE_NAME, or Options.Device or Options.DeviceName, to use it)",
-			fileLabel(name), describeDevice(only, f.Devices[only]), notOnly, then, o.EnvPrefix, o.EnvPrefix))
+			paramfile.FileLabel(name), describeDevice(only, f.Devices[only]), notOnly, then, o.EnvPrefix, o.EnvPrefix))
 	case key != "" && devName == "":
-		l.warnings = append(l.warnings, fmt.Sprintf("device %q (%s) is not in %s; %s; %s", key, keyHow, fileLabel(name), then, holds))
+		l.warnings = append(l.warnings, fmt.Sprintf("device %q (%s) is not in %s; %s; %s", key, keyHow, paramfile.FileLabel(name), then, holds))
 	case len(asked) > 0:
-		l.warnings = append(l.warnings, fmt.Sprintf("no device in %s matches %s; %s; %s", fileLabel(name), strings.Join(asked, " or "), then, holds))
+		l.warnings = append(l.warnings, fmt.Sprintf("no device in %s matches %s; %s; %s", paramfile.FileLabel(name), strings.Join(asked, " or "), then, holds))
 	default:
 		why := ""
 		if useLocal {
 			why = fmt.Sprintf(", and none is the local device (key %q, name %q)", local.Key, local.Name)
 		}
 		l.warnings = append(l.warnings, fmt.Sprintf("%s holds %d devices and none was chosen%s (set %s_DEVICE or %s_DEVICE_NAME, or Options.Device or Options.DeviceName); %s; %s",
-			fileLabel(name), len(f.Devices), why, o.EnvPrefix, o.EnvPrefix, then, holds))
+			paramfile.FileLabel(name), len(f.Devices), why, o.EnvPrefix, o.EnvPrefix, then, holds))
 	}
 	return nil
 }
@@ -917,7 +897,7 @@ func localGPUFunc(opt *DeviceID) func() (DeviceID, error) {
 // record one, the family; a key equal to the local device's is the same
 // model. same reports whether it is the local device itself (same key), or
 // nothing is known to compare it with.
-func onlyDeviceFits(dev *Device, k, backend string, local DeviceID, useLocal bool) (same bool, why string) {
+func onlyDeviceFits(dev *paramfile.Device, k, backend string, local DeviceID, useLocal bool) (same bool, why string) {
 	if dev == nil {
 		return true, ""
 	}
@@ -944,7 +924,7 @@ func onlyDeviceFits(dev *Device, k, backend string, local DeviceID, useLocal boo
 // backend: the other devices of the same family whose backend has the same
 // kind of space (every kind when backend is empty), those with the same
 // backend first, each group sorted by key.
-func siblings(f *File, self, family, backend string) []string {
+func siblings(f *paramfile.File, self, family, backend string) []string {
 	if f == nil || family == "" {
 		return nil
 	}
@@ -954,7 +934,7 @@ func siblings(f *File, self, family, backend string) []string {
 		if k == self || dv == nil || dv.Family != family {
 			continue
 		}
-		if backend != "" && SpaceKind(dv.Backend) != SpaceKind(backend) {
+		if backend != "" && families.SpaceKind(dv.Backend) != families.SpaceKind(backend) {
 			continue
 		}
 		if dv.Backend == backend {
@@ -967,7 +947,7 @@ func siblings(f *File, self, family, backend string) []string {
 }
 
 // classify runs a family's Classify, turning a panic into an error.
-func classify(f *Family, shape []int) (class string, err error) {
+func classify(f *families.Family, shape []int) (class string, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("%s: Classify panicked: %v", f.Name, r)
@@ -977,7 +957,7 @@ func classify(f *Family, shape []int) (class string, err error) {
 }
 
 // check runs a space's Check, turning a panic into an error.
-func check(s *Space, shape []int, p map[string]int) (err error) {
+func check(s *families.Space, shape []int, p map[string]int) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("Check panicked: %v", r)
@@ -1035,8 +1015,8 @@ func (l *Loader) launch(family, dtype string, shape []int) (x *Launch, r *Resolv
 	if fs == nil {
 		return nil, nil, fmt.Errorf("params: %w %q (known: %s)", ErrUnknownFamily, family, strings.Join(l.famNames, ", "))
 	}
-	if !ValidDType(dtype) {
-		return nil, nil, fmt.Errorf("params: %w %q (known: %s)", ErrUnknownDType, dtype, strings.Join(DTypes(), ", "))
+	if !families.ValidDType(dtype) {
+		return nil, nil, fmt.Errorf("params: %w %q (known: %s)", ErrUnknownDType, dtype, strings.Join(families.DTypes(), ", "))
 	}
 	// The variables are read once, here; the result depends on nothing
 	// else that can change, so a shape resolved before with the same
@@ -1048,7 +1028,7 @@ func (l *Loader) launch(family, dtype string, shape []int) (x *Launch, r *Resolv
 		env = append(env, envValue{v, ok})
 	}
 	var kb [64]byte
-	key := appendShape(append(append(kb[:0], dtype...), '/'), shape)
+	key := families.AppendShape(append(append(kb[:0], dtype...), '/'), shape)
 	if x := fs.cache.get(key, env); x != nil {
 		return x, nil, nil
 	}
@@ -1072,7 +1052,7 @@ func (l *Loader) resolve(fs *famState, family, dtype string, shape []int, envVal
 
 	// Entry keys are built in stack buffers; map lookups with string(b) do not allocate.
 	var eb, cb [64]byte
-	exact := appendShape(append(append(eb[:0], dtype...), '/'), shape)
+	exact := families.AppendShape(append(append(eb[:0], dtype...), '/'), shape)
 	cls := append(append(append(cb[:0], dtype...), '/'), class...)
 	var lb [8]*entryState
 	layers := lb[:0]
@@ -1144,17 +1124,17 @@ func (l *Loader) resolve(fs *famState, family, dtype string, shape []int, envVal
 		}
 	}
 	if len(layers) > 0 {
-		r.UseBaseline, r.Baseline, r.UseSource = layers[0].useAt(shape) == UseBaseline, layers[0].baseline, layers[0].source
+		r.UseBaseline, r.Baseline, r.UseSource = layers[0].useAt(shape) == paramfile.UseBaseline, layers[0].baseline, layers[0].source
 	}
 	if raw, ok := useVal.v, useVal.ok; ok && strings.TrimSpace(raw) != "" {
 		switch strings.TrimSpace(raw) {
-		case UseBaseline:
+		case paramfile.UseBaseline:
 			r.UseBaseline = true
-		case UseTuned:
+		case paramfile.UseTuned:
 			r.UseBaseline = false
 		default:
 			return nil, &EnvError{Vars: []EnvVar{{fs.useEnv, raw}},
-				Msg: fmt.Sprintf("not an allowed value; %s chooses between the tuned %s kernel and the baseline; allowed: %s, %s", fs.useEnv, family, UseBaseline, UseTuned)}
+				Msg: fmt.Sprintf("not an allowed value; %s chooses between the tuned %s kernel and the baseline; allowed: %s, %s", fs.useEnv, family, paramfile.UseBaseline, paramfile.UseTuned)}
 		}
 		r.UseSource = fs.useSource
 	}
@@ -1170,9 +1150,9 @@ func (l *Loader) resolve(fs *famState, family, dtype string, shape []int, envVal
 		return r, nil
 	case len(env) > 0:
 		return nil, &EnvError{Vars: env, Msg: fmt.Sprintf("breaks the constraints of %s for shape %s (class %s), even with the defaults for the other parameters: %v",
-			family, ShapeString(shape), class, err)}
+			family, families.ShapeString(shape), class, err)}
 	}
-	return nil, fmt.Errorf("params: %w: %s for shape %s: %w", ErrDefaults, family, ShapeString(shape), err)
+	return nil, fmt.Errorf("params: %w: %s for shape %s: %w", ErrDefaults, family, families.ShapeString(shape), err)
 }
 
 // degrade handles a set that breaks the family's constraints, say because a
@@ -1214,3 +1194,7 @@ func fromLayers(p *paramState, layers []*entryState) Value {
 	}
 	return Value{p.def, SourceDefault}
 }
+
+var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }

@@ -10,6 +10,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/kerntune/kerntune/internal/testutil"
+	"github.com/kerntune/kerntune/params/families"
+	"github.com/kerntune/kerntune/params/paramfile"
 )
 
 // env returns a Lookup function over a fixed environment.
@@ -49,6 +53,19 @@ const precedenceFile = `{
       "gemv_nt": {"f32/mid": {"params": {"TILE": 8}}}}}
   }
 }`
+
+// TestSchemaAcceptsPrecedenceFile checks the file the precedence tests
+// load against schema.json and Parse, as paramfile's TestSchemaAccepts
+// checks what Merge writes.
+func TestSchemaAcceptsPrecedenceFile(t *testing.T) {
+	sch := testutil.SchemaFile(t, "schema.json")
+	if err := testutil.Validate(sch, []byte(precedenceFile)); err != nil {
+		t.Errorf("schema rejects it: %v", err)
+	}
+	if _, err := paramfile.Parse([]byte(precedenceFile)); err != nil {
+		t.Errorf("Parse rejects it: %v", err)
+	}
+}
 
 func TestResolvePrecedence(t *testing.T) {
 	type want map[string]Value
@@ -257,18 +274,18 @@ func TestDeviceChoice(t *testing.T) {
 }
 
 // boundedFamily is a user kernel with a gpu space whose constraint depends on the shape.
-func boundedFamily() *Family {
-	return &Family{
+func boundedFamily() *families.Family {
+	return &families.Family{
 		Name: "tiled", Dims: []string{"rows", "cols"},
-		Classes: []Class{{"any", "every shape"}},
+		Classes: []families.Class{{Name: "any", Rule: "every shape"}},
 		Classify: func(s []int) (string, error) {
 			if len(s) != 2 || s[0] < 1 || s[1] < 1 {
 				return "", fmt.Errorf("tiled takes rows x cols, got %v", s)
 			}
 			return "any", nil
 		},
-		Spaces: map[string]*Space{"gpu": {
-			Params: []Param{
+		Spaces: map[string]*families.Space{"gpu": {
+			Params: []families.Param{
 				{Name: "TILE", Values: []int{8, 16, 32, 64}, Default: 8},
 				{Name: "TG", Values: []int{32, 64, 128, 256}, Default: 64},
 			},
@@ -311,7 +328,7 @@ func TestResolveCheck(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			l, err := LoadBytes([]byte(tiledFile), Options{Backend: "cuda", Lookup: env(tt.env...), Families: map[string]*Family{"tiled": boundedFamily()}})
+			l, err := LoadBytes([]byte(tiledFile), Options{Backend: "cuda", Lookup: env(tt.env...), Families: map[string]*families.Family{"tiled": boundedFamily()}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -352,13 +369,13 @@ func TestResolveErrors(t *testing.T) {
 			contain: []string{`KERNTUNE_GEMV_NT_BN="7"`, "not an allowed value of gemv_nt BN on cpu backends; allowed: 4, 8, 16, 32, 64, 128, 256"}},
 		{name: "env negative", opts: Options{Lookup: env("KERNTUNE_GEMV_NT_BN", "-8")}, envErr: true, contain: []string{"not an allowed value"}},
 		{name: "env overflow", opts: Options{Lookup: env("KERNTUNE_GEMV_NT_BN", "99999999999999999999999")}, envErr: true, contain: []string{"not an allowed value"}},
-		{name: "unknown family", family: "gemv_tn", is: ErrUnknownFamily, contain: []string{`unknown kernel family "gemv_tn" (known: ` + strings.Join(BuiltinNames(), ", ") + ")"}},
+		{name: "unknown family", family: "gemv_tn", is: ErrUnknownFamily, contain: []string{`unknown kernel family "gemv_tn" (known: ` + strings.Join(families.BuiltinNames(), ", ") + ")"}},
 		{name: "unknown dtype", dtype: "f64", is: ErrUnknownDType, contain: []string{`unknown dtype "f64" (known: f32, f16, bf16)`}},
 		{name: "too few dims", shape: []int{1, 896}, is: ErrInvalidShape, contain: []string{"gemv_nt takes a shape of 3 dims (m×n×k), got 2"}},
 		{name: "nil shape", shape: []int{}, is: ErrInvalidShape},
 		{name: "zero dim", shape: []int{1, 0, 896}, is: ErrInvalidShape, contain: []string{"n=0 out of range"}},
 		{name: "negative dim", shape: []int{1, -4, 896}, is: ErrInvalidShape},
-		{name: "dim beyond MaxDim", shape: []int{1, MaxDim + 1, 896}, is: ErrInvalidShape},
+		{name: "dim beyond MaxDim", shape: []int{1, families.MaxDim + 1, 896}, is: ErrInvalidShape},
 		{name: "gemv with m > 1", shape: []int{2, 896, 896}, is: ErrInvalidShape, contain: []string{"m must be 1"}},
 		{name: "too many elements", family: GemmAV, shape: []int{1 << 21, 1 << 21, 1}, is: ErrInvalidShape, contain: []string{"exceeds the limit of 2^40"}},
 		{name: "no space for the backend", opts: Options{Device: "tpu:t"}, is: ErrNoSpace,
@@ -445,13 +462,13 @@ func TestLoadErrors(t *testing.T) {
 		{"param not allowed", fileWith("cpu", "gemv_nt", "f32/tiny", `{"params":{"BN":7}}`), Options{},
 			`devices["cpu:x"].kernels.gemv_nt["f32/tiny"].params.BN: 7 is not an allowed value of gemv_nt BN on cpu backends (allowed: 4, 8, 16, 32, 64, 128, 256)`},
 		{"param not allowed on a fallback-less device of another backend name", fileWith("opencl", "tiled", "f32/any", `{"params":{"TILE":12}}`),
-			Options{Families: map[string]*Family{"tiled": boundedFamily()}},
+			Options{Families: map[string]*families.Family{"tiled": boundedFamily()}},
 			`devices["cpu:x"].kernels.tiled["f32/any"].params.TILE: 12 is not an allowed value of tiled TILE on gpu backends (allowed: 8, 16, 32, 64)`},
 		{"complete entry breaks Check", fileWith("cuda", "tiled", "f32/any", `{"params":{"TILE":64,"TG":256}}`),
-			Options{Families: map[string]*Family{"tiled": boundedFamily()}},
+			Options{Families: map[string]*families.Family{"tiled": boundedFamily()}},
 			`devices["cpu:x"].kernels.tiled["f32/any"].params: breaks the constraints of tiled: TILE×TG = 16384 exceeds 4096`},
 		{"exact entry breaks Check for its shape", fileWith("cuda", "tiled", "f32/4x16", `{"params":{"TILE":32,"TG":32}}`),
-			Options{Families: map[string]*Family{"tiled": boundedFamily()}},
+			Options{Families: map[string]*families.Family{"tiled": boundedFamily()}},
 			`devices["cpu:x"].kernels.tiled["f32/4x16"].params: breaks the constraints of tiled: TILE=32 exceeds cols=16`},
 		{"entry key without slash", fileWith("cpu", "gemv_nt", "tiny", validEntry), Options{},
 			`devices["cpu:x"].kernels.gemv_nt.tiny: entry key must be <dtype>/<class> or <dtype>/<shape>`},
@@ -474,13 +491,13 @@ func TestLoadErrors(t *testing.T) {
 		{"Options.Defaults not allowed", `{"schema_version":1,"devices":{}}`, Options{Defaults: map[string]map[string]int{"gemv_nt": {"BN": 5}}},
 			`Options.Defaults["gemv_nt"]["BN"] = 5 is not allowed on cpu backends (allowed: 4, 8, 16, 32, 64, 128, 256)`},
 		{"bad EnvPrefix", `{"schema_version":1,"devices":{}}`, Options{EnvPrefix: "MY-APP"}, `Options.EnvPrefix "MY-APP" is not an identifier`},
-		{"family without Classify", `{"schema_version":1,"devices":{}}`, Options{Families: map[string]*Family{"k": {Name: "k"}}}, `family k: Classify is nil`},
-		{"family name mismatch", `{"schema_version":1,"devices":{}}`, Options{Families: map[string]*Family{"k": boundedFamily()}}, `Options.Families["k"] has Name "tiled"`},
-		{"nil family", `{"schema_version":1,"devices":{}}`, Options{Families: map[string]*Family{"k": nil}}, `Options.Families["k"] is empty or nil`},
-		{"family default not allowed", `{"schema_version":1,"devices":{}}`, Options{Families: map[string]*Family{"k": {Name: "k",
-			Classify: func([]int) (string, error) { return "", nil }, Spaces: map[string]*Space{"cpu": {Params: []Param{{Name: "A", Values: []int{1}, Default: 2}}}}}}},
+		{"family without Classify", `{"schema_version":1,"devices":{}}`, Options{Families: map[string]*families.Family{"k": {Name: "k"}}}, `family k: Classify is nil`},
+		{"family name mismatch", `{"schema_version":1,"devices":{}}`, Options{Families: map[string]*families.Family{"k": boundedFamily()}}, `Options.Families["k"] has Name "tiled"`},
+		{"nil family", `{"schema_version":1,"devices":{}}`, Options{Families: map[string]*families.Family{"k": nil}}, `Options.Families["k"] is empty or nil`},
+		{"family default not allowed", `{"schema_version":1,"devices":{}}`, Options{Families: map[string]*families.Family{"k": {Name: "k",
+			Classify: func([]int) (string, error) { return "", nil }, Spaces: map[string]*families.Space{"cpu": {Params: []families.Param{{Name: "A", Values: []int{1}, Default: 2}}}}}}},
 			`family k: space cpu: default A=2 is not among its allowed values (1)`},
-		{"families sharing variable names", `{"schema_version":1,"devices":{}}`, Options{Families: map[string]*Family{"gemv-nt": {Name: "gemv-nt",
+		{"families sharing variable names", `{"schema_version":1,"devices":{}}`, Options{Families: map[string]*families.Family{"gemv-nt": {Name: "gemv-nt",
 			Classify: func([]int) (string, error) { return "", nil }}}},
 			`families gemv-nt and gemv_nt share the variable names KERNTUNE_GEMV_NT_*`},
 	}
@@ -499,7 +516,7 @@ func TestLoadErrors(t *testing.T) {
 				t.Errorf("error %q does not say where it comes from", err)
 			}
 			// File errors are *PathError; so are they when loaded from a file, with its name.
-			var pe *PathError
+			var pe *paramfile.PathError
 			if errors.As(err, &pe) {
 				path := filepath.Join(t.TempDir(), "hp.json")
 				if err := os.WriteFile(path, []byte(tt.data), 0o644); err != nil {
@@ -573,7 +590,7 @@ func TestOpen(t *testing.T) {
 	})
 	t.Run("invalid file", func(t *testing.T) {
 		_, err := Open(Options{Lookup: env("KERNTUNE_PARAMS", bad)})
-		var pe *PathError
+		var pe *paramfile.PathError
 		if !errors.As(err, &pe) || pe.File != bad || pe.Path != "schema_version" {
 			t.Fatalf("%v", err)
 		}
@@ -599,10 +616,10 @@ func TestOpen(t *testing.T) {
 		wd := t.TempDir()
 		t.Chdir(wd)
 		l, err := Open(Options{Lookup: env()})
-		if err != nil || l.FileFound() || l.Path() != DefaultFileName || len(l.Warnings()) != 0 {
+		if err != nil || l.FileFound() || l.Path() != paramfile.DefaultFileName || len(l.Warnings()) != 0 {
 			t.Fatalf("%v %+v", err, l)
 		}
-		if err := os.WriteFile(DefaultFileName, []byte(precedenceFile), 0o644); err != nil {
+		if err := os.WriteFile(paramfile.DefaultFileName, []byte(precedenceFile), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		l, err = Open(Options{Lookup: env(), Device: "cpu:a"})
@@ -659,7 +676,7 @@ func TestResolvedHelpers(t *testing.T) {
 	if want := map[string]int{"MC": 64, "NC": 256, "KC": 128, "MR": 2, "NR": 4, "THREADS": 4}; !reflect.DeepEqual(r.Ints(), want) {
 		t.Errorf("Ints %v", r.Ints())
 	}
-	if got := l.Families(); !reflect.DeepEqual(got, BuiltinNames()) {
+	if got := l.Families(); !reflect.DeepEqual(got, families.BuiltinNames()) {
 		t.Errorf("Families %v", got)
 	}
 	if l.EnvPrefix() != "KERNTUNE" {
@@ -690,12 +707,12 @@ func TestUnusedEnv(t *testing.T) {
 		"KERNTUNE_GEMVNT_BN=8", "KERNTUNE_SOFTMAX_ROWS=2", "KERNTUNE_GEMM_AV_MC=64", "HOME=/root",
 		"KERNTUNE_GEMV_NT_XX=2", "KERNTUNE_NOVALUE", "KERNTUNE_GEMV_NT_TG=64",
 	}
-	path := filepath.Join(t.TempDir(), DefaultFileName)
+	path := filepath.Join(t.TempDir(), paramfile.DefaultFileName)
 	if err := os.WriteFile(path, []byte(precedenceFile), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	gpuOnly := &Family{Name: "gpu_only", Dims: []string{"n"}, Classify: func([]int) (string, error) { return "all", nil },
-		Spaces: map[string]*Space{"gpu": {Params: []Param{{Name: "TG", Values: []int{32, 64}, Default: 32}}}}}
+	gpuOnly := &families.Family{Name: "gpu_only", Dims: []string{"n"}, Classify: func([]int) (string, error) { return "all", nil },
+		Spaces: map[string]*families.Space{"gpu": {Params: []families.Param{{Name: "TG", Values: []int{32, 64}, Default: 32}}}}}
 	typo := "not a variable the loader reads: gemv_nt has no parameter XX (on cpu backends it has BN, ROWS, UNROLL, THREADS)"
 	noFamily := "not a variable the loader reads: KERNTUNE_GEMVNT_BN names no kernel family (known: "
 	tg := "gemv_nt TG is a parameter of gpu backends, not of cpu ones (the device: cpu:a, backend cpu; its gemv_nt parameters: BN, ROWS, UNROLL, THREADS)"
@@ -715,7 +732,7 @@ func TestUnusedEnv(t *testing.T) {
 			map[string]string{"KERNTUNE_DEVICE": "not read: Options.Device names the device", "KERNTUNE_GEMV_NT_TG": tg}},
 		{"a family with no space for the device's backend",
 			func() (*Loader, error) {
-				return LoadBytes([]byte(precedenceFile), Options{Device: "cpu:a", Lookup: env(), Families: map[string]*Family{"gpu_only": gpuOnly}})
+				return LoadBytes([]byte(precedenceFile), Options{Device: "cpu:a", Lookup: env(), Families: map[string]*families.Family{"gpu_only": gpuOnly}})
 			},
 			[]string{"KERNTUNE_GPU_ONLY_TG=64", "KERNTUNE_GPU_ONLY_USE=baseline", "KERNTUNE_GPU_ONLY_X=1"},
 			map[string]string{"KERNTUNE_GPU_ONLY_TG": "gpu_only has no parameters for cpu backends (the device: cpu:a, backend cpu)",
@@ -743,59 +760,12 @@ func TestUnusedEnv(t *testing.T) {
 	}
 }
 
-func TestParseShape(t *testing.T) {
-	tests := []struct {
-		in      string
-		want    []int
-		wantErr string
-	}{
-		{"1x896x4864", []int{1, 896, 4864}, ""},
-		{"4096x4096", []int{4096, 4096}, ""},
-		{"7", []int{7}, ""},
-		{"01x2", []int{1, 2}, ""},
-		{"2147483647x1", []int{MaxDim, 1}, ""},
-		{"", nil, "empty shape"},
-		{"0x1x1", nil, "dim 1 is 0; dims must be at least 1"},
-		{"ax2x3", nil, `dim 1 ("a") is not a positive decimal integer`},
-		{"1x-2x3", nil, `dim 2 ("-2") is not a positive decimal integer`},
-		{"+1x2x3", nil, "not a positive decimal integer"},
-		{"1 x2", nil, "not a positive decimal integer"},
-		{"1X2", nil, "not a positive decimal integer"},
-		{"1xx2", nil, "dim 2 is empty"},
-		{"1x2x", nil, "dim 3 is empty"},
-		{"x", nil, "dim 1 is empty"},
-		{"2147483648x1", nil, "dim 1 (2147483648) exceeds the limit of 2147483647"},
-		{"1x99999999999999999999999999", nil, "exceeds the limit"},
-		{"1.5x2", nil, "not a positive decimal integer"},
-	}
-	for _, tt := range tests {
-		got, err := ParseShape(tt.in)
-		if tt.wantErr != "" {
-			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-				t.Errorf("ParseShape(%q) = %v, %v; want error containing %q", tt.in, got, err, tt.wantErr)
-			}
-			continue
-		}
-		if err != nil || !reflect.DeepEqual(got, tt.want) {
-			t.Errorf("ParseShape(%q) = %v, %v; want %v", tt.in, got, err, tt.want)
-		}
-	}
-	// A shape ParseShape accepts can still be wrong for a family: Classify decides.
-	s, err := ParseShape("1x896")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := Builtin()[GemvNT].Classify(s); err == nil {
-		t.Error("gemv_nt accepted 1x896")
-	}
-}
-
 func TestPanickingFamilyIsAnError(t *testing.T) {
 	fam := boundedFamily()
 	fam.Classify = func(s []int) (string, error) { return []string{"a"}[s[5]], nil }
 	fam.Spaces["gpu"].Check = func(s []int, p map[string]int) error { return []error{nil}[s[7]] }
 	l, err := LoadBytes([]byte(`{"schema_version":1,"devices":{"g":{"backend":"cuda","name":"","family":"","kernels":{}}}}`),
-		Options{Lookup: env(), Families: map[string]*Family{"tiled": fam}})
+		Options{Lookup: env(), Families: map[string]*families.Family{"tiled": fam}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -804,7 +774,7 @@ func TestPanickingFamilyIsAnError(t *testing.T) {
 	}
 	// The panicking Check at load: a complete class entry.
 	_, err = LoadBytes([]byte(`{"schema_version":1,"devices":{"g":{"backend":"cuda","name":"","family":"","kernels":{"tiled":{"f32/any":{"params":{"TILE":8,"TG":32}}}}}}}`),
-		Options{Lookup: env(), Families: map[string]*Family{"tiled": fam}})
+		Options{Lookup: env(), Families: map[string]*families.Family{"tiled": fam}})
 	if err == nil || !strings.Contains(err.Error(), "Check panicked") {
 		t.Errorf("error %v", err)
 	}
@@ -839,4 +809,18 @@ func TestConcurrentResolve(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// testFile is the hand-written params file that tests, benchmarks and the
+// fuzzer start from.
+var testFile = filepath.Join("testdata", "hardware_params.json")
+
+// readTestFile returns testFile's bytes.
+func readTestFile(tb testing.TB) []byte {
+	tb.Helper()
+	data, err := os.ReadFile(testFile)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return data
 }

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/kerntune/kerntune/internal/testutil"
-	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/params/paramfile"
 )
 
 func TestPlural(t *testing.T) {
@@ -41,7 +41,7 @@ func TestFloorCell(t *testing.T) {
 func TestReportFloorNote(t *testing.T) {
 	for _, pct := range []float64{91, 104.2} {
 		pf := testFile()
-		pf.Devices["cpu:m1"].Kernels["gemv_nt"]["f32/mid"].Roofline = &params.RooflineSummary{PctOfFloor: pct, BoundByData: true}
+		pf.Devices["cpu:m1"].Kernels["gemv_nt"]["f32/mid"].Roofline = &paramfile.RooflineSummary{PctOfFloor: pct, BoundByData: true}
 		dir := t.TempDir()
 		if _, err := Write(pf, nil, Options{Dir: dir, Format: "svg", Source: "p.json"}); err != nil {
 			t.Fatal(err)

@@ -12,7 +12,7 @@ import (
 	"strings"
 
 	"github.com/kerntune/kerntune/internal/trace"
-	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/params/paramfile"
 	"github.com/kerntune/kerntune/search"
 )
 
@@ -38,8 +38,8 @@ type Row struct {
 	Stopped    string         `json:"stopped,omitempty"` // why its search stopped early
 	Partial    bool           `json:"partial,omitempty"` // stopped: interrupted
 	// Time is where the entry's tuning time went (absent in older files).
-	Time  *params.TuneTime `json:"time,omitempty"`
-	Plots []string         `json:"plots,omitempty"`
+	Time  *paramfile.TuneTime `json:"time,omitempty"`
+	Plots []string            `json:"plots,omitempty"`
 }
 
 // Options says where and how Write writes the report.
@@ -64,7 +64,7 @@ type Options struct {
 // sorted, and the effect of each parameter: of the run that produced the
 // file's entry where o.Entries tell which it was, else the latest record of
 // each candidate over every run. It returns the report's table.
-func Write(pf *params.File, recs []trace.Record, o Options) ([]Row, error) {
+func Write(pf *paramfile.File, recs []trace.Record, o Options) ([]Row, error) {
 	if o.Format != "svg" && o.Format != "png" {
 		return nil, fmt.Errorf("report: plot format %q: allowed are svg and png", o.Format)
 	}
@@ -90,7 +90,7 @@ func Write(pf *params.File, recs []trace.Record, o Options) ([]Row, error) {
 		rows = append(rows, r...)
 	}
 	md.WriteString(notes)
-	if err := params.WriteFileAtomic(filepath.Join(o.Dir, "report.md"), []byte(md.String())); err != nil {
+	if err := paramfile.WriteFileAtomic(filepath.Join(o.Dir, "report.md"), []byte(md.String())); err != nil {
 		return nil, err
 	}
 	return rows, nil
@@ -114,7 +114,7 @@ func slug(s string) string {
 	return strings.Trim(slugRE.ReplaceAllString(strings.ToLower(s), "-"), "-")
 }
 
-func device(md *strings.Builder, dk string, d *params.Device, recs []trace.Record, entries []trace.Entry, outDir, format string) ([]Row, error) {
+func device(md *strings.Builder, dk string, d *paramfile.Device, recs []trace.Record, entries []trace.Entry, outDir, format string) ([]Row, error) {
 	fmt.Fprintf(md, "## %s\n\n", dk)
 	fmt.Fprintf(md, "Backend %s, family %s, %d compute units", d.Backend, d.Family, d.ComputeUnits)
 	if d.TunedAt != "" {
@@ -147,8 +147,8 @@ func device(md *strings.Builder, dk string, d *params.Device, recs []trace.Recor
 			if e.Baseline != nil && e.Baseline.MedianUS > 0 && e.MedianUS > 0 {
 				r.Baseline, r.BaselineUS, r.VsBaseline = e.Baseline.Name, e.Baseline.MedianUS, round3(Speedup(e.Baseline.MedianUS, e.MedianUS))
 			}
-			r.IsDefault = e.Default != nil && params.SameParams(e.Default.Params, e.Params)
-			r.Use, r.Stopped, r.Partial = e.Use, e.Stopped, params.Partial(e)
+			r.IsDefault = e.Default != nil && paramfile.SameParams(e.Default.Params, e.Params)
+			r.Use, r.Stopped, r.Partial = e.Use, e.Stopped, paramfile.Partial(e)
 			r.Time = e.Time
 			if e.Roofline != nil {
 				r.PctRoof = e.Roofline.PctOfFloor
@@ -250,7 +250,7 @@ func device(md *strings.Builder, dk string, d *params.Device, recs []trace.Recor
 // entry): when an entry line's time object is the entry's own, only that
 // run's records are the entry's. Otherwise the latest record of each
 // candidate over every run is taken, and the note says they mix runs.
-func entryRecords(dk string, r *Row, e *params.Entry, recs []trace.Record, entries []trace.Entry) ([]trace.Record, string) {
+func entryRecords(dk string, r *Row, e *paramfile.Entry, recs []trace.Record, entries []trace.Entry) ([]trace.Record, string) {
 	var all []trace.Record
 	runs := map[string]bool{}
 	for _, rec := range recs {
@@ -315,7 +315,7 @@ func pctCell(x float64) string {
 	return cell
 }
 
-func busyCell(t *params.TuneTime) string {
+func busyCell(t *paramfile.TuneTime) string {
 	if t == nil || t.WallS <= 0 {
 		return "-"
 	}

@@ -12,19 +12,19 @@ import (
 
 	"github.com/kerntune/kerntune/internal/testutil"
 	"github.com/kerntune/kerntune/internal/trace"
-	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/params/paramfile"
 )
 
-func testFile() *params.File {
-	e := func(bn int, us, defUS float64, stopped string) *params.Entry {
-		return &params.Entry{Params: map[string]int{"BN": bn}, MedianUS: us, Stopped: stopped,
-			Default:    &params.Reference{Params: map[string]int{"BN": 16}, MedianUS: defUS},
-			Baseline:   &params.Baseline{Name: "gonum", MedianUS: 2 * us},
-			Candidates: params.CandidateCounts{Valid: 8, Measured: 5, Failed: 1}}
+func testFile() *paramfile.File {
+	e := func(bn int, us, defUS float64, stopped string) *paramfile.Entry {
+		return &paramfile.Entry{Params: map[string]int{"BN": bn}, MedianUS: us, Stopped: stopped,
+			Default:    &paramfile.Reference{Params: map[string]int{"BN": 16}, MedianUS: defUS},
+			Baseline:   &paramfile.Baseline{Name: "gonum", MedianUS: 2 * us},
+			Candidates: paramfile.CandidateCounts{Valid: 8, Measured: 5, Failed: 1}}
 	}
-	return &params.File{Generator: "kerntune test", Devices: map[string]*params.Device{
-		"cpu:m1": {Backend: "cpu", Family: "arm64", ComputeUnits: 8, Kernels: map[string]map[string]*params.Entry{
-			"gemv_nt": {"f32/mid": e(8, 90, 180, ""), "f32/tiny": e(16, 40, 40, params.StoppedInterrupted)}}},
+	return &paramfile.File{Generator: "kerntune test", Devices: map[string]*paramfile.Device{
+		"cpu:m1": {Backend: "cpu", Family: "arm64", ComputeUnits: 8, Kernels: map[string]map[string]*paramfile.Entry{
+			"gemv_nt": {"f32/mid": e(8, 90, 180, ""), "f32/tiny": e(16, 40, 40, paramfile.StoppedInterrupted)}}},
 	}}
 }
 
@@ -164,7 +164,7 @@ func TestTimeAxis(t *testing.T) {
 func TestWriteTime(t *testing.T) {
 	f := testFile()
 	es := f.Devices["cpu:m1"].Kernels["gemv_nt"]
-	es["f32/mid"].Time = &params.TuneTime{WallS: 8, SetupS: 0.5, CompileS: 1, VerifyS: 1, MeasureS: 5, SearchS: 0.25, JournalS: 0.15, OtherS: 0.1,
+	es["f32/mid"].Time = &paramfile.TuneTime{WallS: 8, SetupS: 0.5, CompileS: 1, VerifyS: 1, MeasureS: 5, SearchS: 0.25, JournalS: 0.15, OtherS: 0.1,
 		DeviceS: 5.5, IdleS: 2.5, BusyPct: 68.75}
 	dir := t.TempDir()
 	rows, err := Write(f, nil, Options{Dir: dir, Format: "svg", Source: "p.json"})
@@ -199,7 +199,7 @@ func TestWriteTime(t *testing.T) {
 // produced the file's entry (tied to it by the entry line's time), not the
 // other run's.
 func TestReportRecordsOfTheKeptRun(t *testing.T) {
-	kept, later := &params.TuneTime{WallS: 10, BusyPct: 50}, &params.TuneTime{WallS: 12, BusyPct: 40}
+	kept, later := &paramfile.TuneTime{WallS: 10, BusyPct: 50}, &paramfile.TuneTime{WallS: 12, BusyPct: 40}
 	rec := func(run string, bn int, us float64) trace.Record {
 		return trace.Record{Device: "cpu:m1", Kernel: "gemv_nt", DType: "f32", Key: "f32/mid", Params: map[string]int{"BN": bn}, MedianUS: us, Samples: 5, Run: run}
 	}
@@ -210,11 +210,11 @@ func TestReportRecordsOfTheKeptRun(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name   string
-		time   *params.TuneTime
+		time   *paramfile.TuneTime
 		traced int
 		note   string
 	}{
-		{"tied to run a", &params.TuneTime{WallS: 10, BusyPct: 50}, 2, "of the run that produced the file's entry (the trace holds 2 runs of it"},
+		{"tied to run a", &paramfile.TuneTime{WallS: 10, BusyPct: 50}, 2, "of the run that produced the file's entry (the trace holds 2 runs of it"},
 		{"not tied", nil, 4, "from 2 tuning runs of this entry, which the trace does not tie to the file's entry"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -9,23 +9,23 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 
-	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/params/paramfile"
 )
 
 // timeParts are the disjoint parts of an entry's tuning time
-// (params.TuneTime), in the order they are stacked, with their colours.
+// (paramfile.TuneTime), in the order they are stacked, with their colours.
 var timeParts = []struct {
 	name string
 	col  color.Color
-	of   func(t *params.TuneTime) float64
+	of   func(t *paramfile.TuneTime) float64
 }{
-	{"measure (timed runs)", color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}, func(t *params.TuneTime) float64 { return t.MeasureS }},
-	{"verify", color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff}, func(t *params.TuneTime) float64 { return t.VerifyS }},
-	{"compile (waiting)", color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff}, func(t *params.TuneTime) float64 { return t.CompileS }},
-	{"search", color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}, func(t *params.TuneTime) float64 { return t.SearchS }},
-	{"setup", color.RGBA{R: 0x8c, G: 0x56, B: 0x4b, A: 0xff}, func(t *params.TuneTime) float64 { return t.SetupS }},
-	{"journal", color.RGBA{R: 0xe3, G: 0x77, B: 0xc2, A: 0xff}, func(t *params.TuneTime) float64 { return t.JournalS }},
-	{"other", color.RGBA{R: 0xbb, G: 0xbb, B: 0xbb, A: 0xff}, func(t *params.TuneTime) float64 { return t.OtherS }},
+	{"measure (timed runs)", color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}, func(t *paramfile.TuneTime) float64 { return t.MeasureS }},
+	{"verify", color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff}, func(t *paramfile.TuneTime) float64 { return t.VerifyS }},
+	{"compile (waiting)", color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff}, func(t *paramfile.TuneTime) float64 { return t.CompileS }},
+	{"search", color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}, func(t *paramfile.TuneTime) float64 { return t.SearchS }},
+	{"setup", color.RGBA{R: 0x8c, G: 0x56, B: 0x4b, A: 0xff}, func(t *paramfile.TuneTime) float64 { return t.SetupS }},
+	{"journal", color.RGBA{R: 0xe3, G: 0x77, B: 0xc2, A: 0xff}, func(t *paramfile.TuneTime) float64 { return t.JournalS }},
+	{"other", color.RGBA{R: 0xbb, G: 0xbb, B: 0xbb, A: 0xff}, func(t *paramfile.TuneTime) float64 { return t.OtherS }},
 }
 
 // timePlot: per entry with a recorded time, one horizontal bar of its

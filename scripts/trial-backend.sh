@@ -5,7 +5,7 @@
 # the addition touched the files the doc counts (4):
 #   tuner/trial/backend.go                  the backend (new)
 #   cmd/kerntune/backends.go                its blank import
-#   params/families.go                      its space kind (SpaceKind)
+#   params/families/families.go             its space kind (SpaceKind)
 #   python/kerntune_params/families.py      the same for the Python loader
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -19,13 +19,13 @@ git init -q && git add -A && git -c user.email=t@t -c user.name=t commit -qm bas
 mkdir -p tuner/trial
 cp scripts/testdata/trialbackend/backend.go tuner/trial/backend.go
 sed -i 's|\t_ "github.com/kerntune/kerntune/tuner/opencl"|&\n\t_ "github.com/kerntune/kerntune/tuner/trial"|' cmd/kerntune/backends.go
-sed -i 's|case "cuda", "metal", "opencl", "gpu":|case "cuda", "metal", "opencl", "trial", "gpu":|' params/families.go
+sed -i 's|case "cuda", "metal", "opencl", "gpu":|case "cuda", "metal", "opencl", "trial", "gpu":|' params/families/families.go
 sed -i 's|backend in ("cuda", "metal", "opencl", "gpu")|backend in ("cuda", "metal", "opencl", "trial", "gpu")|' python/kerntune_params/families.py
 
 files=$(git status --porcelain --untracked-files=all | wc -l)
 git status --porcelain --untracked-files=all
 [ "$files" -le 4 ] || { echo "trial backend: $files files, want at most 4" >&2; exit 1; }
-grep -q tuner/trial cmd/kerntune/backends.go && grep -q '"trial"' params/families.go && grep -q '"trial"' python/kerntune_params/families.py ||
+grep -q tuner/trial cmd/kerntune/backends.go && grep -q '"trial"' params/families/families.go && grep -q '"trial"' python/kerntune_params/families.py ||
 	{ echo "trial backend: an edit did not apply" >&2; exit 1; }
 
 go build -o kerntune ./cmd/kerntune

@@ -8,7 +8,7 @@ import (
 
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/kernels/gpu"
-	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/params/families"
 	"github.com/kerntune/kerntune/search"
 )
 
@@ -28,7 +28,7 @@ func (cp *Compiled) Space(shapes ...[]int) *search.Space {
 	sp.Constraints = append(sp.Constraints, search.Constraint{Name: cp.Spec.Name + " constraints",
 		Check: func(c search.Candidate) error { return ps.Check(nil, c) }})
 	for _, s := range shapes {
-		sp.Constraints = append(sp.Constraints, search.Constraint{Name: "valid for " + params.ShapeString(s),
+		sp.Constraints = append(sp.Constraints, search.Constraint{Name: "valid for " + families.ShapeString(s),
 			Check: func(c search.Candidate) error { return ps.Check(s, c) }})
 	}
 	return sp

@@ -10,7 +10,8 @@ import (
 
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/kernels/gpu"
-	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/params/families"
+	"github.com/kerntune/kerntune/params/paramfile"
 )
 
 // Compiled is a parsed, checked spec: the kernel and its GPU body, ready
@@ -133,7 +134,7 @@ func compile(s *Spec, file, dir string) (*Compiled, error) {
 // compileName checks the kernel's name and the family it implements.
 func (c *compiler) compileName(out *Compiled) {
 	s := c.s
-	builtin := params.Builtin()
+	builtin := families.Builtin()
 	switch {
 	case !nameRE.MatchString(s.Name):
 		c.fail("name", "", "%q is not a lower-case identifier ([a-z][a-z0-9_]*); it names the kernel in hardware_params.json and KERNTUNE_<NAME>_<PARAM>", s.Name)
@@ -142,7 +143,7 @@ func (c *compiler) compileName(out *Compiled) {
 	}
 	if s.Implements != "" {
 		if builtin[s.Implements] == nil {
-			c.fail("implements", "", "%q is not a built-in family (allowed: %s)", s.Implements, strings.Join(params.BuiltinNames(), ", "))
+			c.fail("implements", "", "%q is not a built-in family (allowed: %s)", s.Implements, strings.Join(families.BuiltinNames(), ", "))
 		} else {
 			out.Base, _ = kernels.Get(s.Implements)
 			c.base = out.Base
@@ -219,16 +220,16 @@ func (c *compiler) compileDTypes() {
 }
 
 // compileParams checks the parameters and returns them as a space.
-func (c *compiler) compileParams() params.Space {
+func (c *compiler) compileParams() families.Space {
 	s := c.s
-	var space params.Space
+	var space families.Space
 	for i, p := range s.Params {
 		f := fmt.Sprintf("params[%d]", i)
-		if !params.ValidParamName(p.Name) {
+		if !families.ValidParamName(p.Name) {
 			c.fail(f+".name", "", "%q is not an upper-case identifier ([A-Z][A-Z0-9_]*)", p.Name)
 			continue
 		}
-		if p.Name == params.ReservedParamName {
+		if p.Name == families.ReservedParamName {
 			c.fail(f+".name", "", "%s is reserved: KERNTUNE_%s_USE chooses between the tuned kernel and the baseline", p.Name, strings.ToUpper(s.Name))
 			continue
 		}
@@ -254,7 +255,7 @@ func (c *compiler) compileParams() params.Space {
 			}
 		}
 		c.paramNames = append(c.paramNames, p.Name)
-		space.Params = append(space.Params, params.Param{Name: p.Name, Values: slices.Clone(p.Values), Default: def, Doc: p.Doc})
+		space.Params = append(space.Params, families.Param{Name: p.Name, Values: slices.Clone(p.Values), Default: def, Doc: p.Doc})
 	}
 	return space
 }
@@ -303,7 +304,7 @@ func (c *compiler) compileLaunch() {
 	c.defineNames = sortedKeys(s.Launch.Defines)
 	for _, name := range c.defineNames {
 		f := "launch.defines." + name
-		if !params.ValidParamName(name) {
+		if !families.ValidParamName(name) {
 			c.fail(f, "", "%q is not an upper-case identifier", name)
 			continue
 		}
@@ -518,8 +519,8 @@ func (c *compiler) source(out *Compiled) {
 		if !filepath.IsAbs(path) {
 			path = filepath.Join(c.dir, name)
 		}
-		data, err := params.ReadFileLimit(path, params.MaxFileSize)
-		var tl *params.TooLargeError
+		data, err := paramfile.ReadFileLimit(path, paramfile.MaxFileSize)
+		var tl *paramfile.TooLargeError
 		if errors.As(err, &tl) {
 			c.fail(field, "", "%s: %s", path, tl.Reason("a kernel source file"))
 			return ""
@@ -583,16 +584,16 @@ func (c *compiler) env(shape []int, p map[string]int) map[string]any {
 // build makes the catalog kernel and the GPU body from the compiled
 // expressions: the family's description, the kernel that the tuner verifies
 // and times, and the body's signature and launch.
-func (c *compiler) build(out *Compiled, space params.Space) {
+func (c *compiler) build(out *Compiled, space families.Space) {
 	out.Kernel = c.kernel(c.family(out.Base, space), out.Base)
 	c.body(out.Body)
 }
 
 // family describes the spec's family: dims, classes and its GPU space, whose
 // Check evaluates the spec's constraints.
-func (c *compiler) family(base *kernels.Kernel, space params.Space) *params.Family {
+func (c *compiler) family(base *kernels.Kernel, space families.Space) *families.Family {
 	s := c.s
-	fam := &params.Family{Name: s.Name, Doc: s.Doc, Dims: slices.Clone(c.dims), Spaces: map[string]*params.Space{"gpu": &space}}
+	fam := &families.Family{Name: s.Name, Doc: s.Doc, Dims: slices.Clone(c.dims), Spaces: map[string]*families.Space{"gpu": &space}}
 	if fam.Doc == "" {
 		fam.Doc = "user-defined kernel from " + filepath.Base(c.file)
 	}
@@ -603,12 +604,12 @@ func (c *compiler) family(base *kernels.Kernel, space params.Space) *params.Fami
 			if rule == "" {
 				rule = "otherwise"
 			}
-			fam.Classes = append(fam.Classes, params.Class{Name: cl.Name, Rule: rule})
+			fam.Classes = append(fam.Classes, families.Class{Name: cl.Name, Rule: rule})
 		}
 	case base != nil:
 		fam.Classes = slices.Clone(base.Classes)
 	default:
-		fam.Classes = []params.Class{{Name: "all", Rule: "every shape"}}
+		fam.Classes = []families.Class{{Name: "all", Rule: "every shape"}}
 	}
 	fam.Classify = c.classify(base)
 	dimNames := c.dims
@@ -634,7 +635,7 @@ func (c *compiler) family(base *kernels.Kernel, space params.Space) *params.Fami
 // kernel is the catalog kernel of family fam: shapes, options, operands,
 // outputs, flops and the float64 reference (base's, where the spec
 // implements a built-in family).
-func (c *compiler) kernel(fam *params.Family, base *kernels.Kernel) *kernels.Kernel {
+func (c *compiler) kernel(fam *families.Family, base *kernels.Kernel) *kernels.Kernel {
 	s := c.s
 	// The spec language names eps for every kernel: rmsnorm's epsilon.
 	k := &kernels.Kernel{Family: fam, Implements: s.Implements, Scalars: map[string]float64{"eps": kernels.RMSNormEps}}
@@ -825,7 +826,7 @@ func (c *compiler) body(b *gpu.Body) {
 // biasFamilies lists the built-in families with the bias option.
 func biasFamilies() []string {
 	var names []string
-	for _, n := range params.BuiltinNames() {
+	for _, n := range families.BuiltinNames() {
 		if k, err := kernels.Get(n); err == nil && slices.Contains(k.Options, kernels.Bias) {
 			names = append(names, n)
 		}
@@ -916,8 +917,8 @@ func (c *compiler) classify(base *kernels.Kernel) func([]int) (string, error) {
 			return "", fmt.Errorf("%s takes a shape of %d dims (%s), got %d", name, len(c.dims), strings.Join(c.dims, "×"), len(shape))
 		}
 		for i, d := range shape {
-			if d < 1 || d > params.MaxDim {
-				return "", fmt.Errorf("%s: %s=%d out of range (1..%d)", name, c.dims[i], d, params.MaxDim)
+			if d < 1 || d > families.MaxDim {
+				return "", fmt.Errorf("%s: %s=%d out of range (1..%d)", name, c.dims[i], d, families.MaxDim)
 			}
 		}
 		env := c.env(shape, nil)
@@ -926,8 +927,8 @@ func (c *compiler) classify(base *kernels.Kernel) func([]int) (string, error) {
 			if err != nil {
 				return "", err
 			}
-			if n < 1 || n > params.MaxElements {
-				return "", fmt.Errorf("%s: buffer %s has %d elements for shape %s (allowed 1..2^40)", name, c.s.Buffers[i].Name, n, params.ShapeString(shape))
+			if n < 1 || n > families.MaxElements {
+				return "", fmt.Errorf("%s: buffer %s has %d elements for shape %s (allowed 1..2^40)", name, c.s.Buffers[i].Name, n, families.ShapeString(shape))
 			}
 		}
 		if len(c.s.Classes) == 0 {
@@ -948,7 +949,7 @@ func (c *compiler) classify(base *kernels.Kernel) func([]int) (string, error) {
 				return c.s.Classes[i].Name, nil
 			}
 		}
-		return "", fmt.Errorf("%s: shape %s matches no class (%s)", name, params.ShapeString(shape), classRules(c.s.Classes))
+		return "", fmt.Errorf("%s: shape %s matches no class (%s)", name, families.ShapeString(shape), classRules(c.s.Classes))
 	}
 }
 

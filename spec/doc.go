@@ -5,7 +5,7 @@
 // fast.metal_kernel body whose signature is generated as MLX does), its buffers and
 // scalar arguments, the tunable parameters and their values, constraints and
 // launch geometry as expressions over the shape and the parameters (the
-// language of params.Expr, which the family descriptions use too), the shapes or shape classes to tune, and how
+// language of families.Expr, which the family descriptions use too), the shapes or shape classes to tune, and how
 // to check results: the float64 reference of a built-in family it
 // implements, a reference expression per output element, or a NumPy
 // function in a Python file next to the spec (reference.python, run in

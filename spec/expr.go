@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/params/families"
 )
 
 // kind is the type an expression must have.
@@ -31,7 +31,7 @@ func (k kind) String() string {
 type program struct {
 	file, field, src string
 	kind             kind
-	expr             *params.Expr
+	expr             *families.Expr
 }
 
 // reserved names cannot be dims, params, buffers or scalars.
@@ -50,9 +50,9 @@ func compileExpr(file, field, src string, env map[string]any, k kind) (*program,
 	}
 	types := make(map[string]string, len(env))
 	for n, v := range env {
-		types[n] = params.ValueType(v)
+		types[n] = families.ValueType(v)
 	}
-	e, err := params.ParseExpr(src, types)
+	e, err := families.ParseExpr(src, types)
 	if err == nil {
 		err = k.admits(e.Type())
 	}
@@ -105,19 +105,19 @@ func evalAs[T any](p *program, env map[string]any, cast string, conv func(any) (
 
 // evalInt runs an integer expression; a float result must be integral.
 func (p *program) evalInt(env map[string]any) (int, error) {
-	return evalAs(p, env, "", func(v any) (int, error) { return params.AsInt(v, env) })
+	return evalAs(p, env, "", func(v any) (int, error) { return families.AsInt(v, env) })
 }
 
 func (p *program) evalBool(env map[string]any) (bool, error) {
-	return evalAs(p, env, "bool", params.AsBool)
+	return evalAs(p, env, "bool", families.AsBool)
 }
 
 func (p *program) evalFloat(env map[string]any) (float64, error) {
-	return evalAs(p, env, "float64", params.AsFloat)
+	return evalAs(p, env, "float64", families.AsFloat)
 }
 
 // describeEnv renders the integer variables of an environment, e.g. "n=896, BN=64".
-var describeEnv = params.DescribeEnv
+var describeEnv = families.DescribeEnv
 
 // joinErrors joins errors, or returns nil for none.
 func joinErrors(errs []error) error {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/kernels/gpu"
-	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/params/families"
 )
 
 // mlxInput says where one of input_names comes from.
@@ -600,7 +600,7 @@ func (c *compiler) mlxForShape(k *gpu.MLX, shape []int, p map[string]int) (*gpu.
 				return nil, err
 			}
 			if v < 0 || v > math.MaxInt32 {
-				return nil, pr.errorf("is %d for shape %s (with %s); a template value must be a non-negative 32-bit integer (MLX names the function after it)", v, params.ShapeString(shape), describeEnv(env))
+				return nil, pr.errorf("is %d for shape %s (with %s); a template value must be a non-negative 32-bit integer (MLX names the function after it)", v, families.ShapeString(shape), describeEnv(env))
 			}
 			m.Template[i].Kind, m.Template[i].Value = gpu.TemplateInt, v
 		}
@@ -679,12 +679,12 @@ func (c *compiler) mlxCheckShape(shape []int) error {
 		prod := 1
 		for _, d := range dims {
 			if d < 1 || d > 1<<31-1 {
-				return fmt.Errorf("%s: input %s has shape %v for shape %s; each dim must be 1..2^31-1", c.s.Name, b.Name, dims, params.ShapeString(shape))
+				return fmt.Errorf("%s: input %s has shape %v for shape %s; each dim must be 1..2^31-1", c.s.Name, b.Name, dims, families.ShapeString(shape))
 			}
 			prod *= d
 		}
 		if prod != n {
-			return fmt.Errorf("%s: input %s has shape %v (%d elements) but length %d for shape %s", c.s.Name, b.Name, dims, prod, n, params.ShapeString(shape))
+			return fmt.Errorf("%s: input %s has shape %v (%d elements) but length %d for shape %s", c.s.Name, b.Name, dims, prod, n, families.ShapeString(shape))
 		}
 	}
 	return nil

@@ -11,7 +11,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/params/paramfile"
 )
 
 // SchemaJSON is the JSON Schema (draft 2020-12) of a spec file.
@@ -326,8 +326,8 @@ var (
 
 // Load reads and compiles a spec file.
 func Load(path string) (*Compiled, error) {
-	data, err := params.ReadFileLimit(path, params.MaxFileSize)
-	var tl *params.TooLargeError
+	data, err := paramfile.ReadFileLimit(path, paramfile.MaxFileSize)
+	var tl *paramfile.TooLargeError
 	if errors.As(err, &tl) {
 		return nil, &Error{File: path, Msg: tl.Reason("a spec file")}
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/kernels/gpu"
 	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/params/families"
 )
 
 var examples = []string{"m1_gemv.json", "gemm_av.json", "swiglu.json", "swiglu_raw.json", "mlx_qr_col_dot.json", "mlx_gemm_av.json", "mlx_rowsum_dh.json"}
@@ -177,8 +178,8 @@ func TestGeometryAndScalars(t *testing.T) {
 // The implementing examples take the built-in family's shapes, classes and reference.
 func TestImplements(t *testing.T) {
 	c := loadExample(t, "m1_gemv.json")
-	base, _ := kernels.Get(params.GemvNT)
-	if len(c.Kernel.Workload) != len(base.Workload) || c.Kernel.Implements != params.GemvNT || c.Kernel.Base() != params.GemvNT {
+	base, _ := kernels.Get(families.GemvNT)
+	if len(c.Kernel.Workload) != len(base.Workload) || c.Kernel.Implements != families.GemvNT || c.Kernel.Base() != families.GemvNT {
 		t.Fatalf("workload %d cases (want %d), implements %q", len(c.Kernel.Workload), len(base.Workload), c.Kernel.Implements)
 	}
 	cl, err := c.Kernel.Classify([]int{1, 896, 4864})
@@ -244,7 +245,7 @@ func TestRegister(t *testing.T) {
 	if err != nil || b != c.Body {
 		t.Fatalf("gpu.Get: %v", err)
 	}
-	if err := kernels.Register(&kernels.Kernel{Family: &params.Family{Name: "softmax"}}); err == nil {
+	if err := kernels.Register(&kernels.Kernel{Family: &families.Family{Name: "softmax"}}); err == nil {
 		t.Fatal("a built-in name was registered")
 	}
 }
@@ -258,7 +259,7 @@ func TestParamsLoader(t *testing.T) {
 	file := `{"schema_version": 1, "devices": {"cuda:H100": {"backend": "cuda", "name": "H100", "family": "sm_90", "kernels": {
 	  "m1_gemv": {"f32/tiny": {"params": {"BN": 16, "BK": 256, "TG": 64}, "median_us": 5, "iqr_us": 0.1, "samples": 10, "shapes": [[1, 896, 896]], "candidates": {"valid": 1, "measured": 1, "failed": 0}}}}}}}`
 	env := map[string]string{}
-	l, err := params.LoadBytes([]byte(file), params.Options{Backend: "cuda", Families: map[string]*params.Family{"m1_gemv": c.Kernel.Family},
+	l, err := params.LoadBytes([]byte(file), params.Options{Backend: "cuda", Families: map[string]*families.Family{"m1_gemv": c.Kernel.Family},
 		Lookup: func(n string) (string, bool) { v, ok := env[n]; return v, ok }})
 	if err != nil {
 		t.Fatal(err)
@@ -381,7 +382,7 @@ func TestBadSpecs(t *testing.T) {
 	}
 }
 
-// A spec or source file is read up to params.MaxFileSize: a device that
+// A spec or source file is read up to paramfile.MaxFileSize: a device that
 // never ends (/dev/zero) is an error naming the file and the limit, not a
 // read that fills memory.
 func TestSpecFileLimit(t *testing.T) {

@@ -13,7 +13,7 @@ import (
 	"github.com/kerntune/kerntune/internal/mslcheck"
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/kernels/gpu"
-	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/params/families"
 )
 
 // StaticCheck is the static check of one spec file (kerntune check prints
@@ -149,7 +149,7 @@ func (c *Compiled) StaticCheckWith(ctx context.Context, o StaticOptions) (*Stati
 		}
 		var names []string
 		for _, s := range shapes {
-			names = append(names, params.ShapeString(s))
+			names = append(names, families.ShapeString(s))
 		}
 		sc.Classes = append(sc.Classes, CheckClass{Name: cl.Name, Valid: len(c.Space(shapes...).Enumerate()), Shapes: names})
 	}
@@ -176,7 +176,7 @@ func (c *Compiled) StaticCheckWith(ctx context.Context, o StaticOptions) (*Stati
 					src, err := c.Body.SourceForShape(api, dt, cand, shape)
 					where := cand.Key()
 					if shape != nil {
-						where += " on " + params.ShapeString(shape)
+						where += " on " + families.ShapeString(shape)
 					}
 					if err != nil {
 						return nil, fmt.Errorf("%s: generating %s source for %s: %w", c.File, api, where, err)

@@ -6,7 +6,7 @@ import (
 
 	"github.com/kerntune/kerntune/internal/stats"
 	"github.com/kerntune/kerntune/kernels"
-	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/params/paramfile"
 	"github.com/kerntune/kerntune/search"
 )
 
@@ -21,7 +21,7 @@ type BenchResult struct {
 	Samples  int
 	Baseline string  // name, or "" when the backend has none
 	BaseUS   float64 // baseline median
-	Roofline *params.RooflineSummary
+	Roofline *paramfile.RooflineSummary
 }
 
 // Bench verifies c on the family's odd shapes and on the case, then times it

@@ -4,10 +4,10 @@ import (
 	"time"
 
 	"github.com/kerntune/kerntune/internal/compilecache"
-	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/params/paramfile"
 )
 
-// Where the time of tuning one entry goes (params.TuneTime). The phases are
+// Where the time of tuning one entry goes (paramfile.TuneTime). The phases are
 // disjoint and, with "other", add up to the entry's wall time:
 //
 //   - setup: from the start of Tuner.Run to the start of the search
@@ -142,14 +142,14 @@ func (s split) since(s0 split) split {
 // seconds of one phase of a split.
 func (s split) seconds(p phase) float64 { return s[p].Seconds() }
 
-// result is the entry's params.TuneTime at the end of its run.
-func (c *clock) result() *params.TuneTime {
+// result is the entry's paramfile.TuneTime at the end of its run.
+func (c *clock) result() *paramfile.TuneTime {
 	wall := time.Since(c.start)
 	accounted := c.setup + c.search + c.journal
 	for _, d := range c.phases {
 		accounted += d
 	}
-	t := &params.TuneTime{
+	t := &paramfile.TuneTime{
 		WallS:    round3(wall.Seconds()),
 		SetupS:   round3(c.setup.Seconds()),
 		CompileS: round3(c.phases[phaseCompile].Seconds()),

@@ -11,7 +11,7 @@ import (
 	"github.com/kerntune/kerntune/internal/compilecache"
 	"github.com/kerntune/kerntune/internal/testutil"
 	"github.com/kerntune/kerntune/kernels"
-	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/params/paramfile"
 	"github.com/kerntune/kerntune/search"
 )
 
@@ -88,7 +88,7 @@ func TestRunAccountsForItsTime(t *testing.T) {
 	if perCand > tt.CompileS+eps {
 		t.Errorf("candidates' compile %.3fs beyond the entry's %.3fs", perCand, tt.CompileS)
 	}
-	var timeRec *params.TuneTime
+	var timeRec *paramfile.TuneTime
 	measured := 0
 	for _, rec := range j.recs {
 		switch rec.Kind {
@@ -157,7 +157,7 @@ func (b *poolBackend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candid
 // while the device times the first: the search waits for compiles far less
 // than one at a time, for the same candidates measured.
 func TestBatchesHideCompiles(t *testing.T) {
-	run := func(batch int) (*params.TuneTime, *poolBackend, int) {
+	run := func(batch int) (*paramfile.TuneTime, *poolBackend, int) {
 		b := &poolBackend{slowBackend: slowBackend{fakeBackend: fakeBackend{rng: rand.New(rand.NewPCG(1, 2)), threadsCap: 4},
 			build: 15 * time.Millisecond, output: time.Millisecond, run: 2 * time.Millisecond}, ready: map[string]time.Time{}}
 		cfg := Config{Strategy: "bo", Seed: 1, FinalSamples: 5, MaxEvals: 25, Warmup: time.Microsecond, Batch: batch}
@@ -208,7 +208,7 @@ func (b *readyPool) Ready(_ *kernels.Kernel, _ kernels.DType, c search.Candidate
 // which compiles are done (Readier) has the search measure the others
 // first: it waits for compiles less, for the same number of candidates.
 func TestReadyCandidatesMeasuredFirst(t *testing.T) {
-	run := func(readier bool) (*params.TuneTime, int, int) {
+	run := func(readier bool) (*paramfile.TuneTime, int, int) {
 		pb := &poolBackend{slowBackend: slowBackend{fakeBackend: fakeBackend{rng: rand.New(rand.NewPCG(1, 2)), threadsCap: 4},
 			build: 2 * time.Millisecond, output: time.Millisecond, run: 2 * time.Millisecond}, ready: map[string]time.Time{}, slow: 40 * time.Millisecond}
 		var b Backend = pb

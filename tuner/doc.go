@@ -3,7 +3,7 @@
 // verifies it against the float64 reference on fresh random inputs with the
 // output poisoned, times it (warmup, many samples, median), lets a search
 // strategy prune the losers, and records the winner with the un-tuned
-// default and the backend's baseline as a params.Entry.
+// default and the backend's baseline as a paramfile.Entry.
 //
 // # Contract
 //

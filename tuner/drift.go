@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/kerntune/kerntune/internal/stats"
-	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/params/paramfile"
 	"github.com/kerntune/kerntune/report"
 	"github.com/kerntune/kerntune/search"
 )
@@ -100,7 +100,7 @@ type driftGuard struct {
 	off     bool         // the anchor could not be timed: no more checks
 	slowed  bool         // an event found the device slower
 	noWall  bool         // the run's length is set by evaluations, not wall time
-	sum     params.DriftSummary
+	sum     paramfile.DriftSummary
 }
 
 // driftBatch is one batch of samples: cd.samples[start:start+n] of cand.
@@ -220,7 +220,7 @@ func (g *driftGuard) finalDrifted(progs []*timed, again bool) bool {
 }
 
 // summary is the entry's record of the guard; nil when it never checked.
-func (g *driftGuard) summary() *params.DriftSummary {
+func (g *driftGuard) summary() *paramfile.DriftSummary {
 	if g == nil || g.sum.Checks == 0 {
 		return nil
 	}

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/kerntune/kerntune/internal/stats"
-	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/params/paramfile"
 	"github.com/kerntune/kerntune/search"
 )
 
@@ -86,7 +86,7 @@ type Record struct {
 	VerifyS  float64 `json:"verify_s,omitempty"`
 	MeasureS float64 `json:"measure_s,omitempty"`
 	// Time records (RecordTime): where the task's wall time went.
-	Time *params.TuneTime `json:"time,omitempty"`
+	Time *paramfile.TuneTime `json:"time,omitempty"`
 	// Plan records.
 	MaxCandidates int    `json:"max_candidates,omitempty"`
 	FinalSamples  int    `json:"final_samples,omitempty"`

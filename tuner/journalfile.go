@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/params/paramfile"
 )
 
 // JournalSuffix names the journal kept next to the params file:
@@ -44,8 +44,8 @@ type FileJournal struct {
 func OpenFileJournal(path string, resume bool) (*FileJournal, error) {
 	j := &FileJournal{path: path, done: map[string]bool{}}
 	if resume {
-		data, err := params.ReadFileLimit(path, MaxJournalSize)
-		var tl *params.TooLargeError
+		data, err := paramfile.ReadFileLimit(path, MaxJournalSize)
+		var tl *paramfile.TooLargeError
 		if errors.As(err, &tl) {
 			return nil, fmt.Errorf("%s: %s", path, tl.Reason("a journal"))
 		}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/kerntune/kerntune/internal/stats"
 	"github.com/kerntune/kerntune/kernels"
-	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/params/paramfile"
 	"github.com/kerntune/kerntune/search"
 )
 
@@ -341,7 +341,7 @@ func (m *live) close() {
 
 // roofline relates cand's median (seconds, summed over the task's
 // problems) to the device's floors.
-func (m *live) roofline(cand search.Candidate, median float64) *params.RooflineSummary {
+func (m *live) roofline(cand search.Candidate, median float64) *paramfile.RooflineSummary {
 	info := m.t.b.Info()
 	if m.t.cfg.Facts != nil {
 		info.Facts = m.t.cfg.Facts
@@ -351,7 +351,7 @@ func (m *live) roofline(cand search.Candidate, median float64) *params.RooflineS
 		flops += l.p.Flops()
 		bytes += l.p.Bytes()
 	}
-	rs := &params.RooflineSummary{Flops: flops, Bytes: bytes}
+	rs := &paramfile.RooflineSummary{Flops: flops, Bytes: bytes}
 	if median <= 0 {
 		return rs
 	}

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/kerntune/kerntune/kernels"
-	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/params/paramfile"
 	"github.com/kerntune/kerntune/search"
 )
 
@@ -169,7 +169,7 @@ func TestSessionPlansByCost(t *testing.T) {
 		return sum, allots, err
 	}
 
-	out := filepath.Join(t.TempDir(), params.DefaultFileName)
+	out := filepath.Join(t.TempDir(), paramfile.DefaultFileName)
 	start := time.Now()
 	sum, allots, err := run(newB(), cfg(out, 10*time.Second))
 	if err != nil {
@@ -192,7 +192,7 @@ func TestSessionPlansByCost(t *testing.T) {
 	}
 
 	// Too small: refused before any work, nothing left behind.
-	small := filepath.Join(t.TempDir(), params.DefaultFileName)
+	small := filepath.Join(t.TempDir(), paramfile.DefaultFileName)
 	_, allots, err = run(newB(), cfg(small, time.Second))
 	var pe *PlanError
 	if !errors.As(err, &pe) {
@@ -208,7 +208,7 @@ func TestSessionPlansByCost(t *testing.T) {
 	}
 	// The same budget with Extend: the run takes the time the plan needs,
 	// says how much more, and every entry measures its minimum.
-	extended := filepath.Join(t.TempDir(), params.DefaultFileName)
+	extended := filepath.Join(t.TempDir(), paramfile.DefaultFileName)
 	ec := cfg(extended, time.Second)
 	ec.Extend = true
 	var plan Plan
@@ -251,7 +251,7 @@ func TestSessionExtendsForLoad(t *testing.T) {
 		t.Skip("sleeps through a run of about 10 s")
 	}
 	b := &sizedBackend{fakeBackend: fakeBackend{rng: rand.New(rand.NewPCG(1, 2)), threadsCap: 4}, nsPerElem: 5}
-	out := filepath.Join(t.TempDir(), params.DefaultFileName)
+	out := filepath.Join(t.TempDir(), paramfile.DefaultFileName)
 	var plan Plan
 	c := SessionConfig{Config: Config{Strategy: "bo", Seed: 1, Warmup: time.Millisecond}, Out: out, Generator: "test", Extend: true,
 		Hooks: SessionHooks{

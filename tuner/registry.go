@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/kerntune/kerntune/kernels/gpu"
+	"github.com/kerntune/kerntune/params/families"
 )
 
 // A backend is added by one package that calls Register or RegisterOptions
@@ -53,8 +54,10 @@ const (
 // it, so that no layer keeps its own list of backend names.
 type Traits struct {
 	// Space is the kind of parameter space its candidates use (SpaceCPU,
-	// SpaceGPU). params.SpaceKind, which imports only the standard
-	// library, keeps the same table; a test holds the two together.
+	// SpaceGPU). Left empty, RegisterOptions sets it from the backend's
+	// name by families.SpaceKind, the one table of space kinds in Go (the
+	// Python loader keeps its own, held to it by a test); a test holds a
+	// Space given here to that table.
 	Space string
 	// API is the generated source the backend builds (gpu.CUDA,
 	// gpu.Metal, gpu.OpenCL); "" for a backend that builds none (the
@@ -93,6 +96,9 @@ func Register(name string, open Opener, t Traits) {
 // RegisterOptions makes a backend available by name with the options
 // t.Options names; backends call it from init.
 func RegisterOptions(name string, open OptionsOpener, t Traits) {
+	if t.Space == "" {
+		t.Space = families.SpaceKind(name)
+	}
 	registryMu.Lock()
 	defer registryMu.Unlock()
 	registry[name] = registration{open: open, traits: t}

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/kerntune/kerntune/kernels/gpu"
-	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/params/families"
 	"github.com/kerntune/kerntune/tuner"
 	_ "github.com/kerntune/kerntune/tuner/cpu" // the backends register themselves when imported
 	_ "github.com/kerntune/kerntune/tuner/cuda"
@@ -18,10 +18,10 @@ import (
 )
 
 // traitProblems lists what is wrong with a registered backend's traits,
-// for any backend, the ones not yet written included: params and the
-// Python loader keep their own table of space kinds (params imports only
-// the standard library), and a GPU backend names the generated API it
-// builds.
+// for any backend, the ones not yet written included: its space kind is
+// the one families.SpaceKind gives its name (Register sets it from there
+// unless the traits name one; the Python loader keeps the same table), and
+// a GPU backend names the generated API it builds.
 func traitProblems(name string) []error {
 	tr, err := tuner.TraitsOf(name)
 	if err != nil {
@@ -31,8 +31,8 @@ func traitProblems(name string) []error {
 	if tr.Space != tuner.SpaceCPU && tr.Space != tuner.SpaceGPU {
 		errs = append(errs, fmt.Errorf("%s: space %q is neither cpu nor gpu", name, tr.Space))
 	}
-	if kind := params.SpaceKind(name); kind != tr.Space {
-		errs = append(errs, fmt.Errorf("%s: space %q, params.SpaceKind says %q (add it to params/families.go and python/kerntune_params/families.py)", name, tr.Space, kind))
+	if kind := families.SpaceKind(name); kind != tr.Space {
+		errs = append(errs, fmt.Errorf("%s: space %q, families.SpaceKind says %q (add it to params/families/families.go and python/kerntune_params/families.py)", name, tr.Space, kind))
 	}
 	if tr.Space == tuner.SpaceGPU && !slices.Contains(gpu.APIs, tr.API) {
 		errs = append(errs, fmt.Errorf("%s: a GPU backend builds API %q, not one of %v", name, tr.API, gpu.APIs))
@@ -69,7 +69,7 @@ func TestTrialBackend(t *testing.T) {
 	}, tuner.Traits{Space: tuner.SpaceGPU, API: gpu.CUDA, Options: []string{"trial_opt"}, AutoRank: 99})
 	t.Cleanup(func() { tuner.Unregister("trial") })
 
-	if errs := traitProblems("trial"); len(errs) != 1 || !strings.Contains(errs[0].Error(), "params.SpaceKind") {
+	if errs := traitProblems("trial"); len(errs) != 1 || !strings.Contains(errs[0].Error(), "families.SpaceKind") {
 		t.Errorf("the traits check of a backend params does not know: %v", errs)
 	}
 	if _, err := tuner.OpenWith("trial", tuner.Options{"trial_opt": "1", tuner.OptionMathMode: "fast"}); !errors.Is(err, tuner.ErrUnavailable) {

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/kerntune/kerntune/internal/stats"
-	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/params/paramfile"
 	"github.com/kerntune/kerntune/search"
 )
 
@@ -332,7 +332,7 @@ func (f *finals) choose(m *live) {
 }
 
 // record fills in the entry's figures from the final timing.
-func (f *finals) record(e *params.Entry, defaults map[string]int, nshapes int) {
+func (f *finals) record(e *paramfile.Entry, defaults map[string]int, nshapes int) {
 	best := f.chosen
 	e.Params = best.cand
 	sum := stats.Summarize(best.tot)
@@ -343,14 +343,14 @@ func (f *finals) record(e *params.Entry, defaults map[string]int, nshapes int) {
 	e.ShapeMedianUS = shapeMedians(best.per, nshapes)
 	// When the winner is the default, both numbers are the same measurement
 	// (two noisy timings of one kernel would record a spurious speedup).
-	e.Default = &params.Reference{Params: defaults}
+	e.Default = &paramfile.Reference{Params: defaults}
 	if f.def != nil && len(f.def.tot) > 0 {
 		e.Default.MedianUS = round3(stats.Median(f.def.tot) * 1e6)
 	}
 	var baseTot []float64
 	if f.base != nil && len(f.base.tot) > 0 {
 		baseTot = f.base.tot
-		e.Baseline = &params.Baseline{Name: f.baseNm, MedianUS: round3(stats.Median(baseTot) * 1e6)}
+		e.Baseline = &paramfile.Baseline{Name: f.baseNm, MedianUS: round3(stats.Median(baseTot) * 1e6)}
 	}
 	e.Use = UseOf(best.tot, baseTot)
 	if e.Baseline != nil && len(f.base.per) > 0 && nshapes > 1 {

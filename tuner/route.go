@@ -4,7 +4,7 @@ import (
 	"github.com/kerntune/kerntune/internal/stats"
 )
 
-// Values of params.Entry.Use.
+// Values of paramfile.Entry.Use.
 const (
 	UseBaseline = "baseline" // the baseline beat the winner beyond noise: call the vendor library
 	UseTuned    = "tuned"    // a baseline was timed and did not

@@ -12,7 +12,8 @@ import (
 	"github.com/kerntune/kerntune/internal/stats"
 	"github.com/kerntune/kerntune/internal/sysmem"
 	"github.com/kerntune/kerntune/internal/trace"
-	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/params/families"
+	"github.com/kerntune/kerntune/params/paramfile"
 	"github.com/kerntune/kerntune/report"
 	"github.com/kerntune/kerntune/search"
 )
@@ -78,7 +79,7 @@ type SessionHooks struct {
 }
 
 // Session tunes tasks on one backend and merges each finished entry into a
-// params file at once, by the keep rule (params.ChooseEntry), with a
+// params file at once, by the keep rule (paramfile.ChooseEntry), with a
 // journal of every measurement so that an interrupted run can be resumed:
 // what kerntune tune does beyond reading its flags and printing.
 type Session struct {
@@ -104,7 +105,7 @@ type SessionSummary struct {
 	// Interrupted: the run's context ended; the journal stays for a resume.
 	Interrupted bool
 	// Wall is the run's wall time; DeviceS the seconds the device was busy
-	// (params.TuneTime.DeviceS) summed over every task tuned, failed ones
+	// (paramfile.TuneTime.DeviceS) summed over every task tuned, failed ones
 	// included.
 	Wall    time.Duration
 	DeviceS float64
@@ -124,7 +125,7 @@ func (s *SessionSummary) BusyPct() float64 {
 }
 
 // Compiles are the kernels the tuned entries compiled and those they
-// loaded from the backend's compile cache (params.TuneTime), summed; both
+// loaded from the backend's compile cache (paramfile.TuneTime), summed; both
 // zero where the backend has no cache or it is off.
 func (s *SessionSummary) Compiles() (compiled, cached int) {
 	for _, r := range s.Results {
@@ -191,7 +192,7 @@ func keepRecordedBandwidth(info DeviceInfo, cfg SessionConfig) DeviceInfo {
 	if cfg.Replace || cfg.Out == "" {
 		return info
 	}
-	f, err := params.ReadFile(cfg.Out)
+	f, err := paramfile.ReadFile(cfg.Out)
 	if err != nil {
 		return info
 	}
@@ -308,7 +309,7 @@ func checkMemory(tasks []Task, available func() (uint64, string, bool)) error {
 	for _, t := range tasks {
 		for _, c := range t.Cases {
 			if need := t.Kernel.HostBytes(c); need > float64(avail) {
-				return &MemoryError{Kernel: t.Kernel.Name, DType: string(t.DType), Shape: params.ShapeString(c.Shape),
+				return &MemoryError{Kernel: t.Kernel.Name, DType: string(t.DType), Shape: families.ShapeString(c.Shape),
 					Need: need, Available: float64(avail), Source: src}
 			}
 		}
@@ -462,7 +463,7 @@ func (s *Session) Run(ctx context.Context, tasks []Task) (*SessionSummary, error
 		if h.Decided != nil {
 			h.Decided(task, d)
 		}
-		if res.Stopped != params.StoppedInterrupted {
+		if res.Stopped != paramfile.StoppedInterrupted {
 			s.jr.MarkDone(key, task.Kernel.Name, task.Key(), "")
 		}
 	}
@@ -726,9 +727,9 @@ type EntryBrief struct {
 	Partial  bool           `json:"partial,omitempty"`
 }
 
-func briefOf(e *params.Entry) *EntryBrief {
+func briefOf(e *paramfile.Entry) *EntryBrief {
 	return &EntryBrief{Params: e.Params, MedianUS: e.MedianUS, Measured: e.Candidates.Measured,
-		Valid: e.Candidates.Valid, Stopped: e.Stopped, Partial: params.Partial(e)}
+		Valid: e.Candidates.Valid, Stopped: e.Stopped, Partial: paramfile.Partial(e)}
 }
 
 // KeepDecision is what a session did with one tuned entry (kerntune tune
@@ -755,13 +756,13 @@ func (d *KeepDecision) String() string {
 	return "KEPT the file's entry " + search.Candidate(d.Old.Params).Key() + ", new entry not written: " + d.Reason
 }
 
-// Evidence is the timing as params.ChooseEntry weighs it: the medians and
+// Evidence is the timing as paramfile.ChooseEntry weighs it: the medians and
 // the noise rule's verdicts (FasterBeyondNoise) in both directions.
-func (rt *Retiming) Evidence() *params.Retimed {
+func (rt *Retiming) Evidence() *paramfile.Retimed {
 	if rt == nil {
 		return nil
 	}
-	e := &params.Retimed{Params: rt.Params, Same: rt.Same, Invalid: rt.Invalid, Err: rt.Err}
+	e := &paramfile.Retimed{Params: rt.Params, Same: rt.Same, Invalid: rt.Invalid, Err: rt.Err}
 	if len(rt.Samples) > 0 && len(rt.WinnerSamples) > 0 {
 		e.Timed = true
 		e.OldUS, e.NewUS = round3(stats.Median(rt.Samples)*1e6), round3(stats.Median(rt.WinnerSamples)*1e6)
@@ -771,36 +772,36 @@ func (rt *Retiming) Evidence() *params.Retimed {
 	return e
 }
 
-func verdict(c Comparison) params.Verdict {
-	return params.Verdict{Faster: c.Faster, P: c.P, Gain: c.Gain}
+func verdict(c Comparison) paramfile.Verdict {
+	return paramfile.Verdict{Faster: c.Faster, P: c.P, Gain: c.Gain}
 }
 
 // WriteResult merges a tuned entry into the params file at path (its
 // device record from info, generator as the file's generator), keeping the
 // file's entry for the same device, kernel and key when it is better
-// (params.ChooseEntry; never with replace). The choice is made under the
+// (paramfile.ChooseEntry; never with replace). The choice is made under the
 // file's lock, against the entry the file holds at that moment. An
 // existing file that does not parse is kept and the error wraps
-// params.ErrUnparsable, unless force is set.
+// paramfile.ErrUnparsable, unless force is set.
 func WriteResult(path string, force, replace bool, info DeviceInfo, generator string, res *Result) (*KeepDecision, error) {
-	dev := &params.Device{
+	dev := &paramfile.Device{
 		Backend: info.Backend, Name: info.Name, Family: info.Family,
 		ComputeUnits: info.ComputeUnits, TunedAt: time.Now().UTC().Format(time.RFC3339),
-		Facts: info.Facts, Kernels: map[string]map[string]*params.Entry{
+		Facts: info.Facts, Kernels: map[string]map[string]*paramfile.Entry{
 			res.Task.Kernel.Name: {res.Task.Key(): res.Entry},
 		},
 	}
-	upd := &params.File{SchemaVersion: params.SchemaVersion, Generator: generator, Devices: map[string]*params.Device{info.Key: dev}}
+	upd := &paramfile.File{SchemaVersion: paramfile.SchemaVersion, Generator: generator, Devices: map[string]*paramfile.Device{info.Key: dev}}
 	d := &KeepDecision{Action: KeepAdded, New: briefOf(res.Entry)}
 	keep := func(_, _, _ string, old, nw any) any {
-		oe, err := params.DecodeEntry(old)
+		oe, err := paramfile.DecodeEntry(old)
 		if err != nil {
 			// Cannot happen for a file that parsed; never lose the file's entry.
 			d.Action, d.Reason = KeepKept, "the file's entry could not be compared: "+err.Error()
 			d.Old = &EntryBrief{}
 			return old
 		}
-		c := params.ChooseEntry(oe, res.Entry, params.Evidence{Replace: replace, Retimed: res.Retiming.Evidence()})
+		c := paramfile.ChooseEntry(oe, res.Entry, paramfile.Evidence{Replace: replace, Retimed: res.Retiming.Evidence()})
 		d.Old, d.Reason = briefOf(oe), c.Reason
 		d.OldRetimedUS, d.NewRetimedUS, d.PValue = c.OldUS, c.NewUS, c.P
 		if c.KeepNew {
@@ -810,7 +811,7 @@ func WriteResult(path string, force, replace bool, info DeviceInfo, generator st
 		d.Action = KeepKept
 		return old
 	}
-	if err := params.MergeIntoFileKeep(path, upd, force, keep); err != nil {
+	if err := paramfile.MergeIntoFileKeep(path, upd, force, keep); err != nil {
 		return nil, err
 	}
 	return d, nil
@@ -827,7 +828,7 @@ func (s *Session) write(res *Result) (*KeepDecision, error) {
 // (the fact fast_math, 0 or 1) as "fast_math", which older readers know.
 // The backend's traits, not its name, decide: any backend that takes
 // OptionMathMode records it the same way.
-func RecordBackendOptions(info DeviceInfo, e *params.Entry) {
+func RecordBackendOptions(info DeviceInfo, e *paramfile.Entry) {
 	if tr, err := TraitsOf(info.Backend); e == nil || err != nil || !tr.Takes(OptionMathMode) {
 		return
 	}
@@ -835,8 +836,8 @@ func RecordBackendOptions(info DeviceInfo, e *params.Entry) {
 		fast := v == 1
 		e.FastMath = &fast
 	}
-	if v, ok := info.Facts["math_mode"]; ok && v >= 0 && int(v) < len(params.MathModes) && v == float64(int(v)) {
-		e.MathMode = params.MathModes[int(v)] // MTLMathMode order: safe, relaxed, fast
+	if v, ok := info.Facts["math_mode"]; ok && v >= 0 && int(v) < len(paramfile.MathModes) && v == float64(int(v)) {
+		e.MathMode = paramfile.MathModes[int(v)] // MTLMathMode order: safe, relaxed, fast
 	}
 }
 
@@ -874,7 +875,7 @@ func traceEntries(device string, res *Result) []trace.Entry {
 // and on other devices of the same backend: starting points for the
 // warm-start strategy. A missing or unreadable file gives none.
 func warmStartFor(path string, info DeviceInfo, task Task) []map[string]int {
-	f, err := params.ReadFile(path) // within params.MaxFileSize
+	f, err := paramfile.ReadFile(path) // within paramfile.MaxFileSize
 	if err != nil {
 		return nil
 	}
@@ -908,7 +909,7 @@ func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys
 // incumbentFor returns the parameters of the entry path holds for the
 // device and task, or nil (no file, no entry, an unreadable file).
 func incumbentFor(path, device string, task Task) map[string]int {
-	pf, err := params.ReadFile(path)
+	pf, err := paramfile.ReadFile(path)
 	if err != nil {
 		return nil
 	}

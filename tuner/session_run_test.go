@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/kerntune/kerntune/kernels"
-	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/params/paramfile"
 	"github.com/kerntune/kerntune/tuner"
 )
 
@@ -63,7 +63,7 @@ func sessionRun(t *testing.T, cfg tuner.SessionConfig, shapes ...[]int) (*tuner.
 // it finishes, tells its hooks in order, and removes the journal of a
 // completed run; a second run decides by the keep rule.
 func TestSessionRun(t *testing.T) {
-	out := filepath.Join(t.TempDir(), params.DefaultFileName)
+	out := filepath.Join(t.TempDir(), paramfile.DefaultFileName)
 	cfg := tuner.SessionConfig{Config: tuner.Config{Strategy: "ils", Seed: 1, MaxEvals: 3, FinalSamples: 5},
 		Out: out, Budget: time.Minute, Generator: "kerntune test", Trace: out + ".trace.jsonl"}
 	// 64 rows against 8: a need 8 times larger, an order that the
@@ -80,7 +80,7 @@ func TestSessionRun(t *testing.T) {
 	if len(sum.Results) != 2 || sum.Count(tuner.KeepAdded) != 2 || sum.Failed != 0 || sum.Interrupted || sum.StoppedEarly {
 		t.Errorf("summary %+v", sum)
 	}
-	f, err := params.ReadFile(out)
+	f, err := paramfile.ReadFile(out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestSessionRun(t *testing.T) {
 // then returns a TooSmallError naming each, writes nothing and leaves no
 // journal.
 func TestSessionTooSmall(t *testing.T) {
-	out := filepath.Join(t.TempDir(), params.DefaultFileName)
+	out := filepath.Join(t.TempDir(), paramfile.DefaultFileName)
 	cfg := tuner.SessionConfig{Config: tuner.Config{Strategy: "ils", MaxEvals: 1, FinalSamples: 5}, Out: out, Budget: time.Minute}
 	_, calls, err := sessionRun(t, cfg, []int{8, 300}, []int{16, 300})
 	var small *tuner.TooSmallError
@@ -135,7 +135,7 @@ func TestSessionTooSmall(t *testing.T) {
 // missing for a resumed one; errors.Is tells which.
 func TestOpenSessionJournal(t *testing.T) {
 	b := openCPU(t)
-	out := filepath.Join(t.TempDir(), params.DefaultFileName)
+	out := filepath.Join(t.TempDir(), paramfile.DefaultFileName)
 	if _, err := tuner.OpenSession(b, tuner.SessionConfig{Out: out, Resume: true}); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("resume without a journal: %v", err)
 	}
@@ -191,7 +191,7 @@ func TestSessionResumeKeepsBudget(t *testing.T) {
 	for _, s := range [][]int{{8, 300}, {16, 300}, {24, 300}} {
 		tasks = append(tasks, tuner.Task{Kernel: k, DType: kernels.F32, Cases: []kernels.Case{{Shape: s}}})
 	}
-	out := filepath.Join(t.TempDir(), params.DefaultFileName)
+	out := filepath.Join(t.TempDir(), paramfile.DefaultFileName)
 	journal := tuner.JournalPath(out)
 	const budget = time.Minute
 	// run tunes, interrupting after stopAfter tasks of this run (0: never),

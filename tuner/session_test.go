@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/kerntune/kerntune/kernels"
-	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/params/paramfile"
 )
 
 var (
@@ -20,9 +20,9 @@ var (
 
 // testEntry is an entry with a winner, a median, candidates measured of
 // 72 valid, and why its search stopped.
-func testEntry(p map[string]int, medianUS float64, measured int, stopped string) *params.Entry {
-	return &params.Entry{Params: p, MedianUS: medianUS, Samples: 30, Shapes: [][]int{{8, 300}},
-		Candidates: params.CandidateCounts{Valid: 72, Measured: measured}, Stopped: stopped}
+func testEntry(p map[string]int, medianUS float64, measured int, stopped string) *paramfile.Entry {
+	return &paramfile.Entry{Params: p, MedianUS: medianUS, Samples: 30, Shapes: [][]int{{8, 300}},
+		Candidates: paramfile.CandidateCounts{Valid: 72, Measured: measured}, Stopped: stopped}
 }
 
 // timings draws n samples (seconds) around medianUS with a 1 % spread.
@@ -41,49 +41,49 @@ func retimed(p map[string]int, oldUS, newUS float64) *Retiming {
 	return &Retiming{Params: p, Samples: timings(rng, 30, oldUS), WinnerSamples: timings(rng, 30, newUS)}
 }
 
-// The keep rule as a session applies it: params.ChooseEntry weighing a
+// The keep rule as a session applies it: paramfile.ChooseEntry weighing a
 // same-run timing through Retiming.Evidence and the noise rule.
 func TestChooseEntry(t *testing.T) {
 	complete72 := testEntry(paramsA, 10, 72, "")
 	tests := []struct {
 		name    string
-		old, nw *params.Entry
-		ev      params.Evidence
+		old, nw *paramfile.Entry
+		ev      paramfile.Evidence
 		keepNew bool
 		reason  string // part of the reason
 	}{
-		{"--replace writes even a 1-candidate partial entry", complete72, testEntry(paramsB, 20, 1, "interrupted"), params.Evidence{Replace: true}, true, "--replace"},
-		{"merge: faster recorded median", complete72, testEntry(paramsB, 9, 3, ""), params.Evidence{Recorded: true}, true, "faster"},
-		{"merge: slower recorded median", complete72, testEntry(paramsB, 11, 72, ""), params.Evidence{Recorded: true}, false, "not faster"},
-		{"merge: a tie keeps the first", complete72, testEntry(paramsB, 10, 72, ""), params.Evidence{Recorded: true}, false, "not faster"},
+		{"--replace writes even a 1-candidate partial entry", complete72, testEntry(paramsB, 20, 1, "interrupted"), paramfile.Evidence{Replace: true}, true, "--replace"},
+		{"merge: faster recorded median", complete72, testEntry(paramsB, 9, 3, ""), paramfile.Evidence{Recorded: true}, true, "faster"},
+		{"merge: slower recorded median", complete72, testEntry(paramsB, 11, 72, ""), paramfile.Evidence{Recorded: true}, false, "not faster"},
+		{"merge: a tie keeps the first", complete72, testEntry(paramsB, 10, 72, ""), paramfile.Evidence{Recorded: true}, false, "not faster"},
 		{"short run whose winner is faster in this run's timing", complete72, testEntry(paramsB, 8, 4, "evaluation budget spent"),
-			params.Evidence{Retimed: retimed(paramsA, 10, 8).Evidence()}, true, "faster in this run's interleaved timing"},
+			paramfile.Evidence{Retimed: retimed(paramsA, 10, 8).Evidence()}, true, "faster in this run's interleaved timing"},
 		{"interrupted run whose winner is faster in this run's timing", complete72, testEntry(paramsB, 8, 4, "interrupted"),
-			params.Evidence{Retimed: retimed(paramsA, 10, 8).Evidence()}, true, "faster in this run's interleaved timing"},
+			paramfile.Evidence{Retimed: retimed(paramsA, 10, 8).Evidence()}, true, "faster in this run's interleaved timing"},
 		{"complete run whose winner is slower than the file's in this run's timing", complete72, testEntry(paramsB, 12, 72, ""),
-			params.Evidence{Retimed: retimed(paramsA, 10, 12).Evidence()}, false, "the file's parameters were faster"},
+			paramfile.Evidence{Retimed: retimed(paramsA, 10, 12).Evidence()}, false, "the file's parameters were faster"},
 		{"complete run, as many candidates, within noise", complete72, testEntry(paramsB, 10, 72, ""),
-			params.Evidence{Retimed: retimed(paramsA, 10, 9.9).Evidence()}, true, "complete, measured 72 candidates ≥ 72; within noise"},
+			paramfile.Evidence{Retimed: retimed(paramsA, 10, 9.9).Evidence()}, true, "complete, measured 72 candidates ≥ 72; within noise"},
 		{"5 s run: fewer candidates, within noise", complete72, testEntry(paramsB, 10, 9, "budget spent"),
-			params.Evidence{Retimed: retimed(paramsA, 10, 9.9).Evidence()}, false, "measured 9 candidates < 72"},
+			paramfile.Evidence{Retimed: retimed(paramsA, 10, 9.9).Evidence()}, false, "measured 9 candidates < 72"},
 		{"2 % faster is within the rule's noise", complete72, testEntry(paramsB, 9.8, 9, "budget spent"),
-			params.Evidence{Retimed: retimed(paramsA, 10, 9.8).Evidence()}, false, "measured 9 candidates < 72"},
-		{"1 ns run: the default only", complete72, testEntry(paramsC, 30, 1, "budget spent"), params.Evidence{}, false, "measured 1 candidate < 72"},
-		{"interrupted, more candidates, no timing", testEntry(paramsA, 10, 30, ""), testEntry(paramsB, 9, 40, "interrupted"), params.Evidence{}, false, "partial"},
-		{"both partial: more candidates win", testEntry(paramsA, 10, 30, "interrupted"), testEntry(paramsB, 11, 40, "interrupted"), params.Evidence{}, true, "partial, as the file's"},
-		{"a complete entry replaces a partial one", testEntry(paramsA, 10, 30, "interrupted"), testEntry(paramsB, 11, 40, ""), params.Evidence{}, true, "complete"},
+			paramfile.Evidence{Retimed: retimed(paramsA, 10, 9.8).Evidence()}, false, "measured 9 candidates < 72"},
+		{"1 ns run: the default only", complete72, testEntry(paramsC, 30, 1, "budget spent"), paramfile.Evidence{}, false, "measured 1 candidate < 72"},
+		{"interrupted, more candidates, no timing", testEntry(paramsA, 10, 30, ""), testEntry(paramsB, 9, 40, "interrupted"), paramfile.Evidence{}, false, "partial"},
+		{"both partial: more candidates win", testEntry(paramsA, 10, 30, "interrupted"), testEntry(paramsB, 11, 40, "interrupted"), paramfile.Evidence{}, true, "partial, as the file's"},
+		{"a complete entry replaces a partial one", testEntry(paramsA, 10, 30, "interrupted"), testEntry(paramsB, 11, 40, ""), paramfile.Evidence{}, true, "complete"},
 		{"the file's parameters cannot run here", complete72, testEntry(paramsB, 12, 2, "budget spent"),
-			params.Evidence{Retimed: (&Retiming{Params: paramsA, Invalid: true, Err: "verification: wrong value"}).Evidence()}, true, "cannot run here (verification"},
+			paramfile.Evidence{Retimed: (&Retiming{Params: paramsA, Invalid: true, Err: "verification: wrong value"}).Evidence()}, true, "cannot run here (verification"},
 		{"the file changed since the timing: counts decide", complete72, testEntry(paramsB, 8, 4, "budget spent"),
-			params.Evidence{Retimed: retimed(paramsC, 10, 8).Evidence()}, false, "measured 4 candidates < 72"},
+			paramfile.Evidence{Retimed: retimed(paramsC, 10, 8).Evidence()}, false, "measured 4 candidates < 72"},
 		{"same parameters, partial", complete72, testEntry(paramsA, 9, 5, "interrupted"),
-			params.Evidence{Retimed: (&Retiming{Params: paramsA, Same: true}).Evidence()}, false, "partial"},
+			paramfile.Evidence{Retimed: (&Retiming{Params: paramsA, Same: true}).Evidence()}, false, "partial"},
 		{"same parameters, complete", complete72, testEntry(paramsA, 9, 72, ""),
-			params.Evidence{Retimed: (&Retiming{Params: paramsA, Same: true}).Evidence()}, true, "complete"},
+			paramfile.Evidence{Retimed: (&Retiming{Params: paramsA, Same: true}).Evidence()}, true, "complete"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := params.ChooseEntry(tt.old, tt.nw, tt.ev)
+			c := paramfile.ChooseEntry(tt.old, tt.nw, tt.ev)
 			if c.KeepNew != tt.keepNew || !strings.Contains(c.Reason, tt.reason) {
 				t.Errorf("keepNew %v (%s); want %v with %q", c.KeepNew, c.Reason, tt.keepNew, tt.reason)
 			}
@@ -117,14 +117,14 @@ func TestWriteResultDecidesAgainstTheFileAtWriteTime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.Action != KeepKept || d.Old == nil || !params.SameParams(d.Old.Params, paramsC) || !strings.Contains(d.Reason, "4 candidates < 72") {
+	if d.Action != KeepKept || d.Old == nil || !paramfile.SameParams(d.Old.Params, paramsC) || !strings.Contains(d.Reason, "4 candidates < 72") {
 		t.Errorf("decision %+v: want the file's current entry (C) kept on candidate counts", d)
 	}
-	f, err := params.ReadFile(path)
+	f, err := paramfile.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := f.Devices[info.Key].Kernels["softmax"][task.Key()]; !params.SameParams(got.Params, paramsC) {
+	if got := f.Devices[info.Key].Kernels["softmax"][task.Key()]; !paramfile.SameParams(got.Params, paramsC) {
 		t.Errorf("the file holds %v, want C %v", got.Params, paramsC)
 	}
 	// With the timing of C the new winner replaces it.

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/kerntune/kerntune/internal/trace"
-	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/params/paramfile"
 	"github.com/kerntune/kerntune/tuner"
 )
 
@@ -15,7 +15,7 @@ import (
 // of its run's entry line: two runs appended to one trace stay apart, and
 // the entry the file kept is tied to its own run's records.
 func TestSessionTraceNamesRuns(t *testing.T) {
-	out := filepath.Join(t.TempDir(), params.DefaultFileName)
+	out := filepath.Join(t.TempDir(), paramfile.DefaultFileName)
 	cfg := tuner.SessionConfig{Config: tuner.Config{Strategy: "ils", Seed: 1, MaxEvals: 3, FinalSamples: 5},
 		Out: out, Budget: time.Minute, Trace: out + ".trace.jsonl"}
 	for range 2 {
@@ -44,7 +44,7 @@ func TestSessionTraceNamesRuns(t *testing.T) {
 			t.Errorf("record's run %q: %v", r.Run, err)
 		}
 	}
-	pf, err := params.ReadFile(out)
+	pf, err := paramfile.ReadFile(out)
 	if err != nil {
 		t.Fatal(err)
 	}

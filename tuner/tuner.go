@@ -10,7 +10,8 @@ import (
 
 	"github.com/kerntune/kerntune/internal/stats"
 	"github.com/kerntune/kerntune/kernels"
-	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/params/families"
+	"github.com/kerntune/kerntune/params/paramfile"
 	"github.com/kerntune/kerntune/search"
 )
 
@@ -30,9 +31,9 @@ type Task struct {
 // Key is the task's entry key in the file: dtype/class or dtype/shape.
 func (t Task) Key() string {
 	if t.Class != "" {
-		return params.EntryKey(string(t.DType), t.Class)
+		return paramfile.EntryKey(string(t.DType), t.Class)
 	}
-	return params.EntryKey(string(t.DType), params.ShapeString(t.Cases[0].Shape))
+	return paramfile.EntryKey(string(t.DType), families.ShapeString(t.Cases[0].Shape))
 }
 
 // ClassTasks groups a family's workload by shape class, in class order.
@@ -192,7 +193,7 @@ type Measurement struct {
 // Result is a tuned entry and the trace of every candidate tried.
 type Result struct {
 	Task    Task
-	Entry   *params.Entry
+	Entry   *paramfile.Entry
 	Trace   []Measurement
 	Stopped string // why tuning stopped before the strategy finished, or ""
 	// DataSeed is the seed the task's inputs were drawn from.
@@ -208,7 +209,7 @@ type Result struct {
 	// the search's winner first, with their search and final medians.
 	Finalists []Finalist
 	// Time is where the entry's wall time went (also in Entry.Time).
-	Time *params.TuneTime
+	Time *paramfile.TuneTime
 }
 
 // Retiming is the incumbent (the parameters of the entry already in the
@@ -381,7 +382,7 @@ func (t *Tuner) RunPlanned(ctx context.Context, task Task, a Allotment) (*Result
 	if err != nil {
 		return nil, err
 	}
-	entry := &params.Entry{Strategy: t.cfg.Strategy, Evaluations: len(r.m.cands), Stopped: stopped}
+	entry := &paramfile.Entry{Strategy: t.cfg.Strategy, Evaluations: len(r.m.cands), Stopped: stopped}
 	fin.record(entry, ps.Defaults(), len(r.m.problems))
 	for _, c := range task.Cases {
 		entry.Shapes = append(entry.Shapes, append([]int(nil), c.Shape...))
@@ -471,7 +472,7 @@ func finishRetiming(rt *Retiming, best search.Candidate, bestTot []float64, othe
 // kernelSpace is the family's parameter space on the backend, of the kind
 // the backend's Traits name, so that a backend brings its space with its
 // registration rather than by its name.
-func kernelSpace(k *kernels.Kernel, backend string) (*params.Space, bool) {
+func kernelSpace(k *kernels.Kernel, backend string) (*families.Space, bool) {
 	tr, err := TraitsOf(backend)
 	if err != nil {
 		return nil, false
@@ -501,7 +502,7 @@ func (t *Tuner) Space(task Task) (*search.Space, error) {
 		for _, c := range task.Cases {
 			shape := c.Shape
 			sp.Constraints = append(sp.Constraints, search.Constraint{
-				Name:     "valid for " + params.ShapeString(shape),
+				Name:     "valid for " + families.ShapeString(shape),
 				Check:    func(cand search.Candidate) error { return ps.Check(shape, cand) },
 				PerShape: true,
 			})

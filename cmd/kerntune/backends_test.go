@@ -12,7 +12,7 @@ import (
 
 	"github.com/kerntune/kerntune/internal/testutil"
 	"github.com/kerntune/kerntune/kernels"
-	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/params/paramfile"
 	"github.com/kerntune/kerntune/tuner"
 )
 
@@ -76,7 +76,7 @@ func TestFastMathRecordedInEntry(t *testing.T) {
 		{"cpu", tuner.DeviceInfo{Backend: "cpu", Facts: map[string]float64{"fast_math": 1}}, nil, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			e := &params.Entry{Params: map[string]int{"TG": 128}, MedianUS: 10, Shapes: [][]int{{1, 896, 896}}}
+			e := &paramfile.Entry{Params: map[string]int{"TG": 128}, MedianUS: 10, Shapes: [][]int{{1, 896, 896}}}
 			tuner.RecordBackendOptions(c.info, e)
 			if (e.FastMath == nil) != (c.want == nil) || (e.FastMath != nil && *e.FastMath != *c.want) {
 				t.Fatalf("FastMath = %v, want %v", e.FastMath, c.want)
@@ -98,7 +98,7 @@ func TestFastMathRecordedInEntry(t *testing.T) {
 			if err := testutil.Validate(testutil.SchemaFile(t, filepath.Join("..", "..", "params", "schema.json")), raw); err != nil {
 				t.Errorf("schema rejects the file: %v", err)
 			}
-			f, err := params.ReadFile(path)
+			f, err := paramfile.ReadFile(path)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -130,7 +130,7 @@ func TestTuneWhere(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d:\n%s", code, log)
 	}
-	f, err := params.ReadFile(out)
+	f, err := paramfile.ReadFile(out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +239,7 @@ func TestMathModeRecordedInEntry(t *testing.T) {
 		{"cpu", tuner.DeviceInfo{Backend: "cpu", Facts: map[string]float64{"math_mode": 2}}, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			e := &params.Entry{Params: map[string]int{"TG": 128}, MedianUS: 10, Shapes: [][]int{{1, 896, 896}}}
+			e := &paramfile.Entry{Params: map[string]int{"TG": 128}, MedianUS: 10, Shapes: [][]int{{1, 896, 896}}}
 			tuner.RecordBackendOptions(c.info, e)
 			if e.MathMode != c.want {
 				t.Fatalf("MathMode = %q, want %q", e.MathMode, c.want)
@@ -248,7 +248,7 @@ func TestMathModeRecordedInEntry(t *testing.T) {
 			if err := testutil.Validate(testutil.SchemaFile(t, filepath.Join("..", "..", "params", "schema.json")), raw); err != nil {
 				t.Errorf("schema rejects the file: %v", err)
 			}
-			f, err := params.ReadFile(path)
+			f, err := paramfile.ReadFile(path)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -262,7 +262,7 @@ func TestMathModeRecordedInEntry(t *testing.T) {
 // writeTestEntry writes e as the f16 gemv_nt entry of a test device with
 // info's backend and facts, as tune writes it, and returns the file, its
 // bytes, the device's key and the entry's key.
-func writeTestEntry(t *testing.T, info tuner.DeviceInfo, e *params.Entry) (path string, raw []byte, dev, key string) {
+func writeTestEntry(t *testing.T, info tuner.DeviceInfo, e *paramfile.Entry) (path string, raw []byte, dev, key string) {
 	t.Helper()
 	k, err := kernels.Get("gemv_nt")
 	if err != nil {

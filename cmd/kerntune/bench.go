@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/params/paramfile"
 	"github.com/kerntune/kerntune/report"
 	"github.com/kerntune/kerntune/search"
 	"github.com/kerntune/kerntune/tuner"
@@ -133,9 +134,9 @@ func runBench(o *BenchOptions) error {
 	ctx, stop := signal.NotifyContext(o.ctx, os.Interrupt)
 	defer stop()
 	tu := tuner.New(b, tuner.Config{Log: log})
-	var pf *params.File
+	var pf *paramfile.File
 	if l.FileFound() {
-		pf, _ = params.ReadFile(l.Path()) // Open read it already
+		pf, _ = paramfile.ReadFile(l.Path()) // Open read it already
 	}
 	var rows []benchRow
 	for _, k := range ks {

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/kerntune/kerntune/kernels"
-	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/params/paramfile"
 	"github.com/kerntune/kerntune/tuner"
 )
 
@@ -75,7 +75,7 @@ func TestTuneEvaluationBudgetCPU(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("%s: tune exited %d:\n%s", strategy, code, log)
 		}
-		f, err := params.ReadFile(out)
+		f, err := paramfile.ReadFile(out)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -147,7 +147,7 @@ func TestTuneBudgetAdviceWorks(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("the advised --budget %s: exit %d:\n%s", budget, code, log)
 		}
-		f, err := params.ReadFile(o)
+		f, err := paramfile.ReadFile(o)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -212,7 +212,7 @@ func TestTuneExtendTakesWhatThePlanNeeds(t *testing.T) {
 	if diff := left + ext - takes; diff < -200*time.Millisecond || diff > 200*time.Millisecond || left+ext < need {
 		t.Errorf("plan line does not add up (left %v + extension %v vs takes %v, need %v): %q", left, ext, takes, need, m[0])
 	}
-	f, err := params.ReadFile(out)
+	f, err := paramfile.ReadFile(out)
 	if err != nil {
 		t.Fatal(err)
 	}

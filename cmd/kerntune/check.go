@@ -14,7 +14,7 @@ import (
 
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/kernels/gpu"
-	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/params/families"
 	"github.com/kerntune/kerntune/spec"
 	"github.com/kerntune/kerntune/tuner"
 )
@@ -41,11 +41,11 @@ func loadSpecs(paths []string) ([]*spec.Compiled, error) {
 }
 
 // specFamilies are the spec kernels' families, for params.Options.Families.
-func specFamilies(cs []*spec.Compiled) map[string]*params.Family {
+func specFamilies(cs []*spec.Compiled) map[string]*families.Family {
 	if len(cs) == 0 {
 		return nil
 	}
-	m := map[string]*params.Family{}
+	m := map[string]*families.Family{}
 	for _, c := range cs {
 		m[c.Kernel.Name] = c.Kernel.Family
 	}
@@ -367,7 +367,7 @@ type checkSkip struct {
 func printStaticCheck(w io.Writer, sc *spec.StaticCheck) {
 	fmt.Fprintf(w, "%s: kernel %s, dims %s, %s; APIs %s\n", sc.File, sc.Kernel, strings.Join(sc.Dims, "×"), sc.Correctness, strings.Join(sc.APIs, ", "))
 	for _, p := range sc.Params {
-		fmt.Fprintf(w, "  param %-8s %s (default %d)\n", p.Name, params.Param{Values: p.Values}.ValuesString(), p.Default)
+		fmt.Fprintf(w, "  param %-8s %s (default %d)\n", p.Name, families.Param{Values: p.Values}.ValuesString(), p.Default)
 	}
 	fmt.Fprintf(w, "  space: %s, %d valid for every shape\n", plural(sc.SpaceSize, "point", "points"), sc.Valid)
 	for _, cl := range sc.Classes {

@@ -9,7 +9,7 @@ import (
 	"github.com/kerntune/kerntune/internal/mslcheck"
 	"github.com/kerntune/kerntune/internal/testutil"
 	"github.com/kerntune/kerntune/kernels"
-	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/params/families"
 )
 
 func TestCheckSpecCLI(t *testing.T) {
@@ -120,7 +120,7 @@ func TestREADMEListsEveryWorkload(t *testing.T) {
 		t.Fatal("README has no default-workload table")
 	}
 	table, _, _ = strings.Cut(table, "\n\n")
-	for _, name := range params.BuiltinNames() {
+	for _, name := range families.BuiltinNames() {
 		k, err := kernels.Get(name)
 		if err != nil {
 			t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kerntune/kerntune/internal/testutil"
 	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/params/paramfile"
 	"github.com/kerntune/kerntune/tuner"
 )
 
@@ -30,7 +31,7 @@ func TestUsageErrorsWrapTheCause(t *testing.T) {
 	dir := t.TempDir()
 	broken := testutil.WriteFile(t, dir, "broken.json", "{not json")
 	missing := filepath.Join(dir, "missing.json")
-	var pathErr *params.PathError
+	var pathErr *paramfile.PathError
 	tests := []struct {
 		name string
 		args []string
@@ -44,7 +45,7 @@ func TestUsageErrorsWrapTheCause(t *testing.T) {
 		{"show: broken file", []string{"show", broken}, nil, &pathErr},
 		{"export: missing file", []string{"export", "--t4", missing}, os.ErrNotExist, nil},
 		{"merge: invalid input", []string{"merge", path, broken, "--out", filepath.Join(dir, "m.json")}, nil, &pathErr},
-		{"tune: unparsable --out", []string{"tune", "--backend", "cpu", "--kernel", "softmax", "--shape", "2x3", "--out", broken}, params.ErrUnparsable, nil},
+		{"tune: unparsable --out", []string{"tune", "--backend", "cpu", "--kernel", "softmax", "--shape", "2x3", "--out", broken}, paramfile.ErrUnparsable, nil},
 		{"tune: unknown backend", []string{"tune", "--backend", "vulkan", "--kernel", "softmax", "--out", filepath.Join(dir, "p.json")}, tuner.ErrUnknownBackend, nil},
 	}
 	for _, tt := range tests {

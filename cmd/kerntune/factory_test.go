@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/params/paramfile"
 	"github.com/kerntune/kerntune/search"
 	"github.com/kerntune/kerntune/tuner"
 )
@@ -47,7 +47,7 @@ func TestCommandsFillTheirOptions(t *testing.T) {
 	f := testFactory(&out, &errOut)
 	var got any
 	tuneDefaults := func(o TuneOptions) TuneOptions {
-		o.IO, o.dtype, o.strategy, o.budgetS, o.effort, o.seed, o.out = f.IO, "f32", search.DefaultStrategy, "3m", "default", 1, params.DefaultFileName
+		o.IO, o.dtype, o.strategy, o.budgetS, o.effort, o.seed, o.out = f.IO, "f32", search.DefaultStrategy, "3m", "default", 1, paramfile.DefaultFileName
 		o.candTimeout, o.driftEvery, o.driftCooldown = 2*time.Minute, tuner.DefaultDriftEvery, 10*time.Second
 		return o
 	}

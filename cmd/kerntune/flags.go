@@ -11,7 +11,8 @@ import (
 
 	"github.com/kerntune/kerntune/internal/trace"
 	"github.com/kerntune/kerntune/kernels"
-	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/params/families"
+	"github.com/kerntune/kerntune/params/paramfile"
 	"github.com/kerntune/kerntune/tuner"
 )
 
@@ -71,7 +72,7 @@ func parseShapes(ks []*kernels.Kernel, shapes []string) ([]kernels.Case, error) 
 	}
 	cases := make([]kernels.Case, 0, len(shapes))
 	for _, s := range shapes {
-		shape, err := params.ParseShape(s)
+		shape, err := families.ParseShape(s)
 		if err != nil {
 			return nil, usageErrorf("--shape: %w", err)
 		}
@@ -89,13 +90,13 @@ func paramsFileArg(args []string) string {
 	if len(args) == 1 {
 		return args[0]
 	}
-	return params.DefaultFileName
+	return paramfile.DefaultFileName
 }
 
 // readParamsFile reads the params file a command reports on; a missing or
 // invalid one is a usage error.
-func readParamsFile(path string) (*params.File, error) {
-	pf, err := params.ReadFile(path)
+func readParamsFile(path string) (*paramfile.File, error) {
+	pf, err := paramfile.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, usageErrorCause(err, "%s: no such file (run kerntune tune first, or name the file)", path)
 	}
@@ -123,7 +124,7 @@ func checkOutPath(path string) error { return checkOutputFile("--out", path) }
 // (/dev/full, a directory; the atomic write would rename over it) or a
 // directory that is missing or read-only. Each is a usage error (exit 2).
 func checkOutputFile(flag, path string) error {
-	if err := params.CheckRegular(path); err != nil {
+	if err := paramfile.CheckRegular(path); err != nil {
 		return usageErrorCause(err, "%s %s: %v; name a file", flag, path, err)
 	}
 	return checkOutputDir(flag, path)
@@ -179,8 +180,8 @@ func checkOutKind(flag, path, what string, force bool, parse func([]byte) error)
 	if force {
 		return nil
 	}
-	data, err := params.ReadFileLimit(path, params.MaxFileSize)
-	var tl *params.TooLargeError
+	data, err := paramfile.ReadFileLimit(path, paramfile.MaxFileSize)
+	var tl *paramfile.TooLargeError
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		return nil
@@ -205,7 +206,7 @@ func writeOut(path string, data []byte) error { return writeOutput("--out", path
 // failure (a full disk, a directory that went away) is a usage error naming
 // the flag, as every bad output location is (exit 2).
 func writeOutput(flag, path string, data []byte) error {
-	if err := params.WriteFileAtomic(path, data); err != nil {
+	if err := paramfile.WriteFileAtomic(path, data); err != nil {
 		return usageErrorCause(err, "%s %s: %v", flag, path, err)
 	}
 	return nil

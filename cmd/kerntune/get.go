@@ -14,6 +14,8 @@ import (
 
 	"github.com/kerntune/kerntune/kernels/gpu"
 	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/params/families"
+	"github.com/kerntune/kerntune/params/paramfile"
 	"github.com/kerntune/kerntune/spec"
 )
 
@@ -98,10 +100,10 @@ an error naming --backend and the spec's backends.`,
 		RunE: func(_ *cobra.Command, _ []string) error { return runOr(o, runF, runGet) },
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&o.kernel, "kernel", "", "kernel family: "+strings.Join(params.BuiltinNames(), ", "))
+	fl.StringVar(&o.kernel, "kernel", "", "kernel family: "+strings.Join(families.BuiltinNames(), ", "))
 	fl.StringVar(&o.shapeText, "shape", "", "shape, dims joined by x (e.g. 1x896x4864 for m x n x k, 64x896 for rows x cols)")
-	fl.StringVar(&o.dtype, "dtype", "f32", "element type: "+strings.Join(params.DTypes(), ", "))
-	fl.StringVar(&o.file, "params", "", "params file (default $KERNTUNE_PARAMS, else ./"+params.DefaultFileName+")")
+	fl.StringVar(&o.dtype, "dtype", "f32", "element type: "+strings.Join(families.DTypes(), ", "))
+	fl.StringVar(&o.file, "params", "", "params file (default $KERNTUNE_PARAMS, else ./"+paramfile.DefaultFileName+")")
 	fl.StringVar(&o.device, "device", "", "device key (default $KERNTUNE_DEVICE)")
 	fl.StringVar(&o.deviceName, "device-name", "", `device name as the system reports it, e.g. "Apple M3 Max" (default $KERNTUNE_DEVICE_NAME)`)
 	fl.IntVar(&o.computeUnits, "compute-units", 0, "with --device-name: GPU cores, SMs or CPU cores, to pick among devices of that name")
@@ -116,7 +118,7 @@ func runGet(o *GetOptions) error {
 	if o.kernel == "" || o.shapeText == "" {
 		return usageErrorf("get: --kernel and --shape are required (e.g. --kernel gemv_nt --shape 1x896x4864)")
 	}
-	shape, err := params.ParseShape(o.shapeText)
+	shape, err := families.ParseShape(o.shapeText)
 	if err != nil {
 		return usageErrorf("get: --shape: %w", err)
 	}
@@ -224,7 +226,7 @@ func specBackend(c *spec.Compiled) string {
 // its reasons in the flags' words where a flag replaced the variable), and
 // the variables of the other families, which the loader reads for them but
 // get does not resolve.
-func unusedVars(l *params.Loader, kernel string, environ []string, fileFlag, deviceFlag bool, specs map[string]*params.Family) []params.UnusedVar {
+func unusedVars(l *params.Loader, kernel string, environ []string, fileFlag, deviceFlag bool, specs map[string]*families.Family) []params.UnusedVar {
 	prefix := l.EnvPrefix()
 	vars := l.UnusedEnvVars(environ)
 	listed := map[string]bool{}
@@ -243,7 +245,7 @@ func unusedVars(l *params.Loader, kernel string, environ []string, fileFlag, dev
 	// get's output.
 	type famVar struct{ fam, what string }
 	sets := map[string]famVar{}
-	kind, builtins := l.Device().Kind, params.Builtin()
+	kind, builtins := l.Device().Kind, families.Builtin()
 	for _, name := range l.Families() {
 		fam := specs[name]
 		if fam == nil {
@@ -252,7 +254,7 @@ func unusedVars(l *params.Loader, kernel string, environ []string, fileFlag, dev
 		if fam == nil {
 			continue
 		}
-		sets[params.EnvVarName(prefix, name, params.ReservedParamName)] = famVar{name, name + "'s choice of the baseline"}
+		sets[params.EnvVarName(prefix, name, families.ReservedParamName)] = famVar{name, name + "'s choice of the baseline"}
 		if sp, ok := fam.Spaces[kind]; ok {
 			for _, p := range sp.Params {
 				sets[params.EnvVarName(prefix, name, p.Name)] = famVar{name, name + " " + p.Name}
@@ -307,11 +309,11 @@ func printResolved(w io.Writer, l *params.Loader, r *params.Resolved) error {
 	fmt.Fprintf(tw, "backend\t%s\n", r.Backend)
 	fmt.Fprintf(tw, "kernel\t%s\n", r.Family)
 	fmt.Fprintf(tw, "dtype\t%s\n", r.DType)
-	fmt.Fprintf(tw, "shape\t%s\n", params.ShapeString(r.Shape))
+	fmt.Fprintf(tw, "shape\t%s\n", families.ShapeString(r.Shape))
 	fmt.Fprintf(tw, "class\t%s\n", r.Class)
-	use := params.UseTuned
+	use := paramfile.UseTuned
 	if r.UseBaseline {
-		use = params.UseBaseline
+		use = paramfile.UseBaseline
 	}
 	if r.Baseline != "" {
 		use += " (baseline " + r.Baseline + ")"

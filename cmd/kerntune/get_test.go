@@ -11,6 +11,8 @@ import (
 
 	"github.com/kerntune/kerntune/internal/testutil"
 	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/params/families"
+	"github.com/kerntune/kerntune/params/paramfile"
 )
 
 // getFile is a params file with two amd64 CPUs.
@@ -146,7 +148,7 @@ func TestGetAgreesWithLibrary(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			shape, _ := params.ParseShape(tt.shape)
+			shape, _ := families.ParseShape(tt.shape)
 			dtype := "f32"
 			if len(tt.args) > 2 && tt.args[2] == "--dtype" {
 				dtype = tt.args[3]
@@ -203,7 +205,7 @@ func TestGetFileLookup(t *testing.T) {
 	t.Run("working directory", func(t *testing.T) {
 		dir := t.TempDir()
 		t.Chdir(dir)
-		testutil.WriteFile(t, dir, params.DefaultFileName, string(testutil.ReadFile(t, path)))
+		testutil.WriteFile(t, dir, paramfile.DefaultFileName, string(testutil.ReadFile(t, path)))
 		code, out, errOut := runIn("get", "--kernel", "gemv_nt", "--shape", "1x100x100", "--device", "cpu:a")
 		if code != 0 || !reflect.DeepEqual(row(out, "BN"), []string{"64", "file:cpu:a/gemv_nt/f32/tiny"}) {
 			t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
@@ -269,7 +271,7 @@ func TestGetErrors(t *testing.T) {
 		{"sign", nil, []string{"--kernel", "gemv_nt", "--shape", "1x-896x896"}, "not a positive decimal integer"},
 		{"empty part", nil, []string{"--kernel", "gemv_nt", "--shape", "1xx896"}, "dim 2 is empty"},
 		{"gemv with m > 1", nil, []string{"--kernel", "gemv_nt", "--shape", "4x896x896"}, "m must be 1"},
-		{"unknown kernel", nil, []string{"--kernel", "gemv", "--shape", "1x896x896"}, `unknown kernel family "gemv" (known: ` + strings.Join(params.BuiltinNames(), ", ") + ")"},
+		{"unknown kernel", nil, []string{"--kernel", "gemv", "--shape", "1x896x896"}, `unknown kernel family "gemv" (known: ` + strings.Join(families.BuiltinNames(), ", ") + ")"},
 		{"unknown dtype", nil, []string{"--kernel", "gemv_nt", "--shape", "1x896x896", "--dtype", "f64"}, `unknown dtype "f64"`},
 		{"env not an integer", []string{"KERNTUNE_GEMV_NT_BN", "big"}, []string{"--kernel", "gemv_nt", "--shape", "1x896x896"},
 			`KERNTUNE_GEMV_NT_BN="big": not a base-10 integer; gemv_nt BN on cpu backends allows 4, 8, 16, 32, 64, 128, 256`},

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/params/paramfile"
 	"github.com/kerntune/kerntune/spec"
 )
 
@@ -63,8 +63,8 @@ check it with kerntune check --spec.`,
 }
 
 func runImportVariants(opts *ImportVariantsOptions) error {
-	data, err := params.ReadFileLimit(opts.File, params.MaxFileSize)
-	var tl *params.TooLargeError
+	data, err := paramfile.ReadFileLimit(opts.File, paramfile.MaxFileSize)
+	var tl *paramfile.TooLargeError
 	if errors.As(err, &tl) {
 		return usageErrorf("import-variants: %s: %s", opts.File, tl.Reason("a variants manifest"))
 	}

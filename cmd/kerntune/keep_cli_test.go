@@ -10,14 +10,14 @@ import (
 	"time"
 
 	"github.com/kerntune/kerntune/internal/testutil"
-	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/params/paramfile"
 	"github.com/kerntune/kerntune/tuner"
 )
 
 // readEntry is the file's entry for a kernel and key on its only device.
-func readEntry(t *testing.T, path, kernel, key string) *params.Entry {
+func readEntry(t *testing.T, path, kernel, key string) *paramfile.Entry {
 	t.Helper()
-	f, err := params.ReadFile(path)
+	f, err := paramfile.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +39,7 @@ func parseTuneJSON(t *testing.T, out []byte) tunedJSON {
 // entry before a run (old) is either still there unchanged, or was replaced
 // by the run's entry because that was complete and measured at least as
 // many candidates, or was faster beyond noise in the run's own timing.
-func checkNotLowered(t *testing.T, old, now *params.Entry, te tunedEntry) {
+func checkNotLowered(t *testing.T, old, now *paramfile.Entry, te tunedEntry) {
 	t.Helper()
 	d := te.Decision
 	if d == nil {
@@ -51,7 +51,7 @@ func checkNotLowered(t *testing.T, old, now *params.Entry, te tunedEntry) {
 		if !reflect.DeepEqual(old, now) {
 			t.Errorf("%s: reported kept, but the entry changed:\nold %+v\nnow %+v", te.Key, old, now)
 		}
-		if d.Old == nil || !params.SameParams(d.Old.Params, old.Params) {
+		if d.Old == nil || !paramfile.SameParams(d.Old.Params, old.Params) {
 			t.Errorf("%s: the decision names %+v, the file held %v", te.Key, d.Old, old.Params)
 		}
 	case tuner.KeepReplaced:
@@ -59,7 +59,7 @@ func checkNotLowered(t *testing.T, old, now *params.Entry, te tunedEntry) {
 			t.Errorf("%s: reported replaced, but the file does not hold the run's entry", te.Key)
 		}
 		faster := strings.Contains(d.Reason, "faster in this run's interleaved timing") && d.NewRetimedUS < d.OldRetimedUS*(1-tuner.NoiseMinGain)
-		complete := !params.Partial(now) && now.Candidates.Measured >= old.Candidates.Measured
+		complete := !paramfile.Partial(now) && now.Candidates.Measured >= old.Candidates.Measured
 		if !faster && !complete {
 			t.Errorf("%s: a %s entry measuring %d candidates replaced one measuring %d (%s)",
 				te.Key, orDash(now.Stopped), now.Candidates.Measured, old.Candidates.Measured, d.Reason)
@@ -157,7 +157,7 @@ func TestTuneInterruptedNeverLowers(t *testing.T) {
 	if out, err := kerntune(t, nil, args...).CombinedOutput(); err != nil {
 		t.Fatalf("complete run: %v\n%s", err, out)
 	}
-	old := map[string]*params.Entry{}
+	old := map[string]*paramfile.Entry{}
 	for _, key := range []string{"f32/8x300", "f32/16x600"} {
 		old[key] = readEntry(t, path, "softmax", key)
 	}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/params/paramfile"
 )
 
 func init() {
@@ -60,11 +60,11 @@ func runMerge(opts *MergeOptions) error {
 	if err := checkOutPath(opts.Out); err != nil {
 		return err
 	}
-	if err := checkOutKind("--out", opts.Out, "a params file", opts.Force, func(d []byte) error { _, err := params.Parse(d); return err }); err != nil {
+	if err := checkOutKind("--out", opts.Out, "a params file", opts.Force, func(d []byte) error { _, err := paramfile.Parse(d); return err }); err != nil {
 		return err
 	}
-	sum, data, err := params.MergeFiles(opts.Inputs)
-	var pe *params.PathError
+	sum, data, err := paramfile.MergeFiles(opts.Inputs)
+	var pe *paramfile.PathError
 	if errors.As(err, &pe) && slices.Contains(opts.Inputs, pe.File) {
 		return usageError{err} // a missing or invalid input, named with the JSON path
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/kerntune/kerntune/internal/testutil"
-	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/params/paramfile"
 )
 
 // mergeEntry is a minimal valid entry with the given params value and median.
@@ -43,12 +43,12 @@ func TestMerge(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("merge exited %d: %s", code, stderr)
 	}
-	var sum params.MergeSummary
+	var sum paramfile.MergeSummary
 	testutil.DecodeJSON(t, stdout, &sum)
 	if sum.Devices != 2 || sum.Entries != 4 || len(sum.Conflicts) != 2 {
 		t.Fatalf("summary %+v: want 2 devices, 4 entries, 2 conflicts", sum)
 	}
-	f, err := params.ReadFile(out)
+	f, err := paramfile.ReadFile(out)
 	if err != nil {
 		t.Fatalf("merged file does not parse: %v", err)
 	}

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/kerntune/kerntune/internal/testutil"
-	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/params/paramfile"
 	"github.com/kerntune/kerntune/report"
 )
 
@@ -18,11 +18,11 @@ import (
 // rounded once from the file's medians: 48.51 / 100 is 0.4851, which a
 // figure rounded to 0.485 first would print as 0.48.
 func TestShowAndReportSpeedupsAgree(t *testing.T) {
-	pf := &params.File{SchemaVersion: params.SchemaVersion, Devices: map[string]*params.Device{
-		"cpu:x": {Backend: "cpu", Family: "amd64", ComputeUnits: 1, Kernels: map[string]map[string]*params.Entry{
+	pf := &paramfile.File{SchemaVersion: paramfile.SchemaVersion, Devices: map[string]*paramfile.Device{
+		"cpu:x": {Backend: "cpu", Family: "amd64", ComputeUnits: 1, Kernels: map[string]map[string]*paramfile.Entry{
 			"gemv_nt": {"f32/tiny": {Params: map[string]int{"BN": 8}, MedianUS: 100, Samples: 5, Shapes: [][]int{{1, 8, 8}},
-				Default:  &params.Reference{Params: map[string]int{"BN": 16}, MedianUS: 48.51},
-				Baseline: &params.Baseline{Name: "gonum", MedianUS: 148.51}}}}}}}
+				Default:  &paramfile.Reference{Params: map[string]int{"BN": 16}, MedianUS: 48.51},
+				Baseline: &paramfile.Baseline{Name: "gonum", MedianUS: 148.51}}}}}}}
 	var show bytes.Buffer
 	printFile(&show, pf)
 	dir := t.TempDir()

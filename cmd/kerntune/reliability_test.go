@@ -17,7 +17,7 @@ import (
 
 	"github.com/kerntune/kerntune/internal/testutil"
 	"github.com/kerntune/kerntune/kernels"
-	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/params/paramfile"
 	"github.com/kerntune/kerntune/report"
 	"github.com/kerntune/kerntune/search"
 	"github.com/kerntune/kerntune/tuner"
@@ -90,7 +90,7 @@ func TestTuneIsolatesCrashingCandidates(t *testing.T) {
 			t.Errorf("log does not say %q:\n%s", want, log)
 		}
 	}
-	f, err := params.ReadFile(out)
+	f, err := paramfile.ReadFile(out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +155,7 @@ func journalCounts(path string) (measures, ofDone int) {
 // how many candidates each measured.
 func entryShape(t *testing.T, path string) map[string]string {
 	t.Helper()
-	f, err := params.ReadFile(path)
+	f, err := paramfile.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -309,7 +309,7 @@ func TestTuneInterruptWritesWhatIsDone(t *testing.T) {
 			}
 			// The interrupted entry is marked partial by show and report.
 			partial := ""
-			f, err := params.ReadFile(path)
+			f, err := paramfile.ReadFile(path)
 			if err != nil {
 				t.Fatal(err)
 			}

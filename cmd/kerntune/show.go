@@ -10,6 +10,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/params/families"
+	"github.com/kerntune/kerntune/params/paramfile"
 	"github.com/kerntune/kerntune/report"
 	"github.com/kerntune/kerntune/search"
 )
@@ -71,7 +73,7 @@ func showFileArg(args []string) string {
 	return paramsFileArg(args)
 }
 
-func printFile(out io.Writer, f *params.File) {
+func printFile(out io.Writer, f *paramfile.File) {
 	devKeys := make([]string, 0, len(f.Devices))
 	for k := range f.Devices {
 		devKeys = append(devKeys, k)
@@ -129,18 +131,18 @@ func printFile(out io.Writer, f *params.File) {
 
 // showUse is an entry's USE cell: its use, and the shapes that shape_use
 // routes otherwise ("baseline; tuned at 4x896x896x16").
-func showUse(e *params.Entry) string {
+func showUse(e *paramfile.Entry) string {
 	cell := orDash(e.Use)
 	for i, u := range e.ShapeUse {
 		if u != e.Use && i < len(e.Shapes) {
-			cell += fmt.Sprintf("; %s at %s", u, params.ShapeString(e.Shapes[i]))
+			cell += fmt.Sprintf("; %s at %s", u, families.ShapeString(e.Shapes[i]))
 		}
 	}
 	return cell
 }
 
 // busyCell is an entry's device-busy share, or "-" when not recorded.
-func busyCell(t *params.TuneTime) string {
+func busyCell(t *paramfile.TuneTime) string {
 	if t == nil || t.WallS <= 0 {
 		return "-"
 	}
@@ -154,11 +156,11 @@ func orDash(s string) string {
 	return s
 }
 
-// entryNote marks a partial entry (see params.Partial), a choice the no-harm rule
+// entryNote marks a partial entry (see paramfile.Partial), a choice the no-harm rule
 // changed, and drift the tuner's guard found.
-func entryNote(e *params.Entry) string {
+func entryNote(e *paramfile.Entry) string {
 	var notes []string
-	if params.Partial(e) {
+	if paramfile.Partial(e) {
 		notes = append(notes, "PARTIAL (stopped: interrupted)")
 	}
 	if e.NoHarm != "" {

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/kerntune/kerntune/internal/testutil"
-	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/params/paramfile"
 )
 
 // TestShowParamsFile: show prints FILE, else $KERNTUNE_PARAMS, else
@@ -15,7 +15,7 @@ func TestShowParamsFile(t *testing.T) {
 	path := getEnv(t) // cpu:a and cpu:b
 	other := testutil.WriteFile(t, t.TempDir(), "other.json", strings.ReplaceAll(getFile, `"cpu:`, `"cpu:z`))
 	cwd := t.TempDir()
-	testutil.WriteFile(t, cwd, params.DefaultFileName, strings.ReplaceAll(getFile, `"cpu:`, `"cpu:w`))
+	testutil.WriteFile(t, cwd, paramfile.DefaultFileName, strings.ReplaceAll(getFile, `"cpu:`, `"cpu:w`))
 	t.Chdir(cwd)
 	missing := filepath.Join(t.TempDir(), "none.json")
 	for _, tt := range []struct {

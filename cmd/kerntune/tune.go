@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kerntune/kerntune/kernels"
-	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/params/paramfile"
 	"github.com/kerntune/kerntune/search"
 	"github.com/kerntune/kerntune/spec"
 	"github.com/kerntune/kerntune/tuner"
@@ -126,7 +126,7 @@ func NewCmdTune(f *Factory, runF func(*TuneOptions) error) *cobra.Command {
 	fl.StringVar(&opts.effort, "effort", "default", "how hard to try: "+effortHelp())
 	fl.BoolVar(&opts.extend, "extend", false, "take longer than --budget's wall time when the entries need it to measure each one's default and 5 more candidates, instead of refusing (the run says how much longer)")
 	fl.Uint64Var(&opts.seed, "seed", 1, "seed of the search strategy")
-	fl.StringVar(&opts.out, "out", params.DefaultFileName, "params file to merge the results into")
+	fl.StringVar(&opts.out, "out", paramfile.DefaultFileName, "params file to merge the results into")
 	fl.BoolVar(&opts.force, "force", false, "replace an existing --out file that cannot be parsed")
 	fl.BoolVar(&opts.replace, "replace", false, "write every tuned entry over the --out file's, even when the file's entry is better")
 	fl.BoolVarP(&opts.verbose, "verbose", "v", false, "log every candidate")
@@ -483,7 +483,7 @@ func sessionError(f TuneOptions, err error) error {
 }
 
 // busyNote is the entry's device-busy share for its summary line.
-func busyNote(t *params.TuneTime) string {
+func busyNote(t *paramfile.TuneTime) string {
 	if t == nil {
 		return ""
 	}
@@ -493,7 +493,7 @@ func busyNote(t *params.TuneTime) string {
 // timeSplit says where an entry's tuning time went (tune -v), with the
 // kernels compiled and those loaded from the compile cache where the
 // backend has one.
-func timeSplit(t *params.TuneTime) string {
+func timeSplit(t *paramfile.TuneTime) string {
 	cache := ""
 	if t.CacheHits > 0 || t.Compiled > 0 {
 		cache = fmt.Sprintf(" (%d compiled, %d from the cache)", t.Compiled, t.CacheHits)
@@ -536,7 +536,7 @@ func stoppedNote(s string) string {
 }
 
 // describe is the one-line summary of an entry.
-func describe(e *params.Entry) string {
+func describe(e *paramfile.Entry) string {
 	s := fmt.Sprintf("%s  %.2f µs", search.Candidate(e.Params).Key(), e.MedianUS)
 	if e.Default != nil && e.Default.MedianUS > 0 {
 		s += fmt.Sprintf("  default %.2f µs (%.2fx)", e.Default.MedianUS, e.Default.MedianUS/e.MedianUS)
@@ -551,19 +551,19 @@ func describe(e *params.Entry) string {
 // checkOutFile refuses, before any work, an output path that is not a
 // regular file (/dev/full, a directory: the atomic write would rename over
 // it), or a file that exists but is not a valid params file (unless
-// --force; a file over params.MaxFileSize is not one). It reads at most
-// params.MaxFileSize bytes.
+// --force; a file over paramfile.MaxFileSize is not one). It reads at most
+// paramfile.MaxFileSize bytes.
 func checkOutFile(path string, force bool) error {
-	if err := params.CheckRegular(path); err != nil {
+	if err := paramfile.CheckRegular(path); err != nil {
 		return usageErrorCause(err, "--out %s: %v; name a file", path, err)
 	}
-	_, err := params.ReadFile(path)
-	var perr *params.PathError
+	_, err := paramfile.ReadFile(path)
+	var perr *paramfile.PathError
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 	case errors.As(err, &perr):
 		if !force {
-			return usageErrorf("--out %s: %w; %w", path, params.ErrUnparsable, perr)
+			return usageErrorf("--out %s: %w; %w", path, paramfile.ErrUnparsable, perr)
 		}
 	case err != nil:
 		return usageErrorf("--out %s: %w", path, err)
@@ -603,10 +603,10 @@ type measuredStats struct {
 }
 
 type tunedEntry struct {
-	Kernel  string        `json:"kernel"`
-	Key     string        `json:"key"`
-	Stopped string        `json:"stopped,omitempty"`
-	Entry   *params.Entry `json:"entry"`
+	Kernel  string           `json:"kernel"`
+	Key     string           `json:"key"`
+	Stopped string           `json:"stopped,omitempty"`
+	Entry   *paramfile.Entry `json:"entry"`
 	// Decision says whether Entry was written to Out (added, replaced) or
 	// the better entry already there was kept, and why.
 	Decision *tuner.KeepDecision `json:"decision,omitempty"`

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kerntune/kerntune/internal/testutil"
 	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/params/paramfile"
 	"github.com/kerntune/kerntune/tuner"
 )
 
@@ -54,7 +55,7 @@ func TestTuneEndToEndCPU(t *testing.T) {
 	if !strings.Contains(log, "  time: setup ") || !strings.Contains(log, " build ") || !strings.Contains(log, "s, verify ") {
 		t.Errorf("tune -v does not split the entry's time or show a candidate's build and verification:\n%s", log)
 	}
-	f, err := params.ReadFile(out)
+	f, err := paramfile.ReadFile(out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +74,7 @@ func TestTuneEndToEndCPU(t *testing.T) {
 		if g == nil {
 			t.Fatalf("gemv_nt f16 entry missing: %v", d.Kernels)
 		}
-		for _, e := range []*params.Entry{e, g} {
+		for _, e := range []*paramfile.Entry{e, g} {
 			if e.MedianUS <= 0 || e.Samples < 10 || e.Candidates.Valid == 0 || e.Candidates.Measured == 0 || len(e.Params) == 0 {
 				t.Errorf("entry incomplete: %+v", e)
 			}
@@ -225,11 +226,11 @@ func TestBenchAgreesWithTheFile(t *testing.T) {
 	if code, log := runCLI(t, "tune", "--backend", "cpu", "--kernel", "softmax", "--shape", "64x1024", "--budget", "10e", "--out", out, "-q"); code != 0 {
 		t.Fatalf("tune exited %d: %s", code, log)
 	}
-	f, err := params.ReadFile(out)
+	f, err := paramfile.ReadFile(out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var e *params.Entry
+	var e *paramfile.Entry
 	for _, d := range f.Devices {
 		e = d.Kernels["softmax"]["f32/64x1024"]
 	}
@@ -297,12 +298,12 @@ func TestTuneJSONBusy(t *testing.T) {
 func TestTimeSplitCacheHits(t *testing.T) {
 	tests := []struct {
 		name string
-		t    params.TuneTime
+		t    paramfile.TuneTime
 		want string
 	}{
-		{"counted", params.TuneTime{CompileS: 1.5, Compiled: 2, CacheHits: 40}, "compile 1.50s (2 compiled, 40 from the cache), verify"},
-		{"all from the cache", params.TuneTime{CacheHits: 9}, "compile 0.00s (0 compiled, 9 from the cache), verify"},
-		{"no cache", params.TuneTime{CompileS: 1.5}, "compile 1.50s, verify"},
+		{"counted", paramfile.TuneTime{CompileS: 1.5, Compiled: 2, CacheHits: 40}, "compile 1.50s (2 compiled, 40 from the cache), verify"},
+		{"all from the cache", paramfile.TuneTime{CacheHits: 9}, "compile 0.00s (0 compiled, 9 from the cache), verify"},
+		{"no cache", paramfile.TuneTime{CompileS: 1.5}, "compile 1.50s, verify"},
 	}
 	for _, tc := range tests {
 		if got := timeSplit(&tc.t); !strings.Contains(got, tc.want) {
@@ -310,8 +311,8 @@ func TestTimeSplitCacheHits(t *testing.T) {
 		}
 	}
 	sum := &tuner.SessionSummary{Wall: time.Second, Results: []*tuner.Result{
-		{Entry: &params.Entry{Time: &params.TuneTime{Compiled: 3, CacheHits: 1}}},
-		{Entry: &params.Entry{Time: &params.TuneTime{CacheHits: 5}}},
+		{Entry: &paramfile.Entry{Time: &paramfile.TuneTime{Compiled: 3, CacheHits: 1}}},
+		{Entry: &paramfile.Entry{Time: &paramfile.TuneTime{CacheHits: 5}}},
 	}}
 	if got, want := runSummary(sum), "kernels compiled 3, from the compile cache 6"; !strings.Contains(got, want) {
 		t.Errorf("run summary %q does not contain %q", got, want)

@@ -15,7 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kerntune/kerntune/kernels"
-	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/params/families"
 	"github.com/kerntune/kerntune/search"
 	"github.com/kerntune/kerntune/spec"
 	"github.com/kerntune/kerntune/tuner"
@@ -209,7 +209,7 @@ func checkWhere(ks []*kernels.Kernel, backend string, ws []string, every bool) e
 			if !ok {
 				continue
 			}
-			i := slices.IndexFunc(sp.Params, func(p params.Param) bool { return p.Name == name })
+			i := slices.IndexFunc(sp.Params, func(p families.Param) bool { return p.Name == name })
 			var reason string
 			switch {
 			case i < 0:
@@ -376,7 +376,7 @@ func checkSpecWhere(c *spec.Compiled, ws []string) error {
 	for _, w := range ws {
 		name, val, _ := strings.Cut(w, "=")
 		v, _ := strconv.Atoi(val)
-		i := slices.IndexFunc(ps.Params, func(p params.Param) bool { return p.Name == name })
+		i := slices.IndexFunc(ps.Params, func(p families.Param) bool { return p.Name == name })
 		if i < 0 {
 			names := make([]string, len(ps.Params))
 			for j, p := range ps.Params {

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/kerntune/kerntune/internal/trace"
-	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/params/paramfile"
 )
 
 // SchemaVersion is the version of the T4 results schema written.
@@ -102,7 +102,7 @@ func Is(data []byte) error {
 		if err != nil {
 			return fmt.Errorf("gzip: %w", err)
 		}
-		if data, err = io.ReadAll(io.LimitReader(zr, params.MaxFileSize)); err != nil {
+		if data, err = io.ReadAll(io.LimitReader(zr, paramfile.MaxFileSize)); err != nil {
 			return fmt.Errorf("gzip: %w", err)
 		}
 	}
@@ -150,7 +150,7 @@ func newFile(generator, source string) *File {
 
 // FromParams is the winner and the default (where it differs) of every
 // entry of pf that sel matches, ordered by device, kernel and key.
-func FromParams(pf *params.File, sel Select, generator string) *File {
+func FromParams(pf *paramfile.File, sel Select, generator string) *File {
 	doc := newFile(generator, "params file (winner and default of each entry)")
 	for _, dk := range sortedKeys(pf.Devices) {
 		d := pf.Devices[dk]
@@ -162,7 +162,7 @@ func FromParams(pf *params.File, sel Select, generator string) *File {
 				}
 				e := d.Kernels[fam][ek]
 				doc.Results = append(doc.Results, resultOf(e.Params, e.MedianUS, "", ts, Entry{dk, fam, ek, "winner"}))
-				if e.Default != nil && e.Default.MedianUS > 0 && !params.SameParams(e.Default.Params, e.Params) {
+				if e.Default != nil && e.Default.MedianUS > 0 && !paramfile.SameParams(e.Default.Params, e.Params) {
 					doc.Results = append(doc.Results, resultOf(e.Default.Params, e.Default.MedianUS, "", ts, Entry{dk, fam, ek, "default"}))
 				}
 			}
@@ -174,7 +174,7 @@ func FromParams(pf *params.File, sel Select, generator string) *File {
 // FromTrace is every record of a trace (tracePath, for the metadata) that
 // sel matches, in order, failed ones with their invalidity; timestamps come
 // from pf's devices.
-func FromTrace(pf *params.File, recs []trace.Record, tracePath string, sel Select, generator string) *File {
+func FromTrace(pf *paramfile.File, recs []trace.Record, tracePath string, sel Select, generator string) *File {
 	doc := newFile(generator, "trace "+tracePath)
 	for _, r := range recs {
 		if !sel.match(r.Device, r.Kernel, r.EntryKey()) {

@@ -9,18 +9,18 @@ import (
 	"testing"
 
 	"github.com/kerntune/kerntune/internal/trace"
-	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/params/paramfile"
 )
 
-func testParams() *params.File {
-	entry := func(bn int, us float64, defBN int, defUS float64) *params.Entry {
-		return &params.Entry{Params: map[string]int{"BN": bn}, MedianUS: us,
-			Default: &params.Reference{Params: map[string]int{"BN": defBN}, MedianUS: defUS}}
+func testParams() *paramfile.File {
+	entry := func(bn int, us float64, defBN int, defUS float64) *paramfile.Entry {
+		return &paramfile.Entry{Params: map[string]int{"BN": bn}, MedianUS: us,
+			Default: &paramfile.Reference{Params: map[string]int{"BN": defBN}, MedianUS: defUS}}
 	}
-	return &params.File{Devices: map[string]*params.Device{
-		"cpu:b": {TunedAt: "2026-01-02T03:04:05Z", Kernels: map[string]map[string]*params.Entry{
+	return &paramfile.File{Devices: map[string]*paramfile.Device{
+		"cpu:b": {TunedAt: "2026-01-02T03:04:05Z", Kernels: map[string]map[string]*paramfile.Entry{
 			"gemv_nt": {"f32/tiny": entry(64, 40, 16, 80), "f32/mid": entry(8, 90, 8, 91)}}},
-		"cpu:a": {TunedAt: "not a time", Kernels: map[string]map[string]*params.Entry{
+		"cpu:a": {TunedAt: "not a time", Kernels: map[string]map[string]*paramfile.Entry{
 			"softmax": {"f32/short": entry(4, 2, 1, 3)}}},
 	}}
 }

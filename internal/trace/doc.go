@@ -27,7 +27,7 @@
 // After an entry's candidates, kerntune tune appends one line of kind
 // "entry" with the same device, kernel, dtype, key and run and no params:
 // its "time" object says where the entry's wall time went (the fields of
-// params.TuneTime: wall_s, setup_s, compile_s, verify_s, measure_s,
+// paramfile.TuneTime: wall_s, setup_s, compile_s, verify_s, measure_s,
 // search_s, journal_s, other_s, device_s, idle_s, busy_pct), the same
 // object the run's entry in the params file holds, which ties that entry
 // to its run's records when a trace holds several runs of an entry and the

@@ -10,7 +10,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/params/paramfile"
 )
 
 // Record is one measured (or failed) candidate.
@@ -35,13 +35,13 @@ const KindEntry = "entry"
 
 // Entry is a line about a whole entry: where its tuning time went.
 type Entry struct {
-	Kind   string           `json:"kind"` // KindEntry
-	Device string           `json:"device,omitempty"`
-	Kernel string           `json:"kernel"`
-	DType  string           `json:"dtype"`
-	Key    string           `json:"key"`
-	Time   *params.TuneTime `json:"time"`
-	Run    string           `json:"run,omitempty"`
+	Kind   string              `json:"kind"` // KindEntry
+	Device string              `json:"device,omitempty"`
+	Kernel string              `json:"kernel"`
+	DType  string              `json:"dtype"`
+	Key    string              `json:"key"`
+	Time   *paramfile.TuneTime `json:"time"`
+	Run    string              `json:"run,omitempty"`
 }
 
 // EntryKey is the record's key in the form of a params-file entry key.
@@ -119,8 +119,8 @@ func ReadFileEntries(path string) ([]Entry, error) {
 // readFileAll reads a trace file of at most MaxFileSize bytes: its records
 // and its entry lines; errors name the file.
 func readFileAll(path string) ([]Record, []Entry, error) {
-	data, err := params.ReadFileLimit(path, MaxFileSize)
-	var tl *params.TooLargeError
+	data, err := paramfile.ReadFileLimit(path, MaxFileSize)
+	var tl *paramfile.TooLargeError
 	if errors.As(err, &tl) {
 		return nil, nil, fmt.Errorf("%s: %s", path, tl.Reason("a trace file"))
 	}
@@ -175,8 +175,8 @@ func readAll(r io.Reader) ([]Record, []Entry, error) {
 		}
 		var rec struct {
 			Record
-			Kind string           `json:"kind"`
-			Time *params.TuneTime `json:"time"`
+			Kind string              `json:"kind"`
+			Time *paramfile.TuneTime `json:"time"`
 		}
 		if err := json.Unmarshal(line, &rec); err != nil {
 			return nil, nil, fmt.Errorf("line %d: not a trace record: %v", n, err)
@@ -201,7 +201,7 @@ func readAll(r io.Reader) ([]Record, []Entry, error) {
 		out = append(out, rec.Record)
 	}
 	if err := sc.Err(); errors.Is(err, bufio.ErrTooLong) {
-		return nil, nil, fmt.Errorf("line %d: longer than %s: not a trace", n, params.SizeString(maxLine))
+		return nil, nil, fmt.Errorf("line %d: longer than %s: not a trace", n, paramfile.SizeString(maxLine))
 	} else if err != nil {
 		return nil, nil, err
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/kerntune/kerntune/internal/testutil"
-	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/params/paramfile"
 )
 
 func TestAppendRead(t *testing.T) {
@@ -80,7 +80,7 @@ func TestEntries(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "t.jsonl")
 	recs := []Record{{Device: "d", Kernel: "softmax", DType: "f32", Key: "f32/long", Params: map[string]int{"ROWS": 4},
 		MedianUS: 10, Samples: 3, CompileS: 0.25, VerifyS: 0.5, MeasureS: 0.125}}
-	tt := &params.TuneTime{WallS: 2, MeasureS: 1, DeviceS: 1.5, IdleS: 0.5, BusyPct: 75}
+	tt := &paramfile.TuneTime{WallS: 2, MeasureS: 1, DeviceS: 1.5, IdleS: 0.5, BusyPct: 75}
 	if err := Append(path, recs, Entry{Device: "d", Kernel: "softmax", DType: "f32", Key: "f32/long", Time: tt}); err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 
 	"github.com/kerntune/kerntune/internal/registry"
 	"github.com/kerntune/kerntune/kernels"
-	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/params/families"
 )
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
@@ -60,7 +60,7 @@ var bodies = map[string]*Body{}
 // that is not a built-in family, or one added twice, is a programming
 // error: it panics, so every test and run fails at once.
 func builtinBody(b *Body) {
-	if _, ok := params.Builtin()[b.Family]; !ok {
+	if _, ok := families.Builtin()[b.Family]; !ok {
 		panic(fmt.Sprintf("gpu: body for %q, which is not a built-in family", b.Family))
 	}
 	if _, dup := bodies[b.Family]; dup {

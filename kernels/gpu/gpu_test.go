@@ -7,7 +7,7 @@ import (
 
 	"github.com/kerntune/kerntune/internal/testutil"
 	"github.com/kerntune/kerntune/kernels"
-	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/params/families"
 	"github.com/kerntune/kerntune/search"
 )
 
@@ -15,7 +15,7 @@ import (
 // entry (in kernels or beside its body here), and a body exactly when it
 // has a GPU space, so that a family is found by name in every layer.
 func TestEveryFamilyComplete(t *testing.T) {
-	for name, f := range params.Builtin() {
+	for name, f := range families.Builtin() {
 		if _, err := kernels.Get(name); err != nil {
 			t.Errorf("%s: no catalog entry: %v", name, err)
 		}
@@ -27,7 +27,7 @@ func TestEveryFamilyComplete(t *testing.T) {
 }
 
 // searchParams is a family space's parameters as the search package takes them.
-func searchParams(ps *params.Space) []search.Param {
+func searchParams(ps *families.Space) []search.Param {
 	var out []search.Param
 	for _, p := range ps.Params {
 		out = append(out, search.Param{Name: p.Name, Values: p.Values})
@@ -51,7 +51,7 @@ func spaceOf(t *testing.T, k *kernels.Kernel) []search.Candidate {
 }
 
 // enumerate is a family space's candidates under its shape-free constraints.
-func enumerate(ps *params.Space) []search.Candidate {
+func enumerate(ps *families.Space) []search.Candidate {
 	sp := &search.Space{Params: searchParams(ps)}
 	if ps.Check != nil {
 		sp.Constraints = append(sp.Constraints, search.Constraint{Name: "family", Check: func(c search.Candidate) error { return ps.Check(nil, c) }})

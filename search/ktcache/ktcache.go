@@ -16,7 +16,7 @@ import (
 	"strings"
 
 	"github.com/kerntune/kerntune/internal/t4"
-	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/params/paramfile"
 	"github.com/kerntune/kerntune/search"
 )
 
@@ -135,7 +135,7 @@ func Load(path string) (*Cache, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if len(data) > MaxSize {
-		return nil, fmt.Errorf("%s: more than %s of JSON, the limit of a Kernel Tuner cache", path, params.SizeString(MaxSize))
+		return nil, fmt.Errorf("%s: more than %s of JSON, the limit of a Kernel Tuner cache", path, paramfile.SizeString(MaxSize))
 	}
 	c, err := Parse(data)
 	if err != nil {

@@ -12,7 +12,7 @@ import (
 	"github.com/kerntune/kerntune/internal/t4"
 	"github.com/kerntune/kerntune/internal/testutil"
 	"github.com/kerntune/kerntune/internal/trace"
-	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/params/paramfile"
 	"github.com/kerntune/kerntune/search"
 )
 
@@ -286,7 +286,7 @@ func TestParseExportedT4(t *testing.T) {
 		{Device: "cpu:a", Kernel: "gemv_nt", DType: "f32", Key: "f32/tiny", Params: map[string]int{"BN": 16}, MedianUS: 55.5, Samples: 3},
 		{Device: "cpu:a", Kernel: "gemv_nt", DType: "f32", Key: "f32/tiny", Params: map[string]int{"BN": 8}, Err: "verification: wrong"},
 	}
-	data, err := t4.FromTrace(&params.File{}, recs, "run.jsonl", t4.Select{}, "kerntune test").Encode(false)
+	data, err := t4.FromTrace(&paramfile.File{}, recs, "run.jsonl", t4.Select{}, "kerntune test").Encode(false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,7 +313,7 @@ func TestParseExportedT4SeveralEntries(t *testing.T) {
 		{Device: "cpu:a", Kernel: "gemv_nt", DType: "f32", Key: "f32/mid", Params: map[string]int{"BN": 64}, MedianUS: 90, Samples: 9},
 		{Device: "cpu:a", Kernel: "softmax", DType: "f32", Key: "f32/mid", Params: map[string]int{"TPR": 32, "RPB": 2}, MedianUS: 9, Samples: 9},
 	}
-	data, err := t4.FromTrace(&params.File{}, recs, "run.jsonl", t4.Select{}, "kerntune test").Encode(false)
+	data, err := t4.FromTrace(&paramfile.File{}, recs, "run.jsonl", t4.Select{}, "kerntune test").Encode(false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -321,7 +321,7 @@ func TestParseExportedT4SeveralEntries(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "3 kerntune entries") || !strings.Contains(err.Error(), "--device cpu:a --kernel gemv_nt --key f32/tiny") {
 		t.Errorf("Parse of a three-entry export: %v; want an error naming --device, --kernel and --key", err)
 	}
-	one, err := t4.FromTrace(&params.File{}, recs, "run.jsonl", t4.Select{Kernel: "gemv_nt", Key: "f32/mid"}, "kerntune test").Encode(false)
+	one, err := t4.FromTrace(&paramfile.File{}, recs, "run.jsonl", t4.Select{Kernel: "gemv_nt", Key: "f32/mid"}, "kerntune test").Encode(false)
 	if err != nil {
 		t.Fatal(err)
 	}

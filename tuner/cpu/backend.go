@@ -10,13 +10,14 @@ import (
 	"github.com/kerntune/kerntune/internal/half"
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/params/paramfile"
 	"github.com/kerntune/kerntune/search"
 	"github.com/kerntune/kerntune/tuner"
 )
 
 func init() {
 	tuner.Register("cpu", func() (tuner.Backend, error) { return Open() },
-		tuner.Traits{Space: tuner.SpaceCPU, AutoRank: 3}) // auto: the last resort, it runs everywhere
+		tuner.Traits{AutoRank: 3}) // auto: the last resort, it runs everywhere
 }
 
 // Backend runs the pure-Go kernels on this machine's CPU.
@@ -55,7 +56,7 @@ func Open() (*Backend, error) {
 }
 
 // DeviceKey is the CPU's key in the params file: the model name and core count.
-func DeviceKey(model string, cores int) string { return params.CPUDeviceKey(model, cores) }
+func DeviceKey(model string, cores int) string { return paramfile.CPUDeviceKey(model, cores) }
 
 // Info describes the CPU.
 func (b *Backend) Info() tuner.DeviceInfo { return b.info }
@@ -306,7 +307,7 @@ func (pr *program) OutputSample(ti tuner.Instance, s kernels.RowSample) ([]float
 
 // Build binds a candidate's parameters to the family's kernel functions.
 func (b *Backend) Build(k *kernels.Kernel, _ kernels.DType, c search.Candidate) (tuner.Program, error) {
-	f, ok := families.Get(k.Name)
+	f, ok := impls.Get(k.Name)
 	if !ok {
 		return nil, fmt.Errorf("cpu backend has no implementation of %s", k.Name)
 	}

@@ -8,7 +8,7 @@ import (
 // Baseline is gonum's native BLAS where the family registered a routine
 // (family_*.go); gonum's BLAS has none for f16 or bf16.
 func (b *Backend) Baseline(k *kernels.Kernel, dt kernels.DType) (tuner.Program, string, error) {
-	f, ok := families.Get(k.Name)
+	f, ok := impls.Get(k.Name)
 	if !ok || f.baseline == nil || dt != kernels.F32 {
 		return nil, "", nil
 	}

@@ -18,8 +18,8 @@ type family struct {
 	baseline func(p *kernels.Problem, in [][]float32, out []float32)
 }
 
-// families holds the CPU implementations by family name.
-var families = kernels.NewTable[family]("CPU implementation")
+// impls holds the CPU implementations by family name.
+var impls = kernels.NewTable[family]("CPU implementation")
 
 // biasOperand is operand i of a family whose last operand is an optional
 // bias (gemv_nt, lora, qgemv), nil when the case has none.

@@ -7,28 +7,28 @@ import (
 	"gonum.org/v1/gonum/blas/gonum"
 
 	"github.com/kerntune/kerntune/kernels"
-	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/params/families"
 	"github.com/kerntune/kerntune/search"
 )
 
 // The families that gonum's BLAS has a baseline for: gemm (two layouts),
 // gemv_nt and lora.
 func init() {
-	families.Add(params.GemmAV, family{
+	impls.Add(families.GemmAV, family{
 		build: gemmBuild(GemmAV, GemmAVHalf, GemmAVBF16),
 		baseline: func(p *kernels.Problem, in [][]float32, out []float32) {
 			m, n, kk := shape3(p)
 			gonum.Implementation{}.Sgemm(blas.NoTrans, blas.NoTrans, m, n, kk, 1, in[0], kk, in[1], n, 0, out, n)
 		},
 	})
-	families.Add(params.GemmAtB, family{
+	impls.Add(families.GemmAtB, family{
 		build: gemmBuild(GemmAtB, GemmAtBHalf, GemmAtBBF16),
 		baseline: func(p *kernels.Problem, in [][]float32, out []float32) {
 			m, n, kk := shape3(p)
 			gonum.Implementation{}.Sgemm(blas.Trans, blas.NoTrans, n, kk, m, 1, in[0], n, in[1], kk, 0, out, kk)
 		},
 	})
-	families.Add(params.GemvNT, family{
+	impls.Add(families.GemvNT, family{
 		build: func(c search.Candidate) (*program, error) {
 			gp := GemvParams{BN: c["BN"], Rows: c["ROWS"], Unroll: c["UNROLL"], Threads: c["THREADS"]}
 			return &program{f32: gemvRun(gp, GemvNT), f16: gemvRun(gp, GemvNTHalf), bf16: gemvRun(gp, GemvNTBF16)}, nil
@@ -39,7 +39,7 @@ func init() {
 			gonum.Implementation{}.Sgemv(blas.NoTrans, n, kk, 1, in[1], kk, in[0], 1, biasBeta(p, in, 2, out), out, 1)
 		},
 	})
-	families.Add(params.Lora, family{
+	impls.Add(families.Lora, family{
 		build: func(c search.Candidate) (*program, error) {
 			lp := LoraParams{BN: c["BN"], BM: c["BM"], Unroll: c["UNROLL"], Threads: c["THREADS"]}
 			return &program{f32: loraRun(lp, Lora), f16: loraRun(lp, LoraHalf), bf16: loraRun(lp, LoraBF16)}, nil

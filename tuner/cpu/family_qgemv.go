@@ -2,7 +2,7 @@ package cpu
 
 import (
 	"github.com/kerntune/kerntune/kernels"
-	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/params/families"
 	"github.com/kerntune/kerntune/search"
 )
 
@@ -10,7 +10,7 @@ import (
 // biases and bias are in the dtype. There is no baseline: gonum has no
 // quantized mat-vec.
 func init() {
-	families.Add(params.QGemv, family{build: func(c search.Candidate) (*program, error) {
+	impls.Add(families.QGemv, family{build: func(c search.Candidate) (*program, error) {
 		qp := QGemvParams{BN: c["BN"], Rows: c["ROWS"], Threads: c["THREADS"]}
 		return &program{
 			wf32:  qgemvRun(qp, QGemv),

@@ -2,18 +2,18 @@ package cpu
 
 import (
 	"github.com/kerntune/kerntune/kernels"
-	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/params/families"
 	"github.com/kerntune/kerntune/search"
 )
 
 // The row kernels, softmax and rmsnorm, have no gonum routine, so no
 // baseline.
 func init() {
-	families.Add(params.Softmax, family{build: func(c search.Candidate) (*program, error) {
+	impls.Add(families.Softmax, family{build: func(c search.Candidate) (*program, error) {
 		rp := rowParams(c)
 		return &program{f32: softmaxRun(rp, Softmax), f16: softmaxRun(rp, SoftmaxHalf), bf16: softmaxRun(rp, SoftmaxBF16)}, nil
 	}})
-	families.Add(params.RMSNorm, family{build: func(c search.Candidate) (*program, error) {
+	impls.Add(families.RMSNorm, family{build: func(c search.Candidate) (*program, error) {
 		rp := rowParams(c)
 		return &program{f32: rmsnormRun(rp, RMSNorm), f16: rmsnormRun(rp, RMSNormHalf), bf16: rmsnormRun(rp, RMSNormBF16)}, nil
 	}})

@@ -4,17 +4,17 @@ import (
 	"testing"
 
 	"github.com/kerntune/kerntune/kernels"
-	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/params/families"
 )
 
 // Every built-in family with a CPU space has a CPU implementation (the
 // table refuses a name that is not a built-in family).
 func TestFamiliesRegistered(t *testing.T) {
-	for name, f := range params.Builtin() {
+	for name, f := range families.Builtin() {
 		if _, ok := f.Space("cpu"); !ok {
 			continue
 		}
-		if _, ok := families.Get(name); !ok {
+		if _, ok := impls.Get(name); !ok {
 			t.Errorf("built-in family %s has no CPU implementation", name)
 		}
 	}
@@ -30,14 +30,14 @@ func TestBaselineByFamily(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			f, _ := families.Get(k.Name)
+			f, _ := impls.Get(k.Name)
 			want := dt == kernels.F32 && f.baseline != nil
 			if (prog != nil) != want || (name == "gonum") != want {
 				t.Errorf("%s %s: baseline %v named %q, want one: %v", k.Name, dt, prog, name, want)
 			}
 		}
 	}
-	user := &kernels.Kernel{Family: &params.Family{Name: "user_kernel"}}
+	user := &kernels.Kernel{Family: &families.Family{Name: "user_kernel"}}
 	if prog, _, _ := b.Baseline(user, kernels.F32); prog != nil {
 		t.Error("a kernel without a CPU family got a baseline")
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/kerntune/kerntune/kernels"
-	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/params/families"
 	"github.com/kerntune/kerntune/search"
 )
 
@@ -32,7 +32,7 @@ func qgemvCandidate(p QGemvParams) search.Candidate {
 // catalog, as the tuner does.
 func qgemvProblem(t *testing.T, dt kernels.DType, n, groups, bits, g int, bias bool, seed uint64) *kernels.Problem {
 	t.Helper()
-	k, err := kernels.Get(params.QGemv)
+	k, err := kernels.Get(families.QGemv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,15 +57,15 @@ func TestQGemvFamily(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k, _ := kernels.Get(params.QGemv)
+	k, _ := kernels.Get(families.QGemv)
 	shapes := [][2]int{{1, 1}, {37, 3}, {131, 5}} // rows, groups
 	if kernRaceEnabled {
 		shapes = shapes[:2]
 	}
 	seed := uint64(0)
 	for _, dt := range kernels.DTypes {
-		for _, bits := range params.QGemvBits {
-			for _, g := range params.QGemvGroups {
+		for _, bits := range families.QGemvBits {
+			for _, g := range families.QGemvGroups {
 				for _, sh := range shapes {
 					seed++
 					withBias := seed%2 == 0
@@ -182,8 +182,8 @@ func TestQGemvBrokenFails(t *testing.T) {
 	}
 	seed := uint64(100)
 	for _, dt := range kernels.DTypes {
-		for _, bits := range params.QGemvBits {
-			for _, g := range params.QGemvGroups {
+		for _, bits := range families.QGemvBits {
+			for _, g := range families.QGemvGroups {
 				seed++
 				p := qgemvProblem(t, dt, 37, 3, bits, g, seed%2 == 0, seed)
 				inst, err := b.Load(p, 1)
@@ -208,7 +208,7 @@ func TestQGemvBrokenFails(t *testing.T) {
 // reversed words unpack (kernels.QUnpack) to the values in reverse order.
 func TestQGemvReversedWords(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 9))
-	for _, bits := range params.QGemvBits {
+	for _, bits := range families.QGemvBits {
 		w := []uint32{rng.Uint32(), rng.Uint32()}
 		r := qgemvReversed(w, bits)
 		per := 32 / bits

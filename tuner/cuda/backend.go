@@ -26,7 +26,7 @@ func init() {
 			return nil, err // not a nil *Backend in a non-nil interface
 		}
 		return b, nil
-	}, tuner.Traits{Space: tuner.SpaceGPU, API: gpu.CUDA, Options: []string{OptionAllowTF32}, Isolate: true, AutoRank: 2})
+	}, tuner.Traits{API: gpu.CUDA, Options: []string{OptionAllowTF32}, Isolate: true, AutoRank: 2})
 }
 
 // OptionAllowTF32 is the tuner option that sets Options.AllowTF32 ("1").

@@ -6,7 +6,7 @@ import (
 
 	"github.com/kerntune/kerntune/internal/cudadrv"
 	"github.com/kerntune/kerntune/kernels"
-	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/params/families"
 	"github.com/kerntune/kerntune/tuner"
 	"github.com/kerntune/kerntune/tuner/internal/gpuhost"
 )
@@ -21,7 +21,7 @@ import (
 // instead. Row-major operands are passed as their column-major transposes.
 func (b *Backend) Baseline(k *kernels.Kernel, dt kernels.DType) (tuner.Program, string, error) {
 	call, ok := blasCalls.Get(k.Name)
-	if (!ok && k.Name != params.QGemv && k.Name != params.Lora) || !b.lib.HasCUBLAS() {
+	if (!ok && k.Name != families.QGemv && k.Name != families.Lora) || !b.lib.HasCUBLAS() {
 		return nil, "", nil
 	}
 	ty := cudadrv.R32F
@@ -31,11 +31,11 @@ func (b *Backend) Baseline(k *kernels.Kernel, dt kernels.DType) (tuner.Program, 
 	case kernels.BF16:
 		ty = cudadrv.R16BF
 	}
-	if k.Name == params.QGemv {
+	if k.Name == families.QGemv {
 		q := &qgemvBaseline{b: b, ty: ty, deq: instanceBuffers{}}
 		return preparedProgram{q.program(), q.prepare}, "cublas", nil
 	}
-	if k.Name == params.Lora {
+	if k.Name == families.Lora {
 		l := &loraBaseline{b: b, ty: ty, scratch: instanceBuffers{}}
 		return preparedProgram{l.program(), l.prepare}, "cublas", nil
 	}

@@ -3,14 +3,14 @@ package cuda
 import (
 	"github.com/kerntune/kerntune/internal/cudadrv"
 	"github.com/kerntune/kerntune/kernels"
-	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/params/families"
 )
 
 // gemv_nt calls cublasSgemv (f32) or GemmEx with one column (f16, bf16). cuBLAS
 // has no bias epilogue: the bias is copied into y first and added with
 // beta = 1.
 func init() {
-	blasCalls.Add(params.GemvNT, func(t *cudadrv.Thread, bl *cudadrv.ThreadBlas, in *instance, c int, ty cudadrv.DataType) error {
+	blasCalls.Add(families.GemvNT, func(t *cudadrv.Thread, bl *cudadrv.ThreadBlas, in *instance, c int, ty cudadrv.DataType) error {
 		n, kk := in.Problem.Case.Shape[1], in.Problem.Case.Shape[2]
 		var bias cudadrv.DevPtr
 		if in.Problem.Case.Has(kernels.Bias) {

@@ -5,13 +5,13 @@ package metal
 import (
 	"github.com/ebitengine/purego/objc"
 
-	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/params/families"
 )
 
 // The GEMMs are MPSMatrixMultiplication; gemm_at_b uses transposeLeft.
 func init() {
-	mpsEncoders.Add(params.GemmAV, func(m *mps) encodeFn { return m.gemmAV })
-	mpsEncoders.Add(params.GemmAtB, func(m *mps) encodeFn { return m.gemmAtB })
+	mpsEncoders.Add(families.GemmAV, func(m *mps) encodeFn { return m.gemmAV })
+	mpsEncoders.Add(families.GemmAtB, func(m *mps) encodeFn { return m.gemmAtB })
 }
 
 // gemmAV: C[m×n] = A[m×k]·V[k×n].

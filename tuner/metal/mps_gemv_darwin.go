@@ -6,7 +6,7 @@ import (
 	"github.com/ebitengine/purego/objc"
 
 	"github.com/kerntune/kerntune/kernels"
-	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/params/families"
 )
 
 // gemv_nt is MPSMatrixVectorMultiplication. Its bias is accumulated with
@@ -15,7 +15,7 @@ import (
 // bias (read y, write y) like the candidates, and the baseline is not
 // charged for a copy an application could arrange differently.
 func init() {
-	mpsEncoders.Add(params.GemvNT, func(m *mps) encodeFn { return m.gemvNT })
+	mpsEncoders.Add(families.GemvNT, func(m *mps) encodeFn { return m.gemvNT })
 }
 
 // gemvNT: y[n] = W[n×k]·x[k] (+ bias, kept with beta = 1: blitted into y

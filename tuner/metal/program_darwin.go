@@ -14,7 +14,7 @@ import (
 	"github.com/kerntune/kerntune/internal/stats"
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/kernels/gpu"
-	"github.com/kerntune/kerntune/params"
+	"github.com/kerntune/kerntune/params/families"
 	"github.com/kerntune/kerntune/search"
 	"github.com/kerntune/kerntune/tuner"
 	"github.com/kerntune/kerntune/tuner/internal/gpuhost"
@@ -310,14 +310,14 @@ func (b *Backend) buildShaped(body *gpu.Body, k *kernels.Kernel, dt kernels.DTyp
 	pipelineFor := func(in *instance) (objc.ID, error) {
 		mu.Lock()
 		defer mu.Unlock()
-		if pso, ok := psos[params.ShapeString(in.Problem.Case.Shape)]; ok {
+		if pso, ok := psos[families.ShapeString(in.Problem.Case.Shape)]; ok {
 			return pso, nil
 		}
-		return 0, fmt.Errorf("metal: %s %s: no pipeline for shape %s", k.Name, c.Key(), params.ShapeString(in.Problem.Case.Shape))
+		return 0, fmt.Errorf("metal: %s %s: no pipeline for shape %s", k.Name, c.Key(), families.ShapeString(in.Problem.Case.Shape))
 	}
 	prepare := func(in *instance) error {
 		shape := in.Problem.Case.Shape
-		key := params.ShapeString(shape)
+		key := families.ShapeString(shape)
 		mu.Lock()
 		_, ok := psos[key]
 		mu.Unlock()

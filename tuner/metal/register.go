@@ -19,7 +19,7 @@ const OptionMathMode = tuner.OptionMathMode
 // traits: "--backend auto" tries Metal first, on macOS only (elsewhere it
 // cannot open).
 func traits(goos string) tuner.Traits {
-	t := tuner.Traits{Space: tuner.SpaceGPU, API: gpu.Metal, Options: []string{OptionMathMode}, Isolate: true}
+	t := tuner.Traits{API: gpu.Metal, Options: []string{OptionMathMode}, Isolate: true}
 	if goos == "darwin" {
 		t.AutoRank = 1
 	}

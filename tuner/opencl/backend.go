@@ -19,7 +19,7 @@ import (
 // backend is the better default.
 func init() {
 	tuner.Register("opencl", func() (tuner.Backend, error) { return Open() },
-		tuner.Traits{Space: tuner.SpaceGPU, API: gpu.OpenCL, Isolate: true})
+		tuner.Traits{API: gpu.OpenCL, Isolate: true})
 }
 
 // errClosed ends compiles that had not started when the backend closed.

@@ -15,7 +15,7 @@ import (
 
 func init() {
 	tuner.RegisterOptions("trial", func(tuner.Options) (tuner.Backend, error) { return backend{}, nil },
-		tuner.Traits{Space: tuner.SpaceGPU, API: gpu.CUDA})
+		tuner.Traits{API: gpu.CUDA})
 }
 
 type backend struct{}

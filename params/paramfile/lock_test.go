@@ -1,4 +1,4 @@
-package params
+package paramfile
 
 import (
 	"fmt"
@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+
+	"github.com/kerntune/kerntune/params/families"
 )
 
 // writerUpdate is writer i's contribution: its own device and, on a device
@@ -18,9 +20,9 @@ func writerUpdate(i int) *File {
 	}
 	return &File{SchemaVersion: SchemaVersion, Devices: map[string]*Device{
 		fmt.Sprintf("cpu:writer-%d", i): {Backend: "cpu", Name: "w", Family: "amd64",
-			Kernels: map[string]map[string]*Entry{GemvNT: {"f32/tiny": entry()}}},
+			Kernels: map[string]map[string]*Entry{families.GemvNT: {"f32/tiny": entry()}}},
 		"cpu:shared": {Backend: "cpu", Name: "shared", Family: "amd64",
-			Kernels: map[string]map[string]*Entry{GemvNT: {fmt.Sprintf("f32/1x%dx8", i+1): entry()}}},
+			Kernels: map[string]map[string]*Entry{families.GemvNT: {fmt.Sprintf("f32/1x%dx8", i+1): entry()}}},
 	}}
 }
 
@@ -83,12 +85,12 @@ func TestMergeIntoFileConcurrentWriters(t *testing.T) {
 		if f.Devices[fmt.Sprintf("cpu:writer-%d", i)] == nil {
 			t.Errorf("device of writer %d lost", i)
 		}
-		e := f.Devices["cpu:shared"].Kernels[GemvNT][fmt.Sprintf("f32/1x%dx8", i+1)]
+		e := f.Devices["cpu:shared"].Kernels[families.GemvNT][fmt.Sprintf("f32/1x%dx8", i+1)]
 		if e == nil || e.Params["BN"] != 8*(i+1) {
 			t.Errorf("writer %d's entry on the shared device lost or wrong: %+v", i, e)
 		}
 	}
-	if n := len(f.Devices["cpu:shared"].Kernels[GemvNT]); n != goroutines+procs {
+	if n := len(f.Devices["cpu:shared"].Kernels[families.GemvNT]); n != goroutines+procs {
 		t.Errorf("shared device has %d entries, want %d", n, goroutines+procs)
 	}
 	// The last writer removes the lock file: nothing is left beside the file.

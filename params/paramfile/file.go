@@ -1,4 +1,4 @@
-package params
+package paramfile
 
 import (
 	"bytes"
@@ -13,6 +13,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/kerntune/kerntune/params/families"
 )
 
 // SchemaVersion is the version of hardware_params.json this package reads and writes.
@@ -216,22 +218,7 @@ type RooflineSummary struct {
 // EntryKey builds the key of an entry: dtype and a class name or shape.
 func EntryKey(dtype, classOrShape string) string { return dtype + "/" + classOrShape }
 
-// ShapeString joins dims with "x", as in entry keys and on the command line.
-func ShapeString(shape []int) string {
-	parts := make([]string, len(shape))
-	for i, d := range shape {
-		parts[i] = fmt.Sprint(d)
-	}
-	return strings.Join(parts, "x")
-}
-
-var (
-	paramNameRE = regexp.MustCompile(`^[A-Z][A-Z0-9_]*$`)
-	identRE     = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-)
-
-// ValidParamName reports whether s is an upper-case identifier, as parameter names must be.
-func ValidParamName(s string) bool { return paramNameRE.MatchString(s) }
+var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // PathError is a problem at a JSON path of a params file.
 type PathError struct {
@@ -254,7 +241,7 @@ func (e *PathError) Error() string {
 // ReadFile reads and parses a params file. A missing file returns an error
 // satisfying errors.Is(err, os.ErrNotExist).
 func ReadFile(path string) (*File, error) {
-	data, err := readParams(path)
+	data, err := ReadParams(path)
 	if err != nil {
 		return nil, err
 	}
@@ -266,7 +253,7 @@ func ReadFile(path string) (*File, error) {
 func Parse(data []byte) (*File, error) { return parse(data, "") }
 
 func parse(data []byte, name string) (*File, error) {
-	f, _, err := parseNoting(data, name)
+	f, _, err := ParseNoting(data, name)
 	return f, err
 }
 
@@ -307,13 +294,14 @@ type unknownNote struct {
 	param bool   // an unknown parameter: the entry's other parameters apply
 }
 
-// unknownNotes gathers unknown names by kind and name, in order of first occurrence.
-type unknownNotes struct {
+// UnknownNotes gathers unknown names by kind and name, in order of first occurrence.
+type UnknownNotes struct {
 	list  []*unknownNote
 	index map[string]*unknownNote
 }
 
-func (u *unknownNotes) add(id, path, what, kind string, param bool) {
+// Add notes an unknown name at path (the loader's parameters too).
+func (u *UnknownNotes) Add(id, path, what, kind string, param bool) {
 	if n := u.index[id]; n != nil {
 		n.more++
 		return
@@ -326,10 +314,10 @@ func (u *unknownNotes) add(id, path, what, kind string, param bool) {
 	u.list = append(u.list, n)
 }
 
-// warnings renders the notes for Loader.Warnings, e.g.
+// Warnings renders the notes for Loader.Warnings, e.g.
 //
 //	hardware_params.json: devices["cpu:x"].kernels.gemv_nt["f32/tiny"].variant: field "variant" is unknown to this loader and ignored (a newer kerntune may have written it); 2 more entries have it
-func (u *unknownNotes) warnings(file string) []string {
+func (u *UnknownNotes) Warnings(file string) []string {
 	var out []string
 	for _, n := range u.list {
 		msg := n.what + " is unknown to this loader and ignored"
@@ -353,8 +341,9 @@ func (u *unknownNotes) warnings(file string) []string {
 // full disk left), which says what the file must hold.
 const emptyFileMsg = `not valid JSON: the file is empty (a params file is a JSON object: {"schema_version": 1, "devices": {...}}; kerntune tune writes one)`
 
-// parseNoting is parse that also returns the unknown fields it ignored.
-func parseNoting(data []byte, name string) (*File, *unknownNotes, error) {
+// ParseNoting is Parse for the file name ("" for bytes), that also returns
+// the unknown fields it ignored.
+func ParseNoting(data []byte, name string) (*File, *UnknownNotes, error) {
 	if len(bytes.Trim(data, " \t\r\n")) == 0 { // JSON's white space, as the Python loader
 		return nil, nil, &PathError{File: name, Msg: emptyFileMsg}
 	}
@@ -381,7 +370,7 @@ func parseNoting(data []byte, name string) (*File, *unknownNotes, error) {
 type walker struct {
 	file    string
 	err     error
-	unknown unknownNotes
+	unknown UnknownNotes
 }
 
 // noteUnknown records the fields of m that known does not list; kind is
@@ -389,7 +378,7 @@ type walker struct {
 func (w *walker) noteUnknown(path string, m map[string]any, known map[string]bool, kind string) {
 	for _, k := range sortedKeys(m) {
 		if !known[k] {
-			w.unknown.add(kind+"\x00"+k, child(path, k), fmt.Sprintf("field %q", k), kind, false)
+			w.unknown.Add(kind+"\x00"+k, ChildPath(path, k), fmt.Sprintf("field %q", k), kind, false)
 		}
 	}
 }
@@ -405,8 +394,8 @@ func quoteKey(k string) string {
 	return "[" + string(b) + "]"
 }
 
-// child joins a path and a key, using .key for identifiers and ["key"] otherwise.
-func child(path, key string) string {
+// ChildPath joins a path and a key, using .key for identifiers and ["key"] otherwise.
+func ChildPath(path, key string) string {
 	if identRE.MatchString(key) {
 		if path == "" {
 			return key
@@ -498,7 +487,7 @@ func (w *walker) micros(path string, v any, zero bool) float64 {
 func (w *walker) optionalMicros(path string, m map[string]any, fields ...optional) {
 	for _, f := range fields {
 		if v, ok := m[f.key]; ok {
-			*f.dst.(*float64) = w.micros(child(path, f.key), v, f.key == "iqr_us")
+			*f.dst.(*float64) = w.micros(ChildPath(path, f.key), v, f.key == "iqr_us")
 		}
 	}
 }
@@ -549,7 +538,7 @@ func (w *walker) optionals(path string, m map[string]any, fields ...optional) {
 		if !ok {
 			continue
 		}
-		p := child(path, f.key)
+		p := ChildPath(path, f.key)
 		switch dst := f.dst.(type) {
 		case *string:
 			*dst = w.str(p, v)
@@ -590,7 +579,7 @@ func (w *walker) file1(v any) *File {
 	}
 	dm := w.object("devices", devs)
 	for _, key := range sortedKeys(dm) {
-		p := child("devices", key)
+		p := ChildPath("devices", key)
 		if key == "" {
 			w.fail(p, "device key must not be empty")
 		}
@@ -608,7 +597,7 @@ func (w *walker) device(path string, v any) *Device {
 	w.noteUnknown(path, m, deviceFields, "device")
 	for _, req := range []string{"backend", "name", "family", "kernels"} {
 		if _, ok := m[req]; !ok {
-			w.fail(child(path, req), "missing")
+			w.fail(ChildPath(path, req), "missing")
 		}
 	}
 	w.optionals(path, m,
@@ -616,25 +605,25 @@ func (w *walker) device(path string, v any) *Device {
 		optional{"compute_units", &d.ComputeUnits}, optional{"tuned_at", &d.TunedAt},
 	)
 	if v, ok := m["facts"]; ok {
-		fp := child(path, "facts")
+		fp := ChildPath(path, "facts")
 		fm := w.object(fp, v)
 		d.Facts = map[string]float64{}
 		for _, k := range sortedKeys(fm) {
 			// Facts may hold strings (e.g. a driver version); only numbers are kept here.
 			if n, ok := fm[k].(json.Number); ok {
-				d.Facts[k] = w.num(child(fp, k), n)
+				d.Facts[k] = w.num(ChildPath(fp, k), n)
 			}
 		}
 	}
 	if v, ok := m["kernels"]; ok {
-		kp := child(path, "kernels")
+		kp := ChildPath(path, "kernels")
 		km := w.object(kp, v)
 		for _, fam := range sortedKeys(km) {
-			fp := child(kp, fam)
+			fp := ChildPath(kp, fam)
 			em := w.object(fp, km[fam])
 			entries := map[string]*Entry{}
 			for _, ek := range sortedKeys(em) {
-				ep := child(fp, ek)
+				ep := ChildPath(fp, ek)
 				if i := strings.IndexByte(ek, '/'); i <= 0 || i == len(ek)-1 {
 					w.fail(ep, "entry key must be <dtype>/<class> or <dtype>/<shape>")
 				}
@@ -650,8 +639,8 @@ func (w *walker) paramMap(path string, v any) map[string]int {
 	m := w.object(path, v)
 	out := make(map[string]int, len(m))
 	for _, k := range sortedKeys(m) {
-		p := child(path, k)
-		if !ValidParamName(k) {
+		p := ChildPath(path, k)
+		if !families.ValidParamName(k) {
 			w.fail(p, "parameter name must be an upper-case identifier like BN or TG")
 		}
 		out[k] = w.integer(p, m[k])
@@ -679,28 +668,28 @@ func (w *walker) entry(path string, v any) *Entry {
 	w.noteUnknown(path, m, entryFields, "entry")
 	pv, ok := m["params"]
 	if !ok {
-		w.fail(child(path, "params"), "missing")
+		w.fail(ChildPath(path, "params"), "missing")
 		return e
 	}
-	e.Params = w.paramMap(child(path, "params"), pv)
+	e.Params = w.paramMap(ChildPath(path, "params"), pv)
 	w.optionalMicros(path, m, optional{"median_us", &e.MedianUS}, optional{"iqr_us", &e.IQRUS}, optional{"min_us", &e.MinUS})
 	w.optionals(path, m,
 		optional{"samples", &e.Samples}, optional{"strategy", &e.Strategy}, optional{"evaluations", &e.Evaluations},
 		optional{"stopped", &e.Stopped},
 	)
 	if v, ok := m["use"]; ok {
-		up := child(path, "use")
+		up := ChildPath(path, "use")
 		e.Use = w.str(up, v)
 		if w.err == nil && e.Use != UseBaseline && e.Use != UseTuned {
 			w.fail(up, "is %q; must be %q or %q", e.Use, UseBaseline, UseTuned)
 		}
 	}
 	if v, ok := m["fast_math"]; ok {
-		b := w.boolean(child(path, "fast_math"), v)
+		b := w.boolean(ChildPath(path, "fast_math"), v)
 		e.FastMath = &b
 	}
 	if v, ok := m["math_mode"]; ok {
-		mp := child(path, "math_mode")
+		mp := ChildPath(path, "math_mode")
 		e.MathMode = w.str(mp, v)
 		if w.err == nil && !slices.Contains(MathModes, e.MathMode) {
 			w.fail(mp, "is %q; must be one of %s", e.MathMode, strings.Join(MathModes, ", "))
@@ -708,10 +697,10 @@ func (w *walker) entry(path string, v any) *Entry {
 	}
 	w.optionals(path, m, optional{"no_harm", &e.NoHarm})
 	if v, ok := m["drift"]; ok && v != nil {
-		e.Drift = w.drift(child(path, "drift"), v)
+		e.Drift = w.drift(ChildPath(path, "drift"), v)
 	}
 	if v, ok := m["time"]; ok && v != nil {
-		tp := child(path, "time")
+		tp := ChildPath(path, "time")
 		tm := w.object(tp, v)
 		e.Time = &TuneTime{}
 		for _, f := range e.Time.timeFields() {
@@ -719,7 +708,7 @@ func (w *walker) entry(path string, v any) *Entry {
 			if !ok {
 				continue
 			}
-			fp := child(tp, f.key)
+			fp := ChildPath(tp, f.key)
 			*f.dst = w.num(fp, x)
 			// The JSON text in messages, so that the Python loader's match.
 			if w.err == nil && *f.dst < 0 {
@@ -735,18 +724,18 @@ func (w *walker) entry(path string, v any) *Entry {
 			n   int
 		}{{"cache_hits", e.Time.CacheHits}, {"compiled", e.Time.Compiled}} {
 			if w.err == nil && c.n < 0 {
-				w.fail(child(tp, c.key), "must not be negative, got %d", c.n)
+				w.fail(ChildPath(tp, c.key), "must not be negative, got %d", c.n)
 			}
 		}
 	}
 	if v, ok := m["shape_median_us"]; ok {
-		sp := child(path, "shape_median_us")
+		sp := ChildPath(path, "shape_median_us")
 		for i, x := range w.array(sp, v, "numbers") {
 			e.ShapeMedianUS = append(e.ShapeMedianUS, w.micros(fmt.Sprintf("%s[%d]", sp, i), x, false))
 		}
 	}
 	if v, ok := m["roofline"]; ok && v != nil {
-		rp := child(path, "roofline")
+		rp := ChildPath(path, "roofline")
 		rm := w.object(rp, v)
 		e.Roofline = &RooflineSummary{}
 		w.optionals(rp, rm,
@@ -754,33 +743,33 @@ func (w *walker) entry(path string, v any) *Entry {
 			optional{"gbps", &e.Roofline.GBPS}, optional{"pct_of_floor", &e.Roofline.PctOfFloor},
 		)
 		if x, ok := rm["memory_bound"]; ok {
-			e.Roofline.BoundByData = w.boolean(child(rp, "memory_bound"), x)
+			e.Roofline.BoundByData = w.boolean(ChildPath(rp, "memory_bound"), x)
 		}
 	}
 	if v, ok := m["default"]; ok && v != nil {
-		dp := child(path, "default")
+		dp := ChildPath(path, "default")
 		dm := w.object(dp, v)
 		e.Default = &Reference{}
 		if pv, ok := dm["params"]; ok {
-			e.Default.Params = w.paramMap(child(dp, "params"), pv)
+			e.Default.Params = w.paramMap(ChildPath(dp, "params"), pv)
 		}
 		w.optionalMicros(dp, dm, optional{"median_us", &e.Default.MedianUS})
 	}
 	if v, ok := m["baseline"]; ok && v != nil {
-		bp := child(path, "baseline")
+		bp := ChildPath(path, "baseline")
 		bm := w.object(bp, v)
 		e.Baseline = &Baseline{}
 		w.optionals(bp, bm, optional{"name", &e.Baseline.Name})
 		w.optionalMicros(bp, bm, optional{"median_us", &e.Baseline.MedianUS})
 		if v, ok := bm["shape_median_us"]; ok {
-			sp := child(bp, "shape_median_us")
+			sp := ChildPath(bp, "shape_median_us")
 			for i, x := range w.array(sp, v, "numbers") {
 				e.Baseline.ShapeMedianUS = append(e.Baseline.ShapeMedianUS, w.micros(fmt.Sprintf("%s[%d]", sp, i), x, false))
 			}
 		}
 	}
 	if v, ok := m["shapes"]; ok {
-		sp := child(path, "shapes")
+		sp := ChildPath(path, "shapes")
 		for i, s := range w.array(sp, v, "shapes") {
 			ip := fmt.Sprintf("%s[%d]", sp, i)
 			dims, isArr := s.([]any)
@@ -796,7 +785,7 @@ func (w *walker) entry(path string, v any) *Entry {
 		}
 	}
 	if v, ok := m["shape_use"]; ok {
-		up := child(path, "shape_use")
+		up := ChildPath(path, "shape_use")
 		for i, x := range w.array(up, v, "strings") {
 			ip := fmt.Sprintf("%s[%d]", up, i)
 			u := w.str(ip, x)
@@ -810,7 +799,7 @@ func (w *walker) entry(path string, v any) *Entry {
 		}
 	}
 	if v, ok := m["candidates"]; ok {
-		cp := child(path, "candidates")
+		cp := ChildPath(path, "candidates")
 		cm := w.object(cp, v)
 		w.optionals(cp, cm,
 			optional{"valid", &e.Candidates.Valid}, optional{"measured", &e.Candidates.Measured}, optional{"failed", &e.Candidates.Failed},
@@ -942,7 +931,7 @@ func normalizeUpdate(upd map[string]any) error {
 	for key, d := range devs {
 		dm, ok := d.(map[string]any)
 		if !ok {
-			return fmt.Errorf("merging: %s is nil", child("devices", key))
+			return fmt.Errorf("merging: %s is nil", ChildPath("devices", key))
 		}
 		if f, ok := dm["facts"]; ok && f == nil {
 			delete(dm, "facts")
@@ -961,7 +950,7 @@ func normalizeUpdate(upd map[string]any) error {
 			for ek, e := range em {
 				m, ok := e.(map[string]any)
 				if !ok {
-					return fmt.Errorf("merging: %s is nil", child(child(child(child("devices", key), "kernels"), fam), ek))
+					return fmt.Errorf("merging: %s is nil", ChildPath(ChildPath(ChildPath(ChildPath("devices", key), "kernels"), fam), ek))
 				}
 				if m["params"] == nil {
 					m["params"] = map[string]any{}
@@ -1024,7 +1013,7 @@ func MergeIntoFileKeep(path string, update *File, force bool, keep KeepFunc) err
 		return err
 	}
 	defer unlock()
-	existing, err := readParams(path)
+	existing, err := ReadParams(path)
 	var tooLarge *PathError // over MaxFileSize: it cannot be a params file
 	switch {
 	case errors.As(err, &tooLarge):
@@ -1118,3 +1107,13 @@ func WriteFileAtomic(path string, data []byte) error {
 	}
 	return nil
 }
+
+// FileLabel names the file in messages: its path, or "params data" for bytes.
+func FileLabel(file string) string {
+	if file == "" {
+		return "params data"
+	}
+	return file
+}
+
+func describe(file, path string) string { return FileLabel(file) + ": " + path }

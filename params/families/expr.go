@@ -1,4 +1,4 @@
-package params
+package families
 
 import (
 	"fmt"
@@ -27,7 +27,7 @@ import (
 // and the accumulator as #acc. The spec package and the family descriptions both evaluate it
 // here, with the standard library alone; the Python loader's evaluator
 // (python/kerntune_params/expressions.py) is the same language, and all
-// run testdata/conformance/expressions/expressions.json.
+// run params/testdata/conformance/expressions/expressions.json.
 type Expr struct {
 	src    string
 	root   *node

@@ -1,6 +1,6 @@
 //go:build unix
 
-package params
+package paramfile
 
 import (
 	"fmt"

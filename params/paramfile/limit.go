@@ -1,4 +1,4 @@
-package params
+package paramfile
 
 import (
 	"errors"
@@ -83,9 +83,9 @@ func ReadFileLimit(path string, limit int64) ([]byte, error) {
 	return data, nil
 }
 
-// readParams reads a params file within MaxFileSize; a larger one is a
+// ReadParams reads a params file within MaxFileSize; a larger one is a
 // *PathError naming the file and the limit.
-func readParams(path string) ([]byte, error) {
+func ReadParams(path string) ([]byte, error) {
 	data, err := ReadFileLimit(path, MaxFileSize)
 	var tl *TooLargeError
 	if errors.As(err, &tl) {

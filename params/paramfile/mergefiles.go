@@ -1,4 +1,4 @@
-package params
+package paramfile
 
 import (
 	"bytes"
@@ -46,7 +46,7 @@ func MergeFiles(paths []string) (*MergeSummary, []byte, error) {
 	// origin[device \0 kernel \0 key] is the input an entry currently comes from.
 	origin := map[string]string{}
 	for _, path := range paths {
-		data, err := readParams(path)
+		data, err := ReadParams(path)
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, nil, &PathError{File: path, Msg: "no such file"}
 		}

@@ -1,4 +1,4 @@
-package params
+package paramfile
 
 import (
 	"encoding/json"
@@ -10,12 +10,13 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/kerntune/kerntune/internal/testutil"
+	"github.com/kerntune/kerntune/params/families"
 )
 
 // TestSchemaAccepts checks that schema.json accepts what Merge writes (the
 // tuner's only way of writing the file) and the hand-written testdata file.
 func TestSchemaAccepts(t *testing.T) {
-	sch := testutil.SchemaFile(t, "schema.json")
+	sch := testutil.SchemaFile(t, "../schema.json")
 	testdata := readTestFile(t)
 	fresh, err := Merge(nil, typicalUpdate())
 	if err != nil {
@@ -27,7 +28,7 @@ func TestSchemaAccepts(t *testing.T) {
 	}
 	sparse, err := Merge(fresh, &File{Devices: map[string]*Device{
 		"cuda:nvidia-h100": {Backend: "cuda", Name: "NVIDIA H100", Family: "sm_90", ComputeUnits: 132,
-			Kernels: map[string]map[string]*Entry{GemvNT: {"f16/largeN": {Params: map[string]int{"TG": 256}}}, Softmax: nil}},
+			Kernels: map[string]map[string]*Entry{families.GemvNT: {"f16/largeN": {Params: map[string]int{"TG": 256}}}, families.Softmax: nil}},
 		"cpu:empty": {Backend: "cpu", Name: "Empty", Family: "arm64"},
 	}})
 	if err != nil {
@@ -43,7 +44,7 @@ func TestSchemaAccepts(t *testing.T) {
 	}
 	for name, data := range map[string][]byte{
 		"testdata/hardware_params.json": testdata, "Merge(nil, typical)": fresh, "Merge(testdata, typical)": onto,
-		"Merge of sparse devices": sparse, "MergeIntoFile": written, "precedence test file": []byte(precedenceFile),
+		"Merge of sparse devices": sparse, "MergeIntoFile": written,
 		"empty devices": []byte(`{"schema_version":1,"devices":{}}`),
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -59,7 +60,7 @@ func TestSchemaAccepts(t *testing.T) {
 
 // TestSchemaRejects checks that schema.json and Parse both reject broken files.
 func TestSchemaRejects(t *testing.T) {
-	sch := testutil.SchemaFile(t, "schema.json")
+	sch := testutil.SchemaFile(t, "../schema.json")
 	valid := func() map[string]any {
 		var m map[string]any
 		if err := json.Unmarshal([]byte(fileWith("cpu", "gemv_nt", "f32/tiny", `{"params":{"BN":8},"median_us":1.5,"shapes":[[1,896,896]]}`)), &m); err != nil {
@@ -132,11 +133,11 @@ func TestSchemaRejects(t *testing.T) {
 // fast_math (a Metal entry's compile option) survives a write, a merge and
 // a read; entries without it read as nil.
 func TestFastMathField(t *testing.T) {
-	sch := testutil.SchemaFile(t, "schema.json")
+	sch := testutil.SchemaFile(t, "../schema.json")
 	on, off := true, false
 	upd := &File{SchemaVersion: SchemaVersion, Devices: map[string]*Device{"metal:Apple M2:10c": {
 		Backend: "metal", Name: "Apple M2", Family: "apple8", ComputeUnits: 10,
-		Kernels: map[string]map[string]*Entry{GemvNT: {
+		Kernels: map[string]map[string]*Entry{families.GemvNT: {
 			"f16/tiny":     {Params: map[string]int{"TG": 128}, MedianUS: 9, FastMath: &on},
 			"f16/largeN":   {Params: map[string]int{"TG": 256}, MedianUS: 90, FastMath: &off},
 			"f16/1x896x96": {Params: map[string]int{"TG": 64}, MedianUS: 3},
@@ -145,7 +146,7 @@ func TestFastMathField(t *testing.T) {
 	data := writeValid(t, sch, upd, "fast_math")
 	// Merging another device's entry onto it keeps the field.
 	again, err := Merge(data, &File{Devices: map[string]*Device{"cpu:x": {Backend: "cpu", Name: "X", Family: "amd64",
-		Kernels: map[string]map[string]*Entry{GemvNT: {"f32/tiny": {Params: map[string]int{"BN": 8}}}}}}})
+		Kernels: map[string]map[string]*Entry{families.GemvNT: {"f32/tiny": {Params: map[string]int{"BN": 8}}}}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +154,7 @@ func TestFastMathField(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	es := f.Devices["metal:Apple M2:10c"].Kernels[GemvNT]
+	es := f.Devices["metal:Apple M2:10c"].Kernels[families.GemvNT]
 	for key, want := range map[string]*bool{"f16/tiny": &on, "f16/largeN": &off, "f16/1x896x96": nil} {
 		got := es[key].FastMath
 		if (got == nil) != (want == nil) || (got != nil && *got != *want) {
@@ -172,7 +173,7 @@ func TestFastMathField(t *testing.T) {
 // The drift guard's record and the no-harm note survive a write, a merge
 // and a read, and the schema accepts them.
 func TestDriftAndNoHarmFields(t *testing.T) {
-	sch := testutil.SchemaFile(t, "schema.json")
+	sch := testutil.SchemaFile(t, "../schema.json")
 	drift := &DriftSummary{Checks: 12, Events: 2, MaxPct: 23.5, Remeasured: 9, Settled: 1, WaitedS: 10}
 	note := "BN=4 was 8.0% faster over the shapes but 12.0% slower than the default on 1x896x896"
 	data, es := roundTripGemv(t, sch, "drift or no_harm", &Entry{Params: map[string]int{"BN": 8}, MedianUS: 9, Drift: drift, NoHarm: note}, &Entry{Params: map[string]int{"BN": 16}, MedianUS: 90})
@@ -191,7 +192,7 @@ func TestDriftAndNoHarmFields(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, field := range []string{"drift", "no_harm"} {
-		if _, ok := raw.Devices["cpu:x"].Kernels[GemvNT]["f32/mid"][field]; ok {
+		if _, ok := raw.Devices["cpu:x"].Kernels[families.GemvNT]["f32/mid"][field]; ok {
 			t.Errorf("an entry without %s writes one:\n%s", field, data)
 		}
 	}
@@ -200,7 +201,7 @@ func TestDriftAndNoHarmFields(t *testing.T) {
 // time (where an entry's tuning time went) survives a write, a merge and a
 // read, field by field; entries without it read as nil.
 func TestTimeField(t *testing.T) {
-	sch := testutil.SchemaFile(t, "schema.json")
+	sch := testutil.SchemaFile(t, "../schema.json")
 	tt := &TuneTime{WallS: 8.5, SetupS: 1.25, CompileS: 0.5, VerifyS: 1, MeasureS: 5.5, SearchS: 0.1, JournalS: 0.05, OtherS: 0.1,
 		DeviceS: 6, IdleS: 2.5, BusyPct: 70.588}
 	data, es := roundTripGemv(t, sch, "time", &Entry{Params: map[string]int{"BN": 8}, MedianUS: 9, Time: tt}, &Entry{Params: map[string]int{"BN": 16}, MedianUS: 19})
@@ -238,12 +239,12 @@ func roundTripGemv(t *testing.T, sch *jsonschema.Schema, what string, tiny, mid 
 	t.Helper()
 	upd := &File{SchemaVersion: SchemaVersion, Devices: map[string]*Device{"cpu:x": {
 		Backend: "cpu", Name: "X", Family: "amd64",
-		Kernels: map[string]map[string]*Entry{GemvNT: {"f32/tiny": tiny, "f32/mid": mid}},
+		Kernels: map[string]map[string]*Entry{families.GemvNT: {"f32/tiny": tiny, "f32/mid": mid}},
 	}}}
 	data := writeValid(t, sch, upd, what)
 	f, err := Parse(data)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return data, f.Devices["cpu:x"].Kernels[GemvNT]
+	return data, f.Devices["cpu:x"].Kernels[families.GemvNT]
 }

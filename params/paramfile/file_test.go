@@ -1,12 +1,14 @@
-package params
+package paramfile
 
 import (
-	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/kerntune/kerntune/params/families"
 )
 
 // typicalUpdate is what the tuner hands to Merge after tuning one class and one shape.
@@ -17,7 +19,7 @@ func typicalUpdate() *File {
 			Backend: "cpu", Name: "Test CPU", Family: "amd64", ComputeUnits: 2, TunedAt: "2025-11-22T10:00:00Z",
 			Facts: map[string]float64{"bandwidth_gbps": 12.5},
 			Kernels: map[string]map[string]*Entry{
-				GemvNT: {
+				families.GemvNT: {
 					"f32/tiny": {
 						Params: map[string]int{"BN": 64, "ROWS": 2, "UNROLL": 4, "THREADS": 2}, MedianUS: 41.2, IQRUS: 0.9, MinUS: 40, Samples: 30,
 						ShapeMedianUS: []float64{41.2}, Default: &Reference{Params: map[string]int{"BN": 32, "ROWS": 1, "UNROLL": 1, "THREADS": 4}, MedianUS: 77},
@@ -27,7 +29,7 @@ func typicalUpdate() *File {
 					},
 					"f32/1x896x4864": {Params: map[string]int{"BN": 16, "ROWS": 4, "UNROLL": 8, "THREADS": 2}, MedianUS: 221, Samples: 40, Shapes: [][]int{{1, 896, 4864}}},
 				},
-				Softmax: {"f32/xlong": {Params: map[string]int{"ROWS": 1, "UNROLL": 4, "THREADS": 2}, MedianUS: 300, Shapes: [][]int{{1, 151936}}}},
+				families.Softmax: {"f32/xlong": {Params: map[string]int{"ROWS": 1, "UNROLL": 4, "THREADS": 2}, MedianUS: 300, Shapes: [][]int{{1, 151936}}}},
 			},
 		}},
 	}
@@ -45,7 +47,7 @@ func TestParseRoundTrip(t *testing.T) {
 	want := typicalUpdate()
 	want.SchemaVersion = SchemaVersion
 	if !reflect.DeepEqual(f, want) {
-		t.Errorf("round trip differs:\n got %+v\nwant %+v", f.Devices["cpu:test-2c"].Kernels[GemvNT]["f32/tiny"], want.Devices["cpu:test-2c"].Kernels[GemvNT]["f32/tiny"])
+		t.Errorf("round trip differs:\n got %+v\nwant %+v", f.Devices["cpu:test-2c"].Kernels[families.GemvNT]["f32/tiny"], want.Devices["cpu:test-2c"].Kernels[families.GemvNT]["f32/tiny"])
 	}
 }
 
@@ -58,13 +60,13 @@ func TestMergeNilFields(t *testing.T) {
 	}{
 		{"nil update", nil, ""},
 		{"nil kernels", &File{Devices: map[string]*Device{"a": {Backend: "cpu", Name: "n", Family: "f"}}}, ""},
-		{"nil family map", &File{Devices: map[string]*Device{"a": {Backend: "cpu", Name: "n", Family: "f", Kernels: map[string]map[string]*Entry{GemvNT: nil}}}}, ""},
+		{"nil family map", &File{Devices: map[string]*Device{"a": {Backend: "cpu", Name: "n", Family: "f", Kernels: map[string]map[string]*Entry{families.GemvNT: nil}}}}, ""},
 		{"nil params and shapes", &File{Devices: map[string]*Device{"b": {Backend: "cpu", Name: "n", Family: "f",
-			Kernels: map[string]map[string]*Entry{GemvNT: {"f32/tiny": {Default: &Reference{}}}}}}}, ""},
+			Kernels: map[string]map[string]*Entry{families.GemvNT: {"f32/tiny": {Default: &Reference{}}}}}}}, ""},
 		{"nil device", &File{Devices: map[string]*Device{"a": nil}}, `merging: devices.a is nil`},
-		{"nil entry", &File{Devices: map[string]*Device{"a": {Kernels: map[string]map[string]*Entry{GemvNT: {"f32/tiny": nil}}}}},
+		{"nil entry", &File{Devices: map[string]*Device{"a": {Kernels: map[string]map[string]*Entry{families.GemvNT: {"f32/tiny": nil}}}}},
 			`merging: devices.a.kernels.gemv_nt["f32/tiny"] is nil`},
-		{"bad param name", &File{Devices: map[string]*Device{"a": {Kernels: map[string]map[string]*Entry{GemvNT: {"f32/tiny": {Params: map[string]int{"bn": 1}}}}}}},
+		{"bad param name", &File{Devices: map[string]*Device{"a": {Kernels: map[string]map[string]*Entry{families.GemvNT: {"f32/tiny": {Params: map[string]int{"bn": 1}}}}}}},
 			`merged file would not be valid: params data: devices.a.kernels.gemv_nt["f32/tiny"].params.bn: parameter name must be an upper-case identifier`},
 		{"empty device key", &File{Devices: map[string]*Device{"": {}}}, `device key must not be empty`},
 	}
@@ -85,7 +87,7 @@ func TestMergeNilFields(t *testing.T) {
 				if err != nil {
 					t.Fatalf("merged file does not parse: %v\n%s", err, out)
 				}
-				if ex != nil && f.Devices["a"].Kernels[Softmax]["f32/short"] == nil {
+				if ex != nil && f.Devices["a"].Kernels[families.Softmax]["f32/short"] == nil {
 					t.Errorf("existing entry lost:\n%s", out)
 				}
 			}
@@ -114,33 +116,9 @@ func TestParseDeterministicErrors(t *testing.T) {
 	}
 }
 
-func TestMergeIntoFileKeepsUnparsable(t *testing.T) {
-	path := filepath.Join(t.TempDir(), DefaultFileName)
-	if err := os.WriteFile(path, []byte("{not json"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := MergeIntoFile(path, typicalUpdate(), false); !errors.Is(err, ErrUnparsable) {
-		t.Fatalf("%v", err)
-	}
-	if b, _ := os.ReadFile(path); string(b) != "{not json" {
-		t.Fatal("unparsable file overwritten")
-	}
-	if err := MergeIntoFile(path, typicalUpdate(), true); err != nil {
-		t.Fatal(err)
-	}
-	l, err := Load(path, Options{Device: "cpu:test-2c", Lookup: env()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := l.Resolve(GemvNT, "f32", []int{1, 896, 4864})
-	if err != nil || r.Params["BN"] != (Value{16, "file:cpu:test-2c/gemv_nt/f32/1x896x4864"}) {
-		t.Fatalf("%v %+v", err, r)
-	}
-}
-
 // testFile is the hand-written params file that tests, benchmarks and the
 // fuzzer start from.
-var testFile = filepath.Join("testdata", "hardware_params.json")
+var testFile = filepath.Join("..", "testdata", "hardware_params.json")
 
 // readTestFile returns testFile's bytes.
 func readTestFile(tb testing.TB) []byte {
@@ -150,4 +128,9 @@ func readTestFile(tb testing.TB) []byte {
 		tb.Fatal(err)
 	}
 	return data
+}
+
+func fileWith(backend, family, key, entry string) string {
+	return fmt.Sprintf(`{"schema_version":1,"devices":{"cpu:x":{"backend":%q,"name":"X","family":"amd64","kernels":{%q:{%q:%s}}}}}`,
+		backend, family, key, entry)
 }

@@ -1,24 +1,23 @@
-package params
+package families
 
 import (
 	"bytes"
 	"embed"
 	"encoding/json"
 	"fmt"
-	"path"
 	"slices"
 	"strconv"
 	"strings"
 )
 
 // The built-in families are data: one description per family in
-// families/NAME.json (its dims, shape rules, classes and, per kind of
+// NAME.json in this directory (its dims, shape rules, classes and, per kind of
 // backend, parameters and constraints, rules and constraints written in
 // the expression language of Expr). The Python loader reads the same files
 // (python/kerntune_params/families is a link to this directory), so a
 // family is described once for the tuner and both loaders.
 //
-//go:embed families/*.json
+//go:embed *.json
 var familyFiles embed.FS
 
 // FamilyDesc is a family's description as its file holds it.
@@ -108,7 +107,7 @@ type described struct {
 	spaces   map[string][]rule
 }
 
-// ParseFamily reads a family description (the format of families/*.json)
+// ParseFamily reads a family description (the format of params/families/*.json)
 // and returns the family it describes.
 func ParseFamily(data []byte) (*Family, error) {
 	d, err := compileFamily(data)
@@ -538,13 +537,13 @@ func joinInts(vs []int) string {
 // builtinDescs compiles the embedded descriptions once; an invalid one is a
 // bug of this package, caught by its tests.
 var builtinDescs = func() []*described {
-	names, err := familyFiles.ReadDir("families")
+	names, err := familyFiles.ReadDir(".")
 	if err != nil {
 		panic(err)
 	}
 	var out []*described
 	for _, n := range names {
-		data, err := familyFiles.ReadFile(path.Join("families", n.Name()))
+		data, err := familyFiles.ReadFile(n.Name())
 		if err != nil {
 			panic(err)
 		}

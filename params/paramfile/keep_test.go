@@ -1,4 +1,4 @@
-package params
+package paramfile
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kerntune/kerntune/internal/testutil"
+	"github.com/kerntune/kerntune/params/families"
 )
 
 // MergeIntoFileKeep hands keep the entry the file holds at the time of the
@@ -18,10 +19,10 @@ import (
 func TestMergeIntoFileKeep(t *testing.T) {
 	upd := typicalUpdate()
 	dev := upd.Devices["cpu:test-2c"]
-	dev.Kernels[GemvNT]["f32/tiny"] = &Entry{Params: map[string]int{"BN": 8}, MedianUS: 99, Shapes: [][]int{{1, 896, 896}}}
-	dev.Kernels[GemvNT]["f32/1x64x64"] = &Entry{Params: map[string]int{"BN": 4}, MedianUS: 1, Shapes: [][]int{{1, 64, 64}}}
-	delete(dev.Kernels, Softmax)
-	delete(dev.Kernels[GemvNT], "f32/1x896x4864")
+	dev.Kernels[families.GemvNT]["f32/tiny"] = &Entry{Params: map[string]int{"BN": 8}, MedianUS: 99, Shapes: [][]int{{1, 896, 896}}}
+	dev.Kernels[families.GemvNT]["f32/1x64x64"] = &Entry{Params: map[string]int{"BN": 4}, MedianUS: 1, Shapes: [][]int{{1, 64, 64}}}
+	delete(dev.Kernels, families.Softmax)
+	delete(dev.Kernels[families.GemvNT], "f32/1x896x4864")
 
 	for _, tt := range []struct {
 		name    string
@@ -58,11 +59,11 @@ func TestMergeIntoFileKeep(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			es := f.Devices["cpu:test-2c"].Kernels[GemvNT]
+			es := f.Devices["cpu:test-2c"].Kernels[families.GemvNT]
 			if got := es["f32/tiny"].Params["BN"]; got != tt.wantBN {
 				t.Errorf("f32/tiny BN %d, want %d", got, tt.wantBN)
 			}
-			if es["f32/1x64x64"] == nil || es["f32/1x896x4864"] == nil || f.Devices["cpu:test-2c"].Kernels[Softmax]["f32/xlong"] == nil {
+			if es["f32/1x64x64"] == nil || es["f32/1x896x4864"] == nil || f.Devices["cpu:test-2c"].Kernels[families.Softmax]["f32/xlong"] == nil {
 				t.Errorf("entries only one side held were lost: %v", es)
 			}
 		})
@@ -72,7 +73,7 @@ func TestMergeIntoFileKeep(t *testing.T) {
 // use is optional; when present it is "baseline" or "tuned", for Parse and
 // for the schema alike.
 func TestParseUse(t *testing.T) {
-	sch := testutil.SchemaFile(t, "schema.json")
+	sch := testutil.SchemaFile(t, "../schema.json")
 	for _, tt := range []struct {
 		entry string
 		want  string // "" with ok: absent
@@ -132,7 +133,7 @@ func TestMergeIntoFileKeepAllKeptLeavesFile(t *testing.T) {
 			upd := typicalUpdate()
 			dev := upd.Devices["cpu:test-2c"]
 			dev.TunedAt, dev.Facts = "2030-01-01T00:00:00Z", map[string]float64{"bandwidth_gbps": 99}
-			dev.Kernels[GemvNT]["f32/tiny"].MedianUS = 50
+			dev.Kernels[families.GemvNT]["f32/tiny"].MedianUS = 50
 			err = MergeIntoFileKeep(path, upd, false, func(_, _, key string, old, nw any) any {
 				if tt.takeNew[key] {
 					return nw

@@ -1,4 +1,4 @@
-package params
+package families
 
 import (
 	"encoding/json"
@@ -14,7 +14,7 @@ import (
 // the same (type and value) and every error case must fail. The messages
 // are checked where the spec package runs them (with its file and field).
 func TestExprTables(t *testing.T) {
-	for _, file := range []string{"testdata/conformance/expressions/expressions.json", "../spec/testdata/expressions.json"} {
+	for _, file := range []string{"../testdata/conformance/expressions/expressions.json", "../../spec/testdata/expressions.json"} {
 		data, err := os.ReadFile(file)
 		if err != nil {
 			t.Fatal(err)

@@ -1,4 +1,4 @@
-package params
+package paramfile
 
 import (
 	"errors"
@@ -67,40 +67,6 @@ func TestReadFileLimit(t *testing.T) {
 				t.Errorf("got %q, %v; want %q", data, err, tt.want)
 			}
 		})
-	}
-}
-
-// A params file over MaxFileSize is refused, before it is read, by every
-// reader of the package, with an error naming the file and the limit; an
-// existing --out that large is not overwritten without force.
-func TestParamsFileTooLarge(t *testing.T) {
-	path := sparseFile(t, `{"schema_version": 1, "devices": {}}`, MaxFileSize+1)
-	check := func(what string, err error) {
-		t.Helper()
-		var pe *PathError
-		if !errors.As(err, &pe) || pe.File != path || !strings.Contains(err.Error(), "larger than 64 MiB, the limit of a params file") {
-			t.Errorf("%s: %v; want a PathError naming %s and 64 MiB", what, err, path)
-		}
-	}
-	_, err := ReadFile(path)
-	check("ReadFile", err)
-	_, err = Open(Options{Path: path})
-	check("Open", err)
-	_, err = Load(path, Options{})
-	check("Load", err)
-	_, _, err = MergeFiles([]string{path})
-	check("MergeFiles", err)
-	if err := MergeIntoFile(path, typicalUpdate(), false); !errors.Is(err, ErrUnparsable) || !strings.Contains(err.Error(), "64 MiB") {
-		t.Errorf("MergeIntoFile: %v; want ErrUnparsable naming the limit", err)
-	}
-	if st, err := os.Stat(path); err != nil || st.Size() != MaxFileSize+1 {
-		t.Errorf("the file was changed: %v", err)
-	}
-	if err := MergeIntoFile(path, typicalUpdate(), true); err != nil {
-		t.Errorf("MergeIntoFile with force: %v", err)
-	}
-	if _, err := ReadFile(path); err != nil {
-		t.Errorf("the replaced file: %v", err)
 	}
 }
 

@@ -1,7 +1,8 @@
-package params
+package families
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -172,7 +173,7 @@ func builtinDimValues(family, dim string) []int {
 }
 
 // Builtin returns the built-in families by name, built from their
-// descriptions (families/NAME.json). Each call returns fresh values, so a
+// descriptions (params/families/NAME.json). Each call returns fresh values, so a
 // caller may change them without affecting others.
 func Builtin() map[string]*Family {
 	m := make(map[string]*Family, len(builtinDescs))
@@ -189,3 +190,5 @@ func BuiltinNames() []string {
 	sort.Strings(names)
 	return names
 }
+
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }

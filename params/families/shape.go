@@ -1,4 +1,4 @@
-package params
+package families
 
 import (
 	"errors"
@@ -40,8 +40,17 @@ func ParseShape(s string) ([]int, error) {
 	return shape, nil
 }
 
-// appendShape appends ShapeString(shape) to b without allocating a string.
-func appendShape(b []byte, shape []int) []byte {
+// ShapeString joins dims with "x", as in entry keys and on the command line.
+func ShapeString(shape []int) string {
+	parts := make([]string, len(shape))
+	for i, d := range shape {
+		parts[i] = fmt.Sprint(d)
+	}
+	return strings.Join(parts, "x")
+}
+
+// AppendShape appends ShapeString(shape) to b without allocating a string.
+func AppendShape(b []byte, shape []int) []byte {
 	for i, d := range shape {
 		if i > 0 {
 			b = append(b, 'x')
@@ -51,9 +60,9 @@ func appendShape(b []byte, shape []int) []byte {
 	return b
 }
 
-// looksLikeShape reports whether the suffix of an entry key is meant as a
+// LooksLikeShape reports whether the suffix of an entry key is meant as a
 // shape (digits and x, at least one digit) rather than a class name.
-func looksLikeShape(s string) bool {
+func LooksLikeShape(s string) bool {
 	digit := false
 	for i := 0; i < len(s); i++ {
 		switch c := s[i]; {

@@ -1,4 +1,4 @@
-package params
+package paramfile
 
 import (
 	"errors"
@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kerntune/kerntune/params/families"
 )
 
 func chooseTestEntry(p map[string]int, medianUS float64, measured int, stopped string) *Entry {
@@ -58,7 +60,7 @@ func TestMergeFiles(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name string, medianUS float64) string {
 		upd := typicalUpdate()
-		upd.Devices["cpu:test-2c"].Kernels[GemvNT]["f32/tiny"].MedianUS = medianUS
+		upd.Devices["cpu:test-2c"].Kernels[families.GemvNT]["f32/tiny"].MedianUS = medianUS
 		data, err := Merge(nil, upd)
 		if err != nil {
 			t.Fatal(err)
@@ -78,7 +80,7 @@ func TestMergeFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := f.Devices["cpu:test-2c"].Kernels[GemvNT]["f32/tiny"].MedianUS; got != 40 {
+	if got := f.Devices["cpu:test-2c"].Kernels[families.GemvNT]["f32/tiny"].MedianUS; got != 40 {
 		t.Errorf("kept median %g, want the faster 40", got)
 	}
 	if len(sum.Conflicts) != 1 || sum.Conflicts[0].Kept != fast || sum.Conflicts[0].Dropped != slow || sum.Devices != 1 {

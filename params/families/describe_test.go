@@ -1,4 +1,4 @@
-package params
+package families
 
 import (
 	"encoding/json"
@@ -8,14 +8,14 @@ import (
 	"testing"
 )
 
-// TestFamilyConformance runs testdata/conformance/families/families.json,
+// TestFamilyConformance runs params/testdata/conformance/families/families.json,
 // which the Python loader runs too (python/tests/test_families.py): every
 // built-in family must classify each shape and accept or reject each
 // parameter combination with the same class or message in both loaders.
 // The cases were drawn from the hand-written families the descriptions
 // replaced, which gave the same answer on every combination of every space.
 func TestFamilyConformance(t *testing.T) {
-	data, err := os.ReadFile("testdata/conformance/families/families.json")
+	data, err := os.ReadFile("../testdata/conformance/families/families.json")
 	if err != nil {
 		t.Fatal(err)
 	}
