@@ -10,24 +10,13 @@ import (
 	"github.com/kerntune/kerntune/internal/testutil"
 )
 
-// python3 is the interpreter the tests of the Python loader run; they skip
-// without one unless KTDEV_REQUIRE_PYTHON is set (CI).
-func python3(t *testing.T) string {
-	t.Helper()
-	py, err := exec.LookPath("python3")
-	if err != nil {
-		testutil.SkipUnlessRequired(t, "KTDEV_REQUIRE_PYTHON", "python3 not found")
-	}
-	return py
-}
-
 // TestPythonLocalDevice checks that the Python loader
 // (python/kerntune_params) describes this machine's CPU with the key, name,
 // family and core count LocalDevice gives (and so the CPU backend writes):
 // without options, both loaders must find the same device. It needs
 // python3; KTDEV_REQUIRE_PYTHON makes its absence a failure (CI).
 func TestPythonLocalDevice(t *testing.T) {
-	py := python3(t)
+	py := testutil.Python3(t)
 	src, err := filepath.Abs(filepath.Join("..", "python"))
 	if err != nil {
 		t.Fatal(err)

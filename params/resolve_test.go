@@ -816,11 +816,4 @@ func TestConcurrentResolve(t *testing.T) {
 var testFile = filepath.Join("testdata", "hardware_params.json")
 
 // readTestFile returns testFile's bytes.
-func readTestFile(tb testing.TB) []byte {
-	tb.Helper()
-	data, err := os.ReadFile(testFile)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return data
-}
+func readTestFile(tb testing.TB) []byte { return testutil.ReadFile(tb, testFile) }

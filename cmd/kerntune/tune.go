@@ -656,19 +656,19 @@ type effort struct {
 	finalSamples, minFinalSamples int
 	drift                         bool
 	// minBeyond: candidates beyond the default each entry measures at
-	// least, which planning gives time for (0: tuner's default).
+	// least, which planning gives time for.
 	minBeyond int
 	// extend: as --extend, so that a first run never refuses its budget.
 	extend bool
 }
 
 // minBeyond is the candidates beyond the default each entry measures at
-// least under f's effort.
+// least under f's effort (the default's before resolveTune checked it).
 func (f *TuneOptions) minBeyond() int {
-	if m := efforts[f.effort].minBeyond; m > 0 {
-		return m
+	if e, ok := efforts[f.effort]; ok {
+		return e.minBeyond
 	}
-	return tuner.DefaultMinBeyondDefault
+	return efforts["default"].minBeyond
 }
 
 // efforts: quick is a first result in about a minute (one candidate beyond
@@ -678,8 +678,8 @@ func (f *TuneOptions) minBeyond() int {
 // and the final timing twice the samples.
 var efforts = map[string]effort{
 	"quick":    {budget: "40s", finalSamples: 10, minFinalSamples: 3, minBeyond: 1, extend: true},
-	"default":  {budget: "3m", finalSamples: 30, minFinalSamples: 5, drift: true},
-	"thorough": {budget: "15m", finalSamples: 60, minFinalSamples: 10, drift: true},
+	"default":  {budget: "3m", finalSamples: 30, minFinalSamples: 5, minBeyond: tuner.DefaultMinBeyondDefault, drift: true},
+	"thorough": {budget: "15m", finalSamples: 60, minFinalSamples: 10, minBeyond: tuner.DefaultMinBeyondDefault, drift: true},
 }
 
 func effortHelp() string {
@@ -690,11 +690,7 @@ func effortHelp() string {
 		if !e.drift {
 			guard = "drift guard off"
 		}
-		beyond := e.minBeyond
-		if beyond == 0 {
-			beyond = tuner.DefaultMinBeyondDefault
-		}
-		parts = append(parts, fmt.Sprintf("%s (budget %s, at least %s beyond the default, %d final samples, %s)", n, e.budget, plural(beyond, "candidate", "candidates"), e.finalSamples, guard))
+		parts = append(parts, fmt.Sprintf("%s (budget %s, at least %s beyond the default, %d final samples, %s)", n, e.budget, plural(e.minBeyond, "candidate", "candidates"), e.finalSamples, guard))
 	}
 	return strings.Join(parts, ", ")
 }

@@ -33,6 +33,17 @@ func CCompiler() string {
 	return ""
 }
 
+// Python3 is the interpreter the tests of the Python loader run; they skip
+// without one unless KTDEV_REQUIRE_PYTHON is set (CI).
+func Python3(t testing.TB) string {
+	t.Helper()
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		SkipUnlessRequired(t, "KTDEV_REQUIRE_PYTHON", "python3 not found")
+	}
+	return py
+}
+
 // WantErr checks err against want, a table's expected error: "" means no
 // error, anything else an error whose message contains want.
 func WantErr(t testing.TB, err error, want string) {

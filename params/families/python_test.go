@@ -11,17 +11,6 @@ import (
 	"github.com/kerntune/kerntune/internal/testutil"
 )
 
-// python3 is the interpreter the tests of the Python loader run; they skip
-// without one unless KTDEV_REQUIRE_PYTHON is set (CI).
-func python3(t *testing.T) string {
-	t.Helper()
-	py, err := exec.LookPath("python3")
-	if err != nil {
-		testutil.SkipUnlessRequired(t, "KTDEV_REQUIRE_PYTHON", "python3 not found")
-	}
-	return py
-}
-
 // TestPythonBuiltinFamilies holds the Python loader's built-in families
 // (builtin_families in python/kerntune_params) to this package's: the same
 // names, docs, dims, classes and, per space kind, parameters with their
@@ -29,7 +18,7 @@ func python3(t *testing.T) string {
 // name. A family or backend added on one side only fails here; the
 // conformance suite then checks that both resolve alike.
 func TestPythonBuiltinFamilies(t *testing.T) {
-	py := python3(t)
+	py := testutil.Python3(t)
 	src, err := filepath.Abs(filepath.Join("..", "..", "python"))
 	if err != nil {
 		t.Fatal(err)

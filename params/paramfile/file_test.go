@@ -2,12 +2,12 @@ package paramfile
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/kerntune/kerntune/internal/testutil"
 	"github.com/kerntune/kerntune/params/families"
 )
 
@@ -121,14 +121,7 @@ func TestParseDeterministicErrors(t *testing.T) {
 var testFile = filepath.Join("..", "testdata", "hardware_params.json")
 
 // readTestFile returns testFile's bytes.
-func readTestFile(tb testing.TB) []byte {
-	tb.Helper()
-	data, err := os.ReadFile(testFile)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return data
-}
+func readTestFile(tb testing.TB) []byte { return testutil.ReadFile(tb, testFile) }
 
 func fileWith(backend, family, key, entry string) string {
 	return fmt.Sprintf(`{"schema_version":1,"devices":{"cpu:x":{"backend":%q,"name":"X","family":"amd64","kernels":{%q:{%q:%s}}}}}`,
