@@ -205,8 +205,9 @@ type DeviceChoice struct {
 	// InFile reports whether the file holds Key.
 	InFile bool
 	// Backend is the device's backend: from the file, else Options.Backend,
-	// else the first fallback device's, else "cpu". Kind is
-	// families.SpaceKind(Backend).
+	// else the first fallback device's, else "cpu". Kind is the device
+	// record's space kind (paramfile.Device.Kind), or for a device not in
+	// the file families.SpaceKind(Backend).
 	Backend, Kind string
 	// Family is the device family used to find fallback devices ("" for none).
 	Family string
@@ -642,7 +643,7 @@ func (l *Loader) validateFile(f *paramfile.File, unknown *paramfile.UnknownNotes
 	var ignored []string // entries ignored for their dtype or shape class
 	for _, dk := range sortedKeys(f.Devices) {
 		dev := f.Devices[dk]
-		kind := families.SpaceKind(dev.Backend)
+		kind := dev.Kind()
 		for _, fk := range sortedKeys(dev.Kernels) {
 			fam, ok := fams[fk]
 			if !ok {
@@ -805,7 +806,7 @@ func (l *Loader) chooseDevice(f *paramfile.File, name string, o Options) error {
 		dev = f.Devices[found]
 		d.Key, d.InFile = found, true
 		d.Backend, d.Family = dev.Backend, dev.Family
-		if o.Backend != "" && families.SpaceKind(o.Backend) != families.SpaceKind(dev.Backend) {
+		if o.Backend != "" && o.Backend != dev.Backend && families.SpaceKind(o.Backend) != dev.Kind() {
 			return fmt.Errorf("params: Options.Backend is %q but device %q in %s has backend %q", o.Backend, d.Key, paramfile.FileLabel(name), dev.Backend)
 		}
 	default:
@@ -832,6 +833,7 @@ func (l *Loader) chooseDevice(f *paramfile.File, name string, o Options) error {
 	}
 	d.Kind = families.SpaceKind(d.Backend)
 	if dev != nil {
+		d.Kind = dev.Kind()
 		return nil
 	}
 	d.Matched = MatchedNone
@@ -934,7 +936,7 @@ func siblings(f *paramfile.File, self, family, backend string) []string {
 		if k == self || dv == nil || dv.Family != family {
 			continue
 		}
-		if backend != "" && families.SpaceKind(dv.Backend) != families.SpaceKind(backend) {
+		if backend != "" && dv.Backend != backend && dv.Kind() != families.SpaceKind(backend) {
 			continue
 		}
 		if dv.Backend == backend {

@@ -50,7 +50,7 @@ const precedenceFile = `{
     "cuda:h": {"backend": "cuda", "name": "H", "family": "amd64", "kernels": {
       "gemv_nt": {"f32/mid": {"params": {"TG": 512}}}}},
     "tpu:t": {"backend": "tpu", "name": "T", "family": "tpu9", "kernels": {
-      "gemv_nt": {"f32/mid": {"params": {"TILE": 8}}}}}
+      "gemv_nt": {"f32/mid": {"params": {"TG": 64}}}}}
   }
 }`
 
@@ -378,8 +378,6 @@ func TestResolveErrors(t *testing.T) {
 		{name: "dim beyond MaxDim", shape: []int{1, families.MaxDim + 1, 896}, is: ErrInvalidShape},
 		{name: "gemv with m > 1", shape: []int{2, 896, 896}, is: ErrInvalidShape, contain: []string{"m must be 1"}},
 		{name: "too many elements", family: GemmAV, shape: []int{1 << 21, 1 << 21, 1}, is: ErrInvalidShape, contain: []string{"exceeds the limit of 2^40"}},
-		{name: "no space for the backend", opts: Options{Device: "tpu:t"}, is: ErrNoSpace,
-			contain: []string{`gemv_nt has no parameters for tpu backends (device "tpu:t", backend "tpu")`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -539,7 +537,7 @@ func TestLoadAccepts(t *testing.T) {
 		{"extra fields everywhere", `{"schema_version":1,"x":[1,{}],"devices":{"cpu:x":{"backend":"cpu","name":"X","family":"f","new":true,
 			"kernels":{"gemv_nt":{"f32/tiny":{"params":{"BN":8},"future":{"a":null}}}}}}}`},
 		{"unknown family kept as is", fileWith("cpu", "flash_attention", "f16/prefill", `{"params":{"BLOCK_M":3}}`)},
-		{"known family on a backend without its space", fileWith("tpu", "gemv_nt", "f16/largeN", `{"params":{"TG":1000}}`)},
+		{"known family on a backend the loader does not know (the gpu space)", fileWith("tpu", "gemv_nt", "f16/largeN", `{"params":{"TG":128}}`)},
 		{"partial entry", fileWith("cpu", "gemm_av", "f32/small", `{"params":{"MR":4}}`)},
 		{"empty devices", `{"schema_version":1,"devices":{}}`},
 		{"null default and baseline", fileWith("cpu", "gemv_nt", "f32/tiny", `{"params":{},"default":null,"baseline":null,"roofline":null}`)},

@@ -1,5 +1,7 @@
 package tuner
 
+import "github.com/kerntune/kerntune/tuner/device"
+
 // DefaultBatch is how many candidates the search proposes at once on a
 // backend that compiles candidates ahead (BatchFor). The first of a batch
 // waits for its compile; the others compile on the backend's pool, in
@@ -16,11 +18,11 @@ const DefaultBatch = 8
 // a build costs nothing, and on a device that runs on the host's cores
 // (DeviceInfo.OnHostCPU) compiles ahead would slow the timed runs down, so
 // a batch would only make the search less adaptive.
-func BatchFor(b Backend) int {
+func BatchFor(b device.Backend) int {
 	if !compilesAhead(b) {
 		return 1
 	}
-	if tr, err := TraitsOf(b.Info().Backend); err != nil || tr.Space != SpaceGPU {
+	if tr, err := device.TraitsOf(b.Info().Backend); err != nil || tr.Space != device.SpaceGPU {
 		return 1
 	}
 	return DefaultBatch
@@ -29,7 +31,7 @@ func BatchFor(b Backend) int {
 // compilesAhead reports whether the tuner hands b the candidates it will
 // build (Prefetcher): b has a compile pool and its device is not the host's
 // cores.
-func compilesAhead(b Backend) bool {
-	_, ok := b.(Prefetcher)
+func compilesAhead(b device.Backend) bool {
+	_, ok := b.(device.Prefetcher)
 	return ok && !b.Info().OnHostCPU
 }

@@ -7,16 +7,17 @@ import (
 	"github.com/kerntune/kerntune/search"
 	"github.com/kerntune/kerntune/tuner"
 	"github.com/kerntune/kerntune/tuner/cpu"
+	"github.com/kerntune/kerntune/tuner/device"
 )
 
 // infoBackend is a backend known only by its description; prefetching
 // makes it a Prefetcher.
 type infoBackend struct {
-	tuner.Backend
-	info tuner.DeviceInfo
+	device.Backend
+	info device.DeviceInfo
 }
 
-func (b infoBackend) Info() tuner.DeviceInfo { return b.info }
+func (b infoBackend) Info() device.DeviceInfo { return b.info }
 
 type prefetching struct{ infoBackend }
 
@@ -35,14 +36,14 @@ func TestBatchFor(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name string
-		b    tuner.Backend
+		b    device.Backend
 		want int
 	}{
 		{"cpu", c, 1},
-		{"cuda with a compile pool", prefetching{infoBackend{info: tuner.DeviceInfo{Backend: "cuda"}}}, tuner.DefaultBatch},
-		{"opencl on a GPU", prefetching{infoBackend{info: tuner.DeviceInfo{Backend: "opencl"}}}, tuner.DefaultBatch},
-		{"opencl on the host's CPU", prefetching{infoBackend{info: tuner.DeviceInfo{Backend: "opencl", OnHostCPU: true}}}, 1},
-		{"cuda without a pool", infoBackend{info: tuner.DeviceInfo{Backend: "cuda"}}, 1},
+		{"cuda with a compile pool", prefetching{infoBackend{info: device.DeviceInfo{Backend: "cuda"}}}, tuner.DefaultBatch},
+		{"opencl on a GPU", prefetching{infoBackend{info: device.DeviceInfo{Backend: "opencl"}}}, tuner.DefaultBatch},
+		{"opencl on the host's CPU", prefetching{infoBackend{info: device.DeviceInfo{Backend: "opencl", OnHostCPU: true}}}, 1},
+		{"cuda without a pool", infoBackend{info: device.DeviceInfo{Backend: "cuda"}}, 1},
 		{"cpu behind a prefetching worker", prefetching{infoBackend{info: c.Info()}}, 1},
 	} {
 		if got := tuner.BatchFor(tc.b); got != tc.want {

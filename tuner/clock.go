@@ -5,6 +5,7 @@ import (
 
 	"github.com/kerntune/kerntune/internal/compilecache"
 	"github.com/kerntune/kerntune/params/paramfile"
+	"github.com/kerntune/kerntune/tuner/device"
 )
 
 // Where the time of tuning one entry goes (paramfile.TuneTime). The phases are
@@ -59,8 +60,8 @@ type clock struct {
 
 // watchCache makes the entry's result count the kernels b loaded from its
 // compile cache and those it compiled while the entry ran.
-func (c *clock) watchCache(b Backend) {
-	if r, ok := b.(CacheReporter); ok && c != nil {
+func (c *clock) watchCache(b device.Backend) {
+	if r, ok := b.(device.CacheReporter); ok && c != nil {
 		c.cache = r.CacheStats
 		c.cache0 = r.CacheStats()
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/params/paramfile"
 	"github.com/kerntune/kerntune/search"
+	"github.com/kerntune/kerntune/tuner/device"
 )
 
 // slowBackend is fakeBackend with the wall time of a device: a build takes
@@ -28,17 +29,17 @@ type slowProg struct {
 	b *slowBackend
 }
 
-func (b *slowBackend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate) (Program, error) {
+func (b *slowBackend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate) (device.Program, error) {
 	time.Sleep(b.build)
-	return b.fakeBackend.wrap(k, dt, c, func(p *fakeProg) Program { return &slowProg{fakeProg: p, b: b} })
+	return b.fakeBackend.wrap(k, dt, c, func(p *fakeProg) device.Program { return &slowProg{fakeProg: p, b: b} })
 }
 
-func (p *slowProg) Run(ti Instance, n int) ([]float64, error) {
+func (p *slowProg) Run(ti device.Instance, n int) ([]float64, error) {
 	time.Sleep(time.Duration(n) * p.b.run)
 	return p.fakeProg.Run(ti, n)
 }
 
-func (p *slowProg) Output(ti Instance) ([]float32, error) {
+func (p *slowProg) Output(ti device.Instance) ([]float32, error) {
 	time.Sleep(p.b.output)
 	p.b.outputs++
 	return p.fakeProg.Output(ti)
@@ -141,7 +142,7 @@ func (b *poolBackend) Prefetch(_ *kernels.Kernel, _ kernels.DType, cands []searc
 	b.announce = append(b.announce, keys)
 }
 
-func (b *poolBackend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate) (Program, error) {
+func (b *poolBackend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate) (device.Program, error) {
 	b.mu.Lock()
 	ready, ok := b.ready[c.Key()]
 	b.mu.Unlock()
@@ -150,7 +151,7 @@ func (b *poolBackend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candid
 		wait = time.Until(ready)
 	}
 	time.Sleep(wait)
-	return b.fakeBackend.wrap(k, dt, c, func(p *fakeProg) Program { return &slowProg{fakeProg: p, b: &b.slowBackend} })
+	return b.fakeBackend.wrap(k, dt, c, func(p *fakeProg) device.Program { return &slowProg{fakeProg: p, b: &b.slowBackend} })
 }
 
 // With batches, a backend with a compile pool builds the next candidates
@@ -211,7 +212,7 @@ func TestReadyCandidatesMeasuredFirst(t *testing.T) {
 	run := func(readier bool) (*paramfile.TuneTime, int, int) {
 		pb := &poolBackend{slowBackend: slowBackend{fakeBackend: fakeBackend{rng: rand.New(rand.NewPCG(1, 2)), threadsCap: 4},
 			build: 2 * time.Millisecond, output: time.Millisecond, run: 2 * time.Millisecond}, ready: map[string]time.Time{}, slow: 40 * time.Millisecond}
-		var b Backend = pb
+		var b device.Backend = pb
 		rp := &readyPool{poolBackend: pb}
 		if readier {
 			b = rp
@@ -245,7 +246,7 @@ type cacheBackend struct {
 	stats compilecache.Stats
 }
 
-func (b *cacheBackend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate) (Program, error) {
+func (b *cacheBackend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate) (device.Program, error) {
 	if key := c.Key(); b.seen[key] {
 		b.stats.Hits++
 	} else {

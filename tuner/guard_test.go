@@ -10,6 +10,7 @@ import (
 
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/search"
+	"github.com/kerntune/kerntune/tuner/device"
 )
 
 // Tests of what the tuner does about measurements that cannot be taken at
@@ -36,14 +37,14 @@ func newModel(cost func(search.Candidate, []int) float64) *modelBackend {
 	return &modelBackend{fakeBackend: &fakeBackend{rng: rand.New(rand.NewPCG(5, 6)), threadsCap: 4}, cost: cost}
 }
 
-func (b *modelBackend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate) (Program, error) {
-	return b.fakeBackend.wrap(k, dt, c, func(p *fakeProg) Program { return &modelProg{fakeProg: p, b: b} })
+func (b *modelBackend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate) (device.Program, error) {
+	return b.fakeBackend.wrap(k, dt, c, func(p *fakeProg) device.Program { return &modelProg{fakeProg: p, b: b} })
 }
 
 // Run times n runs. Warm-up runs (one at a time) neither count as work nor
 // draw noise, so that a test does not depend on how many fit in the
 // warm-up time.
-func (p *modelProg) Run(ti Instance, n int) ([]float64, error) {
+func (p *modelProg) Run(ti device.Instance, n int) ([]float64, error) {
 	shape := ti.(*fakeInst).p.Case.Shape
 	ts := make([]float64, n)
 	if n == 1 {

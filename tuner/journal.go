@@ -10,6 +10,7 @@ import (
 	"github.com/kerntune/kerntune/internal/stats"
 	"github.com/kerntune/kerntune/params/paramfile"
 	"github.com/kerntune/kerntune/search"
+	"github.com/kerntune/kerntune/tuner/device"
 )
 
 // Candidate statuses recorded in the trace and the journal.
@@ -20,23 +21,14 @@ const (
 	StatusTimeout = "timeout" // exceeded the per-call time limit (isolated runs only)
 )
 
-// ErrCrashed and ErrTimeout are wrapped by backends that run candidates in
-// an isolated worker process (package tuner/worker) when a candidate killed
-// the worker or ran past the time limit; the tuner records the candidate as
-// crashed or timeout and goes on with a fresh worker.
-var (
-	ErrCrashed = errors.New("candidate crashed the worker process")
-	ErrTimeout = errors.New("candidate exceeded the time limit")
-)
-
 // StatusOf classifies a candidate's error.
 func StatusOf(err error) string {
 	switch {
 	case err == nil:
 		return StatusOK
-	case errors.Is(err, ErrCrashed):
+	case errors.Is(err, device.ErrCrashed):
 		return StatusCrashed
-	case errors.Is(err, ErrTimeout):
+	case errors.Is(err, device.ErrTimeout):
 		return StatusTimeout
 	}
 	return StatusFailed

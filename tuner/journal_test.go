@@ -10,6 +10,7 @@ import (
 
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/search"
+	"github.com/kerntune/kerntune/tuner/device"
 )
 
 // timingBackend wraps the fake backend and replaces every candidate's times
@@ -26,11 +27,11 @@ type timingProg struct {
 	i int
 }
 
-func (b *timingBackend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate) (Program, error) {
-	return b.fakeBackend.wrap(k, dt, c, func(p *fakeProg) Program { return &timingProg{fakeProg: p, b: b} })
+func (b *timingBackend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate) (device.Program, error) {
+	return b.fakeBackend.wrap(k, dt, c, func(p *fakeProg) device.Program { return &timingProg{fakeProg: p, b: b} })
 }
 
-func (p *timingProg) Run(_ Instance, n int) ([]float64, error) {
+func (p *timingProg) Run(_ device.Instance, n int) ([]float64, error) {
 	ts := make([]float64, n)
 	for j := range ts {
 		ts[j] = p.b.times(p.cost, p.i)

@@ -12,6 +12,7 @@ import (
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/params/paramfile"
 	"github.com/kerntune/kerntune/search"
+	"github.com/kerntune/kerntune/tuner/device"
 )
 
 // The measurement of one candidate. Tuner.Run hands the search driver one
@@ -114,7 +115,7 @@ func (m *live) samples(c search.Candidate, n int) ([]float64, error) {
 }
 
 // program returns c's built, verified and warmed-up program.
-func (m *live) program(c search.Candidate) (Program, error) {
+func (m *live) program(c search.Candidate) (device.Program, error) {
 	cd := m.built(c)
 	if cd.err != nil {
 		return nil, cd.err
@@ -148,7 +149,7 @@ func (m *live) built(c search.Candidate) *candidate {
 // that none of them is timed colder than the others (a GPU's clocks, its
 // caches and a pipeline's first use all favour whoever ran just before).
 // cand is nil for the baseline.
-func (m *live) ready(prog Program, cand search.Candidate) error {
+func (m *live) ready(prog device.Program, cand search.Candidate) error {
 	if err := m.verify(prog, cand); err != nil {
 		return fmt.Errorf("verification: %w", err)
 	}
@@ -162,7 +163,7 @@ func (m *live) ready(prog Program, cand search.Candidate) error {
 // the reference (outputs larger than kernels.FullVerifyMax on a sample of
 // rows, verifyOn). Odd shapes for which the family's constraints reject
 // cand are skipped (cand is nil for a baseline, which takes every shape).
-func (m *live) verify(prog Program, cand search.Candidate) error {
+func (m *live) verify(prog device.Program, cand search.Candidate) error {
 	defer m.clk.add(phaseVerify, time.Now())
 	ps, _ := m.task.Kernel.Space(m.t.b.Info().Backend)
 	checked := 0
@@ -186,7 +187,7 @@ func (m *live) verify(prog Program, cand search.Candidate) error {
 // reference: in full, or for a large output every element's finiteness and
 // a sample of rows (kernels.RowSample), which differs from candidate to
 // candidate (cand; nil for a baseline).
-func (m *live) verifyOn(prog Program, l *loaded, cand search.Candidate) error {
+func (m *live) verifyOn(prog device.Program, l *loaded, cand search.Candidate) error {
 	var salt uint64
 	if cand != nil {
 		salt = kernels.Salt(cand.Key())
@@ -207,7 +208,7 @@ func (m *live) verifyOn(prog Program, l *loaded, cand search.Candidate) error {
 		firstBad, n int
 		err         error
 	)
-	if so, ok := prog.(SampledOutputer); ok {
+	if so, ok := prog.(device.SampledOutputer); ok {
 		rows, firstBad, n, err = so.OutputSample(l.inst, s)
 		m.clk.deviceOnly(t0)
 	} else {
@@ -223,7 +224,7 @@ func (m *live) verifyOn(prog Program, l *loaded, cand search.Candidate) error {
 	return l.p.VerifySample(s, rows, firstBad, n, cand)
 }
 
-func (m *live) warmup(prog Program) error {
+func (m *live) warmup(prog device.Program) error {
 	start := time.Now()
 	for time.Since(start) < m.t.cfg.Warmup {
 		for _, l := range m.problems {
@@ -241,7 +242,7 @@ func (m *live) warmup(prog Program) error {
 // sample times n runs on every problem; totals[j] sums run j over problems.
 // A median below a problem's physical floor, or a non-positive one, is a
 // measurement error.
-func (m *live) sample(prog Program, n int) (totals []float64, perProblem [][]float64, err error) {
+func (m *live) sample(prog device.Program, n int) (totals []float64, perProblem [][]float64, err error) {
 	totals = make([]float64, n)
 	perProblem = make([][]float64, n)
 	for j := range perProblem {
@@ -363,7 +364,7 @@ func (m *live) roofline(cand search.Candidate, median float64) *paramfile.Roofli
 	var floor float64
 	if bw := info.Facts["bandwidth_gbps"] * 1e9; m.task.Kernel.MemoryBound && bw > 0 {
 		floor, rs.BoundByData = bytes/bw, true
-	} else if peak := PeakGFLOPS(info, m.task.DType, cand) * 1e9; peak > 0 {
+	} else if peak := device.PeakGFLOPS(info, m.task.DType, cand) * 1e9; peak > 0 {
 		floor = flops / peak
 	}
 	if floor > 0 {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/search"
+	"github.com/kerntune/kerntune/tuner/device"
 )
 
 // Mutation test: deliberately wrong variants of every family, as kernel
@@ -32,12 +33,12 @@ type mutantBackend struct {
 	mutation string
 }
 
-func (m *mutantBackend) Info() DeviceInfo {
-	return DeviceInfo{Key: "mutant:1", Name: "mutant", Backend: "cpu", Family: "test", ComputeUnits: 2, PeakFlops: 1e15, PeakBandwidth: 1e13}
+func (m *mutantBackend) Info() device.DeviceInfo {
+	return device.DeviceInfo{Key: "mutant:1", Name: "mutant", Backend: "cpu", Family: "test", ComputeUnits: 2, PeakFlops: 1e15, PeakBandwidth: 1e13}
 }
 
 func (*mutantBackend) Close() error { return nil }
-func (*mutantBackend) Baseline(*kernels.Kernel, kernels.DType) (Program, string, error) {
+func (*mutantBackend) Baseline(*kernels.Kernel, kernels.DType) (device.Program, string, error) {
 	return nil, "", nil
 }
 
@@ -49,7 +50,7 @@ type mutantInst struct {
 
 func (*mutantInst) Close() error { return nil }
 
-func (m *mutantBackend) Load(p *kernels.Problem, _ int) (Instance, error) {
+func (m *mutantBackend) Load(p *kernels.Problem, _ int) (device.Instance, error) {
 	inst := &mutantInst{p: p, out: kernels.NewGuarded[float32](p.Kernel.OutLen(p.Case.Shape))}
 	for _, x := range p.Inputs {
 		buf := make([]float32, len(x)+kernels.GuardLen)
@@ -64,12 +65,12 @@ func (m *mutantBackend) Load(p *kernels.Problem, _ int) (Instance, error) {
 
 type mutantProg struct{ mutation string }
 
-func (m *mutantBackend) Build(*kernels.Kernel, kernels.DType, search.Candidate) (Program, error) {
+func (m *mutantBackend) Build(*kernels.Kernel, kernels.DType, search.Candidate) (device.Program, error) {
 	return &mutantProg{mutation: m.mutation}, nil
 }
 
-func (*mutantProg) Close() error                         { return nil }
-func (*mutantProg) Run(Instance, int) ([]float64, error) { return nil, fmt.Errorf("not timed") }
+func (*mutantProg) Close() error                                { return nil }
+func (*mutantProg) Run(device.Instance, int) ([]float64, error) { return nil, fmt.Errorf("not timed") }
 
 // get reads like a device: past the slice's end into its slack, and an
 // address outside the allocation gives garbage (NaN).
@@ -87,7 +88,7 @@ func put(s []float32, i int, v float32) {
 	}
 }
 
-func (pr *mutantProg) Output(ti Instance) ([]float32, error) {
+func (pr *mutantProg) Output(ti device.Instance) ([]float32, error) {
 	inst := ti.(*mutantInst)
 	out := inst.out.Data()
 	for i := range out {

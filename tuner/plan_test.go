@@ -14,6 +14,7 @@ import (
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/params/paramfile"
 	"github.com/kerntune/kerntune/search"
+	"github.com/kerntune/kerntune/tuner/device"
 )
 
 func TestAllot(t *testing.T) {
@@ -91,11 +92,11 @@ type sizedProg struct {
 	b *sizedBackend
 }
 
-func (b *sizedBackend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate) (Program, error) {
-	return b.fakeBackend.wrap(k, dt, c, func(p *fakeProg) Program { return &sizedProg{fakeProg: p, b: b} })
+func (b *sizedBackend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate) (device.Program, error) {
+	return b.fakeBackend.wrap(k, dt, c, func(p *fakeProg) device.Program { return &sizedProg{fakeProg: p, b: b} })
 }
 
-func (p *sizedProg) Run(ti Instance, n int) ([]float64, error) {
+func (p *sizedProg) Run(ti device.Instance, n int) ([]float64, error) {
 	d := p.duration(ti)
 	ts := make([]float64, n)
 	for i := range ts {
@@ -108,7 +109,7 @@ func (p *sizedProg) Run(ti Instance, n int) ([]float64, error) {
 
 // duration is a run's: n·k·nsPerElem, times the fake's cost relative to
 // its optimum (1 to 2.6 for the gemv space) over 3.
-func (p *sizedProg) duration(ti Instance) time.Duration {
+func (p *sizedProg) duration(ti device.Instance) time.Duration {
 	shape := ti.(*fakeInst).p.Case.Shape
 	d := time.Duration(float64(shape[1]*shape[2]) * p.b.nsPerElem * p.cost / 100e-6 / 3)
 	if pct := p.b.slower.Load(); pct > 0 {
@@ -117,7 +118,7 @@ func (p *sizedProg) duration(ti Instance) time.Duration {
 	return d
 }
 
-func (p *sizedProg) Output(ti Instance) ([]float32, error) {
+func (p *sizedProg) Output(ti device.Instance) ([]float32, error) {
 	time.Sleep(p.duration(ti))
 	ref := ti.(*fakeInst).p.Reference()
 	out := make([]float32, len(ref))
@@ -157,7 +158,7 @@ func TestSessionPlansByCost(t *testing.T) {
 	cfg := func(out string, budget time.Duration) SessionConfig {
 		return SessionConfig{Config: Config{Strategy: "bo", Seed: 1, Warmup: time.Millisecond}, Out: out, Budget: budget, Generator: "test"}
 	}
-	run := func(b Backend, c SessionConfig) (*SessionSummary, []Allotment, error) {
+	run := func(b device.Backend, c SessionConfig) (*SessionSummary, []Allotment, error) {
 		var allots []Allotment
 		c.Hooks.Begin = func(_ Task, share time.Duration) { allots = append(allots, Allotment{Share: share}) }
 		s, err := OpenSession(b, c)

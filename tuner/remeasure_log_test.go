@@ -8,18 +8,19 @@ import (
 
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/search"
+	"github.com/kerntune/kerntune/tuner/device"
 )
 
 // scriptedProg returns its batches of sample times in turn.
 type scriptedProg struct{ batches [][]float64 }
 
-func (p *scriptedProg) Run(_ Instance, n int) ([]float64, error) {
+func (p *scriptedProg) Run(_ device.Instance, n int) ([]float64, error) {
 	b := p.batches[0]
 	p.batches = p.batches[1:]
 	return b[:n], nil
 }
 
-func (*scriptedProg) Output(Instance) ([]float32, error) { return nil, nil }
+func (*scriptedProg) Output(device.Instance) ([]float32, error) { return nil, nil }
 
 func (*scriptedProg) Close() error { return nil }
 

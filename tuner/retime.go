@@ -9,6 +9,7 @@ import (
 	"github.com/kerntune/kerntune/internal/stats"
 	"github.com/kerntune/kerntune/params/paramfile"
 	"github.com/kerntune/kerntune/search"
+	"github.com/kerntune/kerntune/tuner/device"
 )
 
 // DefaultFinalists is how many candidates the final timing re-times
@@ -52,7 +53,7 @@ type Finalist struct {
 // timed is one program of the final interleaved timing and its samples.
 type timed struct {
 	cand     search.Candidate // nil for the baseline
-	prog     Program
+	prog     device.Program
 	searchUS float64
 	screen   []float64   // the screen's samples
 	tot      []float64   // per-sample totals over the task's shapes
@@ -434,7 +435,7 @@ func column(per [][]float64, i int) []float64 {
 // cannot run here (recorded in rt). An incumbent the search did not measure
 // is built apart from the run's candidates, so that it does not count as
 // measured.
-func (m *live) incumbent(space *search.Space, rt *Retiming, contest []*timed) (Program, bool) {
+func (m *live) incumbent(space *search.Space, rt *Retiming, contest []*timed) (device.Program, bool) {
 	inc := search.Candidate(rt.Params)
 	for _, c := range contest {
 		if inc.Key() == c.cand.Key() {

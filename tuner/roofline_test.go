@@ -6,6 +6,7 @@ import (
 
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/search"
+	"github.com/kerntune/kerntune/tuner/device"
 )
 
 // peaksBackend is the fake backend with a device's peaks as facts.
@@ -15,7 +16,7 @@ type peaksBackend struct {
 	facts   map[string]float64
 }
 
-func (b peaksBackend) Info() DeviceInfo {
+func (b peaksBackend) Info() device.DeviceInfo {
 	info := b.fakeBackend.Info()
 	info.Backend, info.Facts = b.backend, b.facts
 	return info

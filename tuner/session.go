@@ -16,6 +16,7 @@ import (
 	"github.com/kerntune/kerntune/params/paramfile"
 	"github.com/kerntune/kerntune/report"
 	"github.com/kerntune/kerntune/search"
+	"github.com/kerntune/kerntune/tuner/device"
 )
 
 // SessionConfig configures a Session.
@@ -83,9 +84,9 @@ type SessionHooks struct {
 // journal of every measurement so that an interrupted run can be resumed:
 // what kerntune tune does beyond reading its flags and printing.
 type Session struct {
-	b    Backend
+	b    device.Backend
 	cfg  SessionConfig
-	info DeviceInfo
+	info device.DeviceInfo
 	jr   *sessionJournal
 	// completed is set when the run finished (or was refused) so that the
 	// journal goes on Close.
@@ -175,7 +176,7 @@ func JournalPath(out string) string { return out + JournalSuffix }
 // the one an interrupted run left. Without Resume an existing journal is an
 // error satisfying errors.Is(err, os.ErrExist); with it, a missing one
 // satisfies errors.Is(err, os.ErrNotExist).
-func OpenSession(b Backend, cfg SessionConfig) (*Session, error) {
+func OpenSession(b device.Backend, cfg SessionConfig) (*Session, error) {
 	fj, err := OpenFileJournal(JournalPath(cfg.Out), cfg.Resume)
 	if err != nil {
 		return nil, err
@@ -188,7 +189,7 @@ func OpenSession(b Backend, cfg SessionConfig) (*Session, error) {
 // the file's entries): the memory-bound floors, and so "% of floor", then
 // compare across runs instead of moving with each run's measurement of a
 // machine whose load varies.
-func keepRecordedBandwidth(info DeviceInfo, cfg SessionConfig) DeviceInfo {
+func keepRecordedBandwidth(info device.DeviceInfo, cfg SessionConfig) device.DeviceInfo {
 	if cfg.Replace || cfg.Out == "" {
 		return info
 	}
@@ -783,9 +784,12 @@ func verdict(c Comparison) paramfile.Verdict {
 // file's lock, against the entry the file holds at that moment. An
 // existing file that does not parse is kept and the error wraps
 // paramfile.ErrUnparsable, unless force is set.
-func WriteResult(path string, force, replace bool, info DeviceInfo, generator string, res *Result) (*KeepDecision, error) {
+func WriteResult(path string, force, replace bool, info device.DeviceInfo, generator string, res *Result) (*KeepDecision, error) {
+	// A backend not registered in this process (a test's) writes no space:
+	// the loaders then take the kind its name gives.
+	tr, _ := device.TraitsOf(info.Backend)
 	dev := &paramfile.Device{
-		Backend: info.Backend, Name: info.Name, Family: info.Family,
+		Backend: info.Backend, Space: tr.Space, Name: info.Name, Family: info.Family,
 		ComputeUnits: info.ComputeUnits, TunedAt: time.Now().UTC().Format(time.RFC3339),
 		Facts: info.Facts, Kernels: map[string]map[string]*paramfile.Entry{
 			res.Task.Kernel.Name: {res.Task.Key(): res.Entry},
@@ -828,8 +832,8 @@ func (s *Session) write(res *Result) (*KeepDecision, error) {
 // (the fact fast_math, 0 or 1) as "fast_math", which older readers know.
 // The backend's traits, not its name, decide: any backend that takes
 // OptionMathMode records it the same way.
-func RecordBackendOptions(info DeviceInfo, e *paramfile.Entry) {
-	if tr, err := TraitsOf(info.Backend); e == nil || err != nil || !tr.Takes(OptionMathMode) {
+func RecordBackendOptions(info device.DeviceInfo, e *paramfile.Entry) {
+	if tr, err := device.TraitsOf(info.Backend); e == nil || err != nil || !tr.Takes(device.OptionMathMode) {
 		return
 	}
 	if v, ok := info.Facts["fast_math"]; ok {
@@ -874,7 +878,7 @@ func traceEntries(device string, res *Result) []trace.Entry {
 // recorded for the task's family on this device (other classes or shapes)
 // and on other devices of the same backend: starting points for the
 // warm-start strategy. A missing or unreadable file gives none.
-func warmStartFor(path string, info DeviceInfo, task Task) []map[string]int {
+func warmStartFor(path string, info device.DeviceInfo, task Task) []map[string]int {
 	f, err := paramfile.ReadFile(path) // within paramfile.MaxFileSize
 	if err != nil {
 		return nil

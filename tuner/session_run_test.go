@@ -13,12 +13,13 @@ import (
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/params/paramfile"
 	"github.com/kerntune/kerntune/tuner"
+	"github.com/kerntune/kerntune/tuner/device"
 )
 
 // openCPU opens the CPU backend for the test's duration.
-func openCPU(t *testing.T) tuner.Backend {
+func openCPU(t *testing.T) device.Backend {
 	t.Helper()
-	b, err := tuner.Open("cpu")
+	b, err := device.Open("cpu")
 	if err != nil {
 		t.Fatal(err)
 	}

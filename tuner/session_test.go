@@ -10,6 +10,7 @@ import (
 
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/params/paramfile"
+	"github.com/kerntune/kerntune/tuner/device"
 )
 
 var (
@@ -100,7 +101,7 @@ func TestWriteResultDecidesAgainstTheFileAtWriteTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	task := Task{Kernel: k, DType: kernels.F32, Cases: []kernels.Case{{Shape: []int{8, 300}}}}
-	info := DeviceInfo{Key: "cpu:test:2", Backend: "cpu", Name: "test", Family: "amd64", ComputeUnits: 2}
+	info := device.DeviceInfo{Key: "cpu:test:2", Backend: "cpu", Name: "test", Family: "amd64", ComputeUnits: 2}
 	path := filepath.Join(t.TempDir(), "hardware_params.json")
 
 	d, err := WriteResult(path, false, false, info, "kerntune test", &Result{Task: task, Entry: testEntry(paramsA, 10, 72, "")})
@@ -179,7 +180,7 @@ func TestKeepRecordedBandwidth(t *testing.T) {
 		{"another device", "cpu:y", SessionConfig{Out: out}, 30},
 		{"no file", "cpu:x", SessionConfig{Out: filepath.Join(dir, "none.json")}, 30},
 	} {
-		got := keepRecordedBandwidth(DeviceInfo{Key: tt.key, Facts: measured}, tt.cfg)
+		got := keepRecordedBandwidth(device.DeviceInfo{Key: tt.key, Facts: measured}, tt.cfg)
 		if got.Facts["bandwidth_gbps"] != tt.want || got.Facts["llc_bytes"] != 1<<20 {
 			t.Errorf("%s: facts %v, want bandwidth %v", tt.name, got.Facts, tt.want)
 		}

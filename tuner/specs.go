@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/kerntune/kerntune/spec"
+	"github.com/kerntune/kerntune/tuner/device"
 )
 
 // SpecRunsOn says why spec kernel c cannot run on the named backend
@@ -13,7 +14,7 @@ import (
 // backend's traits name the API whose sources it builds, whatever the
 // backend is named.
 func SpecRunsOn(c *spec.Compiled, backend string) error {
-	if t, err := TraitsOf(backend); err == nil && t.API != "" && slices.Contains(c.APIs, t.API) {
+	if t, err := device.TraitsOf(backend); err == nil && t.API != "" && slices.Contains(c.APIs, t.API) {
 		return nil
 	}
 	if c.Body.MLX != nil {
@@ -39,7 +40,7 @@ func SpecsRunOn(specs []*spec.Compiled, backend string) error {
 			}
 		}
 	}
-	if t, err := TraitsOf(backend); len(specs) > 0 && (err != nil || t.Space != SpaceGPU) {
+	if t, err := device.TraitsOf(backend); len(specs) > 0 && (err != nil || t.Space != device.SpaceGPU) {
 		return fmt.Errorf("spec kernels are GPU code and the %s backend cannot run them; use --backend %s", backend, gpuBackendList())
 	}
 	for _, c := range specs {
@@ -53,8 +54,8 @@ func SpecsRunOn(specs []*spec.Compiled, backend string) error {
 // gpuBackendList names the registered GPU backends: "cuda, metal or opencl".
 func gpuBackendList() string {
 	var names []string
-	for _, n := range Backends() {
-		if t, _ := TraitsOf(n); t.Space == SpaceGPU {
+	for _, n := range device.Backends() {
+		if t, _ := device.TraitsOf(n); t.Space == device.SpaceGPU {
 			names = append(names, n)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/kerntune/kerntune/params/families"
 	"github.com/kerntune/kerntune/params/paramfile"
 	"github.com/kerntune/kerntune/search"
+	"github.com/kerntune/kerntune/tuner/device"
 )
 
 // Task is one entry to tune: a family, a dtype and the cases that stand for
@@ -231,7 +232,7 @@ type Retiming struct {
 
 // Tuner runs tasks on a backend.
 type Tuner struct {
-	b   Backend
+	b   device.Backend
 	cfg Config
 	// spaces keeps the candidates the run's entries share (Space).
 	spaces *spaceCache
@@ -241,20 +242,20 @@ type Tuner struct {
 }
 
 // New creates a tuner.
-func New(b Backend, cfg Config) *Tuner {
+func New(b device.Backend, cfg Config) *Tuner {
 	return &Tuner{b: b, cfg: cfg.withDefaults(), sleep: sleepCtx, spaces: &spaceCache{}}
 }
 
 // loaded is a problem on the device with its physical floor.
 type loaded struct {
 	p     *kernels.Problem
-	inst  Instance
+	inst  device.Instance
 	floor float64 // seconds
 }
 
 // candidate is the tuner's state for one candidate.
 type candidate struct {
-	prog    Program
+	prog    device.Program
 	err     error
 	samples []float64
 	status  string // set for a failure replayed from the journal
@@ -342,9 +343,9 @@ func (t *Tuner) RunPlanned(ctx context.Context, task Task, a Allotment) (*Result
 	for _, w := range t.cfg.WarmStart {
 		d.Warm = append(d.Warm, search.Candidate(w))
 	}
-	if pf, ok := t.b.(Prefetcher); ok && compilesAhead(t.b) {
+	if pf, ok := t.b.(device.Prefetcher); ok && compilesAhead(t.b) {
 		d.Prefetch = func(fresh []search.Candidate) { pf.Prefetch(task.Kernel, task.DType, fresh) }
-		if rd, ok := t.b.(Readier); ok {
+		if rd, ok := t.b.(device.Readier); ok {
 			d.Ready = func(c search.Candidate) bool { return rd.Ready(task.Kernel, task.DType, c) }
 		}
 	}
@@ -473,7 +474,7 @@ func finishRetiming(rt *Retiming, best search.Candidate, bestTot []float64, othe
 // the backend's Traits name, so that a backend brings its space with its
 // registration rather than by its name.
 func kernelSpace(k *kernels.Kernel, backend string) (*families.Space, bool) {
-	tr, err := TraitsOf(backend)
+	tr, err := device.TraitsOf(backend)
 	if err != nil {
 		return nil, false
 	}

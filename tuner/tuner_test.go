@@ -11,6 +11,7 @@ import (
 
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/search"
+	"github.com/kerntune/kerntune/tuner/device"
 )
 
 // fakeBackend computes outputs with the float64 reference and reports
@@ -30,10 +31,10 @@ type fakeBackend struct {
 	runs map[string][]int
 }
 
-func (f *fakeBackend) Info() DeviceInfo {
-	return DeviceInfo{Key: "fake:1", Name: "fake", Backend: "cpu", Family: "fake", ComputeUnits: 2,
+func (f *fakeBackend) Info() device.DeviceInfo {
+	return device.DeviceInfo{Key: "fake:1", Name: "fake", Backend: "cpu", Family: "fake", ComputeUnits: 2,
 		LLCBytes: 1 << 20, PeakFlops: 1e15, PeakBandwidth: 1e13, Facts: map[string]float64{"bandwidth_gbps": 10},
-		Limits: Limits{Threads: f.threadsCap}}
+		Limits: device.Limits{Threads: f.threadsCap}}
 }
 
 type fakeInst struct {
@@ -43,7 +44,7 @@ type fakeInst struct {
 
 func (*fakeInst) Close() error { return nil }
 
-func (f *fakeBackend) Load(p *kernels.Problem, copies int) (Instance, error) {
+func (f *fakeBackend) Load(p *kernels.Problem, copies int) (device.Instance, error) {
 	return &fakeInst{p: p, copies: copies}, nil
 }
 
@@ -53,7 +54,7 @@ type fakeProg struct {
 	cost float64
 }
 
-func (f *fakeBackend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate) (Program, error) {
+func (f *fakeBackend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate) (device.Program, error) {
 	f.builds++
 	if f.failBuild && c["BN"] == 8 {
 		return nil, errors.New("compiler says no")
@@ -64,7 +65,7 @@ func (f *fakeBackend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candid
 	return &fakeProg{f: f, c: c, cost: 100e-6 * (1 + 0.2*d)}, nil
 }
 
-func (f *fakeBackend) Baseline(*kernels.Kernel, kernels.DType) (Program, string, error) {
+func (f *fakeBackend) Baseline(*kernels.Kernel, kernels.DType) (device.Program, string, error) {
 	if !f.baseline {
 		return nil, "", nil
 	}
@@ -77,7 +78,7 @@ func (f *fakeBackend) Baseline(*kernels.Kernel, kernels.DType) (Program, string,
 
 func (*fakeBackend) Close() error { return nil }
 
-func (p *fakeProg) Run(ti Instance, n int) ([]float64, error) {
+func (p *fakeProg) Run(ti device.Instance, n int) ([]float64, error) {
 	if p.f.runs != nil {
 		key := "baseline"
 		if p.c != nil {
@@ -95,7 +96,7 @@ func (p *fakeProg) Run(ti Instance, n int) ([]float64, error) {
 	return ts, nil
 }
 
-func (p *fakeProg) Output(ti Instance) ([]float32, error) {
+func (p *fakeProg) Output(ti device.Instance) ([]float32, error) {
 	inst := ti.(*fakeInst)
 	ref := inst.p.Reference()
 	out := make([]float32, len(ref))
@@ -291,7 +292,7 @@ func TestRunRecordsCanonicalStrategy(t *testing.T) {
 
 // wrap builds with the fake backend and wraps its program, for test
 // backends that change how a fake program runs.
-func (b *fakeBackend) wrap(k *kernels.Kernel, dt kernels.DType, c search.Candidate, wrap func(*fakeProg) Program) (Program, error) {
+func (b *fakeBackend) wrap(k *kernels.Kernel, dt kernels.DType, c search.Candidate, wrap func(*fakeProg) device.Program) (device.Program, error) {
 	p, err := b.Build(k, dt, c)
 	if err != nil {
 		return nil, err
@@ -313,11 +314,11 @@ type rowsProg struct {
 	b *rowsBackend
 }
 
-func (b *rowsBackend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate) (Program, error) {
+func (b *rowsBackend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate) (device.Program, error) {
 	return &rowsProg{fakeProg: fakeProg{f: &b.fakeBackend, c: c, cost: 1e-3 * (1 + 0.1*float64(c["ROWS"]))}, b: b}, nil
 }
 
-func (p *rowsProg) output(ti Instance) []float32 {
+func (p *rowsProg) output(ti device.Instance) []float32 {
 	inst := ti.(*fakeInst)
 	ref := inst.p.Reference()
 	out := make([]float32, len(ref))
@@ -340,13 +341,13 @@ func (p *rowsProg) output(ti Instance) []float32 {
 	return out
 }
 
-func (p *rowsProg) Output(ti Instance) ([]float32, error) {
+func (p *rowsProg) Output(ti device.Instance) ([]float32, error) {
 	out := p.output(ti)
 	p.b.whole[len(out)]++
 	return out, nil
 }
 
-func (p *rowsProg) OutputSample(ti Instance, s kernels.RowSample) ([]float32, int, int, error) {
+func (p *rowsProg) OutputSample(ti device.Instance, s kernels.RowSample) ([]float32, int, int, error) {
 	out := p.output(ti)
 	p.b.sampled[len(out)]++
 	rows, bad := s.Extract(out)

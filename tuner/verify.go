@@ -8,6 +8,7 @@ import (
 
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/search"
+	"github.com/kerntune/kerntune/tuner/device"
 )
 
 // VerifyReport counts the candidates of one family and dtype that passed.
@@ -87,7 +88,7 @@ func (t *Tuner) VerifyCandidates(ctx context.Context, k *kernels.Kernel, dt kern
 			return nil, err
 		}
 	}
-	if pf, ok := t.b.(Prefetcher); ok {
+	if pf, ok := t.b.(device.Prefetcher); ok {
 		pf.Prefetch(k, dt, cands)
 	}
 	for _, c := range cands {

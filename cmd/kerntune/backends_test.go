@@ -14,6 +14,8 @@ import (
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/params/paramfile"
 	"github.com/kerntune/kerntune/tuner"
+	"github.com/kerntune/kerntune/tuner/device"
+	"github.com/kerntune/kerntune/tuner/metal"
 )
 
 // --metal-fast-math configures the metal backend only: with another
@@ -50,7 +52,7 @@ func checkBackendFlag(t *testing.T, flag []string, want string) {
 
 // The worker process gets the same backend options as the parent.
 func TestMetalFastMathReachesWorker(t *testing.T) {
-	if got := (backendOptions{metalFastMath: true}).args(); !slices.Equal(got, []string{"--metal-fast-math"}) {
+	if got := (backendOptionsOf(map[string]string{"metal-fast-math": "true"})).args(); !slices.Equal(got, []string{"--metal-fast-math"}) {
 		t.Errorf("args() = %q", got)
 	}
 	if got := (backendOptions{}).args(); len(got) != 0 {
@@ -66,14 +68,14 @@ func TestFastMathRecordedInEntry(t *testing.T) {
 	yes, no := true, false
 	for _, c := range []struct {
 		name  string
-		info  tuner.DeviceInfo
+		info  device.DeviceInfo
 		want  *bool
 		field string // in the written JSON; "" = absent
 	}{
-		{"metal, fast math", tuner.DeviceInfo{Backend: "metal", Facts: map[string]float64{"fast_math": 1}}, &yes, `"fast_math": true`},
-		{"metal, default", tuner.DeviceInfo{Backend: "metal", Facts: map[string]float64{"fast_math": 0}}, &no, `"fast_math": false`},
-		{"metal without the fact", tuner.DeviceInfo{Backend: "metal", Facts: map[string]float64{}}, nil, ""},
-		{"cpu", tuner.DeviceInfo{Backend: "cpu", Facts: map[string]float64{"fast_math": 1}}, nil, ""},
+		{"metal, fast math", device.DeviceInfo{Backend: "metal", Facts: map[string]float64{"fast_math": 1}}, &yes, `"fast_math": true`},
+		{"metal, default", device.DeviceInfo{Backend: "metal", Facts: map[string]float64{"fast_math": 0}}, &no, `"fast_math": false`},
+		{"metal without the fact", device.DeviceInfo{Backend: "metal", Facts: map[string]float64{}}, nil, ""},
+		{"cpu", device.DeviceInfo{Backend: "cpu", Facts: map[string]float64{"fast_math": 1}}, nil, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e := &paramfile.Entry{Params: map[string]int{"TG": 128}, MedianUS: 10, Shapes: [][]int{{1, 896, 896}}}
@@ -115,7 +117,7 @@ func TestFastMathRecordedInEntry(t *testing.T) {
 func TestAllowTF32Flag(t *testing.T) {
 	t.Parallel()
 	checkBackendFlag(t, []string{"--allow-tf32"}, "--allow-tf32 applies to the cuda backend only; this run uses cpu")
-	if got := (backendOptions{allowTF32: true, metalFastMath: true}).args(); !slices.Equal(got, []string{"--metal-fast-math", "--allow-tf32"}) {
+	if got := (backendOptionsOf(map[string]string{"allow-tf32": "true", "metal-fast-math": "true"})).args(); !slices.Equal(got, []string{"--allow-tf32", "--metal-fast-math"}) {
 		t.Errorf("args() = %q", got)
 	}
 }
@@ -158,13 +160,13 @@ func TestTuneWhere(t *testing.T) {
 func TestAutoSkipsQuietly(t *testing.T) {
 	t.Parallel()
 	var missing []string
-	for _, n := range tuner.AutoOrder("") {
-		b, err := tuner.Open(n)
+	for _, n := range device.AutoOrder("") {
+		b, err := device.Open(n)
 		if err == nil {
 			b.Close()
 			break // auto stops here
 		}
-		if errors.Is(err, tuner.ErrUnavailable) {
+		if errors.Is(err, device.ErrUnavailable) {
 			missing = append(missing, n)
 		}
 	}
@@ -173,7 +175,7 @@ func TestAutoSkipsQuietly(t *testing.T) {
 	}
 	for _, verbose := range []bool{false, true} {
 		var log strings.Builder
-		b, err := pickBackend("auto", &log, verbose, backendOptions{})
+		b, err := (*Factory)(nil).OpenBackend(backendRequest{Name: "auto", Log: &log, Verbose: verbose})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -197,22 +199,23 @@ func TestAutoSkipsQuietly(t *testing.T) {
 func TestMetalMathModeFlag(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
-		o    backendOptions
-		want string
-		bad  string
+		given map[string]string
+		want  string
+		bad   string
 	}{
-		{backendOptions{}, "", ""},
-		{backendOptions{metalMathMode: "safe"}, "safe", ""},
-		{backendOptions{metalMathMode: "relaxed"}, "relaxed", ""},
-		{backendOptions{metalFastMath: true}, "fast", ""},
-		{backendOptions{metalFastMath: true, metalMathMode: "fast"}, "fast", ""},
-		{backendOptions{metalFastMath: true, metalMathMode: "safe"}, "", "--metal-fast-math is --metal-math-mode fast"},
-		{backendOptions{metalMathMode: "precise"}, "", "want safe, relaxed or fast"},
+		{nil, "", ""},
+		{map[string]string{"metal-math-mode": "safe"}, "safe", ""},
+		{map[string]string{"metal-math-mode": "relaxed"}, "relaxed", ""},
+		{map[string]string{"metal-fast-math": "true"}, "fast", ""},
+		{map[string]string{"metal-fast-math": "false", "metal-math-mode": "relaxed"}, "relaxed", ""},
+		{map[string]string{"metal-fast-math": "true", "metal-math-mode": "fast"}, "fast", ""},
+		{map[string]string{"metal-fast-math": "true", "metal-math-mode": "safe"}, "", "--metal-fast-math is --metal-math-mode fast, but --metal-math-mode is safe"},
+		{map[string]string{"metal-math-mode": "precise"}, "", "--metal-math-mode precise: want safe, relaxed or fast"},
 	} {
-		got, err := c.o.mathMode()
-		testutil.Outcome(t, fmt.Sprintf("%+v", c.o), got, err, c.want, c.bad)
+		opts, err := backendOptionsOf(c.given).options()
+		testutil.Outcome(t, fmt.Sprintf("%v", c.given), opts[metal.OptionMathMode], err, c.want, c.bad)
 	}
-	if got := (backendOptions{metalMathMode: "relaxed"}).args(); !slices.Equal(got, []string{"--metal-math-mode", "relaxed"}) {
+	if got := (backendOptionsOf(map[string]string{"metal-math-mode": "relaxed"})).args(); !slices.Equal(got, []string{"--metal-math-mode", "relaxed"}) {
 		t.Errorf("args() = %q", got)
 	}
 	checkBackendFlag(t, []string{"--metal-math-mode", "fast"}, "--metal-math-mode applies to the metal backend only")
@@ -229,14 +232,14 @@ func TestMathModeRecordedInEntry(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
 		name string
-		info tuner.DeviceInfo
+		info device.DeviceInfo
 		want string
 	}{
-		{"safe", tuner.DeviceInfo{Backend: "metal", Facts: map[string]float64{"fast_math": 0, "math_mode": 0}}, "safe"},
-		{"relaxed", tuner.DeviceInfo{Backend: "metal", Facts: map[string]float64{"fast_math": 0, "math_mode": 1}}, "relaxed"},
-		{"fast", tuner.DeviceInfo{Backend: "metal", Facts: map[string]float64{"fast_math": 1, "math_mode": 2}}, "fast"},
-		{"older facts", tuner.DeviceInfo{Backend: "metal", Facts: map[string]float64{"fast_math": 0}}, ""},
-		{"cpu", tuner.DeviceInfo{Backend: "cpu", Facts: map[string]float64{"math_mode": 2}}, ""},
+		{"safe", device.DeviceInfo{Backend: "metal", Facts: map[string]float64{"fast_math": 0, "math_mode": 0}}, "safe"},
+		{"relaxed", device.DeviceInfo{Backend: "metal", Facts: map[string]float64{"fast_math": 0, "math_mode": 1}}, "relaxed"},
+		{"fast", device.DeviceInfo{Backend: "metal", Facts: map[string]float64{"fast_math": 1, "math_mode": 2}}, "fast"},
+		{"older facts", device.DeviceInfo{Backend: "metal", Facts: map[string]float64{"fast_math": 0}}, ""},
+		{"cpu", device.DeviceInfo{Backend: "cpu", Facts: map[string]float64{"math_mode": 2}}, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e := &paramfile.Entry{Params: map[string]int{"TG": 128}, MedianUS: 10, Shapes: [][]int{{1, 896, 896}}}
@@ -262,7 +265,7 @@ func TestMathModeRecordedInEntry(t *testing.T) {
 // writeTestEntry writes e as the f16 gemv_nt entry of a test device with
 // info's backend and facts, as tune writes it, and returns the file, its
 // bytes, the device's key and the entry's key.
-func writeTestEntry(t *testing.T, info tuner.DeviceInfo, e *paramfile.Entry) (path string, raw []byte, dev, key string) {
+func writeTestEntry(t *testing.T, info device.DeviceInfo, e *paramfile.Entry) (path string, raw []byte, dev, key string) {
 	t.Helper()
 	k, err := kernels.Get("gemv_nt")
 	if err != nil {

@@ -60,6 +60,7 @@ type BenchOptions struct {
 	asJSON, quiet        bool
 	jsonOut              string
 	backendOpts          backendOptions
+	fac                  *Factory // opens the backend
 }
 
 // benchHelp is bench's usage line, summary and help.
@@ -75,7 +76,7 @@ the default workload or the --shape list. SPEEDUP is baseline/tuned time (above
 
 // NewCmdBench builds the bench command; runF, when not nil, runs instead of runBench.
 func NewCmdBench(f *Factory, runF func(*BenchOptions) error) *cobra.Command {
-	o := &BenchOptions{IO: f.IO}
+	o := &BenchOptions{IO: f.IO, fac: f}
 	cmd := newCmd(benchHelp, o, runF, runBench, func(c *cobra.Command, _ []string) { o.ctx = c.Context() })
 	fl := cmd.Flags()
 	addBackendFlag(cmd, &o.backend, "")
@@ -121,7 +122,7 @@ func runBench(o *BenchOptions) error {
 	if o.quiet {
 		log = io.Discard
 	}
-	b, err := pickBackend(o.backend, log, false, o.backendOpts)
+	b, err := o.fac.OpenBackend(backendRequest{Name: o.backend, Opts: o.backendOpts, Log: log})
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/kerntune/kerntune/params/families"
 	"github.com/kerntune/kerntune/spec"
 	"github.com/kerntune/kerntune/tuner"
+	"github.com/kerntune/kerntune/tuner/device"
 )
 
 func init() {
@@ -55,6 +56,7 @@ func specFamilies(cs []*spec.Compiled) map[string]*families.Family {
 // CheckOptions are what check is asked to do: its flags and its streams.
 type CheckOptions struct {
 	IO      IOStreams
+	fac     *Factory        // opens the backend
 	ctx     context.Context // the command's; runCheck also stops on SIGINT
 	specs   []string
 	backend string
@@ -97,11 +99,11 @@ check does the static checks only and says so.`,
 
 // NewCmdCheck builds the check command; runF, when not nil, runs instead of runCheck.
 func NewCmdCheck(f *Factory, runF func(*CheckOptions) error) *cobra.Command {
-	o := &CheckOptions{IO: f.IO}
+	o := &CheckOptions{IO: f.IO, fac: f}
 	cmd := newCmd(checkHelp, o, runF, runCheck, func(c *cobra.Command, _ []string) { o.ctx = c.Context() })
 	fl := cmd.Flags()
 	fl.StringArrayVar(&o.specs, "spec", nil, "kernel spec file (repeatable)")
-	fl.StringVar(&o.backend, "backend", "auto", "GPU backend for the device check: auto, none, "+strings.Join(tuner.Backends(), ", "))
+	fl.StringVar(&o.backend, "backend", "auto", "GPU backend for the device check: auto, none, "+strings.Join(device.Backends(), ", "))
 	fl.StringArrayVar(&o.dtypes, "dtype", nil, "element type to verify (repeatable; "+strings.Join(dtypeNames(), ", ")+"; default: the spec's dtypes)")
 	fl.IntVar(&o.sample, "sample", 0, "verify every N-th valid candidate (0: about 32 per dtype; 1: all)")
 	fl.BoolVar(&o.asJSON, "json", false, "print the checks as JSON on stdout")
@@ -123,7 +125,7 @@ func runCheck(o *CheckOptions) error {
 	}
 	if o.backend != "auto" && o.backend != "none" {
 		// Before the static checks (minutes of clang for a large space).
-		if _, err := tuner.TraitsOf(o.backend); err != nil {
+		if _, err := device.TraitsOf(o.backend); err != nil {
 			return usageError{fmt.Errorf("--backend %s: %w", o.backend, err)}
 		}
 		if err := gpuBackendOnly(o.backend); err != nil {
@@ -208,7 +210,7 @@ func runCheck(o *CheckOptions) error {
 		res.DeviceCheck = "not run (--backend none)"
 		return done(nil)
 	}
-	b, err := openGPUBackend(o.backend, log)
+	b, err := o.fac.OpenBackend(backendRequest{Name: o.backend, Space: device.SpaceGPU, NoneOK: true, Log: log})
 	if err != nil {
 		return err
 	}
@@ -273,27 +275,10 @@ func supports(c *spec.Compiled, dt kernels.DType) bool {
 	return false
 }
 
-// openGPUBackend opens a GPU backend for spec kernels: the named one, or
-// with "auto" the first GPU backend of tuner.AutoOrder that opens (metal on
-// macOS, else cuda); nil when auto finds none.
-func openGPUBackend(name string, log io.Writer) (tuner.Backend, error) {
-	if name != "auto" {
-		if err := gpuBackendOnly(name); err != nil {
-			return nil, err
-		}
-		b, err := tuner.Open(name)
-		if err != nil {
-			return nil, usageError{fmt.Errorf("--backend %s: %w", name, err)}
-		}
-		return b, nil
-	}
-	return tuner.OpenAuto(tuner.SpaceGPU, tuner.Open, notUsed(log, false)), nil
-}
-
 // gpuBackendOnly refuses a backend (known by name) that cannot run spec
 // kernels.
 func gpuBackendOnly(name string) error {
-	if t, err := tuner.TraitsOf(name); err == nil && t.Space != tuner.SpaceGPU {
+	if t, err := device.TraitsOf(name); err == nil && t.Space != device.SpaceGPU {
 		return usageErrorf("--backend %s: spec kernels are GPU code (a body in the GPU dialect, or .cu/.metal/.cl files) and the %s backend cannot run them; use cuda, metal, opencl, or none", name, name)
 	}
 	return nil

@@ -7,7 +7,7 @@ import (
 
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/search"
-	"github.com/kerntune/kerntune/tuner"
+	"github.com/kerntune/kerntune/tuner/device"
 )
 
 // strictCompletionCmd makes cobra's completion command refuse a shell it
@@ -38,7 +38,7 @@ func strictCompletionCmd(root *cobra.Command) {
 // flags that take names, on every command that has them.
 func registerCompletions(root *cobra.Command) {
 	values := map[string]func() []string{
-		"backend":  func() []string { return append([]string{"auto"}, tuner.Backends()...) },
+		"backend":  func() []string { return append([]string{"auto"}, device.Backends()...) },
 		"kernel":   kernels.Names,
 		"dtype":    dtypeNames,
 		"strategy": func() []string { return search.Names },

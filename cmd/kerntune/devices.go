@@ -7,9 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kerntune/kerntune/tuner/device"
 	"github.com/spf13/cobra"
-
-	"github.com/kerntune/kerntune/tuner"
 )
 
 func init() {
@@ -34,9 +33,9 @@ func NewCmdDevices(f *Factory, runF func(*JSONOnlyOptions) error) *cobra.Command
 
 func runDevices(o *JSONOnlyOptions) error {
 	var devs []deviceJSON
-	for _, name := range tuner.Backends() {
+	for _, name := range device.Backends() {
 		d := deviceJSON{Backend: name}
-		b, err := tuner.Open(name)
+		b, err := o.fac.OpenBackend(backendRequest{Name: name, Bare: true})
 		if err != nil {
 			d.Error = err.Error()
 		} else {

@@ -11,7 +11,7 @@ import (
 	"github.com/kerntune/kerntune/internal/testutil"
 	"github.com/kerntune/kerntune/params"
 	"github.com/kerntune/kerntune/params/paramfile"
-	"github.com/kerntune/kerntune/tuner"
+	"github.com/kerntune/kerntune/tuner/device"
 )
 
 // execute runs a command line in-process and returns its error as the
@@ -46,7 +46,7 @@ func TestUsageErrorsWrapTheCause(t *testing.T) {
 		{"export: missing file", []string{"export", "--t4", missing}, os.ErrNotExist, nil},
 		{"merge: invalid input", []string{"merge", path, broken, "--out", filepath.Join(dir, "m.json")}, nil, &pathErr},
 		{"tune: unparsable --out", []string{"tune", "--backend", "cpu", "--kernel", "softmax", "--shape", "2x3", "--out", broken}, paramfile.ErrUnparsable, nil},
-		{"tune: unknown backend", []string{"tune", "--backend", "vulkan", "--kernel", "softmax", "--out", filepath.Join(dir, "p.json")}, tuner.ErrUnknownBackend, nil},
+		{"tune: unknown backend", []string{"tune", "--backend", "vulkan", "--kernel", "softmax", "--out", filepath.Join(dir, "p.json")}, device.ErrUnknownBackend, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -34,13 +34,14 @@ func systemFactory() *Factory {
 // streams.
 type JSONOnlyOptions struct {
 	IO   IOStreams
-	JSON bool // --json
+	JSON bool     // --json
+	fac  *Factory // opens backends (devices)
 }
 
 // newJSONOnlyCmd builds such a command; runF, when not nil, runs instead
 // of run, the command's work.
 func newJSONOnlyCmd(f *Factory, use, short string, runF, run func(*JSONOnlyOptions) error) *cobra.Command {
-	o := &JSONOnlyOptions{IO: f.IO}
+	o := &JSONOnlyOptions{IO: f.IO, fac: f}
 	cmd := &cobra.Command{
 		Use:   use,
 		Short: short,

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/kerntune/kerntune/tuner"
+	"github.com/kerntune/kerntune/tuner/device"
 	"github.com/kerntune/kerntune/tuner/worker"
 )
 
@@ -14,7 +14,7 @@ import (
 // candidates listed in KTDEV_FAULT fault on purpose, to show on a real
 // device that a crashing candidate is isolated.
 func init() {
-	workerWrap = func(b tuner.Backend) (tuner.Backend, error) {
+	workerWrap = func(b device.Backend) (device.Backend, error) {
 		faults, err := worker.ParseFaults(os.Getenv("KTDEV_FAULT"))
 		if err != nil {
 			return nil, fmt.Errorf("KTDEV_FAULT: %w", err)

@@ -13,7 +13,7 @@ import (
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/params/families"
 	"github.com/kerntune/kerntune/params/paramfile"
-	"github.com/kerntune/kerntune/tuner"
+	"github.com/kerntune/kerntune/tuner/device"
 )
 
 // The flags several commands share are read here, so that every command
@@ -21,7 +21,7 @@ import (
 
 // addBackendFlag adds --backend (default auto) with the registered backends.
 func addBackendFlag(cmd *cobra.Command, backend *string, note string) {
-	cmd.Flags().StringVar(backend, "backend", "auto", "backend: auto, "+strings.Join(tuner.Backends(), ", ")+note)
+	cmd.Flags().StringVar(backend, "backend", "auto", "backend: auto, "+strings.Join(device.Backends(), ", ")+note)
 }
 
 // parseKernels resolves --kernel names; none means every family.

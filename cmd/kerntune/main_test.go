@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kerntune/kerntune/tuner"
+	"github.com/kerntune/kerntune/tuner/device"
 	"github.com/kerntune/kerntune/tuner/worker"
 )
 
@@ -39,7 +39,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv("KTDEV_AS_KERNTUNE") == "" {
 		os.Exit(m.Run())
 	}
-	workerWrap = func(b tuner.Backend) (tuner.Backend, error) {
+	workerWrap = func(b device.Backend) (device.Backend, error) {
 		faults, err := worker.ParseFaults(os.Getenv("KTDEV_FAULT"))
 		if err != nil {
 			return nil, err

@@ -8,67 +8,24 @@ import (
 	"time"
 
 	"github.com/kerntune/kerntune/tuner"
+	"github.com/kerntune/kerntune/tuner/device"
 	"github.com/kerntune/kerntune/tuner/worker"
 )
 
 // openForTune opens the backend a tune runs on ("auto": the first of
-// tuner.AutoOrder that opens). Where isolation is on (--isolate, by default
-// for the backends whose traits say so: the GPU backends, where one faulting
-// kernel can poison a GPU context for good) only the worker process opens
-// the device: the parent never does, so a GPU's warm-up and the device's
-// facts are measured once, in the process that times. It refuses options
-// the backend it opened does not take.
-func openForTune(f TuneOptions, log io.Writer) (tuner.Backend, error) {
-	if _, err := f.backendOpts.mathMode(); err != nil {
-		return nil, err
-	}
-	var b tuner.Backend
-	if f.backend != "auto" {
-		var err error
-		if b, err = openTuneBackend(f.backend, f, log); err != nil {
-			return nil, usageError{fmt.Errorf("--backend %s: %w", f.backend, err)}
-		}
-	} else if b = tuner.OpenAuto("", func(n string) (tuner.Backend, error) { return openTuneBackend(n, f, log) }, notUsed(log, f.verbose)); b == nil {
-		return nil, usageErrorf("no backend could be opened")
-	}
-	if err := checkBackendOptions(b, f.backendOpts); err != nil {
-		b.Close()
+// device.AutoOrder that opens), in a worker process where isolation is on
+// (--isolate, by default for the backends whose traits say so: the GPU
+// backends, where one faulting kernel can poison a GPU context for good).
+func openForTune(f TuneOptions, log io.Writer) (device.Backend, error) {
+	b, err := f.fac.OpenBackend(backendRequest{Name: f.backend, Opts: f.backendOpts, Log: log, Verbose: f.verbose,
+		Isolate: &isolation{set: f.isolateSet, on: f.isolate, specs: f.specs, timeout: f.candTimeout}})
+	if err != nil {
 		return nil, err
 	}
 	if _, ok := b.(*worker.Backend); ok {
 		fmt.Fprintf(log, "candidates run in a worker process (limit %s per call)\n", f.candTimeout)
 	}
 	return b, nil
-}
-
-// openTuneBackend opens one named backend: in a worker process when
-// isolation is on for it, else in this process.
-func openTuneBackend(name string, f TuneOptions, log io.Writer) (tuner.Backend, error) {
-	traits, err := tuner.TraitsOf(name)
-	if err != nil {
-		return nil, err
-	}
-	on := traits.Isolate
-	if f.isolateSet {
-		on = f.isolate
-	}
-	if !on {
-		return openBackend(name, f.backendOpts)
-	}
-	cmdline, err := worker.Command(name)
-	if err != nil {
-		return nil, err
-	}
-	// Spec kernels live in registries: the worker loads the same specs.
-	for _, s := range f.specs {
-		cmdline = append(cmdline, "--spec", s)
-	}
-	cmdline = append(cmdline, f.backendOpts.args()...)
-	wb, err := worker.Open(worker.Options{Command: cmdline, Timeout: f.candTimeout, Log: log})
-	if err != nil {
-		return nil, fmt.Errorf("--isolate: %w", err)
-	}
-	return wb, nil
 }
 
 // checkOutDir refuses, before any work, an --out whose directory cannot be

@@ -56,6 +56,7 @@ type TuneOptions struct {
 	trace       string
 	asJSON      bool
 	backendOpts backendOptions
+	fac         *Factory // opens the backend
 	where       []string
 	// Drift guard (tuner/drift.go).
 	driftEvery    int
@@ -110,7 +111,7 @@ An interrupted run (Ctrl-C, SIGTERM) writes what it finished and exits 130
 
 // NewCmdTune builds the tune command; runF, when not nil, runs instead of runTune.
 func NewCmdTune(f *Factory, runF func(*TuneOptions) error) *cobra.Command {
-	opts := &TuneOptions{IO: f.IO}
+	opts := &TuneOptions{IO: f.IO, fac: f}
 	cmd := newCmd(tuneHelp, opts, runF, runTune, func(c *cobra.Command, _ []string) {
 		opts.isolateSet = c.Flags().Changed("isolate")
 		opts.budgetSet, opts.driftSet = c.Flags().Changed("budget"), c.Flags().Changed("drift-every")

@@ -47,6 +47,7 @@ type VerifyOptions struct {
 	where         []string
 	asJSON, quiet bool
 	backendOpts   backendOptions
+	fac           *Factory // opens the backend
 	// The emulation of mlx specs (--spec with --emulate).
 	specs      []string
 	emulate    bool
@@ -79,7 +80,7 @@ a candidate fails and 2 when no clang is found.`,
 
 // NewCmdVerify builds the verify command; runF, when not nil, runs instead of runVerify.
 func NewCmdVerify(f *Factory, runF func(*VerifyOptions) error) *cobra.Command {
-	o := &VerifyOptions{IO: f.IO}
+	o := &VerifyOptions{IO: f.IO, fac: f}
 	cmd := newCmd(verifyHelp, o, runF, runVerify, func(c *cobra.Command, _ []string) {
 		o.ctx = c.Context()
 		o.set = func(name string) bool { return c.Flags().Changed(name) }
@@ -125,7 +126,7 @@ func runVerify(o *VerifyOptions) error {
 		return err
 	}
 	log := o.IO.ErrOut
-	b, err := pickBackend(o.backend, log, false, o.backendOpts)
+	b, err := o.fac.OpenBackend(backendRequest{Name: o.backend, Opts: o.backendOpts, Log: log})
 	if err != nil {
 		return err
 	}

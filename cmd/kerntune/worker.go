@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kerntune/kerntune/tuner"
+	"github.com/kerntune/kerntune/tuner/device"
 	"github.com/kerntune/kerntune/tuner/worker"
 )
 
@@ -19,11 +19,12 @@ func init() {
 // workerWrap, when set, wraps the worker's backend. Only test binaries and
 // builds with the ktfault tag set it, to inject deliberately faulting
 // candidates; the product leaves it nil.
-var workerWrap func(tuner.Backend) (tuner.Backend, error)
+var workerWrap func(device.Backend) (device.Backend, error)
 
 // WorkerOptions are what __worker is asked to do: its flags and its streams.
 type WorkerOptions struct {
 	IO          IOStreams
+	fac         *Factory // opens the backend
 	backend     string
 	specs       []string
 	backendOpts backendOptions
@@ -39,7 +40,7 @@ var workerHelp = cmdHelp{
 // to run a backend in a separate process (see package tuner/worker); runF,
 // when not nil, runs instead of runWorker.
 func NewCmdWorker(f *Factory, runF func(*WorkerOptions) error) *cobra.Command {
-	o := &WorkerOptions{IO: f.IO}
+	o := &WorkerOptions{IO: f.IO, fac: f}
 	cmd := newCmd(workerHelp, o, runF, runWorker, nil)
 	cmd.Hidden = true
 	cmd.Flags().StringVar(&o.backend, "backend", "cpu", "backend to serve")
@@ -61,8 +62,8 @@ func runWorker(o *WorkerOptions) error {
 	if _, err := loadSpecs(o.specs); err != nil {
 		return err
 	}
-	b, err := openBackend(o.backend, o.backendOpts)
-	if errors.Is(err, tuner.ErrUnavailable) {
+	b, err := o.fac.OpenBackend(backendRequest{Name: o.backend, Opts: o.backendOpts, Bare: true})
+	if errors.Is(err, device.ErrUnavailable) {
 		// The parent's "auto" passes over a backend this machine
 		// lacks: say so by the exit status.
 		fmt.Fprintf(os.Stderr, "kerntune worker: --backend %s: %v\n", o.backend, err)

@@ -89,14 +89,24 @@ func (s *Space) Defaults() map[string]int {
 	return m
 }
 
-// SpaceKind maps a backend name to the kind of parameter space it uses:
-// the GPU backends share kernel bodies and so share parameters.
+// The kinds of parameter space: the GPU backends share kernel bodies and
+// so share parameters.
+const (
+	SpaceCPU = "cpu"
+	SpaceGPU = "gpu"
+)
+
+// SpaceKind is the kind of parameter space of a backend named without a
+// device record that says it (an application's Options.Backend, a file
+// written before the record's space field): the pure-Go cpu backend has
+// the cpu space and every other backend runs the generated GPU bodies.
+// Backends declare their own kind when they register, and the tuner writes
+// it into each device record, so a new backend is in no table here.
 func SpaceKind(backend string) string {
-	switch backend {
-	case "cuda", "metal", "opencl", "gpu":
-		return "gpu"
+	if backend == SpaceCPU {
+		return SpaceCPU
 	}
-	return backend
+	return SpaceGPU
 }
 
 // Space returns the family's space for a backend (cpu, cuda, metal, ...).

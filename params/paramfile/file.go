@@ -32,13 +32,26 @@ type File struct {
 
 // Device holds everything tuned on one device.
 type Device struct {
-	Backend      string                       `json:"backend"`
+	Backend string `json:"backend"`
+	// Space is the kind of parameter space the device's entries use (cpu,
+	// gpu), as the backend that tuned them declares it; absent from files
+	// written before the field, where the backend's name gives it (Kind).
+	Space        string                       `json:"space,omitempty"`
 	Name         string                       `json:"name"`
 	Family       string                       `json:"family"`
 	ComputeUnits int                          `json:"compute_units"`
 	TunedAt      string                       `json:"tuned_at,omitempty"`
 	Facts        map[string]float64           `json:"facts,omitempty"`
 	Kernels      map[string]map[string]*Entry `json:"kernels"`
+}
+
+// Kind is the kind of parameter space the device's entries use: its
+// Space, or for a record without one families.SpaceKind of its backend.
+func (d *Device) Kind() string {
+	if d.Space != "" {
+		return d.Space
+	}
+	return families.SpaceKind(d.Backend)
 }
 
 // Entry is the tuned result for one family on one shape class or exact shape.
@@ -268,7 +281,7 @@ var MathModes = []string{"safe", "relaxed", "fast"}
 // of them, so unknown ones there are ignored without a word.
 var (
 	fileFields   = fieldSet("schema_version", "generator", "devices")
-	deviceFields = fieldSet("backend", "name", "family", "compute_units", "tuned_at", "facts", "kernels")
+	deviceFields = fieldSet("backend", "space", "name", "family", "compute_units", "tuned_at", "facts", "kernels")
 	entryFields  = fieldSet("params", "shape_use", "median_us", "iqr_us", "min_us", "samples", "shape_median_us", "default", "baseline",
 		"shapes", "candidates", "strategy", "roofline", "evaluations", "stopped", "use", "fast_math", "math_mode", "drift", "no_harm", "time")
 )
@@ -603,7 +616,11 @@ func (w *walker) device(path string, v any) *Device {
 	w.optionals(path, m,
 		optional{"backend", &d.Backend}, optional{"name", &d.Name}, optional{"family", &d.Family},
 		optional{"compute_units", &d.ComputeUnits}, optional{"tuned_at", &d.TunedAt},
+		optional{"space", &d.Space},
 	)
+	if d.Space != "" && d.Space != families.SpaceCPU && d.Space != families.SpaceGPU {
+		w.fail(ChildPath(path, "space"), "must be %s or %s, got %q", families.SpaceCPU, families.SpaceGPU, d.Space)
+	}
 	if v, ok := m["facts"]; ok {
 		fp := ChildPath(path, "facts")
 		fm := w.object(fp, v)

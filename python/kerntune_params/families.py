@@ -97,8 +97,14 @@ class Family:
 
 
 def space_kind(backend: str) -> str:
-    """The kind of parameter space a backend uses: GPU backends share one."""
-    return "gpu" if backend in ("cuda", "metal", "opencl", "gpu") else backend
+    """The kind of parameter space of a backend named without a device record that says it.
+
+    An application's backend, or a device of a file written before the record's
+    "space" field: the pure-Go cpu backend has the cpu space, every other
+    backend runs the generated GPU bodies. The tuner writes each device's own
+    kind into its record, so a new backend is in no table here.
+    """
+    return "cpu" if backend == "cpu" else "gpu"
 
 
 def dtypes() -> List[str]:

@@ -63,6 +63,8 @@ class _Device:
     family: str
     compute_units: int
     kernels: Dict[str, Dict[str, _Entry]]
+    # The kind of parameter space of its entries; "" in files written before the field.
+    space: str = ""
 
 
 def _type_name(v: Any) -> str:
@@ -82,7 +84,7 @@ def _type_name(v: Any) -> str:
 
 
 _FILE_FIELDS = frozenset(("schema_version", "generator", "devices"))
-_DEVICE_FIELDS = frozenset(("backend", "name", "family", "compute_units", "tuned_at", "facts", "kernels"))
+_DEVICE_FIELDS = frozenset(("backend", "space", "name", "family", "compute_units", "tuned_at", "facts", "kernels"))
 _ENTRY_FIELDS = frozenset(("params", "shape_use", "median_us", "iqr_us", "min_us", "samples", "shape_median_us", "default", "baseline",
                            "shapes", "candidates", "strategy", "roofline", "evaluations", "stopped", "use", "fast_math",
                            "math_mode", "drift", "no_harm", "time"))
@@ -237,8 +239,11 @@ class _Walker:
             0,
             {},
         )
-        got = self.optionals(path, m, ("compute_units", self.integer), ("tuned_at", self.str_))
+        got = self.optionals(path, m, ("compute_units", self.integer), ("tuned_at", self.str_), ("space", self.str_))
         d.compute_units = got.get("compute_units", 0)
+        d.space = got.get("space", "")
+        if d.space not in ("", "cpu", "gpu"):
+            raise self.fail(_child(path, "space"), f"must be cpu or gpu, got {json.dumps(d.space)}")
         if "facts" in m:
             fp = _child(path, "facts")
             fm = self.obj(fp, m["facts"])

@@ -416,7 +416,7 @@ class Loader:
         label = name or "params data"
         for dk in sorted(devices):
             dev = devices[dk]
-            kind = space_kind(dev.backend)
+            kind = _device_kind(dev)
             for fk in sorted(dev.kernels):
                 fam = fams.get(fk)
                 if fam is None or kind not in fam.spaces:
@@ -534,7 +534,7 @@ class Loader:
         if dev is not None:
             d.key, d.in_file = found, True
             d.backend, d.family = dev.backend, dev.family
-            if o_backend and space_kind(o_backend) != space_kind(dev.backend):
+            if o_backend and o_backend != dev.backend and space_kind(o_backend) != _device_kind(dev):
                 raise OptionsError(f"params: backend= is {_quote(o_backend)} but device {_quote(d.key)} in {name or 'params data'} has backend {_quote(dev.backend)}")
         else:
             if use_local:
@@ -551,6 +551,7 @@ class Loader:
                 d.fallbacks = _siblings(devices, d.key, d.family, d.backend)
         d.kind = space_kind(d.backend)
         if dev is not None:
+            d.kind = _device_kind(dev)
             return d
         d.matched = "family " + d.family if d.fallbacks else MATCHED_NONE
         if not devices:
@@ -986,6 +987,11 @@ def _only_device_fits(dev: _Device, k: str, backend: str, local: DeviceID, use_l
     return False, ""
 
 
+def _device_kind(dev: Any) -> str:
+    """The kind of parameter space of a device in the file: its record's space, else its backend's."""
+    return dev.space or space_kind(dev.backend)
+
+
 def _siblings(devices: Optional[Mapping[str, _Device]], self_key: str, family: str, backend: str) -> List[str]:
     if devices is None or family == "":
         return []
@@ -994,7 +1000,7 @@ def _siblings(devices: Optional[Mapping[str, _Device]], self_key: str, family: s
         dv = devices[k]
         if k == self_key or dv.family != family:
             continue
-        if backend and space_kind(dv.backend) != space_kind(backend):
+        if backend and dv.backend != backend and _device_kind(dv) != space_kind(backend):
             continue
         (same if dv.backend == backend else other).append(k)
     return same + other

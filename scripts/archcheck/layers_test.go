@@ -35,7 +35,18 @@ var layerRules = []struct {
 	{"report", []string{"kernels", "kernels/", "spec", "tuner", "tuner/", "cmd/"}, nil},
 	{"tuner", []string{"tuner/cpu", "tuner/cuda", "tuner/metal", "tuner/opencl", "tuner/worker", "cmd/"}, nil},
 	{"tuner/", []string{"cmd/"}, nil},
+	// The device contract is a leaf of the tuner: backends and the engine
+	// import it, it imports neither.
+	{"tuner/device", []string{"spec", "tuner", "tuner/", "report", "cmd/"}, nil},
+	// A backend sees the contract, never the engine or another backend.
+	{"tuner/cpu", backendForbidden, nil},
+	{"tuner/cuda", backendForbidden, nil},
+	{"tuner/metal", backendForbidden, nil},
+	{"tuner/opencl", backendForbidden, nil},
 }
+
+// backendForbidden are the packages a backend must not import.
+var backendForbidden = []string{"tuner", "tuner/worker", "tuner/cpu", "tuner/cuda", "tuner/metal", "tuner/opencl", "spec", "report", "cmd/"}
 
 func matches(pkg, pattern string) bool {
 	if pattern == "*" {
@@ -163,7 +174,13 @@ func TestLayerRulesCatch(t *testing.T) {
 		{"kernels/gpu", "search", false},
 		{"spec", "tuner/cuda", true},
 		{"tuner", "tuner/metal", true},
-		{"tuner/cuda", "tuner", false},
+		{"tuner/cuda", "tuner", true},
+		{"tuner/cuda", "tuner/device", false},
+		{"tuner/cuda", "tuner/metal", true},
+		{"tuner/cuda", "tuner/internal/gpuhost", false},
+		{"tuner/device", "tuner", true},
+		{"tuner/device", "kernels/gpu", false},
+		{"tuner/worker", "tuner", false},
 		{"tuner/cuda", "cmd/kerntune", true},
 	} {
 		if got := violates(c.pkg, c.im); got != c.bad {

@@ -12,17 +12,17 @@ import (
 	"github.com/kerntune/kerntune/params"
 	"github.com/kerntune/kerntune/params/paramfile"
 	"github.com/kerntune/kerntune/search"
-	"github.com/kerntune/kerntune/tuner"
+	"github.com/kerntune/kerntune/tuner/device"
 )
 
 func init() {
-	tuner.Register("cpu", func() (tuner.Backend, error) { return Open() },
-		tuner.Traits{AutoRank: 3}) // auto: the last resort, it runs everywhere
+	device.Register("cpu", func() (device.Backend, error) { return Open() },
+		device.Traits{AutoRank: 3}) // auto: the last resort, it runs everywhere
 }
 
 // Backend runs the pure-Go kernels on this machine's CPU.
 type Backend struct {
-	info tuner.DeviceInfo
+	info device.DeviceInfo
 }
 
 // Open detects the CPU and measures its copy bandwidth. No arithmetic peak
@@ -34,7 +34,7 @@ func Open() (*Backend, error) {
 	local := params.LocalDevice()
 	cores := local.ComputeUnits
 	llc := lastLevelCache()
-	b := &Backend{info: tuner.DeviceInfo{
+	b := &Backend{info: device.DeviceInfo{
 		Key:          local.Key,
 		Name:         local.Name,
 		Backend:      local.Backend,
@@ -49,7 +49,7 @@ func Open() (*Backend, error) {
 			"bandwidth_gbps": machineBandwidth(),
 		},
 		// Goroutines beyond twice the cores only add scheduling.
-		Limits:    tuner.Limits{Threads: 2 * cores},
+		Limits:    device.Limits{Threads: 2 * cores},
 		OnHostCPU: true,
 	}}
 	return b, nil
@@ -59,7 +59,7 @@ func Open() (*Backend, error) {
 func DeviceKey(model string, cores int) string { return paramfile.CPUDeviceKey(model, cores) }
 
 // Info describes the CPU.
-func (b *Backend) Info() tuner.DeviceInfo { return b.info }
+func (b *Backend) Info() device.DeviceInfo { return b.info }
 
 // Close releases nothing: the CPU backend holds no device resources.
 func (b *Backend) Close() error { return nil }
@@ -89,7 +89,7 @@ func (in *instance) Close() error { return nil }
 
 // Load converts the inputs to the dtype's storage and replicates them;
 // integer operands become uint32 words whatever the dtype.
-func (b *Backend) Load(p *kernels.Problem, copies int) (tuner.Instance, error) {
+func (b *Backend) Load(p *kernels.Problem, copies int) (device.Instance, error) {
 	if copies < 1 {
 		copies = 1
 	}
@@ -207,7 +207,7 @@ func runImpl[T float32 | uint16](p *kernels.Problem, dt string, f func(*kernels.
 }
 
 // Run times n runs with the monotonic clock, rotating input copies.
-func (pr *program) Run(ti tuner.Instance, n int) ([]float64, error) {
+func (pr *program) Run(ti device.Instance, n int) ([]float64, error) {
 	inst, ok := ti.(*instance)
 	if !ok {
 		return nil, fmt.Errorf("cpu backend: foreign instance %T", ti)
@@ -226,7 +226,7 @@ func (pr *program) Run(ti tuner.Instance, n int) ([]float64, error) {
 }
 
 // Output poisons the output with NaN, runs once on copy 0 and returns the output.
-func (pr *program) Output(ti tuner.Instance) ([]float32, error) {
+func (pr *program) Output(ti device.Instance) ([]float32, error) {
 	inst, err := pr.outputRun(ti)
 	if err != nil {
 		return nil, err
@@ -244,7 +244,7 @@ func (pr *program) Output(ti tuner.Instance) ([]float32, error) {
 
 // outputRun poisons the output with NaN, runs once on copy 0 and checks
 // the canaries around the output.
-func (pr *program) outputRun(ti tuner.Instance) (*instance, error) {
+func (pr *program) outputRun(ti device.Instance) (*instance, error) {
 	inst, ok := ti.(*instance)
 	if !ok {
 		return nil, fmt.Errorf("cpu backend: foreign instance %T", ti)
@@ -270,8 +270,8 @@ func (pr *program) outputRun(ti tuner.Instance) (*instance, error) {
 }
 
 // OutputSample runs as Output does and returns only the sample's rows
-// (tuner.SampledOutputer), without copying a large output.
-func (pr *program) OutputSample(ti tuner.Instance, s kernels.RowSample) ([]float32, int, int, error) {
+// (device.SampledOutputer), without copying a large output.
+func (pr *program) OutputSample(ti device.Instance, s kernels.RowSample) ([]float32, int, int, error) {
 	inst, err := pr.outputRun(ti)
 	if err != nil {
 		return nil, 0, 0, err
@@ -306,7 +306,7 @@ func (pr *program) OutputSample(ti tuner.Instance, s kernels.RowSample) ([]float
 }
 
 // Build binds a candidate's parameters to the family's kernel functions.
-func (b *Backend) Build(k *kernels.Kernel, _ kernels.DType, c search.Candidate) (tuner.Program, error) {
+func (b *Backend) Build(k *kernels.Kernel, _ kernels.DType, c search.Candidate) (device.Program, error) {
 	f, ok := impls.Get(k.Name)
 	if !ok {
 		return nil, fmt.Errorf("cpu backend has no implementation of %s", k.Name)

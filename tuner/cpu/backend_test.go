@@ -9,7 +9,7 @@ import (
 
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/search"
-	"github.com/kerntune/kerntune/tuner"
+	"github.com/kerntune/kerntune/tuner/device"
 	"github.com/kerntune/kerntune/tuner/internal/tunertest"
 )
 
@@ -119,7 +119,7 @@ func TestOutputSample(t *testing.T) {
 			t.Fatal(err)
 		}
 		want, _ := s.Extract(whole)
-		rows, bad, n, err := prog.(tuner.SampledOutputer).OutputSample(inst, s)
+		rows, bad, n, err := prog.(device.SampledOutputer).OutputSample(inst, s)
 		if err != nil || bad != -1 || n != len(whole) || len(rows) != len(want) {
 			t.Fatalf("%s: %d rows' elements, first bad %d, length %d, %v", dt, len(rows), bad, n, err)
 		}
@@ -151,7 +151,7 @@ func TestOutputSample(t *testing.T) {
 
 // verifyOutput runs prog on inst and checks its output against p's
 // reference, reporting a mismatch under label.
-func verifyOutput(t *testing.T, prog tuner.Program, inst tuner.Instance, p *kernels.Problem, label string) {
+func verifyOutput(t *testing.T, prog device.Program, inst device.Instance, p *kernels.Problem, label string) {
 	t.Helper()
 	out, err := prog.Output(inst)
 	if err != nil {

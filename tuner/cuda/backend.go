@@ -12,7 +12,7 @@ import (
 	"github.com/kerntune/kerntune/internal/cudadrv"
 	"github.com/kerntune/kerntune/internal/stats"
 	"github.com/kerntune/kerntune/kernels/gpu"
-	"github.com/kerntune/kerntune/tuner"
+	"github.com/kerntune/kerntune/tuner/device"
 	"github.com/kerntune/kerntune/tuner/internal/gpuhost"
 )
 
@@ -20,13 +20,16 @@ import (
 var errClosed = errors.New("cuda backend: closed")
 
 func init() {
-	tuner.RegisterOptions("cuda", func(o tuner.Options) (tuner.Backend, error) {
+	device.RegisterOptions("cuda", func(o device.Options) (device.Backend, error) {
 		b, err := OpenWith(0, Options{AllowTF32: o[OptionAllowTF32] == "1"})
 		if err != nil {
 			return nil, err // not a nil *Backend in a non-nil interface
 		}
 		return b, nil
-	}, tuner.Traits{API: gpu.CUDA, Options: []string{OptionAllowTF32}, Isolate: true, AutoRank: 2})
+	}, device.Traits{API: gpu.CUDA, Options: []string{OptionAllowTF32}, Isolate: true, AutoRank: 2, Flags: []device.Flag{
+		{Name: "allow-tf32", Option: OptionAllowTF32, Set: "1", Elsewhere: "Apple GPUs have no TF32 mode",
+			Usage: "cuda: admit GEMM candidates with TF32=1 (f32 on the matrix units, inputs rounded to 10-bit mantissas; verified to 1e-3 instead of 1e-5); off by default"},
+	}})
 }
 
 // OptionAllowTF32 is the tuner option that sets Options.AllowTF32 ("1").
@@ -46,7 +49,7 @@ type Backend struct {
 	lib   *cudadrv.Lib
 	ctx   *cudadrv.Context
 	props cudadrv.DeviceProps
-	info  tuner.DeviceInfo
+	info  device.DeviceInfo
 
 	// compiles holds NVRTC images by family|dtype|candidate key, compiled
 	// on one goroutine per CPU.
@@ -68,7 +71,7 @@ type Backend struct {
 }
 
 // Open initialises the driver and a context on the GPU with the given ordinal.
-// Without a driver or a GPU it returns an error wrapping tuner.ErrUnavailable.
+// Without a driver or a GPU it returns an error wrapping device.ErrUnavailable.
 func Open(ordinal int) (*Backend, error) { return OpenWith(ordinal, Options{}) }
 
 // OpenWith is Open with options.
@@ -76,7 +79,7 @@ func OpenWith(ordinal int, o Options) (*Backend, error) {
 	lib, err := cudadrv.Load()
 	if err != nil {
 		if errors.Is(err, cudadrv.ErrNoDriver) {
-			return nil, fmt.Errorf("%w: %v", tuner.ErrUnavailable, err)
+			return nil, fmt.Errorf("%w: %v", device.ErrUnavailable, err)
 		}
 		return nil, err
 	}
@@ -85,7 +88,7 @@ func OpenWith(ordinal int, o Options) (*Backend, error) {
 		return nil, err
 	}
 	if n <= ordinal {
-		return nil, fmt.Errorf("%w: %d CUDA devices, wanted ordinal %d", tuner.ErrUnavailable, n, ordinal)
+		return nil, fmt.Errorf("%w: %d CUDA devices, wanted ordinal %d", device.ErrUnavailable, n, ordinal)
 	}
 	ctx, err := lib.NewContext(ordinal)
 	if err != nil {
@@ -107,7 +110,7 @@ func (b *Backend) describe() error {
 	p := b.props
 	drv, _ := b.lib.DriverVersion()
 	clock := float64(p.ClockKHz) * 1e3
-	b.info = tuner.DeviceInfo{
+	b.info = device.DeviceInfo{
 		Key:          "cuda:" + strings.ReplaceAll(p.Name, "/", "-"),
 		Name:         p.Name,
 		Backend:      "cuda",
@@ -136,7 +139,7 @@ func (b *Backend) describe() error {
 			"max_shared_per_sm_bytes": float64(p.MaxSharedPerSM),
 			"allow_tf32":              boolFact(b.opts.AllowTF32),
 		},
-		Limits: tuner.Limits{GPU: deviceLimits(p, b.opts)},
+		Limits: device.Limits{GPU: deviceLimits(p, b.opts)},
 	}
 	for k, v := range mmaPeakFacts(p.Major*10+p.Minor, p.SMs, clock) {
 		b.info.Facts[k] = v
@@ -318,7 +321,7 @@ func (b *Backend) nvrtcOptions() []string {
 }
 
 // Info describes the GPU.
-func (b *Backend) Info() tuner.DeviceInfo { return b.info }
+func (b *Backend) Info() device.DeviceInfo { return b.info }
 
 // Close stops the compile pool and releases the context.
 func (b *Backend) Close() error {

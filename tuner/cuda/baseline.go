@@ -7,7 +7,7 @@ import (
 	"github.com/kerntune/kerntune/internal/cudadrv"
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/params/families"
-	"github.com/kerntune/kerntune/tuner"
+	"github.com/kerntune/kerntune/tuner/device"
 	"github.com/kerntune/kerntune/tuner/internal/gpuhost"
 )
 
@@ -19,7 +19,7 @@ import (
 // unfused sequence of three GemmEx for lora (baseline_lora.go). Softmax and rmsnorm
 // have no vendor routine: their entries are held to the copy bandwidth
 // instead. Row-major operands are passed as their column-major transposes.
-func (b *Backend) Baseline(k *kernels.Kernel, dt kernels.DType) (tuner.Program, string, error) {
+func (b *Backend) Baseline(k *kernels.Kernel, dt kernels.DType) (device.Program, string, error) {
 	call, ok := blasCalls.Get(k.Name)
 	if (!ok && k.Name != families.QGemv && k.Name != families.Lora) || !b.lib.HasCUBLAS() {
 		return nil, "", nil
@@ -66,24 +66,24 @@ type preparedProgram struct {
 }
 
 // A sampled output must prepare too (it bypassed lora's scratch once).
-var _ tuner.SampledOutputer = preparedProgram{}
+var _ device.SampledOutputer = preparedProgram{}
 
-func (p preparedProgram) ready(ti tuner.Instance) error {
-	in, err := gpuhost.Of(ti, device{p.b}, "cuda")
+func (p preparedProgram) ready(ti device.Instance) error {
+	in, err := gpuhost.Of(ti, buffers{p.b}, "cuda")
 	if err != nil {
 		return err
 	}
 	return p.b.ctx.Do(func(t *cudadrv.Thread) error { return p.prepare(t, in) })
 }
 
-func (p preparedProgram) Run(ti tuner.Instance, n int) ([]float64, error) {
+func (p preparedProgram) Run(ti device.Instance, n int) ([]float64, error) {
 	if err := p.ready(ti); err != nil {
 		return nil, err
 	}
 	return p.program.Run(ti, n)
 }
 
-func (p preparedProgram) Output(ti tuner.Instance) ([]float32, error) {
+func (p preparedProgram) Output(ti device.Instance) ([]float32, error) {
 	if err := p.ready(ti); err != nil {
 		return nil, err
 	}
@@ -92,7 +92,7 @@ func (p preparedProgram) Output(ti tuner.Instance) ([]float32, error) {
 
 // OutputSample is Output for an output too large to bring whole (lora's
 // prefill shapes): the buffers first, as for Run and Output.
-func (p preparedProgram) OutputSample(ti tuner.Instance, s kernels.RowSample) ([]float32, int, int, error) {
+func (p preparedProgram) OutputSample(ti device.Instance, s kernels.RowSample) ([]float32, int, int, error) {
 	if err := p.ready(ti); err != nil {
 		return nil, 0, 0, err
 	}

@@ -7,7 +7,7 @@ import (
 	"github.com/kerntune/kerntune/internal/cudadrv"
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/search"
-	"github.com/kerntune/kerntune/tuner"
+	"github.com/kerntune/kerntune/tuner/device"
 )
 
 // The CUDA device's limits on GEMM candidates, without a GPU: fragment
@@ -44,7 +44,7 @@ func TestGemmConstraints(t *testing.T) {
 		{"SIMT double-buffered", h100, false, kernels.F32, search.Candidate{"BM": 128, "BN": 128, "BK": 16, "TM": 8, "TN": 8, "PAD": 4, "MMA": 0, "WM": 1, "WN": 1, "STAGES": 2, "TF32": 0}, ""},
 	}
 	for _, tt := range tests {
-		l := tuner.Limits{GPU: deviceLimits(tt.props, Options{AllowTF32: tt.allow})}
+		l := device.Limits{GPU: deviceLimits(tt.props, Options{AllowTF32: tt.allow})}
 		var got error
 		for _, con := range l.Constraints(k, tt.dt) {
 			if err := con.Check(tt.c); err != nil {

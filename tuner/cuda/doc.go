@@ -5,6 +5,6 @@
 //
 // The driver is loaded at run time (internal/cudadrv), so the package builds
 // with CGO_ENABLED=0 everywhere; without a driver or a GPU, Open returns an
-// error wrapping tuner.ErrUnavailable. Its host side is
+// error wrapping device.ErrUnavailable. Its host side is
 // tuner/internal/gpuhost's.
 package cuda

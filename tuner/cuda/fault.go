@@ -9,13 +9,12 @@ import (
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/kernels/gpu"
 	"github.com/kerntune/kerntune/search"
-	"github.com/kerntune/kerntune/tuner"
-	"github.com/kerntune/kerntune/tuner/worker"
+	"github.com/kerntune/kerntune/tuner/device"
 )
 
 var (
-	_ worker.DeviceLoser  = (*Backend)(nil)
-	_ worker.FaultBuilder = (*Backend)(nil)
+	_ device.DeviceLoser  = (*Backend)(nil)
+	_ device.FaultBuilder = (*Backend)(nil)
 )
 
 // DeviceLost reports a sticky CUDA error (an illegal address, a trap): the
@@ -23,10 +22,10 @@ var (
 func (b *Backend) DeviceLost(err error) bool { return errors.Is(err, cudadrv.ErrContextLost) }
 
 // BuildFault compiles candidate c with a fault at the top of its kernel:
-// for worker.FaultCrash a store to an unmapped address
-// (CUDA_ERROR_ILLEGAL_ADDRESS, sticky), for worker.FaultHang an endless
+// for device.FaultCrash a store to an unmapped address
+// (CUDA_ERROR_ILLEGAL_ADDRESS, sticky), for device.FaultHang an endless
 // loop. It shows on a real GPU that a faulting candidate is isolated.
-func (b *Backend) BuildFault(k *kernels.Kernel, dt kernels.DType, c search.Candidate, kind string) (tuner.Program, error) {
+func (b *Backend) BuildFault(k *kernels.Kernel, dt kernels.DType, c search.Candidate, kind string) (device.Program, error) {
 	body, src, err := gpu.Source(k.Name, gpu.CUDA, dt, c)
 	if err != nil {
 		return nil, err
@@ -45,9 +44,9 @@ func (b *Backend) BuildFault(k *kernels.Kernel, dt kernels.DType, c search.Candi
 func injectFault(src, fn, kind string) (string, error) {
 	var stmt string
 	switch kind {
-	case worker.FaultCrash:
+	case device.FaultCrash:
 		stmt = "\n  if (threadIdx.x == 0 && blockIdx.x == 0) { *(volatile float*)16 = 1.0f; } // injected fault: illegal address\n"
-	case worker.FaultHang:
+	case device.FaultHang:
 		// A loop around volatile asm: the compiler may delete an infinite
 		// loop without side effects (C++ forward progress), even one over a
 		// volatile local.

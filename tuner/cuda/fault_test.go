@@ -7,7 +7,7 @@ import (
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/kernels/gpu"
 	"github.com/kerntune/kerntune/search"
-	"github.com/kerntune/kerntune/tuner/worker"
+	"github.com/kerntune/kerntune/tuner/device"
 )
 
 // The injected fault lands at the top of the family's kernel, in every family.
@@ -25,7 +25,7 @@ func TestInjectFault(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, kind := range []string{worker.FaultCrash, worker.FaultHang} {
+		for _, kind := range []string{device.FaultCrash, device.FaultHang} {
 			got, err := injectFault(src, body.Func, kind)
 			if err != nil {
 				t.Fatalf("%s %s: %v", k.Name, kind, err)
@@ -42,7 +42,7 @@ func TestInjectFault(t *testing.T) {
 			}
 		}
 	}
-	if _, err := injectFault("__global__ void other() {}", "kt_x", worker.FaultCrash); err == nil {
+	if _, err := injectFault("__global__ void other() {}", "kt_x", device.FaultCrash); err == nil {
 		t.Error("a missing kernel was not reported")
 	}
 }

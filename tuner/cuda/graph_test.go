@@ -9,7 +9,7 @@ import (
 	"github.com/kerntune/kerntune/internal/stats"
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/search"
-	"github.com/kerntune/kerntune/tuner"
+	"github.com/kerntune/kerntune/tuner/device"
 	"github.com/kerntune/kerntune/tuner/internal/gpuhost"
 )
 
@@ -53,12 +53,12 @@ func TestRecordedTimeMatchesGraphReplay(t *testing.T) {
 		}
 		progs := []struct {
 			name string
-			p    tuner.Program
+			p    device.Program
 		}{{"default", tuned}}
 		if base, name, err := b.Baseline(k, kernels.F16); err == nil && base != nil {
 			progs = append(progs, struct {
 				name string
-				p    tuner.Program
+				p    device.Program
 			}{name, base})
 		}
 		for _, pg := range progs {
@@ -88,7 +88,7 @@ func TestRecordedTimeMatchesGraphReplay(t *testing.T) {
 
 // graphReplay is the median time per launch of program pr in replays of a
 // CUDA graph of 40 launches on inst's rotated copies, in seconds.
-func graphReplay(b *Backend, tp tuner.Program, ti tuner.Instance) (float64, error) {
+func graphReplay(b *Backend, tp device.Program, ti device.Instance) (float64, error) {
 	var pr *program
 	switch v := tp.(type) {
 	case *program:
@@ -101,7 +101,7 @@ func graphReplay(b *Backend, tp tuner.Program, ti tuner.Instance) (float64, erro
 	default:
 		return 0, fmt.Errorf("a %T cannot be captured", tp)
 	}
-	in, err := gpuhost.Of(ti, device{b}, "cuda")
+	in, err := gpuhost.Of(ti, buffers{b}, "cuda")
 	if err != nil {
 		return 0, err
 	}

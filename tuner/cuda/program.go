@@ -9,17 +9,17 @@ import (
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/kernels/gpu"
 	"github.com/kerntune/kerntune/search"
-	"github.com/kerntune/kerntune/tuner"
+	"github.com/kerntune/kerntune/tuner/device"
 	"github.com/kerntune/kerntune/tuner/internal/gpuhost"
 )
 
 // instance is a problem resident on the GPU: input copies and the output.
 type instance = gpuhost.Instance[cudadrv.DevPtr]
 
-// device gives the buffer operations on the context's thread.
-type device struct{ b *Backend }
+// buffers gives the buffer operations on the context's thread.
+type buffers struct{ b *Backend }
 
-func (d device) Memory(f func(gpuhost.Memory[cudadrv.DevPtr]) error) error {
+func (d buffers) Memory(f func(gpuhost.Memory[cudadrv.DevPtr]) error) error {
 	return d.b.ctx.Do(func(t *cudadrv.Thread) error { return f(threadMemory{t}) })
 }
 
@@ -35,8 +35,8 @@ func (m threadMemory) Fill(dst cudadrv.DevPtr, word uint32, words int) error {
 }
 
 // Load uploads copies of the inputs and allocates the output.
-func (b *Backend) Load(p *kernels.Problem, copies int) (tuner.Instance, error) {
-	return gpuhost.Load[cudadrv.DevPtr](device{b}, p, copies, b.info.Key)
+func (b *Backend) Load(p *kernels.Problem, copies int) (device.Instance, error) {
+	return gpuhost.Load[cudadrv.DevPtr](buffers{b}, p, copies, b.info.Key)
 }
 
 // launcher is what a program does for one run on one input copy.
@@ -94,8 +94,8 @@ func (pr *program) Close() error {
 // number of input copies. Where the driver has no CUDA
 // graphs, or a launch cannot be captured, the D launches are issued back
 // to back between the events instead (timeGroups).
-func (pr *program) Run(ti tuner.Instance, n int) ([]float64, error) {
-	in, err := gpuhost.Of(ti, device{pr.b}, "cuda")
+func (pr *program) Run(ti device.Instance, n int) ([]float64, error) {
+	in, err := gpuhost.Of(ti, buffers{pr.b}, "cuda")
 	if err != nil {
 		return nil, err
 	}
@@ -215,8 +215,8 @@ func seconds(ms []float64) []float64 {
 }
 
 // Output poisons the output, runs once on the first copy and reads the result.
-func (pr *program) Output(ti tuner.Instance) ([]float32, error) {
-	in, err := gpuhost.Of(ti, device{pr.b}, "cuda")
+func (pr *program) Output(ti device.Instance) ([]float32, error) {
+	in, err := gpuhost.Of(ti, buffers{pr.b}, "cuda")
 	if err != nil {
 		return nil, err
 	}
@@ -254,7 +254,7 @@ func (b *Backend) nvrtc(body *gpu.Body, dt kernels.DType, c search.Candidate) ([
 
 // Build waits for a candidate's compile, loads the module and checks that
 // the kernel can run with the candidate's threads (registers permitting).
-func (b *Backend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate) (tuner.Program, error) {
+func (b *Backend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate) (device.Program, error) {
 	body, err := b.compiles.Body(k.Name)
 	if err != nil {
 		return nil, err
@@ -268,7 +268,7 @@ func (b *Backend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate)
 
 // program loads a compiled candidate and checks that the kernel can run
 // with the candidate's threads (registers permitting).
-func (b *Backend) program(body *gpu.Body, dt kernels.DType, c search.Candidate, image []byte) (tuner.Program, error) {
+func (b *Backend) program(body *gpu.Body, dt kernels.DType, c search.Candidate, image []byte) (device.Program, error) {
 	threads := body.Threads(c)
 	dyn := body.Dynamic(gpu.CUDA, dt, c)
 	var mod *cudadrv.Module
@@ -321,7 +321,7 @@ func (b *Backend) Prefetch(k *kernels.Kernel, dt kernels.DType, cands []search.C
 	b.compiles.Prefetch(k, dt, cands)
 }
 
-// Ready reports whether a candidate's compile has ended (tuner.Readier).
+// Ready reports whether a candidate's compile has ended (device.Readier).
 func (b *Backend) Ready(k *kernels.Kernel, dt kernels.DType, c search.Candidate) bool {
 	return b.compiles.Ready(k, dt, c)
 }

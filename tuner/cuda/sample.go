@@ -7,14 +7,14 @@ import (
 
 	"github.com/kerntune/kerntune/internal/cudadrv"
 	"github.com/kerntune/kerntune/kernels"
-	"github.com/kerntune/kerntune/tuner"
+	"github.com/kerntune/kerntune/tuner/device"
 	"github.com/kerntune/kerntune/tuner/internal/gpuhost"
 )
 
-var _ tuner.SampledOutputer = (*program)(nil)
+var _ device.SampledOutputer = (*program)(nil)
 
 // sampleKernels, loaded with the helper kernels, check a large output
-// where it is (tuner.SampledOutputer): the index of its first element that
+// where it is (device.SampledOutputer): the index of its first element that
 // is not finite (NaN, the poison, or an infinity: exponent bits all ones),
 // and the sample's rows gathered into one small buffer. Only those cross to the host: for softmax 32768×1024
 // f32 that is about 1 MB instead of 128 MB, and no float64 scan of the
@@ -50,8 +50,8 @@ extern "C" __global__ void kt_gather16(const unsigned short* out, const int* row
 // does, and returns the sample's rows, the index of the first element of
 // the whole output that is not finite (-1 for none) and the output's
 // length, computed on the GPU (sampleKernels).
-func (pr *program) OutputSample(ti tuner.Instance, s kernels.RowSample) ([]float32, int, int, error) {
-	in, err := gpuhost.Of(ti, device{pr.b}, "cuda")
+func (pr *program) OutputSample(ti device.Instance, s kernels.RowSample) ([]float32, int, int, error) {
+	in, err := gpuhost.Of(ti, buffers{pr.b}, "cuda")
 	if err != nil {
 		return nil, 0, 0, err
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/kerntune/kerntune/internal/cudadrv"
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/search"
-	"github.com/kerntune/kerntune/tuner"
+	"github.com/kerntune/kerntune/tuner/device"
 	"github.com/kerntune/kerntune/tuner/internal/gpuhost"
 )
 
@@ -19,7 +19,7 @@ func openGPU(t *testing.T) *Backend {
 	t.Helper()
 	b, err := Open(0)
 	if err != nil {
-		if errors.Is(err, tuner.ErrUnavailable) && os.Getenv("CUDADRV_REQUIRE_GPU") == "" {
+		if errors.Is(err, device.ErrUnavailable) && os.Getenv("CUDADRV_REQUIRE_GPU") == "" {
 			t.Skipf("no CUDA device (set CUDADRV_REQUIRE_GPU=1 to fail instead): %v", err)
 		}
 		t.Fatal(err)

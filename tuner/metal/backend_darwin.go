@@ -5,7 +5,6 @@ package metal
 import (
 	"errors"
 	"fmt"
-	"github.com/kerntune/kerntune/kernels/gpu"
 	"math"
 	"os"
 	"runtime"
@@ -13,10 +12,12 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/kerntune/kerntune/kernels/gpu"
+
 	"github.com/ebitengine/purego/objc"
 
 	"github.com/kerntune/kerntune/internal/stats"
-	"github.com/kerntune/kerntune/tuner"
+	"github.com/kerntune/kerntune/tuner/device"
 	"github.com/kerntune/kerntune/tuner/internal/gpuhost"
 )
 
@@ -36,7 +37,7 @@ type Backend struct {
 	gpu    *gpuThread
 	device objc.ID // id<MTLDevice>, owned
 	queue  objc.ID // id<MTLCommandQueue>, owned
-	info   tuner.DeviceInfo
+	info   device.DeviceInfo
 
 	mpsOK       bool
 	family      gpuFamily
@@ -75,10 +76,10 @@ type pipeline struct {
 	pipelineLimits
 }
 
-func open(o Options) (tuner.Backend, error) {
+func open(o Options) (device.Backend, error) {
 	r, err := loadRuntime()
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", tuner.ErrUnavailable, err)
+		return nil, fmt.Errorf("%w: %v", device.ErrUnavailable, err)
 	}
 	cs, err := compileSettingsFor(o)
 	if err != nil {
@@ -112,7 +113,7 @@ func (b *Backend) setup() error {
 		}
 	}
 	if dev == 0 {
-		return fmt.Errorf("%w: no Metal device (MTLCreateSystemDefaultDevice and MTLCopyAllDevices returned none)", tuner.ErrUnavailable)
+		return fmt.Errorf("%w: no Metal device (MTLCreateSystemDefaultDevice and MTLCopyAllDevices returned none)", device.ErrUnavailable)
 	}
 	b.device = dev
 	if b.queue = dev.Send(sel.newCommandQueue); b.queue == 0 {
@@ -177,7 +178,7 @@ func (b *Backend) describe() {
 	} else {
 		fmt.Fprintf(os.Stderr, "metal: %v\n", err)
 	}
-	b.info = tuner.DeviceInfo{
+	b.info = device.DeviceInfo{
 		Key:          deviceKey(name, cores),
 		Name:         name,
 		Backend:      "metal",
@@ -185,7 +186,7 @@ func (b *Backend) describe() {
 		ComputeUnits: cores,
 		LLCBytes:     slcBytes(name), // an estimate: see slcBytes
 		Facts:        facts,
-		Limits:       tuner.Limits{GPU: deviceLimits(int(maxTPT.Width), tgMem, b.family)},
+		Limits:       device.Limits{GPU: deviceLimits(int(maxTPT.Width), tgMem, b.family)},
 	}
 	for _, n := range b.rt.notes {
 		fmt.Fprintf(os.Stderr, "metal: %s\n", n)
@@ -630,7 +631,7 @@ func (b *Backend) measure() error {
 func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
 
 // Info describes the GPU.
-func (b *Backend) Info() tuner.DeviceInfo { return b.info }
+func (b *Backend) Info() device.DeviceInfo { return b.info }
 
 // Close waits for compiles in flight, releases the cached pipelines, the
 // helpers, the queue and the device, and ends the GPU thread. Programs and

@@ -9,7 +9,7 @@ import (
 	"github.com/kerntune/kerntune/internal/testutil"
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/search"
-	"github.com/kerntune/kerntune/tuner"
+	"github.com/kerntune/kerntune/tuner/device"
 	"github.com/kerntune/kerntune/tuner/internal/gpuhost"
 )
 
@@ -87,7 +87,7 @@ func TestSIMDGroupMatrixGate(t *testing.T) {
 				t.Errorf("simdgroupMatrix() = %t, want %t", got, c.want)
 			}
 			var featureErr error
-			for _, con := range (tuner.Limits{GPU: deviceLimits(0, 0, c.fam)}).Constraints(k, kernels.F32) {
+			for _, con := range (device.Limits{GPU: deviceLimits(0, 0, c.fam)}).Constraints(k, kernels.F32) {
 				if con.Name == "GPU family features" {
 					featureErr = con.Check(mma)
 				}

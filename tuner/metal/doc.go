@@ -9,7 +9,7 @@
 // github.com/ebitengine/purego and its objc package: no cgo, so the darwin
 // binaries cross-compile from any platform with CGO_ENABLED=0. Files that
 // need darwin APIs carry a darwin build tag; elsewhere Open reports
-// tuner.ErrUnavailable. The decisions the darwin code takes (GPU family,
+// device.ErrUnavailable. The decisions the darwin code takes (GPU family,
 // feature gates, pipeline checks, timestamp validation, dispatches per
 // command buffer, compile options, output preparation) are pure functions
 // in files without a build tag, unit-tested on every platform.

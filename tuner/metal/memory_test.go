@@ -167,7 +167,7 @@ func TestDeviceUsesStorage(t *testing.T) {
 			if !ok || fd.Recv == nil || len(fd.Recv.List) != 1 {
 				continue
 			}
-			if id, ok := fd.Recv.List[0].Type.(*ast.Ident); ok && id.Name == "device" {
+			if id, ok := fd.Recv.List[0].Type.(*ast.Ident); ok && id.Name == "buffers" {
 				var b strings.Builder
 				if err := format.Node(&b, src.fset, fd.Body); err != nil {
 					t.Fatal(err)
@@ -184,7 +184,7 @@ func TestDeviceUsesStorage(t *testing.T) {
 	} {
 		body, ok := methods[m]
 		if !ok {
-			t.Errorf("device.%s not found", m)
+			t.Errorf("buffers.%s not found", m)
 			continue
 		}
 		if !strings.Contains(body, want) {

@@ -5,9 +5,9 @@ package metal
 import (
 	"fmt"
 
-	"github.com/kerntune/kerntune/tuner"
+	"github.com/kerntune/kerntune/tuner/device"
 )
 
-func open(Options) (tuner.Backend, error) {
-	return nil, fmt.Errorf("%w: Metal is only available on macOS", tuner.ErrUnavailable)
+func open(Options) (device.Backend, error) {
+	return nil, fmt.Errorf("%w: Metal is only available on macOS", device.ErrUnavailable)
 }

@@ -11,13 +11,13 @@ import (
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/kernels/gpu"
 	"github.com/kerntune/kerntune/search"
-	"github.com/kerntune/kerntune/tuner"
+	"github.com/kerntune/kerntune/tuner/device"
 	"github.com/kerntune/kerntune/tuner/internal/gpuhost"
 )
 
 func TestRegistered(t *testing.T) {
-	if !slices.Contains(tuner.Backends(), "metal") {
-		t.Fatalf("metal is not registered: %v", tuner.Backends())
+	if !slices.Contains(device.Backends(), "metal") {
+		t.Fatalf("metal is not registered: %v", device.Backends())
 	}
 	// Auto picks Metal first on macOS and never elsewhere, where it cannot open.
 	for goos, want := range map[string]int{"darwin": 1, "linux": 0, "windows": 0} {
@@ -27,7 +27,7 @@ func TestRegistered(t *testing.T) {
 		}
 	}
 	// The registry gives it the space kind families.SpaceKind names.
-	if tr, _ := tuner.TraitsOf("metal"); tr.Space != tuner.SpaceGPU {
+	if tr, _ := device.TraitsOf("metal"); tr.Space != device.SpaceGPU {
 		t.Errorf("registered traits %+v, want gpu space", tr)
 	}
 }
@@ -158,7 +158,7 @@ func TestDeviceLimits(t *testing.T) {
 			t.Errorf("%s: limits %+v, want metal, %d threads, %d bytes, SIMD width unknown", c.name, *l, c.wantThreads, c.wantMem)
 		}
 	}
-	cs := tuner.Limits{GPU: deviceLimits(1024, 32768, m3)}.Constraints(k, kernels.F32)
+	cs := device.Limits{GPU: deviceLimits(1024, 32768, m3)}.Constraints(k, kernels.F32)
 	check := func(c search.Candidate) error {
 		for _, con := range cs {
 			if err := con.Check(c); err != nil {
@@ -206,7 +206,7 @@ func TestDeviceLimits(t *testing.T) {
 	famCopy := *k.Family
 	famCopy.Name = "no_such_family"
 	fake.Family = &famCopy
-	if err := (tuner.Limits{GPU: deviceLimits(1024, 32768, m3)}).Constraints(&fake, kernels.F32)[0].Check(ok); err == nil {
+	if err := (device.Limits{GPU: deviceLimits(1024, 32768, m3)}).Constraints(&fake, kernels.F32)[0].Check(ok); err == nil {
 		t.Error("a family without a GPU body was accepted")
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/ebitengine/purego/objc"
 
 	"github.com/kerntune/kerntune/kernels"
-	"github.com/kerntune/kerntune/tuner"
+	"github.com/kerntune/kerntune/tuner/device"
 )
 
 // Baseline is Metal Performance Shaders in the same harness as the
@@ -26,7 +26,7 @@ import (
 // MPSDataTypeBFloat16 (macOS 14) is MPSGraph's, and a data type an MPS
 // kernel does not take fails an assertion that aborts the process rather
 // than returning an error. bf16 entries are held to the rooflines instead.
-func (b *Backend) Baseline(k *kernels.Kernel, dt kernels.DType) (tuner.Program, string, error) {
+func (b *Backend) Baseline(k *kernels.Kernel, dt kernels.DType) (device.Program, string, error) {
 	encoder, ok := mpsEncoders.Get(k.Name)
 	if !b.mpsOK || !ok || dt == kernels.BF16 {
 		return nil, "", nil

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kerntune/kerntune/tuner"
+	"github.com/kerntune/kerntune/tuner/device"
 )
 
 func TestOpenUnavailableOffMac(t *testing.T) {
@@ -15,10 +15,10 @@ func TestOpenUnavailableOffMac(t *testing.T) {
 	if err == nil || b != nil {
 		t.Fatalf("Open() = %v, %v; want an error", b, err)
 	}
-	if !errors.Is(err, tuner.ErrUnavailable) || !strings.Contains(err.Error(), "macOS") {
-		t.Errorf("Open() error %q does not wrap tuner.ErrUnavailable with a reason", err)
+	if !errors.Is(err, device.ErrUnavailable) || !strings.Contains(err.Error(), "macOS") {
+		t.Errorf("Open() error %q does not wrap device.ErrUnavailable with a reason", err)
 	}
-	if _, err := tuner.Open("metal"); !errors.Is(err, tuner.ErrUnavailable) {
-		t.Errorf(`tuner.Open("metal") = %v, want tuner.ErrUnavailable`, err)
+	if _, err := device.Open("metal"); !errors.Is(err, device.ErrUnavailable) {
+		t.Errorf(`device.Open("metal") = %v, want device.ErrUnavailable`, err)
 	}
 }

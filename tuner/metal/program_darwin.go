@@ -16,7 +16,7 @@ import (
 	"github.com/kerntune/kerntune/kernels/gpu"
 	"github.com/kerntune/kerntune/params/families"
 	"github.com/kerntune/kerntune/search"
-	"github.com/kerntune/kerntune/tuner"
+	"github.com/kerntune/kerntune/tuner/device"
 	"github.com/kerntune/kerntune/tuner/internal/gpuhost"
 )
 
@@ -24,20 +24,20 @@ import (
 // and the output.
 type instance = gpuhost.Instance[buffer]
 
-// device gives the buffer operations on the GPU thread. Problems' buffers
+// buffers gives the buffer operations on the GPU thread. Problems' buffers
 // are shared storage where memory is unified, which the CPU writes and
 // reads through -[MTLBuffer contents], and private storage elsewhere,
 // reached through a staging buffer and a blit (memory.go).
-type device struct{ b *Backend }
+type buffers struct{ b *Backend }
 
-func (d device) Memory(f func(gpuhost.Memory[buffer]) error) error {
+func (d buffers) Memory(f func(gpuhost.Memory[buffer]) error) error {
 	return d.b.gpu.do(func() error { return f(d) })
 }
 
-func (d device) Alloc(n int) (buffer, error) { return d.b.newBufferIn(n, d.b.storage) }
-func (d device) Free(bf buffer) error        { freeBuffer(&bf); return nil }
+func (d buffers) Alloc(n int) (buffer, error) { return d.b.newBufferIn(n, d.b.storage) }
+func (d buffers) Free(bf buffer) error        { freeBuffer(&bf); return nil }
 
-func (d device) Read(dst []byte, src buffer) error {
+func (d buffers) Read(dst []byte, src buffer) error {
 	if src.private {
 		return readVia[buffer](d, dst, src, src.size)
 	}
@@ -45,7 +45,7 @@ func (d device) Read(dst []byte, src buffer) error {
 	return nil
 }
 
-func (d device) Write(dst buffer, src []byte) error {
+func (d buffers) Write(dst buffer, src []byte) error {
 	if len(src) > dst.size {
 		return fmt.Errorf("metal: writing %d bytes into a buffer of %d", len(src), dst.size)
 	}
@@ -56,7 +56,7 @@ func (d device) Write(dst buffer, src []byte) error {
 	return nil
 }
 
-func (d device) Fill(dst buffer, word uint32, words int) error {
+func (d buffers) Fill(dst buffer, word uint32, words int) error {
 	if dst.private {
 		return fillWordsVia[buffer](d, dst, dst.size, word, words)
 	}
@@ -66,7 +66,7 @@ func (d device) Fill(dst buffer, word uint32, words int) error {
 
 // staging, release and blit move bytes into and out of private buffers
 // (stager). GPU thread.
-func (d device) staging(n int) (buffer, []byte, error) {
+func (d buffers) staging(n int) (buffer, []byte, error) {
 	bf, err := d.b.newBuffer(n)
 	if err != nil {
 		return buffer{}, nil, err
@@ -74,15 +74,15 @@ func (d device) staging(n int) (buffer, []byte, error) {
 	return bf, bf.bytes(), nil
 }
 
-func (d device) release(bf buffer) { freeBuffer(&bf) }
+func (d buffers) release(bf buffer) { freeBuffer(&bf) }
 
-func (d device) blit(src, dst buffer, n int) error {
+func (d buffers) blit(src, dst buffer, n int) error {
 	return d.b.runUntimed(func(cb objc.ID) error { return encodeBlit(cb, src.id, dst.id, n) })
 }
 
 // Load writes copies of the inputs and allocates the output.
-func (b *Backend) Load(p *kernels.Problem, copies int) (tuner.Instance, error) {
-	return gpuhost.Load[buffer](device{b}, p, copies, b.info.Key)
+func (b *Backend) Load(p *kernels.Problem, copies int) (device.Instance, error) {
+	return gpuhost.Load[buffer](buffers{b}, p, copies, b.info.Key)
 }
 
 // encodeFn adds one run of a program on one input copy to a command
@@ -136,8 +136,8 @@ func (pr *program) Close() error {
 	return err
 }
 
-func (pr *program) instance(ti tuner.Instance) (*instance, error) {
-	in, err := gpuhost.Of(ti, device{pr.b}, "metal")
+func (pr *program) instance(ti device.Instance) (*instance, error) {
+	in, err := gpuhost.Of(ti, buffers{pr.b}, "metal")
 	if err != nil || pr.prepare == nil {
 		return in, err
 	}
@@ -151,7 +151,7 @@ func (pr *program) instance(ti tuner.Instance) (*instance, error) {
 // buffer (the pipeline's and the buffers' first use), then revised from the
 // median of every timing, so the tuner's warmup runs settle it before the
 // samples that count (see gpuhost.RevisedRuns).
-func (pr *program) Run(ti tuner.Instance, n int) ([]float64, error) {
+func (pr *program) Run(ti device.Instance, n int) ([]float64, error) {
 	in, err := pr.instance(ti)
 	if err != nil {
 		return nil, err
@@ -189,7 +189,7 @@ func (pr *program) Run(ti tuner.Instance, n int) ([]float64, error) {
 
 // Output fills the output with NaN (zeros for MPS, see prepareOutput), runs
 // once on the first input copy and reads the output back.
-func (pr *program) Output(ti tuner.Instance) ([]float32, error) {
+func (pr *program) Output(ti device.Instance) ([]float32, error) {
 	in, err := pr.instance(ti)
 	if err != nil {
 		return nil, err
@@ -199,17 +199,17 @@ func (pr *program) Output(ti tuner.Instance) ([]float32, error) {
 		if pr.vendor {
 			zeros := make([]byte, in.Out.size)
 			prepareOutput(zeros, in.Problem.DType, true)
-			if err := (device{pr.b}).Write(in.Out, zeros); err != nil {
+			if err := (buffers{pr.b}).Write(in.Out, zeros); err != nil {
 				return err
 			}
-		} else if err := in.Poison(device{pr.b}); err != nil {
+		} else if err := in.Poison(buffers{pr.b}); err != nil {
 			return err
 		}
 		if err := pr.b.runUntimed(func(cb objc.ID) error { return pr.encode(cb, in, 0, true) }); err != nil {
 			return err
 		}
 		var err error
-		out, err = in.ReadOutput(device{pr.b})
+		out, err = in.ReadOutput(buffers{pr.b})
 		return err
 	})
 	return out, err
@@ -249,7 +249,7 @@ func (b *Backend) compilePipeline(body *gpu.Body, dt kernels.DType, c search.Can
 // run the candidate's threadgroup: at most the pipeline's own
 // maxTotalThreadsPerThreadgroup threads, at most 32 KB of threadgroup
 // memory, and for generated kernels a threadExecutionWidth of 32.
-func (b *Backend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate) (tuner.Program, error) {
+func (b *Backend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate) (device.Program, error) {
 	body, err := b.compiles.Body(k.Name)
 	if err != nil {
 		return nil, err
@@ -300,7 +300,7 @@ func (b *Backend) buildPipeline(body *gpu.Body, k *kernels.Kernel, dt kernels.DT
 // follow the shape): it compiles lazily for the shape of each instance it
 // runs on, through the compile cache under a key that holds the
 // shape-derived source (shapedKey), and keeps one pipeline per shape.
-func (b *Backend) buildShaped(body *gpu.Body, k *kernels.Kernel, dt kernels.DType, c search.Candidate) (tuner.Program, error) {
+func (b *Backend) buildShaped(body *gpu.Body, k *kernels.Kernel, dt kernels.DType, c search.Candidate) (device.Program, error) {
 	if _, err := body.Supported(gpu.Metal, c); err != nil {
 		return nil, err
 	}
@@ -484,7 +484,7 @@ func (b *Backend) Prefetch(k *kernels.Kernel, dt kernels.DType, cands []search.C
 	b.compiles.Prefetch(k, dt, cands)
 }
 
-// Ready reports whether a candidate's compile has ended (tuner.Readier).
+// Ready reports whether a candidate's compile has ended (device.Readier).
 func (b *Backend) Ready(k *kernels.Kernel, dt kernels.DType, c search.Candidate) bool {
 	return b.compiles.Ready(k, dt, c)
 }

@@ -4,22 +4,27 @@ import (
 	"runtime"
 
 	"github.com/kerntune/kerntune/kernels/gpu"
-	"github.com/kerntune/kerntune/tuner"
+	"github.com/kerntune/kerntune/tuner/device"
 )
 
 func init() {
-	tuner.RegisterOptions("metal", func(o tuner.Options) (tuner.Backend, error) {
+	device.RegisterOptions("metal", func(o device.Options) (device.Backend, error) {
 		return OpenWith(Options{MathMode: o[OptionMathMode]})
 	}, traits(runtime.GOOS))
 }
 
 // OptionMathMode is the tuner option that sets Options.MathMode.
-const OptionMathMode = tuner.OptionMathMode
+const OptionMathMode = device.OptionMathMode
 
 // traits: "--backend auto" tries Metal first, on macOS only (elsewhere it
 // cannot open).
-func traits(goos string) tuner.Traits {
-	t := tuner.Traits{API: gpu.Metal, Options: []string{OptionMathMode}, Isolate: true}
+func traits(goos string) device.Traits {
+	t := device.Traits{API: gpu.Metal, Options: []string{OptionMathMode}, Isolate: true, Flags: []device.Flag{
+		{Name: "metal-math-mode", Option: OptionMathMode, Values: []string{MathSafe, MathRelaxed, MathFast}, Elsewhere: "name --backend metal on a Mac",
+			Usage: "metal: compile kernels in this math mode, as MLX's compile_options name them: safe (the default, as MLX), relaxed (macOS 15 and later) or fast; set as MLX sets it on the running macOS; tuned entries record it as math_mode"},
+		{Name: "metal-fast-math", Option: OptionMathMode, Set: MathFast, Elsewhere: "name --backend metal on a Mac",
+			Usage: "metal: --metal-math-mode fast; tuned entries record it as fast_math"},
+	}}
 	if goos == "darwin" {
 		t.AutoRank = 1
 	}
@@ -41,10 +46,10 @@ type Options struct {
 
 // Open opens the system's default Metal device with the default Options.
 // See OpenWith.
-func Open() (tuner.Backend, error) { return OpenWith(Options{}) }
+func Open() (device.Backend, error) { return OpenWith(Options{}) }
 
 // OpenWith opens the system's default Metal device, measures its facts
 // (after at least a second of GPU warmup) and returns the backend. On a
 // platform other than macOS, or without a Metal device, it returns an error
-// wrapping tuner.ErrUnavailable.
-func OpenWith(o Options) (tuner.Backend, error) { return open(o) }
+// wrapping device.ErrUnavailable.
+func OpenWith(o Options) (device.Backend, error) { return open(o) }

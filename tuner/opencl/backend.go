@@ -11,15 +11,15 @@ import (
 	"github.com/kerntune/kerntune/internal/compilecache"
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/kernels/gpu"
-	"github.com/kerntune/kerntune/tuner"
+	"github.com/kerntune/kerntune/tuner/device"
 	"github.com/kerntune/kerntune/tuner/internal/gpuhost"
 )
 
 // Auto never picks OpenCL: where it runs, CUDA, Metal or the pure-Go CPU
 // backend is the better default.
 func init() {
-	tuner.Register("opencl", func() (tuner.Backend, error) { return Open() },
-		tuner.Traits{API: gpu.OpenCL, Isolate: true})
+	device.Register("opencl", func() (device.Backend, error) { return Open() },
+		device.Traits{API: gpu.OpenCL, Isolate: true})
 }
 
 // errClosed ends compiles that had not started when the backend closed.
@@ -34,7 +34,7 @@ type Backend struct {
 	ctx      *cldrv.Context
 	platform cldrv.PlatformInfo
 	props    cldrv.DeviceProps
-	info     tuner.DeviceInfo
+	info     device.DeviceInfo
 
 	// compiles holds built programs by family|dtype|candidate key, built
 	// on one goroutine per CPU; Build takes a program out of the cache.
@@ -51,11 +51,11 @@ type Backend struct {
 // Open picks the first GPU of any platform, else the first device of any
 // type (PoCL's CPU device), and creates a context and profiling queue on
 // it. Without a library, platform or device it returns an error wrapping
-// tuner.ErrUnavailable.
+// device.ErrUnavailable.
 func Open() (*Backend, error) {
 	lib, err := cldrv.Load()
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", tuner.ErrUnavailable, err)
+		return nil, fmt.Errorf("%w: %v", device.ErrUnavailable, err)
 	}
 	plat, dev, err := pickDevice(lib)
 	if err != nil {
@@ -98,7 +98,7 @@ func pickDevice(lib *cldrv.Lib) (cldrv.Platform, cldrv.Device, error) {
 			}
 		}
 	}
-	return 0, 0, fmt.Errorf("%w: no OpenCL device on %d platforms (%s)", tuner.ErrUnavailable, len(plats), lib.Path)
+	return 0, 0, fmt.Errorf("%w: no OpenCL device on %d platforms (%s)", device.ErrUnavailable, len(plats), lib.Path)
 }
 
 // describe fills DeviceInfo from the device queries and measures the
@@ -116,7 +116,7 @@ func (b *Backend) describe() error {
 		}
 	}
 	clock := float64(max(p.ClockMHz, 1000)) * 1e6
-	b.info = tuner.DeviceInfo{
+	b.info = device.DeviceInfo{
 		Key:          fmt.Sprintf("opencl:%s:%s:%d", clean(b.platform.Name), clean(p.Name), p.ComputeUnits),
 		Name:         p.Name,
 		Backend:      "opencl",
@@ -139,7 +139,7 @@ func (b *Backend) describe() error {
 			"timer_resolution_ns": float64(p.TimerResolutionNS),
 		},
 		// The device's limits on work-group size and local memory.
-		Limits: tuner.Limits{GPU: &gpu.Limits{API: gpu.OpenCL, MaxThreads: p.MaxWorkGroupSize, MaxShared: int(p.LocalMemBytes)}},
+		Limits: device.Limits{GPU: &gpu.Limits{API: gpu.OpenCL, MaxThreads: p.MaxWorkGroupSize, MaxShared: int(p.LocalMemBytes)}},
 	}
 	bw, err := b.copyBandwidth()
 	if err != nil {
@@ -210,7 +210,7 @@ func (b *Backend) copyBandwidth() (float64, error) {
 }
 
 // Info describes the device.
-func (b *Backend) Info() tuner.DeviceInfo { return b.info }
+func (b *Backend) Info() device.DeviceInfo { return b.info }
 
 // Close waits for compiles in flight, releases the cached programs and the
 // context. Programs and instances should be closed first.
@@ -224,6 +224,6 @@ func (b *Backend) Close() error {
 }
 
 // Baseline: OpenCL has no vendor library kerntune times against.
-func (b *Backend) Baseline(*kernels.Kernel, kernels.DType) (tuner.Program, string, error) {
+func (b *Backend) Baseline(*kernels.Kernel, kernels.DType) (device.Program, string, error) {
 	return nil, "", nil
 }

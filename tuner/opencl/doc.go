@@ -8,5 +8,5 @@
 //
 // The library is loaded at run time (internal/cldrv), so the package builds
 // with CGO_ENABLED=0; without a library, platform or device, Open returns
-// an error wrapping tuner.ErrUnavailable. Its host side is tuner/internal/gpuhost's.
+// an error wrapping device.ErrUnavailable. Its host side is tuner/internal/gpuhost's.
 package opencl

@@ -9,34 +9,34 @@ import (
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/kernels/gpu"
 	"github.com/kerntune/kerntune/search"
-	"github.com/kerntune/kerntune/tuner"
+	"github.com/kerntune/kerntune/tuner/device"
 	"github.com/kerntune/kerntune/tuner/internal/gpuhost"
 )
 
 // instance is a problem resident on the device: input copies and the output.
 type instance = gpuhost.Instance[cldrv.Buffer]
 
-// device gives the buffer operations of the backend's context, whose one
+// buffers gives the buffer operations of the backend's context, whose one
 // in-order queue orders them with the launches.
-type device struct{ b *Backend }
+type buffers struct{ b *Backend }
 
-func (d device) Memory(f func(gpuhost.Memory[cldrv.Buffer]) error) error { return f(d) }
+func (d buffers) Memory(f func(gpuhost.Memory[cldrv.Buffer]) error) error { return f(d) }
 
-func (d device) Alloc(n int) (cldrv.Buffer, error)        { return d.b.ctx.Alloc(n) }
-func (d device) Write(dst cldrv.Buffer, src []byte) error { return d.b.ctx.Write(dst, src) }
-func (d device) Read(dst []byte, src cldrv.Buffer) error  { return d.b.ctx.Read(dst, src) }
-func (d device) Free(buf cldrv.Buffer) error              { return d.b.ctx.Free(buf) }
-func (d device) Fill(dst cldrv.Buffer, word uint32, words int) error {
+func (d buffers) Alloc(n int) (cldrv.Buffer, error)        { return d.b.ctx.Alloc(n) }
+func (d buffers) Write(dst cldrv.Buffer, src []byte) error { return d.b.ctx.Write(dst, src) }
+func (d buffers) Read(dst []byte, src cldrv.Buffer) error  { return d.b.ctx.Read(dst, src) }
+func (d buffers) Free(buf cldrv.Buffer) error              { return d.b.ctx.Free(buf) }
+func (d buffers) Fill(dst cldrv.Buffer, word uint32, words int) error {
 	return d.b.ctx.Fill32(dst, word, words)
 }
 
 // Load uploads copies of the inputs and allocates the output.
-func (b *Backend) Load(p *kernels.Problem, copies int) (tuner.Instance, error) {
-	return gpuhost.Load[cldrv.Buffer](device{b}, p, copies, b.info.Key)
+func (b *Backend) Load(p *kernels.Problem, copies int) (device.Instance, error) {
+	return gpuhost.Load[cldrv.Buffer](buffers{b}, p, copies, b.info.Key)
 }
 
 // built is a compiled candidate: its program and kernel. Build claims it
-// from the compile cache; the tuner.Program that uses it releases it.
+// from the compile cache; the device.Program that uses it releases it.
 type built struct {
 	prog *cldrv.Program
 	kern *cldrv.Kernel
@@ -87,7 +87,7 @@ func (b *Backend) buildSource(body *gpu.Body, dt kernels.DType, c search.Candida
 // Build takes a candidate's program out of the compile cache (building it
 // if needed; again if another Build took it) and checks that the kernel
 // can run the candidate's work-group in the device's local memory.
-func (b *Backend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate) (tuner.Program, error) {
+func (b *Backend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate) (device.Program, error) {
 	body, err := b.compiles.Body(k.Name)
 	if err != nil {
 		return nil, err
@@ -141,8 +141,8 @@ func (pr *program) Close() error {
 	return err
 }
 
-func (pr *program) instance(ti tuner.Instance) (*instance, error) {
-	in, err := gpuhost.Of(ti, device{pr.b}, "opencl")
+func (pr *program) instance(ti device.Instance) (*instance, error) {
+	in, err := gpuhost.Of(ti, buffers{pr.b}, "opencl")
 	if err != nil {
 		return nil, err
 	}
@@ -154,7 +154,7 @@ func (pr *program) instance(ti tuner.Instance) (*instance, error) {
 
 // Run enqueues n launches on rotating input copies, each with a profiling
 // event, and returns each launch's device execution time.
-func (pr *program) Run(ti tuner.Instance, n int) ([]float64, error) {
+func (pr *program) Run(ti device.Instance, n int) ([]float64, error) {
 	in, err := pr.instance(ti)
 	if err != nil {
 		return nil, err
@@ -175,20 +175,20 @@ func (pr *program) Run(ti tuner.Instance, n int) ([]float64, error) {
 
 // Output poisons the output with NaN, runs once on the first copy and reads
 // the result back.
-func (pr *program) Output(ti tuner.Instance) ([]float32, error) {
+func (pr *program) Output(ti device.Instance) ([]float32, error) {
 	in, err := pr.instance(ti)
 	if err != nil {
 		return nil, err
 	}
 	pr.b.queueMu.Lock()
 	defer pr.b.queueMu.Unlock()
-	if err := in.Poison(device{pr.b}); err != nil {
+	if err := in.Poison(buffers{pr.b}); err != nil {
 		return nil, err
 	}
 	if _, err := pr.launch(in, 0, false); err != nil {
 		return nil, err
 	}
-	return in.ReadOutput(device{pr.b}) // in-order queue: the read waits for the launch
+	return in.ReadOutput(buffers{pr.b}) // in-order queue: the read waits for the launch
 }
 
 // Prefetch hands candidates the tuner will ask for soon to the OpenCL
@@ -197,7 +197,7 @@ func (b *Backend) Prefetch(k *kernels.Kernel, dt kernels.DType, cands []search.C
 	b.compiles.Prefetch(k, dt, cands)
 }
 
-// Ready reports whether a candidate's compile has ended (tuner.Readier).
+// Ready reports whether a candidate's compile has ended (device.Readier).
 func (b *Backend) Ready(k *kernels.Kernel, dt kernels.DType, c search.Candidate) bool {
 	return b.compiles.Ready(k, dt, c)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/kerntune/kerntune/kernels/gpu"
 	"github.com/kerntune/kerntune/search"
 	"github.com/kerntune/kerntune/tuner"
+	"github.com/kerntune/kerntune/tuner/device"
 )
 
 // Test switches (the KTDEV_ prefix keeps them out of the KERNTUNE_
@@ -36,7 +37,7 @@ import (
 func openOrSkip(t *testing.T) *Backend {
 	t.Helper()
 	b, err := Open()
-	if errors.Is(err, tuner.ErrUnavailable) {
+	if errors.Is(err, device.ErrUnavailable) {
 		testutil.SkipUnlessRequired(t, "KTDEV_REQUIRE_OPENCL", "%v (apt-get install pocl-opencl-icd ocl-icd-libopencl1)", err)
 	}
 	if err != nil {

@@ -14,13 +14,13 @@ import (
 	"github.com/kerntune/kerntune/internal/compilecache"
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/search"
-	"github.com/kerntune/kerntune/tuner"
+	"github.com/kerntune/kerntune/tuner/device"
 )
 
 // ExitUnavailable is the exit status of a worker whose backend could not
 // open because this machine lacks it (an error wrapping
-// tuner.ErrUnavailable): the client's error then wraps
-// tuner.ErrUnavailable too. It is sysexits.h's EX_UNAVAILABLE.
+// device.ErrUnavailable): the client's error then wraps
+// device.ErrUnavailable too. It is sysexits.h's EX_UNAVAILABLE.
 const ExitUnavailable = 69
 
 // Options says how to start the worker process.
@@ -38,13 +38,13 @@ type Options struct {
 	Log io.Writer
 }
 
-// Backend is a tuner.Backend whose calls run in a worker process.
+// Backend is a device.Backend whose calls run in a worker process.
 type Backend struct {
 	opts     Options
 	mu       sync.Mutex
 	p        *proc
 	gen      int // incremented for each worker started
-	info     tuner.DeviceInfo
+	info     device.DeviceInfo
 	restarts int
 	// sent counts the requests sent, by operation (tests read it).
 	sent map[string]int
@@ -168,7 +168,7 @@ func (b *Backend) callLocked(req *request, limit time.Duration) (*response, erro
 			b.reap(p)
 			kill.Stop()
 			fmt.Fprintf(b.opts.Log, "worker: device lost in %s (%s); starting a fresh worker\n", req.Op, r.Err)
-			return nil, fmt.Errorf("%w: %s left the device unusable: %s", tuner.ErrCrashed, req.Op, r.Err)
+			return nil, fmt.Errorf("%w: %s left the device unusable: %s", device.ErrCrashed, req.Op, r.Err)
 		}
 		if r.Err != "" {
 			return r, errors.New(r.Err)
@@ -178,7 +178,7 @@ func (b *Backend) callLocked(req *request, limit time.Duration) (*response, erro
 		p.cmd.Process.Kill()
 		b.reap(p)
 		fmt.Fprintf(b.opts.Log, "worker: %s ran past %s; killed it, starting a fresh worker\n", req.Op, limit)
-		return nil, fmt.Errorf("%w: %s did not finish within %s; the worker was killed", tuner.ErrTimeout, req.Op, limit)
+		return nil, fmt.Errorf("%w: %s did not finish within %s; the worker was killed", device.ErrTimeout, req.Op, limit)
 	}
 }
 
@@ -206,7 +206,7 @@ func (b *Backend) lost(p *proc, req *request) error {
 	}
 	cr := readCrash(p.stderr.String())
 	if p.cmd.ProcessState != nil && p.cmd.ProcessState.ExitCode() == ExitUnavailable {
-		return fmt.Errorf("%w (in the worker): %s", tuner.ErrUnavailable, cr.reason)
+		return fmt.Errorf("%w (in the worker): %s", device.ErrUnavailable, cr.reason)
 	}
 	if cr.reason != "" {
 		reason += ": " + cr.reason
@@ -222,9 +222,9 @@ func (b *Backend) lost(p *proc, req *request) error {
 	fmt.Fprintf(b.opts.Log, "worker: crashed in %s (%s); starting a fresh worker\n", what, reason)
 	if cr.excerpt != "" {
 		fmt.Fprintf(b.opts.Log, "worker stderr:\n%s\n", indent(cr.excerpt))
-		return fmt.Errorf("%w during %s: %s\nworker stderr:\n%s", tuner.ErrCrashed, what, reason, indent(cr.excerpt))
+		return fmt.Errorf("%w during %s: %s\nworker stderr:\n%s", device.ErrCrashed, what, reason, indent(cr.excerpt))
 	}
-	return fmt.Errorf("%w during %s: %s", tuner.ErrCrashed, what, reason)
+	return fmt.Errorf("%w during %s: %s", device.ErrCrashed, what, reason)
 }
 
 // describe names a call for a crash report: its operation and, where it
@@ -247,7 +247,7 @@ func indent(s string) string { return "  " + strings.ReplaceAll(s, "\n", "\n  ")
 
 // Info describes the worker's device. Its limits on candidates came with
 // it, as data: the tuner checks candidates here, with no call per check.
-func (b *Backend) Info() tuner.DeviceInfo { return b.info }
+func (b *Backend) Info() device.DeviceInfo { return b.info }
 
 // Close ends the worker: it exits when its input closes.
 func (b *Backend) Close() error {
@@ -281,7 +281,7 @@ type instance struct {
 }
 
 // Load sends the problem (its seed, not its inputs, when it has one).
-func (b *Backend) Load(p *kernels.Problem, copies int) (tuner.Instance, error) {
+func (b *Backend) Load(p *kernels.Problem, copies int) (device.Instance, error) {
 	in := &instance{b: b, spec: specOf(p), copies: copies}
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -333,7 +333,7 @@ type program struct {
 }
 
 // Build builds the candidate in the worker.
-func (b *Backend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate) (tuner.Program, error) {
+func (b *Backend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate) (device.Program, error) {
 	pr := &program{b: b, kernel: k.Name, dtype: string(dt), cand: c}
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -344,7 +344,7 @@ func (b *Backend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate)
 }
 
 // Baseline builds the backend's baseline in the worker.
-func (b *Backend) Baseline(k *kernels.Kernel, dt kernels.DType) (tuner.Program, string, error) {
+func (b *Backend) Baseline(k *kernels.Kernel, dt kernels.DType) (device.Program, string, error) {
 	pr := &program{b: b, kernel: k.Name, dtype: string(dt), baseline: true}
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -373,13 +373,13 @@ func (pr *program) ensure() (*response, error) {
 }
 
 // exec runs op of pr on ti, loading both into a fresh worker if needed.
-func (pr *program) exec(op string, ti tuner.Instance, n int) (*response, error) {
+func (pr *program) exec(op string, ti device.Instance, n int) (*response, error) {
 	return pr.execReq(&request{Op: op, N: n}, ti)
 }
 
 // execReq runs req (its ID and Inst set here) of pr on ti, loading both
 // into a fresh worker if needed.
-func (pr *program) execReq(req *request, ti tuner.Instance) (*response, error) {
+func (pr *program) execReq(req *request, ti device.Instance) (*response, error) {
 	in, ok := ti.(*instance)
 	if !ok || in.b != pr.b {
 		return nil, fmt.Errorf("worker: foreign instance %T", ti)
@@ -399,7 +399,7 @@ func (pr *program) execReq(req *request, ti tuner.Instance) (*response, error) {
 	return b.callLocked(req, b.opts.Timeout)
 }
 
-func (pr *program) Run(ti tuner.Instance, n int) ([]float64, error) {
+func (pr *program) Run(ti device.Instance, n int) ([]float64, error) {
 	resp, err := pr.exec(opRun, ti, n)
 	if err != nil {
 		return nil, err
@@ -407,7 +407,7 @@ func (pr *program) Run(ti tuner.Instance, n int) ([]float64, error) {
 	return resp.Times, nil
 }
 
-func (pr *program) Output(ti tuner.Instance) ([]float32, error) {
+func (pr *program) Output(ti device.Instance) ([]float32, error) {
 	resp, err := pr.exec(opOutput, ti, 0)
 	if err != nil {
 		return nil, err
@@ -416,8 +416,8 @@ func (pr *program) Output(ti tuner.Instance) ([]float32, error) {
 }
 
 // OutputSample runs the kernel as Output does and brings back only the
-// sample's rows (tuner.SampledOutputer): a large output need not cross the pipe.
-func (pr *program) OutputSample(ti tuner.Instance, s kernels.RowSample) ([]float32, int, int, error) {
+// sample's rows (device.SampledOutputer): a large output need not cross the pipe.
+func (pr *program) OutputSample(ti device.Instance, s kernels.RowSample) ([]float32, int, int, error) {
 	resp, err := pr.execReq(&request{Op: opOutput, Sample: &s}, ti)
 	if err != nil {
 		return nil, 0, 0, err
@@ -437,7 +437,7 @@ func (b *Backend) Prefetch(k *kernels.Kernel, dt kernels.DType, cands []search.C
 }
 
 // Ready asks the worker's backend whether a candidate's compile has ended
-// (tuner.Readier): one short call per question. With no worker running
+// (device.Readier): one short call per question. With no worker running
 // (none started yet, or the last one lost) it is false without a call, as
 // a fresh worker has compiled nothing.
 func (b *Backend) Ready(k *kernels.Kernel, dt kernels.DType, c search.Candidate) bool {
@@ -451,7 +451,7 @@ func (b *Backend) Ready(k *kernels.Kernel, dt kernels.DType, c search.Candidate)
 }
 
 // CacheStats is the worker backend's compile-cache counters since the
-// worker started (tuner.CacheReporter); zero when no worker runs, when
+// worker started (device.CacheReporter); zero when no worker runs, when
 // the call fails, or when the backend has no cache. A restarted worker
 // counts from zero again, so an entry's counts are then a lower bound.
 func (b *Backend) CacheStats() compilecache.Stats {

@@ -8,22 +8,8 @@ import (
 
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/search"
-	"github.com/kerntune/kerntune/tuner"
+	"github.com/kerntune/kerntune/tuner/device"
 )
-
-// Fault kinds for WithFaults.
-const (
-	FaultCrash = "crash" // the candidate takes its process down
-	FaultHang  = "hang"  // the candidate never finishes
-)
-
-// FaultBuilder is implemented by backends that can build a deliberately
-// faulting candidate on their device (the CUDA backend: a kernel that
-// writes to an illegal address, or spins forever), so crash isolation can
-// be shown on real hardware.
-type FaultBuilder interface {
-	BuildFault(k *kernels.Kernel, dt kernels.DType, c search.Candidate, kind string) (tuner.Program, error)
-}
 
 // ParseFaults parses a fault list: entries KIND:CANDIDATE_KEY separated by
 // ";", e.g. "crash:BN=64,ROWS=1,THREADS=2,UNROLL=1;hang:BN=16,...".
@@ -35,7 +21,7 @@ func ParseFaults(spec string) (map[string]string, error) {
 			continue
 		}
 		kind, key, ok := strings.Cut(e, ":")
-		if !ok || (kind != FaultCrash && kind != FaultHang) {
+		if !ok || (kind != device.FaultCrash && kind != device.FaultHang) {
 			return nil, fmt.Errorf("fault %q: want crash:KEY or hang:KEY", e)
 		}
 		c, err := search.ParseKey(key)
@@ -50,21 +36,21 @@ func ParseFaults(spec string) (map[string]string, error) {
 // WithFaults wraps b so that the candidates in faults (key → kind) fault
 // when they run. It exists to test crash isolation; kerntune's worker uses
 // it only in test binaries and in builds with the ktfault tag.
-func WithFaults(b tuner.Backend, faults map[string]string) tuner.Backend {
+func WithFaults(b device.Backend, faults map[string]string) device.Backend {
 	return &faulty{Backend: b, faults: faults}
 }
 
 type faulty struct {
-	tuner.Backend
+	device.Backend
 	faults map[string]string
 }
 
-func (f *faulty) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate) (tuner.Program, error) {
+func (f *faulty) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate) (device.Program, error) {
 	kind, ok := f.faults[c.Key()]
 	if !ok {
 		return f.Backend.Build(k, dt, c)
 	}
-	if fb, ok := f.Backend.(FaultBuilder); ok {
+	if fb, ok := f.Backend.(device.FaultBuilder); ok {
 		return fb.BuildFault(k, dt, c, kind)
 	}
 	p, err := f.Backend.Build(k, dt, c)
@@ -76,20 +62,20 @@ func (f *faulty) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate) 
 
 // Prefetch passes through so GPU compile pools keep working under faults.
 func (f *faulty) Prefetch(k *kernels.Kernel, dt kernels.DType, cands []search.Candidate) {
-	if pf, ok := f.Backend.(tuner.Prefetcher); ok {
+	if pf, ok := f.Backend.(device.Prefetcher); ok {
 		pf.Prefetch(k, dt, cands)
 	}
 }
 
 // Ready passes through, as Prefetch does.
 func (f *faulty) Ready(k *kernels.Kernel, dt kernels.DType, c search.Candidate) bool {
-	rd, ok := f.Backend.(tuner.Readier)
+	rd, ok := f.Backend.(device.Readier)
 	return ok && rd.Ready(k, dt, c)
 }
 
 // DeviceLost passes through to the wrapped backend.
 func (f *faulty) DeviceLost(err error) bool {
-	dl, ok := f.Backend.(DeviceLoser)
+	dl, ok := f.Backend.(device.DeviceLoser)
 	return ok && dl.DeviceLost(err)
 }
 
@@ -97,12 +83,12 @@ func (f *faulty) DeviceLost(err error) bool {
 // an index out of range on one of the kernel's goroutines, which no recover
 // can catch, and a hang is a loop that never ends.
 type hostFault struct {
-	tuner.Program
+	device.Program
 	kind string
 }
 
 func (h *hostFault) fault() {
-	if h.kind == FaultHang {
+	if h.kind == device.FaultHang {
 		for {
 			time.Sleep(time.Hour)
 		}
@@ -116,12 +102,12 @@ func (h *hostFault) fault() {
 	}
 }
 
-func (h *hostFault) Run(inst tuner.Instance, n int) ([]float64, error) {
+func (h *hostFault) Run(inst device.Instance, n int) ([]float64, error) {
 	h.fault()
 	return nil, nil
 }
 
-func (h *hostFault) Output(inst tuner.Instance) ([]float32, error) {
+func (h *hostFault) Output(inst device.Instance) ([]float32, error) {
 	h.fault()
 	return nil, nil
 }

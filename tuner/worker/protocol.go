@@ -5,7 +5,7 @@ import (
 
 	"github.com/kerntune/kerntune/internal/compilecache"
 	"github.com/kerntune/kerntune/kernels"
-	"github.com/kerntune/kerntune/tuner"
+	"github.com/kerntune/kerntune/tuner/device"
 )
 
 // Operations of the protocol.
@@ -35,7 +35,7 @@ type request struct {
 	Inst    int
 	N       int
 	// Sample, for an output request, asks for these rows of the output
-	// only (tuner.SampledOutputer), with FirstBad and OutLen.
+	// only (device.SampledOutputer), with FirstBad and OutLen.
 	Sample *kernels.RowSample
 	// Baseline marks a run or output of the baseline program; with
 	// Kernel, DType and Cand it names the program in a crash report.
@@ -47,7 +47,7 @@ type response struct {
 	// Fatal: the error left the device unusable in the worker (a sticky
 	// CUDA error), which exits after answering.
 	Fatal bool
-	Info  tuner.DeviceInfo
+	Info  device.DeviceInfo
 	ID    int
 	Name  string
 	Times []float64
@@ -57,9 +57,9 @@ type response struct {
 	FirstBad int
 	OutLen   int
 	// Ready answers a ready request: the candidate's compile has ended
-	// (tuner.Readier).
+	// (device.Readier).
 	Ready bool
-	// Cache answers a cache-stats request (tuner.CacheReporter).
+	// Cache answers a cache-stats request (device.CacheReporter).
 	Cache compilecache.Stats
 }
 

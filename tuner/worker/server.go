@@ -7,21 +7,14 @@ import (
 	"io"
 
 	"github.com/kerntune/kerntune/search"
-	"github.com/kerntune/kerntune/tuner"
+	"github.com/kerntune/kerntune/tuner/device"
 )
-
-// DeviceLoser is implemented by backends whose device can be left unusable
-// by an error (CUDA's sticky errors); the worker then exits after answering,
-// and the parent starts a fresh one.
-type DeviceLoser interface {
-	DeviceLost(err error) bool
-}
 
 // Serve answers calls read from in with b until in is closed. It returns
 // nil at the end of in, and an error when the device was lost (the caller
 // exits) or the stream is broken.
-func Serve(b tuner.Backend, in io.Reader, out io.Writer) error {
-	s := &server{b: b, insts: map[int]tuner.Instance{}, progs: map[int]tuner.Program{}}
+func Serve(b device.Backend, in io.Reader, out io.Writer) error {
+	s := &server{b: b, insts: map[int]device.Instance{}, progs: map[int]device.Program{}}
 	dec, enc := gob.NewDecoder(in), gob.NewEncoder(out)
 	for {
 		var req request
@@ -34,7 +27,7 @@ func Serve(b tuner.Backend, in io.Reader, out io.Writer) error {
 		resp, err := s.handle(&req)
 		if err != nil {
 			resp.Err = err.Error()
-			if dl, ok := b.(DeviceLoser); ok && dl.DeviceLost(err) {
+			if dl, ok := b.(device.DeviceLoser); ok && dl.DeviceLost(err) {
 				resp.Fatal = true
 			}
 		}
@@ -48,10 +41,10 @@ func Serve(b tuner.Backend, in io.Reader, out io.Writer) error {
 }
 
 type server struct {
-	b     tuner.Backend
+	b     device.Backend
 	next  int
-	insts map[int]tuner.Instance
-	progs map[int]tuner.Program
+	insts map[int]device.Instance
+	progs map[int]device.Program
 }
 
 func (s *server) handle(req *request) (*response, error) {
@@ -84,7 +77,7 @@ func (s *server) handle(req *request) (*response, error) {
 		if err != nil {
 			return resp, err
 		}
-		var prog tuner.Program
+		var prog device.Program
 		if req.Op == opBuild {
 			prog, err = s.b.Build(k, dt, search.Candidate(req.Cand))
 		} else {
@@ -97,7 +90,7 @@ func (s *server) handle(req *request) (*response, error) {
 		s.progs[s.next] = prog
 		resp.ID = s.next
 	case opPrefetch:
-		if pf, ok := s.b.(tuner.Prefetcher); ok {
+		if pf, ok := s.b.(device.Prefetcher); ok {
 			k, dt, err := kernelDType(req.Kernel, req.DType)
 			if err != nil {
 				return resp, err
@@ -109,11 +102,11 @@ func (s *server) handle(req *request) (*response, error) {
 			pf.Prefetch(k, dt, cands)
 		}
 	case opCache:
-		if cr, ok := s.b.(tuner.CacheReporter); ok {
+		if cr, ok := s.b.(device.CacheReporter); ok {
 			resp.Cache = cr.CacheStats()
 		}
 	case opReady:
-		if rd, ok := s.b.(tuner.Readier); ok {
+		if rd, ok := s.b.(device.Readier); ok {
 			k, dt, err := kernelDType(req.Kernel, req.DType)
 			if err != nil {
 				return resp, err
@@ -130,9 +123,9 @@ func (s *server) handle(req *request) (*response, error) {
 		case req.Op == opRun:
 			resp.Times, err = prog.Run(inst, req.N)
 		case req.Sample != nil:
-			// Only the sample crosses the pipe (tuner.SampledOutputer),
+			// Only the sample crosses the pipe (device.SampledOutputer),
 			// taken on the device where the backend can.
-			if so, ok := prog.(tuner.SampledOutputer); ok {
+			if so, ok := prog.(device.SampledOutputer); ok {
 				resp.Out, resp.FirstBad, resp.OutLen, err = so.OutputSample(inst, *req.Sample)
 				break
 			}

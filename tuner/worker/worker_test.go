@@ -17,6 +17,7 @@ import (
 	"github.com/kerntune/kerntune/search"
 	"github.com/kerntune/kerntune/tuner"
 	"github.com/kerntune/kerntune/tuner/cpu"
+	"github.com/kerntune/kerntune/tuner/device"
 	"github.com/kerntune/kerntune/tuner/internal/tunertest"
 )
 
@@ -40,7 +41,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	var served tuner.Backend = WithFaults(b, faults)
+	var served device.Backend = WithFaults(b, faults)
 	if key := os.Getenv("KTDEV_LOSE"); key != "" {
 		served = &losingBackend{Backend: served, key: key}
 	}
@@ -66,15 +67,15 @@ func TestMain(m *testing.M) {
 // losingBackend models a device that a candidate leaves unusable (a sticky
 // CUDA error): its output call fails with errLost, which DeviceLost flags.
 type losingBackend struct {
-	tuner.Backend
+	device.Backend
 	key string
 }
 
 var errLost = errors.New("context corrupted")
 
-type losingProg struct{ tuner.Program }
+type losingProg struct{ device.Program }
 
-func (l *losingBackend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate) (tuner.Program, error) {
+func (l *losingBackend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate) (device.Program, error) {
 	p, err := l.Backend.Build(k, dt, c)
 	if err != nil || c.Key() != l.key {
 		return p, err
@@ -82,7 +83,7 @@ func (l *losingBackend) Build(k *kernels.Kernel, dt kernels.DType, c search.Cand
 	return losingProg{p}, nil
 }
 
-func (losingProg) Output(tuner.Instance) ([]float32, error) { return nil, errLost }
+func (losingProg) Output(device.Instance) ([]float32, error) { return nil, errLost }
 
 func (l *losingBackend) DeviceLost(err error) bool { return err.Error() == errLost.Error() }
 
@@ -90,16 +91,16 @@ func (l *losingBackend) DeviceLost(err error) bool { return err.Error() == errLo
 // Objective-C exception's abort, say): the candidate key's program writes
 // a recorded stderr and exits with status 2, as Go does on a fatal signal.
 type dyingBackend struct {
-	tuner.Backend
+	device.Backend
 	key, stderr string
 }
 
 type dyingProg struct {
-	tuner.Program
+	device.Program
 	stderr string
 }
 
-func (d *dyingBackend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate) (tuner.Program, error) {
+func (d *dyingBackend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate) (device.Program, error) {
 	p, err := d.Backend.Build(k, dt, c)
 	if err != nil || c.Key() != d.key {
 		return p, err
@@ -107,7 +108,7 @@ func (d *dyingBackend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candi
 	return dyingProg{p, d.stderr}, nil
 }
 
-func (d dyingProg) Run(tuner.Instance, int) ([]float64, error) {
+func (d dyingProg) Run(device.Instance, int) ([]float64, error) {
 	data, err := os.ReadFile(d.stderr)
 	if err != nil {
 		panic(err)
@@ -120,7 +121,7 @@ func (d dyingProg) Run(tuner.Instance, int) ([]float64, error) {
 // readyBackend models a compile pool whose compiles of the candidates in
 // ready (keys) have ended, for kernel softmax.
 type readyBackend struct {
-	tuner.Backend
+	device.Backend
 	ready []string
 }
 
@@ -134,7 +135,7 @@ func TestReadyRoundTrip(t *testing.T) {
 	done, compiling := search.Candidate{"ROWS": 1, "TG": 64}, search.Candidate{"ROWS": 2, "TG": 64}
 	t.Setenv("KTDEV_READY", done.Key()+";"+search.Candidate{"ROWS": 4, "TG": 32}.Key())
 	b := openTestWorker(t, "", time.Minute, &strings.Builder{})
-	var _ tuner.Readier = b
+	var _ device.Readier = b
 	softmax, _ := kernels.Get("softmax")
 	rmsnorm, _ := kernels.Get("rmsnorm")
 	tests := []struct {
@@ -178,7 +179,7 @@ func TestReadyRoundTrip(t *testing.T) {
 // cachingBackend models a backend with a compile cache whose counters
 // read stats.
 type cachingBackend struct {
-	tuner.Backend
+	device.Backend
 	stats compilecache.Stats
 }
 
@@ -190,7 +191,7 @@ func (c *cachingBackend) CacheStats() compilecache.Stats { return c.stats }
 func TestCacheStatsRoundTrip(t *testing.T) {
 	t.Setenv("KTDEV_CACHE", "7/3")
 	b := openTestWorker(t, "", time.Minute, &strings.Builder{})
-	var _ tuner.CacheReporter = b
+	var _ device.CacheReporter = b
 	if got, want := b.CacheStats(), (compilecache.Stats{Hits: 7, Misses: 3}); got != want {
 		t.Errorf("stats %+v, want %+v", got, want)
 	}
@@ -231,7 +232,7 @@ func TestDeviceLostRestartsWorker(t *testing.T) {
 	p, inst := loadSeeded(t, b, k, []int{5, 77}, 9)
 	gp := mustBuild(t, b, k, good)
 	bp := mustBuild(t, b, k, bad)
-	if _, err := bp.Output(inst); !errors.Is(err, tuner.ErrCrashed) || !strings.Contains(err.Error(), "context corrupted") {
+	if _, err := bp.Output(inst); !errors.Is(err, device.ErrCrashed) || !strings.Contains(err.Error(), "context corrupted") {
 		t.Fatalf("output on a lost device: %v, want ErrCrashed with the reason", err)
 	}
 	out, err := gp.Output(inst)
@@ -248,7 +249,7 @@ func TestDeviceLostRestartsWorker(t *testing.T) {
 
 // loadSeeded makes the f32 problem of k of shape, seeded with seed, and
 // loads it into b.
-func loadSeeded(t *testing.T, b *Backend, k *kernels.Kernel, shape []int, seed uint64) (*kernels.Problem, tuner.Instance) {
+func loadSeeded(t *testing.T, b *Backend, k *kernels.Kernel, shape []int, seed uint64) (*kernels.Problem, device.Instance) {
 	t.Helper()
 	p, err := kernels.NewSeededProblem(k, kernels.F32, kernels.Case{Shape: shape}, seed)
 	if err != nil {
@@ -262,7 +263,7 @@ func loadSeeded(t *testing.T, b *Backend, k *kernels.Kernel, shape []int, seed u
 }
 
 // mustBuild builds candidate c of k for f32 on b.
-func mustBuild(t *testing.T, b *Backend, k *kernels.Kernel, c search.Candidate) tuner.Program {
+func mustBuild(t *testing.T, b *Backend, k *kernels.Kernel, c search.Candidate) device.Program {
 	t.Helper()
 	prog, err := b.Build(k, kernels.F32, c)
 	if err != nil {
@@ -370,7 +371,7 @@ func TestWorkerMatchesInProcess(t *testing.T) {
 			t.Fatal(err)
 		}
 		var outs [2][]float32
-		for i, be := range []tuner.Backend{b, local} {
+		for i, be := range []device.Backend{b, local} {
 			inst, err := be.Load(p, 2)
 			if err != nil {
 				t.Fatal(err)
@@ -429,7 +430,7 @@ func TestWorkerOutputSample(t *testing.T) {
 	defer inst.Close()
 	prog := mustBuild(t, b, k, c)
 	defer prog.Close()
-	so, ok := prog.(tuner.SampledOutputer)
+	so, ok := prog.(device.SampledOutputer)
 	if !ok {
 		t.Fatal("a worker program does not return samples")
 	}
@@ -543,7 +544,7 @@ func TestCrashReportNamesCandidateAndCall(t *testing.T) {
 	_, inst := loadSeeded(t, b, k, []int{4, 64}, 1)
 	prog := mustBuild(t, b, k, cand)
 	_, err = prog.Run(inst, 1)
-	if !errors.Is(err, tuner.ErrCrashed) {
+	if !errors.Is(err, device.ErrCrashed) {
 		t.Fatalf("run: %v, want ErrCrashed", err)
 	}
 	first, _, _ := strings.Cut(err.Error(), "\n")
@@ -619,7 +620,7 @@ func TestReadCrash(t *testing.T) {
 }
 
 // A worker whose backend this machine lacks exits with ExitUnavailable:
-// Open's error wraps tuner.ErrUnavailable, so that "auto" passes over it
+// Open's error wraps device.ErrUnavailable, so that "auto" passes over it
 // quietly, and the worker is not reported as crashed.
 func TestWorkerUnavailable(t *testing.T) {
 	exe, err := os.Executable()
@@ -628,7 +629,7 @@ func TestWorkerUnavailable(t *testing.T) {
 	}
 	var log strings.Builder
 	_, err = Open(Options{Command: []string{exe, "-test.run=^$"}, Env: append(os.Environ(), "KTDEV_WORKER_TEST=1", "KTDEV_UNAVAILABLE=1"), Log: &log})
-	if !errors.Is(err, tuner.ErrUnavailable) || errors.Is(err, tuner.ErrCrashed) || !strings.Contains(err.Error(), "only available on macOS") {
+	if !errors.Is(err, device.ErrUnavailable) || errors.Is(err, device.ErrCrashed) || !strings.Contains(err.Error(), "only available on macOS") {
 		t.Errorf("open: %v; want ErrUnavailable with the worker's reason", err)
 	}
 	if strings.Contains(log.String(), "crashed") {

@@ -10,32 +10,32 @@ import (
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/kernels/gpu"
 	"github.com/kerntune/kerntune/search"
-	"github.com/kerntune/kerntune/tuner"
+	"github.com/kerntune/kerntune/tuner/device"
 )
 
 func init() {
-	tuner.RegisterOptions("trial", func(tuner.Options) (tuner.Backend, error) { return backend{}, nil },
-		tuner.Traits{API: gpu.CUDA})
+	device.RegisterOptions("trial", func(device.Options) (device.Backend, error) { return backend{}, nil },
+		device.Traits{API: gpu.CUDA})
 }
 
 type backend struct{}
 
-func (backend) Info() tuner.DeviceInfo {
-	return tuner.DeviceInfo{Key: "trial:0", Name: "trial", Backend: "trial", Family: "trial", ComputeUnits: 1,
+func (backend) Info() device.DeviceInfo {
+	return device.DeviceInfo{Key: "trial:0", Name: "trial", Backend: "trial", Family: "trial", ComputeUnits: 1,
 		PeakFlops: 1e15, PeakBandwidth: 1e13,
-		Limits: tuner.Limits{GPU: &gpu.Limits{API: gpu.CUDA, MaxThreads: 1024, MaxShared: 48 << 10, SIMDWidth: 32}}}
+		Limits: device.Limits{GPU: &gpu.Limits{API: gpu.CUDA, MaxThreads: 1024, MaxShared: 48 << 10, SIMDWidth: 32}}}
 }
 
 type instance struct{ p *kernels.Problem }
 
 func (instance) Close() error { return nil }
 
-func (backend) Load(p *kernels.Problem, _ int) (tuner.Instance, error) { return instance{p}, nil }
+func (backend) Load(p *kernels.Problem, _ int) (device.Instance, error) { return instance{p}, nil }
 
 // program holds the source generated for a candidate.
 type program struct{ src string }
 
-func (backend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate) (tuner.Program, error) {
+func (backend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate) (device.Program, error) {
 	_, src, err := gpu.Source(k.Name, gpu.CUDA, dt, c)
 	if err != nil {
 		return nil, err
@@ -43,13 +43,13 @@ func (backend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate) (t
 	return program{src}, nil
 }
 
-func (backend) Baseline(*kernels.Kernel, kernels.DType) (tuner.Program, string, error) {
+func (backend) Baseline(*kernels.Kernel, kernels.DType) (device.Program, string, error) {
 	return nil, "", nil
 }
 
 func (backend) Close() error { return nil }
 
-func (program) Run(_ tuner.Instance, n int) ([]float64, error) {
+func (program) Run(_ device.Instance, n int) ([]float64, error) {
 	ts := make([]float64, n)
 	for i := range ts {
 		ts[i] = 1e-3
@@ -57,7 +57,7 @@ func (program) Run(_ tuner.Instance, n int) ([]float64, error) {
 	return ts, nil
 }
 
-func (program) Output(inst tuner.Instance) ([]float32, error) {
+func (program) Output(inst device.Instance) ([]float32, error) {
 	ref := inst.(instance).p.Reference()
 	out := make([]float32, len(ref))
 	for i, v := range ref {

@@ -8,7 +8,7 @@ import (
 	"github.com/kerntune/kerntune/internal/stats"
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/kernels/gpu"
-	"github.com/kerntune/kerntune/tuner"
+	"github.com/kerntune/kerntune/tuner/device"
 )
 
 // Memory is one API's buffer operations; B is its buffer handle (a CUDA
@@ -34,7 +34,7 @@ type Device[B any] interface {
 }
 
 // Instance is a problem resident on a device: copies of its inputs, which
-// runs rotate through, and one output. It implements tuner.Instance.
+// runs rotate through, and one output. It implements device.Instance.
 type Instance[B any] struct {
 	Problem *kernels.Problem
 	Inputs  [][]B // [copy][operand]
@@ -131,7 +131,7 @@ func (in *Instance[B]) Closed() bool { return in.closed }
 
 // Of returns ti as an open instance of device d, or an error naming the
 // backend when it is another backend's or closed.
-func Of[B any](ti tuner.Instance, d Device[B], backend string) (*Instance[B], error) {
+func Of[B any](ti device.Instance, d Device[B], backend string) (*Instance[B], error) {
 	in, ok := ti.(*Instance[B])
 	if !ok || in.dev != d {
 		return nil, fmt.Errorf("%s backend: foreign instance %T", backend, ti)

@@ -1,4 +1,4 @@
-package tuner
+package device
 
 // Unregister removes a backend that a test registered, so that the trial
 // additions of one test leave the registry as the others expect it.

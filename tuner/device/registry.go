@@ -1,4 +1,4 @@
-package tuner
+package device
 
 import (
 	"errors"
@@ -46,18 +46,19 @@ var ErrUnknownOption = errors.New("option not taken by the backend")
 
 // Space kinds: the GPU backends share kernel bodies and so parameters.
 const (
-	SpaceCPU = "cpu"
-	SpaceGPU = "gpu"
+	SpaceCPU = families.SpaceCPU
+	SpaceGPU = families.SpaceGPU
 )
 
 // Traits are what the layers above a backend know of it without opening
 // it, so that no layer keeps its own list of backend names.
 type Traits struct {
 	// Space is the kind of parameter space its candidates use (SpaceCPU,
-	// SpaceGPU). Left empty, RegisterOptions sets it from the backend's
-	// name by families.SpaceKind, the one table of space kinds in Go (the
-	// Python loader keeps its own, held to it by a test); a test holds a
-	// Space given here to that table.
+	// SpaceGPU), written into the device record of every file it tunes
+	// for (paramfile.Device.Space), so that no loader keeps a table of
+	// backends. Left empty, RegisterOptions sets it from API: a backend
+	// that builds generated GPU sources uses the GPU space, one that builds
+	// none the CPU space.
 	Space string
 	// API is the generated source the backend builds (gpu.CUDA,
 	// gpu.Metal, gpu.OpenCL); "" for a backend that builds none (the
@@ -66,12 +67,37 @@ type Traits struct {
 	API gpu.API
 	// Options are the names of the Options it takes (RegisterOptions).
 	Options []string
+	// Flags are the command-line flags through which it takes them: the
+	// commands that open a backend (tune, verify, bench, the worker)
+	// offer every registered backend's flags and refuse one that the
+	// backend they opened does not take, so that no command names a
+	// backend's options.
+	Flags []Flag
 	// Isolate: tune runs its candidates in a worker process unless told
 	// otherwise (one faulting GPU kernel can poison a context for good).
 	Isolate bool
 	// AutoRank orders the backends that "--backend auto" tries, lowest
 	// first; 0: auto never picks it.
 	AutoRank int
+}
+
+// Flag is a command-line flag that sets one of a backend's Options.
+type Flag struct {
+	// Name is the flag's name without dashes ("metal-math-mode").
+	Name string
+	// Option is the option it sets (one of Traits.Options).
+	Option string
+	// Set, when not empty, makes a boolean flag that sets Option to Set
+	// ("1", or "fast" for --metal-fast-math); empty makes a flag that
+	// takes the option's value.
+	Set string
+	// Values are the values a flag that takes one accepts; nil: any.
+	Values []string
+	// Usage is the flag's help text.
+	Usage string
+	// Elsewhere ends the refusal of the flag on another backend, in
+	// parentheses: "name --backend metal on a Mac".
+	Elsewhere string
 }
 
 // Takes says whether the backend takes the named option.
@@ -97,7 +123,10 @@ func Register(name string, open Opener, t Traits) {
 // t.Options names; backends call it from init.
 func RegisterOptions(name string, open OptionsOpener, t Traits) {
 	if t.Space == "" {
-		t.Space = families.SpaceKind(name)
+		t.Space = SpaceGPU
+		if t.API == "" {
+			t.Space = SpaceCPU
+		}
 	}
 	registryMu.Lock()
 	defer registryMu.Unlock()
