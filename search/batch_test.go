@@ -155,7 +155,7 @@ func TestDriverPrefetchesBatchesAhead(t *testing.T) {
 	measured := map[string]bool{}
 	lookahead := 0
 	d := Driver{Strategy: "bo", Pool: cands, Default: cands[0], MaxEvals: 40, Batch: 4,
-		Measure: func(c Candidate, n int) ([]float64, error) {
+		Target: withPrefetch{func(c Candidate, n int) ([]float64, error) {
 			events = append(events, "m:"+c.Key())
 			measured[c.Key()] = true
 			s := make([]float64, n)
@@ -163,8 +163,7 @@ func TestDriverPrefetchesBatchesAhead(t *testing.T) {
 				s[i] = synthetic(c)
 			}
 			return s, nil
-		},
-		Prefetch: func(fresh []Candidate) {
+		}, func(fresh []Candidate) {
 			if len(fresh) > 4 {
 				lookahead++
 			}
@@ -175,7 +174,7 @@ func TestDriverPrefetchesBatchesAhead(t *testing.T) {
 				prefetched[c.Key()] = true
 				events = append(events, "p:"+c.Key())
 			}
-		}}
+		}}}
 	out, err := d.Run()
 	if err != nil {
 		t.Fatal(err)

@@ -15,10 +15,68 @@ const DefaultStrategy = "bo"
 // first candidate that can be measured) gets before the search starts.
 const calibrationSamples = 3
 
-// Measure answers a request: n more timing samples of c, in seconds per
-// run, or the reason c failed. It is where a search meets a device, or a
-// recording of one (kerntune replay reads a Kernel Tuner cache).
-type Measure func(c Candidate, n int) ([]float64, error)
+// Target is where a search meets a device, or a recording of one
+// (kerntune replay reads a Kernel Tuner cache): Driver asks it for samples
+// and, where it has them, for the optional abilities below (Calibrator,
+// Planner, Stopper, Prefetcher, Readier), each detected once by a type
+// assertion.
+type Target interface {
+	// Measure answers a request: n more timing samples of c, in seconds
+	// per run, or the reason c failed.
+	Measure(c Candidate, n int) ([]float64, error)
+}
+
+// MeasureFunc is a Target that only measures.
+type MeasureFunc func(c Candidate, n int) ([]float64, error)
+
+// Measure calls f.
+func (f MeasureFunc) Measure(c Candidate, n int) ([]float64, error) { return f(c, n) }
+
+// Calibrator is a Target with a time budget. Calibrated is told once,
+// after the calibration, its seconds per sample (0 when nothing could be
+// measured) and returns the seconds the search may spend; a Sizer strategy
+// fits into them. With a Calibrator and no default that can be measured,
+// the first candidate of the pool that can be measured (of the first five)
+// calibrates.
+type Calibrator interface {
+	Calibrated(perSample float64) float64
+}
+
+// Planner is a Target that fixes the size of the search: Plan receives
+// the number of candidates a Sizer chose (0 when none did) and returns the
+// number to use (a resumed run returns the one of the run it resumes, so
+// that the strategy asks again for what that run measured).
+type Planner interface {
+	Plan(size int) int
+}
+
+// Stopper is a Target that can end the search: Stop is asked before every
+// request and returns why the search must end before it (e.g. "budget
+// spent"), or "".
+type Stopper interface {
+	Stop(Request) string
+}
+
+// Prefetcher is a Target that builds candidates ahead: Prefetch receives,
+// before each batch of requests, its candidates not measured before (a
+// backend builds them in parallel), before the first of them is measured.
+type Prefetcher interface {
+	Prefetch(fresh []Candidate)
+}
+
+// Readier is a Target that can say whether a candidate's build is done
+// (its compile has finished, successfully or not), so that measuring it
+// waits for no compile. Before each measurement of a batch the strategy
+// takes in any order (Unordered), the driver measures the first remaining
+// request whose candidate is ready or was measured before; when none is,
+// the first remaining request (which then waits for its compile).
+// Requests for candidates measured before thus keep their order and are
+// never held back. A Target without it has every batch measured in the
+// order proposed (kerntune replay, whose searches must not depend on
+// compile times).
+type Readier interface {
+	Ready(Candidate) bool
+}
 
 // Sizer is implemented by strategies that fit themselves to a budget
 // (halving sizes its first round so that the whole search fits). The
@@ -44,7 +102,7 @@ type Lookahead interface {
 
 // Unordered is implemented by strategies that can say whether the batch of
 // requests their last Next returned may be measured in another order than
-// proposed. With Driver.Ready set, the driver then measures the batch's
+// proposed. With a Target that is a Readier, the driver then measures the batch's
 // fresh candidates (not measured before) whose builds are done before those
 // still compiling.
 type Unordered interface {
@@ -77,37 +135,9 @@ type Driver struct {
 	// MaxEvals caps the distinct candidates measured (0: no cap); it is the
 	// strategy's evaluation budget (Options.MaxCandidates).
 	MaxEvals int
-	// Measure takes the samples.
-	Measure Measure
-	// Stop, when set, is asked before every request and returns why the
-	// search must end before it (e.g. "budget spent"), or "".
-	Stop func(Request) string
-	// Budget, when set, is called once after the calibration with its
-	// seconds per sample (0 when nothing could be measured) and returns the
-	// seconds the search may spend; a Sizer strategy fits into them. With
-	// Budget set and no default that can be measured, the first candidate
-	// of the pool that can be measured (of the first five) calibrates.
-	Budget func(perSample float64) float64
-	// Plan, when set, receives the number of candidates a Sizer chose (0
-	// when none did) and returns the number to use: a resumed run returns
-	// the one of the run it resumes, so that the strategy asks again for
-	// what that run measured.
-	Plan func(size int) int
-	// Prefetch, when set, receives before each batch of requests its
-	// candidates not measured before (a backend builds them in parallel),
-	// before the first of them is measured.
-	Prefetch func(fresh []Candidate)
-	// Ready, when set, reports whether a candidate's build is done (its
-	// compile has finished, successfully or not), so that measuring it
-	// waits for no compile. Before each measurement of a batch the strategy
-	// takes in any order (Unordered), the driver measures the first
-	// remaining request whose candidate is ready or was measured before; when
-	// none is, the first remaining request (which then waits for its
-	// compile). Requests for candidates measured before thus keep their
-	// order and are never held back. Nil: every batch is measured in the
-	// order proposed (kerntune replay, whose searches must not depend on
-	// compile times).
-	Ready func(Candidate) bool
+	// Target takes the samples (and budgets, plans, stops, prefetches as
+	// far as it implements the optional interfaces).
+	Target Target
 	// Batch is how many fresh candidates the strategy proposes per ask
 	// (Options.Batch; ≤ 1: one), so that a backend with a compile pool
 	// builds the next ones while the device times the first. The raced
@@ -134,8 +164,8 @@ type Outcome struct {
 }
 
 // Run runs the search. It fails only when the strategy cannot be created
-// (an unknown name, an empty pool); failed candidates are the Measure
-// function's business and end up in Outcome only through Best.
+// (an unknown name, an empty pool); failed candidates are the
+// Target's business and end up in Outcome only through Best.
 func (d Driver) Run() (Outcome, error) {
 	name := d.Strategy
 	if name == "" {
@@ -151,7 +181,7 @@ func (d Driver) Run() (Outcome, error) {
 	if err != nil {
 		return Outcome{}, err
 	}
-	s := &session{d: d, samples: map[string][]float64{}, failed: map[string]bool{}, cands: map[string]Candidate{}}
+	s := newSession(d)
 
 	var out Outcome
 	if keep > 0 && d.Default != nil && pool[0].Key() == d.Default.Key() {
@@ -159,7 +189,7 @@ func (d Driver) Run() (Outcome, error) {
 	}
 	sz, sizes := st.(Sizer)
 	size := 0
-	if d.Budget != nil {
+	if cal, ok := d.Target.(Calibrator); ok {
 		// No default measured: calibrate on the first candidate that can be measured.
 		for _, c := range d.Pool[:min(len(d.Pool), 5)] {
 			if out.PerSample > 0 {
@@ -167,13 +197,13 @@ func (d Driver) Run() (Outcome, error) {
 			}
 			out.PerSample = s.calibrate(c)
 		}
-		left := d.Budget(out.PerSample)
+		left := cal.Calibrated(out.PerSample)
 		if sizes && out.PerSample > 0 {
 			size = sz.SizeTo(0, left/out.PerSample)
 		}
 	}
-	if d.Plan != nil {
-		if planned := d.Plan(size); planned != size && sizes {
+	if pl, ok := d.Target.(Planner); ok {
+		if planned := pl.Plan(size); planned != size && sizes {
 			sz.SizeTo(planned, math.Inf(1))
 		}
 	}
@@ -229,16 +259,27 @@ func (d Driver) head() ([]Candidate, int) {
 
 // session is the state of one Run: what was measured, by candidate key.
 type session struct {
-	d       Driver
-	samples map[string][]float64
-	failed  map[string]bool
-	cands   map[string]Candidate // every candidate measured, failed or not
+	d          Driver
+	stopper    Stopper    // nil when the Target has none
+	prefetcher Prefetcher // nil when the Target has none
+	readier    Readier    // nil when the Target has none
+	samples    map[string][]float64
+	failed     map[string]bool
+	cands      map[string]Candidate // every candidate measured, failed or not
+}
+
+func newSession(d Driver) *session {
+	s := &session{d: d, samples: map[string][]float64{}, failed: map[string]bool{}, cands: map[string]Candidate{}}
+	s.stopper, _ = d.Target.(Stopper)
+	s.prefetcher, _ = d.Target.(Prefetcher)
+	s.readier, _ = d.Target.(Readier)
+	return s
 }
 
 func (s *session) measure(c Candidate, n int) ([]float64, error) {
 	k := c.Key()
 	s.cands[k] = c
-	xs, err := s.d.Measure(c, n)
+	xs, err := s.d.Target.Measure(c, n)
 	if err != nil {
 		s.failed[k] = true
 		return nil, err
@@ -260,7 +301,7 @@ func (s *session) calibrate(c Candidate) float64 {
 // loop is the ask/tell loop; it returns why it stopped early, or "".
 func (s *session) loop(st Strategy) string {
 	for reqs := st.Next(); reqs != nil; reqs = st.Next() {
-		if s.d.Prefetch != nil {
+		if s.prefetcher != nil {
 			var fresh []Candidate
 			inBatch := map[string]bool{}
 			for _, req := range reqs {
@@ -279,9 +320,9 @@ func (s *session) loop(st Strategy) string {
 					}
 				}
 			}
-			s.d.Prefetch(fresh)
+			s.prefetcher.Prefetch(fresh)
 		}
-		reorder := s.d.Ready != nil && len(reqs) > 1
+		reorder := s.readier != nil && len(reqs) > 1
 		if un, ok := st.(Unordered); !ok || !un.AnyOrder() {
 			reorder = false
 		}
@@ -299,8 +340,8 @@ func (s *session) loop(st Strategy) string {
 			} else {
 				reqs = slices.Delete(reqs, i, i+1) // a clone (reorder)
 			}
-			if s.d.Stop != nil {
-				if reason := s.d.Stop(req); reason != "" {
+			if s.stopper != nil {
+				if reason := s.stopper.Stop(req); reason != "" {
 					return reason
 				}
 			}
@@ -314,14 +355,14 @@ func (s *session) loop(st Strategy) string {
 	return ""
 }
 
-// readyWindow bounds how many fresh requests pick asks Driver.Ready about
+// readyWindow bounds how many fresh requests pick asks the Readier about
 // before one measurement: a strategy that asks for a whole round at once
 // (exhaustive, random, halving) proposes the entire pool, whose compiles
 // the pool finishes near the front of its order anyway, and each question
 // may cost a call to a worker process.
 const readyWindow = 32
 
-// pick is the index of the request of reqs to measure next (Driver.Ready):
+// pick is the index of the request of reqs to measure next (Readier):
 // the first for a candidate measured before or whose build is ready, among
 // the first readyWindow fresh ones; else 0.
 func (s *session) pick(reqs []Request) int {
@@ -334,7 +375,7 @@ func (s *session) pick(reqs []Request) int {
 			break
 		}
 		fresh++
-		if s.d.Ready(req.Candidate) {
+		if s.readier.Ready(req.Candidate) {
 			return i
 		}
 	}

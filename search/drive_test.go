@@ -79,9 +79,9 @@ func TestDriverOrder(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := &recorder{fail: tc.fail}
 			var got float64
-			d := Driver{Strategy: "exhaustive", Options: Options{Samples: 2}, Pool: line(4), Default: tc.def, Warm: tc.warm, Measure: r.measure}
+			d := Driver{Strategy: "exhaustive", Options: Options{Samples: 2}, Pool: line(4), Default: tc.def, Warm: tc.warm, Target: MeasureFunc(r.measure)}
 			if tc.budget != nil {
-				d.Budget = func(s float64) float64 { got = s; return tc.budget(s) }
+				d.Target = withCalibrated{MeasureFunc(r.measure), func(s float64) float64 { got = s; return tc.budget(s) }}
 			}
 			out, err := d.Run()
 			if err != nil {
@@ -113,7 +113,7 @@ func TestDriverStops(t *testing.T) {
 	t.Run("evaluation budget", func(t *testing.T) {
 		r := &recorder{}
 		// racing asks for one candidate at a time, so the cap is reached mid-search.
-		out, err := Driver{Strategy: "racing", Options: Options{Seed: 1}, Pool: line(20), Default: Candidate{"x": 5}, MaxEvals: 6, Measure: r.measure}.Run()
+		out, err := Driver{Strategy: "racing", Options: Options{Seed: 1}, Pool: line(20), Default: Candidate{"x": 5}, MaxEvals: 6, Target: MeasureFunc(r.measure)}.Run()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -131,8 +131,8 @@ func TestDriverStops(t *testing.T) {
 	t.Run("stop at once", func(t *testing.T) {
 		r := &recorder{}
 		asked := 0
-		out, err := Driver{Strategy: "bo", Pool: line(20), Default: Candidate{"x": 7}, Measure: r.measure,
-			Stop: func(Request) string { asked++; return "interrupted" }}.Run()
+		out, err := Driver{Strategy: "bo", Pool: line(20), Default: Candidate{"x": 7},
+			Target: withStop{MeasureFunc(r.measure), func(Request) string { asked++; return "interrupted" }}}.Run()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -145,7 +145,7 @@ func TestDriverStops(t *testing.T) {
 	})
 	t.Run("nothing measurable", func(t *testing.T) {
 		r := &recorder{fail: map[int]bool{0: true, 1: true, 2: true}}
-		out, err := Driver{Strategy: "exhaustive", Pool: line(3), Measure: r.measure}.Run()
+		out, err := Driver{Strategy: "exhaustive", Pool: line(3), Target: MeasureFunc(r.measure)}.Run()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -155,7 +155,7 @@ func TestDriverStops(t *testing.T) {
 	})
 	t.Run("unknown strategy measures nothing", func(t *testing.T) {
 		r := &recorder{}
-		if _, err := (Driver{Strategy: "magic", Pool: line(3), Default: Candidate{"x": 0}, Measure: r.measure}).Run(); err == nil || len(r.calls) != 0 {
+		if _, err := (Driver{Strategy: "magic", Pool: line(3), Default: Candidate{"x": 0}, Target: MeasureFunc(r.measure)}).Run(); err == nil || len(r.calls) != 0 {
 			t.Errorf("err %v after %d calls", err, len(r.calls))
 		}
 	})
@@ -181,20 +181,20 @@ func TestDriverSizesHalving(t *testing.T) {
 				return s, nil
 			}
 			sized := -1
-			d := Driver{Strategy: "halving", Pool: pool, Default: Candidate{"x": 250}, Measure: measure,
-				Budget: func(s float64) float64 {
+			d := Driver{Strategy: "halving", Pool: pool, Default: Candidate{"x": 250}, Target: withPlan{
+				withCalibrated{MeasureFunc(measure), func(s float64) float64 {
 					if s != perSample {
 						t.Errorf("budget called with %g s per sample, want %g", s, perSample)
 					}
 					return tc.seconds
-				},
-				Plan: func(n int) int {
+				}},
+				func(n int) int {
 					sized = n
 					if tc.plan > 0 {
 						return tc.plan
 					}
 					return n
-				}}
+				}}}
 			if _, err := d.Run(); err != nil {
 				t.Fatal(err)
 			}
@@ -231,14 +231,14 @@ func TestDriverSizesHalving(t *testing.T) {
 func TestDriverPrefetchesFreshCandidates(t *testing.T) {
 	r := &recorder{}
 	var batches [][]string
-	_, err := Driver{Strategy: "halving", Pool: line(9), Default: Candidate{"x": 4}, Measure: r.measure,
-		Prefetch: func(fresh []Candidate) {
+	_, err := Driver{Strategy: "halving", Pool: line(9), Default: Candidate{"x": 4}, Target: withPrefetch{MeasureFunc(r.measure),
+		func(fresh []Candidate) {
 			var ks []string
 			for _, c := range fresh {
 				ks = append(ks, c.Key())
 			}
 			batches = append(batches, ks)
-		}}.Run()
+		}}}.Run()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,7 +51,7 @@ func ExampleDriver() {
 		Options:  search.Options{Samples: 3},          // samples per candidate
 		Pool:     pool,                                // what the search may measure
 		Default:  search.Candidate{"BM": 64, "BN": 1}, // measured first, always competes
-		Measure:  measure,
+		Target:   search.MeasureFunc(measure),
 	}
 	out, err := d.Run()
 	if err != nil {
@@ -61,7 +61,7 @@ func ExampleDriver() {
 	fmt.Println("best:", out.Best.Key(), "of", len(pool), "candidates,", out.Evals, "measured")
 	fmt.Printf("calibration: %.0f us per sample\n", out.PerSample*1e6)
 	fmt.Printf("stopped early: %q\n", out.Stopped)
-	// The default first, alone: its samples calibrate the budget (Driver.Budget).
+	// The default first, alone: its samples calibrate the budget (Calibrator).
 	// Then the strategy's requests, the default again among them; a failure
 	// is only recorded and the search goes on.
 

@@ -48,7 +48,7 @@ func TestDriverMeasuresReadyFirst(t *testing.T) {
 	tests := []struct {
 		name     string
 		batches  [][]Request
-		ready    []int // nil with noReady: Driver.Ready unset
+		ready    []int // nil with noReady: a Target without Ready
 		noReady  bool
 		anyOrder bool
 		want     []int
@@ -71,20 +71,21 @@ func TestDriverMeasuresReadyFirst(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var measured []int
-			d := Driver{Measure: func(c Candidate, n int) ([]float64, error) {
+			measure := MeasureFunc(func(c Candidate, n int) ([]float64, error) {
 				measured = append(measured, c["x"])
 				return []float64{1, 1}[:n], nil
-			}}
+			})
+			d := Driver{Target: measure}
 			if !tc.noReady {
-				d.Ready = func(c Candidate) bool {
+				d.Target = withReady{measure, func(c Candidate) bool {
 					if slices.Contains(measured, c["x"]) {
 						t.Errorf("asked Ready about %d, measured before", c["x"])
 					}
 					return slices.Contains(tc.ready, c["x"])
-				}
+				}}
 			}
 			st := &scripted{batches: tc.batches, anyOrder: tc.anyOrder}
-			s := &session{d: d, samples: map[string][]float64{}, failed: map[string]bool{}, cands: map[string]Candidate{}}
+			s := newSession(d)
 			if stop := s.loop(st); stop != "" {
 				t.Fatalf("stopped: %s", stop)
 			}
@@ -108,7 +109,10 @@ func TestDriverMeasuresReadyFirst(t *testing.T) {
 func TestDriverRunReady(t *testing.T) {
 	run := func(ready func(Candidate) bool) ([]string, Outcome) {
 		r := &recorder{}
-		d := Driver{Strategy: "exhaustive", Pool: line(4), Measure: r.measure, Ready: ready}
+		d := Driver{Strategy: "exhaustive", Pool: line(4), Target: MeasureFunc(r.measure)}
+		if ready != nil {
+			d.Target = withReady{MeasureFunc(r.measure), ready}
+		}
 		out, err := d.Run()
 		if err != nil {
 			t.Fatal(err)

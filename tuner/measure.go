@@ -16,10 +16,10 @@ import (
 )
 
 // The measurement of one candidate. Tuner.Run hands the search driver one
-// measure function, run.answer, built of layers around the live measurer;
-// each layer is a measurer in its own file and calls the next:
+// search.Target, searchTarget, whose Measure is built of layers around the
+// live measurer; each layer is a measurer in its own file and calls the next:
 //
-//	run.answer (tuner.go)           time spent answering, kept apart from the search's
+//	searchTarget.Measure (tuner.go) time spent answering, kept apart from the search's
 //	guarded.measure (drift.go)      the drift guard: re-time the anchor before a new candidate
 //	progressed.measure (progress.go) an Event to Config.Progress after every batch
 //	journaled.measure (journal.go)  an earlier run's batch from the journal, else the next

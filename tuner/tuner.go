@@ -329,13 +329,7 @@ func (t *Tuner) RunPlanned(ctx context.Context, task Task, a Allotment) (*Result
 		Options:  search.Options{Seed: t.cfg.Seed, Samples: t.cfg.Samples, RaceMax: raceMaxFor(a.Sample)},
 		Pool:     valid,
 		MaxEvals: t.cfg.MaxEvals,
-		Measure:  r.answer,
-		Budget: func(s float64) float64 {
-			r.armGuard(def, defErr == nil, valid)
-			return r.budget.calibrate(s, t.cfg.MinFinalSamples)
-		},
-		Plan: r.plan,
-		Stop: func(req search.Request) string { return r.budget.stop(ctx, req.Samples, r.m.cands) },
+		Target:   searchTarget{r: r, def: def, defOK: defErr == nil, pool: valid},
 	}
 	if defErr == nil {
 		d.Default = def
@@ -344,10 +338,8 @@ func (t *Tuner) RunPlanned(ctx context.Context, task Task, a Allotment) (*Result
 		d.Warm = append(d.Warm, search.Candidate(w))
 	}
 	if pf, ok := t.b.(device.Prefetcher); ok && compilesAhead(t.b) {
-		d.Prefetch = func(fresh []search.Candidate) { pf.Prefetch(task.Kernel, task.DType, fresh) }
-		if rd, ok := t.b.(device.Readier); ok {
-			d.Ready = func(c search.Candidate) bool { return rd.Ready(task.Kernel, task.DType, c) }
-		}
+		rd, _ := t.b.(device.Readier)
+		d.Target = compilingTarget{searchTarget: d.Target.(searchTarget), pf: pf, rd: rd}
 	}
 	d.Batch = t.cfg.Batch
 	if d.Batch <= 0 {
@@ -405,11 +397,50 @@ func (t *Tuner) RunPlanned(ctx context.Context, task Task, a Allotment) (*Result
 		Retiming: fin.retime, Needed: needed, Finalists: fin.finalistsOf(), Time: entry.Time}, nil
 }
 
-// answer is the search's Measure function: the measurement's layers,
-// with the time spent answering kept apart from the search's own.
-func (r *run) answer(c search.Candidate, n int) ([]float64, error) {
-	defer r.clk.answered(time.Now())
-	return r.guard.measure(c, n)
+// searchTarget is the search's search.Target: a run measures through its
+// measurement's layers, budgets, plans and stops.
+type searchTarget struct {
+	r     *run
+	def   search.Candidate // the default, which calibrates when defOK
+	defOK bool
+	pool  []search.Candidate
+}
+
+// Measure answers through the measurement's layers, with the time spent
+// answering kept apart from the search's own.
+func (s searchTarget) Measure(c search.Candidate, n int) ([]float64, error) {
+	defer s.r.clk.answered(time.Now())
+	return s.r.guard.measure(c, n)
+}
+
+// Calibrated arms the drift guard on what calibrated and returns the
+// seconds the search may spend.
+func (s searchTarget) Calibrated(perSample float64) float64 {
+	s.r.armGuard(s.def, s.defOK, s.pool)
+	return s.r.budget.calibrate(perSample, s.r.t.cfg.MinFinalSamples)
+}
+
+func (s searchTarget) Plan(size int) int { return s.r.plan(size) }
+
+func (s searchTarget) Stop(req search.Request) string {
+	return s.r.budget.stop(s.r.ctx, req.Samples, s.r.m.cands)
+}
+
+// compilingTarget is the search's target on a backend that compiles
+// candidates ahead: it announces each batch to the compile pool and says
+// which builds are done (every one, when the backend cannot tell).
+type compilingTarget struct {
+	searchTarget
+	pf device.Prefetcher
+	rd device.Readier // nil: the backend cannot tell
+}
+
+func (c compilingTarget) Prefetch(fresh []search.Candidate) {
+	c.pf.Prefetch(c.r.task.Kernel, c.r.task.DType, fresh)
+}
+
+func (c compilingTarget) Ready(cand search.Candidate) bool {
+	return c.rd == nil || c.rd.Ready(c.r.task.Kernel, c.r.task.DType, cand)
 }
 
 // armGuard starts the drift guard once the search calibrated: it re-times

@@ -113,16 +113,10 @@ func Run(c *ktcache.Cache, cfg Config) ([]Budget, error) {
 			opts.Seed = seed
 			d := search.Driver{
 				Strategy: cfg.Strategy, Options: opts, Pool: pool,
-				Default: cfg.Default, Warm: cfg.Warm, MaxEvals: n, Measure: m.measure,
+				Default: cfg.Default, Warm: cfg.Warm, MaxEvals: n, Target: search.MeasureFunc(m.measure),
 			}
 			if limit := cfg.BudgetTime.Seconds(); limit > 0 {
-				d.Budget = func(float64) float64 { return limit - m.sim }
-				d.Stop = func(search.Request) string {
-					if m.sim >= limit {
-						return "budget spent"
-					}
-					return ""
-				}
+				d.Target = timed{m: m, limit: limit}
 			}
 			res, err := d.Run()
 			if err != nil {
@@ -176,4 +170,21 @@ func (m *cacheMeasure) measure(cand search.Candidate, n int) ([]float64, error) 
 		m.sim += s[i]
 	}
 	return s, nil
+}
+
+// timed is a cache measured within a simulated time budget: the search
+// fits into what is left after the calibration and stops once the
+// simulated time reaches the limit.
+type timed struct {
+	m     *cacheMeasure
+	limit float64 // seconds
+}
+
+func (t timed) Measure(c search.Candidate, n int) ([]float64, error) { return t.m.measure(c, n) }
+func (t timed) Calibrated(float64) float64                           { return t.limit - t.m.sim }
+func (t timed) Stop(search.Request) string {
+	if t.m.sim >= t.limit {
+		return "budget spent"
+	}
+	return ""
 }

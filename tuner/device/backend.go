@@ -99,7 +99,7 @@ type CacheReporter interface {
 // can say, cheaply and without waiting, whether a candidate's compile has
 // ended, successfully or not: the search then measures the candidates of a
 // batch whose builds are done before those still compiling
-// (search.Driver.Ready).
+// (search.Readier).
 type Readier interface {
 	Ready(k *kernels.Kernel, dt kernels.DType, c search.Candidate) bool
 }
