@@ -125,7 +125,7 @@ def _check_dims(family: str, names: Sequence[str], shape: Sequence[int], operand
 
 # ---------------------------------------------------------------------------
 # The built-in families are data: families/NAME.json (a link to Go's
-# params/families), compiled here as params/describe.go compiles them, their
+# params/families), compiled here as params/families/describe.go compiles them, their
 # rules and constraints evaluated by the expression language of spec files.
 
 _FAMILIES_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "families")
