@@ -167,17 +167,7 @@ type Outcome struct {
 // (an unknown name, an empty pool); failed candidates are the
 // Target's business and end up in Outcome only through Best.
 func (d Driver) Run() (Outcome, error) {
-	name := d.Strategy
-	if name == "" {
-		name = DefaultStrategy
-	}
-	pool, keep := d.head()
-	opts := d.Options
-	opts.Keep, opts.MaxCandidates = keep, d.MaxEvals
-	if d.Batch > 0 {
-		opts.Batch = d.Batch
-	}
-	st, err := New(name, pool, opts)
+	st, pool, keep, err := d.strategy()
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -220,6 +210,57 @@ func (d Driver) Run() (Outcome, error) {
 		out.Best = s.bestMeasured()
 	}
 	return out, nil
+}
+
+// strategy creates the search's strategy on the pool as the search sees
+// it (head), with how many candidates at its head are kept.
+func (d Driver) strategy() (Strategy, []Candidate, int, error) {
+	name := d.Strategy
+	if name == "" {
+		name = DefaultStrategy
+	}
+	pool, keep := d.head()
+	opts := d.Options
+	opts.Keep, opts.MaxCandidates = keep, d.MaxEvals
+	if d.Batch > 0 {
+		opts.Batch = d.Batch
+	}
+	st, err := New(name, pool, opts)
+	return st, pool, keep, err
+}
+
+// FirstAsks are, in order, up to max of the candidates Run would measure
+// first: the default and the warm starts, then the strategy's first batch
+// and, for a strategy with a Lookahead, its guess at the next. It measures
+// nothing and leaves d as it was; a caller that compiles ahead (the tuner,
+// for the entry it tunes next) announces them before Run. A strategy that
+// sizes itself to the budget may ask for others once sized: the guess then
+// costs only compiles.
+func (d Driver) FirstAsks(max int) []Candidate {
+	st, pool, keep, err := d.strategy()
+	if err != nil {
+		return nil
+	}
+	var out []Candidate
+	seen := map[string]bool{}
+	add := func(c Candidate) {
+		if k := c.Key(); !seen[k] && len(out) < max {
+			seen[k] = true
+			out = append(out, c)
+		}
+	}
+	for _, c := range pool[:keep] {
+		add(c)
+	}
+	for _, r := range st.Next() {
+		add(r.Candidate)
+	}
+	if la, ok := st.(Lookahead); ok && d.Batch > 1 {
+		for _, c := range la.Upcoming(d.Batch) {
+			add(c)
+		}
+	}
+	return out
 }
 
 // head orders the pool as the search sees it: the default (when in the

@@ -253,3 +253,39 @@ func TestDriverPrefetchesFreshCandidates(t *testing.T) {
 		}
 	}
 }
+
+// FirstAsks names what Run measures first, in its order, and measures
+// nothing itself.
+func TestFirstAsks(t *testing.T) {
+	for _, strategy := range []string{"exhaustive", "bo", "racing"} {
+		t.Run(strategy, func(t *testing.T) {
+			r := &recorder{}
+			d := Driver{Strategy: strategy, Options: Options{Seed: 3}, Pool: line(40), Default: Candidate{"x": 7},
+				Warm: []Candidate{{"x": 30}}, Batch: 4, Target: MeasureFunc(r.measure)}
+			asks := d.FirstAsks(6)
+			if len(r.calls) != 0 {
+				t.Fatalf("FirstAsks measured %v", r.calls)
+			}
+			if len(asks) == 0 || len(asks) > 6 || asks[0].Key() != key(7) || asks[1].Key() != key(30) {
+				t.Fatalf("asks %v: want the default, the warm start, then the strategy's", asks)
+			}
+			if _, err := d.Run(); err != nil {
+				t.Fatal(err)
+			}
+			// Every ask is measured, and the first ones in the order given:
+			// the calibration, then the strategy's first batch.
+			measured := map[string]bool{}
+			for _, c := range r.calls {
+				measured[c.key] = true
+			}
+			for _, a := range asks {
+				if !measured[a.Key()] {
+					t.Errorf("asked %s, never measured (calls %v)", a.Key(), r.calls)
+				}
+			}
+			if r.calls[0].key != key(7) {
+				t.Errorf("first measured %s, want the default", r.calls[0].key)
+			}
+		})
+	}
+}

@@ -327,3 +327,41 @@ func TestSpaceSharesEnumeration(t *testing.T) {
 		t.Errorf("every shape has the same valid candidates (%v): the per-shape constraints were not exercised", sizes)
 	}
 }
+
+// Once an entry's search ends, a backend with a compile pool is told what
+// the next entry will build first: the candidates its search then measures
+// first, so that their compiles overlap this entry's final timing.
+func TestNextEntryAnnouncedAhead(t *testing.T) {
+	b := &poolBackend{slowBackend: slowBackend{fakeBackend: fakeBackend{rng: rand.New(rand.NewPCG(1, 2)), threadsCap: 4},
+		build: 5 * time.Millisecond, output: time.Millisecond, run: time.Millisecond}, ready: map[string]time.Time{}}
+	cfg := Config{Strategy: "bo", Seed: 1, FinalSamples: 3, MaxEvals: 12, Warmup: time.Microsecond, Batch: 4}
+	first, next := gemvTask(t), gemvTask(t)
+	next.Cases, next.Class = []kernels.Case{{Shape: []int{1, 64, 4000}}}, "largeK_smallN"
+	tu := New(b, cfg)
+	if _, err := tu.RunPlanned(context.Background(), first, Allotment{Share: time.Minute, Max: time.Minute, Next: &next}); err != nil {
+		t.Fatal(err)
+	}
+	if len(b.announce) == 0 {
+		t.Fatal("nothing announced")
+	}
+	ahead := b.announce[len(b.announce)-1]
+	if len(ahead) == 0 || len(ahead) > firstAsksAhead {
+		t.Fatalf("announced %d candidates ahead, want 1..%d", len(ahead), firstAsksAhead)
+	}
+	res, err := tu.RunPlanned(context.Background(), next, Allotment{Share: time.Minute, Max: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	measured := map[string]bool{}
+	for _, tr := range res.Trace {
+		measured[tr.Key] = true
+	}
+	for _, k := range ahead {
+		if !measured[k] {
+			t.Errorf("announced %s ahead; the next entry never measured it", k)
+		}
+	}
+	if def := search.Candidate(res.Entry.Default.Params).Key(); ahead[0] != def {
+		t.Errorf("first announced %s, want the next entry's default %s", ahead[0], def)
+	}
+}

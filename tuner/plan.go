@@ -199,6 +199,11 @@ type Allotment struct {
 	// Sample is the planned time of one sample of the default (0:
 	// unknown); it caps the race of slow candidates (raceMaxFor).
 	Sample time.Duration
+	// Next is the entry tuned after this one (nil: none, or not known).
+	// On a backend that compiles ahead its first candidates are announced
+	// once this entry's search ends, so that they compile while this
+	// entry's finalists are timed and the next entry is set up.
+	Next *Task
 }
 
 // PlanError is a wall-time budget below what the plan needs: refused

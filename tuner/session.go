@@ -387,6 +387,12 @@ func (s *Session) Run(ctx context.Context, tasks []Task) (*SessionSummary, error
 		if h.Allotted != nil && needs != nil {
 			h.Allotted(task, a, time.Duration(float64(needs[i])*speed), speed)
 		}
+		for _, nt := range tasks[i+1:] {
+			if !s.jr.Done(key, nt.Kernel.Name, nt.Key()) {
+				a.Next = &nt
+				break
+			}
+		}
 		share := a.Share
 		start := time.Now()
 		if search.Canonical(cfg.Strategy) == "warm" {

@@ -352,6 +352,7 @@ func (t *Tuner) RunPlanned(ctx context.Context, task Task, a Allotment) (*Result
 	if err != nil {
 		return nil, err
 	}
+	r.announce(a.Next)
 	// What was measured since the anchor's last check is checked too.
 	r.guard.g.final()
 	best, stopped := out.Best, out.Stopped
@@ -395,6 +396,38 @@ func (t *Tuner) RunPlanned(ctx context.Context, task Task, a Allotment) (*Result
 	r.journal.note(Record{Kind: RecordTime, Time: entry.Time})
 	return &Result{Task: task, Entry: entry, Trace: r.m.cands.trace(), Stopped: stopped, DataSeed: r.m.dataSeed,
 		Retiming: fin.retime, Needed: needed, Finalists: fin.finalistsOf(), Time: entry.Time}, nil
+}
+
+// firstAsksAhead caps the candidates of the next entry announced ahead:
+// its calibration and first batch, a few seconds of compiles at most.
+const firstAsksAhead = 24
+
+// announce tells a backend that compiles ahead what the next entry will
+// build first (search.Driver.FirstAsks on its space), so that the compile
+// pool works on it while this entry's final timing keeps the device busy.
+// A wrong guess costs only compiles.
+func (r *run) announce(next *Task) {
+	t := r.t
+	pf, ok := t.b.(device.Prefetcher)
+	if next == nil || !ok || !compilesAhead(t.b) {
+		return
+	}
+	space, err := t.Space(*next)
+	if err != nil {
+		return
+	}
+	ps, _ := kernelSpace(next.Kernel, t.b.Info().Backend)
+	d := search.Driver{Strategy: t.cfg.Strategy, Options: search.Options{Seed: t.cfg.Seed, Samples: t.cfg.Samples},
+		Pool: space.Enumerate(), MaxEvals: t.cfg.MaxEvals, Batch: t.cfg.Batch}
+	if d.Batch <= 0 {
+		d.Batch = BatchFor(t.b)
+	}
+	if def := search.Candidate(ps.Defaults()); space.Check(def) == nil {
+		d.Default = def
+	}
+	if asks := d.FirstAsks(firstAsksAhead); len(asks) > 0 {
+		pf.Prefetch(next.Kernel, next.DType, asks)
+	}
 }
 
 // searchTarget is the search's search.Target: a run measures through its
