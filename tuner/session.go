@@ -802,27 +802,21 @@ func WriteResult(path string, force, replace bool, info device.DeviceInfo, gener
 		},
 	}
 	upd := &paramfile.File{SchemaVersion: paramfile.SchemaVersion, Generator: generator, Devices: map[string]*paramfile.Device{info.Key: dev}}
-	d := &KeepDecision{Action: KeepAdded, New: briefOf(res.Entry)}
-	keep := func(_, _, _ string, old, nw any) any {
-		oe, err := paramfile.DecodeEntry(old)
-		if err != nil {
-			// Cannot happen for a file that parsed; never lose the file's entry.
-			d.Action, d.Reason = KeepKept, "the file's entry could not be compared: "+err.Error()
-			d.Old = &EntryBrief{}
-			return old
-		}
-		c := paramfile.ChooseEntry(oe, res.Entry, paramfile.Evidence{Replace: replace, Retimed: res.Retiming.Evidence()})
-		d.Old, d.Reason = briefOf(oe), c.Reason
-		d.OldRetimedUS, d.NewRetimedUS, d.PValue = c.OldUS, c.NewUS, c.P
-		if c.KeepNew {
-			d.Action = KeepReplaced
-			return nw
-		}
-		d.Action = KeepKept
-		return old
-	}
-	if err := paramfile.MergeIntoFileKeep(path, upd, force, keep); err != nil {
+	k, err := paramfile.MergeEntry(path, upd, force, paramfile.Evidence{Replace: replace, Retimed: res.Retiming.Evidence()})
+	if err != nil {
 		return nil, err
+	}
+	d := &KeepDecision{Action: KeepAdded, New: briefOf(res.Entry)}
+	switch {
+	case k.Old == nil:
+	case k.Unreadable != nil:
+		d.Action, d.Reason, d.Old = KeepKept, "the file's entry could not be compared: "+k.Unreadable.Error(), &EntryBrief{}
+	default:
+		d.Old, d.Reason, d.Action = briefOf(k.Old), k.Choice.Reason, KeepKept
+		d.OldRetimedUS, d.NewRetimedUS, d.PValue = k.Choice.OldUS, k.Choice.NewUS, k.Choice.P
+		if k.Choice.KeepNew {
+			d.Action = KeepReplaced
+		}
 	}
 	return d, nil
 }

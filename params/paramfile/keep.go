@@ -165,3 +165,48 @@ func DecodeEntry(v any) (*Entry, error) {
 	}
 	return &e, nil
 }
+
+// Kept is what MergeEntry did about the entry the file held for the same
+// device, family and key.
+type Kept struct {
+	// Old is the file's entry; nil when there was none (the new one was
+	// added).
+	Old *Entry
+	// Choice is ChooseEntry's, when there was an Old.
+	Choice Choice
+	// Unreadable is why the file's entry could not be compared (it is then
+	// kept); nil when it could.
+	Unreadable error
+}
+
+// MergeEntry writes the one entry of update (one device, one family, one
+// key) into the file at path, under the file's lock, as MergeIntoFileKeep
+// does: an entry the file holds for the same device, family and key is
+// weighed against the new one by ChooseEntry on ev, against the file as it
+// is at that moment, and stays unless the choice is the new one; nothing
+// else of the file changes but the device's record.
+func MergeEntry(path string, update *File, force bool, ev Evidence) (Kept, error) {
+	var nw *Entry
+	for _, d := range update.Devices {
+		for _, es := range d.Kernels {
+			for _, e := range es {
+				nw = e
+			}
+		}
+	}
+	var k Kept
+	keep := func(_, _, _ string, old, newRaw any) any {
+		oe, err := DecodeEntry(old)
+		if err != nil || nw == nil {
+			// Cannot happen for a file that parsed; never lose the file's entry.
+			k.Old, k.Unreadable = &Entry{}, err
+			return old
+		}
+		k.Old, k.Choice = oe, ChooseEntry(oe, nw, ev)
+		if k.Choice.KeepNew {
+			return newRaw
+		}
+		return old
+	}
+	return k, MergeIntoFileKeep(path, update, force, keep)
+}

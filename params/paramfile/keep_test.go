@@ -157,3 +157,46 @@ func TestMergeIntoFileKeepAllKeptLeavesFile(t *testing.T) {
 		})
 	}
 }
+
+// MergeEntry adds an entry the file lacks, and weighs one it holds by
+// ChooseEntry: the file keeps the faster recorded entry and says why.
+func TestMergeEntry(t *testing.T) {
+	one := func(us float64, bn int) *File {
+		return &File{SchemaVersion: SchemaVersion, Devices: map[string]*Device{"cpu:x": {Backend: "cpu", Name: "X", Family: "amd64",
+			Kernels: map[string]map[string]*Entry{families.GemvNT: {"f32/tiny": {Params: map[string]int{"BN": bn}, MedianUS: us, Shapes: [][]int{{1, 64, 64}}}}}}}}
+	}
+	path := filepath.Join(t.TempDir(), "p.json")
+	read := func() *Entry {
+		f, err := ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f.Devices["cpu:x"].Kernels[families.GemvNT]["f32/tiny"]
+	}
+	for _, c := range []struct {
+		name    string
+		us      float64
+		bn      int
+		old     bool // the file held an entry
+		keepNew bool
+		wantBN  int
+	}{
+		{"added", 10, 8, false, false, 8},
+		{"slower: kept", 12, 16, true, false, 8},
+		{"faster: replaced", 9, 32, true, true, 32},
+	} {
+		k, err := MergeEntry(path, one(c.us, c.bn), false, Evidence{Recorded: true})
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if (k.Old != nil) != c.old || k.Choice.KeepNew != c.keepNew || k.Unreadable != nil {
+			t.Errorf("%s: %+v", c.name, k)
+		}
+		if c.old && k.Choice.Reason == "" {
+			t.Errorf("%s: no reason given", c.name)
+		}
+		if got := read().Params["BN"]; got != c.wantBN {
+			t.Errorf("%s: the file holds BN=%d, want %d", c.name, got, c.wantBN)
+		}
+	}
+}
