@@ -66,6 +66,7 @@ KT_INLINE void kt_store2(T* __restrict__ p, int i, float a, float b) { *reinterp
 // cuda_fp16.h include path.
 const cudaF16 = `typedef unsigned short T;
 #define KT_F16 1
+#define KT_CVT16 "f16"
 KT_INLINE float kt_h2f(unsigned short h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
 KT_INLINE unsigned short kt_f2h(float f) { unsigned short h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
 ` + cuda16
@@ -79,6 +80,7 @@ KT_INLINE unsigned short kt_f2h(float f) { unsigned short h; asm("cvt.rn.f16.f32
 // selects the bf16 mma.sync of the fragment operations.
 const cudaBF16 = `typedef unsigned short T;
 #define KT_BF16 1
+#define KT_CVT16 "bf16"
 KT_INLINE float kt_h2f(unsigned short h) { return __uint_as_float((unsigned)h << 16); }
 #if __CUDA_ARCH__ >= 800
 KT_INLINE unsigned short kt_f2h(float f) { unsigned short h; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
@@ -109,7 +111,18 @@ KT_INLINE void kt_loadv(const T* __restrict__ p, int i, float* d) {
 #endif
 }
 #define LOADV(p, i, d) kt_loadv((p), (i), (d))
-KT_INLINE unsigned int kt_pack2(float a, float b) { return (unsigned int)kt_f2h(a) | ((unsigned int)kt_f2h(b) << 16); }
+// kt_pack2 rounds two floats into one word, a in the low half: one
+// cvt.rn.f16x2.f32 (bf16x2) on sm_80 and later instead of two conversions
+// and a merge, the same values.
+KT_INLINE unsigned int kt_pack2(float a, float b) {
+#if __CUDA_ARCH__ >= 800
+  unsigned int r;
+  asm("cvt.rn." KT_CVT16 "x2.f32 %0, %1, %2;" : "=r"(r) : "f"(b), "f"(a));
+  return r;
+#else
+  return (unsigned int)kt_f2h(a) | ((unsigned int)kt_f2h(b) << 16);
+#endif
+}
 KT_INLINE void kt_storev(T* __restrict__ p, int i, const float* d) {
 #if VEC == 1
   p[i] = kt_f2h(d[0]);
