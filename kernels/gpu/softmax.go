@@ -7,11 +7,11 @@ import (
 // softmaxSource: one segment of TPR threads per row, RPB rows per
 // threadgroup; an online max/sum pass (VEC-wide aligned loads, UNROLL of them
 // in flight), a reduction of (max, sum) across the segment, then a pass that
-// writes exp(x − max) / sum with VEC-wide stores. With KEEP=1 the row fits
-// one pass (cols ≤ TPR·VEC·UNROLL): its values stay in registers as
-// exp(x − the thread's own max), so that each element costs one EXP, and the
-// write pass scales them by exp(that max − the row's max) / sum and reads
-// nothing.
+// writes exp(x − max) / sum with VEC-wide streaming stores (the output is
+// written once). With KEEP=1 the row fits one pass (cols ≤ TPR·VEC·UNROLL):
+// its values stay in registers as exp(x − the thread's own max), so that
+// each element costs one EXP, and the write pass scales them by
+// exp(that max − the row's max) / sum and reads nothing.
 const softmaxSource = rowSegmentHead + rowKeepLoad + `  float m = NEG_BIG, s = 0.0f;
   if (live && KEEP) {
     UNROLL_LOOP
@@ -75,7 +75,7 @@ const softmaxSource = rowSegmentHead + rowKeepLoad + `  float m = NEG_BIG, s = 0
         if (sl * VEC + u * step < cols) {
           UNROLL_LOOP
           for (int j = 0; j < VEC; ++j) v[u][j] *= f;
-          STOREV(y, base + sl * VEC + u * step, v[u]);
+          STOREV_STREAM(y, base + sl * VEC + u * step, v[u]);
         }
       }
     } else {
@@ -84,7 +84,7 @@ const softmaxSource = rowSegmentHead + rowKeepLoad + `  float m = NEG_BIG, s = 0
         LOADV(x, base + c, t);
         UNROLL_LOOP
         for (int j = 0; j < VEC; ++j) t[j] = EXP(t[j] - mx) * inv;
-        STOREV(y, base + c, t);
+        STOREV_STREAM(y, base + c, t);
       }
     }
   }`
