@@ -85,7 +85,7 @@ func (c *compiler) compile(field, src string, env map[string]any, k kind) *progr
 // dialectNames are the macros and types of the kernels/gpu dialect.
 var dialectNames = map[string]bool{
 	"T": true, "NTHREADS": true, "LID": true, "GROUP_X": true, "GROUP_Y": true, "LOAD": true, "STORE": true,
-	"LOADV": true, "STOREV": true, "SHARED": true, "BARRIER": true, "SEG_SUM": true, "SEG_MAX": true,
+	"LOADV": true, "STOREV": true, "LOADV_STREAM": true, "STOREV_STREAM": true, "SHARED": true, "BARRIER": true, "SEG_SUM": true, "SEG_MAX": true,
 	"EXP": true, "RSQRT": true, "FMAX": true, "FMA": true, "NEG_BIG": true, "UNROLL_LOOP": true,
 }
 

@@ -25,13 +25,13 @@ const rowSegmentHead = `
 `
 
 // rowKeepLoad (KEEP=1, a row that fits one pass) reads the thread's VEC-wide
-// pieces of its row into v[UNROLL][VEC], once; the passes that follow use
-// them where sl·VEC + u·step < cols.
+// pieces of its row into v[UNROLL][VEC], once (streaming: nothing reads
+// them again); the passes that follow use them where sl·VEC + u·step < cols.
 const rowKeepLoad = `  float v[UNROLL][VEC];
   if (live && KEEP) {
     UNROLL_LOOP
     for (int u = 0; u < UNROLL; ++u)
-      if (sl * VEC + u * step < cols) LOADV(x, base + sl * VEC + u * step, v[u]);
+      if (sl * VEC + u * step < cols) LOADV_STREAM(x, base + sl * VEC + u * step, v[u]);
   }
 `
 

@@ -16,6 +16,10 @@
 //	LOAD(p, i)              element i of a T buffer as a float
 //	STORE(p, i, v)          store float v into element i of a T buffer
 //	LOADV(p, i, dst)        VEC consecutive elements from i (aligned) into float dst[VEC]
+//	STOREV(p, i, src)       float src[VEC] into VEC consecutive elements from i (aligned)
+//	LOADV_STREAM, STOREV_STREAM  as LOADV and STOREV, for data the kernel reads or
+//	                        writes once: evict-first where the API has cache hints
+//	                        (CUDA ld/st.global.cs), plain elsewhere (Metal, OpenCL)
 //	LID                     the thread's index in its threadgroup (1-D threadgroups)
 //	GROUP_X, GROUP_Y        the threadgroup's position in the grid
 //	NTHREADS                threads per threadgroup (a compile-time constant)

@@ -43,22 +43,77 @@ KT_SEG_REDUCE(kt_seg_sum, KT_ADD)
 KT_SEG_REDUCE(kt_seg_max, fmaxf)
 #define SEG_SUM(v, W, s) kt_seg_sum((v), (W), (s))
 #define SEG_MAX(v, W, s) kt_seg_max((v), (W), (s))
+` + cudaStream + `
+`
+
+// cudaStream: kt_ld and kt_st access one 2-, 4-, 8- or 16-byte value of
+// global memory; S=1 marks the access streaming (ld/st.global.cs: evict
+// first, for data a kernel reads or writes once: LOADV_STREAM,
+// STOREV_STREAM), S=0 is a plain access. A host compiler (the tests'
+// emulation) takes the plain one.
+const cudaStream = `#ifdef __CUDA_ARCH__
+#define KT_LDCS(V, R, SUF) KT_INLINE V kt_ldcs(const V* p) { V v; asm("ld.global.cs." SUF " %0, [%1];" : "=" R(v) : "l"(p)); return v; }
+#define KT_STCS(V, R, SUF) KT_INLINE void kt_stcs(V* p, V v) { asm volatile("st.global.cs." SUF " [%0], %1;" :: "l"(p), R(v) : "memory"); }
+KT_LDCS(unsigned short, "h", "u16")
+KT_LDCS(unsigned int, "r", "u32")
+KT_LDCS(float, "f", "f32")
+KT_STCS(unsigned short, "h", "u16")
+KT_STCS(unsigned int, "r", "u32")
+KT_STCS(float, "f", "f32")
+KT_INLINE uint2 kt_ldcs(const uint2* p) { uint2 v; asm("ld.global.cs.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(p)); return v; }
+KT_INLINE uint4 kt_ldcs(const uint4* p) { uint4 v; asm("ld.global.cs.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p)); return v; }
+KT_INLINE float2 kt_ldcs(const float2* p) { float2 v; asm("ld.global.cs.v2.f32 {%0, %1}, [%2];" : "=f"(v.x), "=f"(v.y) : "l"(p)); return v; }
+KT_INLINE float4 kt_ldcs(const float4* p) { float4 v; asm("ld.global.cs.v4.f32 {%0, %1, %2, %3}, [%4];" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "l"(p)); return v; }
+KT_INLINE void kt_stcs(uint2* p, uint2 v) { asm volatile("st.global.cs.v2.u32 [%0], {%1, %2};" :: "l"(p), "r"(v.x), "r"(v.y) : "memory"); }
+KT_INLINE void kt_stcs(uint4* p, uint4 v) { asm volatile("st.global.cs.v4.u32 [%0], {%1, %2, %3, %4};" :: "l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory"); }
+KT_INLINE void kt_stcs(float2* p, float2 v) { asm volatile("st.global.cs.v2.f32 [%0], {%1, %2};" :: "l"(p), "f"(v.x), "f"(v.y) : "memory"); }
+KT_INLINE void kt_stcs(float4* p, float4 v) { asm volatile("st.global.cs.v4.f32 [%0], {%1, %2, %3, %4};" :: "l"(p), "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w) : "memory"); }
+#endif
+template <int S, typename V> KT_INLINE V kt_ld(const V* p) {
+#ifdef __CUDA_ARCH__
+  if (S) return kt_ldcs(p);
+#endif
+  return *p;
+}
+template <int S, typename V> KT_INLINE void kt_st(V* p, V v) {
+#ifdef __CUDA_ARCH__
+  if (S) { kt_stcs(p, v); return; }
+#endif
+  *p = v;
+}
+#define LOADV(p, i, d) kt_loadv<0>((p), (i), (d))
+#define LOADV_STREAM(p, i, d) kt_loadv<1>((p), (i), (d))
+#define STOREV(p, i, d) kt_storev<0>((p), (i), (d))
+#define STOREV_STREAM(p, i, d) kt_storev<1>((p), (i), (d))
 `
 
 var cudaF32 = `typedef float T;
 #define LOAD(p, i) ((float)(p)[i])
 #define STORE(p, i, v) ((p)[i] = (v))
-` + vecLoad(CUDA, "LOADV", "T", "float", "float") + `KT_INLINE void kt_storev(T* __restrict__ p, int i, const float* d) {
+template <int S> KT_INLINE void kt_loadv(const T* __restrict__ p, int i, float* d) {
 #if VEC == 1
-  p[i] = d[0];
+  d[0] = kt_ld<S>(p + i);
 #elif VEC == 2
-  *reinterpret_cast<float2*>(p + i) = make_float2(d[0], d[1]);
+  const float2 a = kt_ld<S>(reinterpret_cast<const float2*>(p + i));
+  d[0] = a.x; d[1] = a.y;
 #else
   UNROLL_LOOP
-  for (int j = 0; j < VEC; j += 4) *reinterpret_cast<float4*>(p + i + j) = make_float4(d[j], d[j + 1], d[j + 2], d[j + 3]);
+  for (int j = 0; j < VEC; j += 4) {
+    const float4 a = kt_ld<S>(reinterpret_cast<const float4*>(p + i + j));
+    d[j] = a.x; d[j + 1] = a.y; d[j + 2] = a.z; d[j + 3] = a.w;
+  }
 #endif
 }
-#define STOREV(p, i, d) kt_storev((p), (i), (d))
+template <int S> KT_INLINE void kt_storev(T* __restrict__ p, int i, const float* d) {
+#if VEC == 1
+  kt_st<S>(p + i, d[0]);
+#elif VEC == 2
+  kt_st<S>(reinterpret_cast<float2*>(p + i), make_float2(d[0], d[1]));
+#else
+  UNROLL_LOOP
+  for (int j = 0; j < VEC; j += 4) kt_st<S>(reinterpret_cast<float4*>(p + i + j), make_float4(d[j], d[j + 1], d[j + 2], d[j + 3]));
+#endif
+}
 KT_INLINE void kt_store2(T* __restrict__ p, int i, float a, float b) { *reinterpret_cast<float2*>(p + i) = make_float2(a, b); }
 `
 
@@ -66,6 +121,7 @@ KT_INLINE void kt_store2(T* __restrict__ p, int i, float a, float b) { *reinterp
 // cuda_fp16.h include path.
 const cudaF16 = `typedef unsigned short T;
 #define KT_F16 1
+#define KT_CVT16 "f16"
 KT_INLINE float kt_h2f(unsigned short h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
 KT_INLINE unsigned short kt_f2h(float f) { unsigned short h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
 ` + cuda16
@@ -79,6 +135,7 @@ KT_INLINE unsigned short kt_f2h(float f) { unsigned short h; asm("cvt.rn.f16.f32
 // selects the bf16 mma.sync of the fragment operations.
 const cudaBF16 = `typedef unsigned short T;
 #define KT_BF16 1
+#define KT_CVT16 "bf16"
 KT_INLINE float kt_h2f(unsigned short h) { return __uint_as_float((unsigned)h << 16); }
 #if __CUDA_ARCH__ >= 800
 KT_INLINE unsigned short kt_f2h(float f) { unsigned short h; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
@@ -91,37 +148,46 @@ KT_INLINE unsigned short kt_f2h(float f) { unsigned u = __float_as_uint(f); if (
 // kt_h2f and kt_f2h: LOAD, STORE and their vector forms.
 const cuda16 = `#define LOAD(p, i) kt_h2f((p)[i])
 #define STORE(p, i, v) ((p)[i] = kt_f2h(v))
-KT_INLINE void kt_loadv(const T* __restrict__ p, int i, float* d) {
+template <int S> KT_INLINE void kt_loadv(const T* __restrict__ p, int i, float* d) {
 #if VEC == 1
-  d[0] = kt_h2f(p[i]);
+  d[0] = kt_h2f(kt_ld<S>(p + i));
 #elif VEC == 2
-  const unsigned int a = *reinterpret_cast<const unsigned int*>(p + i);
+  const unsigned int a = kt_ld<S>(reinterpret_cast<const unsigned int*>(p + i));
   d[0] = kt_h2f((unsigned short)(a & 0xffffu)); d[1] = kt_h2f((unsigned short)(a >> 16));
 #elif VEC == 4
-  const uint2 a = *reinterpret_cast<const uint2*>(p + i);
+  const uint2 a = kt_ld<S>(reinterpret_cast<const uint2*>(p + i));
   d[0] = kt_h2f((unsigned short)(a.x & 0xffffu)); d[1] = kt_h2f((unsigned short)(a.x >> 16));
   d[2] = kt_h2f((unsigned short)(a.y & 0xffffu)); d[3] = kt_h2f((unsigned short)(a.y >> 16));
 #else
-  const uint4 a = *reinterpret_cast<const uint4*>(p + i);
+  const uint4 a = kt_ld<S>(reinterpret_cast<const uint4*>(p + i));
   const unsigned int w[4] = {a.x, a.y, a.z, a.w};
   UNROLL_LOOP
   for (int j = 0; j < 4; ++j) { d[2 * j] = kt_h2f((unsigned short)(w[j] & 0xffffu)); d[2 * j + 1] = kt_h2f((unsigned short)(w[j] >> 16)); }
 #endif
 }
-#define LOADV(p, i, d) kt_loadv((p), (i), (d))
-KT_INLINE unsigned int kt_pack2(float a, float b) { return (unsigned int)kt_f2h(a) | ((unsigned int)kt_f2h(b) << 16); }
-KT_INLINE void kt_storev(T* __restrict__ p, int i, const float* d) {
-#if VEC == 1
-  p[i] = kt_f2h(d[0]);
-#elif VEC == 2
-  *reinterpret_cast<unsigned int*>(p + i) = kt_pack2(d[0], d[1]);
-#elif VEC == 4
-  *reinterpret_cast<uint2*>(p + i) = make_uint2(kt_pack2(d[0], d[1]), kt_pack2(d[2], d[3]));
+// kt_pack2 rounds two floats into one word, a in the low half: one
+// cvt.rn.f16x2.f32 (bf16x2) on sm_80 and later instead of two conversions
+// and a merge, the same values.
+KT_INLINE unsigned int kt_pack2(float a, float b) {
+#if __CUDA_ARCH__ >= 800
+  unsigned int r;
+  asm("cvt.rn." KT_CVT16 "x2.f32 %0, %1, %2;" : "=r"(r) : "f"(b), "f"(a));
+  return r;
 #else
-  *reinterpret_cast<uint4*>(p + i) = make_uint4(kt_pack2(d[0], d[1]), kt_pack2(d[2], d[3]), kt_pack2(d[4], d[5]), kt_pack2(d[6], d[7]));
+  return (unsigned int)kt_f2h(a) | ((unsigned int)kt_f2h(b) << 16);
 #endif
 }
-#define STOREV(p, i, d) kt_storev((p), (i), (d))
+template <int S> KT_INLINE void kt_storev(T* __restrict__ p, int i, const float* d) {
+#if VEC == 1
+  kt_st<S>(p + i, kt_f2h(d[0]));
+#elif VEC == 2
+  kt_st<S>(reinterpret_cast<unsigned int*>(p + i), kt_pack2(d[0], d[1]));
+#elif VEC == 4
+  kt_st<S>(reinterpret_cast<uint2*>(p + i), make_uint2(kt_pack2(d[0], d[1]), kt_pack2(d[2], d[3])));
+#else
+  kt_st<S>(reinterpret_cast<uint4*>(p + i), make_uint4(kt_pack2(d[0], d[1]), kt_pack2(d[2], d[3]), kt_pack2(d[4], d[5]), kt_pack2(d[6], d[7])));
+#endif
+}
 KT_INLINE void kt_store2(T* __restrict__ p, int i, float a, float b) { *reinterpret_cast<unsigned int*>(p + i) = kt_pack2(a, b); }
 `
 
@@ -330,6 +396,9 @@ KT_SEG_REDUCE(kt_seg_sum, KT_ADD)
 KT_SEG_REDUCE(kt_seg_max, fmax)
 #define SEG_SUM(v, W, s) kt_seg_sum((v), (W), (s), kt_tid.x)
 #define SEG_MAX(v, W, s) kt_seg_max((v), (W), (s), kt_tid.x)
+// MSL has no cache hints on device memory: streaming accesses are plain.
+#define LOADV_STREAM(p, i, d) LOADV(p, i, d)
+#define STOREV_STREAM(p, i, d) STOREV(p, i, d)
 `
 
 // metalIO is LOAD, STORE and their vector forms where T converts to and
@@ -474,6 +543,8 @@ KT_SEG_REDUCE(kt_seg_sum, KT_ADD)
 KT_SEG_REDUCE(kt_seg_max, fmax)
 #define SEG_SUM(v, W, s) kt_seg_sum((v), (W), (s))
 #define SEG_MAX(v, W, s) kt_seg_max((v), (W), (s))
+#define LOADV_STREAM(p, i, d) LOADV(p, i, d)
+#define STOREV_STREAM(p, i, d) STOREV(p, i, d)
 `
 
 const openclF32 = `typedef float T;

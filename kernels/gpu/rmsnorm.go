@@ -6,9 +6,9 @@ import (
 
 // rmsnormSource: one segment of TPR threads per row; sum of squares with
 // VEC-wide loads and UNROLL accumulators, a segment reduction, then the
-// scaled write with VEC-wide stores. With KEEP=1 the row fits one pass
-// (cols ≤ TPR·VEC·UNROLL): its values stay in registers and the write pass
-// reads only the weights.
+// scaled write with VEC-wide streaming stores (the output is written once).
+// With KEEP=1 the row fits one pass (cols ≤ TPR·VEC·UNROLL): its values stay
+// in registers and the write pass reads only the weights.
 const rmsnormSource = rowSegmentHead + rowKeepLoad + `  float acc[UNROLL];
   UNROLL_LOOP
   for (int u = 0; u < UNROLL; ++u) acc[u] = 0.0f;
@@ -53,7 +53,7 @@ const rmsnormSource = rowSegmentHead + rowKeepLoad + `  float acc[UNROLL];
           LOADV(w, c, g);
           UNROLL_LOOP
           for (int j = 0; j < VEC; ++j) v[u][j] = v[u][j] * inv * g[j];
-          STOREV(y, base + c, v[u]);
+          STOREV_STREAM(y, base + c, v[u]);
         }
       }
     } else {
@@ -63,7 +63,7 @@ const rmsnormSource = rowSegmentHead + rowKeepLoad + `  float acc[UNROLL];
         LOADV(w, c, g);
         UNROLL_LOOP
         for (int j = 0; j < VEC; ++j) t[j] = t[j] * inv * g[j];
-        STOREV(y, base + c, t);
+        STOREV_STREAM(y, base + c, t);
       }
     }
   }`

@@ -7,9 +7,11 @@ import (
 // softmaxSource: one segment of TPR threads per row, RPB rows per
 // threadgroup; an online max/sum pass (VEC-wide aligned loads, UNROLL of them
 // in flight), a reduction of (max, sum) across the segment, then a pass that
-// writes exp(x − max) / sum with VEC-wide stores. With KEEP=1 the row fits
-// one pass (cols ≤ TPR·VEC·UNROLL): its values stay in registers and the
-// write pass reads nothing.
+// writes exp(x − max) / sum with VEC-wide streaming stores (the output is
+// written once). With KEEP=1 the row fits one pass (cols ≤ TPR·VEC·UNROLL):
+// its values stay in registers as exp(x − the thread's own max), so that
+// each element costs one EXP, and the write pass scales them by
+// exp(that max − the row's max) / sum and reads nothing.
 const softmaxSource = rowSegmentHead + rowKeepLoad + `  float m = NEG_BIG, s = 0.0f;
   if (live && KEEP) {
     UNROLL_LOOP
@@ -23,7 +25,10 @@ const softmaxSource = rowSegmentHead + rowKeepLoad + `  float m = NEG_BIG, s = 0
     for (int u = 0; u < UNROLL; ++u) {
       if (sl * VEC + u * step < cols) {
         UNROLL_LOOP
-        for (int j = 0; j < VEC; ++j) s += EXP(v[u][j] - m);
+        for (int j = 0; j < VEC; ++j) {
+          v[u][j] = EXP(v[u][j] - m);
+          s += v[u][j];
+        }
       }
     }
   } else if (live) {
@@ -58,17 +63,19 @@ const softmaxSource = rowSegmentHead + rowKeepLoad + `  float m = NEG_BIG, s = 0
     }
   }
   const float mx = SEG_MAX(m, TPR, red);
-  s *= EXP(m - mx);
+  const float rescale = EXP(m - mx);
+  s *= rescale;
   const float sum = SEG_SUM(s, TPR, red);
   if (live) {
     const float inv = 1.0f / sum;
     if (KEEP) {
+      const float f = rescale * inv;
       UNROLL_LOOP
       for (int u = 0; u < UNROLL; ++u) {
         if (sl * VEC + u * step < cols) {
           UNROLL_LOOP
-          for (int j = 0; j < VEC; ++j) v[u][j] = EXP(v[u][j] - mx) * inv;
-          STOREV(y, base + sl * VEC + u * step, v[u]);
+          for (int j = 0; j < VEC; ++j) v[u][j] *= f;
+          STOREV_STREAM(y, base + sl * VEC + u * step, v[u]);
         }
       }
     } else {
@@ -77,7 +84,7 @@ const softmaxSource = rowSegmentHead + rowKeepLoad + `  float m = NEG_BIG, s = 0
         LOADV(x, base + c, t);
         UNROLL_LOOP
         for (int j = 0; j < VEC; ++j) t[j] = EXP(t[j] - mx) * inv;
-        STOREV(y, base + c, t);
+        STOREV_STREAM(y, base + c, t);
       }
     }
   }`
