@@ -40,7 +40,7 @@ func (t *Tuner) Bench(ctx context.Context, k *kernels.Kernel, dt kernels.DType, 
 	if err := m.load(); err != nil {
 		return nil, err
 	}
-	if _, err := withProgress(t, m, 0, m).measure(cand, 1); err != nil {
+	if _, err := (&measurement{live: m, progress: newProgress(t, m, 0)}).measure(cand, 1); err != nil {
 		return nil, fmt.Errorf("%s %s %s: %w", k.Name, c, cand.Key(), err)
 	}
 	prog := m.cands[cand.Key()].prog

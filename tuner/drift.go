@@ -61,28 +61,11 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 	}
 }
 
-// guarded is the drift guard's layer: the guard checks the anchor before
-// a batch of a new candidate and notes every batch measured after it.
-type guarded struct {
-	next measurer
-	g    *driftGuard // nil until the search calibrated, and when off
-}
-
-// measure checks the anchor first when c is a new candidate due for it.
-func (l *guarded) measure(c search.Candidate, n int) ([]float64, error) {
-	l.g.before(c)
-	s, err := l.next.measure(c, n)
-	if err == nil {
-		l.g.after(c, len(s))
-	}
-	return s, err
-}
-
 // driftGuard is the drift guard of one task.
 type driftGuard struct {
 	ctx context.Context
 	m   *live // times the anchor; holds the candidates' samples
-	// redo measures again: the layers below the guard.
+	// redo measures again below the guard (measurement.again).
 	redo measurer
 	j    *journaled // anchor timings replayed and journaled; nil without a journal
 	b    *budget

@@ -128,13 +128,14 @@ func (c *candidate) statusOf() string {
 	return StatusOf(c.err)
 }
 
-// journaled is the journal's layer: it answers a request from the journal
-// of an earlier, interrupted run when that holds the candidate's next
-// batch, else asks the next layer and journals what it measured. It also
+// journaled is the journal's part of the measurement: it answers a
+// request from the journal of an earlier, interrupted run when that holds
+// the candidate's next batch, else asks the live measurer and journals
+// what it measured. It also
 // keeps the plan and the drift guard's anchor timings (drift.go). Its
 // methods do nothing on a nil journaled (no journal configured).
 type journaled struct {
-	next  measurer
+	live  measurer // measures what the journal does not hold
 	j     Journal
 	t     *Tuner
 	task  Task
@@ -148,15 +149,15 @@ type journaled struct {
 	plan    *Record
 }
 
-// newJournaled wraps next (which measures into m's candidates) in the
-// configured journal, collecting the task's journaled records for replay;
+// newJournaled puts the configured journal around live (which measures
+// into m's candidates), collecting the task's journaled records for replay;
 // it returns nil when there is no journal.
-func newJournaled(ctx context.Context, t *Tuner, m *live, next measurer) *journaled {
+func newJournaled(ctx context.Context, t *Tuner, m *live, live measurer) *journaled {
 	j := t.cfg.Journal
 	if j == nil {
 		return nil
 	}
-	jl := &journaled{next: next, j: j, t: t, task: m.task, cands: m.cands, ctx: ctx, clk: m.clk, replay: map[string][]Record{}}
+	jl := &journaled{live: live, j: j, t: t, task: m.task, cands: m.cands, ctx: ctx, clk: m.clk, replay: map[string][]Record{}}
 	for _, rec := range j.Replay(t.b.Info().Key, m.task.Kernel.Name, m.task.Key()) {
 		switch rec.Kind {
 		case RecordMeasure:
@@ -203,7 +204,7 @@ func (j *journaled) measure(c search.Candidate, n int) ([]float64, error) {
 	if cd := j.cands[key]; cd != nil {
 		before, spent0 = cd.remeas, cd.spent
 	}
-	s, err := j.next.measure(c, n)
+	s, err := j.live.measure(c, n)
 	if err == nil || j.ctx.Err() == nil {
 		cd := j.cands[key]
 		spent := cd.spent.since(spent0)

@@ -28,9 +28,9 @@ func (s *stubMeasurer) measure(c search.Candidate, n int) ([]float64, error) {
 	return out, nil
 }
 
-// The journal's layer answers from the journal while it holds the next
-// batch of a candidate, of the size asked for, and journals what the next
-// layer measured; the progress layer reports after either.
+// The journal answers from the journal while it holds the next batch of a
+// candidate, of the size asked for, and journals what the live measurer
+// measured; progress is reported after either.
 func TestMeasurementLayers(t *testing.T) {
 	k, err := kernels.Get("gemv_nt")
 	if err != nil {
@@ -56,8 +56,7 @@ func TestMeasurementLayers(t *testing.T) {
 			tu := New(&fakeBackend{}, Config{Journal: j, Progress: func(ev Event) { events = append(events, ev.Candidate) }})
 			m := newLive(tu, task, nil)
 			stub := &stubMeasurer{cands: m.cands}
-			jl := newJournaled(context.Background(), tu, m, stub)
-			top := withProgress(tu, m, 10, jl)
+			top := &measurement{live: stub, journal: newJournaled(context.Background(), tu, m, stub), progress: newProgress(tu, m, 10)}
 			var want []string
 			for _, cand := range c.ask {
 				if _, err := top.measure(cand, c.n); err != nil {
@@ -78,15 +77,15 @@ func TestMeasurementLayers(t *testing.T) {
 	}
 }
 
-// Without a journal or an observer the layers are left out.
+// Without a journal or an observer their parts of the measurement are nil.
 func TestMeasurementLayersOff(t *testing.T) {
 	tu := New(&fakeBackend{}, Config{})
 	m := newLive(tu, Task{}, nil)
 	if jl := newJournaled(context.Background(), tu, m, m); jl != nil {
-		t.Errorf("a journal's layer without a journal")
+		t.Errorf("a journal without a journal configured")
 	}
-	if top := withProgress(tu, m, 1, m); top != measurer(m) {
-		t.Errorf("a progress layer without an observer")
+	if p := newProgress(tu, m, 1); p != nil {
+		t.Errorf("progress without an observer")
 	}
 }
 

@@ -15,25 +15,60 @@ import (
 	"github.com/kerntune/kerntune/tuner/device"
 )
 
-// The measurement of one candidate. Tuner.Run hands the search driver one
-// search.Target, searchTarget, whose Measure is built of layers around the
-// live measurer; each layer is a measurer in its own file and calls the next:
+// The measurement of one candidate, read top to bottom in
+// measurement.measure: Tuner.Run hands the search driver one search.Target,
+// searchTarget (tuner.go), whose Measure keeps the time spent answering
+// apart from the search's own and asks the task's measurement, which holds
+// as fields, each in its own file:
 //
-//	searchTarget.Measure (tuner.go) time spent answering, kept apart from the search's
-//	guarded.measure (drift.go)      the drift guard: re-time the anchor before a new candidate
-//	progressed.measure (progress.go) an Event to Config.Progress after every batch
-//	journaled.measure (journal.go)  an earlier run's batch from the journal, else the next
-//	                                layer's, journaled
-//	live.measure (here)             build → ready (verify, warm up) → sample
+//	guard (drift.go)       the drift guard: re-time the anchor before a new candidate
+//	journal (journal.go)   an earlier run's batch from the journal, else the live
+//	                       measurer's, journaled
+//	progress (progress.go) an Event to Config.Progress after every batch
+//	live (here)            build → ready (verify, warm up) → sample
 //
-// A layer that is not configured (journal, progress) is left out. The
-// drift guard's anchor timings and the final timing (retime.go) time
-// programs with the live measurer directly.
+// A field that is not configured (journal, progress; the guard until the
+// search calibrated) is nil. The drift guard's anchor timings and the final
+// timing (retime.go) time programs with the live measurer directly.
 
-// measurer answers a request of the search for n more samples of c: the
-// per-sample totals over the task's timed cases, in seconds.
 type measurer interface {
 	measure(c search.Candidate, n int) ([]float64, error)
+}
+
+// measureFunc is a measurer.
+type measureFunc func(c search.Candidate, n int) ([]float64, error)
+
+func (f measureFunc) measure(c search.Candidate, n int) ([]float64, error) { return f(c, n) }
+
+// measurement is one task's measurement: the drift guard, the journal and
+// the progress report around the live measurer.
+type measurement struct {
+	live     measurer    // the live measurer (*live), or a test's stand-in
+	journal  *journaled  // answers from an interrupted run, journals; nil without a journal
+	progress *progress   // nil without Config.Progress
+	guard    *driftGuard // nil until the search calibrated, and when off
+}
+
+// measure answers a request of the search for n more samples of c: the
+// drift guard checks the anchor first when c is a new candidate due for
+// it, and notes the batch after.
+func (m *measurement) measure(c search.Candidate, n int) ([]float64, error) {
+	m.guard.before(c)
+	s, err := m.again(c, n)
+	if err == nil {
+		m.guard.after(c, len(s))
+	}
+	return s, err
+}
+
+// again measures below the drift guard, which measures through it when it
+// takes a candidate again: from the journal or live, then reported.
+func (m *measurement) again(c search.Candidate, n int) ([]float64, error) {
+	defer m.progress.report(c.Key()) // after the samples (or the failure) are recorded
+	if m.journal != nil {
+		return m.journal.measure(c, n)
+	}
+	return m.live.measure(c, n)
 }
 
 // live measures on the device: it holds the task's problems and its

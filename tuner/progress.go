@@ -4,7 +4,6 @@ import (
 	"math"
 
 	"github.com/kerntune/kerntune/internal/stats"
-	"github.com/kerntune/kerntune/search"
 )
 
 // Event reports one measurement of a running task to Config.Progress: a
@@ -23,35 +22,31 @@ type Event struct {
 	BestUS    float64
 }
 
-// progressed is the layer that reports every batch, measured or
-// replayed, to Config.Progress once the layers below recorded it.
-type progressed struct {
-	next  measurer
+// progress reports every batch, measured or replayed, to Config.Progress
+// once the measurement recorded it.
+type progress struct {
 	t     *Tuner
 	task  Task
 	cands candidates
 	valid int // size of the valid space
 }
 
-// withProgress wraps next, which measures into m's candidates, in the
-// configured observer; next itself when there is none.
-func withProgress(t *Tuner, m *live, valid int, next measurer) measurer {
+// newProgress reports into the configured observer what m measures; nil
+// when there is none.
+func newProgress(t *Tuner, m *live, valid int) *progress {
 	if t.cfg.Progress == nil {
-		return next
+		return nil
 	}
-	return &progressed{next: next, t: t, task: m.task, cands: m.cands, valid: valid}
+	return &progress{t: t, task: m.task, cands: m.cands, valid: valid}
 }
 
-// measure reports c after the layers below measured or replayed it.
-func (p *progressed) measure(c search.Candidate, n int) ([]float64, error) {
-	defer p.progress(c.Key()) // after the samples (or the failure) are recorded
-	return p.next.measure(c, n)
-}
-
-// progress sends an Event for candidate key to the configured observer.
-// It walks the candidates (a few hundred at most), which costs far less than
-// the measurement it reports.
-func (p *progressed) progress(key string) {
+// report sends an Event for candidate key to the configured observer (none
+// on a nil progress). It walks the candidates (a few hundred at most),
+// which costs far less than the measurement it reports.
+func (p *progress) report(key string) {
+	if p == nil {
+		return
+	}
 	ev := Event{Task: p.task, Candidate: key, Valid: p.valid}
 	best := math.Inf(1)
 	for k, c := range p.cands {

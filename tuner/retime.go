@@ -189,12 +189,12 @@ func (r *run) finalTiming(space *search.Space, best, def search.Candidate, defOK
 	// the anchor drifts within the final rounds, they are taken again once,
 	// when what is left of the budget allows (drift.go).
 	for attempt := 0; ; attempt++ {
-		r.guard.g.beforeFinal()
+		r.meas.guard.beforeFinal()
 		start := time.Now()
 		if err := f.rounds(r.m, progs, n); err != nil {
 			return nil, err
 		}
-		if attempt > 0 || !r.guard.g.finalDrifted(progs, r.budget.left() >= time.Since(start)) {
+		if attempt > 0 || !r.meas.guard.finalDrifted(progs, r.budget.left() >= time.Since(start)) {
 			break
 		}
 		for _, p := range progs {

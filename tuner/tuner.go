@@ -272,10 +272,10 @@ type run struct {
 	ctx  context.Context
 	clk  *clock // where the entry's time goes
 	m    *live  // the problems, the candidates and their measurement
-	// journal is the journal's layer, nil without a journal; guard the
-	// drift guard's layer, the top of the measurement.
+	// journal is the journal's part of the measurement, nil without a
+	// journal; meas the measurement the search asks.
 	journal *journaled
-	guard   guarded
+	meas    *measurement
 	budget  budget
 }
 
@@ -309,13 +309,10 @@ func (t *Tuner) RunPlanned(ctx context.Context, task Task, a Allotment) (*Result
 	if err := r.m.load(); err != nil {
 		return nil, err
 	}
-	// The measurement's layers, innermost first: live, the journal,
-	// progress events, the drift guard (armed once the search calibrated).
-	var below measurer = r.m
-	if r.journal = newJournaled(ctx, t, r.m, r.m); r.journal != nil {
-		below = r.journal
-	}
-	r.guard.next = withProgress(t, r.m, len(valid), below)
+	// The measurement: the live measurer, the journal around it, progress
+	// events, and the drift guard once the search calibrated.
+	r.journal = newJournaled(ctx, t, r.m, r.m)
+	r.meas = &measurement{live: r.m, journal: r.journal, progress: newProgress(t, r.m, len(valid))}
 
 	ps, _ := kernelSpace(task.Kernel, t.b.Info().Backend)
 	def := search.Candidate(ps.Defaults())
@@ -354,14 +351,14 @@ func (t *Tuner) RunPlanned(ctx context.Context, task Task, a Allotment) (*Result
 	}
 	r.announce(a.Next)
 	// What was measured since the anchor's last check is checked too.
-	r.guard.g.final()
+	r.meas.guard.final()
 	best, stopped := out.Best, out.Stopped
 	ok := best != nil
 	// What this entry needs by its own measurements (as the plan estimates
 	// it from a probe): its setup, the default's build, and its samples.
 	needed := time.Duration(0)
 	if perSample := r.budget.perSample; perSample > 0 {
-		needed = t.Need(Estimate{Valid: len(valid), Setup: r.clk.setup, Build: r.guard.g.anchorBuild(), Sample: time.Duration(perSample * float64(time.Second))})
+		needed = t.Need(Estimate{Valid: len(valid), Setup: r.clk.setup, Build: r.meas.guard.anchorBuild(), Sample: time.Duration(perSample * float64(time.Second))})
 	}
 	if !ok {
 		tt := r.clk.result()
@@ -391,7 +388,7 @@ func (t *Tuner) RunPlanned(ctx context.Context, task Task, a Allotment) (*Result
 		}
 	}
 	entry.Roofline = r.m.roofline(fin.chosen.cand, stats.Median(fin.chosen.tot))
-	entry.Drift = r.guard.g.summary()
+	entry.Drift = r.meas.guard.summary()
 	entry.Time = r.clk.result()
 	r.journal.note(Record{Kind: RecordTime, Time: entry.Time})
 	return &Result{Task: task, Entry: entry, Trace: r.m.cands.trace(), Stopped: stopped, DataSeed: r.m.dataSeed,
@@ -443,7 +440,7 @@ type searchTarget struct {
 // answering kept apart from the search's own.
 func (s searchTarget) Measure(c search.Candidate, n int) ([]float64, error) {
 	defer s.r.clk.answered(time.Now())
-	return s.r.guard.measure(c, n)
+	return s.r.meas.measure(c, n)
 }
 
 // Calibrated arms the drift guard on what calibrated and returns the
@@ -482,7 +479,7 @@ func (c compilingTarget) Ready(cand search.Candidate) bool {
 // own time.
 func (r *run) armGuard(def search.Candidate, defOK bool, pool []search.Candidate) {
 	t0 := time.Now()
-	r.guard.g = newDriftGuard(r.ctx, r.m, r.guard.next, r.journal, &r.budget, r.m.cands.calibratedOn(def, defOK, pool))
+	r.meas.guard = newDriftGuard(r.ctx, r.m, measureFunc(r.meas.again), r.journal, &r.budget, r.m.cands.calibratedOn(def, defOK, pool))
 	r.clk.answered(t0)
 }
 
