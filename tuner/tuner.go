@@ -428,7 +428,7 @@ func (r *run) announce(next *Task) {
 }
 
 // searchTarget is the search's search.Target: a run measures through its
-// measurement's layers, budgets, plans and stops.
+// task's measurement, budgets, plans and stops.
 type searchTarget struct {
 	r     *run
 	def   search.Candidate // the default, which calibrates when defOK
@@ -436,7 +436,7 @@ type searchTarget struct {
 	pool  []search.Candidate
 }
 
-// Measure answers through the measurement's layers, with the time spent
+// Measure answers through the task's measurement, with the time spent
 // answering kept apart from the search's own.
 func (s searchTarget) Measure(c search.Candidate, n int) ([]float64, error) {
 	defer s.r.clk.answered(time.Now())
