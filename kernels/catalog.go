@@ -123,6 +123,10 @@ type Kernel struct {
 	KeyedClasses bool
 	// MemoryBound families stream their inputs, so timing rotates input copies past the cache.
 	MemoryBound bool
+	// Example families (family/twice) show how a family is added: listed,
+	// verified and tuned when named (--kernel), left out of the default
+	// workload.
+	Example bool
 	// SumOfProducts families compute each output as a sum of products of
 	// one element of each float input (gemv, gemm, qgemv, lora). Rounding
 	// then errs relative to the sum of the products' magnitudes, not to
@@ -353,6 +357,18 @@ func Names() []string {
 	names := append(catalog.Families(), registered.Names()...)
 	sort.Strings(names)
 	return names
+}
+
+// Defaults returns the families of the default workload: All but the
+// examples.
+func Defaults() []*Kernel {
+	var ks []*Kernel
+	for _, k := range All() {
+		if !k.Example {
+			ks = append(ks, k)
+		}
+	}
+	return ks
 }
 
 // All returns every family, built in and registered, sorted by name.

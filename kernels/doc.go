@@ -6,28 +6,25 @@
 //
 // # Adding a family
 //
-// Every layer finds a family by name, so a new family NAME is files that
-// edit none, three at most (scripts/trial_family.sh adds one so and runs it):
+// A new family NAME is one folder and one import line: family/NAME holds
+// its description (NAME.json: dims, shape rules, classes, and per kind of
+// backend its parameters and constraints, with the kinds of mutant its
+// tests must catch; read by the tuner, params and the Python loader alike)
+// and registers from init its catalog entry (AddBuiltin: workload, odd
+// shapes, operands, reference, flops), its GPU body (gpu.AddBuiltin), its
+// CPU kernel (tuner/cpu.AddFamily) and its mutant (AddMutant);
+// family/all imports it. family/twice is the example, and
+// scripts/trial_family.sh derives a family from it and runs it. The tests
+// that range over every family (the constraints of the descriptions in
+// both loaders, verification on the CPU and on PoCL, source generation for
+// every GPU API, the MSL check, the mutations) then cover it.
 //
-//	params/families/NAME.json   its description: dims, shape rules, classes, and per kind of
-//	                            backend its parameters and constraints (expressions), with the
-//	                            kinds of mutant its tests must catch; read by the tuner, params
-//	                            and the Python loader alike
-//	kernels/gpu/NAME.go         its GPU body (builtinBody) and its catalog entry (AddBuiltin:
-//	                            workload, odd shapes, operands, reference, flops), from init
-//	tuner/cpu/NAME.go           its CPU kernel (families.Add), if it runs on the CPU
-//
-// A family without a GPU space has no body, and keeps its catalog entry in
-// kernels/NAME.go (builtin); the built-in families keep theirs there too.
-// Vendor baselines, where there are some, add tuner/cuda/baseline_NAME.go
-// (blasCalls.Add) and tuner/metal/mps_NAME_darwin.go (mpsEncoders.Add).
-//
-// Its tests: a naive implementation in the tuner's mutation test (an entry
-// in mutants), checked with the mutations its description chooses; the
-// tests that range over every family (the constraints of the descriptions
-// in both loaders, verification on the CPU, source generation for every
-// GPU API, the MSL check, OpenCL execution) then cover it. README's family
-// table documents it.
+// The families written before folders keep their parts in the layers'
+// packages: the description in params/families, the catalog entry in
+// kernels/NAME.go, the body in kernels/gpu/NAME.go, the CPU kernel in
+// tuner/cpu, vendor baselines in tuner/cuda/baseline_NAME.go
+// (blasCalls.Add) and tuner/metal/mps_NAME_darwin.go (mpsEncoders.Add), the
+// mutant in the tuner's mutation test.
 //
 // # Contract
 //

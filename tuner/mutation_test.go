@@ -97,6 +97,10 @@ func (pr *mutantProg) Output(ti device.Instance) ([]float32, error) {
 	p, mut := inst.p, pr.mutation
 	run, ok := mutants[p.Kernel.Name]
 	if !ok {
+		// A family in its own folder registers its mutant there.
+		run, ok = kernels.MutantOf(p.Kernel.Name)
+	}
+	if !ok {
 		return nil, fmt.Errorf("no mutant of %s", p.Kernel.Name)
 	}
 	run(p, inst.in, out, mut)
@@ -110,9 +114,9 @@ func (pr *mutantProg) Output(ti device.Instance) ([]float32, error) {
 	return append([]float32(nil), out...), nil
 }
 
-// mutants are the families' naive implementations, each with a mutation
-// ("" for none); a new family adds its own, here or from an init in its
-// own test file.
+// mutants are the layered families' naive implementations, each with a
+// mutation ("" for none); a family in its own folder registers its own
+// there (kernels.AddMutant).
 var mutants = map[string]func(p *kernels.Problem, in [][]float32, out []float32, mut string){
 	"gemm_av": func(p *kernels.Problem, in [][]float32, out []float32, mut string) {
 		m, n, k := p.Case.Shape[0], p.Case.Shape[1], p.Case.Shape[2]

@@ -24,10 +24,11 @@ func addBackendFlag(cmd *cobra.Command, backend *string, note string) {
 	cmd.Flags().StringVar(backend, "backend", "auto", "backend: auto, "+strings.Join(device.Backends(), ", ")+note)
 }
 
-// parseKernels resolves --kernel names; none means every family.
+// parseKernels resolves --kernel names; none means every family of the
+// default workload (examples are tuned when named).
 func parseKernels(names []string) ([]*kernels.Kernel, error) {
 	if len(names) == 0 {
-		return kernels.All(), nil
+		return kernels.Defaults(), nil
 	}
 	return parseEach("--kernel", names, kernels.Get)
 }

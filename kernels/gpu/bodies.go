@@ -52,14 +52,15 @@ func rowBody(family, fn, src string, args []Arg, scalars func(c kernels.Case, co
 }
 
 // bodies holds the built-in families' bodies by name. Each family adds its
-// own with builtinBody from an init (a new family from its own file,
-// kernels/gpu/NAME.go), so no list here names them.
+// own with AddBuiltin from an init (a new family from its own folder,
+// family/NAME), so no list here names them.
 var bodies = map[string]*Body{}
 
-// builtinBody adds the body of a built-in family (params/families). A name
+// AddBuiltin adds the body of a built-in family (params/families, or a
+// family's own folder, family/NAME, which calls it from its init). A name
 // that is not a built-in family, or one added twice, is a programming
 // error: it panics, so every test and run fails at once.
-func builtinBody(b *Body) {
+func AddBuiltin(b *Body) {
 	if _, ok := families.Builtin()[b.Family]; !ok {
 		panic(fmt.Sprintf("gpu: body for %q, which is not a built-in family", b.Family))
 	}

@@ -434,8 +434,8 @@ func gemmMN(shape []int, trans int) (int, int) {
 }
 
 func init() {
-	builtinBody(gemmBody("gemm_av", "kt_gemm_av", 0))
-	builtinBody(gemmBody("gemm_at_b", "kt_gemm_at_b", 1))
+	AddBuiltin(gemmBody("gemm_av", "kt_gemm_av", 0))
+	AddBuiltin(gemmBody("gemm_at_b", "kt_gemm_at_b", 1))
 }
 
 // GemmTemplate is the CUDA source of gemm_av in dt without its header line

@@ -45,7 +45,7 @@ const gemvSource = `
     STORE(y, row, s);
   }`
 
-func init() { builtinBody(gemvBody) }
+func init() { AddBuiltin(gemvBody) }
 
 var gemvBody = &Body{
 	Family: "gemv_nt", Func: "kt_gemv_nt",

@@ -94,7 +94,7 @@ const loraSource = `
     }
   }`
 
-func init() { builtinBody(loraBody) }
+func init() { AddBuiltin(loraBody) }
 
 var loraBody = &Body{
 	Family: "lora", Func: "kt_lora",

@@ -179,7 +179,7 @@ const qgemvSource = `
     if (row0 + r < n && sl == 0) STORE(y, row0 + r, s + yb[r]);
   }`
 
-func init() { builtinBody(qgemvBody) }
+func init() { AddBuiltin(qgemvBody) }
 
 var qgemvBody = &Body{
 	Family: "qgemv", Func: "kt_qgemv",

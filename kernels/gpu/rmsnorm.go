@@ -68,7 +68,7 @@ const rmsnormSource = rowSegmentHead + rowKeepLoad + `  float acc[UNROLL];
     }
   }`
 
-func init() { builtinBody(rmsnormBody) }
+func init() { AddBuiltin(rmsnormBody) }
 
 var rmsnormBody = rowBody("rmsnorm", "kt_rmsnorm", rmsnormSource,
 	[]Arg{{"x", In}, {"w", In}, {"y", Out}, {"rows", Int}, {"cols", Int}, {"eps", Float}},

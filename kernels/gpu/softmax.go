@@ -89,7 +89,7 @@ const softmaxSource = rowSegmentHead + rowKeepLoad + `  float m = NEG_BIG, s = 0
     }
   }`
 
-func init() { builtinBody(softmaxBody) }
+func init() { AddBuiltin(softmaxBody) }
 
 var softmaxBody = rowBody("softmax", "kt_softmax", softmaxSource,
 	[]Arg{{"x", In}, {"y", Out}, {"rows", Int}, {"cols", Int}},

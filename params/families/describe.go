@@ -5,9 +5,12 @@ import (
 	"embed"
 	"encoding/json"
 	"fmt"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/kerntune/kerntune/family"
 )
 
 // The built-in families are data: one description per family in
@@ -105,6 +108,7 @@ type described struct {
 	variants []int // dim indices of ClassVariants
 	suffix   *template
 	spaces   map[string][]rule
+	folder   string // family/NAME for a family in a folder, else ""
 }
 
 // ParseFamily reads a family description (the format of params/families/*.json)
@@ -287,7 +291,7 @@ func (d *described) dimValues(i int) []int {
 func (d *described) family() *Family {
 	fd := d.desc
 	f := &Family{Name: fd.Name, Doc: fd.Doc, Dims: slices.Clone(fd.Dims), Classify: d.classify, Spaces: map[string]*Space{},
-		Mutants: slices.Clone(fd.Mutants)}
+		Mutants: slices.Clone(fd.Mutants), Folder: d.folder}
 	for _, combo := range d.variantCombos() {
 		env := map[string]any{}
 		var words []string
@@ -534,27 +538,49 @@ func joinInts(vs []int) string {
 	return strings.Join(parts, ", ")
 }
 
-// builtinDescs compiles the embedded descriptions once; an invalid one is a
-// bug of this package, caught by its tests.
+// builtinDescs compiles the embedded descriptions once: this package's
+// and those of the families that live in folders (package family); an
+// invalid one is a bug, caught by the tests.
 var builtinDescs = func() []*described {
-	names, err := familyFiles.ReadDir(".")
+	out := compileDir(familyFiles, ".", "params/families", "")
+	dirs, err := family.Descriptions.ReadDir(".")
+	if err != nil {
+		panic(err)
+	}
+	for _, d := range dirs {
+		if d.IsDir() {
+			out = append(out, compileDir(family.Descriptions, d.Name(), "family/"+d.Name(), "family/"+d.Name())...)
+		}
+	}
+	return out
+}()
+
+// compileDir compiles the descriptions in dir of fsys, each named after its
+// family; label names dir in errors, folder the family's folder ("" for
+// this package's own).
+func compileDir(fsys embed.FS, dir, label, folder string) []*described {
+	names, err := fsys.ReadDir(dir)
 	if err != nil {
 		panic(err)
 	}
 	var out []*described
 	for _, n := range names {
-		data, err := familyFiles.ReadFile(n.Name())
+		if !strings.HasSuffix(n.Name(), ".json") {
+			continue
+		}
+		data, err := fsys.ReadFile(path.Join(dir, n.Name()))
 		if err != nil {
 			panic(err)
 		}
 		d, err := compileFamily(data)
 		if err != nil {
-			panic(fmt.Sprintf("params: families/%s: %v", n.Name(), err))
+			panic(fmt.Sprintf("params: %s/%s: %v", label, n.Name(), err))
 		}
-		if d.desc.Name+".json" != n.Name() {
-			panic(fmt.Sprintf("params: families/%s describes %q; the file is named after its family", n.Name(), d.desc.Name))
+		if d.desc.Name+".json" != n.Name() || (folder != "" && path.Base(folder) != d.desc.Name) {
+			panic(fmt.Sprintf("params: %s/%s describes %q; the file (and a family's folder) is named after its family", label, n.Name(), d.desc.Name))
 		}
+		d.folder = folder
 		out = append(out, d)
 	}
 	return out
-}()
+}

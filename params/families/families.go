@@ -26,6 +26,11 @@ type Family struct {
 	// Mutants are the kinds of broken kernel the family's tests must
 	// catch (see kernels' mutation test); empty means every kind.
 	Mutants []string
+	// Folder is the folder that holds the whole family (family/NAME: its
+	// description, reference, GPU body, CPU kernel and mutant, registered
+	// when kerntune imports family/all); "" for a family whose parts live
+	// in the layers' packages.
+	Folder string
 }
 
 // Class is a named shape class and the rule that selects it.
@@ -183,7 +188,7 @@ func builtinDimValues(family, dim string) []int {
 }
 
 // Builtin returns the built-in families by name, built from their
-// descriptions (params/families/NAME.json). Each call returns fresh values, so a
+// descriptions (params/families/NAME.json, family/NAME/NAME.json). Each call returns fresh values, so a
 // caller may change them without affecting others.
 func Builtin() map[string]*Family {
 	m := make(map[string]*Family, len(builtinDescs))

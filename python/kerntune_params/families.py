@@ -129,6 +129,9 @@ def _check_dims(family: str, names: Sequence[str], shape: Sequence[int], operand
 # rules and constraints evaluated by the expression language of spec files.
 
 _FAMILIES_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "families")
+# The families that live each in one folder: family/NAME/NAME.json (a link
+# to Go's package family, which params/families reads too).
+_FOLDERS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "family")
 
 
 class _Template:
@@ -289,11 +292,16 @@ def parse_family(text: str) -> "Family":
 
 
 def _load_described() -> List[_Described]:
+    paths = [os.path.join(_FAMILIES_DIR, n) for n in sorted(os.listdir(_FAMILIES_DIR)) if n.endswith(".json")]
+    if os.path.isdir(_FOLDERS_DIR):
+        for d in sorted(os.listdir(_FOLDERS_DIR)):
+            p = os.path.join(_FOLDERS_DIR, d, d + ".json")
+            if os.path.isfile(p):
+                paths.append(p)
     out = []
-    for name in sorted(os.listdir(_FAMILIES_DIR)):
-        if name.endswith(".json"):
-            with open(os.path.join(_FAMILIES_DIR, name), encoding="utf-8") as f:
-                out.append(_Described(json.load(f)))
+    for p in paths:
+        with open(p, encoding="utf-8") as f:
+            out.append(_Described(json.load(f)))
     return out
 
 

@@ -18,16 +18,16 @@ const doc = "docs/design/architecture.md"
 var trialScripts = []string{"scripts/trial_family.sh", "scripts/trial-backend.sh"}
 
 // trialWriteRE finds the files a trial script writes in its copy: a here
-// document (cat > FILE), a copy (cp SRC FILE) or an edit (sed -i ... FILE),
-// each at the start of a line; a path holding a variable is the copy of the
-// tree itself, not an addition.
-var trialWriteRE = regexp.MustCompile(`(?m)^(?:cat > (\S+) <<|cp (?:-\S+ )*\S+ (\S+)$|sed -i '[^']*' (\S+)$)`)
+// document (cat > FILE), a copy (cp SRC FILE), an edit (sed -i ... FILE)
+// or a derived copy (sed ... SRC > FILE), each at the start of a line; a
+// path holding a variable is the copy of the tree itself, not an addition.
+var trialWriteRE = regexp.MustCompile(`(?m)^(?:cat > (\S+) <<|cp (?:-\S+ )*\S+ (\S+)$|sed -i '[^']*' (\S+)$|sed (?:'[^']*'|"[^"]*") \S+ > (\S+)$)`)
 
 // trialFiles lists the files script writes, sorted.
 func trialFiles(script []byte) []string {
 	seen := map[string]bool{}
 	for _, m := range trialWriteRE.FindAllSubmatch(script, -1) {
-		f := string(m[1]) + string(m[2]) + string(m[3])
+		f := string(m[1]) + string(m[2]) + string(m[3]) + string(m[4])
 		if !strings.Contains(f, "$") {
 			seen[f] = true
 		}

@@ -24,8 +24,13 @@ var layerRules = []struct {
 }{
 	// params and its subpackages import only the standard library and
 	// each other.
-	{"params", []string{"*"}, []string{"params/"}},
-	{"params/", []string{"*"}, []string{"params/"}},
+	{"params", []string{"*"}, []string{"params/", "family"}},
+	{"params/", []string{"*"}, []string{"params/", "family"}},
+	// family embeds the folder families' descriptions, data the loaders
+	// read: it imports nothing of ours. A folder family may import the
+	// layers it registers with, never the engine or a command.
+	{"family", []string{"*"}, nil},
+	{"family/", []string{"tuner", "spec", "report", "cmd/"}, nil},
 	{"internal/", []string{"kernels", "kernels/", "spec", "tuner", "tuner/", "report", "cmd/", "scripts/"}, nil},
 	{"search", []string{"kernels", "kernels/", "spec", "tuner", "tuner/", "report", "cmd/"}, nil},
 	{"search/", []string{"kernels", "kernels/", "spec", "tuner", "tuner/", "report", "cmd/"}, nil},
@@ -163,6 +168,10 @@ func TestLayerRulesCatch(t *testing.T) {
 		bad     bool
 	}{
 		{"params", "internal/stats", true},
+		{"params/families", "family", false},
+		{"family", "params/families", true},
+		{"family/twice", "tuner/cpu", false},
+		{"family/twice", "tuner", true},
 		{"params", "params/families", false},
 		{"params/paramfile", "params/families", false},
 		{"params/families", "kernels", true},
@@ -186,5 +195,36 @@ func TestLayerRulesCatch(t *testing.T) {
 		if got := violates(c.pkg, c.im); got != c.bad {
 			t.Errorf("%s imports %s: reported %v, want %v", c.pkg, c.im, got, c.bad)
 		}
+	}
+}
+
+// TestFamilyFolders: a family that lives in its own folder is added by the
+// folder and one import line: family/all imports every folder, and no
+// other package of ours names it (tests may, to test it).
+func TestFamilyFolders(t *testing.T) {
+	r := root(t)
+	entries, err := os.ReadDir(filepath.Join(r, "family"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	imports := ourImports(t, r)
+	n := 0
+	for _, e := range entries {
+		if !e.IsDir() || e.Name() == "all" {
+			continue
+		}
+		n++
+		pkg := "family/" + e.Name()
+		if !imports["family/all"][pkg] {
+			t.Errorf("family/all does not import %s", pkg)
+		}
+		for from, ims := range imports {
+			if ims[pkg] && from != "family/all" {
+				t.Errorf("%s imports %s: only family/all may, so that a family is one folder and one import line", from, pkg)
+			}
+		}
+	}
+	if n == 0 {
+		t.Error("no family folder found; family/twice is the example")
 	}
 }

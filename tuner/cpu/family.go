@@ -29,3 +29,26 @@ func biasOperand[T float32 | uint16](p *kernels.Problem, in [][]T, i int) []T {
 	}
 	return nil
 }
+
+// Kernels are a family's CPU kernels for one candidate, by element type;
+// a nil one is a dtype the family does not run on the CPU (a candidate of
+// it fails to run, with an error that names the dtype).
+type Kernels struct {
+	F32  func(p *kernels.Problem, in [][]float32, out []float32)
+	F16  func(p *kernels.Problem, in [][]uint16, out []uint16)
+	BF16 func(p *kernels.Problem, in [][]uint16, out []uint16)
+}
+
+// AddFamily registers the CPU kernels of a family that lives in its own
+// folder (family/NAME), from its init: bind binds a candidate's parameters
+// (those of the family's cpu space) to its kernels. The name must be a
+// built-in family's, added once (as Table.Add).
+func AddFamily(name string, bind func(c search.Candidate) (Kernels, error)) {
+	impls.Add(name, family{build: func(c search.Candidate) (*program, error) {
+		k, err := bind(c)
+		if err != nil {
+			return nil, err
+		}
+		return &program{f32: k.F32, f16: k.F16, bf16: k.BF16}, nil
+	}})
+}
