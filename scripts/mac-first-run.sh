@@ -8,10 +8,17 @@
 # Steps (about 10-20 minutes; a failing step is recorded and the next runs):
 #   1. the machine: macOS version, chip, GPU, kerntune version
 #   2. kerntune devices (text and --json)
+#   0. before anything: the binary is not quarantined (a download from a
+#      browser is, and macOS then refuses to run it) and is built for this
+#      Mac's architecture (arm64 on Apple silicon, not x86_64 under
+#      Rosetta); each check prints the command that fixes it
 #   3. kerntune verify --backend metal --sample N with Metal's API validation
 #      and shader validation on (MTL_DEBUG_LAYER=1 MTL_SHADER_VALIDATION=1),
-#      both dtypes: every N-th candidate of every family against the float64
-#      reference
+#      validation errors logged, not asserted (MTL_DEBUG_LAYER_ERROR_MODE=nslog,
+#      MTL_SHADER_VALIDATION_REPORT_TO_STDERR=1: by default the first one
+#      aborts the process), both dtypes: every N-th candidate of every family
+#      against the float64 reference, in its own process; then one plain
+#      verify (no validation), as applications run
 #      Shader validation instruments every kernel, which can lower a
 #      pipeline's maxTotalThreadsPerThreadgroup: candidates refused there for
 #      "register pressure" are not counted as failures; verify runs again
@@ -24,7 +31,9 @@
 #      against MPSMatrixMultiplication, and of 4-bit qgemv (Qwen2-0.5B's
 #      shapes, group size 64); where MLX is installed (python3 -c 'import
 #      mlx.core' works), MLX's own mx.quantized_matmul on the same shapes,
-#      printed beside kerntune's
+#      printed beside kerntune's: per op in a dependent chain (each call's
+#      input is the previous call's output, evaluated once, so MLX cannot run
+#      them side by side), and per mx.eval of one op, host included
 #   6. crash reports of kerntune written meanwhile: GOTRACEBACK=crash makes
 #      a Go program that dies of a fatal signal abort, so that macOS writes
 #      one (by default Go exits with status 2 and macOS writes none)
@@ -49,6 +58,25 @@ if [ -z "$kt" ]; then
 fi
 if [ -z "$kt" ] || [ ! -x "$kt" ]; then
 	echo "mac-first-run: no kerntune binary: put it at ./kerntune, on PATH, or name it with KERNTUNE=/path/to/kerntune" >&2
+	exit 2
+fi
+# A binary downloaded with a browser carries the quarantine attribute, and
+# macOS refuses to run it ("cannot be opened"); an x86_64 build runs under
+# Rosetta, where timings are not the native ones. Both are fixed before
+# anything runs.
+if xattr -p com.apple.quarantine "$kt" >/dev/null 2>&1; then
+	echo "mac-first-run: $kt is quarantined (downloaded from a browser): run  xattr -d com.apple.quarantine $kt  and start again" >&2
+	exit 2
+fi
+# The architectures of a Mach-O binary (lipo, or file without the Command
+# Line Tools); a wrapper script or another format is not checked.
+host_arch=$(uname -m)
+bin_arch=$(lipo -archs "$kt" 2>/dev/null)
+if [ -z "$bin_arch" ] && file -b "$kt" 2>/dev/null | grep -q Mach-O; then
+	bin_arch=$(file -b "$kt")
+fi
+if [ -n "$bin_arch" ] && [[ $bin_arch != *"$host_arch"* ]]; then
+	echo "mac-first-run: $kt is built for $bin_arch, this Mac is $host_arch: use the darwin-$host_arch build (make release, or the kerntune-darwin-$host_arch download)" >&2
 	exit 2
 fi
 sample=${SAMPLE:-20}
@@ -142,8 +170,13 @@ step "machine" machine.txt machine_info
 json_step "version" version.json "$kt" version --json
 step "devices" devices.txt "$kt" devices
 json_step "devices --json" devices.json "$kt" devices --json
+# Validation errors are logged (nslog mode, shader errors on stderr), not
+# asserted: by default the first one aborts the process and hides the rest.
+validation=(MTL_DEBUG_LAYER=1 MTL_DEBUG_LAYER_ERROR_MODE=nslog MTL_SHADER_VALIDATION=1 MTL_SHADER_VALIDATION_REPORT_TO_STDERR=1)
 step "verify (validation on)" verify-sample.log \
-	env MTL_DEBUG_LAYER=1 MTL_SHADER_VALIDATION=1 "$kt" verify --backend metal --sample "$sample"
+	env "${validation[@]}" "$kt" verify --backend metal --sample "$sample"
+errors=$(grep -ci 'validation' "$dir/verify-sample.log" 2>/dev/null || true)
+echo "(verify with validation: ${errors:-0} log lines name a validation error)" >>"$summary"
 # Shader validation can lower maxTotalThreadsPerThreadgroup, and verify
 # then refuses candidates for "register pressure" that run without it:
 # those refusals are not the candidates' failures. Verify again with shader
@@ -156,8 +189,9 @@ if [ "$pressure" -gt 0 ]; then
 		failed=$((failed - 1)) # the step failed for those refusals alone
 	fi
 	step "verify (shader validation off)" verify-sample-noshadervalidation.log \
-		env MTL_DEBUG_LAYER=1 "$kt" verify --backend metal --sample "$sample"
+		env MTL_DEBUG_LAYER=1 MTL_DEBUG_LAYER_ERROR_MODE=nslog "$kt" verify --backend metal --sample "$sample"
 fi
+step "verify (plain)" verify-plain.log "$kt" verify --backend metal --sample "$sample"
 step "tune ($budget)" tune.log \
 	"$kt" tune --backend metal --dtype f16 --kernel gemv_nt --shape 1x896x896 --shape 1x896x4864 \
 	--budget "$budget" --out "$params" --trace "$dir/tune.trace.jsonl"
@@ -199,10 +233,13 @@ mlx_python() {
 
 # mlx_qgemv PYTHON BENCH_JSON SHAPE...: times mx.quantized_matmul (4 bits,
 # group size 64, transpose=True: W is N×K) on x 1×K f16 for each M×N×K
-# shape, warmed up, the median of many mx.eval: one op per eval (what a
-# decode step pays, launch and synchronisation included), and per op in a
-# batch of 32 per eval (closer to kerntune's GPU time per dispatch). Prints
-# them beside kerntune's time from bench's JSON.
+# shape, warmed up, median of many runs, two ways: per op in a dependent
+# chain of 32 (each call's x is the previous call's output, cut to K, all
+# evaluated by one mx.eval, so MLX cannot run them side by side: the
+# nearest to kerntune's GPU time per dispatch, with one slice op a call
+# and the host's share spread over 32), and one op per mx.eval (what a
+# decode step pays, launch and synchronisation included: host-inclusive).
+# Prints them beside kerntune's time from bench's JSON.
 mlx_qgemv() {
 	local py=$1 bench=$2
 	shift 2
@@ -212,7 +249,7 @@ import json, statistics, sys, time
 import mlx.core as mx
 
 bench, shapes = sys.argv[1], sys.argv[2:]
-bits, group, batch, warm, reps = 4, 64, 32, 20, 50
+bits, group, chain, warm, reps = 4, 64, 32, 20, 50
 kt = {}
 try:
     with open(bench) as f:
@@ -221,9 +258,9 @@ try:
 except (OSError, ValueError) as e:
     print(f"(no kerntune times: {e})")
 print(f"MLX {mx.__version__}, mx.quantized_matmul bits={bits} group_size={group} transpose=True, f16; "
-      f"median of {reps} mx.eval after {warm} warm-up evals")
-per_op = f"MLX µs/op (x{batch})"
-print(f"{'SHAPE':<22} {'KERNTUNE µs':>12} {per_op:>18} {'MLX µs/eval':>12}")
+      f"median of {reps} runs after {warm} warm-up runs")
+per_op = f"MLX µs/op (chain of {chain})"
+print(f"{'SHAPE':<22} {'KERNTUNE µs':>12} {per_op:>24} {'MLX µs/eval, host-inclusive':>28}")
 for s in shapes:
     m, n, k = (int(v) for v in s.split("x"))
     x = mx.random.normal((m, k)).astype(mx.float16)
@@ -231,23 +268,33 @@ for s in shapes:
     wq, scales, biases = mx.quantize(w, group_size=group, bits=bits)
     mx.eval(x, wq, scales, biases)
 
-    def op():
-        return mx.quantized_matmul(x, wq, scales, biases, transpose=True, group_size=group, bits=bits)
+    def op(v):
+        return mx.quantized_matmul(v, wq, scales, biases, transpose=True, group_size=group, bits=bits)
 
-    def timed(ops):
+    def next_x(y):
+        # The next call's input is this call's output, cut (or padded) to K.
+        return y[:, :k] if n >= k else mx.pad(y, [(0, 0), (0, k - n)])
+
+    def timed(ops, dependent):
         ts = []
         for i in range(warm + reps):
             t0 = time.perf_counter()
-            mx.eval([op() for _ in range(ops)])
+            if dependent:
+                v = x
+                for _ in range(ops):
+                    v = next_x(op(v))
+                mx.eval(v)
+            else:
+                mx.eval(op(x))
             if i >= warm:
                 ts.append((time.perf_counter() - t0) / ops)
         return statistics.median(ts) * 1e6
 
-    one, batched = timed(1), timed(batch)
+    chained, one = timed(chain, True), timed(1, False)
     key = f"{s}x{bits}x{group}"
     ours = kt.get(key)
     ours = f"{ours:.2f}" if isinstance(ours, (int, float)) else "-"
-    print(f"{key:<22} {ours:>12} {batched:>18.2f} {one:>12.2f}")
+    print(f"{key:<22} {ours:>12} {chained:>24.2f} {one:>28.2f}")
 PY
 }
 

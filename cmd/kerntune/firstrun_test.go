@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -54,6 +55,8 @@ const mlxStub = `__version__ = "0.0-stub"
 float16 = "float16"
 class _A:
     def astype(self, t): return self
+    def __getitem__(self, i): return self
+def pad(a, widths): return a
 class random:
     @staticmethod
     def normal(shape): return _A()
@@ -122,7 +125,7 @@ func TestMacFirstRunScript(t *testing.T) {
 				t.Fatalf("the script failed (%v): a step failed for refusals shader validation caused?\n%s", err, log)
 			}
 			summary := testutil.ReadFile(t, filepath.Join(out, "summary.txt"))
-			for _, want := range []string{"2 register-pressure refusals not counted", "verify (shader validation off)", "failed steps: 0", "bench qgemv (4-bit)"} {
+			for _, want := range []string{"2 register-pressure refusals not counted", "verify (shader validation off)", "verify (plain)", "failed steps: 0", "bench qgemv (4-bit)"} {
 				if !strings.Contains(string(summary), want) {
 					t.Errorf("summary lacks %q:\n%s", want, summary)
 				}
@@ -147,6 +150,11 @@ func TestMacFirstRunScript(t *testing.T) {
 			if err != nil {
 				t.Fatalf("no MLX timing: %v\n%s", err, log)
 			}
+			for _, want := range []string{"chain of 32", "host-inclusive"} {
+				if !strings.Contains(string(mlxOut), want) {
+					t.Errorf("MLX timing does not say %q:\n%s", want, mlxOut)
+				}
+			}
 			for _, shape := range []string{"1x896x896x4x64", "1x4864x896x4x64", "1x9728x896x4x64", "1x151936x896x4x64"} {
 				found := false
 				for _, line := range strings.Split(string(mlxOut), "\n") {
@@ -158,5 +166,40 @@ func TestMacFirstRunScript(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A quarantined binary (downloaded with a browser) is refused before any
+// step, with the command that lifts the quarantine.
+func TestMacFirstRunQuarantine(t *testing.T) {
+	t.Parallel()
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash")
+	}
+	script, err := filepath.Abs(filepath.Join("..", "..", "scripts", "mac-first-run.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	bin := filepath.Join(tmp, "bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	kt := filepath.Join(bin, "kerntune")
+	for p, text := range map[string]string{kt: fakeKerntune, filepath.Join(bin, "xattr"): "#!/bin/sh\necho '0081;0;Safari;'\n"} {
+		if err := os.WriteFile(p, []byte(text), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command(bash, script, filepath.Join(tmp, "run"))
+	cmd.Env = append(os.Environ(), "KERNTUNE="+kt, "FAKE_CALLS="+filepath.Join(tmp, "calls"), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "xattr -d com.apple.quarantine "+kt) {
+		t.Errorf("a quarantined binary: %v, output:\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(tmp, "calls")); err == nil {
+		t.Error("kerntune ran although it is quarantined")
 	}
 }
