@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"sync"
 	"time"
@@ -314,33 +315,14 @@ func (t *Tuner) RunPlanned(ctx context.Context, task Task, a Allotment) (*Result
 	r.journal = newJournaled(ctx, t, r.m, r.m)
 	r.meas = &measurement{live: r.m, journal: r.journal, progress: newProgress(t, r.m, len(valid))}
 
-	ps, _ := kernelSpace(task.Kernel, t.b.Info().Backend)
-	def := search.Candidate(ps.Defaults())
-	defErr := space.Check(def)
-
 	// The search (search.Driver): the default first (it calibrates the
 	// budget and is the reference point of the entry; a tuned entry is never
 	// slower than no tuning), then the warm starts and the strategy.
-	d := search.Driver{
-		Strategy: t.cfg.Strategy,
-		Options:  search.Options{Seed: t.cfg.Seed, Samples: t.cfg.Samples, RaceMax: raceMaxFor(a.Sample)},
-		Pool:     valid,
-		MaxEvals: t.cfg.MaxEvals,
-		Target:   searchTarget{r: r, def: def, defOK: defErr == nil, pool: valid},
-	}
-	if defErr == nil {
-		d.Default = def
-	}
-	for _, w := range t.cfg.WarmStart {
-		d.Warm = append(d.Warm, search.Candidate(w))
-	}
+	d, def, defErr := t.searchDriver(task, space, valid, raceMaxFor(a.Sample))
+	d.Target = searchTarget{r: r, def: def, defOK: defErr == nil, pool: valid}
 	if pf, ok := t.b.(device.Prefetcher); ok && compilesAhead(t.b) {
 		rd, _ := t.b.(device.Readier)
 		d.Target = compilingTarget{searchTarget: d.Target.(searchTarget), pf: pf, rd: rd}
-	}
-	d.Batch = t.cfg.Batch
-	if d.Batch <= 0 {
-		d.Batch = BatchFor(t.b)
 	}
 	searchStart := time.Now()
 	r.clk.setup = searchStart.Sub(start)
@@ -374,7 +356,7 @@ func (t *Tuner) RunPlanned(ctx context.Context, task Task, a Allotment) (*Result
 		return nil, err
 	}
 	entry := &paramfile.Entry{Strategy: t.cfg.Strategy, Evaluations: len(r.m.cands), Stopped: stopped}
-	fin.record(entry, ps.Defaults(), len(r.m.problems))
+	fin.record(entry, maps.Clone(def), len(r.m.problems))
 	for _, c := range task.Cases {
 		entry.Shapes = append(entry.Shapes, append([]int(nil), c.Shape...))
 	}
@@ -413,18 +395,38 @@ func (r *run) announce(next *Task) {
 	if err != nil {
 		return
 	}
-	ps, _ := kernelSpace(next.Kernel, t.b.Info().Backend)
-	d := search.Driver{Strategy: t.cfg.Strategy, Options: search.Options{Seed: t.cfg.Seed, Samples: t.cfg.Samples},
-		Pool: space.Enumerate(), MaxEvals: t.cfg.MaxEvals, Batch: t.cfg.Batch}
-	if d.Batch <= 0 {
-		d.Batch = BatchFor(t.b)
-	}
-	if def := search.Candidate(ps.Defaults()); space.Check(def) == nil {
-		d.Default = def
-	}
+	d, _, _ := t.searchDriver(*next, space, space.Enumerate(), 0)
 	if asks := d.FirstAsks(firstAsksAhead); len(asks) > 0 {
 		pf.Prefetch(next.Kernel, next.DType, asks)
 	}
+}
+
+// searchDriver is the search of task over valid (space's candidates) as
+// Run drives it, without its Target: the strategy and its options, the
+// default (when space admits it: defErr nil) and the warm starts, the
+// batch. raceMax caps the race of slow candidates (0: no cap). The same
+// driver names the first candidates of an entry announced ahead.
+func (t *Tuner) searchDriver(task Task, space *search.Space, valid []search.Candidate, raceMax int) (d search.Driver, def search.Candidate, defErr error) {
+	ps, _ := kernelSpace(task.Kernel, t.b.Info().Backend)
+	def = search.Candidate(ps.Defaults())
+	defErr = space.Check(def)
+	d = search.Driver{
+		Strategy: t.cfg.Strategy,
+		Options:  search.Options{Seed: t.cfg.Seed, Samples: t.cfg.Samples, RaceMax: raceMax},
+		Pool:     valid,
+		MaxEvals: t.cfg.MaxEvals,
+		Batch:    t.cfg.Batch,
+	}
+	if defErr == nil {
+		d.Default = def
+	}
+	for _, w := range t.cfg.WarmStart {
+		d.Warm = append(d.Warm, search.Candidate(w))
+	}
+	if d.Batch <= 0 {
+		d.Batch = BatchFor(t.b)
+	}
+	return d, def, defErr
 }
 
 // searchTarget is the search's search.Target: a run measures through its

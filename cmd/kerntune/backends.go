@@ -221,6 +221,8 @@ type backendRequest struct {
 	// but failed to open, and when Verbose also when the machine lacks it.
 	Log     io.Writer
 	Verbose bool
+
+	opts device.Options // Opts as the backends' options, set by OpenBackend
 }
 
 // isolation is how tune runs candidates in a worker process.
@@ -236,7 +238,8 @@ type isolation struct {
 // once, in the process that times), refusing flags the backend it opened
 // does not take.
 func (f *Factory) OpenBackend(r backendRequest) (device.Backend, error) {
-	if _, err := r.Opts.options(); err != nil {
+	var err error
+	if r.opts, err = r.Opts.options(); err != nil {
 		return nil, err
 	}
 	if r.Log == nil {
@@ -249,7 +252,6 @@ func (f *Factory) OpenBackend(r backendRequest) (device.Backend, error) {
 				return nil, err
 			}
 		}
-		var err error
 		if b, err = r.open(r.Name); err != nil {
 			if r.Bare {
 				return nil, err
@@ -285,11 +287,7 @@ func (r backendRequest) open(name string) (device.Backend, error) {
 			return r.openWorker(name)
 		}
 	}
-	opts, err := r.Opts.options()
-	if err != nil {
-		return nil, err
-	}
-	b, err := device.OpenWith(name, opts)
+	b, err := device.OpenWith(name, r.opts)
 	if err == nil && opened != nil {
 		opened(name)
 	}

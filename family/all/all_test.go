@@ -37,6 +37,20 @@ func folders(t *testing.T) []*kernels.Kernel {
 	return ks
 }
 
+// gpuCandidates enumerates a family's GPU space without shape constraints;
+// false when it has none.
+func gpuCandidates(k *kernels.Kernel) ([]search.Candidate, bool) {
+	ps, ok := k.Space("gpu")
+	if !ok {
+		return nil, false
+	}
+	var params []search.Param
+	for _, p := range ps.Params {
+		params = append(params, search.Param{Name: p.Name, Values: p.Values})
+	}
+	return (&search.Space{Params: params}).Enumerate(), true
+}
+
 // Every folder family registered every part from its own folder: a
 // catalog entry, a GPU body when it has a GPU space, a mutant, and its
 // description is where package family embeds it.
@@ -86,15 +100,10 @@ func TestFolderFamiliesVerifyOnCPU(t *testing.T) {
 // shape.
 func TestFolderFamiliesGenerate(t *testing.T) {
 	for _, k := range folders(t) {
-		ps, ok := k.Space("gpu")
+		cands, ok := gpuCandidates(k)
 		if !ok {
 			continue
 		}
-		var params []search.Param
-		for _, p := range ps.Params {
-			params = append(params, search.Param{Name: p.Name, Values: p.Values})
-		}
-		cands := (&search.Space{Params: params}).Enumerate()
 		if len(cands) == 0 {
 			t.Fatalf("%s: no GPU candidate", k.Name)
 		}
@@ -116,15 +125,11 @@ func TestFolderFamiliesMSL(t *testing.T) {
 	cc := mslcheck.Require(t)
 	var srcs []gpu.MSLSource
 	for _, k := range folders(t) {
-		ps, ok := k.Space("gpu")
+		cands, ok := gpuCandidates(k)
 		if !ok {
 			continue
 		}
-		var params []search.Param
-		for _, p := range ps.Params {
-			params = append(params, search.Param{Name: p.Name, Values: p.Values})
-		}
-		for _, c := range (&search.Space{Params: params}).Enumerate() {
+		for _, c := range cands {
 			for _, dt := range kernels.DTypes {
 				b, src, err := gpu.Source(k.Name, gpu.Metal, dt, c)
 				if err != nil {

@@ -194,10 +194,13 @@ func MergeEntry(path string, update *File, force bool, ev Evidence) (Kept, error
 			}
 		}
 	}
+	if nw == nil {
+		return Kept{}, fmt.Errorf("writing %s: the update holds no entry", path)
+	}
 	var k Kept
 	keep := func(_, _, _ string, old, newRaw any) any {
 		oe, err := DecodeEntry(old)
-		if err != nil || nw == nil {
+		if err != nil {
 			// Cannot happen for a file that parsed; never lose the file's entry.
 			k.Old, k.Unreadable = &Entry{}, err
 			return old
