@@ -62,7 +62,7 @@ func emuSourceMain(t *testing.T, src, fn, mainFile string) string {
 			"#define SHARED_DYN(type, name, n) static __attribute__((aligned(16))) type name[n]")
 	}
 	for _, line := range strings.SplitAfter(src, "\n") {
-		for _, def := range []string{"float kt_h2f(", "unsigned short kt_f2h(", "unsigned int kt_hsub2(", "unsigned int kt_hmul2(", "unsigned int kt_hfma2("} {
+		for _, def := range []string{"float kt_h2f(", "unsigned short kt_f2h(", "unsigned int kt_hsub2(", "unsigned int kt_hmul2(", "unsigned int kt_hfma2(", "float kt_half2f(", "unsigned short kt_f2half("} {
 			if strings.HasPrefix(line, "KT_INLINE "+def) {
 				src = strings.Replace(src, line, "", 1)
 			}
@@ -301,10 +301,10 @@ func emuRunNamed(t *testing.T, dir, bin string, b *Body, k *kernels.Kernel, dt k
 }
 
 // TestCUDAEmulatedQgemv runs CUDA qgemv candidates on the CPU on every odd
-// shape their space admits: with f16 activations the 4-bit words go
-// through the f16-pair dequantisation (KT_QH2: the f16x2 instructions,
-// emulated with their rounding), which no other API compiles; f32 and
-// bf16 the staged f32 form. The H100 verifies the real instructions.
+// shape their space admits: with f16 and bf16 activations the 4-bit words
+// go through the f16-pair dequantisation (KT_QH2: the f16x2 instructions,
+// emulated with their rounding), which no other API compiles; f32 the
+// staged f32 form. The H100 verifies the real instructions.
 func TestCUDAEmulatedQgemv(t *testing.T) {
 	t.Parallel() // the package's long tests share the machine's cores (make test's time)
 	needGXX(t)
@@ -319,9 +319,10 @@ func TestCUDAEmulatedQgemv(t *testing.T) {
 		{cand(64, 4, 1, 4, 1), kernels.F16}, // a row across two warps
 		{cand(8, 8, 8, 4, 2), kernels.F32},
 		{cand(16, 4, 1, 2, 1), kernels.BF16},
+		{cand(4, 32, 2, 4, 2), kernels.BF16}, // four words a step summed in f16 pairs
 	}
 	for _, c := range cands {
-		if src, err := b.SourceFor(CUDA, c.dt, c.p); err != nil || c.dt == kernels.F16 && !strings.Contains(src, "#define KT_QH2 1") {
+		if src, err := b.SourceFor(CUDA, c.dt, c.p); err != nil || c.dt != kernels.F32 && !strings.Contains(src, "#define KT_QH2 1") {
 			t.Fatalf("%s source: the f16-pair form (KT_QH2) missing, or %v", c.dt, err)
 		}
 	}

@@ -621,29 +621,44 @@ KT_INLINE float kt_qm2f(unsigned int w, unsigned int m) {
   return __uint_as_float(0x4B000000u | (w & m)) - 8388608.0f;
 }
 #define QM2F(w, m) kt_qm2f((w), (m))
-#ifdef KT_F16
-// f16 activations: a 4-bit word dequantised two values an instruction.
-// (w & 0x000F000F) | 0x64006400 is the f16 pair (1024 + q0, 1024 + q4);
-// the mask 0x00F000F0 gives (1024 + 16·q1, 1024 + 16·q5), and w >> 8 the
-// values 2, 6, 3 and 7. Subtracting 1024 is exact, and x pairs staged as
-// (x0, x4), (x1, x5)/16, (x2, x6), (x3, x7)/16 make the products x·q, each
-// rounded to f16 and their four-term sums in f16 (a relative 2^-11 per
-// product); the word's two halves are added in f32.
+#if defined(KT_F16) || defined(KT_BF16)
+// 16-bit activations (f16 and bf16 alike): a 4-bit word dequantised two
+// values an instruction, in f16 pairs. (w & 0x000F000F) | 0x64006400 is the
+// pair (1024 + q0, 1024 + q4), whose unit in the last place is 1, and
+// (w & 0x00F000F0) | 0x54005400 the pair (64 + q1, 64 + q5), whose unit is
+// 1/16, so neither needs a shift; w >> 8 gives the values 2, 6, 3 and 7.
+// Subtracting 1032 or 72 leaves q − 8 exactly: centred values halve the
+// products and the sums that f16 rounds. x is staged as the f16 pairs
+// (x0, x4), (x1, x5), (x2, x6), (x3, x7) times 2^-KT_QXS (headroom, so
+// that the f16 sums of a step cannot overflow for any realistic x), and
+// each pair is multiplied and added in one fma.rn.f16x2 into a running
+// pair of the step (a relative 2^-11 per operation); the step's pair is
+// added in f32 (KT_QH2F), scaled back and re-centred with 8·Σx.
 #define KT_QH2 1
+#ifdef KT_BF16
+#define KT_QXS 6
+#else
+#define KT_QXS 2
+#endif
+KT_INLINE float kt_half2f(unsigned short h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
+KT_INLINE unsigned short kt_f2half(float f) { unsigned short h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
 KT_INLINE unsigned int kt_hsub2(unsigned int a, unsigned int b) { unsigned int d; asm("sub.rn.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b)); return d; }
-KT_INLINE unsigned int kt_hmul2(unsigned int a, unsigned int b) { unsigned int d; asm("mul.rn.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b)); return d; }
 KT_INLINE unsigned int kt_hfma2(unsigned int a, unsigned int b, unsigned int c) { unsigned int d; asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c)); return d; }
-KT_INLINE unsigned int kt_qpack(float a, float b) { return (unsigned int)kt_f2h(a) | ((unsigned int)kt_f2h(b) << 16); }
-#define KT_QPACK(a, b) kt_qpack((a), (b))
-KT_INLINE float kt_qword4h(unsigned int w, uint4 x) {
-  const unsigned int mg = 0x64006400u, w8 = w >> 8;
-  unsigned int d = kt_hmul2(x.x, kt_hsub2((w & 0x000F000Fu) | mg, mg));
-  d = kt_hfma2(x.y, kt_hsub2((w & 0x00F000F0u) | mg, mg), d);
-  d = kt_hfma2(x.z, kt_hsub2((w8 & 0x000F000Fu) | mg, mg), d);
-  d = kt_hfma2(x.w, kt_hsub2((w8 & 0x00F000F0u) | mg, mg), d);
-  return kt_h2f((unsigned short)(d & 0xffffu)) + kt_h2f((unsigned short)(d >> 16));
+KT_INLINE unsigned int kt_qpack(float a, float b) {
+  const float s = 1.0f / (float)(1 << KT_QXS);
+  return (unsigned int)kt_f2half(a * s) | ((unsigned int)kt_f2half(b * s) << 16);
 }
-#define KT_QWORD4H(w, x) kt_qword4h((w), (x))
+#define KT_QPACK(a, b) kt_qpack((a), (b))
+KT_INLINE unsigned int kt_qword4h(unsigned int w, uint4 x, unsigned int d) {
+  const unsigned int w8 = w >> 8;
+  d = kt_hfma2(x.x, kt_hsub2((w & 0x000F000Fu) | 0x64006400u, 0x64086408u), d);
+  d = kt_hfma2(x.y, kt_hsub2((w & 0x00F000F0u) | 0x54005400u, 0x54805480u), d);
+  d = kt_hfma2(x.z, kt_hsub2((w8 & 0x000F000Fu) | 0x64006400u, 0x64086408u), d);
+  return kt_hfma2(x.w, kt_hsub2((w8 & 0x00F000F0u) | 0x54005400u, 0x54805480u), d);
+}
+#define KT_QWORD4H(w, x, d) kt_qword4h((w), (x), (d))
+KT_INLINE float kt_qh2f(unsigned int d) { return kt_half2f((unsigned short)(d & 0xffffu)) + kt_half2f((unsigned short)(d >> 16)); }
+#define KT_QH2F(d) kt_qh2f(d)
 #endif
 `,
 	Metal: vecLoad(Metal, "LOADW", "uint", "uint", "uint") + `inline void kt_loadx4(device const T* p, int i, thread float* d) {

@@ -23,9 +23,10 @@ const qgemvStage = 1024
 // of its word, with the sum of each word's x beside it. A value then needs
 // no shift: x'·float(w & (mask << bits·j)) = x·q exactly, and where an
 // integer-to-float conversion is slow (CUDA) QM2F(w, mask) makes the float
-// with a mask, an OR and one subtraction. CUDA with f16 activations
-// (KT_QH2) stages 4-bit words' x as f16 pairs instead and dequantises and
-// multiplies two values an instruction (kt_qword4h in the prelude).
+// with a mask, an OR and one subtraction. CUDA with 16-bit activations
+// (KT_QH2, f16 and bf16) stages 4-bit words' x as f16 pairs instead and
+// dequantises, multiplies and adds two values an instruction, in f16 over
+// one step of VEC words, in f32 beyond (kt_qword4h in the prelude).
 //
 // Each step's scales and biases are requested with its weights, and the
 // first step's (and the row's bias) before the staging, so that no load
@@ -68,27 +69,37 @@ const qgemvSource = `
     } \
   }
 #ifdef KT_QH2
-/* CUDA, f16: a 4-bit word's x as four f16 pairs, the values (0, 4),
-   (1, 5)/16, (2, 6) and (3, 7)/16, 16 bytes at XH(wl) (the same padding
-   as XI), so that KT_QWORD4H dequantises and multiplies two values an
-   instruction. */
+/* CUDA, f16 and bf16: a 4-bit word's x as four f16 pairs, the values
+   (0, 4), (1, 5), (2, 6) and (3, 7) (scaled by 2^-KT_QXS), 16 bytes at
+   XH(wl) (the same padding as XI), so that KT_QWORD4H dequantises,
+   multiplies and adds two values an instruction into the row's f16 pair
+   hq[r] of the step; KT_QEND_4 adds the pair in f32 and undoes the scaling
+   and the centring (q − 8) with 8·Σx. */
 #define XH(wl) (4 * (wl) + (((wl) >> 3) << 2))
 #define KT_QSTAGE_4(wl, xv) { \
     unsigned int* xh = reinterpret_cast<unsigned int*>(xsh) + XH(wl); \
     xh[0] = KT_QPACK(xv[0], xv[4]); \
-    xh[1] = KT_QPACK(xv[1] * 0.0625f, xv[5] * 0.0625f); \
+    xh[1] = KT_QPACK(xv[1], xv[5]); \
     xh[2] = KT_QPACK(xv[2], xv[6]); \
-    xh[3] = KT_QPACK(xv[3] * 0.0625f, xv[7] * 0.0625f); \
+    xh[3] = KT_QPACK(xv[3], xv[7]); \
   }
 #define KT_QWORD_4(wl0, ws, v) { \
     const uint4 xp = *reinterpret_cast<const uint4*>(reinterpret_cast<const unsigned int*>(xsh) + XH(wl0) + XH(v)); \
     UNROLL_LOOP \
-    for (int r = 0; r < RPT; ++r) xq[r] += KT_QWORD4H(ws[r][v], xp); \
+    for (int r = 0; r < RPT; ++r) hq[r] = KT_QWORD4H(ws[r][v], xp, hq[r]); \
   }
+#define KT_QBEGIN_4 unsigned int hq[RPT]; UNROLL_LOOP for (int r = 0; r < RPT; ++r) hq[r] = 0u;
+#define KT_QEND_4 UNROLL_LOOP for (int r = 0; r < RPT; ++r) xq[r] = FMA(KT_QH2F(hq[r]), (float)(1 << KT_QXS), 8.0f * xs);
 #else
 #define KT_QSTAGE_4(wl, xv) KT_QSTAGE_F(4, wl, xv)
 #define KT_QWORD_4(wl0, ws, v) KT_QWORD_F(4, wl0, ws, v)
+#define KT_QBEGIN_4
+#define KT_QEND_4
 #endif
+#define KT_QBEGIN_2
+#define KT_QEND_2
+#define KT_QBEGIN_8
+#define KT_QEND_8
 #define KT_QSTAGE_2(wl, xv) KT_QSTAGE_F(2, wl, xv)
 #define KT_QWORD_2(wl0, ws, v) KT_QWORD_F(2, wl0, ws, v)
 #define KT_QSTAGE_8(wl, xv) KT_QSTAGE_F(8, wl, xv)
@@ -142,11 +153,13 @@ const qgemvSource = `
             float xq[RPT], xs = 0.0f; \
             UNROLL_LOOP \
             for (int r = 0; r < RPT; ++r) xq[r] = 0.0f; \
+            KT_QBEGIN_ ## QB \
             UNROLL_LOOP \
             for (int v = 0; v < VEC; ++v) { \
               xs += xws[cw - cb + v]; \
               KT_QWORD_ ## QB(cw - cb, wv[u], v) \
             } \
+            KT_QEND_ ## QB \
             UNROLL_LOOP \
             for (int r = 0; r < RPT; ++r) { \
               acc[r] = FMA(sv[u][r], xq[r], FMA(bv[u][r], xs, acc[r])); \

@@ -98,6 +98,10 @@ inline unsigned short kt_f2h(float f) {
 #else
 inline float kt_h2f(unsigned short h) { _Float16 v; std::memcpy(&v, &h, 2); return (float)v; }
 inline unsigned short kt_f2h(float f) { _Float16 v = (_Float16)f; unsigned short h; std::memcpy(&h, &v, 2); return h; }
+#endif
+// f16 whatever the activations' type (qgemv's f16 pairs take bf16's x too).
+inline float kt_half2f(unsigned short h) { _Float16 v; std::memcpy(&v, &h, 2); return (float)v; }
+inline unsigned short kt_f2half(float f) { _Float16 v = (_Float16)f; unsigned short h; std::memcpy(&h, &v, 2); return h; }
 // sub.rn.f16x2, mul.rn.f16x2 and fma.rn.f16x2 (qgemv's f16 pairs), each
 // half of the 32-bit registers on its own: the result computed in long
 // double and rounded to f16, nearest even, as the instructions round. A
@@ -128,7 +132,6 @@ inline unsigned kt_hfma2(unsigned a, unsigned b, unsigned c) {
   return kt_half_bits(kt_half_at(a, 0) * kt_half_at(b, 0) + kt_half_at(c, 0)) |
          kt_half_bits(kt_half_at(a, 1) * kt_half_at(b, 1) + kt_half_at(c, 1)) << 16;
 }
-#endif
 
 // One exchange area per warp of the block.
 struct kt_warp {

@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""PyTorch's int4 mat-vec on the Qwen2.5 decode shapes, as qgemv is timed.
+
+torch.ops.aten._weight_int4pack_mm (the tinygemm kernel that gpt-fast and
+torchao use for int4 decode; bf16 activations, group 64, like qgemv's
+default workload) on the seven shapes of qgemv's workload: one replay of a
+CUDA graph of 40 launches divided by 40, inputs rotating over copies whose
+total exceeds twice the last-level cache, as kerntune's CUDA timing does.
+Prints one line a shape: `int4 bf16 1xNxK µs`. Needs PyTorch with CUDA.
+    python3 scripts/gpu-qgemv-int4.py
+"""
+import statistics
+
+import torch
+
+dev = "cuda"
+L2 = torch.cuda.get_device_properties(0).L2_cache_size
+GROUP = 64
+
+
+def pack(n, k):
+    """Random 4-bit weights packed for tinygemm (the uint8 form of PyTorch
+    2.5 on, the int32 form before), with the largest inner_k_tiles k admits."""
+    q = torch.randint(0, 16, (n, k), dtype=torch.int32, device=dev)
+    err = None
+    for tiles in (8, 4, 2):
+        for arg in ((q[:, ::2] << 4 | q[:, 1::2]).to(torch.uint8), q):
+            try:
+                return torch.ops.aten._convert_weight_to_int4pack(arg, tiles)
+            except RuntimeError as e:
+                err = e
+    raise err
+
+
+def graph_replay(fs, per=40, reps=20):
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for f in fs:
+            f()
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for i in range(per):
+            fs[i % len(fs)]()
+    g.replay()
+    torch.cuda.synchronize()
+    ts = []
+    for _ in range(reps):
+        a = torch.cuda.Event(enable_timing=True)
+        b = torch.cuda.Event(enable_timing=True)
+        a.record()
+        g.replay()
+        b.record()
+        b.synchronize()
+        ts.append(a.elapsed_time(b) * 1000 / per)
+    return statistics.median(ts)
+
+
+for n, k in [(896, 896), (1152, 896), (896, 4864), (3584, 896), (9728, 896), (4864, 896), (151936, 896)]:
+    nbytes = n * k // 2 + n * (k // GROUP) * 4
+    c = int(min(64, max(1, (2 * L2 + nbytes - 1) // nbytes)))
+    fs = []
+    for _ in range(c):
+        w = pack(n, k)
+        sz = (torch.rand(k // GROUP, n, 2, device=dev, dtype=torch.bfloat16) * 0.1).contiguous()
+        x = torch.randn(1, k, device=dev, dtype=torch.bfloat16)
+        fs.append(lambda x=x, w=w, sz=sz: torch.ops.aten._weight_int4pack_mm(x, w, GROUP, sz))
+    for f in fs * 3:
+        f()
+    torch.cuda.synchronize()
+    print(f"int4 bf16 1x{n}x{k} {graph_replay(fs):.2f}")
