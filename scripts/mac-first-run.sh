@@ -5,17 +5,26 @@
 #
 #   scripts/mac-first-run.sh [FOLDER]
 #
+# First, on macOS, the binary is checked: not quarantined by Gatekeeper
+# (xattr com.apple.quarantine) and built for this Mac's architecture
+# (file); otherwise the script prints the command that fixes it and stops.
+#
 # Steps (about 10-20 minutes; a failing step is recorded and the next runs):
 #   1. the machine: macOS version, chip, GPU, kerntune version
 #   2. kerntune devices (text and --json)
-#   3. kerntune verify --backend metal --sample N with Metal's API validation
-#      and shader validation on (MTL_DEBUG_LAYER=1 MTL_SHADER_VALIDATION=1),
-#      both dtypes: every N-th candidate of every family against the float64
-#      reference
+#   3. Metal's API validation and shader validation, set to report and go on
+#      (MTL_DEBUG_LAYER_ERROR_MODE=nslog, MTL_SHADER_VALIDATION_REPORT_TO_STDERR=1;
+#      by default the first error asserts and ends the process):
+#      kerntune verify --backend metal --sample N under them, both dtypes
+#      (every N-th candidate of every family against the float64
+#      reference), then a short tune under them with the candidates in an
+#      isolated worker process (--isolate), which runs the timing path
+#      (concurrent encoders, barriers, fences, command buffers in flight);
+#      the validation messages both logged are counted in the summary.
 #      Shader validation instruments every kernel, which can lower a
 #      pipeline's maxTotalThreadsPerThreadgroup: candidates refused there for
-#      "register pressure" are not counted as failures; verify runs again
-#      with shader validation off (API validation on), and that run counts.
+#      "register pressure" are not counted as failures. Then one plain
+#      verify, without any validation layer: that run's failures count.
 #   4. a 60 s tune (f16 gemv_nt, one shape from each of two shape classes:
 #      1x896x896 in tiny, 1x896x4864 in largeK_smallN) into FOLDER's own
 #      hardware_params.json, with a trace
@@ -24,7 +33,10 @@
 #      against MPSMatrixMultiplication, and of 4-bit qgemv (Qwen2-0.5B's
 #      shapes, group size 64); where MLX is installed (python3 -c 'import
 #      mlx.core' works), MLX's own mx.quantized_matmul on the same shapes,
-#      printed beside kerntune's
+#      printed beside kerntune's: as a dependent chain (each call's input is
+#      the previous call's output, one mx.eval at the end, so that MLX
+#      cannot run them concurrently; kerntune's runs are dependent the same
+#      way) and one call per mx.eval, both host-inclusive (wall clock)
 #   6. crash reports of kerntune written meanwhile: GOTRACEBACK=crash makes
 #      a Go program that dies of a fatal signal abort, so that macOS writes
 #      one (by default Go exits with status 2 and macOS writes none)
@@ -47,10 +59,46 @@ if [ -z "$kt" ]; then
 		kt=$(command -v kerntune || true)
 	fi
 fi
-if [ -z "$kt" ] || [ ! -x "$kt" ]; then
+if [ -z "$kt" ] || [ ! -f "$kt" ]; then
 	echo "mac-first-run: no kerntune binary: put it at ./kerntune, on PATH, or name it with KERNTUNE=/path/to/kerntune" >&2
 	exit 2
 fi
+if [ ! -x "$kt" ]; then
+	echo "mac-first-run: $kt is not executable; fix it with:" >&2
+	echo "  chmod +x '$kt'" >&2
+	exit 2
+fi
+
+# check_binary: on macOS, a binary downloaded through a browser carries
+# com.apple.quarantine, and Gatekeeper stops it (or asks, once per binary)
+# before it runs; and a binary for the other architecture (amd64 on Apple
+# silicon) runs under Rosetta, where Metal is the same but the timings are
+# not the native binary's, or not at all. Prints the fix and fails.
+check_binary() {
+	[ "$(uname -s)" = Darwin ] || return 0
+	local ok=0 want desc
+	if xattr -p com.apple.quarantine "$kt" >/dev/null 2>&1; then
+		echo "mac-first-run: $kt is quarantined by Gatekeeper (xattr com.apple.quarantine); clear it with:" >&2
+		echo "  xattr -d com.apple.quarantine '$kt'" >&2
+		ok=1
+	fi
+	want=$(uname -m)
+	# A shell itself under Rosetta reports x86_64 on Apple silicon.
+	if [ "$(sysctl -n hw.optional.arm64 2>/dev/null)" = 1 ]; then
+		want=arm64
+	fi
+	desc=$(file -b "$kt" 2>/dev/null)
+	case $desc in
+	*Mach-O*"$want"*) ;;
+	*)
+		echo "mac-first-run: $kt is not a macOS $want binary (file: ${desc:-unknown}); take kerntune-darwin-$([ "$want" = arm64 ] && echo arm64 || echo amd64) from the release, or build it here with:" >&2
+		echo "  CGO_ENABLED=0 go build -o kerntune ./cmd/kerntune" >&2
+		ok=1
+		;;
+	esac
+	return "$ok"
+}
+check_binary || exit 2
 sample=${SAMPLE:-20}
 budget=${BUDGET:-60s}
 case $sample in
@@ -114,6 +162,16 @@ pressure_refusals() {
 	awk '/ × .*\(register pressure\)/ { n += $1 } END { print n + 0 }' "$1" 2>/dev/null || echo 0
 }
 
+# validation_messages LOG: how many lines of LOG are reports of Metal's API
+# validation (nslog mode: "-[MTLDebug…]: failed assertion …") or of shader
+# validation (stderr: "Invalid device load executing kernel function …",
+# "Invalid threadgroup store …").
+validation_messages() {
+	local n
+	n=$(grep -Eci 'failed assertion|MTLDebug|Invalid (device|threadgroup|constant) (load|store)' "$1" 2>/dev/null)
+	echo "${n:-0}"
+}
+
 # failed_candidates LOG: verify's total of failed candidates ("verified N
 # candidates on DEVICE: P passed, F failed").
 failed_candidates() {
@@ -142,12 +200,16 @@ step "machine" machine.txt machine_info
 json_step "version" version.json "$kt" version --json
 step "devices" devices.txt "$kt" devices
 json_step "devices --json" devices.json "$kt" devices --json
+# Metal's validation layers, set to report every error and go on (their
+# default error mode asserts: the first error would end the process and
+# hide the rest).
+validation=(MTL_DEBUG_LAYER=1 MTL_DEBUG_LAYER_ERROR_MODE=nslog
+	MTL_SHADER_VALIDATION=1 MTL_SHADER_VALIDATION_REPORT_TO_STDERR=1)
 step "verify (validation on)" verify-sample.log \
-	env MTL_DEBUG_LAYER=1 MTL_SHADER_VALIDATION=1 "$kt" verify --backend metal --sample "$sample"
+	env "${validation[@]}" "$kt" verify --backend metal --sample "$sample"
 # Shader validation can lower maxTotalThreadsPerThreadgroup, and verify
 # then refuses candidates for "register pressure" that run without it:
-# those refusals are not the candidates' failures. Verify again with shader
-# validation off; that run's register-pressure refusals are real.
+# those refusals are not the candidates' failures.
 pressure=$(pressure_refusals "$dir/verify-sample.log")
 if [ "$pressure" -gt 0 ]; then
 	total=$(failed_candidates "$dir/verify-sample.log")
@@ -155,9 +217,23 @@ if [ "$pressure" -gt 0 ]; then
 	if [ "$total" -gt 0 ] && [ "$total" -le "$pressure" ]; then
 		failed=$((failed - 1)) # the step failed for those refusals alone
 	fi
-	step "verify (shader validation off)" verify-sample-noshadervalidation.log \
-		env MTL_DEBUG_LAYER=1 "$kt" verify --backend metal --sample "$sample"
 fi
+# The timing path under validation: a short tune whose candidates run in a
+# worker process (--isolate), so that a kernel the layers stop costs one
+# candidate, not the step. Its file is thrown away.
+step "tune (validation on, isolated)" tune-validation.log \
+	env "${validation[@]}" "$kt" tune --backend metal --isolate --dtype f16 --kernel gemv_nt \
+	--shape 1x896x896 --budget 20s --out "$dir/validation-params.json"
+messages=0
+for log in verify-sample.log tune-validation.log; do
+	messages=$((messages + $(validation_messages "$dir/$log")))
+done
+echo "(Metal validation messages in verify-sample.log and tune-validation.log: $messages)" >>"$summary"
+[ "$messages" = 0 ] || failed=$((failed + 1))
+# One plain verify, without any validation layer: these are the
+# candidates' own results, register-pressure refusals included.
+step "verify (shader validation off)" verify-sample-plain.log \
+	"$kt" verify --backend metal --sample "$sample"
 step "tune ($budget)" tune.log \
 	"$kt" tune --backend metal --dtype f16 --kernel gemv_nt --shape 1x896x896 --shape 1x896x4864 \
 	--budget "$budget" --out "$params" --trace "$dir/tune.trace.jsonl"
@@ -199,10 +275,16 @@ mlx_python() {
 
 # mlx_qgemv PYTHON BENCH_JSON SHAPE...: times mx.quantized_matmul (4 bits,
 # group size 64, transpose=True: W is N×K) on x 1×K f16 for each M×N×K
-# shape, warmed up, the median of many mx.eval: one op per eval (what a
-# decode step pays, launch and synchronisation included), and per op in a
-# batch of 32 per eval (closer to kerntune's GPU time per dispatch). Prints
-# them beside kerntune's time from bench's JSON.
+# shape, warmed up, the median of many mx.eval, and prints it beside
+# kerntune's time from bench's JSON. Two figures, both host-inclusive (the
+# wall clock around mx.eval: encoding, commit and the wait for the GPU):
+# a dependent chain of 32 calls, each call's input the previous call's
+# output (its first K elements; N ≥ K for these shapes), built before the
+# clock starts and evaluated by one mx.eval, per call: MLX encodes it as
+# kerntune times its runs (one concurrent encoder, a barrier between
+# dependent dispatches), and cannot run the calls concurrently, as it would
+# independent ones; and one call per mx.eval (what a decode step that
+# synchronises after the op pays). kerntune's is GPU time alone.
 mlx_qgemv() {
 	local py=$1 bench=$2
 	shift 2
@@ -212,7 +294,7 @@ import json, statistics, sys, time
 import mlx.core as mx
 
 bench, shapes = sys.argv[1], sys.argv[2:]
-bits, group, batch, warm, reps = 4, 64, 32, 20, 50
+bits, group, chain, warm, reps = 4, 64, 32, 10, 30
 kt = {}
 try:
     with open(bench) as f:
@@ -222,32 +304,45 @@ except (OSError, ValueError) as e:
     print(f"(no kerntune times: {e})")
 print(f"MLX {mx.__version__}, mx.quantized_matmul bits={bits} group_size={group} transpose=True, f16; "
       f"median of {reps} mx.eval after {warm} warm-up evals")
-per_op = f"MLX µs/op (x{batch})"
-print(f"{'SHAPE':<22} {'KERNTUNE µs':>12} {per_op:>18} {'MLX µs/eval':>12}")
+print("KERNTUNE: recorded GPU time a run. MLX: host-inclusive (wall clock around mx.eval), "
+      f"per call in a dependent chain of {chain} (one mx.eval), and for one call per mx.eval")
+col_chain = f"MLX µs/call chain{chain}"
+print(f"{'SHAPE':<22} {'KERNTUNE µs':>12} {col_chain:>20} {'MLX µs/eval':>12}")
 for s in shapes:
     m, n, k = (int(v) for v in s.split("x"))
+    key = f"{s}x{bits}x{group}"
+    ours = kt.get(key)
+    ours = f"{ours:.2f}" if isinstance(ours, (int, float)) else "-"
+    if n < k:
+        print(f"{key:<22} {ours:>12} {'- (N < K)':>20} {'-':>12}")
+        continue
     x = mx.random.normal((m, k)).astype(mx.float16)
     w = mx.random.normal((n, k)).astype(mx.float16)
     wq, scales, biases = mx.quantize(w, group_size=group, bits=bits)
     mx.eval(x, wq, scales, biases)
 
-    def op():
-        return mx.quantized_matmul(x, wq, scales, biases, transpose=True, group_size=group, bits=bits)
+    def calls(length):
+        y = x
+        for _ in range(length):
+            # The input is the previous output: MLX must barrier between the
+            # calls. Where N > K its first K elements, a view of a one-row
+            # array.
+            y = mx.quantized_matmul(y if n == k else y[:, :k], wq, scales, biases,
+                                    transpose=True, group_size=group, bits=bits)
+        return y
 
-    def timed(ops):
+    def timed(length):
         ts = []
         for i in range(warm + reps):
+            y = calls(length)  # the graph, built before the clock starts
             t0 = time.perf_counter()
-            mx.eval([op() for _ in range(ops)])
+            mx.eval(y)
             if i >= warm:
-                ts.append((time.perf_counter() - t0) / ops)
+                ts.append((time.perf_counter() - t0) / length)
         return statistics.median(ts) * 1e6
 
-    one, batched = timed(1), timed(batch)
-    key = f"{s}x{bits}x{group}"
-    ours = kt.get(key)
-    ours = f"{ours:.2f}" if isinstance(ours, (int, float)) else "-"
-    print(f"{key:<22} {ours:>12} {batched:>18.2f} {one:>12.2f}")
+    chained, one = timed(chain), timed(1)
+    print(f"{key:<22} {ours:>12} {chained:>20.2f} {one:>12.2f}")
 PY
 }
 

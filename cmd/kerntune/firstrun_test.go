@@ -54,6 +54,7 @@ const mlxStub = `__version__ = "0.0-stub"
 float16 = "float16"
 class _A:
     def astype(self, t): return self
+    def __getitem__(self, i): return self
 class random:
     @staticmethod
     def normal(shape): return _A()
