@@ -38,9 +38,9 @@ type Backend struct {
 	queue  objc.ID // id<MTLCommandQueue>, owned
 	info   tuner.DeviceInfo
 
-	// fence orders the timed command buffers of one timing (timingPlan);
+	// fences order the timed command buffers of one timing (timingPlan);
 	// owned, used on the GPU thread only.
-	fence objc.ID
+	fences [2]objc.ID
 	// maxRuns is the most runs a timed command buffer holds: MLX's
 	// dispatches per command buffer for this device (runsLimit).
 	maxRuns int
@@ -128,8 +128,10 @@ func (b *Backend) setup() error {
 	if b.queue = dev.Send(sel.newCommandQueue); b.queue == 0 {
 		return errors.New("metal: newCommandQueue returned nil")
 	}
-	if b.fence = dev.Send(sel.newFence); b.fence == 0 {
-		return errors.New("metal: newFence returned nil")
+	for i := range b.fences {
+		if b.fences[i] = dev.Send(sel.newFence); b.fences[i] == 0 {
+			return errors.New("metal: newFence returned nil")
+		}
 	}
 	b.describe()
 	limit, err := runsLimit(b.architecture(), b.info.Name, os.Getenv(mlxOpsEnv))
@@ -733,8 +735,11 @@ func (b *Backend) teardown() {
 		release(p.id)
 		*p = pipeline{}
 	}
-	release(b.fence)
+	for i, f := range b.fences {
+		release(f)
+		b.fences[i] = 0
+	}
 	release(b.queue)
 	release(b.device)
-	b.fence, b.queue, b.device = 0, 0, 0
+	b.queue, b.device = 0, 0
 }

@@ -52,9 +52,11 @@ type timingAPI[C, E any] interface {
 	// concurrently (computeCommandEncoderWithDispatchType:
 	// MTLDispatchTypeConcurrent).
 	concurrentEncoder(cb C) (E, error)
-	barrier(e E)     // memoryBarrierWithScope:MTLBarrierScopeBuffers
-	waitFence(e E)   // waitForFence: on the backend's timing fence
-	updateFence(e E) // updateFence: on the backend's timing fence
+	barrier(e E) // memoryBarrierWithScope:MTLBarrierScopeBuffers
+	// waitFence and updateFence send waitForFence: and updateFence: with
+	// one of the backend's two timing fences (slot 0 or 1).
+	waitFence(e E, slot int)
+	updateFence(e E, slot int)
 	endEncoding(e E)
 	commit(cb C)
 	wait(cb C)                          // waitUntilCompleted
@@ -79,20 +81,22 @@ type timingPlan[C, E any] struct {
 	vendor func(cb C, cp int) error
 }
 
-// encode makes a command buffer holding one run per input copy in copies.
-// A candidate's runs share one concurrent encoder; chained makes that
-// encoder wait for the timing fence, which the previous command buffer's
-// encoder updated, so that the command buffers of one timing run one after
-// the other as dependent kernels do (MLX makes an encoder wait for the
-// fence of an earlier one whose outputs it binds; untracked buffers get no
-// ordering from Metal between encoders).
-func (p timingPlan[C, E]) encode(copies []int, chained bool) (C, error) {
+// encode makes a command buffer holding one run per input copy in copies,
+// the i-th of a timing. A candidate's runs share one concurrent encoder,
+// which updates fence i%2 when its runs are done and, from the second
+// command buffer on, first waits for fence (i-1)%2, which the previous
+// command buffer's encoder updated: the command buffers of one timing run
+// one after the other, as dependent kernels do (MLX makes an encoder wait
+// for the fence of an earlier one whose outputs it binds; untracked
+// buffers get no ordering from Metal between encoders). Two fences, so
+// that no encoder waits for the fence it updates.
+func (p timingPlan[C, E]) encode(copies []int, i int) (C, error) {
 	cb, err := p.api.commandBuffer(p.vendor != nil)
 	if err != nil {
 		var none C
 		return none, err
 	}
-	if err := p.encodeInto(cb, copies, chained); err != nil {
+	if err := p.encodeInto(cb, copies, i); err != nil {
 		p.api.release(cb) // never committed
 		var none C
 		return none, err
@@ -100,7 +104,7 @@ func (p timingPlan[C, E]) encode(copies []int, chained bool) (C, error) {
 	return cb, nil
 }
 
-func (p timingPlan[C, E]) encodeInto(cb C, copies []int, chained bool) error {
+func (p timingPlan[C, E]) encodeInto(cb C, copies []int, i int) error {
 	if p.vendor != nil {
 		for i, cp := range copies {
 			if err := p.vendor(cb, cp); err != nil {
@@ -113,11 +117,11 @@ func (p timingPlan[C, E]) encodeInto(cb C, copies []int, chained bool) error {
 	if err != nil {
 		return err
 	}
-	if chained {
-		p.api.waitFence(e)
+	if i > 0 {
+		p.api.waitFence(e, (i-1)%2)
 	}
-	for i, cp := range copies {
-		if i > 0 {
+	for j, cp := range copies {
+		if j > 0 {
 			// Every run writes the same output, so each dispatch after the
 			// first writes what the one before it wrote: a write after a
 			// write, the dependency here. MLX barriers before a dispatch
@@ -130,10 +134,10 @@ func (p timingPlan[C, E]) encodeInto(cb C, copies []int, chained bool) error {
 		}
 		if err := p.dispatch(e, cp); err != nil {
 			p.api.endEncoding(e) // an encoder must end before its command buffer goes
-			return fmt.Errorf("run %d of %d (input copy %d): %w", i+1, len(copies), cp, err)
+			return fmt.Errorf("run %d of %d (input copy %d): %w", j+1, len(copies), cp, err)
 		}
 	}
-	p.api.updateFence(e)
+	p.api.updateFence(e, i%2)
 	p.api.endEncoding(e)
 	return nil
 }
@@ -164,7 +168,7 @@ func (p timingPlan[C, E]) finish(cb C, after float64, timed bool) (secs, end flo
 // it and returns its GPU time (with timed; otherwise 0 and its timestamps
 // are not checked).
 func (p timingPlan[C, E]) once(copies []int, timed bool) (float64, error) {
-	cb, err := p.encode(copies, false)
+	cb, err := p.encode(copies, 0)
 	if err != nil {
 		return 0, fmt.Errorf("metal: encoding %d runs: %w", len(copies), err)
 	}
@@ -211,7 +215,7 @@ func (p timingPlan[C, E]) samples(n, d int, take func(int) []int) ([]float64, er
 		lastEnd = end
 	}
 	for i := 0; i < n && first == nil; i++ {
-		cb, err := p.encode(take(d), i > 0)
+		cb, err := p.encode(take(d), i)
 		if err != nil {
 			first = fmt.Errorf("metal: encoding sample %d of %d (%d runs): %w", i+1, n, d, err)
 			break

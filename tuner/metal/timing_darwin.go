@@ -45,12 +45,12 @@ func (a metalAPI) barrier(e objc.ID) {
 	a.b.rt.msg1(uintptr(e), uintptr(sel.barrier), mtlBarrierScopeBuffers)
 }
 
-func (a metalAPI) waitFence(e objc.ID) {
-	a.b.rt.msg1(uintptr(e), uintptr(sel.waitForFence), uintptr(a.b.fence))
+func (a metalAPI) waitFence(e objc.ID, slot int) {
+	a.b.rt.msg1(uintptr(e), uintptr(sel.waitForFence), uintptr(a.b.fences[slot]))
 }
 
-func (a metalAPI) updateFence(e objc.ID) {
-	a.b.rt.msg1(uintptr(e), uintptr(sel.updateFence), uintptr(a.b.fence))
+func (a metalAPI) updateFence(e objc.ID, slot int) {
+	a.b.rt.msg1(uintptr(e), uintptr(sel.updateFence), uintptr(a.b.fences[slot]))
 }
 
 func (a metalAPI) endEncoding(e objc.ID) { a.b.rt.msg0(uintptr(e), uintptr(sel.endEncoding)) }
