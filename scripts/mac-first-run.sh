@@ -18,7 +18,11 @@
 #      MTL_SHADER_VALIDATION_REPORT_TO_STDERR=1: by default the first one
 #      aborts the process), both dtypes: every N-th candidate of every family
 #      against the float64 reference, in its own process; then one plain
-#      verify (no validation), as applications run
+#      verify (no validation), as applications run; between them a short
+#      tune under the same layers with the candidates in an isolated worker
+#      (--isolate), which runs the timing path (concurrent encoders,
+#      barriers, fences, command buffers in flight); the validation
+#      messages both logged are counted in the summary
 #      Shader validation instruments every kernel, which can lower a
 #      pipeline's maxTotalThreadsPerThreadgroup: candidates refused there for
 #      "register pressure" are not counted as failures; verify runs again
@@ -135,6 +139,13 @@ record() {
 	[ "$rc" = 0 ] || failed=$((failed + 1))
 }
 
+# validation_messages LOG: how many lines of LOG are reports of Metal's API
+# or shader validation (nslog mode writes them to stderr and goes on).
+validation_messages() {
+	local n
+	n=$(grep -Eci 'failed assertion|MTLDebug|Invalid (device|threadgroup|constant) (load|store)' "$1" 2>/dev/null)
+	echo "${n:-0}"
+}
 # pressure_refusals LOG: how many candidates verify refused because their
 # pipeline allows fewer threads than they need ("… × build: needs N threads
 # per threadgroup but its pipeline allows M (register pressure)  (e.g. …)").
@@ -175,8 +186,6 @@ json_step "devices --json" devices.json "$kt" devices --json
 validation=(MTL_DEBUG_LAYER=1 MTL_DEBUG_LAYER_ERROR_MODE=nslog MTL_SHADER_VALIDATION=1 MTL_SHADER_VALIDATION_REPORT_TO_STDERR=1)
 step "verify (validation on)" verify-sample.log \
 	env "${validation[@]}" "$kt" verify --backend metal --sample "$sample"
-errors=$(grep -ci 'validation' "$dir/verify-sample.log" 2>/dev/null || true)
-echo "(verify with validation: ${errors:-0} log lines name a validation error)" >>"$summary"
 # Shader validation can lower maxTotalThreadsPerThreadgroup, and verify
 # then refuses candidates for "register pressure" that run without it:
 # those refusals are not the candidates' failures. Verify again with shader
@@ -191,6 +200,19 @@ if [ "$pressure" -gt 0 ]; then
 	step "verify (shader validation off)" verify-sample-noshadervalidation.log \
 		env MTL_DEBUG_LAYER=1 MTL_DEBUG_LAYER_ERROR_MODE=nslog "$kt" verify --backend metal --sample "$sample"
 fi
+# The timing path under validation (concurrent encoders, barriers, fences,
+# command buffers in flight): a short tune whose candidates run in a worker
+# process (--isolate), so that a kernel the layers stop costs one candidate,
+# not the step. Its file is thrown away.
+step "tune (validation on, isolated)" tune-validation.log \
+	env "${validation[@]}" "$kt" tune --backend metal --isolate --dtype f16 --kernel gemv_nt \
+	--shape 1x896x896 --budget 20s --out "$dir/validation-params.json"
+messages=0
+for log in verify-sample.log tune-validation.log; do
+	messages=$((messages + $(validation_messages "$dir/$log")))
+done
+echo "(Metal validation messages in verify-sample.log and tune-validation.log: $messages)" >>"$summary"
+[ "$messages" = 0 ] || failed=$((failed + 1))
 step "verify (plain)" verify-plain.log "$kt" verify --backend metal --sample "$sample"
 step "tune ($budget)" tune.log \
 	"$kt" tune --backend metal --dtype f16 --kernel gemv_nt --shape 1x896x896 --shape 1x896x4864 \

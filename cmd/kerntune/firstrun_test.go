@@ -15,10 +15,16 @@ import (
 // each call with the GOTRACEBACK it got, refuses two candidates for
 // register pressure when shader validation is on (as an instrumented
 // pipeline may) and none when it is off, and answers bench with a JSON
-// row per shape.
+// row per shape; it notes a tune run under the validation layers in an
+// isolated worker.
 const fakeKerntune = `#!/usr/bin/env bash
 echo "$1 GOTRACEBACK=${GOTRACEBACK:-}" >>"$FAKE_CALLS"
 case $1 in
+tune)
+	if [ "${MTL_DEBUG_LAYER:-}" = 1 ] && [ "${MTL_DEBUG_LAYER_ERROR_MODE:-}" = nslog ] && [[ " $* " == *" --isolate "* ]]; then
+		echo "tune under validation, isolated" >>"$FAKE_CALLS.tune"
+	fi
+	;;
 version) echo '{"version": "test"}' ;;
 devices) echo "metal:Apple M2:10c" ;;
 verify)
@@ -125,7 +131,7 @@ func TestMacFirstRunScript(t *testing.T) {
 				t.Fatalf("the script failed (%v): a step failed for refusals shader validation caused?\n%s", err, log)
 			}
 			summary := testutil.ReadFile(t, filepath.Join(out, "summary.txt"))
-			for _, want := range []string{"2 register-pressure refusals not counted", "verify (shader validation off)", "verify (plain)", "failed steps: 0", "bench qgemv (4-bit)"} {
+			for _, want := range []string{"2 register-pressure refusals not counted", "verify (shader validation off)", "verify (plain)", "tune (validation on, isolated)", "Metal validation messages in verify-sample.log and tune-validation.log: 0", "failed steps: 0", "bench qgemv (4-bit)"} {
 				if !strings.Contains(string(summary), want) {
 					t.Errorf("summary lacks %q:\n%s", want, summary)
 				}
@@ -135,6 +141,9 @@ func TestMacFirstRunScript(t *testing.T) {
 				if !strings.HasSuffix(line, "GOTRACEBACK=crash") {
 					t.Errorf("kerntune called without GOTRACEBACK=crash: %s", line)
 				}
+			}
+			if tuned := testutil.ReadFile(t, calls+".tune"); !strings.Contains(string(tuned), "tune under validation, isolated") {
+				t.Errorf("no tune ran under the validation layers in an isolated worker: %q", tuned)
 			}
 			bench := testutil.ReadFile(t, filepath.Join(out, "bench-qgemv.txt"))
 			if want := "bench 1x896x896x4x64 1x4864x896x4x64 1x9728x896x4x64 1x151936x896x4x64"; !strings.Contains(string(bench), want) {

@@ -39,6 +39,13 @@ type Backend struct {
 	queue  objc.ID // id<MTLCommandQueue>, owned
 	info   device.DeviceInfo
 
+	// fences order the timed command buffers of one timing (timingPlan);
+	// owned, used on the GPU thread only.
+	fences [2]objc.ID
+	// maxRuns is the most runs a timed command buffer holds: MLX's
+	// dispatches per command buffer for this device (runsLimit).
+	maxRuns int
+
 	mpsOK       bool
 	family      gpuFamily
 	compileOpts compileSettings
@@ -85,6 +92,9 @@ func open(o Options) (device.Backend, error) {
 	if err != nil {
 		return nil, err
 	}
+	if _, _, err := mlxOpsOverride(os.Getenv(mlxOpsEnv)); err != nil {
+		return nil, err
+	}
 	registerSelectors()
 	b := &Backend{rt: r, compileOpts: cs}
 	b.compiles = gpuhost.NewCompiles(max(2, runtime.NumCPU()), errClosed, b.compilePipeline)
@@ -119,7 +129,18 @@ func (b *Backend) setup() error {
 	if b.queue = dev.Send(sel.newCommandQueue); b.queue == 0 {
 		return errors.New("metal: newCommandQueue returned nil")
 	}
+	for i := range b.fences {
+		if b.fences[i] = dev.Send(sel.newFence); b.fences[i] == 0 {
+			return errors.New("metal: newFence returned nil")
+		}
+	}
 	b.describe()
+	limit, err := runsLimit(b.architecture(), b.info.Name, os.Getenv(mlxOpsEnv))
+	if err != nil {
+		return err
+	}
+	b.maxRuns = limit
+	b.info.Facts["ops_per_buffer"] = float64(limit)
 	if err := b.loadHelpers(); err != nil {
 		return fmt.Errorf("metal: helper kernels: %w", err)
 	}
@@ -196,6 +217,20 @@ func (b *Backend) describe() {
 	}
 }
 
+// architecture is the GPU's architecture name as MLX reads it
+// (-[MTLDevice architecture].name, macOS 14 and later: "applegpu_g13s"),
+// or "" where the device does not answer architecture. GPU thread.
+func (b *Backend) architecture() string {
+	if !objc.Send[bool](b.device, sel.respondsToSelector, sel.architecture) {
+		return ""
+	}
+	arch := b.device.Send(sel.architecture)
+	if arch == 0 {
+		return ""
+	}
+	return b.rt.goString(arch.Send(sel.name))
+}
+
 func boolFact(v bool) float64 {
 	if v {
 		return 1
@@ -222,11 +257,22 @@ func (b *Backend) loadHelpers() error {
 func (b *Backend) newBuffer(size int) (buffer, error) { return b.newBufferIn(size, storageShared) }
 
 // newBufferIn allocates a buffer of the given storage: for a private one,
-// the GPU's own memory, which the CPU does not map. Any thread.
+// the GPU's own memory, which the CPU does not map. Metal tracks its
+// hazards. Any thread.
 func (b *Backend) newBufferIn(size int, s storageMode) (buffer, error) {
-	id := b.device.Send(sel.newBufferWithLength, uint64(size), s.resourceOptions())
+	return b.newBufferOpts(size, s, false)
+}
+
+// newBufferOpts allocates a buffer of the given storage, untracked or with
+// its hazards tracked by Metal. Any thread.
+func (b *Backend) newBufferOpts(size int, s storageMode, untracked bool) (buffer, error) {
+	opts, tracking := s.resourceOptions(), "tracked"
+	if untracked {
+		opts, tracking = opts|mtlResourceHazardTrackingModeUntracked, "untracked"
+	}
+	id := b.device.Send(sel.newBufferWithLength, uint64(size), opts)
 	if id == 0 {
-		return buffer{}, fmt.Errorf("newBufferWithLength:%d options:%s storage failed (out of memory?)", size, s)
+		return buffer{}, fmt.Errorf("newBufferWithLength:%d options:%s storage, %s failed (out of memory?)", size, s, tracking)
 	}
 	if s == storagePrivate {
 		return buffer{id: id, size: size, private: true}, nil
@@ -404,8 +450,8 @@ func (b *Backend) execute(enc func(cb objc.ID) error, timed bool) (float64, erro
 		}
 		cb.Send(sel.commit)
 		cb.Send(sel.waitUntilCompleted)
-		if cb.Send(sel.status) == mtlCommandBufferStatusError {
-			err = fmt.Errorf("metal: command buffer failed: %s", b.rt.errorText(cb.Send(sel.err)))
+		if st := int(cb.Send(sel.status)); st != mtlCommandBufferStatusCompleted {
+			err = fmt.Errorf("metal: command buffer failed (%s): %s", commandBufferStatus(st), b.rt.errorText(cb.Send(sel.err)))
 			return
 		}
 		if timed {
@@ -449,21 +495,39 @@ func encodeBlit(cb, src, dst objc.ID, n int) error {
 	return nil
 }
 
+// emptyMode is how encodeEmpty lays out its dispatches.
+type emptyMode int
+
+const (
+	emptyShared  emptyMode = iota // one serial compute encoder
+	emptyOwn                      // each dispatch in its own encoder, as each MPS run is
+	emptyBarrier                  // one concurrent encoder, a buffer barrier between dispatches, as a candidate's timed runs are
+)
+
 // encodeEmpty adds n dispatches of the empty kernel (one threadgroup of
-// 32), in one compute encoder or, with ownEncoder, each in its own (as every
-// timed run of a candidate or of MPS is).
-func (b *Backend) encodeEmpty(cb objc.ID, n int, ownEncoder bool) error {
+// 32) laid out as mode says.
+func (b *Backend) encodeEmpty(cb objc.ID, n int, mode emptyMode) error {
 	g, t := grid(1, 1, 32)
 	var enc objc.ID
 	for i := range n {
-		if i == 0 || ownEncoder {
+		if i == 0 || mode == emptyOwn {
 			var err error
-			if enc, err = computeEncoder(cb, b.empty.id); err != nil {
+			if mode == emptyBarrier {
+				enc, err = metalAPI{b}.concurrentEncoder(cb)
+				if err == nil {
+					enc.Send(sel.setComputePipelineState, b.empty.id)
+				}
+			} else {
+				enc, err = computeEncoder(cb, b.empty.id)
+			}
+			if err != nil {
 				return err
 			}
+		} else if mode == emptyBarrier {
+			metalAPI{b}.barrier(enc)
 		}
 		b.dispatch(enc, g, t)
-		if i == n-1 || ownEncoder {
+		if i == n-1 || mode == emptyOwn {
 			enc.Send(sel.endEncoding)
 		}
 	}
@@ -577,18 +641,27 @@ func (b *Backend) measure() error {
 	}
 
 	// Dispatch overhead: the GPU time of an empty dispatch among 1000 in one
-	// command buffer, and the host's cost of encoding one; both in one
-	// compute encoder, and each dispatch in its own encoder, as timed runs
-	// are (so encoder_launch_us − launch_overhead_us is what an encoder
-	// boundary adds to every recorded time).
+	// command buffer, and the host's cost of encoding one: in one serial
+	// compute encoder; in one concurrent encoder with a buffer barrier
+	// between dispatches, as a candidate's timed runs are; and each in its
+	// own encoder, as MPS's runs are. barrier_launch_us is what a
+	// candidate's recorded time carries besides its own work,
+	// encoder_launch_us what an MPS run's carries.
 	const perBuffer = 1000
-	for _, own := range []bool{false, true} {
+	for _, m := range []struct {
+		mode      emptyMode
+		gpu, host string
+	}{
+		{emptyShared, "launch_overhead_us", "host_launch_us"},
+		{emptyBarrier, "barrier_launch_us", "host_barrier_launch_us"},
+		{emptyOwn, "encoder_launch_us", "host_encoder_launch_us"},
+	} {
 		var gpuPer, hostPer []float64
 		for range 5 {
 			var enc time.Duration
 			t, err := b.runCommandBuffer(func(cb objc.ID) error {
 				start := time.Now()
-				err := b.encodeEmpty(cb, perBuffer, own)
+				err := b.encodeEmpty(cb, perBuffer, m.mode)
 				enc = time.Since(start)
 				return err
 			})
@@ -598,13 +671,8 @@ func (b *Backend) measure() error {
 			gpuPer = append(gpuPer, t/perBuffer)
 			hostPer = append(hostPer, enc.Seconds()/perBuffer)
 		}
-		if own {
-			f["encoder_launch_us"] = round3(stats.Median(gpuPer) * 1e6)
-			f["host_encoder_launch_us"] = round3(stats.Median(hostPer) * 1e6)
-		} else {
-			f["launch_overhead_us"] = round3(stats.Median(gpuPer) * 1e6)
-			f["host_launch_us"] = round3(stats.Median(hostPer) * 1e6)
-		}
+		f[m.gpu] = round3(stats.Median(gpuPer) * 1e6)
+		f[m.host] = round3(stats.Median(hostPer) * 1e6)
 	}
 
 	// A command buffer of one empty dispatch: its GPU time and the host's
@@ -612,7 +680,7 @@ func (b *Backend) measure() error {
 	var cbGPU, cbWall []float64
 	for range 30 {
 		start := time.Now()
-		t, err := b.runCommandBuffer(func(cb objc.ID) error { return b.encodeEmpty(cb, 1, false) })
+		t, err := b.runCommandBuffer(func(cb objc.ID) error { return b.encodeEmpty(cb, 1, emptyShared) })
 		if err != nil {
 			return fmt.Errorf("command buffer overhead: %w", err)
 		}
@@ -667,6 +735,10 @@ func (b *Backend) teardown() {
 	for _, p := range []*pipeline{&b.empty, &b.copyKernel, &b.burnKernel} {
 		release(p.id)
 		*p = pipeline{}
+	}
+	for i, f := range b.fences {
+		release(f)
+		b.fences[i] = 0
 	}
 	release(b.queue)
 	release(b.device)

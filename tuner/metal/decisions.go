@@ -100,10 +100,11 @@ func gpuElapsed(start, end float64) (float64, error) {
 }
 
 // Timing: each sample is one command buffer of several runs of the same
-// kernel, long enough that the command buffer's own start-up is noise.
+// kernel, long enough that the command buffer's own start-up is noise, and
+// no longer than MLX makes its command buffers (runsLimit, timing.go).
 const (
 	targetBufferSeconds = 1e-3 // a timed command buffer lasts at least this long on the GPU
-	maxDispatches       = 256  // … but holds no more runs than this
+	maxDispatches       = 256  // … but holds no more runs than this, whatever MLX_MAX_OPS_PER_BUFFER says
 	calibrationDispatch = 3    // runs in the command buffer that first estimates a kernel's time
 )
 

@@ -155,7 +155,7 @@ func TestPrivateBufferStaging(t *testing.T) {
 }
 
 // The darwin device allocates problems' buffers in the device's storage
-// (private where memory is not unified), and every buffer operation on a
+// (private where memory is not unified) and untracked, and every buffer operation on a
 // problem's buffer takes the staging path for a private one: the source
 // is checked, as no Mac with a discrete GPU runs the tests.
 func TestDeviceUsesStorage(t *testing.T) {
@@ -177,7 +177,7 @@ func TestDeviceUsesStorage(t *testing.T) {
 		}
 	}
 	for m, want := range map[string]string{
-		"Alloc": "newBufferIn(n, d.b.storage)",
+		"Alloc": "newBufferOpts(n, d.b.storage, true)", // untracked, as MLX's arrays
 		"Read":  "readVia[buffer](d,",
 		"Write": "writeVia[buffer](d,",
 		"Fill":  "fillWordsVia[buffer](d,",

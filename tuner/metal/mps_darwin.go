@@ -12,11 +12,18 @@ import (
 )
 
 // Baseline is Metal Performance Shaders in the same harness as the
-// candidates (D encodes per command buffer, each in its own encoder, as each
-// candidate run is; rotating copies), for the families that register an
+// candidates (D runs per command buffer on rotating copies, up to
+// maxInFlight command buffers committed at once), for the families that
+// register an
 // MPS routine (mps_gemm_darwin.go, mps_gemv_darwin.go):
 // MPSMatrixMultiplication for the GEMMs and MPSMatrixVectorMultiplication
-// for gemv_nt. MPS matrices are row-major, like kerntune's operands, so they
+// for gemv_nt. MPS's encodeToCommandBuffer: opens its own compute encoder
+// for every call, so its runs cannot share the candidates' concurrent
+// encoder and no barrier or fence can be put between them: each run is one
+// encode, in a command buffer with retained references (MPS may make
+// objects only the command buffer keeps alive), and a recorded MPS time
+// carries an encoder boundary where a candidate's carries a barrier
+// (timingPlan; the facts encoder_launch_us and barrier_launch_us). MPS matrices are row-major, like kerntune's operands, so they
 // map directly. Softmax and rmsnorm have no MPS routine of this form: their
 // entries are held to the copy bandwidth instead. KERNTUNE_METAL_MPS=0
 // turns it off.
@@ -35,7 +42,7 @@ func (b *Backend) Baseline(k *kernels.Kernel, dt kernels.DType) (device.Program,
 	if dt == kernels.F16 {
 		m.ty = mpsDataTypeFloat16
 	}
-	return newProgram(b, encoder(m), m.free, true), "mps", nil
+	return newVendor(b, encoder(m), m.free), "mps", nil
 }
 
 // mpsEncoder returns the encodeFn of a family's MPS routine, whose MPS

@@ -48,7 +48,10 @@ func (m *mps) gemvNT(cb objc.ID, in *instance, cp int, verify bool) error {
 		return err
 	}
 	if in.Problem.Case.Has(kernels.Bias) && verify {
-		if err := encodeBlit(cb, ops[2].id, in.Out.id, biasBytes); err != nil {
+		// In a command buffer of its own, waited for: the buffers are
+		// untracked, so Metal would not order a blit encoder before MPS's
+		// encoder in one command buffer.
+		if err := m.b.runUntimed(func(bcb objc.ID) error { return encodeBlit(bcb, ops[2].id, in.Out.id, biasBytes) }); err != nil {
 			return err
 		}
 	}

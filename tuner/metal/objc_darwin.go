@@ -28,12 +28,11 @@ const (
 
 // Constants from the SDK headers.
 const (
-	mtlCommandBufferStatusError = 5 // MTLCommandBufferStatusError
-	mpsDataTypeFloat32          = 0x10000000 | 32
-	mpsDataTypeFloat16          = 0x10000000 | 16
-	cfStringEncodingUTF8        = 0x08000100 // kCFStringEncodingUTF8
-	nsUTF8StringEncoding        = 4          // NSUTF8StringEncoding
-	cfNumberSInt64Type          = 4          // kCFNumberSInt64Type
+	mpsDataTypeFloat32   = 0x10000000 | 32
+	mpsDataTypeFloat16   = 0x10000000 | 16
+	cfStringEncodingUTF8 = 0x08000100 // kCFStringEncodingUTF8
+	nsUTF8StringEncoding = 4          // NSUTF8StringEncoding
+	cfNumberSInt64Type   = 4          // kCFNumberSInt64Type
 )
 
 // runtimeLib holds the C functions and typed objc_msgSend variants the
@@ -44,6 +43,8 @@ type runtimeLib struct {
 	poolPush                  func() uintptr
 	poolPop                   func(uintptr)
 	pthreadSelf               func() uintptr
+
+	msgSend uintptr // objc_msgSend, for the fixed-arity integer sends (msg0 …)
 
 	sendDispatch   sendDispatchFn
 	sendSize       sendSizeFn
@@ -109,6 +110,7 @@ func load() (*runtimeLib, error) {
 			return nil, err
 		}
 	}
+	r.msgSend = msgSend
 	purego.RegisterFunc(&r.sendDispatch, msgSend)
 	purego.RegisterFunc(&r.sendSize, msgSendStret)
 	purego.RegisterFunc(&r.sendDouble, msgSend) // doubles return in d0 / xmm0; _fpret is only for x86 long double
@@ -236,6 +238,9 @@ var sel struct {
 	gpuStartTime, gpuEndTime, copyBuffer, dispatchThreads    objc.SEL
 	matrixDescriptor, vectorDescriptor, initWithBuffer       objc.SEL
 	initMatMul, initMatVec, encodeMatMul, encodeMatVec       objc.SEL
+	commandBufferUnretained, concurrentEncoder, barrier      objc.SEL
+	newFence, updateFence, waitForFence                      objc.SEL
+	respondsToSelector, architecture                         objc.SEL
 }
 
 var selOnce sync.Once
@@ -281,7 +286,44 @@ func registerSelectors() {
 		sel.initMatVec = r("initWithDevice:transpose:rows:columns:alpha:beta:")
 		sel.encodeMatMul = r("encodeToCommandBuffer:leftMatrix:rightMatrix:resultMatrix:")
 		sel.encodeMatVec = r("encodeToCommandBuffer:inputMatrix:inputVector:resultVector:")
+		sel.commandBufferUnretained = r("commandBufferWithUnretainedReferences")
+		sel.concurrentEncoder = r("computeCommandEncoderWithDispatchType:")
+		sel.barrier = r("memoryBarrierWithScope:")
+		sel.newFence, sel.updateFence, sel.waitForFence = r("newFence"), r("updateFence:"), r("waitForFence:")
+		sel.respondsToSelector, sel.architecture = r("respondsToSelector:"), r("architecture")
 	})
+}
+
+// Fixed-arity sends for the timing path's hot calls, whose arguments and
+// result are all integers or pointers: purego.SyscallN passes them in
+// integer registers (and the stack past the sixth on amd64, the eighth on
+// arm64: none of these goes that far), with no reflection, where
+// objc.ID.Send converts a variadic []any on every call. The receiver and
+// selector come first, as objc_msgSend takes them.
+
+// msg0 sends a message without arguments and returns the integer result.
+func (r *runtimeLib) msg0(self, op uintptr) uintptr {
+	r1, _, _ := purego.SyscallN(r.msgSend, self, op)
+	return r1
+}
+
+// msg1 sends a message with one integer or object argument.
+func (r *runtimeLib) msg1(self, op, a uintptr) uintptr {
+	r1, _, _ := purego.SyscallN(r.msgSend, self, op, a)
+	return r1
+}
+
+// msg3 sends a message with three integer or object arguments
+// (setBuffer:offset:atIndex:).
+func (r *runtimeLib) msg3(self, op, a, b, c uintptr) {
+	purego.SyscallN(r.msgSend, self, op, a, b, c)
+}
+
+// msgBytes sends setBytes:length:atIndex:, whose first argument points at
+// Go memory: converted in the call itself, so that SyscallN's
+// go:uintptrescapes keeps it alive for the call (Metal copies the bytes).
+func (r *runtimeLib) msgBytes(self, op uintptr, p unsafe.Pointer, n, index uintptr) {
+	purego.SyscallN(r.msgSend, self, op, uintptr(p), n, index)
 }
 
 // withPool runs fn inside an autorelease pool on the calling OS thread.

@@ -5,8 +5,8 @@ package metal
 import (
 	"errors"
 	"fmt"
-	"runtime"
 	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/ebitengine/purego/objc"
@@ -34,7 +34,14 @@ func (d buffers) Memory(f func(gpuhost.Memory[buffer]) error) error {
 	return d.b.gpu.do(func() error { return f(d) })
 }
 
-func (d buffers) Alloc(n int) (buffer, error) { return d.b.newBufferIn(n, d.b.storage) }
+// Alloc allocates a problem's buffer (an input copy, an output) as MLX
+// allocates arrays: hazard tracking off
+// (MTLResourceHazardTrackingModeUntracked), so that Metal adds no
+// dependency of its own between the encoders and command buffers that use
+// it; the timing plan orders them itself (barriers, a fence), and every
+// other use (a write, a read, a verified run) is waited for before the
+// next.
+func (d buffers) Alloc(n int) (buffer, error) { return d.b.newBufferOpts(n, d.b.storage, true) }
 func (d buffers) Free(bf buffer) error        { freeBuffer(&bf); return nil }
 
 func (d buffers) Read(dst []byte, src buffer) error {
@@ -85,41 +92,61 @@ func (b *Backend) Load(p *kernels.Problem, copies int) (device.Instance, error) 
 	return gpuhost.Load[buffer](buffers{b}, p, copies, b.info.Key)
 }
 
-// encodeFn adds one run of a program on one input copy to a command
-// buffer, in encoders of its own: a candidate opens a compute encoder for
-// its dispatch, as MPS does for each of its encodes, so that both are timed
-// the same way. verify is true for the run whose output is verified (MPS
-// gemv then copies the bias into y first). It must end every encoder it
-// begins.
+// encodeFn adds one run of a vendor routine (MPS) on one input copy to a
+// command buffer, in encoders of its own: MPS's encodeToCommandBuffer:
+// opens its own for every call. verify is true for the run whose output is
+// verified (MPS gemv then copies the bias into y first). It must end every
+// encoder it begins.
 type encodeFn func(cb objc.ID, in *instance, cp int, verify bool) error
+
+// runFn encodes one run of a compiled candidate on input copy cp into an
+// open compute encoder: its pipeline, arguments and dispatch.
+type runFn func(e objc.ID, cp int) error
 
 // program is a runnable kernel: a compiled candidate or an MPS call.
 type program struct {
-	b      *Backend
-	encode encodeFn
+	b *Backend
+	// bind prepares a candidate's runs on an instance (pipeline, launch
+	// sizes, by-value arguments: worked out once a timing, not once a
+	// run); nil for MPS.
+	bind func(in *instance) (runFn, error)
+	// mps encodes an MPS run; nil for a candidate.
+	mps encodeFn
 	// prepare, when set, readies the program for an instance before it
 	// runs there (a shape-dependent body's pipeline for its shape); it
 	// runs off the GPU thread.
 	prepare func(in *instance) error
 	free    func() // releases the program's objects; GPU thread
-	vendor  bool   // a vendor library (MPS): verified on a zeroed output
 	// perBuffer is the runs per timed command buffer on each instance,
 	// revised after every timing (GPU thread; see gpuhost.RevisedRuns).
 	perBuffer map[*instance]int
 }
 
-func newProgram(b *Backend, enc encodeFn, free func(), vendor bool) *program {
-	return &program{b: b, encode: enc, free: free, vendor: vendor, perBuffer: map[*instance]int{}}
+func newCandidate(b *Backend, bind func(*instance) (runFn, error), free func()) *program {
+	return &program{b: b, bind: bind, free: free, perBuffer: map[*instance]int{}}
 }
 
-// encodeRuns adds one run per listed input copy.
-func (pr *program) encodeRuns(cb objc.ID, in *instance, copies []int) error {
-	for _, c := range copies {
-		if err := pr.encode(cb, in, c, false); err != nil {
-			return err
-		}
+func newVendor(b *Backend, enc encodeFn, free func()) *program {
+	return &program{b: b, mps: enc, free: free, perBuffer: map[*instance]int{}}
+}
+
+// vendor reports whether the program is a vendor library's (MPS):
+// verified on a zeroed output.
+func (pr *program) vendor() bool { return pr.mps != nil }
+
+// plan is the timing plan of the program's runs on an instance. GPU thread.
+func (pr *program) plan(in *instance, verify bool) (timingPlan[objc.ID, objc.ID], error) {
+	p := timingPlan[objc.ID, objc.ID]{api: metalAPI{pr.b}}
+	if pr.mps != nil {
+		p.vendor = func(cb objc.ID, cp int) error { return pr.mps(cb, in, cp, verify) }
+		return p, nil
 	}
-	return nil
+	run, err := pr.bind(in)
+	if err != nil {
+		return p, err
+	}
+	p.dispatch = run
+	return p, nil
 }
 
 func (pr *program) Close() error {
@@ -145,12 +172,16 @@ func (pr *program) instance(ti device.Instance) (*instance, error) {
 }
 
 // Run times n samples. Each sample is one command buffer holding D runs of
-// the kernel on rotating input copies, D chosen so that the command buffer
-// lasts about a millisecond on the GPU; the sample is the command buffer's
-// GPU time divided by D. D is first estimated after one untimed command
-// buffer (the pipeline's and the buffers' first use), then revised from the
-// median of every timing, so the tuner's warmup runs settle it before the
-// samples that count (see gpuhost.RevisedRuns).
+// the kernel on rotating input copies, encoded as timingPlan says (a
+// candidate's runs in one concurrent encoder with a buffer barrier between
+// them, MPS's each in its own encoders), with up to maxInFlight command
+// buffers committed at once; the sample is the command buffer's GPU time
+// divided by D. D is chosen so that the command buffer lasts about a
+// millisecond on the GPU, and is at most MLX's dispatches per command
+// buffer on this device (Backend.maxRuns). It is first estimated after one
+// untimed command buffer (the pipeline's and the buffers' first use), then
+// revised from the median of every timing, so the tuner's warmup runs
+// settle it before the samples that count (see gpuhost.RevisedRuns).
 func (pr *program) Run(ti device.Instance, n int) ([]float64, error) {
 	in, err := pr.instance(ti)
 	if err != nil {
@@ -161,34 +192,36 @@ func (pr *program) Run(ti device.Instance, n int) ([]float64, error) {
 		if err := pr.b.rewarmIfIdle(); err != nil {
 			return err
 		}
+		defer func() { pr.b.lastGPU = time.Now() }()
+		p, err := pr.plan(in, false)
+		if err != nil {
+			return err
+		}
+		limit := pr.b.maxRuns
 		gpuhost.PruneClosed(pr.perBuffer)
 		d, ok := pr.perBuffer[in]
 		if !ok {
-			if err := pr.b.runUntimed(func(cb objc.ID) error { return pr.encodeRuns(cb, in, in.Take(calibrationDispatch)) }); err != nil {
+			if _, err := p.once(in.Take(calibrationDispatch), false); err != nil {
 				return err
 			}
-			t, err := pr.b.runCommandBuffer(func(cb objc.ID) error { return pr.encodeRuns(cb, in, in.Take(calibrationDispatch)) })
+			t, err := p.once(in.Take(calibrationDispatch), true)
 			if err != nil {
 				return err
 			}
-			d = gpuhost.RunsPerSample(t/calibrationDispatch, targetBufferSeconds, maxDispatches)
+			d = gpuhost.RunsPerSample(t/calibrationDispatch, targetBufferSeconds, limit)
 		}
-		secs = make([]float64, n)
-		for i := range secs {
-			t, err := pr.b.runCommandBuffer(func(cb objc.ID) error { return pr.encodeRuns(cb, in, in.Take(d)) })
-			if err != nil {
-				return err
-			}
-			secs[i] = t / float64(d)
+		if secs, err = p.samples(n, d, in.Take); err != nil {
+			return err
 		}
-		pr.perBuffer[in] = gpuhost.RevisedRuns(d, stats.Median(secs), targetBufferSeconds, maxDispatches)
+		pr.perBuffer[in] = gpuhost.RevisedRuns(d, stats.Median(secs), targetBufferSeconds, limit)
 		return nil
 	})
 	return secs, err
 }
 
 // Output fills the output with NaN (zeros for MPS, see prepareOutput), runs
-// once on the first input copy and reads the output back.
+// once on the first input copy, encoded as a timed run is, and reads the
+// output back.
 func (pr *program) Output(ti device.Instance) ([]float32, error) {
 	in, err := pr.instance(ti)
 	if err != nil {
@@ -196,7 +229,7 @@ func (pr *program) Output(ti device.Instance) ([]float32, error) {
 	}
 	var out []float32
 	err = pr.b.gpu.do(func() error {
-		if pr.vendor {
+		if pr.vendor() {
 			zeros := make([]byte, in.Out.size)
 			prepareOutput(zeros, in.Problem.DType, true)
 			if err := (buffers{pr.b}).Write(in.Out, zeros); err != nil {
@@ -205,10 +238,15 @@ func (pr *program) Output(ti device.Instance) ([]float32, error) {
 		} else if err := in.Poison(buffers{pr.b}); err != nil {
 			return err
 		}
-		if err := pr.b.runUntimed(func(cb objc.ID) error { return pr.encode(cb, in, 0, true) }); err != nil {
+		p, err := pr.plan(in, true)
+		if err != nil {
 			return err
 		}
-		var err error
+		_, err = p.once([]int{0}, false)
+		pr.b.lastGPU = time.Now()
+		if err != nil {
+			return err
+		}
 		out, err = in.ReadOutput(buffers{pr.b})
 		return err
 	})
@@ -262,8 +300,8 @@ func (b *Backend) Build(k *kernels.Kernel, dt kernels.DType, c search.Candidate)
 		return nil, err
 	}
 	c = c.Clone()
-	enc := b.encoder(body, k, c, func(*instance) (objc.ID, error) { return pso, nil })
-	return newProgram(b, enc, func() { release(pso) }, false), nil
+	bind := b.binder(body, k, c, func(*instance) (objc.ID, error) { return pso, nil })
+	return newCandidate(b, bind, func() { release(pso) }), nil
 }
 
 // buildPipeline waits for a candidate's compile and checks its pipeline;
@@ -345,7 +383,7 @@ func (b *Backend) buildShaped(body *gpu.Body, k *kernels.Kernel, dt kernels.DTyp
 			delete(psos, key)
 		}
 	}
-	pr := newProgram(b, b.encoder(body, k, c, pipelineFor), free, false)
+	pr := newCandidate(b, b.binder(body, k, c, pipelineFor), free)
 	pr.prepare = prepare
 	return pr, nil
 }
@@ -390,25 +428,25 @@ func (b *Backend) shapedPipeline(body *gpu.Body, k *kernels.Kernel, dt kernels.D
 	}
 }
 
-// encoder is the encodeFn of a candidate whose pipeline for an instance
-// pipelineFor gives.
-func (b *Backend) encoder(body *gpu.Body, k *kernels.Kernel, c search.Candidate, pipelineFor func(*instance) (objc.ID, error)) encodeFn {
-	words := func(in *instance) ([]uint32, error) {
-		return scalarWords(body.Scalars(in.Problem.Case, in.Problem.Kernel.Scalars))
-	}
-	return func(cb objc.ID, in *instance, cp int, _ bool) error {
+// binder is the bind function of a candidate whose pipeline for an
+// instance pipelineFor gives. Its runs set everything a dispatch uses, as
+// MLX sets each op's (the encoder would keep the previous run's bindings,
+// but a run of an application's stream of kernels finds another kernel's),
+// through the fixed-arity sends.
+func (b *Backend) binder(body *gpu.Body, k *kernels.Kernel, c search.Candidate, pipelineFor func(*instance) (objc.ID, error)) func(*instance) (runFn, error) {
+	return func(in *instance) (runFn, error) {
 		pso, err := pipelineFor(in)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		g := body.Geometry(in.Problem.Case.Shape, c)
 		size, perGroup, threads, err := launchSizes(g)
 		if err != nil {
-			return fmt.Errorf("metal: %w for %s", err, in.Problem.Case)
+			return nil, fmt.Errorf("metal: %w for %s", err, in.Problem.Case)
 		}
-		scal, err := words(in)
+		scal, err := scalarWords(body.Scalars(in.Problem.Case, in.Problem.Kernel.Scalars))
 		if err != nil {
-			return err
+			return nil, err
 		}
 		var consts [][]byte
 		if body.Consts != nil {
@@ -416,43 +454,41 @@ func (b *Backend) encoder(body *gpu.Body, k *kernels.Kernel, c search.Candidate,
 		}
 		bound, err := bytesArgs(body.Args, consts)
 		if err != nil {
-			return fmt.Errorf("metal: %s on %s: %w", k.Name, in.Problem.Case, err)
+			return nil, fmt.Errorf("metal: %s on %s: %w", k.Name, in.Problem.Case, err)
 		}
-		e, err := computeEncoder(cb, pso)
-		if err != nil {
-			return err
-		}
-		// Body.Args order is the buffer index.
-		s := 0
-		for i, a := range body.Args {
-			if a.Kind == gpu.Int || a.Kind == gpu.Float {
-				e.Send(sel.setBytes, unsafe.Pointer(&scal[s]), uint64(4), uint64(i))
-				s++
+		r := b.rt
+		return func(enc objc.ID, cp int) error {
+			e := uintptr(enc)
+			r.msg1(e, uintptr(sel.setComputePipelineState), uintptr(pso))
+			// Body.Args order is the buffer index.
+			s := 0
+			for i, a := range body.Args {
+				if a.Kind == gpu.Int || a.Kind == gpu.Float {
+					r.msgBytes(e, uintptr(sel.setBytes), unsafe.Pointer(&scal[s]), 4, uintptr(i))
+					s++
+				}
 			}
-		}
-		for _, bb := range bound {
-			e.Send(sel.setBytes, unsafe.Pointer(&bb.data[0]), uint64(len(bb.data)), uint64(bb.index))
-		}
-		nIn, nOut := 0, 0
-		for i, a := range body.Args {
-			switch a.Kind {
-			case gpu.In, gpu.Words:
-				e.Send(sel.setBuffer, in.Input(cp, nIn).id, uint64(0), uint64(i))
-				nIn++
-			case gpu.Out:
-				e.Send(sel.setBuffer, in.Outs[min(nOut, len(in.Outs)-1)].id, uint64(0), uint64(i))
-				nOut++
+			for _, bb := range bound {
+				r.msgBytes(e, uintptr(sel.setBytes), unsafe.Pointer(&bb.data[0]), uintptr(len(bb.data)), uintptr(bb.index))
 			}
-		}
-		if threads {
-			b.dispatchThreads(e, size, perGroup)
-		} else {
-			b.dispatch(e, size, perGroup)
-		}
-		e.Send(sel.endEncoding)
-		runtime.KeepAlive(scal)
-		runtime.KeepAlive(bound)
-		return nil
+			nIn, nOut := 0, 0
+			for i, a := range body.Args {
+				switch a.Kind {
+				case gpu.In, gpu.Words:
+					r.msg3(e, uintptr(sel.setBuffer), uintptr(in.Input(cp, nIn).id), 0, uintptr(i))
+					nIn++
+				case gpu.Out:
+					r.msg3(e, uintptr(sel.setBuffer), uintptr(in.Outs[min(nOut, len(in.Outs)-1)].id), 0, uintptr(i))
+					nOut++
+				}
+			}
+			if threads {
+				b.dispatchThreads(enc, size, perGroup)
+			} else {
+				b.dispatch(enc, size, perGroup)
+			}
+			return nil
+		}, nil
 	}
 }
 
