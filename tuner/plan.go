@@ -259,6 +259,9 @@ type schedule struct {
 	// planned at the pace the last ones took (pace.speed).
 	pace   *pace
 	extend bool // SessionConfig.Extend
+	// cushion is how much more than its need at the run's pace each entry
+	// to come is given room for (planCushion, or leanCushion).
+	cushion float64
 }
 
 // allot is task i's allotment, how far it moved the deadline (with
@@ -269,7 +272,7 @@ func (sc *schedule) allot(i int, todo func() int) (a Allotment, moved time.Durat
 	if sc.needs == nil {
 		return evenShare(time.Until(sc.deadline), todo()), 0, speed
 	}
-	ahead := scaled(sc.needs, speed*planCushion)
+	ahead := scaled(sc.needs, speed*max(sc.cushion, 1))
 	if sc.extend {
 		// The entries from this one on get at least what they need at
 		// the pace the run now goes.

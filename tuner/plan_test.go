@@ -3,6 +3,7 @@ package tuner
 import (
 	"context"
 	"errors"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -227,6 +228,26 @@ func TestSessionPlansByCost(t *testing.T) {
 	for _, r := range sum.Results {
 		if m := r.Entry.Candidates.Measured; m < 1+DefaultMinBeyondDefault {
 			t.Errorf("extended: %s measured %d candidates, want at least %d", r.Task.Key(), m, 1+DefaultMinBeyondDefault)
+		}
+	}
+	// Lean: the extension covers the need and leanCushion, no per-entry
+	// allowance (4 entries: 2 s less than the plan above, more than the
+	// probes' noise), and every entry still measures its minimum.
+	lean := filepath.Join(t.TempDir(), paramfile.DefaultFileName)
+	lc := cfg(lean, time.Second)
+	lc.Extend, lc.Lean = true, true
+	var leanPlan Plan
+	lc.Hooks.Planned = func(p Plan) { leanPlan = p }
+	sum, _, err = run(newB(), lc)
+	if err != nil {
+		t.Fatalf("a 1 s budget with Extend and Lean: %v", err)
+	}
+	if leanPlan.PerEntry != 0 || math.Abs(leanPlan.Margin-(leanCushion-1)) > 1e-9 || leanPlan.Extended <= 0 || leanPlan.Extended >= plan.Extended {
+		t.Errorf("lean plan %+v, want margin %.2f, no per-entry allowance, extended by less than %v", leanPlan, leanCushion-1, plan.Extended)
+	}
+	for _, r := range sum.Results {
+		if m := r.Entry.Candidates.Measured; m < 1+DefaultMinBeyondDefault {
+			t.Errorf("lean: %s measured %d candidates, want at least %d", r.Task.Key(), m, 1+DefaultMinBeyondDefault)
 		}
 	}
 	// The budget the error suggests is enough.

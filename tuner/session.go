@@ -43,6 +43,16 @@ type SessionConfig struct {
 	// A front door (make tune) must finish on a machine slower or busier
 	// than the one its budget was chosen on.
 	Extend bool
+	// WarmSiblings, when positive, is how many distinct parameter sets of
+	// the family's entries already in Out (this device's first: other
+	// classes, among them those this run wrote) any strategy measures right
+	// after the default: a winner of a neighbouring class is a good first
+	// guess where a short search would not reach one.
+	WarmSiblings int
+	// Lean makes an extension cover what the entries need and a leaner
+	// margin (leanCushion, no per-entry allowance): a first run's wall time
+	// over the room each entry has for more candidates.
+	Lean bool
 	// Trace, when set, is a file every measured candidate is appended to
 	// (JSON lines, package internal/trace).
 	Trace string
@@ -370,7 +380,10 @@ func (s *Session) Run(ctx context.Context, tasks []Task) (*SessionSummary, error
 	if needs != nil {
 		tasks, needs, samples = costliestFirst(tasks, needs, samples)
 	}
-	sched := &schedule{deadline: deadline, needs: needs, samples: samples, pace: newPace(needs), extend: s.cfg.Extend}
+	sched := &schedule{deadline: deadline, needs: needs, samples: samples, pace: newPace(needs), extend: s.cfg.Extend, cushion: planCushion}
+	if s.cfg.Lean {
+		sched.cushion = leanCushion
+	}
 	for i, task := range tasks {
 		if ctx.Err() != nil {
 			sum.StoppedEarly = true
@@ -395,8 +408,8 @@ func (s *Session) Run(ctx context.Context, tasks []Task) (*SessionSummary, error
 		}
 		share := a.Share
 		start := time.Now()
-		if search.Canonical(cfg.Strategy) == "warm" {
-			cfg.WarmStart = warmStartFor(s.cfg.Out, s.info, task)
+		if ws := s.warmStart(task); ws != nil || cfg.WarmStart != nil {
+			cfg.WarmStart = ws
 			tu = New(s.b, cfg)
 		}
 		if !s.cfg.Replace {
@@ -534,16 +547,22 @@ func (s *Session) plan(ctx context.Context, tu *Tuner, tasks []Task, deadline ti
 		}
 	}
 	pe.Probe, pe.Families = time.Since(start), len(families)
+	margin, overhead := planCushion-1, entryOverhead
 	if short := pe.Needed - time.Until(deadline); short > 0 {
 		if !s.cfg.Extend {
 			return nil, nil, 0, pe
 		}
 		// The plan's cushion and the per-entry overhead too, as the
 		// budget PlanError.Suggested advises would have had.
-		ext = short + time.Duration(float64(pe.Needed)*(planCushion-1)) + time.Duration(len(todo))*entryOverhead
+		cushion, perEntry := planCushion, entryOverhead
+		if s.cfg.Lean {
+			cushion, perEntry = leanCushion, 0
+		}
+		ext = short + time.Duration(float64(pe.Needed)*(cushion-1)) + time.Duration(len(todo))*perEntry
+		margin, overhead = cushion-1, perEntry
 	}
 	if h.Planned != nil {
-		h.Planned(Plan{Entries: len(todo), Needed: pe.Needed, Left: time.Until(deadline), Took: pe.Probe, Extended: ext, Margin: planCushion - 1, PerEntry: entryOverhead})
+		h.Planned(Plan{Entries: len(todo), Needed: pe.Needed, Left: time.Until(deadline), Took: pe.Probe, Extended: ext, Margin: margin, PerEntry: overhead})
 	}
 	return needs, samples, ext, nil
 }
@@ -589,6 +608,9 @@ func costliestFirst(tasks []Task, needs, samples []time.Duration) ([]Task, []tim
 // for when the slack is shared: an entry's final timing can overrun its
 // share under a sudden load, and the entries after it must not pay for it.
 const planCushion = 1.15
+
+// leanCushion is a Lean extension's margin over the entries' need.
+const leanCushion = 1.05
 
 // pace follows how much longer than planned the entries take: a ratio of
 // sums weighted by cost, so that a cheap entry timed in a moment of load
@@ -872,6 +894,29 @@ func traceEntries(device string, res *Result) []trace.Entry {
 		return nil
 	}
 	return []trace.Entry{{Device: device, Kernel: res.Task.Kernel.Name, DType: string(res.Task.DType), Key: res.Task.Key(), Time: res.Time}}
+}
+
+// warmStart is what task's search measures right after the default: for
+// the warm strategy every entry warmStartFor finds, otherwise the first
+// WarmSiblings distinct ones (none when it is 0).
+func (s *Session) warmStart(task Task) []map[string]int {
+	all := search.Canonical(s.cfg.Strategy) == "warm"
+	if !all && s.cfg.WarmSiblings <= 0 {
+		return nil
+	}
+	ws := warmStartFor(s.cfg.Out, s.info, task)
+	if all {
+		return ws
+	}
+	var out []map[string]int
+	seen := map[string]bool{}
+	for _, w := range ws {
+		if k := search.Candidate(w).Key(); !seen[k] && len(out) < s.cfg.WarmSiblings {
+			seen[k] = true
+			out = append(out, w)
+		}
+	}
+	return out
 }
 
 // warmStartFor collects, from the existing params file, the parameters
