@@ -82,6 +82,9 @@ type live struct {
 	clk      *clock // where the entry's time goes; nil outside Tuner.Run
 	dataSeed uint64
 	nloaded  uint64
+	// filled is the time fillWait spent on leaders during the current
+	// measure, which is theirs.
+	filled split
 }
 
 // newLive returns task's live measurer, which charges its time to clk
@@ -95,11 +98,12 @@ func newLive(t *Tuner, task Task, clk *clock) *live {
 func (m *live) measure(c search.Candidate, n int) ([]float64, error) {
 	key := c.Key()
 	s0 := m.clk.split()
+	m.filled = split{}
 	s, err := m.samples(c, n)
 	spent := m.clk.since(s0)
 	cd := m.cands[key]
 	for i := range spent {
-		cd.spent[i] += spent[i]
+		cd.spent[i] += spent[i] - m.filled[i]
 	}
 	if err == nil && m.t.cfg.Verbose {
 		fmt.Fprintf(m.t.cfg.Log, "  %-40s %10.2f µs (n=%d)\n", key, medianUS(cd.samples), len(cd.samples))
@@ -163,6 +167,7 @@ func (m *live) built(c search.Candidate) *candidate {
 	key := c.Key()
 	cd := m.cands.get(c)
 	if cd.prog == nil && cd.err == nil {
+		m.fillWait(c)
 		tb := time.Now()
 		prog, err := m.t.b.Build(m.task.Kernel, m.task.DType, c)
 		m.clk.add(phaseCompile, tb)
@@ -177,6 +182,64 @@ func (m *live) built(c search.Candidate) *candidate {
 		}
 	}
 	return cd
+}
+
+// fillWait takes samples of the fastest candidates measured so far, one
+// at a time, while c's compile is not done on a backend that says so
+// (device.Readier): the device would otherwise wait, and the leaders'
+// medians, from which the final timing picks the finalists it screens,
+// gain samples that cost no wall time. A leader is sampled up to
+// fillMaxSamples; without one, or after a sample fails, Build waits.
+func (m *live) fillWait(c search.Candidate) {
+	r, ok := m.t.b.(device.Readier)
+	if !ok {
+		return
+	}
+	for !r.Ready(m.task.Kernel, m.task.DType, c) {
+		lead := m.cands.leaders(max(2, m.t.cfg.Finalists), fillMaxSamples)
+		if len(lead) == 0 {
+			return
+		}
+		for _, cd := range lead {
+			s0 := m.clk.split()
+			tot, _, err := m.sample(cd.prog, 1)
+			// The leader's time, not the candidate's whose measure this is.
+			d := m.clk.since(s0)
+			for i := range d {
+				cd.spent[i] += d[i]
+				m.filled[i] += d[i]
+			}
+			if err != nil {
+				return
+			}
+			cd.samples = append(cd.samples, tot...)
+			if r.Ready(m.task.Kernel, m.task.DType, c) {
+				return
+			}
+		}
+	}
+}
+
+// fillMaxSamples bounds the samples fillWait gives a leader.
+const fillMaxSamples = 64
+
+// leaders are up to k candidates measured without error, with a program
+// and fewer than max samples, the fastest by median first.
+func (cs candidates) leaders(k, max int) []*candidate {
+	var out []*candidate
+	for _, cd := range cs {
+		if cd.err == nil && cd.prog != nil && len(cd.samples) > 0 && len(cd.samples) < max {
+			out = append(out, cd)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		mi, mj := stats.Median(out[i].samples), stats.Median(out[j].samples)
+		if mi != mj {
+			return mi < mj
+		}
+		return out[i].cand.Key() < out[j].cand.Key()
+	})
+	return out[:min(k, len(out))]
 }
 
 // ready verifies a program and warms it up: the one path by which a
