@@ -82,6 +82,8 @@ type live struct {
 	clk      *clock // where the entry's time goes; nil outside Tuner.Run
 	dataSeed uint64
 	nloaded  uint64
+	// verifyDevice is the last verification's time in runs and reads.
+	verifyDevice time.Duration
 	// filled is the time fillWait spent on leaders during the current
 	// measure, which is theirs.
 	filled split
@@ -108,7 +110,7 @@ func (m *live) measure(c search.Candidate, n int) ([]float64, error) {
 	if err == nil && m.t.cfg.Verbose {
 		fmt.Fprintf(m.t.cfg.Log, "  %-40s %10.2f µs (n=%d)\n", key, medianUS(cd.samples), len(cd.samples))
 		if spent[phaseCompile]+spent[phaseVerify] > 0 {
-			fmt.Fprintf(m.t.cfg.Log, "  %-40s build %.3fs, verify %.3fs\n", key, spent.seconds(phaseCompile), spent.seconds(phaseVerify))
+			fmt.Fprintf(m.t.cfg.Log, "  %-40s build %.3fs, verify %.3fs (its runs and reads on the device %.3fs)\n", key, spent.seconds(phaseCompile), spent.seconds(phaseVerify), m.verifyDevice.Seconds())
 		}
 	}
 	return s, err
@@ -263,6 +265,10 @@ func (m *live) ready(prog device.Program, cand search.Candidate) error {
 // cand are skipped (cand is nil for a baseline, which takes every shape).
 func (m *live) verify(prog device.Program, cand search.Candidate) error {
 	defer m.clk.add(phaseVerify, time.Now())
+	if m.clk != nil {
+		d0 := m.clk.device
+		defer func() { m.verifyDevice = m.clk.device - d0 }()
+	}
 	ps, _ := m.task.Kernel.Space(m.t.b.Info().Backend)
 	checked := 0
 	for i, l := range append(append([]*loaded{}, m.odd...), m.problems...) {
