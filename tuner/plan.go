@@ -86,7 +86,14 @@ func (t *Tuner) minMeasured(valid int) int {
 // fifth of the samples each), the default and the baseline, and the
 // incumbent when there is one.
 func (t *Tuner) finalPrograms(incumbent bool) float64 {
-	n := float64(t.cfg.Finalists)*(1+screenFactor/5.0) + 2
+	return t.finalProgramsOf(incumbent, t.cfg.Finalists*screenFactor)
+}
+
+// finalProgramsOf is finalPrograms after a search that measured measured
+// candidates: the screen and the finalists are at most those.
+func (t *Tuner) finalProgramsOf(incumbent bool, measured int) float64 {
+	k := min(t.cfg.Finalists, measured)
+	n := float64(k) + float64(min(t.cfg.Finalists*screenFactor, measured))/5 + 2
 	if incumbent {
 		n++
 	}
@@ -97,7 +104,8 @@ func (t *Tuner) finalPrograms(incumbent bool) float64 {
 // candidates and finish: its setup; per candidate a build, a verification
 // run, a warm-up run and its samples (raced or fixed); the drift guard's anchor
 // timings; the baseline's verification and warm-up; and the final timing at
-// MinFinalSamples (with an incumbent, which a run cannot know beforehand).
+// MinFinalSamples of what minMeasured candidates leave to screen (with an
+// incumbent, which a run cannot know beforehand).
 func (t *Tuner) Need(e Estimate) time.Duration {
 	n := float64(t.minMeasured(e.Valid))
 	s := e.Sample.Seconds()
@@ -121,7 +129,7 @@ func (t *Tuner) Need(e Estimate) time.Duration {
 		secs += checks * anchorSamples * s
 	}
 	secs += 2 * s
-	secs += t.finalPrograms(true) * float64(t.cfg.MinFinalSamples) * s
+	secs += t.finalProgramsOf(true, int(n)) * float64(t.cfg.MinFinalSamples) * s
 	return e.Setup + time.Duration(secs*float64(time.Second))
 }
 

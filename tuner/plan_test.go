@@ -230,9 +230,9 @@ func TestSessionPlansByCost(t *testing.T) {
 			t.Errorf("extended: %s measured %d candidates, want at least %d", r.Task.Key(), m, 1+DefaultMinBeyondDefault)
 		}
 	}
-	// Lean: the extension covers the need and leanCushion, no per-entry
-	// allowance (4 entries: 2 s less than the plan above, more than the
-	// probes' noise), and every entry still measures its minimum.
+	// Lean: the extension covers the need, leanCushion and leanPerEntry
+	// (4 entries: 1.4 s less than the plan above and a tenth of the need),
+	// and every entry still measures its minimum.
 	lean := filepath.Join(t.TempDir(), paramfile.DefaultFileName)
 	lc := cfg(lean, time.Second)
 	lc.Extend, lc.Lean = true, true
@@ -242,8 +242,8 @@ func TestSessionPlansByCost(t *testing.T) {
 	if err != nil {
 		t.Fatalf("a 1 s budget with Extend and Lean: %v", err)
 	}
-	if leanPlan.PerEntry != 0 || math.Abs(leanPlan.Margin-(leanCushion-1)) > 1e-9 || leanPlan.Extended <= 0 || leanPlan.Extended >= plan.Extended {
-		t.Errorf("lean plan %+v, want margin %.2f, no per-entry allowance, extended by less than %v", leanPlan, leanCushion-1, plan.Extended)
+	if leanPlan.PerEntry != leanPerEntry || math.Abs(leanPlan.Margin-(leanCushion-1)) > 1e-9 || leanPlan.Extended <= 0 || leanPlan.Extended >= plan.Extended {
+		t.Errorf("lean plan %+v, want margin %.2f, %v an entry, extended by less than %v", leanPlan, leanCushion-1, leanPerEntry, plan.Extended)
 	}
 	for _, r := range sum.Results {
 		if m := r.Entry.Candidates.Measured; m < 1+DefaultMinBeyondDefault {
@@ -352,5 +352,34 @@ func TestPlanErrorMessage(t *testing.T) {
 		if msg := e.Error(); !strings.Contains(msg, tt.want) || strings.Contains(msg, "-") {
 			t.Errorf("%s", msg)
 		}
+	}
+}
+
+// A session announces every entry's first candidates to a compile pool
+// before the first entry begins, so that the pool works from the start.
+func TestSessionAnnouncesEveryEntry(t *testing.T) {
+	b := &poolBackend{slowBackend: slowBackend{fakeBackend: fakeBackend{rng: rand.New(rand.NewPCG(1, 2)), threadsCap: 4},
+		build: time.Millisecond, output: time.Millisecond, run: 100 * time.Microsecond}, ready: map[string]time.Time{}}
+	before := -1
+	c := SessionConfig{Config: Config{Strategy: "bo", Seed: 1, Warmup: time.Microsecond, MaxEvals: 4, FinalSamples: 3},
+		Out: filepath.Join(t.TempDir(), paramfile.DefaultFileName), Budget: NoWallTime, Generator: "test",
+		Hooks: SessionHooks{Begin: func(Task, time.Duration) {
+			if before < 0 {
+				b.mu.Lock()
+				before = len(b.announce)
+				b.mu.Unlock()
+			}
+		}}}
+	s, err := OpenSession(b, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	tasks := sizedTasks(t)
+	if _, err := s.Run(context.Background(), tasks); err != nil {
+		t.Fatal(err)
+	}
+	if before < len(tasks) {
+		t.Errorf("%d announcements before the first entry began, want one for each of the %d entries", before, len(tasks))
 	}
 }

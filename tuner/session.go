@@ -50,8 +50,8 @@ type SessionConfig struct {
 	// guess where a short search would not reach one.
 	WarmSiblings int
 	// Lean makes an extension cover what the entries need and a leaner
-	// margin (leanCushion, no per-entry allowance): a first run's wall time
-	// over the room each entry has for more candidates.
+	// margin (leanCushion, leanPerEntry): a first run's wall time over the
+	// room each entry has for more candidates.
 	Lean bool
 	// Trace, when set, is a file every measured candidate is appended to
 	// (JSON lines, package internal/trace).
@@ -380,6 +380,15 @@ func (s *Session) Run(ctx context.Context, tasks []Task) (*SessionSummary, error
 	if needs != nil {
 		tasks, needs, samples = costliestFirst(tasks, needs, samples)
 	}
+	// Every entry's first candidates go to the compile pool now, the first
+	// entry's last (the pool compiles the newest announcement first), so
+	// that its workers are busy from the start and an entry finds its first
+	// batch compiled; each entry's own requests, announced later, go first.
+	for i := len(tasks) - 1; i >= 0 && ctx.Err() == nil; i-- {
+		if !s.jr.Done(key, tasks[i].Kernel.Name, tasks[i].Key()) {
+			tu.announce(tasks[i])
+		}
+	}
 	sched := &schedule{deadline: deadline, needs: needs, samples: samples, pace: newPace(needs), extend: s.cfg.Extend, cushion: planCushion}
 	if s.cfg.Lean {
 		sched.cushion = leanCushion
@@ -556,7 +565,7 @@ func (s *Session) plan(ctx context.Context, tu *Tuner, tasks []Task, deadline ti
 		// budget PlanError.Suggested advises would have had.
 		cushion, perEntry := planCushion, entryOverhead
 		if s.cfg.Lean {
-			cushion, perEntry = leanCushion, 0
+			cushion, perEntry = leanCushion, leanPerEntry
 		}
 		ext = short + time.Duration(float64(pe.Needed)*(cushion-1)) + time.Duration(len(todo))*perEntry
 		margin, overhead = cushion-1, perEntry
@@ -609,8 +618,14 @@ func costliestFirst(tasks []Task, needs, samples []time.Duration) ([]Task, []tim
 // share under a sudden load, and the entries after it must not pay for it.
 const planCushion = 1.15
 
-// leanCushion is a Lean extension's margin over the entries' need.
-const leanCushion = 1.05
+// leanCushion is a Lean extension's margin over the entries' need, and
+// leanPerEntry its allowance an entry: the cheap entries, whose need is a
+// fraction of a second, measure a few more candidates with it, where a
+// candidate costs least.
+const (
+	leanCushion  = 1.05
+	leanPerEntry = 150 * time.Millisecond
+)
 
 // pace follows how much longer than planned the entries take: a ratio of
 // sums weighted by cost, so that a cheap entry timed in a moment of load

@@ -386,16 +386,22 @@ const firstAsksAhead = 24
 // pool works on it while this entry's final timing keeps the device busy.
 // A wrong guess costs only compiles.
 func (r *run) announce(next *Task) {
-	t := r.t
+	if next != nil {
+		r.t.announce(*next)
+	}
+}
+
+// announce tells a backend that compiles ahead what task will build first.
+func (t *Tuner) announce(next Task) {
 	pf, ok := t.b.(device.Prefetcher)
-	if next == nil || !ok || !compilesAhead(t.b) {
+	if !ok || !compilesAhead(t.b) {
 		return
 	}
-	space, err := t.Space(*next)
+	space, err := t.Space(next)
 	if err != nil {
 		return
 	}
-	d, _, _ := t.searchDriver(*next, space, space.Enumerate(), 0)
+	d, _, _ := t.searchDriver(next, space, space.Enumerate(), 0)
 	if asks := d.FirstAsks(firstAsksAhead); len(asks) > 0 {
 		pf.Prefetch(next.Kernel, next.DType, asks)
 	}

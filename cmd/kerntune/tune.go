@@ -680,14 +680,14 @@ func (f *TuneOptions) minBeyond() int {
 }
 
 // efforts: quick is a first result in about a minute (one candidate beyond
-// the default at least, the family's winners of other classes tried first,
-// the search's winner alone re-timed against the default, fewer final
-// samples, no drift guard, a lean extension: a ranking less sure where the
-// winners are close); default
+// the default at least, the family's winners of other classes tried
+// first, two finalists re-timed against the default, fewer final samples,
+// no drift guard, a lean extension: a ranking less sure where the winners
+// are close); default
 // is the measured default; thorough gives the search five times the time
 // and the final timing twice the samples.
 var efforts = map[string]effort{
-	"quick":    {budget: "40s", finalSamples: 10, minFinalSamples: 3, minBeyond: 1, extend: true, finalists: 1, warmSiblings: 3, lean: true},
+	"quick":    {budget: "40s", finalSamples: 10, minFinalSamples: 3, minBeyond: 1, extend: true, finalists: 2, warmSiblings: 3, lean: true},
 	"default":  {budget: "3m", finalSamples: 30, minFinalSamples: 5, minBeyond: tuner.DefaultMinBeyondDefault, drift: true},
 	"thorough": {budget: "15m", finalSamples: 60, minFinalSamples: 10, minBeyond: tuner.DefaultMinBeyondDefault, drift: true},
 }
@@ -704,8 +704,8 @@ func effortHelp() string {
 		if e.warmSiblings > 0 {
 			extra += fmt.Sprintf(", the family's entries of other classes tried first (up to %d)", e.warmSiblings)
 		}
-		if e.finalists == 1 {
-			extra += ", the search's winner alone re-timed"
+		if e.finalists > 0 {
+			extra += fmt.Sprintf(", %d finalists re-timed", e.finalists)
 		}
 		parts = append(parts, fmt.Sprintf("%s (budget %s, at least %s beyond the default%s, %d final samples, %s)", n, e.budget, plural(e.minBeyond, "candidate", "candidates"), extra, e.finalSamples, guard))
 	}
