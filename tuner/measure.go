@@ -84,6 +84,8 @@ type live struct {
 	nloaded  uint64
 	// verifyDevice is the last verification's time in runs and reads.
 	verifyDevice time.Duration
+	// drawn are the task's problems drawn ahead, or nil.
+	drawn *Drawn
 	// filled is the time fillWait spent on leaders during the current
 	// measure, which is theirs.
 	filled split
@@ -378,13 +380,17 @@ func (m *live) sample(prog device.Program, n int) (totals []float64, perProblem 
 }
 
 func (m *live) load() error {
-	for _, c := range m.task.Kernel.Odd {
-		if err := m.loadOne(c, false); err != nil {
-			return err
-		}
+	pre := m.drawn.take(m.task)
+	if pre != nil {
+		m.dataSeed = m.drawn.seed
 	}
-	for _, c := range m.task.Cases {
-		if err := m.loadOne(c, true); err != nil {
+	cases := append(append([]kernels.Case{}, m.task.Kernel.Odd...), m.task.Cases...)
+	for i, c := range cases {
+		var p *kernels.Problem
+		if pre != nil {
+			p = pre[i]
+		}
+		if err := m.loadOne(c, i >= len(m.task.Kernel.Odd), p); err != nil {
 			return err
 		}
 	}
@@ -396,9 +402,62 @@ func (m *live) load() error {
 	return nil
 }
 
-// loadOne draws a case's inputs and loads them; timed cases of memory-bound
-// families get enough input copies to stream past the last-level cache.
-func (m *live) loadOne(c kernels.Case, timed bool) error {
+// Drawn are a task's problems (its odd shapes, then its cases), drawn
+// with their float64 references on a goroutine of their own ahead of the
+// entry (Allotment.Drawn): a device other than the host's CPU then times
+// the entry before instead of waiting for them.
+type Drawn struct {
+	task  Task
+	seed  uint64
+	done  chan struct{}
+	probs []*kernels.Problem
+	err   error
+}
+
+// DrawAhead starts drawing task's problems as its entry would, with the
+// configured data seed (a random one without).
+func (t *Tuner) DrawAhead(task Task) *Drawn {
+	d := &Drawn{task: task, seed: t.cfg.DataSeed, done: make(chan struct{})}
+	for d.seed == 0 {
+		d.seed = rand.Uint64()
+	}
+	go func() {
+		defer close(d.done)
+		for i, c := range append(append([]kernels.Case{}, task.Kernel.Odd...), task.Cases...) {
+			p, err := kernels.NewSeededProblem(task.Kernel, task.DType, c, problemSeed(d.seed, uint64(i+1)))
+			if err != nil {
+				d.err = err
+				return
+			}
+			p.Reference()
+			d.probs = append(d.probs, p)
+		}
+	}()
+	return d
+}
+
+// take waits for the problems when they are task's, drawn without error;
+// otherwise (nil d included) it returns nil and the entry draws its own.
+func (d *Drawn) take(task Task) []*kernels.Problem {
+	if d == nil || d.task.Kernel != task.Kernel || d.task.DType != task.DType || d.task.Key() != task.Key() {
+		return nil
+	}
+	<-d.done
+	if d.err != nil || len(d.probs) != len(task.Kernel.Odd)+len(task.Cases) {
+		return nil
+	}
+	return d.probs
+}
+
+// problemSeed is the seed of the n-th problem (from 1) an entry draws from
+// its data seed: each problem has its own, so that a worker process can
+// draw it again.
+func problemSeed(seed, n uint64) uint64 { return seed ^ (n * 0x9e3779b97f4a7c15) }
+
+// loadOne draws a case's inputs (or takes p, drawn ahead) and loads them;
+// timed cases of memory-bound families get enough input copies to stream
+// past the last-level cache.
+func (m *live) loadOne(c kernels.Case, timed bool, p *kernels.Problem) error {
 	info := m.t.b.Info()
 	if m.dataSeed == 0 {
 		m.dataSeed = m.t.cfg.DataSeed
@@ -406,11 +465,12 @@ func (m *live) loadOne(c kernels.Case, timed bool) error {
 			m.dataSeed = rand.Uint64()
 		}
 	}
-	// Each problem has its own seed so a worker process can regenerate it.
 	m.nloaded++
-	p, err := kernels.NewSeededProblem(m.task.Kernel, m.task.DType, c, m.dataSeed^(m.nloaded*0x9e3779b97f4a7c15))
-	if err != nil {
-		return err
+	if p == nil {
+		var err error
+		if p, err = kernels.NewSeededProblem(m.task.Kernel, m.task.DType, c, problemSeed(m.dataSeed, m.nloaded)); err != nil {
+			return err
+		}
 	}
 	copies := 1
 	if timed && m.task.Kernel.MemoryBound && info.LLCBytes > 0 {

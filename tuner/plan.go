@@ -212,6 +212,9 @@ type Allotment struct {
 	// once this entry's search ends, so that they compile while this
 	// entry's finalists are timed and the next entry is set up.
 	Next *Task
+	// Drawn are this entry's problems drawn ahead (Tuner.DrawAhead), or
+	// nil: the entry draws its own.
+	Drawn *Drawn
 }
 
 // PlanError is a wall-time budget below what the plan needs: refused

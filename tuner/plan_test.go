@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -381,5 +382,47 @@ func TestSessionAnnouncesEveryEntry(t *testing.T) {
 	}
 	if before < len(tasks) {
 		t.Errorf("%d announcements before the first entry began, want one for each of the %d entries", before, len(tasks))
+	}
+}
+
+// Problems drawn ahead are the ones the entry would draw itself with the
+// same data seed, references computed; another task's are not taken.
+func TestDrawAhead(t *testing.T) {
+	b := &fakeBackend{rng: rand.New(rand.NewPCG(1, 2)), threadsCap: 4}
+	tu := New(b, Config{DataSeed: 7})
+	task := gemvTask(t)
+	d := tu.DrawAhead(task)
+	m := newLive(tu, task, nil)
+	defer m.close()
+	if err := m.load(); err != nil {
+		t.Fatal(err)
+	}
+	own := append(append([]*loaded{}, m.odd...), m.problems...)
+	got := d.take(task)
+	if len(got) != len(own) {
+		t.Fatalf("drawn %d problems, the entry draws %d", len(got), len(own))
+	}
+	for i, l := range own {
+		if !slices.EqualFunc(got[i].Inputs, l.p.Inputs, slices.Equal[[]float32]) || got[i].Seed != l.p.Seed {
+			t.Errorf("problem %d (%s): drawn ahead differs from the entry's own", i, l.p.Case)
+		}
+		if len(got[i].Reference()) == 0 {
+			t.Errorf("problem %d: no reference", i)
+		}
+	}
+	other := task
+	other.Cases = task.Cases[:1]
+	if d.take(other) != nil {
+		t.Error("problems drawn for one task were taken by another")
+	}
+	// An entry given them draws nothing of its own: the same seed.
+	m2 := newLive(New(b, Config{}), task, nil)
+	defer m2.close()
+	m2.drawn = d
+	if err := m2.load(); err != nil {
+		t.Fatal(err)
+	}
+	if m2.dataSeed != 7 || m2.problems[0].p != got[len(task.Kernel.Odd)] {
+		t.Errorf("the entry given drawn problems has seed %d and its own problems", m2.dataSeed)
 	}
 }

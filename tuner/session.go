@@ -389,6 +389,7 @@ func (s *Session) Run(ctx context.Context, tasks []Task) (*SessionSummary, error
 			tu.announce(tasks[i])
 		}
 	}
+	var ahead *Drawn // the next entry's problems, drawn ahead
 	sched := &schedule{deadline: deadline, needs: needs, samples: samples, pace: newPace(needs), extend: s.cfg.Extend, cushion: planCushion}
 	if s.cfg.Lean {
 		sched.cushion = leanCushion
@@ -414,6 +415,13 @@ func (s *Session) Run(ctx context.Context, tasks []Task) (*SessionSummary, error
 				a.Next = &nt
 				break
 			}
+		}
+		// On a device other than the host's CPU, the next entry's problems
+		// are drawn while this one is timed (on the CPU they would slow it).
+		a.Drawn = ahead
+		ahead = nil
+		if a.Next != nil && !s.b.Info().OnHostCPU {
+			ahead = tu.DrawAhead(*a.Next)
 		}
 		share := a.Share
 		start := time.Now()

@@ -296,6 +296,7 @@ func (t *Tuner) RunPlanned(ctx context.Context, task Task, a Allotment) (*Result
 	clk := newClock(start)
 	clk.watchCache(t.b)
 	r := &run{t: t, task: task, ctx: ctx, clk: clk, m: newLive(t, task, clk)}
+	r.m.drawn = a.Drawn
 	defer r.m.close()
 
 	space, err := t.Space(task)
