@@ -140,10 +140,16 @@ func (t *Tuner) Need(e Estimate) time.Duration {
 // recorded. An error means no candidate of the first few could be timed;
 // the estimate then holds what was learned (the setup).
 func (t *Tuner) Probe(ctx context.Context, task Task) (Estimate, error) {
+	return t.probe(ctx, task, nil)
+}
+
+// probe is Probe with task's problems drawn ahead (nil: it draws them).
+func (t *Tuner) probe(ctx context.Context, task Task, drawn *Drawn) (Estimate, error) {
 	start := time.Now()
 	var e Estimate
 	defer func() { e.Took = time.Since(start) }()
 	m := newLive(t, task, newClock(start))
+	m.drawn = drawn
 	defer m.close()
 	space, err := t.Space(task)
 	if err != nil {

@@ -365,10 +365,16 @@ func TestSessionAnnouncesEveryEntry(t *testing.T) {
 	c := SessionConfig{Config: Config{Strategy: "bo", Seed: 1, Warmup: time.Microsecond, MaxEvals: 4, FinalSamples: 3},
 		Out: filepath.Join(t.TempDir(), paramfile.DefaultFileName), Budget: NoWallTime, Generator: "test",
 		Hooks: SessionHooks{Begin: func(Task, time.Duration) {
-			if before < 0 {
+			// The announcements run on a goroutine of their own: the first
+			// entry waits here, up to 5 s, for one a task.
+			for deadline := time.Now().Add(5 * time.Second); before < 0; {
 				b.mu.Lock()
-				before = len(b.announce)
+				n := len(b.announce)
 				b.mu.Unlock()
+				if n >= 4 || time.Now().After(deadline) {
+					before = n
+				}
+				time.Sleep(time.Millisecond)
 			}
 		}}}
 	s, err := OpenSession(b, c)

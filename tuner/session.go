@@ -384,11 +384,19 @@ func (s *Session) Run(ctx context.Context, tasks []Task) (*SessionSummary, error
 	// entry's last (the pool compiles the newest announcement first), so
 	// that its workers are busy from the start and an entry finds its first
 	// batch compiled; each entry's own requests, announced later, go first.
-	for i := len(tasks) - 1; i >= 0 && ctx.Err() == nil; i-- {
-		if !s.jr.Done(key, tasks[i].Kernel.Name, tasks[i].Key()) {
-			tu.announce(tasks[i])
+	// The announcements enumerate spaces and ask the strategies on the
+	// host: on a goroutine of their own, while the first entry sets up.
+	var undone []Task
+	for _, t := range tasks {
+		if !s.jr.Done(key, t.Kernel.Name, t.Key()) {
+			undone = append(undone, t)
 		}
 	}
+	go func(tu *Tuner) {
+		for i := len(undone) - 1; i >= 0 && ctx.Err() == nil; i-- {
+			tu.announce(undone[i])
+		}
+	}(tu)
 	var ahead *Drawn // the next entry's problems, drawn ahead
 	sched := &schedule{deadline: deadline, needs: needs, samples: samples, pace: newPace(needs), extend: s.cfg.Extend, cushion: planCushion}
 	if s.cfg.Lean {
@@ -542,12 +550,24 @@ func (s *Session) plan(ctx context.Context, tu *Tuner, tasks []Task, deadline ti
 	samples = make([]time.Duration, len(tasks))
 	pe := &PlanError{Budget: s.cfg.Budget, Spent: spent, Entries: len(todo), MinBeyond: tu.cfg.MinBeyondDefault}
 	families := map[string]bool{}
-	for _, i := range todo {
+	// On a device other than the host's CPU the next probe's problems are
+	// drawn while this one times.
+	ahead := !s.b.Info().OnHostCPU
+	var drawn *Drawn
+	for k, i := range todo {
 		if ctx.Err() != nil {
 			return nil, nil, 0, nil // interrupted: the loop stops at once
 		}
 		task := tasks[i]
-		est, err := tu.Probe(ctx, task)
+		if ahead && drawn == nil {
+			drawn = tu.DrawAhead(task)
+		}
+		this := drawn
+		drawn = nil
+		if ahead && k+1 < len(todo) {
+			drawn = tu.DrawAhead(tasks[todo[k+1]])
+		}
+		est, err := tu.probe(ctx, task, this)
 		// Without a timing the entry needs at least its setup; its run
 		// tells the rest.
 		needs[i] = max(est.Setup, time.Millisecond) // positive: still to tune

@@ -332,7 +332,7 @@ func (t *Tuner) RunPlanned(ctx context.Context, task Task, a Allotment) (*Result
 	if err != nil {
 		return nil, err
 	}
-	r.announce(a.Next)
+	defer r.announce(a.Next)()
 	// What was measured since the anchor's last check is checked too.
 	r.meas.guard.final()
 	best, stopped := out.Best, out.Stopped
@@ -385,11 +385,20 @@ const firstAsksAhead = 24
 // announce tells a backend that compiles ahead what the next entry will
 // build first (search.Driver.FirstAsks on its space), so that the compile
 // pool works on it while this entry's final timing keeps the device busy.
-// A wrong guess costs only compiles.
-func (r *run) announce(next *Task) {
-	if next != nil {
-		r.t.announce(*next)
+// A wrong guess costs only compiles. Enumerating the space and asking the
+// strategy is host work: it runs on a goroutine of its own, while this
+// entry's final timing does, and the entry waits for it (the returned
+// func) before it ends.
+func (r *run) announce(next *Task) (wait func()) {
+	if next == nil {
+		return func() {}
 	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r.t.announce(*next)
+	}()
+	return func() { <-done }
 }
 
 // announce tells a backend that compiles ahead what task will build first.
