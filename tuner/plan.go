@@ -51,7 +51,8 @@ func raceMaxFor(sample time.Duration) int {
 // search tries run, on average, for the plan.
 const otherSlower = 1.5
 
-// probeSamples are taken of the default when probing an entry.
+// probeSamples are taken of the default when probing an entry, unless
+// Config.ProbeSamples says otherwise.
 const probeSamples = 3
 
 // Estimate is what an entry is expected to cost, from a probe of it (or
@@ -68,6 +69,9 @@ type Estimate struct {
 	Sample time.Duration
 	// Took is the probe's own wall time.
 	Took time.Duration
+	// NoIncumbent is set when the entry has no incumbent in the file, so
+	// that its final timing times one program less (Need).
+	NoIncumbent bool
 }
 
 // minMeasured is how many distinct candidates an entry of valid candidates
@@ -105,7 +109,7 @@ func (t *Tuner) finalProgramsOf(incumbent bool, measured int) float64 {
 // run, a warm-up run and its samples (raced or fixed); the drift guard's anchor
 // timings; the baseline's verification and warm-up; and the final timing at
 // MinFinalSamples of what minMeasured candidates leave to screen (with an
-// incumbent, which a run cannot know beforehand).
+// incumbent unless e says there is none).
 func (t *Tuner) Need(e Estimate) time.Duration {
 	n := float64(t.minMeasured(e.Valid))
 	s := e.Sample.Seconds()
@@ -129,14 +133,14 @@ func (t *Tuner) Need(e Estimate) time.Duration {
 		secs += checks * anchorSamples * s
 	}
 	secs += 2 * s
-	secs += t.finalProgramsOf(true, int(n)) * float64(t.cfg.MinFinalSamples) * s
+	secs += t.finalProgramsOf(!e.NoIncumbent, int(n)) * float64(t.cfg.MinFinalSamples) * s
 	return e.Setup + time.Duration(secs*float64(time.Second))
 }
 
 // Probe estimates what tuning task costs: it enumerates the space, draws
 // and loads the inputs with their reference as Run does, builds the default
 // (or, when it cannot run, the first of the valid candidates that can) and
-// times it probeSamples times after a warm-up. Nothing is journaled or
+// times it probeSamples (Config.ProbeSamples) times after a warm-up. Nothing is journaled or
 // recorded. An error means no candidate of the first few could be timed;
 // the estimate then holds what was learned (the setup).
 func (t *Tuner) Probe(ctx context.Context, task Task) (Estimate, error) {
@@ -188,7 +192,11 @@ func (t *Tuner) probe(ctx context.Context, task Task, drawn *Drawn) (Estimate, e
 			lastErr = fmt.Errorf("warm-up %s: %w", c.Key(), err)
 			continue
 		}
-		tot, _, err := m.sample(prog, probeSamples)
+		n := probeSamples
+		if t.cfg.ProbeSamples > 0 {
+			n = t.cfg.ProbeSamples
+		}
+		tot, _, err := m.sample(prog, n)
 		if err != nil {
 			lastErr = fmt.Errorf("%s: %w", c.Key(), err)
 			continue

@@ -572,6 +572,7 @@ func (s *Session) plan(ctx context.Context, tu *Tuner, tasks []Task, deadline ti
 		// tells the rest.
 		needs[i] = max(est.Setup, time.Millisecond) // positive: still to tune
 		if err == nil {
+			est.NoIncumbent = s.cfg.Replace || incumbentFor(s.cfg.Out, s.info.Key, task) == nil
 			needs[i], samples[i] = tu.Need(est), est.Sample
 		}
 		if h.Probed != nil {
@@ -651,8 +652,8 @@ const planCushion = 1.15
 // fraction of a second, measure a few more candidates with it, where a
 // candidate costs least.
 const (
-	leanCushion  = 1.05
-	leanPerEntry = 150 * time.Millisecond
+	leanCushion  = 1.0
+	leanPerEntry = 400 * time.Millisecond
 )
 
 // pace follows how much longer than planned the entries take: a ratio of

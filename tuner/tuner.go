@@ -105,6 +105,9 @@ type Config struct {
 	// measures at least, which planning gives time for (0:
 	// DefaultMinBeyondDefault; a negative value: none).
 	MinBeyondDefault int
+	// ProbeSamples are the samples of the default a plan's probe takes
+	// after a warm-up (0: probeSamples); a quick run takes one.
+	ProbeSamples int
 	// WarmStart are candidates measured right after the default, e.g. the
 	// entries of the same family for other classes or sibling devices; the
 	// warm strategy climbs from them.

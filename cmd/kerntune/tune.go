@@ -203,7 +203,7 @@ func runTune(opts *TuneOptions) error {
 		DriftEvery: f.driftEvery, DriftCooldown: f.driftCooldown, Batch: f.batch, VerifyFull: f.verifyFull}
 	eff := efforts[f.effort]
 	cfg.FinalSamples, cfg.MinFinalSamples, cfg.MinBeyondDefault = eff.finalSamples, eff.minFinalSamples, f.minBeyond()
-	cfg.Finalists = eff.finalists
+	cfg.Finalists, cfg.ProbeSamples = eff.finalists, eff.probeSamples
 	if !f.driftSet && !eff.drift {
 		f.driftEvery = 0
 	}
@@ -665,9 +665,11 @@ type effort struct {
 	extend bool
 	// finalists: Config.Finalists (0: the tuner's default).
 	finalists int
-	// warmSiblings: SessionConfig.WarmSiblings; lean: SessionConfig.Lean.
+	// warmSiblings: SessionConfig.WarmSiblings; lean: SessionConfig.Lean;
+	// probeSamples: Config.ProbeSamples.
 	warmSiblings int
 	lean         bool
+	probeSamples int
 }
 
 // minBeyond is the candidates beyond the default each entry measures at
@@ -682,12 +684,12 @@ func (f *TuneOptions) minBeyond() int {
 // efforts: quick is a first result in about a minute (one candidate beyond
 // the default at least, the family's winners of other classes tried
 // first, two finalists re-timed against the default, fewer final samples,
-// no drift guard, a lean extension: a ranking less sure where the winners
-// are close); default
+// no drift guard, a lean extension, planning on one sample of each default:
+// a ranking less sure where the winners are close); default
 // is the measured default; thorough gives the search five times the time
 // and the final timing twice the samples.
 var efforts = map[string]effort{
-	"quick":    {budget: "40s", finalSamples: 10, minFinalSamples: 3, minBeyond: 1, extend: true, finalists: 2, warmSiblings: 3, lean: true},
+	"quick":    {budget: "40s", finalSamples: 10, minFinalSamples: 3, minBeyond: 1, extend: true, finalists: 2, warmSiblings: 3, lean: true, probeSamples: 1},
 	"default":  {budget: "3m", finalSamples: 30, minFinalSamples: 5, minBeyond: tuner.DefaultMinBeyondDefault, drift: true},
 	"thorough": {budget: "15m", finalSamples: 60, minFinalSamples: 10, minBeyond: tuner.DefaultMinBeyondDefault, drift: true},
 }
