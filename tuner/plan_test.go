@@ -247,7 +247,7 @@ func TestSessionPlansByCost(t *testing.T) {
 	leanExtra := leanPlan.Extended - (leanPlan.Needed - leanPlan.Left)
 	extra := plan.Extended - (plan.Needed - plan.Left)
 	if leanPlan.PerEntry != leanPerEntry || math.Abs(leanPlan.Margin-(leanCushion-1)) > 1e-9 || leanPlan.Extended <= 0 ||
-		(leanExtra - 4*leanPerEntry).Abs() > 50*time.Millisecond || leanExtra >= extra {
+		(leanExtra-4*leanPerEntry).Abs() > 50*time.Millisecond || leanExtra >= extra {
 		t.Errorf("lean plan %+v: %v beyond what is missing, want %v an entry and less than the plan's %v", leanPlan, leanExtra, leanPerEntry, extra)
 	}
 	for _, r := range sum.Results {
