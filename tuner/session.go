@@ -392,7 +392,10 @@ func (s *Session) Run(ctx context.Context, tasks []Task) (*SessionSummary, error
 			undone = append(undone, t)
 		}
 	}
+	announced := make(chan struct{})
+	defer func() { <-announced }() // the backend outlives the announcements
 	go func(tu *Tuner) {
+		defer close(announced)
 		for i := len(undone) - 1; i >= 0 && ctx.Err() == nil; i-- {
 			tu.announce(undone[i])
 		}

@@ -287,34 +287,9 @@ func (c *Context) Spans(pairs [][2]Event) ([]float64, error) {
 // Times waits for the events and returns each one's device execution time
 // (CL_PROFILING_COMMAND_END − START) in seconds; it releases the events.
 func (c *Context) Times(evs []Event) ([]float64, error) {
-	defer func() {
-		for _, e := range evs {
-			c.l.f.clReleaseEvent(uintptr(e))
-		}
-	}()
-	if len(evs) == 0 {
-		return nil, nil
-	}
-	hs := make([]uintptr, len(evs))
+	pairs := make([][2]Event, len(evs))
 	for i, e := range evs {
-		hs[i] = uintptr(e)
+		pairs[i] = [2]Event{e, e}
 	}
-	if err := check("clWaitForEvents", c.l.f.clWaitForEvents(uint32(len(hs)), &hs[0])); err != nil {
-		return nil, err
-	}
-	secs := make([]float64, len(evs))
-	for i, e := range evs {
-		var start, end uint64
-		if err := check("clGetEventProfilingInfo", c.l.f.clGetEventProfilingInfo(uintptr(e), profilingCommandStart, 8, unsafe.Pointer(&start), nil)); err != nil {
-			return nil, err
-		}
-		if err := check("clGetEventProfilingInfo", c.l.f.clGetEventProfilingInfo(uintptr(e), profilingCommandEnd, 8, unsafe.Pointer(&end), nil)); err != nil {
-			return nil, err
-		}
-		if end < start {
-			return nil, fmt.Errorf("cldrv: event %d ends (%d ns) before it starts (%d ns)", i, end, start)
-		}
-		secs[i] = float64(end-start) / 1e9
-	}
-	return secs, nil
+	return c.Spans(pairs)
 }
