@@ -6,13 +6,12 @@ import (
 
 // gemvSource: y = x·Wᵀ (+ bias). Segments of TPR threads each own RPT
 // consecutive rows of W and split k between them, then reduce across the
-// segment. A pass issues all of a thread's loads before any arithmetic:
-// UNROLL VEC-wide pieces of x and of each of its RPT rows, so that
-// RPT·UNROLL independent loads of W are in flight per thread from the
-// kernel's start (a small-n shape is over in a few DRAM latencies, and a
-// load issued behind an earlier one's arithmetic costs one of them). A
-// piece past k is predicated off rather than left to a tail loop, so the
-// loads of a k that no pass fills are issued together too. x's pieces are
+// segment. A pass issues its loads before its arithmetic: UNROLL VEC-wide
+// pieces of x and of each of its RPT rows, a piece past k predicated off
+// rather than left to a tail loop. A larger UNROLL puts more loads in
+// flight per thread but takes registers, and so threads resident at once:
+// where the whole grid fits on the device at once, its rows' loads are in
+// flight anyway (docs/results/gpu-h200/2026-11-29/gemv). x's pieces are
 // shared by the RPT rows; W is read once, hence the streaming loads. A
 // segment past n reads row n − 1 and stores nothing, so no load waits on
 // a branch.
