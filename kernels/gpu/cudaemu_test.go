@@ -261,6 +261,32 @@ func TestCUDAEmulatedLora(t *testing.T) {
 	}
 }
 
+// TestCUDAEmulatedGemv runs CUDA gemv_nt candidates on the CPU on every odd
+// shape they build for: rows per segment past n (a segment reads row n − 1
+// and stores nothing), passes whose loads k leaves partly unfilled, K-splits
+// across warps (the reduction through threadgroup memory, once per row).
+func TestCUDAEmulatedGemv(t *testing.T) {
+	t.Parallel() // the package's long tests share the machine's cores (make test's time)
+	needGXX(t)
+	cand := func(tg, tpr, rpt, unroll, vec int) map[string]int {
+		return map[string]int{"TG": tg, "TPR": tpr, "RPT": rpt, "UNROLL": unroll, "VEC": vec}
+	}
+	cands := []cudaCand{
+		{cand(256, 32, 1, 1, 1), kernels.F32}, // the default
+		{cand(64, 16, 2, 8, 8), kernels.F16},  // k = 264: one pass of 128, partly unfilled
+		{cand(128, 8, 4, 2, 8), kernels.BF16},
+		{cand(128, 4, 4, 4, 4), kernels.F16},
+		{cand(256, 128, 2, 4, 2), kernels.F32}, // a row across four warps
+		{cand(512, 64, 4, 1, 4), kernels.BF16},
+		{cand(64, 64, 1, 8, 1), kernels.F16},
+		{cand(128, 16, 4, 2, 1), kernels.F16},
+	}
+	// VEC > 1 builds only for k = 264 among the odd shapes; VEC = 1 for all four.
+	if checked := emuOddShapes(t, "gemv_nt", "main_gemv.cpp", cands); checked < len(cands)+6 {
+		t.Fatalf("%d gemv_nt cases ran, want at least %d", checked, len(cands)+6)
+	}
+}
+
 // emuRunNamed runs a built candidate whose launch (testdata/cudaemu/main_*.cpp)
 // takes its scalars, then one file per input operand, each in its own
 // element type, with "-" for an optional bias the case lacks, then y's
