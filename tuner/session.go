@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -427,11 +428,11 @@ func (s *Session) Run(ctx context.Context, tasks []Task) (*SessionSummary, error
 				break
 			}
 		}
-		// On a device other than the host's CPU, the next entry's problems
-		// are drawn while this one is timed (on the CPU they would slow it).
+		// The next entry's problems are drawn while this one is timed
+		// (drawsAhead).
 		a.Drawn = ahead
 		ahead = nil
-		if a.Next != nil && !s.b.Info().OnHostCPU {
+		if a.Next != nil && s.drawsAhead() {
 			ahead = tu.DrawAhead(*a.Next)
 		}
 		share := a.Share
@@ -553,9 +554,8 @@ func (s *Session) plan(ctx context.Context, tu *Tuner, tasks []Task, deadline ti
 	samples = make([]time.Duration, len(tasks))
 	pe := &PlanError{Budget: s.cfg.Budget, Spent: spent, Entries: len(todo), MinBeyond: tu.cfg.MinBeyondDefault}
 	families := map[string]bool{}
-	// On a device other than the host's CPU the next probe's problems are
-	// drawn while this one times.
-	ahead := !s.b.Info().OnHostCPU
+	// The next probe's problems are drawn while this one times (drawsAhead).
+	ahead := s.drawsAhead()
 	var drawn *Drawn
 	for k, i := range todo {
 		if ctx.Err() != nil {
@@ -942,6 +942,18 @@ func traceEntries(device string, res *Result) []trace.Entry {
 	}
 	return []trace.Entry{{Device: device, Kernel: res.Task.Kernel.Name, DType: string(res.Task.DType), Key: res.Task.Key(), Time: res.Time}}
 }
+
+// drawsAhead says whether the next entry's problems are drawn while this
+// one is timed: on a device other than the host's CPU (whose cores are the
+// device) and on a host with drawAheadCores or more, where the drawing has
+// a core of its own beside the tuner's host work (verification, the
+// search, the compile pool's feeding).
+func (s *Session) drawsAhead() bool {
+	return !s.b.Info().OnHostCPU && runtime.NumCPU() >= drawAheadCores
+}
+
+// drawAheadCores is the fewest host cores drawsAhead draws ahead with.
+const drawAheadCores = 4
 
 // warmStart is what task's search measures right after the default: for
 // the warm strategy every entry warmStartFor finds, otherwise the first
