@@ -9,25 +9,36 @@ import (
 const loraRankMax = 64
 
 // loraSource: y = x·Wᵀ + s·((x·Aᵀ)·Bᵀ) (+ bias). A threadgroup owns a tile
-// of BM rows of x by (TG/TPR)·CPS rows of W (output columns). It first
-// computes the row block's rank-r projection t = x·Aᵀ (BM×r, f32) into
-// threadgroup memory, once, then streams its rows of W as gemv_nt does:
-// segments of TPR threads own one row of W at a time, split k between
-// them with VEC-wide aligned loads (UNROLL of them in flight) and use each
-// load of W for all BM rows of x; each lane adds its share of the ranks of
-// s·t·B[j,:]ᵀ before the segment's reduction, so the low-rank term costs
-// no separate pass. Rows of x past m are read clamped to the last row and
-// not stored. The reductions stay within a SIMD-group (TPR ≤ 32) and every
-// thread reaches each of them (the loops around them are uniform).
+// of BM rows of x by NCOL = (TG/TPR/KS)·CPS rows of W (output columns).
+// Its work is NCOL + r dot products over k (its rows of W and every row of
+// A, so that the rank-r projection t = x·Aᵀ needs no second pass), taken
+// CPS rows at a time and each cut into KS chunks of k: units of CPS rows ×
+// one chunk, dealt round-robin to the segments of TPR threads. A segment
+// splits its chunk between its threads with VEC-wide aligned loads (UNROLL
+// of them in flight per row), uses each load of x for its CPS rows and each
+// load of a row for all BM rows of x, reduces within the SIMD-group and
+// keeps the unit's partial sums in threadgroup memory. Then the
+// threadgroup adds up the chunks: first t (scaled by s), then each output,
+// to which it adds t·B[j,:]ᵀ and the bias. KS > 1 trades the length of each
+// segment's chain of loads for more of them in flight, where k is long and
+// the threadgroups few. Rows of x past m, of W past n and of A past r are
+// read clamped to the last one and not stored; every output of the tile is
+// written by one thread. B's rows are read VEC at a time: VEC divides every
+// rank lora takes.
 const loraSource = `
 #define NSEG (NTHREADS / TPR)
-#define KT_LORA_DOT(M, base) { \
-    const int b0 = (base); \
-    int c = sl * VEC; \
-    for (; c + (UNROLL - 1) * step + VEC <= k; c += UNROLL * step) { \
-      float w[UNROLL][VEC]; \
+#define WG (NSEG / KS)
+#define NCOL (WG * CPS)
+#define KT_LORA_DOT(M, k0, k1) { \
+    const int ke = (k1); \
+    int c = (k0) + sl * VEC; \
+    for (; c + (UNROLL - 1) * step + VEC <= ke; c += UNROLL * step) { \
+      float w[UNROLL][CPS][VEC]; \
       UNROLL_LOOP \
-      for (int u = 0; u < UNROLL; ++u) LOADV(M, b0 + c + u * step, w[u]); \
+      for (int u = 0; u < UNROLL; ++u) { \
+        UNROLL_LOOP \
+        for (int h = 0; h < CPS; ++h) LOADV(M, base[h] + c + u * step, w[u][h]); \
+      } \
       UNROLL_LOOP \
       for (int u = 0; u < UNROLL; ++u) { \
         UNROLL_LOOP \
@@ -35,66 +46,104 @@ const loraSource = `
           float xv[VEC]; \
           LOADV(x, xoff[i] + c + u * step, xv); \
           UNROLL_LOOP \
-          for (int v = 0; v < VEC; ++v) acc[i] = FMA(w[u][v], xv[v], acc[i]); \
+          for (int h = 0; h < CPS; ++h) { \
+            UNROLL_LOOP \
+            for (int v = 0; v < VEC; ++v) acc[h][i] = FMA(w[u][h][v], xv[v], acc[h][i]); \
+          } \
         } \
       } \
     } \
-    for (; c < k; c += step) { \
-      float w1[VEC]; \
-      LOADV(M, b0 + c, w1); \
+    for (; c < ke; c += step) { \
+      float w1[CPS][VEC]; \
+      UNROLL_LOOP \
+      for (int h = 0; h < CPS; ++h) LOADV(M, base[h] + c, w1[h]); \
       UNROLL_LOOP \
       for (int i = 0; i < BM; ++i) { \
         float xv[VEC]; \
         LOADV(x, xoff[i] + c, xv); \
         UNROLL_LOOP \
-        for (int v = 0; v < VEC; ++v) acc[i] = FMA(w1[v], xv[v], acc[i]); \
+        for (int h = 0; h < CPS; ++h) { \
+          UNROLL_LOOP \
+          for (int v = 0; v < VEC; ++v) acc[h][i] = FMA(w1[h][v], xv[v], acc[h][i]); \
+        } \
       } \
     } \
   }
   const int seg = LID / TPR, sl = LID % TPR;
   const int step = TPR * VEC;
   const int row0 = GROUP_Y * BM;
-  const int col0 = GROUP_X * (NSEG * CPS);
+  const int col0 = GROUP_X * NCOL;
+  // Each chunk a whole number of vectors, so that its loads stay aligned.
+  const int kc = ((k / VEC + KS - 1) / KS) * VEC;
   SHARED(float, red, NTHREADS);
+  SHARED(float, part, (NCOL + RMAX) * KS * BM);
   SHARED(float, tsh, BM * RMAX);
   int xoff[BM];
   UNROLL_LOOP
   for (int i = 0; i < BM; ++i) xoff[i] = min(row0 + i, m - 1) * k;
-  // t = x·Aᵀ for the row block: segment seg computes ranks seg, seg + NSEG, ...
-  for (int q0 = 0; q0 < r; q0 += NSEG) {
-    const int q = q0 + seg;
-    float acc[BM];
+  // Unit u: rows g·CPS.. of the tile's dot products (of W for g < WG, of
+  // A above), chunk u % KS. The loop's trip count is the threadgroup's, so
+  // that every thread reaches each reduction.
+  const int units = (WG + (r + CPS - 1) / CPS) * KS;
+  for (int u0 = 0; u0 < units; u0 += NSEG) {
+    const int u = u0 + seg;
+    const int g = u / KS;
+    const int k0 = (u % KS) * kc, k1 = min(k, k0 + kc);
+    float acc[CPS][BM];
+    int base[CPS];
     UNROLL_LOOP
-    for (int i = 0; i < BM; ++i) acc[i] = 0.0f;
-    if (q < r) KT_LORA_DOT(A, q * k)
+    for (int h = 0; h < CPS; ++h) {
+      base[h] = g < WG ? min(col0 + g * CPS + h, n - 1) * k : min((g - WG) * CPS + h, r - 1) * k;
+      UNROLL_LOOP
+      for (int i = 0; i < BM; ++i) acc[h][i] = 0.0f;
+    }
+    if (u < units) {
+      if (g < WG) KT_LORA_DOT(W, k0, k1)
+      else KT_LORA_DOT(A, k0, k1)
+    }
     UNROLL_LOOP
-    for (int i = 0; i < BM; ++i) {
-      const float v = SEG_SUM(acc[i], TPR, red);
-      if (q < r && sl == 0) tsh[i * RMAX + q] = v;
+    for (int h = 0; h < CPS; ++h) {
+      const int d = g * CPS + h;
+      UNROLL_LOOP
+      for (int i = 0; i < BM; ++i) {
+        const float v = SEG_SUM(acc[h][i], TPR, red);
+        if (u < units && sl == 0 && d < NCOL + r) part[(d * KS + u % KS) * BM + i] = v;
+      }
     }
   }
   BARRIER();
-  for (int cc = 0; cc < CPS; ++cc) {
-    const int j = col0 + cc * NSEG + seg;
-    float acc[BM];
-    UNROLL_LOOP
-    for (int i = 0; i < BM; ++i) acc[i] = 0.0f;
-    if (j < n) {
-      KT_LORA_DOT(W, j * k)
-      for (int q = sl; q < r; q += TPR) {
-        const float b = scale * LOAD(B, j * r + q);
+  // t = s·x·Aᵀ for the row block: the sum of each rank's chunks.
+  for (int e = LID; e < BM * r; e += NTHREADS) {
+    const int i = e / r, q = e % r;
+    float s = 0.0f;
+    for (int z = 0; z < KS; ++z) s += part[((NCOL + q) * KS + z) * BM + i];
+    tsh[i * RMAX + q] = scale * s;
+  }
+  BARRIER();
+  // Consecutive threads take consecutive outputs of a row of y.
+  for (int e = LID; e < BM * NCOL; e += NTHREADS) {
+    const int i = e / NCOL, d = e % NCOL, j = col0 + d;
+    if (j < n && row0 + i < m) {
+      float s = 0.0f;
+      for (int z = 0; z < KS; ++z) s += part[(d * KS + z) * BM + i];
+      for (int q = 0; q < r; q += VEC) {
+        float b[VEC];
+        LOADV(B, j * r + q, b);
         UNROLL_LOOP
-        for (int i = 0; i < BM; ++i) acc[i] = FMA(tsh[i * RMAX + q], b, acc[i]);
+        for (int v = 0; v < VEC; ++v) s = FMA(tsh[i * RMAX + q + v], b[v], s);
       }
-    }
-    UNROLL_LOOP
-    for (int i = 0; i < BM; ++i) {
-      const float v = SEG_SUM(acc[i], TPR, red);
-      if (j < n && sl == 0 && row0 + i < m) STORE(y, (row0 + i) * n + j, has_bias != 0 ? v + LOAD(bias, j) : v);
+      STORE(y, (row0 + i) * n + j, has_bias != 0 ? s + LOAD(bias, j) : s);
     }
   }`
 
 func init() { AddBuiltin(loraBody) }
+
+// loraKS reads KS, which entries written before it lack: one chunk of k,
+// the kernel they were tuned with.
+func loraKS(p map[string]int) int { return max(p["KS"], 1) }
+
+// loraCols is a threadgroup's rows of W (output columns), NCOL.
+func loraCols(p map[string]int) int { return p["TG"] / p["TPR"] / loraKS(p) * p["CPS"] }
 
 var loraBody = &Body{
 	Family: "lora", Func: "kt_lora",
@@ -102,12 +151,13 @@ var loraBody = &Body{
 		{"m", Int}, {"n", Int}, {"k", Int}, {"r", Int}, {"has_bias", Int}, {"scale", Float}},
 	Source: loraSource,
 	Defines: func(p map[string]int) map[string]int {
-		return map[string]int{"NTHREADS": p["TG"], "RMAX": loraRankMax}
+		return map[string]int{"NTHREADS": p["TG"], "RMAX": loraRankMax, "KS": loraKS(p)}
 	},
-	SharedBytes: func(p map[string]int) int { return 4 * (p["TG"] + p["BM"]*loraRankMax) },
+	SharedBytes: func(p map[string]int) int {
+		return 4 * (p["TG"] + (loraCols(p)+loraRankMax)*loraKS(p)*p["BM"] + p["BM"]*loraRankMax)
+	},
 	Geometry: func(shape []int, p map[string]int) Launch {
-		cols := p["TG"] / p["TPR"] * p["CPS"]
-		return Launch{Grid: [2]int{ceilDiv(shape[1], cols), ceilDiv(shape[0], p["BM"])}, Threads: p["TG"]}
+		return Launch{Grid: [2]int{ceilDiv(shape[1], max(loraCols(p), 1)), ceilDiv(shape[0], p["BM"])}, Threads: p["TG"]}
 	},
 	Scalars: func(c kernels.Case, consts map[string]float64) []any {
 		hb := int32(0)
