@@ -16,6 +16,9 @@
 #   scripts/gpu-lora.sh
 # Budgets (seconds): LF16 (150) for the f16 default workload, LPRE (75,
 # 0: skip) for the three prefill shapes, LF32 (90, 0: skip f32) for f32.
+# LMMA (0: skip) is a second f16 tune on the default workload over the
+# matrix-unit candidates alone (--where MMA=1), whose entries the file keeps
+# where they beat the first tune's.
 # KT names another kerntune binary (default ./bin/kerntune). The f16 tune
 # leaves its trace (every candidate measured) in $OUT/trace-lora-f16.jsonl.
 set -uo pipefail
@@ -33,6 +36,12 @@ step "tune lora f16 (${LF16:-150}s)"
 run $kt tune --backend cuda --dtype f16 --kernel lora --budget "${LF16:-150}s" --out "$params" \
   --trace "$OUT/trace-lora-f16.jsonl" > "$OUT/tune-lora-f16.log" 2>&1
 grep -E "^lora |wrote|failed" "$OUT/tune-lora-f16.log" | tail -8
+if [ "${LMMA:-0}" != 0 ]; then
+  step "tune lora f16 on the matrix units (--where MMA=1, ${LMMA}s)"
+  run $kt tune --backend cuda --dtype f16 --kernel lora --budget "${LMMA}s" --where MMA=1 --out "$params" \
+    --trace "$OUT/trace-lora-f16-mma.jsonl" > "$OUT/tune-lora-f16-mma.log" 2>&1
+  grep -E "^lora |wrote|failed|kept" "$OUT/tune-lora-f16-mma.log" | tail -8
+fi
 shapes=()
 for s in "${prefill[@]}"; do shapes+=(--shape "$s"); done
 if [ "${LPRE:-75}" != 0 ]; then

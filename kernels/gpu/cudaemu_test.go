@@ -254,6 +254,7 @@ func TestCUDAEmulatedLora(t *testing.T) {
 		}
 		return p
 	}
+	mma := func(p map[string]int) map[string]int { p["MMA"] = 1; return p }
 	cands := []cudaCand{
 		{cand(128, 32, 1, 1, 1, 1, 0), kernels.F32},
 		{cand(128, 8, 4, 2, 1, 2, 1), kernels.F16},
@@ -262,6 +263,11 @@ func TestCUDAEmulatedLora(t *testing.T) {
 		{cand(256, 8, 4, 4, 4, 1, 8), kernels.F32},
 		{cand(1024, 32, 8, 1, 4, 2, 8), kernels.F16}, // four rows of W, each in 8 chunks
 		{cand(512, 16, 1, 2, 1, 1, 4), kernels.F32},
+		// The matrix units: x's row block padded to a fragment, A's rows in
+		// the last groups of 16, chunks of k past its end.
+		{mma(cand(256, 32, 16, 1, 1, 1, 1)), kernels.F16},
+		{mma(cand(128, 32, 4, 2, 1, 2, 2)), kernels.BF16}, // stages 64 deep
+		{mma(cand(512, 32, 1, 1, 1, 1, 4)), kernels.F16},
 	}
 	if checked := emuOddShapes(t, "lora", "main_lora.cpp", cands); checked == 0 {
 		t.Fatal("no lora case ran")
