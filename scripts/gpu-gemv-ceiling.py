@@ -17,7 +17,6 @@ the time of a kernel that streamed at the copy bandwidth from its first
 cycle. Needs PyTorch with CUDA.
     python3 scripts/gpu-gemv-ceiling.py
 """
-import statistics
 
 import torch
 import torch.nn.functional as F
@@ -30,29 +29,11 @@ def copies_for(nbytes):
     return int(min(64, max(1, (2 * L2 + nbytes - 1) // nbytes)))
 
 
+from gpu_graph import graph_replay as _graph_replay
+
+
 def graph_replay(fs, per=40, reps=30):
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for f in fs * 2:
-            f()
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for i in range(per):
-            fs[i % len(fs)]()
-    g.replay()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(reps):
-        a = torch.cuda.Event(enable_timing=True)
-        b = torch.cuda.Event(enable_timing=True)
-        a.record()
-        g.replay()
-        b.record()
-        b.synchronize()
-        ts.append(a.elapsed_time(b) * 1000 / per)
-    return statistics.median(ts)
+    return _graph_replay(fs, per, reps, warm=2)
 
 
 def batched_copy_bw():
