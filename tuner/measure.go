@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -199,11 +200,11 @@ func (m *live) fillWait(c search.Candidate) {
 	if !ok {
 		return
 	}
-	for !r.Ready(m.task.Kernel, m.task.DType, c) {
-		lead := m.cands.leaders(max(2, m.t.cfg.Finalists), fillMaxSamples)
-		if len(lead) == 0 {
-			return
-		}
+	// The leaders are chosen once a wait (sorting every candidate's
+	// samples each round would cost the host more than a sample).
+	lead := m.cands.leaders(max(2, m.t.cfg.Finalists), fillMaxSamples)
+	for len(lead) > 0 && !r.Ready(m.task.Kernel, m.task.DType, c) {
+		lead = slices.DeleteFunc(lead, func(cd *candidate) bool { return len(cd.samples) >= fillMaxSamples })
 		for _, cd := range lead {
 			s0 := m.clk.split()
 			tot, _, err := m.sample(cd.prog, 1)
