@@ -86,3 +86,35 @@ func TestBuiltinDefaultsValid(t *testing.T) {
 		t.Errorf("%d built-in families from %d descriptions", got, len(builtinDescs))
 	}
 }
+
+// The lora space of the GPU backends refuses threadgroups whose registers
+// cannot exist on a GPU: such a candidate would spill on CUDA, be cut down
+// by Metal, and on a CPU OpenCL device unroll a reduction per accumulator
+// across a thousand work-items. Its neighbours with fewer threads stay.
+func TestGPULoraRegisters(t *testing.T) {
+	p := func(tg, bm, cps, unroll, vec int) map[string]int {
+		return map[string]int{"TG": tg, "TPR": 32, "BM": bm, "CPS": cps, "KS": 1, "MMA": 0, "VEC": vec, "UNROLL": unroll}
+	}
+	shape := []int{16, 896, 896, 16} // m, n, k, r
+	tests := []struct {
+		name string
+		p    map[string]int
+		want string // "" valid, else a substring of the error
+	}{
+		{"default-like", p(128, 1, 1, 1, 1), ""},
+		{"the largest tile at 128 threads", p(128, 16, 8, 2, 8), ""},
+		{"the largest tile at 1024 threads", p(1024, 16, 8, 2, 8), "64 Ki 32-bit registers"},
+		{"the largest tile at 256 threads", p(256, 16, 8, 2, 8), "8·16 + 2·8·8 + 8 floats"},
+		{"a modest tile at 1024 threads", p(1024, 4, 2, 2, 8), ""},
+	}
+	sp := Builtin()[Lora].Spaces["gpu"]
+	for _, tt := range tests {
+		err := sp.Check(shape, tt.p)
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("%s: rejected: %v", tt.name, err)
+		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+			t.Errorf("%s: got %v, want an error containing %q", tt.name, err, tt.want)
+		}
+	}
+}
