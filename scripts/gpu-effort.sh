@@ -5,8 +5,8 @@
 #   1. --effort quick from an empty compile cache (a first run);
 #   2. --effort default from another empty cache, then again with the
 #      cache it left (the device busy targets: first and second run);
-#   3. scripts/effort-compare.py: the quick file's winners against the
-#      second default run's, benched in turn on this GPU.
+#   3. bench --against: the quick file's winners against the second
+#      default run's, timed in the same rounds on this GPU.
 # Logs, traces and files go to $OUT; a table of wall time, device busy and
 # candidates per entry, and the comparison, are printed last.
 set -uo pipefail
@@ -29,8 +29,9 @@ rm -rf "$OUT/cache-quick" "$OUT/cache-default"
 tune quick "$OUT/cache-quick" --effort quick
 tune default-1 "$OUT/cache-default" --effort default
 tune default-2 "$OUT/cache-default" --effort default
-step "quick's winners against the second default run's (bench, in turn)"
-run python3 "$(dirname "$0")/effort-compare.py" "$kt" cuda "$dt" "$OUT/hp-quick.json" "$OUT/hp-default-2.json" | tee "$OUT/compare.txt"
+step "quick's winners against the second default run's (bench --against)"
+KERNTUNE_CACHE_DIR=$OUT/cache-default run "$kt" bench --backend cuda --dtype "$dt" --samples "${SAMPLES:-40}" -q \
+  --params "$OUT/hp-quick.json" --against "$OUT/hp-default-2.json" | sed -n '/^against /,$p' | tee "$OUT/compare.txt"
 rm -rf "$OUT/cache-quick" "$OUT/cache-default"
 gzip -f "$OUT"/trace-*.jsonl
 step "summary"

@@ -29,6 +29,8 @@ type fakeBackend struct {
 	// runs, when set, records the n of every Run by program: a
 	// candidate's key, or "baseline".
 	runs map[string][]int
+	// order, with runs, is the program of every Run in turn.
+	order []string
 }
 
 func (f *fakeBackend) Info() device.DeviceInfo {
@@ -85,6 +87,7 @@ func (p *fakeProg) Run(ti device.Instance, n int) ([]float64, error) {
 			key = p.c.Key()
 		}
 		p.f.runs[key] = append(p.f.runs[key], n)
+		p.f.order = append(p.f.order, key)
 	}
 	ts := make([]float64, n)
 	for i := range ts {

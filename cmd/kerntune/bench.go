@@ -47,14 +47,27 @@ type benchRow struct {
 	PctOfFloor float64 `json:"pct_of_floor,omitempty"`
 	GBPS       float64 `json:"gbps"`
 	GFLOPS     float64 `json:"gflops"`
-	Error      string  `json:"error,omitempty"`
+	// With --against: the other file's parameters for the shape, where
+	// they came from, their time in the same rounds, and Ratio of the
+	// times, this file's / the other's (at most 1.1: within 10 %; the
+	// same parameters are the same kernel, 1).
+	AgainstParams map[string]int `json:"against_params,omitempty"`
+	AgainstSource string         `json:"against_source,omitempty"`
+	AgainstUS     float64        `json:"against_us,omitempty"`
+	AgainstRatio  float64        `json:"against_ratio,omitempty"`
+	Error         string         `json:"error,omitempty"`
 }
+
+// withinAgainst is the ratio to the --against file's time up to which a
+// shape counts as as fast as it.
+const withinAgainst = 1.10
 
 // BenchOptions are what bench is asked to do: its flags and its streams.
 type BenchOptions struct {
 	IO                   IOStreams
 	ctx                  context.Context // the command's; runBench also stops on SIGINT
 	backend, dtype, file string
+	against              string // --against: a second params file
 	kernelNames, shapes  []string
 	samples              int
 	asJSON, quiet        bool
@@ -71,7 +84,13 @@ var benchHelp = cmdHelp{
 exactly as an application would (env > exact shape > class > fallback > default),
 verifies them, and times them and the baseline (cuBLAS, gonum) interleaved on
 the default workload or the --shape list. SPEEDUP is baseline/tuned time (above
-1: the tuned kernel is faster), as in show and report.`,
+1: the tuned kernel is faster), as in show and report.
+
+With --against OTHER.json, the parameters OTHER.json resolves to for each
+shape are verified and timed in the same rounds too, and each row gets their
+time and the ratio of this file's time to theirs; the last line counts the
+shapes within 10 % (two files tuned with different efforts, or on different
+days, compared under the same load).`,
 }
 
 // NewCmdBench builds the bench command; runF, when not nil, runs instead of runBench.
@@ -84,6 +103,7 @@ func NewCmdBench(f *Factory, runF func(*BenchOptions) error) *cobra.Command {
 	fl.StringVar(&o.dtype, "dtype", "f32", "element type: "+strings.Join(dtypeNames(), ", "))
 	fl.StringArrayVar(&o.shapes, "shape", nil, "shape to time (repeatable; needs one --kernel); default the workload")
 	fl.StringVar(&o.file, "params", "", "params file (default $KERNTUNE_PARAMS, then ./hardware_params.json)")
+	fl.StringVar(&o.against, "against", "", "a second params file whose parameters for each shape are timed in the same rounds (the ratio and a count within 10 %)")
 	fl.IntVar(&o.samples, "samples", 50, "timed samples of each kernel")
 	fl.BoolVar(&o.asJSON, "json", false, "print JSON")
 	fl.StringVar(&o.jsonOut, "json-out", "", "also write the results as JSON to this file")
@@ -132,6 +152,16 @@ func runBench(o *BenchOptions) error {
 	if err != nil {
 		return usageError{err}
 	}
+	var other *params.Loader
+	if o.against != "" {
+		other, err = params.Open(params.Options{Path: o.against, Device: info.Key, Backend: info.Backend, DeviceFamily: info.Family})
+		if err != nil {
+			return usageError{fmt.Errorf("--against: %w", err)}
+		}
+		if !other.FileFound() {
+			return usageError{fmt.Errorf("--against %s: no such file", o.against)}
+		}
+	}
 	ctx, stop := signal.NotifyContext(o.ctx, os.Interrupt)
 	defer stop()
 	tu := tuner.New(b, tuner.Config{Log: log})
@@ -157,10 +187,24 @@ func runBench(o *BenchOptions) error {
 			row.Params = r.Ints()
 			row.Source = sourceSummary(r)
 			row.FileUS = pf.SourceMedianUS(row.Source, c.Shape)
-			res, err := tu.Bench(ctx, k, dt, c, search.Candidate(row.Params), o.samples)
+			var res *tuner.BenchResult
+			if other != nil {
+				ro, err := other.Resolve(k.Name, string(dt), c.Shape)
+				if err != nil {
+					return usageError{fmt.Errorf("--against: %w", err)}
+				}
+				row.AgainstParams, row.AgainstSource = ro.Ints(), sourceSummary(ro)
+				res, err = tu.BenchAgainst(ctx, k, dt, c, search.Candidate(row.Params), search.Candidate(row.AgainstParams), o.samples)
+			} else {
+				res, err = tu.Bench(ctx, k, dt, c, search.Candidate(row.Params), o.samples)
+			}
 			if err != nil {
 				row.Error = err.Error()
 			} else {
+				row.AgainstUS = res.AgainstUS
+				if other != nil {
+					row.AgainstRatio = round3(res.MedianUS / res.AgainstUS)
+				}
 				row.TunedUS, row.IQRUS, row.Baseline, row.BaseUS = res.MedianUS, res.IQRUS, res.Baseline, res.BaseUS
 				row.Speedup = round3(report.Speedup(res.BaseUS, res.MedianUS))
 				row.Ratio = round3(report.Speedup(res.MedianUS, res.BaseUS))
@@ -185,7 +229,35 @@ func runBench(o *BenchOptions) error {
 		return printJSON(out, doc)
 	}
 	printBenchTable(out, info.Key, info.Backend, rows)
+	if other != nil {
+		printAgainst(out, o.against, rows)
+	}
 	return nil
+}
+
+// printAgainst prints, for bench --against, each shape's time with both
+// files' parameters and their ratio, and the count within 10 %.
+func printAgainst(out io.Writer, against string, rows []benchRow) {
+	fmt.Fprintf(out, "\nagainst %s (timed in the same rounds)\n", against)
+	tw := newTable(out)
+	fmt.Fprintln(tw, "FAMILY\tDTYPE\tSHAPE\tTHIS µs\tAGAINST µs\tRATIO (this/against)\tAGAINST PARAMS")
+	within, n := 0, 0
+	for _, r := range rows {
+		if r.Error != "" {
+			continue
+		}
+		n++
+		note := ""
+		if r.AgainstRatio <= withinAgainst {
+			within++
+		}
+		if search.Candidate(r.AgainstParams).Key() == search.Candidate(r.Params).Key() {
+			note = " (the same parameters)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%.2f\t%.2f\t%.2f%s\t%s\n", r.Kernel, r.DType, r.Shape, r.TunedUS, r.AgainstUS, r.AgainstRatio, note, search.Candidate(r.AgainstParams).Key())
+	}
+	tw.Flush()
+	fmt.Fprintf(out, "%d of %d shapes within %.0f %% of %s's time\n", within, n, 100*(withinAgainst-1), against)
 }
 
 // printBenchTable prints bench's rows as a table with its notes.

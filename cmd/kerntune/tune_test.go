@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -351,5 +353,70 @@ func TestTuneEffort(t *testing.T) {
 	code, log = runCLI(t, "tune", "--backend", "cpu", "--kernel", "softmax", "--shape", "8x300", "--where", "THREADS=1", "--effort", "thorough", "--budget", "6e", "--out", out)
 	if code != 0 || !strings.Contains(log, "to tune in 6e with bo, effort thorough") {
 		t.Errorf("--effort thorough --budget 6e: exit %d, want 0 and --budget kept:\n%s", code, log)
+	}
+}
+
+// bench --against times a second file's parameters for each shape in the
+// same rounds: the row carries them, their time and the ratio, and the
+// text counts the shapes within 10 %; a missing file is a usage error
+// that names the flag.
+func TestBenchAgainst(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("tunes on the CPU")
+	}
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.json"), filepath.Join(dir, "b.json")
+	if code, log := runCLI(t, "tune", "--backend", "cpu", "--kernel", "gemv_nt", "--shape", "1x96x200", "--budget", "3e", "--out", a, "-q"); code != 0 {
+		t.Fatalf("tune exited %d: %s", code, log)
+	}
+	// b: the same entry with other parameters.
+	f, err := paramfile.ReadFile(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mine map[string]int
+	for _, d := range f.Devices {
+		e := d.Kernels["gemv_nt"]["f32/1x96x200"]
+		if e == nil {
+			t.Fatalf("no entry in %s", a)
+		}
+		mine = maps.Clone(e.Params)
+		e.Params["UNROLL"] = 5 - e.Params["UNROLL"] // 1 ↔ 4
+		e.Params["BN"] = 16
+	}
+	data, err := json.MarshalIndent(f, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(b, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, log := runCLI(t, "bench", "--backend", "cpu", "--kernel", "gemv_nt", "--shape", "1x96x200", "--samples", "20", "--json", "-q",
+		"--params", a, "--against", b)
+	if code != 0 {
+		t.Fatalf("bench exited %d: %s", code, log)
+	}
+	var got struct {
+		Rows []benchRow `json:"rows"`
+	}
+	testutil.DecodeJSON(t, log, &got)
+	if len(got.Rows) != 1 {
+		t.Fatalf("rows %+v", got.Rows)
+	}
+	r := got.Rows[0]
+	if !maps.Equal(r.Params, mine) || r.AgainstParams["BN"] != 16 || !strings.HasPrefix(r.AgainstSource, "file:") {
+		t.Errorf("params %v, against %v from %q", r.Params, r.AgainstParams, r.AgainstSource)
+	}
+	if r.TunedUS <= 0 || r.AgainstUS <= 0 || math.Abs(r.AgainstRatio-r.TunedUS/r.AgainstUS) > 0.01 {
+		t.Errorf("this %v µs, against %v µs, ratio %v", r.TunedUS, r.AgainstUS, r.AgainstRatio)
+	}
+	code, log = runCLI(t, "bench", "--backend", "cpu", "--kernel", "gemv_nt", "--shape", "1x96x200", "--samples", "5", "-q", "--params", a, "--against", a)
+	if code != 0 || !strings.Contains(log, "1.00 (the same parameters)") || !strings.Contains(log, "1 of 1 shapes within 10 % of "+a) {
+		t.Errorf("bench --against itself exited %d:\n%s", code, log)
+	}
+	code, log = runCLI(t, "bench", "--backend", "cpu", "--kernel", "gemv_nt", "--shape", "1x96x200", "-q", "--params", a, "--against", filepath.Join(dir, "none.json"))
+	if code != exitUsage || !strings.Contains(log, "--against") {
+		t.Errorf("bench --against a missing file exited %d: %s", code, log)
 	}
 }
