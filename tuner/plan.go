@@ -72,6 +72,10 @@ type Estimate struct {
 	// NoIncumbent is set when the entry has no incumbent in the file, so
 	// that its final timing times one program less (Need).
 	NoIncumbent bool
+	// Min, when positive, is the candidates the entry is to measure
+	// instead of the default and Config.MinBeyondDefault more (a scout's,
+	// SessionConfig.Scouts); still no more than its space or MaxEvals.
+	Min int
 }
 
 // minMeasured is how many distinct candidates an entry of valid candidates
@@ -112,6 +116,12 @@ func (t *Tuner) finalProgramsOf(incumbent bool, measured int) float64 {
 // incumbent unless e says there is none).
 func (t *Tuner) Need(e Estimate) time.Duration {
 	n := float64(t.minMeasured(e.Valid))
+	if e.Min > 0 {
+		n = float64(min(e.Valid, e.Min))
+		if t.cfg.MaxEvals > 0 {
+			n = min(n, float64(t.cfg.MaxEvals))
+		}
+	}
 	s := e.Sample.Seconds()
 	// Half the candidates raced to the cap (a run finds a new best often
 	// while it measures few), or Samples of every one.

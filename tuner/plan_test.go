@@ -1,8 +1,10 @@
 package tuner
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -434,5 +436,79 @@ func TestDrawAhead(t *testing.T) {
 	}
 	if m2.dataSeed != 7 || m2.problems[0].p != got[len(task.Kernel.Odd)] {
 		t.Errorf("the entry given drawn problems has seed %d and its own problems", m2.dataSeed)
+	}
+}
+
+// With Scouts and WarmSiblings, a planned run tunes each family's cheapest
+// entry first, planned for Scouts candidates, and its winner is among the
+// warm starts the family's costlier entries measure right after their
+// default; those follow costliest first.
+func TestSessionScouts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("sleeps through a planned run of a few seconds")
+	}
+	const scouts = 12
+	// Runs of 1 to 12 ms: well above the sleep's granularity on a loaded
+	// machine, so that the scout's search finds a winner other than the
+	// default.
+	b := &sizedBackend{fakeBackend: fakeBackend{rng: rand.New(rand.NewPCG(1, 2)), threadsCap: 4}, nsPerElem: 40}
+	k, err := kernels.Get("gemv_nt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tasks []Task
+	for _, n := range []int{300, 400, 500, 700} {
+		tasks = append(tasks, Task{Kernel: k, DType: kernels.F32, Cases: []kernels.Case{{Shape: []int{1, n, n}}}})
+	}
+	out := filepath.Join(t.TempDir(), paramfile.DefaultFileName)
+	var order []string
+	measured := map[string][]string{} // by entry, the candidates in the order first measured
+	var current string
+	needs := map[string]time.Duration{} // as probed
+	c := SessionConfig{Config: Config{Strategy: "bo", Seed: 1, Warmup: time.Millisecond, MinBeyondDefault: 1,
+		Progress: func(e Event) {
+			if e.Candidate != "" && !slices.Contains(measured[current], e.Candidate) {
+				measured[current] = append(measured[current], e.Candidate)
+			}
+		}},
+		Out: out, Generator: "test", Budget: time.Second, Extend: true, Lean: true, WarmSiblings: 3, Scouts: scouts,
+		Hooks: SessionHooks{
+			Probed: func(task Task, _ Estimate, need time.Duration, _ error) { needs[task.Key()] = need },
+			Begin:  func(task Task, _ time.Duration) { current = task.Key(); order = append(order, current) }}}
+	s, err := OpenSession(b, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	sum, err := s.Run(context.Background(), tasks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The cheapest as probed (the two cheapest are close: either may be it),
+	// then the others, the costliest first.
+	want := slices.Collect(maps.Keys(needs))
+	slices.SortFunc(want, func(a, b string) int { return cmp.Compare(needs[b], needs[a]) })
+	want = append(want[len(want)-1:], want[:len(want)-1]...)
+	if len(want) != 4 || !slices.Equal(order, want) {
+		t.Fatalf("entries in the order %v, want the scout, then the costliest first: %v", order, want)
+	}
+	var scout string
+	for _, r := range sum.Results {
+		t.Logf("%s: %d measured, winner %v %.1f µs, default %.1f µs", r.Task.Key(), r.Entry.Candidates.Measured, r.Entry.Params, r.Entry.MedianUS, r.Entry.Default.MedianUS)
+		if r.Task.Key() != want[0] {
+			continue
+		}
+		scout = search.Candidate(r.Entry.Params).Key()
+		if m := r.Entry.Candidates.Measured; m < scouts {
+			t.Errorf("the scout measured %d candidates, want at least %d", m, scouts)
+		}
+	}
+	next := measured[want[1]]
+	ps, _ := k.Space(b.Info().Backend)
+	if def := search.Candidate(ps.Defaults()).Key(); scout == def {
+		t.Fatalf("the scout's winner is the default %s", def)
+	}
+	if len(next) < 2 || !slices.Contains(next[1:min(len(next), 4)], scout) {
+		t.Errorf("%s measured %v first; want the scout's winner %s among the first after its default", want[1], next, scout)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/kerntune/kerntune/internal/stats"
 	"github.com/kerntune/kerntune/internal/sysmem"
 	"github.com/kerntune/kerntune/internal/trace"
+	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/params/families"
 	"github.com/kerntune/kerntune/params/paramfile"
 	"github.com/kerntune/kerntune/report"
@@ -50,6 +51,13 @@ type SessionConfig struct {
 	// after the default: a winner of a neighbouring class is a good first
 	// guess where a short search would not reach one.
 	WarmSiblings int
+	// Scouts, when positive (with WarmSiblings), makes each family's
+	// cheapest entry of a planned run (same kernel and dtype, two entries
+	// or more) its scout: tuned before the others and planned to measure
+	// Scouts candidates, where they cost least, so that its winner is
+	// among the warm starts of the family's costlier entries, which a
+	// short run gives a few candidates each.
+	Scouts int
 	// Lean makes an extension cover what the entries need and a leaner
 	// margin (leanCushion, leanPerEntry): a first run's wall time over the
 	// room each entry has for more candidates.
@@ -370,7 +378,7 @@ func (s *Session) Run(ctx context.Context, tasks []Task) (*SessionSummary, error
 		s.completed = spent == 0
 		return nil, err
 	}
-	needs, samples, ext, err := s.plan(ctx, tu, tasks, deadline, spent)
+	needs, samples, scouts, ext, err := s.plan(ctx, tu, tasks, deadline, spent)
 	if err != nil {
 		// A budget refused before any work: a new run leaves no journal.
 		s.completed = spent == 0
@@ -379,7 +387,7 @@ func (s *Session) Run(ctx context.Context, tasks []Task) (*SessionSummary, error
 	deadline = deadline.Add(ext)
 	sum.Extended += ext
 	if needs != nil {
-		tasks, needs, samples = costliestFirst(tasks, needs, samples)
+		tasks, needs, samples = costliestFirst(tasks, needs, samples, scouts)
 	}
 	// Every entry's first candidates go to the compile pool now, the first
 	// entry's last (the pool compiles the newest announcement first), so
@@ -532,9 +540,9 @@ func (s *Session) Run(ctx context.Context, tasks []Task) (*SessionSummary, error
 // and more than one of them, and returns what each needs (by task index;
 // nil without a plan). When their needs exceed the time left it returns a
 // *PlanError, or with Extend how much later the deadline must be (ext).
-func (s *Session) plan(ctx context.Context, tu *Tuner, tasks []Task, deadline time.Time, spent time.Duration) (needs, samples []time.Duration, ext time.Duration, err error) {
+func (s *Session) plan(ctx context.Context, tu *Tuner, tasks []Task, deadline time.Time, spent time.Duration) (needs, samples []time.Duration, scouts []bool, ext time.Duration, err error) {
 	if s.cfg.Budget >= NoWallTime {
-		return nil, nil, 0, nil
+		return nil, nil, nil, 0, nil
 	}
 	var todo []int
 	for i, task := range tasks {
@@ -543,7 +551,7 @@ func (s *Session) plan(ctx context.Context, tu *Tuner, tasks []Task, deadline ti
 		}
 	}
 	if len(todo) < 2 {
-		return nil, nil, 0, nil // one entry has the whole budget: nothing to share
+		return nil, nil, nil, 0, nil // one entry has the whole budget: nothing to share
 	}
 	h := s.cfg.Hooks
 	if h.Planning != nil {
@@ -552,6 +560,7 @@ func (s *Session) plan(ctx context.Context, tu *Tuner, tasks []Task, deadline ti
 	start := time.Now()
 	needs = make([]time.Duration, len(tasks))
 	samples = make([]time.Duration, len(tasks))
+	ests := make([]*Estimate, len(tasks)) // the probes that timed
 	pe := &PlanError{Budget: s.cfg.Budget, Spent: spent, Entries: len(todo), MinBeyond: tu.cfg.MinBeyondDefault}
 	families := map[string]bool{}
 	// The next probe's problems are drawn while this one times (drawsAhead).
@@ -559,7 +568,7 @@ func (s *Session) plan(ctx context.Context, tu *Tuner, tasks []Task, deadline ti
 	var drawn *Drawn
 	for k, i := range todo {
 		if ctx.Err() != nil {
-			return nil, nil, 0, nil // interrupted: the loop stops at once
+			return nil, nil, nil, 0, nil // interrupted: the loop stops at once
 		}
 		task := tasks[i]
 		if ahead && drawn == nil {
@@ -577,6 +586,7 @@ func (s *Session) plan(ctx context.Context, tu *Tuner, tasks []Task, deadline ti
 		if err == nil {
 			est.NoIncumbent = s.cfg.Replace || incumbentFor(s.cfg.Out, s.info.Key, task) == nil
 			needs[i], samples[i] = tu.Need(est), est.Sample
+			ests[i] = &est
 		}
 		if h.Probed != nil {
 			h.Probed(task, est, needs[i], err)
@@ -587,11 +597,22 @@ func (s *Session) plan(ctx context.Context, tu *Tuner, tasks []Task, deadline ti
 			pe.Largest, pe.LargestNeed = task.Kernel.Name+" "+task.Key(), needs[i]
 		}
 	}
+	if s.cfg.Scouts > 0 && s.cfg.WarmSiblings > 0 {
+		scouts = scoutsOf(tasks, todo, needs, ests)
+		for i, sc := range scouts {
+			if sc {
+				e := *ests[i]
+				e.Min = s.cfg.Scouts
+				pe.Needed += tu.Need(e) - needs[i]
+				needs[i] = tu.Need(e)
+			}
+		}
+	}
 	pe.Probe, pe.Families = time.Since(start), len(families)
 	margin, overhead := planCushion-1, entryOverhead
 	if short := pe.Needed - time.Until(deadline); short > 0 {
 		if !s.cfg.Extend {
-			return nil, nil, 0, pe
+			return nil, nil, nil, 0, pe
 		}
 		// The plan's cushion and the per-entry overhead too, as the
 		// budget PlanError.Suggested advises would have had.
@@ -605,7 +626,39 @@ func (s *Session) plan(ctx context.Context, tu *Tuner, tasks []Task, deadline ti
 	if h.Planned != nil {
 		h.Planned(Plan{Entries: len(todo), Needed: pe.Needed, Left: time.Until(deadline), Took: pe.Probe, Extended: ext, Margin: margin, PerEntry: overhead})
 	}
-	return needs, samples, ext, nil
+	return needs, samples, scouts, ext, nil
+}
+
+// scoutsOf marks, among the todo tasks whose probe timed (ests), the
+// cheapest of each kernel and dtype that has two or more: its scout
+// (SessionConfig.Scouts). nil when there is none.
+func scoutsOf(tasks []Task, todo []int, needs []time.Duration, ests []*Estimate) []bool {
+	type fam struct {
+		kernel string
+		dt     kernels.DType
+	}
+	cheapest, count := map[fam]int{}, map[fam]int{}
+	for _, i := range todo {
+		if ests[i] == nil {
+			continue
+		}
+		f := fam{tasks[i].Kernel.Name, tasks[i].DType}
+		count[f]++
+		if j, ok := cheapest[f]; !ok || needs[i] < needs[j] {
+			cheapest[f] = i
+		}
+	}
+	var scouts []bool
+	for f, i := range cheapest {
+		if count[f] < 2 {
+			continue
+		}
+		if scouts == nil {
+			scouts = make([]bool, len(tasks))
+		}
+		scouts[i] = true
+	}
+	return scouts
 }
 
 // An entry of an extended run short of its minimum may go on up to
@@ -631,13 +684,21 @@ func remaining(needs []time.Duration, i int) time.Duration {
 // (stable): an entry that needs seconds a candidate is the one a change of
 // load can leave short of its minimum, and the cheap entries, whose
 // minimum takes a fraction of a second, are the ones that can make do with
-// what is left; time an entry leaves still goes to those after it.
-func costliestFirst(tasks []Task, needs, samples []time.Duration) ([]Task, []time.Duration, []time.Duration) {
+// what is left; time an entry leaves still goes to those after it. The
+// scouts (nil: none) go before all the others, so that their winners are
+// in the file when their families' other entries start.
+func costliestFirst(tasks []Task, needs, samples []time.Duration, scouts []bool) ([]Task, []time.Duration, []time.Duration) {
 	idx := make([]int, len(tasks))
 	for i := range idx {
 		idx[i] = i
 	}
-	sort.SliceStable(idx, func(a, b int) bool { return needs[idx[a]] > needs[idx[b]] })
+	scout := func(i int) bool { return scouts != nil && scouts[i] }
+	sort.SliceStable(idx, func(a, b int) bool {
+		if sa, sb := scout(idx[a]), scout(idx[b]); sa != sb {
+			return sa
+		}
+		return needs[idx[a]] > needs[idx[b]]
+	})
 	t2, n2, s2 := make([]Task, len(tasks)), make([]time.Duration, len(tasks)), make([]time.Duration, len(tasks))
 	for i, j := range idx {
 		t2[i], n2[i], s2[i] = tasks[j], needs[j], samples[j]

@@ -214,7 +214,7 @@ func runTune(opts *TuneOptions) error {
 		Config: cfg,
 		Out:    f.out, Force: f.force, Replace: f.replace, Resume: f.resume,
 		Budget: f.budget, Extend: f.extend, Trace: f.trace, Generator: "kerntune " + version(),
-		WarmSiblings: eff.warmSiblings, Lean: eff.lean,
+		WarmSiblings: eff.warmSiblings, Scouts: eff.scouts, Lean: eff.lean,
 		Hooks: tuneHooks(f, ui, log),
 	})
 	if err != nil {
@@ -670,6 +670,8 @@ type effort struct {
 	warmSiblings int
 	lean         bool
 	probeSamples int
+	// scouts: SessionConfig.Scouts (with warmSiblings).
+	scouts int
 }
 
 // minBeyond is the candidates beyond the default each entry measures at
@@ -682,14 +684,14 @@ func (f *TuneOptions) minBeyond() int {
 }
 
 // efforts: quick is a first result in about a minute (one candidate beyond
-// the default at least, the family's winners of other classes tried
-// first, two finalists re-timed against the default, fewer final samples,
+// the default at least, each family's cheapest entry first with 24, whose
+// winner the family's other entries try first with those of other classes, two finalists re-timed against the default, fewer final samples,
 // no drift guard, a lean extension, planning on one sample of each default:
 // a ranking less sure where the winners are close); default
 // is the measured default; thorough gives the search five times the time
 // and the final timing twice the samples.
 var efforts = map[string]effort{
-	"quick":    {budget: "40s", finalSamples: 10, minFinalSamples: 3, minBeyond: 1, extend: true, finalists: 2, warmSiblings: 3, lean: true, probeSamples: 1},
+	"quick":    {budget: "40s", finalSamples: 10, minFinalSamples: 3, minBeyond: 1, extend: true, finalists: 2, warmSiblings: 3, scouts: 24, lean: true, probeSamples: 1},
 	"default":  {budget: "3m", finalSamples: 30, minFinalSamples: 5, minBeyond: tuner.DefaultMinBeyondDefault, drift: true},
 	"thorough": {budget: "15m", finalSamples: 60, minFinalSamples: 10, minBeyond: tuner.DefaultMinBeyondDefault, drift: true},
 }
@@ -703,6 +705,9 @@ func effortHelp() string {
 			guard = "drift guard off"
 		}
 		extra := ""
+		if e.scouts > 0 {
+			extra += fmt.Sprintf(", each family's cheapest entry first with at least %d candidates", e.scouts)
+		}
 		if e.warmSiblings > 0 {
 			extra += fmt.Sprintf(", the family's entries of other classes tried first (up to %d)", e.warmSiblings)
 		}
