@@ -72,6 +72,9 @@ type Estimate struct {
 	// NoIncumbent is set when the entry has no incumbent in the file, so
 	// that its final timing times one program less (Need).
 	NoIncumbent bool
+	// Recorded is set when the estimate comes from the params file's
+	// record of the entry's last run, not from a probe.
+	Recorded bool
 	// Min, when positive, is the candidates the entry is to measure
 	// instead of the default and Config.MinBeyondDefault more (a scout's,
 	// SessionConfig.Scouts); still no more than its space or MaxEvals.
@@ -82,7 +85,16 @@ type Estimate struct {
 // is to measure at least: the default and Config.MinBeyondDefault more, or the
 // whole space, within the evaluation budget.
 func (t *Tuner) minMeasured(valid int) int {
+	return t.minOf(valid, 0)
+}
+
+// minOf is minMeasured with the minimum want instead of the default and
+// Config.MinBeyondDefault more, when want is positive (a scout's).
+func (t *Tuner) minOf(valid, want int) int {
 	n := min(valid, 1+t.cfg.MinBeyondDefault)
+	if want > 0 {
+		n = min(valid, want)
+	}
 	if t.cfg.MaxEvals > 0 {
 		n = min(n, t.cfg.MaxEvals)
 	}
@@ -115,13 +127,7 @@ func (t *Tuner) finalProgramsOf(incumbent bool, measured int) float64 {
 // MinFinalSamples of what minMeasured candidates leave to screen (with an
 // incumbent unless e says there is none).
 func (t *Tuner) Need(e Estimate) time.Duration {
-	n := float64(t.minMeasured(e.Valid))
-	if e.Min > 0 {
-		n = float64(min(e.Valid, e.Min))
-		if t.cfg.MaxEvals > 0 {
-			n = min(n, float64(t.cfg.MaxEvals))
-		}
-	}
+	n := float64(t.minOf(e.Valid, e.Min))
 	s := e.Sample.Seconds()
 	// Half the candidates raced to the cap (a run finds a new best often
 	// while it measures few), or Samples of every one.
@@ -239,6 +245,10 @@ type Allotment struct {
 	// Drawn are this entry's problems drawn ahead (Tuner.DrawAhead), or
 	// nil: the entry draws its own.
 	Drawn *Drawn
+	// Min, when positive, is the entry's minimum of candidates instead of
+	// the default and Config.MinBeyondDefault more (a scout's,
+	// SessionConfig.Scouts); still no more than its space or MaxEvals.
+	Min int
 }
 
 // PlanError is a wall-time budget below what the plan needs: refused

@@ -512,3 +512,64 @@ func TestSessionScouts(t *testing.T) {
 		t.Errorf("%s measured %v first; want the scout's winner %s among the first after its default", want[1], next, scout)
 	}
 }
+
+// A second planned run plans each entry the file records by what its last
+// run took, without probing it again; an entry of other shapes, or a run
+// that replaces the file's entries, is probed.
+func TestSessionPlansFromTheFile(t *testing.T) {
+	if testing.Short() {
+		t.Skip("sleeps through three planned runs of a few seconds")
+	}
+	out := filepath.Join(t.TempDir(), paramfile.DefaultFileName)
+	run := func(replace bool, tasks []Task) (probed, recorded int, plan Plan) {
+		t.Helper()
+		b := &sizedBackend{fakeBackend: fakeBackend{rng: rand.New(rand.NewPCG(1, 2)), threadsCap: 4}, nsPerElem: 10}
+		c := SessionConfig{Config: Config{Strategy: "bo", Seed: 1, Warmup: time.Millisecond}, Out: out, Generator: "test",
+			Budget: 2 * time.Second, Extend: true, Replace: replace,
+			Hooks: SessionHooks{
+				Probed: func(_ Task, est Estimate, need time.Duration, err error) {
+					if err != nil || need <= 0 || est.Sample <= 0 || est.Valid <= 0 {
+						t.Errorf("planned %+v, need %v, error %v", est, need, err)
+					}
+					if est.Recorded {
+						recorded++
+					} else {
+						probed++
+					}
+				},
+				Planned: func(p Plan) { plan = p },
+			}}
+		s, err := OpenSession(b, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		sum, err := s.Run(context.Background(), tasks)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range sum.Results {
+			if m := r.Entry.Candidates.Measured; m < 1+DefaultMinBeyondDefault {
+				t.Errorf("%s measured %d candidates, want at least %d", r.Task.Key(), m, 1+DefaultMinBeyondDefault)
+			}
+		}
+		return probed, recorded, plan
+	}
+	tasks := sizedTasks(t)[:3]
+	if p, r, _ := run(false, tasks); p != 3 || r != 0 {
+		t.Errorf("a first run probed %d entries and planned %d from the file, want 3 and 0", p, r)
+	}
+	p, r, plan := run(false, tasks)
+	if p != 0 || r != 3 || plan.Recorded != 3 {
+		t.Errorf("a second run probed %d entries and planned %d from the file (plan %+v), want 0 and 3", p, r, plan)
+	}
+	// Replace probes all; an entry's other shapes are not its record.
+	if p, r, _ := run(true, tasks); p != 3 || r != 0 {
+		t.Errorf("with Replace: probed %d, planned %d from the file; want 3 and 0", p, r)
+	}
+	other := slices.Clone(tasks)
+	other[0].Cases = []kernels.Case{{Shape: []int{1, 300, 300}}, {Shape: []int{1, 301, 300}}}
+	if p, r, _ := run(false, other); p != 1 || r != 2 {
+		t.Errorf("with one entry's shapes changed: probed %d, planned %d from the file; want 1 and 2", p, r)
+	}
+}

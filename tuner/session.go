@@ -387,7 +387,7 @@ func (s *Session) Run(ctx context.Context, tasks []Task) (*SessionSummary, error
 	deadline = deadline.Add(ext)
 	sum.Extended += ext
 	if needs != nil {
-		tasks, needs, samples = costliestFirst(tasks, needs, samples, scouts)
+		tasks, needs, samples, scouts = costliestFirst(tasks, needs, samples, scouts)
 	}
 	// Every entry's first candidates go to the compile pool now, the first
 	// entry's last (the pool compiles the newest announcement first), so
@@ -426,6 +426,9 @@ func (s *Session) Run(ctx context.Context, tasks []Task) (*SessionSummary, error
 			continue
 		}
 		a, moved, speed := sched.allot(i, func() int { return s.todo(tasks[i:]) })
+		if scouts != nil && scouts[i] {
+			a.Min = s.cfg.Scouts
+		}
 		sum.Extended += moved
 		if h.Allotted != nil && needs != nil {
 			h.Allotted(task, a, time.Duration(float64(needs[i])*speed), speed)
@@ -554,32 +557,48 @@ func (s *Session) plan(ctx context.Context, tu *Tuner, tasks []Task, deadline ti
 		return nil, nil, nil, 0, nil // one entry has the whole budget: nothing to share
 	}
 	h := s.cfg.Hooks
-	if h.Planning != nil {
-		h.Planning(len(todo))
-	}
 	start := time.Now()
 	needs = make([]time.Duration, len(tasks))
 	samples = make([]time.Duration, len(tasks))
 	ests := make([]*Estimate, len(tasks)) // the probes that timed
 	pe := &PlanError{Budget: s.cfg.Budget, Spent: spent, Entries: len(todo), MinBeyond: tu.cfg.MinBeyondDefault}
 	families := map[string]bool{}
+	// Entries Out records are planned by what their last run took; the
+	// others are probed.
+	var recorded map[int]Estimate
+	if !s.cfg.Replace {
+		recorded = recordedEstimates(s.cfg.Out, s.info.Key, tu, tasks, todo)
+	}
+	var probed []int
+	for _, i := range todo {
+		if _, ok := recorded[i]; !ok {
+			probed = append(probed, i)
+		}
+	}
+	if h.Planning != nil && len(probed) > 0 {
+		h.Planning(len(probed))
+	}
 	// The next probe's problems are drawn while this one times (drawsAhead).
 	ahead := s.drawsAhead()
 	var drawn *Drawn
-	for k, i := range todo {
+	next := 0 // probed[next] is the next entry to probe
+	for _, i := range todo {
 		if ctx.Err() != nil {
 			return nil, nil, nil, 0, nil // interrupted: the loop stops at once
 		}
 		task := tasks[i]
-		if ahead && drawn == nil {
-			drawn = tu.DrawAhead(task)
+		est, err := recorded[i], error(nil)
+		if _, ok := recorded[i]; !ok {
+			if ahead && drawn == nil {
+				drawn = tu.DrawAhead(task)
+			}
+			this := drawn
+			drawn = nil
+			if next++; ahead && next < len(probed) {
+				drawn = tu.DrawAhead(tasks[probed[next]])
+			}
+			est, err = tu.probe(ctx, task, this)
 		}
-		this := drawn
-		drawn = nil
-		if ahead && k+1 < len(todo) {
-			drawn = tu.DrawAhead(tasks[todo[k+1]])
-		}
-		est, err := tu.probe(ctx, task, this)
 		// Without a timing the entry needs at least its setup; its run
 		// tells the rest.
 		needs[i] = max(est.Setup, time.Millisecond) // positive: still to tune
@@ -624,9 +643,61 @@ func (s *Session) plan(ctx context.Context, tu *Tuner, tasks []Task, deadline ti
 		margin, overhead = cushion-1, perEntry
 	}
 	if h.Planned != nil {
-		h.Planned(Plan{Entries: len(todo), Needed: pe.Needed, Left: time.Until(deadline), Took: pe.Probe, Extended: ext, Margin: margin, PerEntry: overhead})
+		h.Planned(Plan{Entries: len(todo), Recorded: len(recorded), Needed: pe.Needed, Left: time.Until(deadline), Took: pe.Probe, Extended: ext, Margin: margin, PerEntry: overhead})
 	}
 	return needs, samples, scouts, ext, nil
+}
+
+// recordedEstimates are the estimates of the todo tasks whose entry in
+// the params file at path, on device, records what its last run took
+// (paramfile.TuneTime) and the default's time on the same shapes: a
+// second run plans by them instead of probing each entry again (drawing
+// its inputs and reference, building and timing the default), which on a
+// GPU left the device idle for the whole of planning. The run's pace
+// corrects a record that no longer holds. Keyed by task index.
+func recordedEstimates(path, device string, tu *Tuner, tasks []Task, todo []int) map[int]Estimate {
+	f, err := paramfile.ReadFile(path)
+	if err != nil || f.Devices[device] == nil {
+		return nil
+	}
+	out := map[int]Estimate{}
+	for _, i := range todo {
+		task := tasks[i]
+		e := f.Devices[device].Kernels[task.Kernel.Name][task.Key()]
+		if e == nil || e.Time == nil || e.Default == nil || e.Default.MedianUS <= 0 || !sameShapes(e.Shapes, task.Cases) {
+			continue
+		}
+		space, err := tu.Space(task)
+		if err != nil {
+			continue
+		}
+		est := Estimate{
+			Valid:    len(space.Enumerate()),
+			Setup:    seconds(e.Time.SetupS),
+			Sample:   time.Duration(e.Default.MedianUS * float64(time.Microsecond)),
+			Recorded: true,
+		}
+		// The wait for a build, on average over the kernels the entry
+		// built or loaded from the compile cache.
+		if n := e.Time.Compiled + e.Time.CacheHits; n > 0 {
+			est.Build = seconds(e.Time.CompileS / float64(n))
+		}
+		out[i] = est
+	}
+	return out
+}
+
+// sameShapes says whether an entry's shapes are the cases', in order.
+func sameShapes(shapes [][]int, cases []kernels.Case) bool {
+	if len(shapes) != len(cases) {
+		return false
+	}
+	for i, c := range cases {
+		if !slices.Equal(shapes[i], c.Shape) {
+			return false
+		}
+	}
+	return true
 }
 
 // scoutsOf marks, among the todo tasks whose probe timed (ests), the
@@ -687,7 +758,7 @@ func remaining(needs []time.Duration, i int) time.Duration {
 // what is left; time an entry leaves still goes to those after it. The
 // scouts (nil: none) go before all the others, so that their winners are
 // in the file when their families' other entries start.
-func costliestFirst(tasks []Task, needs, samples []time.Duration, scouts []bool) ([]Task, []time.Duration, []time.Duration) {
+func costliestFirst(tasks []Task, needs, samples []time.Duration, scouts []bool) ([]Task, []time.Duration, []time.Duration, []bool) {
 	idx := make([]int, len(tasks))
 	for i := range idx {
 		idx[i] = i
@@ -700,10 +771,17 @@ func costliestFirst(tasks []Task, needs, samples []time.Duration, scouts []bool)
 		return needs[idx[a]] > needs[idx[b]]
 	})
 	t2, n2, s2 := make([]Task, len(tasks)), make([]time.Duration, len(tasks)), make([]time.Duration, len(tasks))
+	var sc2 []bool
+	if scouts != nil {
+		sc2 = make([]bool, len(tasks))
+	}
 	for i, j := range idx {
 		t2[i], n2[i], s2[i] = tasks[j], needs[j], samples[j]
+		if scouts != nil {
+			sc2[i] = scouts[j]
+		}
 	}
-	return t2, n2, s2
+	return t2, n2, s2, sc2
 }
 
 // planCushion is how much more than planned the entries are given room
@@ -779,6 +857,9 @@ func scaled(needs []time.Duration, speed float64) []time.Duration {
 // Plan is what planning found (SessionHooks.Planned).
 type Plan struct {
 	Entries int
+	// Recorded is how many of them were planned by what Out records of
+	// their last run instead of a probe (Estimate.Recorded).
+	Recorded int
 	// Needed is the sum of the entries' needs, Left the time the budget
 	// leaves to tune them in, Took what planning took.
 	Needed, Left, Took time.Duration

@@ -292,8 +292,8 @@ func (t *Tuner) Run(ctx context.Context, task Task, budget time.Duration) (*Resu
 
 // RunPlanned tunes one task within its allotment: the search plans with
 // a.Share, and goes on up to a.Max while fewer than the entry's minimum of
-// candidates (the default and Config.MinBeyondDefault more, or the whole space)
-// are measured.
+// candidates (a.Min, else the default and Config.MinBeyondDefault more; at
+// most the whole space) are measured.
 func (t *Tuner) RunPlanned(ctx context.Context, task Task, a Allotment) (*Result, error) {
 	start := time.Now()
 	clk := newClock(start)
@@ -310,7 +310,7 @@ func (t *Tuner) RunPlanned(ctx context.Context, task Task, a Allotment) (*Result
 	if len(valid) == 0 {
 		return nil, fmt.Errorf("%s %s: no valid candidate in a space of %d on %s", task.Kernel.Name, task.Key(), space.Size(), t.b.Info().Key)
 	}
-	r.budget = newBudget(t, task, start, a, t.minMeasured(len(valid)))
+	r.budget = newBudget(t, task, start, a, t.minOf(len(valid), a.Min))
 	if err := r.m.load(); err != nil {
 		return nil, err
 	}

@@ -288,17 +288,24 @@ func tuneHooks(f TuneOptions, ui *progressUI, log io.Writer) tuner.SessionHooks 
 			}
 		},
 		Planning: func(n int) {
-			fmt.Fprintf(log, "planning: timing the default of each of the %d entries, to share the budget by what each needs\n", n)
+			fmt.Fprintf(log, "planning: timing the default of each of the %d entries the file has no record of, to share the budget by what each needs\n", n)
 		},
 		Probed: func(t tuner.Task, est tuner.Estimate, need time.Duration, err error) {
 			switch {
 			case err != nil:
 				line(t, "planning: %v", err)
 			case f.verbose:
-				line(t, "planning: %d valid; setup %.2fs, build %.2fs, one sample %s: needs about %.1fs", est.Valid, est.Setup.Seconds(), est.Build.Seconds(), fmtSeconds(est.Sample), need.Seconds())
+				from := ""
+				if est.Recorded {
+					from = " (the file's record of its last run)"
+				}
+				line(t, "planning: %d valid; setup %.2fs, build %.2fs, one sample %s%s: needs about %.1fs", est.Valid, est.Setup.Seconds(), est.Build.Seconds(), fmtSeconds(est.Sample), from, need.Seconds())
 			}
 		},
 		Planned: func(p tuner.Plan) {
+			if p.Recorded > 0 {
+				fmt.Fprintf(log, "plan: %d of the %d entries by what the file records of their last run\n", p.Recorded, p.Entries)
+			}
 			if p.Extended <= 0 {
 				fmt.Fprintf(log, "plan: the %d entries need about %s of the %s left (planning took %s); each measures its default and at least %s more, or its whole space\n",
 					p.Entries, roundS(p.Needed), roundS(p.Left), p.Took.Round(100*time.Millisecond), plural(f.minBeyond(), "candidate", "candidates"))
