@@ -475,15 +475,7 @@ func TestSessionScouts(t *testing.T) {
 		Hooks: SessionHooks{
 			Probed: func(task Task, _ Estimate, need time.Duration, _ error) { needs[task.Key()] = need },
 			Begin:  func(task Task, _ time.Duration) { current = task.Key(); order = append(order, current) }}}
-	s, err := OpenSession(b, c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	sum, err := s.Run(context.Background(), tasks)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sum := mustRun(t, b, c, tasks)
 	// The cheapest as probed (the two cheapest are close: either may be it),
 	// then the others, the costliest first.
 	want := slices.Collect(maps.Keys(needs))
@@ -539,15 +531,7 @@ func TestSessionPlansFromTheFile(t *testing.T) {
 				},
 				Planned: func(p Plan) { plan = p },
 			}}
-		s, err := OpenSession(b, c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Close()
-		sum, err := s.Run(context.Background(), tasks)
-		if err != nil {
-			t.Fatal(err)
-		}
+		sum := mustRun(t, b, c, tasks)
 		for _, r := range sum.Results {
 			if m := r.Entry.Candidates.Measured; m < 1+DefaultMinBeyondDefault {
 				t.Errorf("%s measured %d candidates, want at least %d", r.Task.Key(), m, 1+DefaultMinBeyondDefault)
@@ -572,4 +556,19 @@ func TestSessionPlansFromTheFile(t *testing.T) {
 	if p, r, _ := run(false, other); p != 1 || r != 2 {
 		t.Errorf("with one entry's shapes changed: probed %d, planned %d from the file; want 1 and 2", p, r)
 	}
+}
+
+// mustRun runs a session of tasks on b with c, failing the test on an error.
+func mustRun(t *testing.T, b device.Backend, c SessionConfig, tasks []Task) *SessionSummary {
+	t.Helper()
+	s, err := OpenSession(b, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	sum, err := s.Run(context.Background(), tasks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sum
 }
