@@ -572,3 +572,28 @@ func mustRun(t *testing.T, b device.Backend, c SessionConfig, tasks []Task) *Ses
 	}
 	return sum
 }
+
+// A scout is planned for as many candidates, up to Scouts, as scoutExtra
+// beyond its plain need buys: all of them where candidates cost
+// milliseconds, a few where each is a second's build, none past its space.
+func TestScoutMin(t *testing.T) {
+	tu := New(&fakeBackend{}, Config{Strategy: "bo"})
+	tests := []struct {
+		name   string
+		e      Estimate
+		lo, hi int // the minimum planned, within
+	}{
+		{"cheap candidates", Estimate{Valid: 100, Sample: 50 * time.Microsecond}, 24, 24},
+		{"builds of 0.3 s", Estimate{Valid: 100, Sample: 50 * time.Microsecond, Build: 300 * time.Millisecond}, 7, 9},
+		{"builds of 2 s", Estimate{Valid: 100, Sample: 50 * time.Microsecond, Build: 2 * time.Second}, 0, 0},
+		{"a space of 10", Estimate{Valid: 10, Sample: 50 * time.Microsecond}, 10, 10},
+		{"a space of its plain minimum", Estimate{Valid: 6, Sample: 50 * time.Microsecond}, 0, 0},
+	}
+	for _, tt := range tests {
+		plain := tu.Need(tt.e)
+		n, need := scoutMin(tu, tt.e, 24, plain+scoutExtra)
+		if n < tt.lo || n > tt.hi || n > 0 && (need > plain+scoutExtra || need <= plain) || n == 0 && need != 0 {
+			t.Errorf("%s: %d candidates, needing %v (plain %v); want %d to %d within %v more", tt.name, n, need, plain, tt.lo, tt.hi, scoutExtra)
+		}
+	}
+}

@@ -54,9 +54,10 @@ type SessionConfig struct {
 	// Scouts, when positive (with WarmSiblings), makes each family's
 	// cheapest entry of a planned run (same kernel and dtype, two entries
 	// or more) its scout: tuned before the others and planned to measure
-	// Scouts candidates, where they cost least, so that its winner is
-	// among the warm starts of the family's costlier entries, which a
-	// short run gives a few candidates each.
+	// up to Scouts candidates, as many as scoutExtra beyond its plain need
+	// allows, where they cost least, so that its winner is among the warm
+	// starts of the family's costlier entries, which a short run gives a
+	// few candidates each.
 	Scouts int
 	// Lean makes an extension cover what the entries need and a leaner
 	// margin (leanCushion, leanPerEntry): a first run's wall time over the
@@ -378,7 +379,7 @@ func (s *Session) Run(ctx context.Context, tasks []Task) (*SessionSummary, error
 		s.completed = spent == 0
 		return nil, err
 	}
-	needs, samples, scouts, ext, err := s.plan(ctx, tu, tasks, deadline, spent)
+	needs, samples, mins, ext, err := s.plan(ctx, tu, tasks, deadline, spent)
 	if err != nil {
 		// A budget refused before any work: a new run leaves no journal.
 		s.completed = spent == 0
@@ -387,7 +388,7 @@ func (s *Session) Run(ctx context.Context, tasks []Task) (*SessionSummary, error
 	deadline = deadline.Add(ext)
 	sum.Extended += ext
 	if needs != nil {
-		tasks, needs, samples, scouts = costliestFirst(tasks, needs, samples, scouts)
+		tasks, needs, samples, mins = costliestFirst(tasks, needs, samples, mins)
 	}
 	// Every entry's first candidates go to the compile pool now, the first
 	// entry's last (the pool compiles the newest announcement first), so
@@ -426,8 +427,8 @@ func (s *Session) Run(ctx context.Context, tasks []Task) (*SessionSummary, error
 			continue
 		}
 		a, moved, speed := sched.allot(i, func() int { return s.todo(tasks[i:]) })
-		if scouts != nil && scouts[i] {
-			a.Min = s.cfg.Scouts
+		if mins != nil {
+			a.Min = mins[i]
 		}
 		sum.Extended += moved
 		if h.Allotted != nil && needs != nil {
@@ -543,7 +544,7 @@ func (s *Session) Run(ctx context.Context, tasks []Task) (*SessionSummary, error
 // and more than one of them, and returns what each needs (by task index;
 // nil without a plan). When their needs exceed the time left it returns a
 // *PlanError, or with Extend how much later the deadline must be (ext).
-func (s *Session) plan(ctx context.Context, tu *Tuner, tasks []Task, deadline time.Time, spent time.Duration) (needs, samples []time.Duration, scouts []bool, ext time.Duration, err error) {
+func (s *Session) plan(ctx context.Context, tu *Tuner, tasks []Task, deadline time.Time, spent time.Duration) (needs, samples []time.Duration, mins []int, ext time.Duration, err error) {
 	if s.cfg.Budget >= NoWallTime {
 		return nil, nil, nil, 0, nil
 	}
@@ -617,13 +618,17 @@ func (s *Session) plan(ctx context.Context, tu *Tuner, tasks []Task, deadline ti
 		}
 	}
 	if s.cfg.Scouts > 0 && s.cfg.WarmSiblings > 0 {
-		scouts = scoutsOf(tasks, todo, needs, ests)
-		for i, sc := range scouts {
-			if sc {
-				e := *ests[i]
-				e.Min = s.cfg.Scouts
-				pe.Needed += tu.Need(e) - needs[i]
-				needs[i] = tu.Need(e)
+		for i, sc := range scoutsOf(tasks, todo, needs, ests) {
+			if !sc {
+				continue
+			}
+			if n, need := scoutMin(tu, *ests[i], s.cfg.Scouts, needs[i]+scoutExtra); n > 0 {
+				if mins == nil {
+					mins = make([]int, len(tasks))
+				}
+				mins[i] = n
+				pe.Needed += need - needs[i]
+				needs[i] = need
 			}
 		}
 	}
@@ -645,7 +650,7 @@ func (s *Session) plan(ctx context.Context, tu *Tuner, tasks []Task, deadline ti
 	if h.Planned != nil {
 		h.Planned(Plan{Entries: len(todo), Recorded: len(recorded), Needed: pe.Needed, Left: time.Until(deadline), Took: pe.Probe, Extended: ext, Margin: margin, PerEntry: overhead})
 	}
-	return needs, samples, scouts, ext, nil
+	return needs, samples, mins, ext, nil
 }
 
 // recordedEstimates are the estimates of the todo tasks whose entry in
@@ -698,6 +703,25 @@ func sameShapes(shapes [][]int, cases []kernels.Case) bool {
 		}
 	}
 	return true
+}
+
+// scoutExtra is the most a scout is planned for beyond its plain need: on
+// a GPU, where a candidate's build can take a second, a scout then
+// measures what that second buys, not Scouts builds.
+const scoutExtra = time.Second
+
+// scoutMin is the most candidates, up to want, that an entry of estimate e
+// can measure within limit, and its need then; 0 when no more than its
+// plain minimum fit.
+func scoutMin(tu *Tuner, e Estimate, want int, limit time.Duration) (int, time.Duration) {
+	plain := tu.minOf(e.Valid, 0)
+	for n := tu.minOf(e.Valid, want); n > plain; n-- {
+		e.Min = n
+		if need := tu.Need(e); need <= limit {
+			return n, need
+		}
+	}
+	return 0, 0
 }
 
 // scoutsOf marks, among the todo tasks whose probe timed (ests), the
@@ -756,14 +780,15 @@ func remaining(needs []time.Duration, i int) time.Duration {
 // load can leave short of its minimum, and the cheap entries, whose
 // minimum takes a fraction of a second, are the ones that can make do with
 // what is left; time an entry leaves still goes to those after it. The
-// scouts (nil: none) go before all the others, so that their winners are
-// in the file when their families' other entries start.
-func costliestFirst(tasks []Task, needs, samples []time.Duration, scouts []bool) ([]Task, []time.Duration, []time.Duration, []bool) {
+// scouts (a positive minimum in mins; nil: none) go before all the
+// others, so that their winners are in the file when their families'
+// other entries start.
+func costliestFirst(tasks []Task, needs, samples []time.Duration, mins []int) ([]Task, []time.Duration, []time.Duration, []int) {
 	idx := make([]int, len(tasks))
 	for i := range idx {
 		idx[i] = i
 	}
-	scout := func(i int) bool { return scouts != nil && scouts[i] }
+	scout := func(i int) bool { return mins != nil && mins[i] > 0 }
 	sort.SliceStable(idx, func(a, b int) bool {
 		if sa, sb := scout(idx[a]), scout(idx[b]); sa != sb {
 			return sa
@@ -771,17 +796,17 @@ func costliestFirst(tasks []Task, needs, samples []time.Duration, scouts []bool)
 		return needs[idx[a]] > needs[idx[b]]
 	})
 	t2, n2, s2 := make([]Task, len(tasks)), make([]time.Duration, len(tasks)), make([]time.Duration, len(tasks))
-	var sc2 []bool
-	if scouts != nil {
-		sc2 = make([]bool, len(tasks))
+	var m2 []int
+	if mins != nil {
+		m2 = make([]int, len(tasks))
 	}
 	for i, j := range idx {
 		t2[i], n2[i], s2[i] = tasks[j], needs[j], samples[j]
-		if scouts != nil {
-			sc2[i] = scouts[j]
+		if mins != nil {
+			m2[i] = mins[j]
 		}
 	}
-	return t2, n2, s2, sc2
+	return t2, n2, s2, m2
 }
 
 // planCushion is how much more than planned the entries are given room

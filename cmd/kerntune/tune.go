@@ -691,8 +691,9 @@ func (f *TuneOptions) minBeyond() int {
 }
 
 // efforts: quick is a first result in about a minute (one candidate beyond
-// the default at least, each family's cheapest entry first with 24, whose
-// winner the family's other entries try first with those of other classes, two finalists re-timed against the default, fewer final samples,
+// the default at least, each family's cheapest entry first with up to 24
+// (what a second buys), whose winner the family's other entries try first
+// with those of other classes, two finalists re-timed against the default, fewer final samples,
 // no drift guard, a lean extension, planning on one sample of each default:
 // a ranking less sure where the winners are close); default
 // is the measured default; thorough gives the search five times the time
@@ -713,7 +714,7 @@ func effortHelp() string {
 		}
 		extra := ""
 		if e.scouts > 0 {
-			extra += fmt.Sprintf(", each family's cheapest entry first with at least %d candidates", e.scouts)
+			extra += fmt.Sprintf(", each family's cheapest entry first with up to %d candidates (a second's worth)", e.scouts)
 		}
 		if e.warmSiblings > 0 {
 			extra += fmt.Sprintf(", the family's entries of other classes tried first (up to %d)", e.warmSiblings)
