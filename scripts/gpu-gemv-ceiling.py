@@ -21,15 +21,14 @@ cycle. Needs PyTorch with CUDA.
 import torch
 import torch.nn.functional as F
 
+from gpu_graph import graph_replay as _graph_replay
+
 dev = "cuda"
 L2 = torch.cuda.get_device_properties(0).L2_cache_size
 
 
 def copies_for(nbytes):
     return int(min(64, max(1, (2 * L2 + nbytes - 1) // nbytes)))
-
-
-from gpu_graph import graph_replay as _graph_replay
 
 
 def graph_replay(fs, per=40, reps=30):

@@ -16,6 +16,8 @@ import statistics
 import torch
 import torch.nn.functional as F
 
+from gpu_graph import graph_replay
+
 dev = "cuda"
 L2 = torch.cuda.get_device_properties(0).L2_cache_size
 
@@ -35,9 +37,6 @@ def per_launch_events(fs, n=200):
         e.synchronize()
         ts.append(s.elapsed_time(e) * 1000)
     return statistics.median(ts[20:])
-
-
-from gpu_graph import graph_replay
 
 
 rows = []

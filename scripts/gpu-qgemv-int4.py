@@ -12,6 +12,8 @@ Prints one line a shape: `int4 bf16 1xNxK µs`. Needs PyTorch with CUDA.
 
 import torch
 
+from gpu_graph import graph_replay
+
 dev = "cuda"
 L2 = torch.cuda.get_device_properties(0).L2_cache_size
 GROUP = 64
@@ -29,9 +31,6 @@ def pack(n, k):
             except RuntimeError as e:
                 err = e
     raise err
-
-
-from gpu_graph import graph_replay
 
 
 for n, k in [(896, 896), (1152, 896), (896, 4864), (3584, 896), (9728, 896), (4864, 896), (151936, 896)]:

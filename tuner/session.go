@@ -604,7 +604,8 @@ func (s *Session) plan(ctx context.Context, tu *Tuner, tasks []Task, deadline ti
 		// tells the rest.
 		needs[i] = max(est.Setup, time.Millisecond) // positive: still to tune
 		if err == nil {
-			est.NoIncumbent = s.cfg.Replace || incumbentFor(s.cfg.Out, s.info.Key, task) == nil
+			// A recorded entry is the incumbent (recordedEstimates read it).
+			est.NoIncumbent = s.cfg.Replace || !est.Recorded && incumbentFor(s.cfg.Out, s.info.Key, task) == nil
 			needs[i], samples[i] = tu.Need(est), est.Sample
 			ests[i] = &est
 		}

@@ -201,9 +201,8 @@ func runBench(o *BenchOptions) error {
 			if err != nil {
 				row.Error = err.Error()
 			} else {
-				row.AgainstUS = res.AgainstUS
 				if other != nil {
-					row.AgainstRatio = round3(res.MedianUS / res.AgainstUS)
+					row.AgainstUS, row.AgainstRatio = res.AgainstUS, round3(res.MedianUS/res.AgainstUS)
 				}
 				row.TunedUS, row.IQRUS, row.Baseline, row.BaseUS = res.MedianUS, res.IQRUS, res.Baseline, res.BaseUS
 				row.Speedup = round3(report.Speedup(res.BaseUS, res.MedianUS))
