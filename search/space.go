@@ -27,6 +27,10 @@ type Constraint struct {
 	// PerShape constraints hold for one shape of the task only (a tiling
 	// that must divide it): the rest are shared by every entry of a family.
 	PerShape bool
+	// Narrow constraints only narrow what a run searches (tune --where): a
+	// candidate failing one is still valid, so parameters recorded by an
+	// earlier run still compete with the narrowed run's winner.
+	Narrow bool
 }
 
 // Space is a cartesian product of parameters filtered by constraints.
@@ -105,6 +109,16 @@ func (s *Space) Size() int {
 
 // Check reports why c is not a valid candidate of s, or nil.
 func (s *Space) Check(c Candidate) error {
+	return s.check(c, false)
+}
+
+// CheckValid is Check with the Narrow constraints lifted: whether c may run
+// at all, rather than whether this run searches it.
+func (s *Space) CheckValid(c Candidate) error {
+	return s.check(c, true)
+}
+
+func (s *Space) check(c Candidate, lift bool) error {
 	if len(c) != len(s.Params) {
 		return fmt.Errorf("candidate %s has %d parameters, the space has %d", c.Key(), len(c), len(s.Params))
 	}
@@ -125,6 +139,9 @@ func (s *Space) Check(c Candidate) error {
 		}
 	}
 	for _, con := range s.Constraints {
+		if lift && con.Narrow {
+			continue
+		}
 		if err := con.Check(c); err != nil {
 			return fmt.Errorf("%s: %w", con.Name, err)
 		}

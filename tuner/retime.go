@@ -442,7 +442,9 @@ func (m *live) incumbent(space *search.Space, rt *Retiming, contest []*timed) (d
 			return nil, false
 		}
 	}
-	if err := space.Check(inc); err != nil {
+	// --where narrows the search, not what may run: the file's entry still
+	// competes with the narrowed run's winner.
+	if err := space.CheckValid(inc); err != nil {
 		rt.Invalid, rt.Err = true, "not valid here: "+err.Error()
 		return nil, false
 	}

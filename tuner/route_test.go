@@ -2,6 +2,7 @@ package tuner
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -237,5 +238,38 @@ func TestFinalProgramsWarmedAlike(t *testing.T) {
 				break
 			}
 		}
+	}
+}
+
+// tune --where narrows the search, not what may run: a file's entry outside
+// it is still timed against the narrowed run's winner, so that the better
+// of the two is kept (a --where MMA=1 run must not drop a faster MMA=0 entry).
+func TestWhereKeepsIncumbentOutside(t *testing.T) {
+	best := search.Candidate{"BN": 64, "ROWS": 2, "UNROLL": 2, "THREADS": 2}
+	where := search.Constraint{Name: "--where ROWS=4", Check: func(c search.Candidate) error {
+		if c["ROWS"] != 4 {
+			return errors.New("not ROWS=4")
+		}
+		return nil
+	}}
+	task := gemvTask(t)
+	task.Incumbent = best
+	fb := &fakeBackend{rng: rand.New(rand.NewPCG(1, 2)), threadsCap: 4}
+	res, err := New(fb, Config{Strategy: "exhaustive", FinalSamples: 20, Warmup: time.Microsecond, Where: []search.Constraint{where}}).Run(context.Background(), task, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Entry.Params["ROWS"] != 4 {
+		t.Fatalf("winner %v outside --where", res.Entry.Params)
+	}
+	rt := res.Retiming
+	if rt == nil || rt.Invalid {
+		t.Fatalf("retiming %+v: the incumbent outside --where must be timed, not refused", rt)
+	}
+	if len(rt.Samples) != 20 {
+		t.Errorf("%d incumbent samples, want 20", len(rt.Samples))
+	}
+	if !FasterBeyondNoise(rt.Samples, rt.WinnerSamples).Faster {
+		t.Errorf("the incumbent %v (ROWS=2) should beat the narrowed winner %v", best, res.Entry.Params)
 	}
 }

@@ -592,7 +592,10 @@ func (t *Tuner) Space(task Task) (*search.Space, error) {
 		}
 	}
 	sp.Constraints = append(sp.Constraints, info.Limits.Constraints(task.Kernel, task.DType)...)
-	sp.Constraints = append(sp.Constraints, t.cfg.Where...)
+	for _, w := range t.cfg.Where {
+		w.Narrow = true
+		sp.Constraints = append(sp.Constraints, w)
+	}
 	sp.Within = t.spaces.within(task.Kernel.Name+"/"+string(task.DType), sp)
 	return sp, nil
 }
