@@ -622,41 +622,52 @@ KT_INLINE float kt_qm2f(unsigned int w, unsigned int m) {
 }
 #define QM2F(w, m) kt_qm2f((w), (m))
 #if defined(KT_F16) || defined(KT_BF16)
-// 16-bit activations (f16 and bf16 alike): a 4-bit word dequantised two
-// values an instruction, in f16 pairs. (w & 0x000F000F) | 0x64006400 is the
-// pair (1024 + q0, 1024 + q4), whose unit in the last place is 1, and
-// (w & 0x00F000F0) | 0x54005400 the pair (64 + q1, 64 + q5), whose unit is
-// 1/16, so neither needs a shift; w >> 8 gives the values 2, 6, 3 and 7.
-// Subtracting 1032 or 72 leaves q − 8 exactly: centred values halve the
-// products and the sums that f16 rounds. x is staged as the f16 pairs
-// (x0, x4), (x1, x5), (x2, x6), (x3, x7) times 2^-KT_QXS (headroom, so
-// that the f16 sums of a step cannot overflow for any realistic x), and
-// each pair is multiplied and added in one fma.rn.f16x2 into a running
-// pair of the step (a relative 2^-11 per operation); the step's pair is
-// added in f32 (KT_QH2F), scaled back and re-centred with 8·Σx.
+// 16-bit activations (f16 and bf16 alike): a word dequantised two values an
+// instruction, in f16 pairs. A field of a value, masked in both 16-bit
+// halves and ORed with 0x6400 (1024, whose unit in the last place is 1),
+// reads as the pair (1024 + q·2^p), p its offset in the byte, and
+// subtracting 1024 + 2^(bits−1)·2^p leaves (q − 2^(bits−1))·2^p exactly:
+// centred, so the products and the sums that f16 rounds are about half
+// the size. The 2^p cancels in x, staged per pair times 2^-p (with the
+// step's scale), so no value is shifted; w >> 8 (or, at 8 bits, one
+// byte_perm a pair) reaches the high byte of each half. Each pair is then
+// multiplied and added in one fma.rn.f16x2 into a running pair of the
+// step: 13 instructions a 4-bit word (a shift, 4 LOP3s, 4 subtractions, 4
+// fmas), 6 an 8-bit word. The step's pair is added in f32 (KT_QH2F).
 #define KT_QH2 1
-#ifdef KT_BF16
-#define KT_QXS 6
-#else
-#define KT_QXS 2
-#endif
 KT_INLINE float kt_half2f(unsigned short h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
 KT_INLINE unsigned short kt_f2half(float f) { unsigned short h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
 KT_INLINE unsigned int kt_hsub2(unsigned int a, unsigned int b) { unsigned int d; asm("sub.rn.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b)); return d; }
 KT_INLINE unsigned int kt_hfma2(unsigned int a, unsigned int b, unsigned int c) { unsigned int d; asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c)); return d; }
-KT_INLINE unsigned int kt_qpack(float a, float b) {
-  const float s = 1.0f / (float)(1 << KT_QXS);
-  return (unsigned int)kt_f2half(a * s) | ((unsigned int)kt_f2half(b * s) << 16);
-}
+KT_INLINE unsigned int kt_qpack(float a, float b) { return (unsigned int)kt_f2half(a) | ((unsigned int)kt_f2half(b) << 16); }
 #define KT_QPACK(a, b) kt_qpack((a), (b))
+// One word's values, centred, times x's pairs into d: (x0, x8)(x1, x9)...
+// (x7, x15) at 2 bits, (x0, x4)(x1, x5)(x2, x6)(x3, x7) at 4, (x0, x2)(x1,
+// x3) at 8 (each half's low byte's values first, then its high byte's).
+#define KT_QV(w, m, c) kt_hsub2(((w) & (m)) | 0x64006400u, (c))
+KT_INLINE unsigned int kt_qword2h(unsigned int w, uint4 xa, uint4 xb, unsigned int d) {
+  const unsigned int w8 = w >> 8;
+  d = kt_hfma2(xa.x, KT_QV(w, 0x00030003u, 0x64026402u), d);
+  d = kt_hfma2(xa.y, KT_QV(w, 0x000C000Cu, 0x64086408u), d);
+  d = kt_hfma2(xa.z, KT_QV(w, 0x00300030u, 0x64206420u), d);
+  d = kt_hfma2(xa.w, KT_QV(w, 0x00C000C0u, 0x64806480u), d);
+  d = kt_hfma2(xb.x, KT_QV(w8, 0x00030003u, 0x64026402u), d);
+  d = kt_hfma2(xb.y, KT_QV(w8, 0x000C000Cu, 0x64086408u), d);
+  d = kt_hfma2(xb.z, KT_QV(w8, 0x00300030u, 0x64206420u), d);
+  return kt_hfma2(xb.w, KT_QV(w8, 0x00C000C0u, 0x64806480u), d);
+}
 KT_INLINE unsigned int kt_qword4h(unsigned int w, uint4 x, unsigned int d) {
   const unsigned int w8 = w >> 8;
-  d = kt_hfma2(x.x, kt_hsub2((w & 0x000F000Fu) | 0x64006400u, 0x64086408u), d);
-  d = kt_hfma2(x.y, kt_hsub2((w & 0x00F000F0u) | 0x54005400u, 0x54805480u), d);
-  d = kt_hfma2(x.z, kt_hsub2((w8 & 0x000F000Fu) | 0x64006400u, 0x64086408u), d);
-  return kt_hfma2(x.w, kt_hsub2((w8 & 0x00F000F0u) | 0x54005400u, 0x54805480u), d);
+  d = kt_hfma2(x.x, KT_QV(w, 0x000F000Fu, 0x64086408u), d);
+  d = kt_hfma2(x.y, KT_QV(w, 0x00F000F0u, 0x64806480u), d);
+  d = kt_hfma2(x.z, KT_QV(w8, 0x000F000Fu, 0x64086408u), d);
+  return kt_hfma2(x.w, KT_QV(w8, 0x00F000F0u, 0x64806480u), d);
 }
-#define KT_QWORD4H(w, x, d) kt_qword4h((w), (x), (d))
+// 8 bits: byte_perm puts bytes 0 and 2 (then 1 and 3) under 0x64 each.
+KT_INLINE unsigned int kt_qword8h(unsigned int w, uint2 x, unsigned int d) {
+  d = kt_hfma2(x.x, kt_hsub2(__byte_perm(w, 0x64646464u, 0x4240u), 0x64806480u), d);
+  return kt_hfma2(x.y, kt_hsub2(__byte_perm(w, 0x64646464u, 0x4341u), 0x64806480u), d);
+}
 KT_INLINE float kt_qh2f(unsigned int d) { return kt_half2f((unsigned short)(d & 0xffffu)) + kt_half2f((unsigned short)(d >> 16)); }
 #define KT_QH2F(d) kt_qh2f(d)
 #endif
@@ -688,7 +699,9 @@ void kt_loadx4(__global const T* restrict p, int i, float* d) {
 // VEC elements of type elem from element i on (aligned to VEC) into d of
 // type to, with an 8-byte load of vec2 at VEC = 2 and 16-byte ones of vec4
 // from 4 on. to is float (elem T, whose vector types Metal names KT_VEC2
-// and KT_VEC4 and converts) or the word type itself.
+// and KT_VEC4 and converts) or the word type itself. CUDA's loads are
+// streaming (kt_ld<1>: ld.global.cs, evict first): the words it loads, a
+// quantized matrix's, are read once per launch.
 func vecLoad(api API, macro, elem, to, vec string) string {
 	name := "kt_" + strings.ToLower(macro)
 	one, v2, v4 := "p[i]", vec+"2", vec+"4"
@@ -696,8 +709,9 @@ func vecLoad(api API, macro, elem, to, vec string) string {
 	switch api {
 	case CUDA:
 		head = fmt.Sprintf("KT_INLINE void %s(const %s* __restrict__ p, int i, %s* d) {", name, elem, to)
-		ld2 = fmt.Sprintf("*reinterpret_cast<const %s*>(p + i)", v2)
-		ld4 = fmt.Sprintf("*reinterpret_cast<const %s*>(p + i + j)", v4)
+		one = "kt_ld<1>(p + i)"
+		ld2 = fmt.Sprintf("kt_ld<1>(reinterpret_cast<const %s*>(p + i))", v2)
+		ld4 = fmt.Sprintf("kt_ld<1>(reinterpret_cast<const %s*>(p + i + j))", v4)
 		unroll = "  UNROLL_LOOP\n"
 	case Metal:
 		head = fmt.Sprintf("inline void %s(device const %s* p, int i, thread %s* d) {", name, elem, to)

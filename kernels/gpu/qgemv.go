@@ -7,7 +7,8 @@ import (
 )
 
 // qgemvStage is the x values qgemv stages in threadgroup memory at a time:
-// 4 KB of f32 and 1 KB of word sums, a multiple of every group's words.
+// 4 KB of f32 (or 2 KB of f16 pairs) and at most 1 KB of sums of a step's
+// x, a multiple of every group's words.
 const qgemvStage = 1024
 
 // qgemvSource: y = x·dequant(W)ᵀ (+ bias), W in MLX's affine layout:
@@ -20,13 +21,15 @@ const qgemvStage = 1024
 //
 // x is staged in threadgroup memory (padded: XI), XC values at a time, as
 // f32 and pre-scaled by 2^-(bits·j) for the j-th value of each 16-bit half
-// of its word, with the sum of each word's x beside it. A value then needs
+// of its word, with the sum of each step's x beside it. A value then needs
 // no shift: x'·float(w & (mask << bits·j)) = x·q exactly, and where an
 // integer-to-float conversion is slow (CUDA) QM2F(w, mask) makes the float
 // with a mask, an OR and one subtraction. CUDA with 16-bit activations
-// (KT_QH2, f16 and bf16) stages 4-bit words' x as f16 pairs instead and
-// dequantises, multiplies and adds two values an instruction, in f16 over
-// one step of VEC words, in f32 beyond (kt_qword4h in the prelude).
+// (KT_QH2, f16 and bf16) stages x as f16 pairs scaled by a power of two
+// per chunk instead, and reads masked bits as subnormal f16s, so that one
+// f16x2 fma dequantises, multiplies and adds two values of any width (the
+// kt_qword*h of the prelude); a step's sum is in f16, the rest in f32.
+// A step's scale and bias multiply its sums once: s·Σ x·q + β·Σ x.
 //
 // Each step's scales and biases are requested with its weights, and the
 // first step's (and the row's bias) before the staging, so that no load
@@ -69,41 +72,84 @@ const qgemvSource = `
     } \
   }
 #ifdef KT_QH2
-/* CUDA, f16 and bf16: a 4-bit word's x as four f16 pairs, the values
-   (0, 4), (1, 5), (2, 6) and (3, 7) (scaled by 2^-KT_QXS), 16 bytes at
-   XH(wl) (the same padding as XI), so that KT_QWORD4H dequantises,
-   multiplies and adds two values an instruction into the row's f16 pair
-   hq[r] of the step; KT_QEND_4 adds the pair in f32 and undoes the scaling
-   and the centring (q − 8) with 8·Σx. */
-#define XH(wl) (4 * (wl) + (((wl) >> 3) << 2))
-#define KT_QSTAGE_4(wl, xv) { \
-    unsigned int* xh = reinterpret_cast<unsigned int*>(xsh) + XH(wl); \
-    xh[0] = KT_QPACK(xv[0], xv[4]); \
-    xh[1] = KT_QPACK(xv[1], xv[5]); \
-    xh[2] = KT_QPACK(xv[2], xv[6]); \
-    xh[3] = KT_QPACK(xv[3], xv[7]); \
+/* CUDA, f16 and bf16: x as f16 pairs, 16/QB 32-bit pairs a word in the
+   order of kt_qword*h, pair j of a byte times 2^(S − QB·j) (S the step's:
+   KT_QSCALE), at XH(wl, 16/QB) (4 of padding after every 32, as XI), so
+   that a step's words are one shared load each (16 bytes at 4 bits, 8 at
+   8, 2 × 16 at 2) at a constant offset from the step's first, and each
+   dequantises, multiplies and adds two values in 3 instructions into the
+   row's f16 pair hq[r]. The f16 sum of a step holds at most VEC·16/QB
+   values a half (32 at 2 bits and VEC = 4); each of its fmas rounds the
+   centred product's running sum once (a relative 2^-11), about 4e-4 in
+   the relative norm on the odd shapes' data where f16's tolerance is 1e-3.
+   KT_QEND adds the pair in f32, takes the step's 2^-S back out and
+   un-centres it with 2^(QB−1)·Σx. */
+#define XH(wl, pw) ((pw) * (wl) + ((((pw) * (wl)) >> 5) << 2))
+#define KT_QSTAGE_H(QB, wl, xv) { \
+    unsigned int* xp = reinterpret_cast<unsigned int*>(xsh) + XH(wl, 16 / QB); \
+    UNROLL_LOOP \
+    for (int j = 0; j < 8 / QB; ++j) { \
+      const float f = xsc * (1.0f / (float)(1u << (QB * j))); \
+      UNROLL_LOOP \
+      for (int h = 0; h < 2; ++h) \
+        xp[h * (8 / QB) + j] = KT_QPACK(xv[h * (8 / QB) + j] * f, xv[h * (8 / QB) + j + 16 / QB] * f); \
+    } \
+  }
+#define KT_QSTAGE_2(wl, xv) KT_QSTAGE_H(2, wl, xv)
+#define KT_QSTAGE_4(wl, xv) KT_QSTAGE_H(4, wl, xv)
+#define KT_QSTAGE_8(wl, xv) KT_QSTAGE_H(8, wl, xv)
+#define KT_QXH(wl0, v, pw) (reinterpret_cast<const unsigned int*>(xsh) + XH(wl0, pw) + XH(v, pw))
+#define KT_QWORD_2(wl0, ws, v) { \
+    const uint4 xa = *reinterpret_cast<const uint4*>(KT_QXH(wl0, v, 8)); \
+    const uint4 xb = *reinterpret_cast<const uint4*>(KT_QXH(wl0, v, 8) + 4); \
+    UNROLL_LOOP \
+    for (int r = 0; r < RPT; ++r) hq[r] = kt_qword2h(ws[r][v], xa, xb, hq[r]); \
   }
 #define KT_QWORD_4(wl0, ws, v) { \
-    const uint4 xp = *reinterpret_cast<const uint4*>(reinterpret_cast<const unsigned int*>(xsh) + XH(wl0) + XH(v)); \
+    const uint4 xp = *reinterpret_cast<const uint4*>(KT_QXH(wl0, v, 4)); \
     UNROLL_LOOP \
-    for (int r = 0; r < RPT; ++r) hq[r] = KT_QWORD4H(ws[r][v], xp, hq[r]); \
+    for (int r = 0; r < RPT; ++r) hq[r] = kt_qword4h(ws[r][v], xp, hq[r]); \
   }
-#define KT_QBEGIN_4 unsigned int hq[RPT]; UNROLL_LOOP for (int r = 0; r < RPT; ++r) hq[r] = 0u;
-#define KT_QEND_4 UNROLL_LOOP for (int r = 0; r < RPT; ++r) xq[r] = FMA(KT_QH2F(hq[r]), (float)(1 << KT_QXS), 8.0f * xs);
+#define KT_QWORD_8(wl0, ws, v) { \
+    const uint2 xp = *reinterpret_cast<const uint2*>(KT_QXH(wl0, v, 2)); \
+    UNROLL_LOOP \
+    for (int r = 0; r < RPT; ++r) hq[r] = kt_qword8h(ws[r][v], xp, hq[r]); \
+  }
+#define KT_QBEGIN unsigned int hq[RPT]; UNROLL_LOOP for (int r = 0; r < RPT; ++r) hq[r] = 0u;
+#define KT_QEND(QB, i) { \
+    const float u = xwu[i]; \
+    UNROLL_LOOP \
+    for (int r = 0; r < RPT; ++r) xq[r] = FMA(KT_QH2F(hq[r]), u, (float)(1 << (QB - 1)) * xs); \
+  }
+/* A step's scale 2^S from its largest |x| m (2^e ≤ m < 2^(e+1)):
+   S = 10 − QB − e puts the staged x below 2^(11−QB), so that no f16 sum of
+   at most 32 centred products (each below 2^(QB−1) times x) reaches
+   2^15, whatever the activations' range; xsu = 2^-S undoes it. S is held
+   to ±60 so that both are normal floats (a step whose x are all below
+   2^-50, bf16, loses the low bits of its smallest values, x above 2^70
+   overflow f16). */
+#define KT_QSCALE(QB, xv) \
+    float xm = 0.0f; \
+    UNROLL_LOOP \
+    for (int v = 0; v < VEC; ++v) \
+      UNROLL_LOOP \
+      for (int j = 0; j < 32 / QB; ++j) xm = fmaxf(xm, fabsf(xv[v][j])); \
+    const int xe = min(max(137 - QB - (int)((__float_as_uint(xm) >> 23) & 255u), -60), 60); \
+    const float xsc = __uint_as_float((unsigned int)(127 + xe) << 23); \
+    xwu[(wb - cb) / VEC] = __uint_as_float((unsigned int)(127 - xe) << 23);
+#define KT_QSHARED SHARED(float, xwu, XC / 4);
 #else
-#define KT_QSTAGE_4(wl, xv) KT_QSTAGE_F(4, wl, xv)
-#define KT_QWORD_4(wl0, ws, v) KT_QWORD_F(4, wl0, ws, v)
-#define KT_QBEGIN_4
-#define KT_QEND_4
-#endif
-#define KT_QBEGIN_2
-#define KT_QEND_2
-#define KT_QBEGIN_8
-#define KT_QEND_8
 #define KT_QSTAGE_2(wl, xv) KT_QSTAGE_F(2, wl, xv)
-#define KT_QWORD_2(wl0, ws, v) KT_QWORD_F(2, wl0, ws, v)
+#define KT_QSTAGE_4(wl, xv) KT_QSTAGE_F(4, wl, xv)
 #define KT_QSTAGE_8(wl, xv) KT_QSTAGE_F(8, wl, xv)
+#define KT_QWORD_2(wl0, ws, v) KT_QWORD_F(2, wl0, ws, v)
+#define KT_QWORD_4(wl0, ws, v) KT_QWORD_F(4, wl0, ws, v)
 #define KT_QWORD_8(wl0, ws, v) KT_QWORD_F(8, wl0, ws, v)
+#define KT_QBEGIN
+#define KT_QEND(QB, i)
+#define KT_QSCALE(QB, xv)
+#define KT_QSHARED
+#endif
 #define KT_QLOAD(C) { \
     UNROLL_LOOP \
     for (int u = 0; u < UNROLL; ++u) { \
@@ -134,14 +180,20 @@ const qgemvSource = `
       const int c0 = cb + sl * VEC; \
       KT_QLOAD(c0) \
       BARRIER(); \
-      for (int wd = cb + LID; wd < ce; wd += NTHREADS) { \
-        float xv[32 / QB], sum = 0.0f; \
+      /* a thread stages the VEC words of a step and their sum of x */ \
+      for (int wb = cb + LID * VEC; wb < ce; wb += NTHREADS * VEC) { \
+        float xv[VEC][32 / QB], sum = 0.0f; \
         UNROLL_LOOP \
-        for (int j4 = 0; j4 < per; j4 += 4) LOADX4(x, wd * per + j4, xv + j4); \
+        for (int v = 0; v < VEC; ++v) { \
+          UNROLL_LOOP \
+          for (int j4 = 0; j4 < per; j4 += 4) LOADX4(x, (wb + v) * per + j4, xv[v] + j4); \
+          UNROLL_LOOP \
+          for (int j = 0; j < per; ++j) sum += xv[v][j]; \
+        } \
+        KT_QSCALE(QB, xv) \
         UNROLL_LOOP \
-        for (int j = 0; j < per; ++j) sum += xv[j]; \
-        KT_QSTAGE_ ## QB(wd - cb, xv) \
-        xws[wd - cb] = sum; \
+        for (int v = 0; v < VEC; ++v) KT_QSTAGE_ ## QB(wb + v - cb, xv[v]) \
+        xws[(wb - cb) / VEC] = sum; \
       } \
       BARRIER(); \
       for (int c = c0; c < ce; c += UNROLL * step) { \
@@ -150,20 +202,16 @@ const qgemvSource = `
         for (int u = 0; u < UNROLL; ++u) { \
           const int cw = c + u * step; \
           if (cw < ce) { \
-            float xq[RPT], xs = 0.0f; \
+            const float xs = xws[(cw - cb) / VEC]; \
+            float xq[RPT]; \
             UNROLL_LOOP \
             for (int r = 0; r < RPT; ++r) xq[r] = 0.0f; \
-            KT_QBEGIN_ ## QB \
+            KT_QBEGIN \
             UNROLL_LOOP \
-            for (int v = 0; v < VEC; ++v) { \
-              xs += xws[cw - cb + v]; \
-              KT_QWORD_ ## QB(cw - cb, wv[u], v) \
-            } \
-            KT_QEND_ ## QB \
+            for (int v = 0; v < VEC; ++v) KT_QWORD_ ## QB(cw - cb, wv[u], v) \
+            KT_QEND(QB, (cw - cb) / VEC) \
             UNROLL_LOOP \
-            for (int r = 0; r < RPT; ++r) { \
-              acc[r] = FMA(sv[u][r], xq[r], FMA(bv[u][r], xs, acc[r])); \
-            } \
+            for (int r = 0; r < RPT; ++r) acc[r] = FMA(sv[u][r], xq[r], FMA(bv[u][r], xs, acc[r])); \
           } \
         } \
       } \
@@ -174,6 +222,7 @@ const qgemvSource = `
   SHARED(float, red, NTHREADS);
   SHARED(float, xsh, XC + XC / 8);
   SHARED(float, xws, XC / 4);
+  KT_QSHARED
   float acc[RPT], yb[RPT];
   UNROLL_LOOP
   for (int r = 0; r < RPT; ++r) {
@@ -202,7 +251,8 @@ var qgemvBody = &Body{
 	Defines: func(p map[string]int) map[string]int {
 		return map[string]int{"NTHREADS": p["TPR"] * p["RPB"], "XC": qgemvStage}
 	},
-	SharedBytes: func(p map[string]int) int { return 4 * (p["TPR"]*p["RPB"] + qgemvStage + qgemvStage/8 + qgemvStage/4) },
+	// red, xsh, xws and (CUDA with 16-bit activations) xwu.
+	SharedBytes: func(p map[string]int) int { return 4 * (p["TPR"]*p["RPB"] + qgemvStage + qgemvStage/8 + 2*qgemvStage/4) },
 	Geometry: func(shape []int, p map[string]int) Launch {
 		return Launch{Grid: [2]int{ceilDiv(shape[1], p["RPB"]*p["RPT"]), 1}, Threads: p["TPR"] * p["RPB"]}
 	},
