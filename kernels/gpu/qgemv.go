@@ -150,35 +150,58 @@ const qgemvSource = `
 #define KT_QSCALE(QB, xv)
 #define KT_QSHARED
 #endif
-#define KT_QLOAD(C) { \
+#define KT_QLOAD(C, WV, SV, BV) { \
     UNROLL_LOOP \
     for (int u = 0; u < UNROLL; ++u) { \
       UNROLL_LOOP \
       for (int r = 0; r < RPT; ++r) { \
         if (row0 + r < n && (C) + u * step < ce) { \
-          LOADW(w, (row0 + r) * kw + (C) + u * step, wv[u][r]); \
+          LOADW(w, (row0 + r) * kw + (C) + u * step, WV[u][r]); \
           const int g = (row0 + r) * groups + (((C) + u * step) >> gshift); \
-          sv[u][r] = LOAD(scales, g); \
-          bv[u][r] = LOAD(biases, g); \
+          SV[u][r] = LOAD(scales, g); \
+          BV[u][r] = LOAD(biases, g); \
         } else { \
           UNROLL_LOOP \
-          for (int v = 0; v < VEC; ++v) wv[u][r][v] = 0u; \
-          sv[u][r] = 0.0f; \
-          bv[u][r] = 0.0f; \
+          for (int v = 0; v < VEC; ++v) WV[u][r][v] = 0u; \
+          SV[u][r] = 0.0f; \
+          BV[u][r] = 0.0f; \
         } \
       } \
     } \
   }
+/* UNROLL steps from word C on, their words, scales and biases in WV, SV
+   and BV: s·Σ x·q + β·Σ x into acc. */
+#define KT_QSTEPS(QB, C, WV, SV, BV) { \
+    UNROLL_LOOP \
+    for (int u = 0; u < UNROLL; ++u) { \
+      const int cw = (C) + u * step; \
+      if (cw < ce) { \
+        const float xs = xws[(cw - cb) / VEC]; \
+        float xq[RPT]; \
+        UNROLL_LOOP \
+        for (int r = 0; r < RPT; ++r) xq[r] = 0.0f; \
+        KT_QBEGIN \
+        UNROLL_LOOP \
+        for (int v = 0; v < VEC; ++v) KT_QWORD_ ## QB(cw - cb, WV[u], v) \
+        KT_QEND(QB, (cw - cb) / VEC) \
+        UNROLL_LOOP \
+        for (int r = 0; r < RPT; ++r) acc[r] = FMA(SV[u][r], xq[r], FMA(BV[u][r], xs, acc[r])); \
+      } \
+    } \
+  }
+/* Two sets of registers in turn: the loads of the next UNROLL steps are
+   in flight while the current ones are used. */
 #define KT_QDOT(QB) { \
     const int per = 32 / QB; \
     const int cwords = XC / per; \
-    unsigned int wv[UNROLL][RPT][VEC]; \
-    float sv[UNROLL][RPT], bv[UNROLL][RPT]; \
+    const int us = UNROLL * step; \
+    unsigned int wv[UNROLL][RPT][VEC], wn[UNROLL][RPT][VEC]; \
+    float sv[UNROLL][RPT], bv[UNROLL][RPT], sn[UNROLL][RPT], bn[UNROLL][RPT]; \
     for (int cb = 0; cb < kw; cb += cwords) { \
       const int ce = min(cb + cwords, kw); \
       /* the weights of this chunk's first steps, in flight during the staging */ \
       const int c0 = cb + sl * VEC; \
-      KT_QLOAD(c0) \
+      KT_QLOAD(c0, wv, sv, bv) \
       BARRIER(); \
       /* a thread stages the VEC words of a step and their sum of x */ \
       for (int wb = cb + LID * VEC; wb < ce; wb += NTHREADS * VEC) { \
@@ -196,23 +219,12 @@ const qgemvSource = `
         xws[(wb - cb) / VEC] = sum; \
       } \
       BARRIER(); \
-      for (int c = c0; c < ce; c += UNROLL * step) { \
-        if (c != c0) KT_QLOAD(c) \
-        UNROLL_LOOP \
-        for (int u = 0; u < UNROLL; ++u) { \
-          const int cw = c + u * step; \
-          if (cw < ce) { \
-            const float xs = xws[(cw - cb) / VEC]; \
-            float xq[RPT]; \
-            UNROLL_LOOP \
-            for (int r = 0; r < RPT; ++r) xq[r] = 0.0f; \
-            KT_QBEGIN \
-            UNROLL_LOOP \
-            for (int v = 0; v < VEC; ++v) KT_QWORD_ ## QB(cw - cb, wv[u], v) \
-            KT_QEND(QB, (cw - cb) / VEC) \
-            UNROLL_LOOP \
-            for (int r = 0; r < RPT; ++r) acc[r] = FMA(sv[u][r], xq[r], FMA(bv[u][r], xs, acc[r])); \
-          } \
+      for (int c = c0; c < ce; c += 2 * us) { \
+        if (c + us < ce) KT_QLOAD(c + us, wn, sn, bn) \
+        KT_QSTEPS(QB, c, wv, sv, bv) \
+        if (c + us < ce) { \
+          if (c + 2 * us < ce) KT_QLOAD(c + 2 * us, wv, sv, bv) \
+          KT_QSTEPS(QB, c + us, wn, sn, bn) \
         } \
       } \
     } \
@@ -252,7 +264,9 @@ var qgemvBody = &Body{
 		return map[string]int{"NTHREADS": p["TPR"] * p["RPB"], "XC": qgemvStage}
 	},
 	// red, xsh, xws and (CUDA with 16-bit activations) xwu.
-	SharedBytes: func(p map[string]int) int { return 4 * (p["TPR"]*p["RPB"] + qgemvStage + qgemvStage/8 + 2*qgemvStage/4) },
+	SharedBytes: func(p map[string]int) int {
+		return 4 * (p["TPR"]*p["RPB"] + qgemvStage + qgemvStage/8 + 2*qgemvStage/4)
+	},
 	Geometry: func(shape []int, p map[string]int) Launch {
 		return Launch{Grid: [2]int{ceilDiv(shape[1], p["RPB"]*p["RPT"]), 1}, Threads: p["TPR"] * p["RPB"]}
 	},
