@@ -301,10 +301,11 @@ func emuRunNamed(t *testing.T, dir, bin string, b *Body, k *kernels.Kernel, dt k
 }
 
 // TestCUDAEmulatedQgemv runs CUDA qgemv candidates on the CPU on every odd
-// shape their space admits: with f16 and bf16 activations the 4-bit words
-// go through the f16-pair dequantisation (KT_QH2: the f16x2 instructions,
-// emulated with their rounding), which no other API compiles; f32 the
-// staged f32 form. The H100 verifies the real instructions.
+// shape their space admits: with f16 and bf16 activations the words
+// go through the f16-pair dequantisation at every width (KT_QH2: the
+// f16x2 instructions and byte_perm, emulated with their rounding), which
+// no other API compiles; f32 the staged f32 form. The GPU verifies the
+// real instructions.
 func TestCUDAEmulatedQgemv(t *testing.T) {
 	t.Parallel() // the package's long tests share the machine's cores (make test's time)
 	needGXX(t)

@@ -635,6 +635,11 @@ KT_INLINE float kt_qm2f(unsigned int w, unsigned int m) {
 // step: 13 instructions a 4-bit word (a shift, 4 LOP3s, 4 subtractions, 4
 // fmas), 6 an 8-bit word. The step's pair is added in f32 (KT_QH2F).
 #define KT_QH2 1
+#ifdef KT_BF16
+#define KT_QXS0 6
+#else
+#define KT_QXS0 2
+#endif
 KT_INLINE float kt_half2f(unsigned short h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
 KT_INLINE unsigned short kt_f2half(float f) { unsigned short h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
 KT_INLINE unsigned int kt_hsub2(unsigned int a, unsigned int b) { unsigned int d; asm("sub.rn.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b)); return d; }
@@ -699,9 +704,7 @@ void kt_loadx4(__global const T* restrict p, int i, float* d) {
 // VEC elements of type elem from element i on (aligned to VEC) into d of
 // type to, with an 8-byte load of vec2 at VEC = 2 and 16-byte ones of vec4
 // from 4 on. to is float (elem T, whose vector types Metal names KT_VEC2
-// and KT_VEC4 and converts) or the word type itself. CUDA's loads are
-// streaming (kt_ld<1>: ld.global.cs, evict first): the words it loads, a
-// quantized matrix's, are read once per launch.
+// and KT_VEC4 and converts) or the word type itself.
 func vecLoad(api API, macro, elem, to, vec string) string {
 	name := "kt_" + strings.ToLower(macro)
 	one, v2, v4 := "p[i]", vec+"2", vec+"4"
@@ -709,9 +712,8 @@ func vecLoad(api API, macro, elem, to, vec string) string {
 	switch api {
 	case CUDA:
 		head = fmt.Sprintf("KT_INLINE void %s(const %s* __restrict__ p, int i, %s* d) {", name, elem, to)
-		one = "kt_ld<1>(p + i)"
-		ld2 = fmt.Sprintf("kt_ld<1>(reinterpret_cast<const %s*>(p + i))", v2)
-		ld4 = fmt.Sprintf("kt_ld<1>(reinterpret_cast<const %s*>(p + i + j))", v4)
+		ld2 = fmt.Sprintf("*reinterpret_cast<const %s*>(p + i)", v2)
+		ld4 = fmt.Sprintf("*reinterpret_cast<const %s*>(p + i + j)", v4)
 		unroll = "  UNROLL_LOOP\n"
 	case Metal:
 		head = fmt.Sprintf("inline void %s(device const %s* p, int i, thread %s* d) {", name, elem, to)

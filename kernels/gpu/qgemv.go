@@ -73,8 +73,8 @@ const qgemvSource = `
   }
 #ifdef KT_QH2
 /* CUDA, f16 and bf16: x as f16 pairs, 16/QB 32-bit pairs a word in the
-   order of kt_qword*h, pair j of a byte times 2^(S − QB·j) (S the step's:
-   KT_QSCALE), at XH(wl, 16/QB) (4 of padding after every 32, as XI), so
+   order of kt_qword*h, pair j of a byte times 2^-(KT_QXS + QB·j), at
+   XH(wl, 16/QB) (4 of padding after every 32, as XI), so
    that a step's words are one shared load each (16 bytes at 4 bits, 8 at
    8, 2 × 16 at 2) at a constant offset from the step's first, and each
    dequantises, multiplies and adds two values in 3 instructions into the
@@ -82,14 +82,14 @@ const qgemvSource = `
    values a half (32 at 2 bits and VEC = 4); each of its fmas rounds the
    centred product's running sum once (a relative 2^-11), about 4e-4 in
    the relative norm on the odd shapes' data where f16's tolerance is 1e-3.
-   KT_QEND adds the pair in f32, takes the step's 2^-S back out and
-   un-centres it with 2^(QB−1)·Σx. */
+   KT_QEND adds the pair in f32, scales it back and un-centres it with
+   2^(QB−1)·Σx. */
 #define XH(wl, pw) ((pw) * (wl) + ((((pw) * (wl)) >> 5) << 2))
 #define KT_QSTAGE_H(QB, wl, xv) { \
     unsigned int* xp = reinterpret_cast<unsigned int*>(xsh) + XH(wl, 16 / QB); \
     UNROLL_LOOP \
     for (int j = 0; j < 8 / QB; ++j) { \
-      const float f = xsc * (1.0f / (float)(1u << (QB * j))); \
+      const float f = KT_QSC(QB) * (1.0f / (float)(1u << (QB * j))); \
       UNROLL_LOOP \
       for (int h = 0; h < 2; ++h) \
         xp[h * (8 / QB) + j] = KT_QPACK(xv[h * (8 / QB) + j] * f, xv[h * (8 / QB) + j + 16 / QB] * f); \
@@ -116,28 +116,12 @@ const qgemvSource = `
     for (int r = 0; r < RPT; ++r) hq[r] = kt_qword8h(ws[r][v], xp, hq[r]); \
   }
 #define KT_QBEGIN unsigned int hq[RPT]; UNROLL_LOOP for (int r = 0; r < RPT; ++r) hq[r] = 0u;
-#define KT_QEND(QB, i) { \
-    const float u = xwu[i]; \
-    UNROLL_LOOP \
-    for (int r = 0; r < RPT; ++r) xq[r] = FMA(KT_QH2F(hq[r]), u, (float)(1 << (QB - 1)) * xs); \
-  }
-/* A step's scale 2^S from its largest |x| m (2^e ≤ m < 2^(e+1)):
-   S = 10 − QB − e puts the staged x below 2^(11−QB), so that no f16 sum of
-   at most 32 centred products (each below 2^(QB−1) times x) reaches
-   2^15, whatever the activations' range; xsu = 2^-S undoes it. S is held
-   to ±60 so that both are normal floats (a step whose x are all below
-   2^-50, bf16, loses the low bits of its smallest values, x above 2^70
-   overflow f16). */
-#define KT_QSCALE(QB, xv) \
-    float xm = 0.0f; \
-    UNROLL_LOOP \
-    for (int v = 0; v < VEC; ++v) \
-      UNROLL_LOOP \
-      for (int j = 0; j < 32 / QB; ++j) xm = fmaxf(xm, fabsf(xv[v][j])); \
-    const int xe = min(max(137 - QB - (int)((__float_as_uint(xm) >> 23) & 255u), -60), 60); \
-    const float xsc = __uint_as_float((unsigned int)(127 + xe) << 23); \
-    xwu[(wb - cb) / VEC] = __uint_as_float((unsigned int)(127 - xe) << 23);
-#define KT_QSHARED SHARED(float, xwu, XC / 4);
+#define KT_QEND(QB) UNROLL_LOOP for (int r = 0; r < RPT; ++r) xq[r] = FMA(KT_QH2F(hq[r]), (float)(1 << KT_QXS(QB)), (float)(1 << (QB - 1)) * xs);
+/* x's scale 2^-KT_QXS(QB): headroom so that no f16 sum of a step (at most
+   64/QB centred products, each below 2^(QB−1)·|x|·2^-KT_QXS) overflows for
+   |x| below 2^11 (f16) or 2^15 (bf16), the same bound at every width. */
+#define KT_QXS(QB) (KT_QXS0 + ((QB) == 8 ? 3 : (QB) == 2 ? -1 : 0))
+#define KT_QSC(QB) (1.0f / (float)(1 << KT_QXS(QB)))
 #else
 #define KT_QSTAGE_2(wl, xv) KT_QSTAGE_F(2, wl, xv)
 #define KT_QSTAGE_4(wl, xv) KT_QSTAGE_F(4, wl, xv)
@@ -146,9 +130,7 @@ const qgemvSource = `
 #define KT_QWORD_4(wl0, ws, v) KT_QWORD_F(4, wl0, ws, v)
 #define KT_QWORD_8(wl0, ws, v) KT_QWORD_F(8, wl0, ws, v)
 #define KT_QBEGIN
-#define KT_QEND(QB, i)
-#define KT_QSCALE(QB, xv)
-#define KT_QSHARED
+#define KT_QEND(QB)
 #endif
 #define KT_QLOAD(C, WV, SV, BV) { \
     UNROLL_LOOP \
@@ -176,14 +158,16 @@ const qgemvSource = `
     for (int u = 0; u < UNROLL; ++u) { \
       const int cw = (C) + u * step; \
       if (cw < ce) { \
-        const float xs = xws[(cw - cb) / VEC]; \
-        float xq[RPT]; \
+        float xq[RPT], xs = 0.0f; \
         UNROLL_LOOP \
         for (int r = 0; r < RPT; ++r) xq[r] = 0.0f; \
         KT_QBEGIN \
         UNROLL_LOOP \
-        for (int v = 0; v < VEC; ++v) KT_QWORD_ ## QB(cw - cb, WV[u], v) \
-        KT_QEND(QB, (cw - cb) / VEC) \
+        for (int v = 0; v < VEC; ++v) { \
+          xs += xws[cw - cb + v]; \
+          KT_QWORD_ ## QB(cw - cb, WV[u], v) \
+        } \
+        KT_QEND(QB) \
         UNROLL_LOOP \
         for (int r = 0; r < RPT; ++r) acc[r] = FMA(SV[u][r], xq[r], FMA(BV[u][r], xs, acc[r])); \
       } \
@@ -203,20 +187,14 @@ const qgemvSource = `
       const int c0 = cb + sl * VEC; \
       KT_QLOAD(c0, wv, sv, bv) \
       BARRIER(); \
-      /* a thread stages the VEC words of a step and their sum of x */ \
-      for (int wb = cb + LID * VEC; wb < ce; wb += NTHREADS * VEC) { \
-        float xv[VEC][32 / QB], sum = 0.0f; \
+      for (int wd = cb + LID; wd < ce; wd += NTHREADS) { \
+        float xv[32 / QB], sum = 0.0f; \
         UNROLL_LOOP \
-        for (int v = 0; v < VEC; ++v) { \
-          UNROLL_LOOP \
-          for (int j4 = 0; j4 < per; j4 += 4) LOADX4(x, (wb + v) * per + j4, xv[v] + j4); \
-          UNROLL_LOOP \
-          for (int j = 0; j < per; ++j) sum += xv[v][j]; \
-        } \
-        KT_QSCALE(QB, xv) \
+        for (int j4 = 0; j4 < per; j4 += 4) LOADX4(x, wd * per + j4, xv + j4); \
         UNROLL_LOOP \
-        for (int v = 0; v < VEC; ++v) KT_QSTAGE_ ## QB(wb + v - cb, xv[v]) \
-        xws[(wb - cb) / VEC] = sum; \
+        for (int j = 0; j < per; ++j) sum += xv[j]; \
+        KT_QSTAGE_ ## QB(wd - cb, xv) \
+        xws[wd - cb] = sum; \
       } \
       BARRIER(); \
       for (int c = c0; c < ce; c += 2 * us) { \
@@ -234,7 +212,6 @@ const qgemvSource = `
   SHARED(float, red, NTHREADS);
   SHARED(float, xsh, XC + XC / 8);
   SHARED(float, xws, XC / 4);
-  KT_QSHARED
   float acc[RPT], yb[RPT];
   UNROLL_LOOP
   for (int r = 0; r < RPT; ++r) {
@@ -263,10 +240,7 @@ var qgemvBody = &Body{
 	Defines: func(p map[string]int) map[string]int {
 		return map[string]int{"NTHREADS": p["TPR"] * p["RPB"], "XC": qgemvStage}
 	},
-	// red, xsh, xws and (CUDA with 16-bit activations) xwu.
-	SharedBytes: func(p map[string]int) int {
-		return 4 * (p["TPR"]*p["RPB"] + qgemvStage + qgemvStage/8 + 2*qgemvStage/4)
-	},
+	SharedBytes: func(p map[string]int) int { return 4 * (p["TPR"]*p["RPB"] + qgemvStage + qgemvStage/8 + qgemvStage/4) },
 	Geometry: func(shape []int, p map[string]int) Launch {
 		return Launch{Grid: [2]int{ceilDiv(shape[1], p["RPB"]*p["RPT"]), 1}, Threads: p["TPR"] * p["RPB"]}
 	},
