@@ -7,8 +7,8 @@ import (
 )
 
 // qgemvStage is the x values qgemv stages in threadgroup memory at a time:
-// 4 KB of f32 (or 2 KB of f16 pairs) and at most 1 KB of sums of a step's
-// x, a multiple of every group's words.
+// 4 KB of f32 (or about 2 KB of f16 pairs) and at most 1 KB of word sums,
+// a multiple of every group's words.
 const qgemvStage = 1024
 
 // qgemvSource: y = x·dequant(W)ᵀ (+ bias), W in MLX's affine layout:
@@ -21,15 +21,15 @@ const qgemvStage = 1024
 //
 // x is staged in threadgroup memory (padded: XI), XC values at a time, as
 // f32 and pre-scaled by 2^-(bits·j) for the j-th value of each 16-bit half
-// of its word, with the sum of each step's x beside it. A value then needs
+// of its word, with the sum of each word's x beside it. A value then needs
 // no shift: x'·float(w & (mask << bits·j)) = x·q exactly, and where an
 // integer-to-float conversion is slow (CUDA) QM2F(w, mask) makes the float
 // with a mask, an OR and one subtraction. CUDA with 16-bit activations
-// (KT_QH2, f16 and bf16) stages x as f16 pairs scaled by a power of two
-// per chunk instead, and reads masked bits as subnormal f16s, so that one
-// f16x2 fma dequantises, multiplies and adds two values of any width (the
-// kt_qword*h of the prelude); a step's sum is in f16, the rest in f32.
-// A step's scale and bias multiply its sums once: s·Σ x·q + β·Σ x.
+// (KT_QH2, f16 and bf16) stages x as f16 pairs instead and dequantises
+// two centred values of any width in two instructions (the 0x6400 magic),
+// multiplying and adding them in a third (the kt_qword*h of the prelude);
+// a step's sum is in f16, the rest in f32. A step's scale and bias
+// multiply its sums once: s·Σ x·q + β·Σ x.
 //
 // Each step's scales and biases are requested with its weights, and the
 // first step's (and the row's bias) before the staging, so that no load
@@ -173,14 +173,11 @@ const qgemvSource = `
       } \
     } \
   }
-/* Two sets of registers in turn: the loads of the next UNROLL steps are
-   in flight while the current ones are used. */
 #define KT_QDOT(QB) { \
     const int per = 32 / QB; \
     const int cwords = XC / per; \
-    const int us = UNROLL * step; \
-    unsigned int wv[UNROLL][RPT][VEC], wn[UNROLL][RPT][VEC]; \
-    float sv[UNROLL][RPT], bv[UNROLL][RPT], sn[UNROLL][RPT], bn[UNROLL][RPT]; \
+    unsigned int wv[UNROLL][RPT][VEC]; \
+    float sv[UNROLL][RPT], bv[UNROLL][RPT]; \
     for (int cb = 0; cb < kw; cb += cwords) { \
       const int ce = min(cb + cwords, kw); \
       /* the weights of this chunk's first steps, in flight during the staging */ \
@@ -197,13 +194,9 @@ const qgemvSource = `
         xws[wd - cb] = sum; \
       } \
       BARRIER(); \
-      for (int c = c0; c < ce; c += 2 * us) { \
-        if (c + us < ce) KT_QLOAD(c + us, wn, sn, bn) \
+      for (int c = c0; c < ce; c += UNROLL * step) { \
+        if (c != c0) KT_QLOAD(c, wv, sv, bv) \
         KT_QSTEPS(QB, c, wv, sv, bv) \
-        if (c + us < ce) { \
-          if (c + 2 * us < ce) KT_QLOAD(c + 2 * us, wv, sv, bv) \
-          KT_QSTEPS(QB, c + us, wn, sn, bn) \
-        } \
       } \
     } \
   }
