@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # qgemv (4-bit and 8-bit, group 64) on an NVIDIA GPU against PyTorch's int4
-# kernel, in one run on one machine (H200: about 3 minutes at the default
+# kernel, in one run on one machine (H200: about 4 minutes at the default
 # budgets). Build here first (CGO_ENABLED=0 go build -o DIR/kerntune
 # ./cmd/kerntune), then run this there from the repository root:
 #   scripts/gpu-decode.sh DIR/kerntune [DIR/kerntune-base]
