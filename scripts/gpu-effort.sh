@@ -1,20 +1,39 @@
 #!/usr/bin/env bash
-# tune --effort on a CUDA GPU (H200), for a machine without Go: build
-# bin/kerntune with `make gpu-binaries`, then run this from the repository
-# root. The default workload in f16: --effort quick from an empty file and
-# an empty compile cache, then --effort default into another file (the
-# compile cache now warm). Logs and files go to $OUT; each run's wall time,
-# summary and plan lines are printed.
+# tune --effort and device busy on a CUDA GPU (H200), for a machine without
+# Go: build bin/kerntune with `make gpu-binaries`, then run this from the
+# repository root (about 8 minutes). The default workload in $DTYPE (f16):
+#   1. --effort quick from an empty compile cache (a first run);
+#   2. --effort default from another empty cache, then again with the
+#      cache it left (the device busy targets: first and second run);
+#   3. scripts/effort-compare.py: the quick file's winners against the
+#      second default run's, benched in turn on this GPU.
+# Logs, traces and files go to $OUT; a table of wall time, device busy and
+# candidates per entry, and the comparison, are printed last.
 set -uo pipefail
 . "$(dirname "$0")/gpu-common.sh"
-kt=./bin/kerntune
-export KERNTUNE_CACHE_DIR=$OUT/kernel-cache
-for effort in ${EFFORTS:-quick default}; do
-  step "tune --effort $effort, f16"
-  t0=$(date +%s)
-  run $kt tune --backend cuda --dtype f16 --effort $effort --out "$OUT/hp-$effort.json" --trace "$OUT/trace-$effort.jsonl" > "$OUT/tune-$effort.log" 2>&1
-  echo "wall $(( $(date +%s) - t0 )) s"
-  grep -E '^device|plan:|of the run|--extend|wrote|FAILED|too small' "$OUT/tune-$effort.log" | cut -c1-300
-done
-rm -rf "$KERNTUNE_CACHE_DIR"
+kt=${KT:-./bin/kerntune}
+dt=${DTYPE:-f16}
+rows=()
+tune() { # NAME CACHE ARGS...
+  local name=$1 cache=$2 t0 wall
+  shift 2
+  step "tune $name, $dt"
+  t0=$(date +%s%N)
+  KERNTUNE_CACHE_DIR=$cache run "$kt" tune --backend cuda --dtype "$dt" --out "$OUT/hp-$name.json" \
+    --trace "$OUT/trace-$name.jsonl" "$@" > "$OUT/tune-$name.log" 2>&1
+  wall=$(( ($(date +%s%N) - t0) / 100000000 ))
+  grep -E '^device|plan:|of the run|--extend|wrote|FAILED|too small' "$OUT/tune-$name.log" | cut -c1-300
+  rows+=("$(printf '%-10s wall %4d.%d s; %s' "$name" $((wall / 10)) $((wall % 10)) "$(grep -o 'device busy [0-9]* % of the run; candidates measured per entry: min [0-9]*, median [0-9]*, max [0-9]*' "$OUT/tune-$name.log")")")
+}
+rm -rf "$OUT/cache-quick" "$OUT/cache-default"
+tune quick "$OUT/cache-quick" --effort quick
+tune default-1 "$OUT/cache-default" --effort default
+tune default-2 "$OUT/cache-default" --effort default
+step "quick's winners against the second default run's (bench, in turn)"
+run python3 "$(dirname "$0")/effort-compare.py" "$kt" cuda "$dt" "$OUT/hp-quick.json" "$OUT/hp-default-2.json" | tee "$OUT/compare.txt"
+rm -rf "$OUT/cache-quick" "$OUT/cache-default"
+gzip -f "$OUT"/trace-*.jsonl
+step "summary"
+printf '%s\n' "${rows[@]}"
+tail -1 "$OUT/compare.txt"
 exit $status

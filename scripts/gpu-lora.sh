@@ -14,11 +14,16 @@
 # decode shapes (m ≤ 16) fused ≤ 0.6 × unfused; at prefill, an entry that
 # routes to whichever is faster. Logs and files go under $OUT.
 #   scripts/gpu-lora.sh
-# Budgets (seconds): LF16 (150) for the f16 default workload, LPRE (75)
-# for the three prefill shapes, LF32 (90, 0: skip f32) for f32.
+# Budgets (seconds): LF16 (150) for the f16 default workload, LPRE (75,
+# 0: skip) for the three prefill shapes, LF32 (90, 0: skip f32) for f32.
+# LMMA (0: skip) is a second f16 tune on the default workload over the
+# matrix-unit candidates alone (--where MMA=1), whose entries the file keeps
+# where they beat the first tune's.
+# KT names another kerntune binary (default ./bin/kerntune). The f16 tune
+# leaves its trace (every candidate measured) in $OUT/trace-lora-f16.jsonl.
 set -uo pipefail
 . "$(dirname "$0")/gpu-common.sh"
-kt=./bin/kerntune
+kt=${KT:-./bin/kerntune}
 params="$OUT/hardware_params.json"
 # --shape takes dims only (no bias): the fused-qkv projection runs without its bias here.
 prefill=(512x4864x896x16 512x896x4864x16 512x1152x896x16)
@@ -28,13 +33,22 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=c
 
 start=$(date +%s)
 step "tune lora f16 (${LF16:-150}s)"
-run $kt tune --backend cuda --dtype f16 --kernel lora --budget "${LF16:-150}s" --out "$params" > "$OUT/tune-lora-f16.log" 2>&1
+run $kt tune --backend cuda --dtype f16 --kernel lora --budget "${LF16:-150}s" --out "$params" \
+  --trace "$OUT/trace-lora-f16.jsonl" > "$OUT/tune-lora-f16.log" 2>&1
 grep -E "^lora |wrote|failed" "$OUT/tune-lora-f16.log" | tail -8
-step "tune lora f16 on the other prefill projections one by one (${LPRE:-75}s)"
+if [ "${LMMA:-0}" != 0 ]; then
+  step "tune lora f16 on the matrix units (--where MMA=1, ${LMMA}s)"
+  run $kt tune --backend cuda --dtype f16 --kernel lora --budget "${LMMA}s" --where MMA=1 --out "$params" \
+    --trace "$OUT/trace-lora-f16-mma.jsonl" > "$OUT/tune-lora-f16-mma.log" 2>&1
+  grep -E "^lora |wrote|failed|kept" "$OUT/tune-lora-f16-mma.log" | tail -8
+fi
 shapes=()
 for s in "${prefill[@]}"; do shapes+=(--shape "$s"); done
-run $kt tune --backend cuda --dtype f16 --kernel lora --budget "${LPRE:-75}s" "${shapes[@]}" --out "$params" > "$OUT/tune-lora-f16-prefill.log" 2>&1
-grep -E "^lora |wrote|failed" "$OUT/tune-lora-f16-prefill.log" | tail -4
+if [ "${LPRE:-75}" != 0 ]; then
+  step "tune lora f16 on the other prefill projections one by one (${LPRE:-75}s)"
+  run $kt tune --backend cuda --dtype f16 --kernel lora --budget "${LPRE:-75}s" "${shapes[@]}" --out "$params" > "$OUT/tune-lora-f16-prefill.log" 2>&1
+  grep -E "^lora |wrote|failed" "$OUT/tune-lora-f16-prefill.log" | tail -4
+fi
 dts=(f16)
 if [ "${LF32:-90}" != 0 ]; then
   step "tune lora f32 (${LF32:-90}s)"
@@ -50,10 +64,12 @@ for dt in "${dts[@]}"; do
     --json-out "$OUT/bench-lora-$dt.json" > "$OUT/bench-lora-$dt.txt" 2>&1
   cat "$OUT/bench-lora-$dt.txt"
 done
-step "bench lora f16 on the other prefill projections"
-run $kt bench --backend cuda --dtype f16 --params "$params" --kernel lora -q --samples 100 "${shapes[@]}" \
-  --json-out "$OUT/bench-lora-f16-prefill.json" > "$OUT/bench-lora-f16-prefill.txt" 2>&1
-cat "$OUT/bench-lora-f16-prefill.txt"
+if [ "${LPRE:-75}" != 0 ]; then
+  step "bench lora f16 on the other prefill projections"
+  run $kt bench --backend cuda --dtype f16 --params "$params" --kernel lora -q --samples 100 "${shapes[@]}" \
+    --json-out "$OUT/bench-lora-f16-prefill.json" > "$OUT/bench-lora-f16-prefill.txt" 2>&1
+  cat "$OUT/bench-lora-f16-prefill.txt"
+fi
 echo "the whole run took $(( $(date +%s) - start )) s"
 
 # Where each shape's entry routes: `kerntune get` resolves it as an

@@ -9,7 +9,6 @@ total exceeds twice the last-level cache, as kerntune's CUDA timing does.
 Prints one line a shape: `int4 bf16 1xNxK µs`. Needs PyTorch with CUDA.
     python3 scripts/gpu-qgemv-int4.py
 """
-import statistics
 
 import torch
 
@@ -32,29 +31,7 @@ def pack(n, k):
     raise err
 
 
-def graph_replay(fs, per=40, reps=20):
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for f in fs:
-            f()
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for i in range(per):
-            fs[i % len(fs)]()
-    g.replay()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(reps):
-        a = torch.cuda.Event(enable_timing=True)
-        b = torch.cuda.Event(enable_timing=True)
-        a.record()
-        g.replay()
-        b.record()
-        b.synchronize()
-        ts.append(a.elapsed_time(b) * 1000 / per)
-    return statistics.median(ts)
+from gpu_graph import graph_replay
 
 
 for n, k in [(896, 896), (1152, 896), (896, 4864), (3584, 896), (9728, 896), (4864, 896), (151936, 896)]:

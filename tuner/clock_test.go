@@ -365,3 +365,47 @@ func TestNextEntryAnnouncedAhead(t *testing.T) {
 		t.Errorf("first announced %s, want the next entry's default %s", ahead[0], def)
 	}
 }
+
+// While the search waits for a compile on a backend that says which are
+// done, the device samples the leaders instead of idling: busy rises well
+// above a wait in Build, for the same candidates, and the candidate
+// being built is not charged the leaders' samples.
+func TestCompileWaitsFilled(t *testing.T) {
+	run := func(readier bool) (*Result, *readyPool) {
+		pb := &poolBackend{slowBackend: slowBackend{fakeBackend: fakeBackend{rng: rand.New(rand.NewPCG(1, 2)), threadsCap: 4},
+			build: 80 * time.Millisecond, output: time.Millisecond, run: 200 * time.Microsecond}, ready: map[string]time.Time{}}
+		var b device.Backend = pb
+		rp := &readyPool{poolBackend: pb}
+		if readier {
+			b = rp
+		}
+		cfg := Config{Strategy: "bo", Seed: 1, FinalSamples: 5, MaxEvals: 12, Warmup: time.Microsecond, Batch: 4}
+		res, err := New(b, cfg).Run(context.Background(), gemvTask(t), time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res, rp
+	}
+	plain, _ := run(false)
+	filled, _ := run(true)
+	t.Logf("waiting in Build: %+v\nfilled: %+v", *plain.Time, *filled.Time)
+	if plain.Entry.Evaluations != 12 || filled.Entry.Evaluations != 12 {
+		t.Fatalf("measured %d and %d candidates, want 12 each", plain.Entry.Evaluations, filled.Entry.Evaluations)
+	}
+	if filled.Time.BusyPct < plain.Time.BusyPct+20 {
+		t.Errorf("device busy %.0f%% sampling leaders during compiles, %.0f%% waiting", filled.Time.BusyPct, plain.Time.BusyPct)
+	}
+	most := 0
+	for _, m := range filled.Trace {
+		most = max(most, m.Samples)
+		// A sample takes 0.2 ms a shape; a candidate charged the leaders'
+		// samples taken while it compiled (80 ms) would show far more a
+		// sample of its own.
+		if m.Samples > 0 && m.MeasureS/float64(m.Samples) > 0.005 {
+			t.Errorf("%s charged %.3fs of measuring for %d samples: the leaders' samples counted as its own", m.Key, m.MeasureS, m.Samples)
+		}
+	}
+	if most <= 20 {
+		t.Errorf("the most samples of a candidate is %d: the leaders gained none", most)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -82,6 +83,13 @@ type live struct {
 	clk      *clock // where the entry's time goes; nil outside Tuner.Run
 	dataSeed uint64
 	nloaded  uint64
+	// verifyDevice is the last verification's time in runs and reads.
+	verifyDevice time.Duration
+	// drawn are the task's problems drawn ahead, or nil.
+	drawn *Drawn
+	// filled is the time fillWait spent on leaders during the current
+	// measure, which is theirs.
+	filled split
 }
 
 // newLive returns task's live measurer, which charges its time to clk
@@ -95,16 +103,17 @@ func newLive(t *Tuner, task Task, clk *clock) *live {
 func (m *live) measure(c search.Candidate, n int) ([]float64, error) {
 	key := c.Key()
 	s0 := m.clk.split()
+	m.filled = split{}
 	s, err := m.samples(c, n)
 	spent := m.clk.since(s0)
 	cd := m.cands[key]
 	for i := range spent {
-		cd.spent[i] += spent[i]
+		cd.spent[i] += spent[i] - m.filled[i]
 	}
 	if err == nil && m.t.cfg.Verbose {
 		fmt.Fprintf(m.t.cfg.Log, "  %-40s %10.2f µs (n=%d)\n", key, medianUS(cd.samples), len(cd.samples))
 		if spent[phaseCompile]+spent[phaseVerify] > 0 {
-			fmt.Fprintf(m.t.cfg.Log, "  %-40s build %.3fs, verify %.3fs\n", key, spent.seconds(phaseCompile), spent.seconds(phaseVerify))
+			fmt.Fprintf(m.t.cfg.Log, "  %-40s build %.3fs, verify %.3fs (its runs and reads on the device %.3fs)\n", key, spent.seconds(phaseCompile), spent.seconds(phaseVerify), m.verifyDevice.Seconds())
 		}
 	}
 	return s, err
@@ -163,6 +172,7 @@ func (m *live) built(c search.Candidate) *candidate {
 	key := c.Key()
 	cd := m.cands.get(c)
 	if cd.prog == nil && cd.err == nil {
+		m.fillWait(c)
 		tb := time.Now()
 		prog, err := m.t.b.Build(m.task.Kernel, m.task.DType, c)
 		m.clk.add(phaseCompile, tb)
@@ -177,6 +187,64 @@ func (m *live) built(c search.Candidate) *candidate {
 		}
 	}
 	return cd
+}
+
+// fillWait takes samples of the fastest candidates measured so far, one
+// at a time, while c's compile is not done on a backend that says so
+// (device.Readier): the device would otherwise wait, and the leaders'
+// medians, from which the final timing picks the finalists it screens,
+// gain samples that cost no wall time. A leader is sampled up to
+// fillMaxSamples; without one, or after a sample fails, Build waits.
+func (m *live) fillWait(c search.Candidate) {
+	r, ok := m.t.b.(device.Readier)
+	if !ok {
+		return
+	}
+	// The leaders are chosen once a wait (sorting every candidate's
+	// samples each round would cost the host more than a sample).
+	lead := m.cands.leaders(max(2, m.t.cfg.Finalists), fillMaxSamples)
+	for len(lead) > 0 && !r.Ready(m.task.Kernel, m.task.DType, c) {
+		lead = slices.DeleteFunc(lead, func(cd *candidate) bool { return len(cd.samples) >= fillMaxSamples })
+		for _, cd := range lead {
+			s0 := m.clk.split()
+			tot, _, err := m.sample(cd.prog, 1)
+			// The leader's time, not the candidate's whose measure this is.
+			d := m.clk.since(s0)
+			for i := range d {
+				cd.spent[i] += d[i]
+				m.filled[i] += d[i]
+			}
+			if err != nil {
+				return
+			}
+			cd.samples = append(cd.samples, tot...)
+			if r.Ready(m.task.Kernel, m.task.DType, c) {
+				return
+			}
+		}
+	}
+}
+
+// fillMaxSamples bounds the samples fillWait gives a leader.
+const fillMaxSamples = 64
+
+// leaders are up to k candidates measured without error, with a program
+// and fewer than max samples, the fastest by median first.
+func (cs candidates) leaders(k, max int) []*candidate {
+	var out []*candidate
+	for _, cd := range cs {
+		if cd.err == nil && cd.prog != nil && len(cd.samples) > 0 && len(cd.samples) < max {
+			out = append(out, cd)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		mi, mj := stats.Median(out[i].samples), stats.Median(out[j].samples)
+		if mi != mj {
+			return mi < mj
+		}
+		return out[i].cand.Key() < out[j].cand.Key()
+	})
+	return out[:min(k, len(out))]
 }
 
 // ready verifies a program and warms it up: the one path by which a
@@ -200,6 +268,10 @@ func (m *live) ready(prog device.Program, cand search.Candidate) error {
 // cand are skipped (cand is nil for a baseline, which takes every shape).
 func (m *live) verify(prog device.Program, cand search.Candidate) error {
 	defer m.clk.add(phaseVerify, time.Now())
+	if m.clk != nil {
+		d0 := m.clk.device
+		defer func() { m.verifyDevice = m.clk.device - d0 }()
+	}
 	ps, _ := m.task.Kernel.Space(m.t.b.Info().Backend)
 	checked := 0
 	for i, l := range append(append([]*loaded{}, m.odd...), m.problems...) {
@@ -309,13 +381,17 @@ func (m *live) sample(prog device.Program, n int) (totals []float64, perProblem 
 }
 
 func (m *live) load() error {
-	for _, c := range m.task.Kernel.Odd {
-		if err := m.loadOne(c, false); err != nil {
-			return err
-		}
+	pre := m.drawn.take(m.task)
+	if pre != nil {
+		m.dataSeed = m.drawn.seed
 	}
-	for _, c := range m.task.Cases {
-		if err := m.loadOne(c, true); err != nil {
+	cases := append(append([]kernels.Case{}, m.task.Kernel.Odd...), m.task.Cases...)
+	for i, c := range cases {
+		var p *kernels.Problem
+		if pre != nil {
+			p = pre[i]
+		}
+		if err := m.loadOne(c, i >= len(m.task.Kernel.Odd), p); err != nil {
 			return err
 		}
 	}
@@ -327,9 +403,62 @@ func (m *live) load() error {
 	return nil
 }
 
-// loadOne draws a case's inputs and loads them; timed cases of memory-bound
-// families get enough input copies to stream past the last-level cache.
-func (m *live) loadOne(c kernels.Case, timed bool) error {
+// Drawn are a task's problems (its odd shapes, then its cases), drawn
+// with their float64 references on a goroutine of their own ahead of the
+// entry (Allotment.Drawn): a device other than the host's CPU then times
+// the entry before instead of waiting for them.
+type Drawn struct {
+	task  Task
+	seed  uint64
+	done  chan struct{}
+	probs []*kernels.Problem
+	err   error
+}
+
+// DrawAhead starts drawing task's problems as its entry would, with the
+// configured data seed (a random one without).
+func (t *Tuner) DrawAhead(task Task) *Drawn {
+	d := &Drawn{task: task, seed: t.cfg.DataSeed, done: make(chan struct{})}
+	for d.seed == 0 {
+		d.seed = rand.Uint64()
+	}
+	go func() {
+		defer close(d.done)
+		for i, c := range append(append([]kernels.Case{}, task.Kernel.Odd...), task.Cases...) {
+			p, err := kernels.NewSeededProblem(task.Kernel, task.DType, c, problemSeed(d.seed, uint64(i+1)))
+			if err != nil {
+				d.err = err
+				return
+			}
+			p.Reference()
+			d.probs = append(d.probs, p)
+		}
+	}()
+	return d
+}
+
+// take waits for the problems when they are task's, drawn without error;
+// otherwise (nil d included) it returns nil and the entry draws its own.
+func (d *Drawn) take(task Task) []*kernels.Problem {
+	if d == nil || d.task.Kernel != task.Kernel || d.task.DType != task.DType || d.task.Key() != task.Key() {
+		return nil
+	}
+	<-d.done
+	if d.err != nil || len(d.probs) != len(task.Kernel.Odd)+len(task.Cases) {
+		return nil
+	}
+	return d.probs
+}
+
+// problemSeed is the seed of the n-th problem (from 1) an entry draws from
+// its data seed: each problem has its own, so that a worker process can
+// draw it again.
+func problemSeed(seed, n uint64) uint64 { return seed ^ (n * 0x9e3779b97f4a7c15) }
+
+// loadOne draws a case's inputs (or takes p, drawn ahead) and loads them;
+// timed cases of memory-bound families get enough input copies to stream
+// past the last-level cache.
+func (m *live) loadOne(c kernels.Case, timed bool, p *kernels.Problem) error {
 	info := m.t.b.Info()
 	if m.dataSeed == 0 {
 		m.dataSeed = m.t.cfg.DataSeed
@@ -337,11 +466,12 @@ func (m *live) loadOne(c kernels.Case, timed bool) error {
 			m.dataSeed = rand.Uint64()
 		}
 	}
-	// Each problem has its own seed so a worker process can regenerate it.
 	m.nloaded++
-	p, err := kernels.NewSeededProblem(m.task.Kernel, m.task.DType, c, m.dataSeed^(m.nloaded*0x9e3779b97f4a7c15))
-	if err != nil {
-		return err
+	if p == nil {
+		var err error
+		if p, err = kernels.NewSeededProblem(m.task.Kernel, m.task.DType, c, problemSeed(m.dataSeed, m.nloaded)); err != nil {
+			return err
+		}
 	}
 	copies := 1
 	if timed && m.task.Kernel.MemoryBound && info.LLCBytes > 0 {

@@ -51,7 +51,8 @@ func raceMaxFor(sample time.Duration) int {
 // search tries run, on average, for the plan.
 const otherSlower = 1.5
 
-// probeSamples are taken of the default when probing an entry.
+// probeSamples are taken of the default when probing an entry, unless
+// Config.ProbeSamples says otherwise.
 const probeSamples = 3
 
 // Estimate is what an entry is expected to cost, from a probe of it (or
@@ -68,6 +69,9 @@ type Estimate struct {
 	Sample time.Duration
 	// Took is the probe's own wall time.
 	Took time.Duration
+	// NoIncumbent is set when the entry has no incumbent in the file, so
+	// that its final timing times one program less (Need).
+	NoIncumbent bool
 }
 
 // minMeasured is how many distinct candidates an entry of valid candidates
@@ -86,7 +90,14 @@ func (t *Tuner) minMeasured(valid int) int {
 // fifth of the samples each), the default and the baseline, and the
 // incumbent when there is one.
 func (t *Tuner) finalPrograms(incumbent bool) float64 {
-	n := float64(t.cfg.Finalists)*(1+screenFactor/5.0) + 2
+	return t.finalProgramsOf(incumbent, t.cfg.Finalists*screenFactor)
+}
+
+// finalProgramsOf is finalPrograms after a search that measured measured
+// candidates: the screen and the finalists are at most those.
+func (t *Tuner) finalProgramsOf(incumbent bool, measured int) float64 {
+	k := min(t.cfg.Finalists, measured)
+	n := float64(k) + float64(min(t.cfg.Finalists*screenFactor, measured))/5 + 2
 	if incumbent {
 		n++
 	}
@@ -97,7 +108,8 @@ func (t *Tuner) finalPrograms(incumbent bool) float64 {
 // candidates and finish: its setup; per candidate a build, a verification
 // run, a warm-up run and its samples (raced or fixed); the drift guard's anchor
 // timings; the baseline's verification and warm-up; and the final timing at
-// MinFinalSamples (with an incumbent, which a run cannot know beforehand).
+// MinFinalSamples of what minMeasured candidates leave to screen (with an
+// incumbent unless e says there is none).
 func (t *Tuner) Need(e Estimate) time.Duration {
 	n := float64(t.minMeasured(e.Valid))
 	s := e.Sample.Seconds()
@@ -121,21 +133,27 @@ func (t *Tuner) Need(e Estimate) time.Duration {
 		secs += checks * anchorSamples * s
 	}
 	secs += 2 * s
-	secs += t.finalPrograms(true) * float64(t.cfg.MinFinalSamples) * s
+	secs += t.finalProgramsOf(!e.NoIncumbent, int(n)) * float64(t.cfg.MinFinalSamples) * s
 	return e.Setup + time.Duration(secs*float64(time.Second))
 }
 
 // Probe estimates what tuning task costs: it enumerates the space, draws
 // and loads the inputs with their reference as Run does, builds the default
 // (or, when it cannot run, the first of the valid candidates that can) and
-// times it probeSamples times after a warm-up. Nothing is journaled or
+// times it probeSamples (Config.ProbeSamples) times after a warm-up. Nothing is journaled or
 // recorded. An error means no candidate of the first few could be timed;
 // the estimate then holds what was learned (the setup).
 func (t *Tuner) Probe(ctx context.Context, task Task) (Estimate, error) {
+	return t.probe(ctx, task, nil)
+}
+
+// probe is Probe with task's problems drawn ahead (nil: it draws them).
+func (t *Tuner) probe(ctx context.Context, task Task, drawn *Drawn) (Estimate, error) {
 	start := time.Now()
 	var e Estimate
 	defer func() { e.Took = time.Since(start) }()
 	m := newLive(t, task, newClock(start))
+	m.drawn = drawn
 	defer m.close()
 	space, err := t.Space(task)
 	if err != nil {
@@ -174,7 +192,11 @@ func (t *Tuner) Probe(ctx context.Context, task Task) (Estimate, error) {
 			lastErr = fmt.Errorf("warm-up %s: %w", c.Key(), err)
 			continue
 		}
-		tot, _, err := m.sample(prog, probeSamples)
+		n := probeSamples
+		if t.cfg.ProbeSamples > 0 {
+			n = t.cfg.ProbeSamples
+		}
+		tot, _, err := m.sample(prog, n)
 		if err != nil {
 			lastErr = fmt.Errorf("%s: %w", c.Key(), err)
 			continue
@@ -204,6 +226,9 @@ type Allotment struct {
 	// once this entry's search ends, so that they compile while this
 	// entry's finalists are timed and the next entry is set up.
 	Next *Task
+	// Drawn are this entry's problems drawn ahead (Tuner.DrawAhead), or
+	// nil: the entry draws its own.
+	Drawn *Drawn
 }
 
 // PlanError is a wall-time budget below what the plan needs: refused
@@ -259,6 +284,9 @@ type schedule struct {
 	// planned at the pace the last ones took (pace.speed).
 	pace   *pace
 	extend bool // SessionConfig.Extend
+	// cushion is how much more than its need at the run's pace each entry
+	// to come is given room for (planCushion, or leanCushion).
+	cushion float64
 }
 
 // allot is task i's allotment, how far it moved the deadline (with
@@ -269,7 +297,7 @@ func (sc *schedule) allot(i int, todo func() int) (a Allotment, moved time.Durat
 	if sc.needs == nil {
 		return evenShare(time.Until(sc.deadline), todo()), 0, speed
 	}
-	ahead := scaled(sc.needs, speed*planCushion)
+	ahead := scaled(sc.needs, speed*max(sc.cushion, 1))
 	if sc.extend {
 		// The entries from this one on get at least what they need at
 		// the pace the run now goes.

@@ -3,9 +3,11 @@ package tuner
 import (
 	"context"
 	"errors"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -229,6 +231,30 @@ func TestSessionPlansByCost(t *testing.T) {
 			t.Errorf("extended: %s measured %d candidates, want at least %d", r.Task.Key(), m, 1+DefaultMinBeyondDefault)
 		}
 	}
+	// Lean: the extension covers the need, leanCushion and leanPerEntry,
+	// and every entry still measures its minimum.
+	lean := filepath.Join(t.TempDir(), paramfile.DefaultFileName)
+	lc := cfg(lean, time.Second)
+	lc.Extend, lc.Lean = true, true
+	var leanPlan Plan
+	lc.Hooks.Planned = func(p Plan) { leanPlan = p }
+	sum, _, err = run(newB(), lc)
+	if err != nil {
+		t.Fatalf("a 1 s budget with Extend and Lean: %v", err)
+	}
+	// The extension beyond what is missing is the lean allowance alone,
+	// where the plan above added 15 % of the need and 0.5 s an entry.
+	leanExtra := leanPlan.Extended - (leanPlan.Needed - leanPlan.Left)
+	extra := plan.Extended - (plan.Needed - plan.Left)
+	if leanPlan.PerEntry != leanPerEntry || math.Abs(leanPlan.Margin-(leanCushion-1)) > 1e-9 || leanPlan.Extended <= 0 ||
+		(leanExtra-4*leanPerEntry).Abs() > 50*time.Millisecond || leanExtra >= extra {
+		t.Errorf("lean plan %+v: %v beyond what is missing, want %v an entry and less than the plan's %v", leanPlan, leanExtra, leanPerEntry, extra)
+	}
+	for _, r := range sum.Results {
+		if m := r.Entry.Candidates.Measured; m < 1+DefaultMinBeyondDefault {
+			t.Errorf("lean: %s measured %d candidates, want at least %d", r.Task.Key(), m, 1+DefaultMinBeyondDefault)
+		}
+	}
 	// The budget the error suggests is enough.
 	sum, _, err = run(newB(), cfg(small, pe.Suggested()))
 	if err != nil {
@@ -331,5 +357,82 @@ func TestPlanErrorMessage(t *testing.T) {
 		if msg := e.Error(); !strings.Contains(msg, tt.want) || strings.Contains(msg, "-") {
 			t.Errorf("%s", msg)
 		}
+	}
+}
+
+// A session announces every entry's first candidates to a compile pool
+// before the first entry begins, so that the pool works from the start.
+func TestSessionAnnouncesEveryEntry(t *testing.T) {
+	b := &poolBackend{slowBackend: slowBackend{fakeBackend: fakeBackend{rng: rand.New(rand.NewPCG(1, 2)), threadsCap: 4},
+		build: time.Millisecond, output: time.Millisecond, run: 100 * time.Microsecond}, ready: map[string]time.Time{}}
+	before := -1
+	c := SessionConfig{Config: Config{Strategy: "bo", Seed: 1, Warmup: time.Microsecond, MaxEvals: 4, FinalSamples: 3},
+		Out: filepath.Join(t.TempDir(), paramfile.DefaultFileName), Budget: NoWallTime, Generator: "test",
+		Hooks: SessionHooks{Begin: func(Task, time.Duration) {
+			// The announcements run on a goroutine of their own: the first
+			// entry waits here, up to 5 s, for one a task.
+			for deadline := time.Now().Add(5 * time.Second); before < 0; {
+				b.mu.Lock()
+				n := len(b.announce)
+				b.mu.Unlock()
+				if n >= 4 || time.Now().After(deadline) {
+					before = n
+				}
+				time.Sleep(time.Millisecond)
+			}
+		}}}
+	s, err := OpenSession(b, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	tasks := sizedTasks(t)
+	if _, err := s.Run(context.Background(), tasks); err != nil {
+		t.Fatal(err)
+	}
+	if before < len(tasks) {
+		t.Errorf("%d announcements before the first entry began, want one for each of the %d entries", before, len(tasks))
+	}
+}
+
+// Problems drawn ahead are the ones the entry would draw itself with the
+// same data seed, references computed; another task's are not taken.
+func TestDrawAhead(t *testing.T) {
+	b := &fakeBackend{rng: rand.New(rand.NewPCG(1, 2)), threadsCap: 4}
+	tu := New(b, Config{DataSeed: 7})
+	task := gemvTask(t)
+	d := tu.DrawAhead(task)
+	m := newLive(tu, task, nil)
+	defer m.close()
+	if err := m.load(); err != nil {
+		t.Fatal(err)
+	}
+	own := append(append([]*loaded{}, m.odd...), m.problems...)
+	got := d.take(task)
+	if len(got) != len(own) {
+		t.Fatalf("drawn %d problems, the entry draws %d", len(got), len(own))
+	}
+	for i, l := range own {
+		if !slices.EqualFunc(got[i].Inputs, l.p.Inputs, slices.Equal[[]float32]) || got[i].Seed != l.p.Seed {
+			t.Errorf("problem %d (%s): drawn ahead differs from the entry's own", i, l.p.Case)
+		}
+		if len(got[i].Reference()) == 0 {
+			t.Errorf("problem %d: no reference", i)
+		}
+	}
+	other := task
+	other.Cases = task.Cases[:1]
+	if d.take(other) != nil {
+		t.Error("problems drawn for one task were taken by another")
+	}
+	// An entry given them draws nothing of its own: the same seed.
+	m2 := newLive(New(b, Config{}), task, nil)
+	defer m2.close()
+	m2.drawn = d
+	if err := m2.load(); err != nil {
+		t.Fatal(err)
+	}
+	if m2.dataSeed != 7 || m2.problems[0].p != got[len(task.Kernel.Odd)] {
+		t.Errorf("the entry given drawn problems has seed %d and its own problems", m2.dataSeed)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -43,6 +44,16 @@ type SessionConfig struct {
 	// A front door (make tune) must finish on a machine slower or busier
 	// than the one its budget was chosen on.
 	Extend bool
+	// WarmSiblings, when positive, is how many distinct parameter sets of
+	// the family's entries already in Out (this device's first: other
+	// classes, among them those this run wrote) any strategy measures right
+	// after the default: a winner of a neighbouring class is a good first
+	// guess where a short search would not reach one.
+	WarmSiblings int
+	// Lean makes an extension cover what the entries need and a leaner
+	// margin (leanCushion, leanPerEntry): a first run's wall time over the
+	// room each entry has for more candidates.
+	Lean bool
 	// Trace, when set, is a file every measured candidate is appended to
 	// (JSON lines, package internal/trace).
 	Trace string
@@ -370,7 +381,31 @@ func (s *Session) Run(ctx context.Context, tasks []Task) (*SessionSummary, error
 	if needs != nil {
 		tasks, needs, samples = costliestFirst(tasks, needs, samples)
 	}
-	sched := &schedule{deadline: deadline, needs: needs, samples: samples, pace: newPace(needs), extend: s.cfg.Extend}
+	// Every entry's first candidates go to the compile pool now, the first
+	// entry's last (the pool compiles the newest announcement first), so
+	// that its workers are busy from the start and an entry finds its first
+	// batch compiled; each entry's own requests, announced later, go first.
+	// The announcements enumerate spaces and ask the strategies on the
+	// host: on a goroutine of their own, while the first entry sets up.
+	var undone []Task
+	for _, t := range tasks {
+		if !s.jr.Done(key, t.Kernel.Name, t.Key()) {
+			undone = append(undone, t)
+		}
+	}
+	announced := make(chan struct{})
+	defer func() { <-announced }() // the backend outlives the announcements
+	go func(tu *Tuner) {
+		defer close(announced)
+		for i := len(undone) - 1; i >= 0 && ctx.Err() == nil; i-- {
+			tu.announce(undone[i])
+		}
+	}(tu)
+	var ahead *Drawn // the next entry's problems, drawn ahead
+	sched := &schedule{deadline: deadline, needs: needs, samples: samples, pace: newPace(needs), extend: s.cfg.Extend, cushion: planCushion}
+	if s.cfg.Lean {
+		sched.cushion = leanCushion
+	}
 	for i, task := range tasks {
 		if ctx.Err() != nil {
 			sum.StoppedEarly = true
@@ -393,10 +428,17 @@ func (s *Session) Run(ctx context.Context, tasks []Task) (*SessionSummary, error
 				break
 			}
 		}
+		// The next entry's problems are drawn while this one is timed
+		// (drawsAhead).
+		a.Drawn = ahead
+		ahead = nil
+		if a.Next != nil && s.drawsAhead() {
+			ahead = tu.DrawAhead(*a.Next)
+		}
 		share := a.Share
 		start := time.Now()
-		if search.Canonical(cfg.Strategy) == "warm" {
-			cfg.WarmStart = warmStartFor(s.cfg.Out, s.info, task)
+		if ws := s.warmStart(task); ws != nil || cfg.WarmStart != nil {
+			cfg.WarmStart = ws
 			tu = New(s.b, cfg)
 		}
 		if !s.cfg.Replace {
@@ -512,16 +554,28 @@ func (s *Session) plan(ctx context.Context, tu *Tuner, tasks []Task, deadline ti
 	samples = make([]time.Duration, len(tasks))
 	pe := &PlanError{Budget: s.cfg.Budget, Spent: spent, Entries: len(todo), MinBeyond: tu.cfg.MinBeyondDefault}
 	families := map[string]bool{}
-	for _, i := range todo {
+	// The next probe's problems are drawn while this one times (drawsAhead).
+	ahead := s.drawsAhead()
+	var drawn *Drawn
+	for k, i := range todo {
 		if ctx.Err() != nil {
 			return nil, nil, 0, nil // interrupted: the loop stops at once
 		}
 		task := tasks[i]
-		est, err := tu.Probe(ctx, task)
+		if ahead && drawn == nil {
+			drawn = tu.DrawAhead(task)
+		}
+		this := drawn
+		drawn = nil
+		if ahead && k+1 < len(todo) {
+			drawn = tu.DrawAhead(tasks[todo[k+1]])
+		}
+		est, err := tu.probe(ctx, task, this)
 		// Without a timing the entry needs at least its setup; its run
 		// tells the rest.
 		needs[i] = max(est.Setup, time.Millisecond) // positive: still to tune
 		if err == nil {
+			est.NoIncumbent = s.cfg.Replace || incumbentFor(s.cfg.Out, s.info.Key, task) == nil
 			needs[i], samples[i] = tu.Need(est), est.Sample
 		}
 		if h.Probed != nil {
@@ -534,16 +588,22 @@ func (s *Session) plan(ctx context.Context, tu *Tuner, tasks []Task, deadline ti
 		}
 	}
 	pe.Probe, pe.Families = time.Since(start), len(families)
+	margin, overhead := planCushion-1, entryOverhead
 	if short := pe.Needed - time.Until(deadline); short > 0 {
 		if !s.cfg.Extend {
 			return nil, nil, 0, pe
 		}
 		// The plan's cushion and the per-entry overhead too, as the
 		// budget PlanError.Suggested advises would have had.
-		ext = short + time.Duration(float64(pe.Needed)*(planCushion-1)) + time.Duration(len(todo))*entryOverhead
+		cushion, perEntry := planCushion, entryOverhead
+		if s.cfg.Lean {
+			cushion, perEntry = leanCushion, leanPerEntry
+		}
+		ext = short + time.Duration(float64(pe.Needed)*(cushion-1)) + time.Duration(len(todo))*perEntry
+		margin, overhead = cushion-1, perEntry
 	}
 	if h.Planned != nil {
-		h.Planned(Plan{Entries: len(todo), Needed: pe.Needed, Left: time.Until(deadline), Took: pe.Probe, Extended: ext, Margin: planCushion - 1, PerEntry: entryOverhead})
+		h.Planned(Plan{Entries: len(todo), Needed: pe.Needed, Left: time.Until(deadline), Took: pe.Probe, Extended: ext, Margin: margin, PerEntry: overhead})
 	}
 	return needs, samples, ext, nil
 }
@@ -589,6 +649,15 @@ func costliestFirst(tasks []Task, needs, samples []time.Duration) ([]Task, []tim
 // for when the slack is shared: an entry's final timing can overrun its
 // share under a sudden load, and the entries after it must not pay for it.
 const planCushion = 1.15
+
+// leanCushion is a Lean extension's margin over the entries' need, and
+// leanPerEntry its allowance an entry: the cheap entries, whose need is a
+// fraction of a second, measure a few more candidates with it, where a
+// candidate costs least.
+const (
+	leanCushion  = 1.0
+	leanPerEntry = 400 * time.Millisecond
+)
 
 // pace follows how much longer than planned the entries take: a ratio of
 // sums weighted by cost, so that a cheap entry timed in a moment of load
@@ -872,6 +941,41 @@ func traceEntries(device string, res *Result) []trace.Entry {
 		return nil
 	}
 	return []trace.Entry{{Device: device, Kernel: res.Task.Kernel.Name, DType: string(res.Task.DType), Key: res.Task.Key(), Time: res.Time}}
+}
+
+// drawsAhead says whether the next entry's problems are drawn while this
+// one is timed: on a device other than the host's CPU (whose cores are the
+// device) and on a host with drawAheadCores or more, where the drawing has
+// a core of its own beside the tuner's host work (verification, the
+// search, the compile pool's feeding).
+func (s *Session) drawsAhead() bool {
+	return !s.b.Info().OnHostCPU && runtime.NumCPU() >= drawAheadCores
+}
+
+// drawAheadCores is the fewest host cores drawsAhead draws ahead with.
+const drawAheadCores = 4
+
+// warmStart is what task's search measures right after the default: for
+// the warm strategy every entry warmStartFor finds, otherwise the first
+// WarmSiblings distinct ones (none when it is 0).
+func (s *Session) warmStart(task Task) []map[string]int {
+	all := search.Canonical(s.cfg.Strategy) == "warm"
+	if !all && s.cfg.WarmSiblings <= 0 {
+		return nil
+	}
+	ws := warmStartFor(s.cfg.Out, s.info, task)
+	if all {
+		return ws
+	}
+	var out []map[string]int
+	seen := map[string]bool{}
+	for _, w := range ws {
+		if k := search.Candidate(w).Key(); !seen[k] && len(out) < s.cfg.WarmSiblings {
+			seen[k] = true
+			out = append(out, w)
+		}
+	}
+	return out
 }
 
 // warmStartFor collects, from the existing params file, the parameters

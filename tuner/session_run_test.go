@@ -6,10 +6,13 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/kerntune/kerntune/internal/testutil"
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/params/paramfile"
 	"github.com/kerntune/kerntune/tuner"
@@ -272,5 +275,58 @@ func TestSessionResumeKeepsBudget(t *testing.T) {
 	s.Close()
 	if _, err := os.Stat(journal); err != nil {
 		t.Errorf("the journal went with the refused run: %v", err)
+	}
+}
+
+// WarmSiblings: the family's entry of another class in Out is measured
+// right after the default, whatever the strategy.
+func TestSessionWarmSiblings(t *testing.T) {
+	out := filepath.Join(t.TempDir(), paramfile.DefaultFileName)
+	var seen []string
+	cfg := tuner.SessionConfig{Config: tuner.Config{Strategy: "bo", Seed: 1, MaxEvals: 3, FinalSamples: 3,
+		Progress: func(e tuner.Event) {
+			if !slices.Contains(seen, e.Candidate) {
+				seen = append(seen, e.Candidate)
+			}
+		}}, Out: out, Budget: tuner.NoWallTime, Generator: "kerntune test"}
+	if _, _, err := sessionRun(t, cfg, []int{64, 300}); err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) < 2 {
+		t.Fatalf("the first run measured %v, want at least 2 candidates", seen)
+	}
+	// The sibling entry: a candidate the first run measured, not the
+	// default, written as the entry's parameters.
+	sibling := seen[len(seen)-1]
+	var doc map[string]any
+	if err := json.Unmarshal(testutil.ReadFile(t, out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	ps := map[string]any{}
+	for _, kv := range strings.Split(sibling, ",") {
+		k, v, _ := strings.Cut(kv, "=")
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			t.Fatalf("candidate key %q: %v", sibling, err)
+		}
+		ps[k] = n
+	}
+	for _, d := range doc["devices"].(map[string]any) {
+		d.(map[string]any)["kernels"].(map[string]any)["softmax"].(map[string]any)["f32/64x300"].(map[string]any)["params"] = ps
+	}
+	text, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(out, text, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	seen = nil
+	cfg.MaxEvals, cfg.WarmSiblings = 2, 1
+	if _, _, err := sessionRun(t, cfg, []int{64, 200}); err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != 2 || seen[1] != sibling {
+		t.Errorf("measured %v, want the default, then the sibling entry's %s", seen, sibling)
 	}
 }

@@ -105,6 +105,9 @@ type Config struct {
 	// measures at least, which planning gives time for (0:
 	// DefaultMinBeyondDefault; a negative value: none).
 	MinBeyondDefault int
+	// ProbeSamples are the samples of the default a plan's probe takes
+	// after a warm-up (0: probeSamples); a quick run takes one.
+	ProbeSamples int
 	// WarmStart are candidates measured right after the default, e.g. the
 	// entries of the same family for other classes or sibling devices; the
 	// warm strategy climbs from them.
@@ -296,6 +299,7 @@ func (t *Tuner) RunPlanned(ctx context.Context, task Task, a Allotment) (*Result
 	clk := newClock(start)
 	clk.watchCache(t.b)
 	r := &run{t: t, task: task, ctx: ctx, clk: clk, m: newLive(t, task, clk)}
+	r.m.drawn = a.Drawn
 	defer r.m.close()
 
 	space, err := t.Space(task)
@@ -331,7 +335,7 @@ func (t *Tuner) RunPlanned(ctx context.Context, task Task, a Allotment) (*Result
 	if err != nil {
 		return nil, err
 	}
-	r.announce(a.Next)
+	defer r.announce(a.Next)()
 	// What was measured since the anchor's last check is checked too.
 	r.meas.guard.final()
 	best, stopped := out.Best, out.Stopped
@@ -384,18 +388,33 @@ const firstAsksAhead = 24
 // announce tells a backend that compiles ahead what the next entry will
 // build first (search.Driver.FirstAsks on its space), so that the compile
 // pool works on it while this entry's final timing keeps the device busy.
-// A wrong guess costs only compiles.
-func (r *run) announce(next *Task) {
-	t := r.t
+// A wrong guess costs only compiles. Enumerating the space and asking the
+// strategy is host work: it runs on a goroutine of its own, while this
+// entry's final timing does, and the entry waits for it (the returned
+// func) before it ends.
+func (r *run) announce(next *Task) (wait func()) {
+	if next == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r.t.announce(*next)
+	}()
+	return func() { <-done }
+}
+
+// announce tells a backend that compiles ahead what task will build first.
+func (t *Tuner) announce(next Task) {
 	pf, ok := t.b.(device.Prefetcher)
-	if next == nil || !ok || !compilesAhead(t.b) {
+	if !ok || !compilesAhead(t.b) {
 		return
 	}
-	space, err := t.Space(*next)
+	space, err := t.Space(next)
 	if err != nil {
 		return
 	}
-	d, _, _ := t.searchDriver(*next, space, space.Enumerate(), 0)
+	d, _, _ := t.searchDriver(next, space, space.Enumerate(), 0)
 	if asks := d.FirstAsks(firstAsksAhead); len(asks) > 0 {
 		pf.Prefetch(next.Kernel, next.DType, asks)
 	}

@@ -84,7 +84,7 @@ func (t *Tuner) VerifyCandidates(ctx context.Context, k *kernels.Kernel, dt kern
 	rep := &VerifyReport{Kernel: k.Name, DType: dt, Valid: len(cands), Failed: map[string]int{}, Example: map[string]string{}}
 	// Odd shapes are loaded as timed problems of nothing: verify walks m.odd.
 	for _, c := range k.Odd {
-		if err := m.loadOne(c, false); err != nil {
+		if err := m.loadOne(c, false, nil); err != nil {
 			return nil, err
 		}
 	}

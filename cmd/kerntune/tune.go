@@ -203,6 +203,7 @@ func runTune(opts *TuneOptions) error {
 		DriftEvery: f.driftEvery, DriftCooldown: f.driftCooldown, Batch: f.batch, VerifyFull: f.verifyFull}
 	eff := efforts[f.effort]
 	cfg.FinalSamples, cfg.MinFinalSamples, cfg.MinBeyondDefault = eff.finalSamples, eff.minFinalSamples, f.minBeyond()
+	cfg.Finalists, cfg.ProbeSamples = eff.finalists, eff.probeSamples
 	if !f.driftSet && !eff.drift {
 		f.driftEvery = 0
 	}
@@ -213,6 +214,7 @@ func runTune(opts *TuneOptions) error {
 		Config: cfg,
 		Out:    f.out, Force: f.force, Replace: f.replace, Resume: f.resume,
 		Budget: f.budget, Extend: f.extend, Trace: f.trace, Generator: "kerntune " + version(),
+		WarmSiblings: eff.warmSiblings, Lean: eff.lean,
 		Hooks: tuneHooks(f, ui, log),
 	})
 	if err != nil {
@@ -661,6 +663,13 @@ type effort struct {
 	minBeyond int
 	// extend: as --extend, so that a first run never refuses its budget.
 	extend bool
+	// finalists: Config.Finalists (0: the tuner's default).
+	finalists int
+	// warmSiblings: SessionConfig.WarmSiblings; lean: SessionConfig.Lean;
+	// probeSamples: Config.ProbeSamples.
+	warmSiblings int
+	lean         bool
+	probeSamples int
 }
 
 // minBeyond is the candidates beyond the default each entry measures at
@@ -673,12 +682,14 @@ func (f *TuneOptions) minBeyond() int {
 }
 
 // efforts: quick is a first result in about a minute (one candidate beyond
-// the default at least, fewer final samples, no drift guard: a ranking less
-// sure where the winners are close); default
+// the default at least, the family's winners of other classes tried
+// first, two finalists re-timed against the default, fewer final samples,
+// no drift guard, a lean extension, planning on one sample of each default:
+// a ranking less sure where the winners are close); default
 // is the measured default; thorough gives the search five times the time
 // and the final timing twice the samples.
 var efforts = map[string]effort{
-	"quick":    {budget: "40s", finalSamples: 10, minFinalSamples: 3, minBeyond: 1, extend: true},
+	"quick":    {budget: "40s", finalSamples: 10, minFinalSamples: 3, minBeyond: 1, extend: true, finalists: 2, warmSiblings: 3, lean: true, probeSamples: 1},
 	"default":  {budget: "3m", finalSamples: 30, minFinalSamples: 5, minBeyond: tuner.DefaultMinBeyondDefault, drift: true},
 	"thorough": {budget: "15m", finalSamples: 60, minFinalSamples: 10, minBeyond: tuner.DefaultMinBeyondDefault, drift: true},
 }
@@ -691,7 +702,14 @@ func effortHelp() string {
 		if !e.drift {
 			guard = "drift guard off"
 		}
-		parts = append(parts, fmt.Sprintf("%s (budget %s, at least %s beyond the default, %d final samples, %s)", n, e.budget, plural(e.minBeyond, "candidate", "candidates"), e.finalSamples, guard))
+		extra := ""
+		if e.warmSiblings > 0 {
+			extra += fmt.Sprintf(", the family's entries of other classes tried first (up to %d)", e.warmSiblings)
+		}
+		if e.finalists > 0 {
+			extra += fmt.Sprintf(", %d finalists re-timed", e.finalists)
+		}
+		parts = append(parts, fmt.Sprintf("%s (budget %s, at least %s beyond the default%s, %d final samples, %s)", n, e.budget, plural(e.minBeyond, "candidate", "candidates"), extra, e.finalSamples, guard))
 	}
 	return strings.Join(parts, ", ")
 }

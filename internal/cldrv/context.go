@@ -239,9 +239,19 @@ func (k *Kernel) Launch(groups, local [2]int, event bool, args ...any) (Event, e
 	return Event(ev), nil
 }
 
-// Times waits for the events and returns each one's device execution time
-// (CL_PROFILING_COMMAND_END − START) in seconds; it releases the events.
-func (c *Context) Times(evs []Event) ([]float64, error) {
+// Spans waits for the events, taken in pairs (the first and the last
+// command of a run of commands in the in-order queue), and returns each
+// pair's device time from the first's start to the last's end
+// (CL_PROFILING_COMMAND_START of the first, CL_PROFILING_COMMAND_END of the
+// last) in seconds; a pair may be one event twice. It releases the events.
+func (c *Context) Spans(pairs [][2]Event) ([]float64, error) {
+	var evs []Event
+	for _, p := range pairs {
+		evs = append(evs, p[0])
+		if p[1] != p[0] {
+			evs = append(evs, p[1])
+		}
+	}
 	defer func() {
 		for _, e := range evs {
 			c.l.f.clReleaseEvent(uintptr(e))
@@ -257,19 +267,29 @@ func (c *Context) Times(evs []Event) ([]float64, error) {
 	if err := check("clWaitForEvents", c.l.f.clWaitForEvents(uint32(len(hs)), &hs[0])); err != nil {
 		return nil, err
 	}
-	secs := make([]float64, len(evs))
-	for i, e := range evs {
+	secs := make([]float64, len(pairs))
+	for i, p := range pairs {
 		var start, end uint64
-		if err := check("clGetEventProfilingInfo", c.l.f.clGetEventProfilingInfo(uintptr(e), profilingCommandStart, 8, unsafe.Pointer(&start), nil)); err != nil {
+		if err := check("clGetEventProfilingInfo", c.l.f.clGetEventProfilingInfo(uintptr(p[0]), profilingCommandStart, 8, unsafe.Pointer(&start), nil)); err != nil {
 			return nil, err
 		}
-		if err := check("clGetEventProfilingInfo", c.l.f.clGetEventProfilingInfo(uintptr(e), profilingCommandEnd, 8, unsafe.Pointer(&end), nil)); err != nil {
+		if err := check("clGetEventProfilingInfo", c.l.f.clGetEventProfilingInfo(uintptr(p[1]), profilingCommandEnd, 8, unsafe.Pointer(&end), nil)); err != nil {
 			return nil, err
 		}
 		if end < start {
-			return nil, fmt.Errorf("cldrv: event %d ends (%d ns) before it starts (%d ns)", i, end, start)
+			return nil, fmt.Errorf("cldrv: run %d ends (%d ns) before it starts (%d ns)", i, end, start)
 		}
 		secs[i] = float64(end-start) / 1e9
 	}
 	return secs, nil
+}
+
+// Times waits for the events and returns each one's device execution time
+// (CL_PROFILING_COMMAND_END − START) in seconds; it releases the events.
+func (c *Context) Times(evs []Event) ([]float64, error) {
+	pairs := make([][2]Event, len(evs))
+	for i, e := range evs {
+		pairs[i] = [2]Event{e, e}
+	}
+	return c.Spans(pairs)
 }

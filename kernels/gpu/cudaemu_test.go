@@ -241,23 +241,62 @@ func TestCUDAEmulatedGEMM(t *testing.T) {
 // TestCUDAEmulatedLora compiles lora's generated CUDA source for the host
 // (warp shuffles emulated, testdata/cudaemu/main_lora.cpp launching it) and
 // verifies candidates on the family's odd shapes in every dtype: the rank-r
-// projection in shared memory, the K-split reductions, row blocks past m
-// and the vector loads, off the GPU.
+// projection in shared memory, the K-split reductions within a segment and
+// across chunks of k (KS), row blocks past m and the vector loads, off the
+// GPU.
 func TestCUDAEmulatedLora(t *testing.T) {
 	t.Parallel() // the package's long tests share the machine's cores (make test's time)
 	needGXX(t)
-	cand := func(tg, tpr, bm, cps, vec, unroll int) map[string]int {
-		return map[string]int{"TG": tg, "TPR": tpr, "BM": bm, "CPS": cps, "VEC": vec, "UNROLL": unroll}
+	cand := func(tg, tpr, bm, cps, vec, unroll, ks int) map[string]int {
+		p := map[string]int{"TG": tg, "TPR": tpr, "BM": bm, "CPS": cps, "VEC": vec, "UNROLL": unroll, "KS": ks}
+		if ks == 0 {
+			delete(p, "KS") // an entry written before KS: one chunk of k
+		}
+		return p
 	}
+	mma := func(p map[string]int) map[string]int { p["MMA"] = 1; return p }
 	cands := []cudaCand{
-		{cand(128, 32, 1, 1, 1, 1), kernels.F32},
-		{cand(128, 8, 4, 2, 1, 2), kernels.F16},
-		{cand(256, 16, 16, 4, 1, 2), kernels.BF16},
-		{cand(128, 32, 16, 1, 8, 2), kernels.F16}, // VEC 8: only where 8 divides k
-		{cand(256, 8, 4, 4, 4, 1), kernels.F32},
+		{cand(128, 32, 1, 1, 1, 1, 0), kernels.F32},
+		{cand(128, 8, 4, 2, 1, 2, 1), kernels.F16},
+		{cand(256, 16, 16, 4, 1, 2, 4), kernels.BF16},
+		{cand(128, 32, 16, 1, 8, 2, 2), kernels.F16}, // VEC 8: only where 8 divides k
+		{cand(256, 8, 4, 4, 4, 1, 8), kernels.F32},
+		{cand(1024, 32, 8, 1, 4, 2, 8), kernels.F16}, // four rows of W, each in 8 chunks
+		{cand(512, 16, 1, 2, 1, 1, 4), kernels.F32},
+		// The matrix units: x's row block padded to a fragment, A's rows in
+		// the last groups of 16, chunks of k past its end.
+		{mma(cand(256, 32, 16, 1, 1, 1, 1)), kernels.F16},
+		{mma(cand(128, 32, 4, 2, 1, 2, 2)), kernels.BF16}, // stages 64 deep
+		{mma(cand(512, 32, 1, 1, 1, 1, 4)), kernels.F16},
 	}
 	if checked := emuOddShapes(t, "lora", "main_lora.cpp", cands); checked == 0 {
 		t.Fatal("no lora case ran")
+	}
+}
+
+// TestCUDAEmulatedGemv runs CUDA gemv_nt candidates on the CPU on every odd
+// shape they build for: rows per segment past n (a segment reads row n − 1
+// and stores nothing), passes whose loads k leaves partly unfilled, K-splits
+// across warps (the reduction through threadgroup memory, once per row).
+func TestCUDAEmulatedGemv(t *testing.T) {
+	t.Parallel() // the package's long tests share the machine's cores (make test's time)
+	needGXX(t)
+	cand := func(tg, tpr, rpt, unroll, vec int) map[string]int {
+		return map[string]int{"TG": tg, "TPR": tpr, "RPT": rpt, "UNROLL": unroll, "VEC": vec}
+	}
+	cands := []cudaCand{
+		{cand(256, 32, 1, 1, 1), kernels.F32}, // the default
+		{cand(64, 16, 2, 8, 8), kernels.F16},  // k = 264: one pass of 128, partly unfilled
+		{cand(128, 8, 4, 2, 8), kernels.BF16},
+		{cand(128, 4, 4, 4, 4), kernels.F16},
+		{cand(256, 128, 2, 4, 2), kernels.F32}, // a row across four warps
+		{cand(512, 64, 4, 1, 4), kernels.BF16},
+		{cand(64, 64, 1, 8, 1), kernels.F16},
+		{cand(128, 16, 4, 2, 1), kernels.F16},
+	}
+	// VEC > 1 builds only for k = 264 among the odd shapes; VEC = 1 for all four.
+	if checked := emuOddShapes(t, "gemv_nt", "main_gemv.cpp", cands); checked < len(cands)+6 {
+		t.Fatalf("%d gemv_nt cases ran, want at least %d", checked, len(cands)+6)
 	}
 }
 

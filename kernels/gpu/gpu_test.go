@@ -186,6 +186,13 @@ func TestGeometryCoversOutput(t *testing.T) {
 		{"gemm_at_b", []int{29, 37, 53}, map[string]int{"BM": 32, "BN": 32, "WM": 1, "WN": 1, "MMA": 1, "KS": 4}, Launch{Grid: [2]int{2, 2}, Threads: 128}},
 		{"gemv_nt", []int{1, 1000, 64}, map[string]int{"TG": 256, "TPR": 32}, Launch{Grid: [2]int{125, 1}, Threads: 256}},
 		{"softmax", []int{5, 300}, map[string]int{"TPR": 64, "RPB": 2}, Launch{Grid: [2]int{3, 1}, Threads: 128}},
+		// lora: (TG/TPR/KS)·CPS rows of W a threadgroup; KS chunks of k share its segments.
+		{"lora", []int{4, 1000, 64, 16}, map[string]int{"TG": 256, "TPR": 16, "CPS": 2, "KS": 4, "BM": 4}, Launch{Grid: [2]int{125, 1}, Threads: 256}},
+		// An entry without KS: one chunk, 16 rows of W.
+		{"lora", []int{5, 1000, 64, 16}, map[string]int{"TG": 128, "TPR": 32, "CPS": 4, "BM": 4}, Launch{Grid: [2]int{63, 2}, Threads: 128}},
+		// MMA: 16 rows a group, (256/32/2)·1 = 4 groups less A's ⌈r/16⌉.
+		{"lora", []int{16, 1000, 64, 16}, map[string]int{"TG": 256, "TPR": 32, "CPS": 1, "KS": 2, "BM": 16, "MMA": 1}, Launch{Grid: [2]int{21, 1}, Threads: 256}},
+		{"lora", []int{16, 1000, 64, 40}, map[string]int{"TG": 256, "TPR": 32, "CPS": 1, "KS": 2, "BM": 16, "MMA": 1}, Launch{Grid: [2]int{63, 1}, Threads: 256}},
 	}
 	for _, tt := range tests {
 		b, _ := Get(tt.family)

@@ -184,7 +184,7 @@ func TestMSLChecksRejectBrokenBodies(t *testing.T) {
 			t.Errorf("%s check: broken MSL passed: %v", mode, err)
 		}
 	}
-	tg := broken("gemv_nt", "LOADV(x, c, xv)", "LOADV(red, c, xv)")
+	tg := broken("gemv_nt", "LOADV(x, c, xv[u])", "LOADV(red, c, xv[u])")
 	if err := chk.CheckText(mslcheck.Syntax, "gemv_nt LOADV(red)", tg); err != nil {
 		t.Errorf("syntax check: f32 threadgroup float where device float is read should pass it (it erases address spaces): %v", err)
 	}

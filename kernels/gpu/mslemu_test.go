@@ -330,7 +330,12 @@ func TestMSLEmulation(t *testing.T) {
 			// bfloat tiles take half the float tiles' budget.
 			f := metalFragmentOf[kernels.BF16]
 			f.SmemBytes = 2
-			want = gemmMMATiles(f, ec.c, ec.b.Defines(ec.c)["A_TRANS"]) + gemmMMAScratch(f, ec.c)
+			if ec.k.Name == "lora" {
+				ring, static := loraMMAShared(f, ec.c)
+				want = ring + static
+			} else {
+				want = gemmMMATiles(f, ec.c, ec.b.Defines(ec.c)["A_TRANS"]) + gemmMMAScratch(f, ec.c)
+			}
 		}
 		if got := res[i].shared; got < want || got > want+32 {
 			t.Errorf("%s: %d bytes of threadgroup memory declared; Body.Shared says %d", ec.name, got, want)

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/kerntune/kerntune/internal/cldrv"
+	"github.com/kerntune/kerntune/internal/stats"
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/kernels/gpu"
 	"github.com/kerntune/kerntune/search"
@@ -130,7 +131,19 @@ type program struct {
 	b      *Backend
 	bl     *built
 	launch func(in *instance, copy int, event bool) (cldrv.Event, error)
+	// perSample is the launches a sample holds on each instance (Run).
+	perSample map[*instance]int
 }
+
+// A sample is a run of back-to-back launches, as an application enqueues
+// them, lasting at least targetRunSeconds on the device, and at most
+// maxRun launches; calibrationLaunches single launches first estimate a
+// kernel's time on an instance.
+const (
+	targetRunSeconds    = 100e-6
+	maxRun              = 64
+	calibrationLaunches = 3
+)
 
 func (pr *program) Close() error {
 	if pr.bl == nil {
@@ -161,16 +174,63 @@ func (pr *program) Run(ti device.Instance, n int) ([]float64, error) {
 	}
 	pr.b.queueMu.Lock()
 	defer pr.b.queueMu.Unlock()
-	evs := make([]cldrv.Event, 0, n)
-	for range n {
-		ev, err := pr.launch(in, in.Next(), true)
+	if pr.perSample == nil {
+		pr.perSample = map[*instance]int{}
+	}
+	gpuhost.PruneClosed(pr.perSample)
+	d, ok := pr.perSample[in]
+	if !ok {
+		cal, err := pr.runs(in, calibrationLaunches, 1)
 		if err != nil {
-			pr.b.ctx.Times(evs) // waits for and releases those enqueued
 			return nil, err
 		}
-		evs = append(evs, ev)
+		d = gpuhost.RunsPerSample(stats.Median(cal), targetRunSeconds, maxRun)
 	}
-	return pr.b.ctx.Times(evs)
+	secs, err := pr.runs(in, n, d)
+	if err != nil {
+		return nil, err
+	}
+	if n > 0 {
+		pr.perSample[in] = gpuhost.RevisedRuns(d, stats.Median(secs), targetRunSeconds, maxRun)
+	}
+	return secs, nil
+}
+
+// runs times n samples of per back-to-back launches on rotating input
+// copies: each sample is the device time from the first launch's start to
+// the last's end, divided by per, so that it holds the gaps between
+// launches an application's queue has too. Only the first and the last
+// launch of a sample carry an event.
+func (pr *program) runs(in *instance, n, per int) ([]float64, error) {
+	pairs := make([][2]cldrv.Event, 0, n)
+	for range n {
+		var p [2]cldrv.Event
+		for j := range per {
+			ev, err := pr.launch(in, in.Next(), j == 0 || j == per-1)
+			if err != nil {
+				if j > 0 {
+					pairs = append(pairs, [2]cldrv.Event{p[0], p[0]})
+				}
+				pr.b.ctx.Spans(pairs) // waits for and releases those enqueued
+				return nil, err
+			}
+			if j == 0 {
+				p[0] = ev
+			}
+			if j == per-1 {
+				p[1] = ev
+			}
+		}
+		pairs = append(pairs, p)
+	}
+	secs, err := pr.b.ctx.Spans(pairs)
+	if err != nil {
+		return nil, err
+	}
+	for i := range secs {
+		secs[i] /= float64(per)
+	}
+	return secs, nil
 }
 
 // Output poisons the output with NaN, runs once on the first copy and reads
