@@ -47,7 +47,7 @@ func qgemvXC(mr int) int { return min(qgemvStage, qgemvStageRows/max(mr, 1)) }
 // with a mask, an OR and one subtraction. CUDA with 16-bit activations
 // (KT_QH2, f16 and bf16) stages x as f16 pairs instead and dequantises
 // two centred values of any width in two instructions (the 0x6400 magic),
-// multiplying and adding them in a third (the kt_qword*h of the prelude);
+// multiplying and adding them in a third (kt_qdeq*h and kt_qdot*h of the prelude);
 // a step's sum is in f16, the rest in f32. A step's scale and bias
 // multiply its sums once: s·Σ x·q + β·Σ x.
 //
@@ -98,16 +98,17 @@ const qgemvSource = `
   }
 #ifdef KT_QH2
 /* CUDA, f16 and bf16: x as f16 pairs, 16/QB 32-bit pairs a word in the
-   order of kt_qword*h, pair j of a byte times 2^-(KT_QXS + QB·j), at
+   order of kt_qdeq*h, pair j of a byte times 2^-(KT_QXS + QB·j), at
    XH(wl, 16/QB) (4 of padding after every 32, as XI), so
    that a step's words are one shared load each (16 bytes at 4 bits, 8 at
    8, 2 × 16 at 2) at a constant offset from the step's first, and each
    dequantises two values in 2 instructions (kt_qdeq*h, once for the MR
    rows of x) and multiplies and adds them in a third (kt_qdot*h, per row
-   of x) into the rows' f16 pair hq[i][r]. The f16 sum of a step holds at most VEC·16/QB
-   values a half (32 at 2 bits and VEC = 4); each of its fmas rounds the
-   centred product's running sum once (a relative 2^-11), about 4e-4 in
-   the relative norm on the odd shapes' data where f16's tolerance is 1e-3.
+   of x) into the rows' f16 pair hq[i][r]. The f16 sum of a step holds at
+   most VEC·16/QB values a half (32 at 2 bits and VEC = 4); each of its
+   fmas rounds the centred product's running sum once (a relative 2^-11),
+   about 4e-4 in the relative norm on the odd shapes' data where f16's
+   tolerance is 1e-3.
    KT_QEND adds the pair in f32, scales it back and un-centres it with
    2^(QB−1)·Σx. */
 #define XH(wl, pw) ((pw) * (wl) + ((((pw) * (wl)) >> 5) << 2))
