@@ -47,8 +47,8 @@ func qgemvXC(mr int) int { return min(qgemvStage, qgemvStageRows/max(mr, 1)) }
 // with a mask, an OR and one subtraction. CUDA with 16-bit activations
 // (KT_QH2, f16 and bf16) stages x as f16 pairs instead and dequantises
 // two centred values of any width in two instructions (the 0x6400 magic),
-// multiplying and adding them in a third (kt_qdeq*h and kt_qdot*h of the prelude);
-// a step's sum is in f16, the rest in f32. A step's scale and bias
+// multiplying and adding them in a third (kt_qdeq*h and kt_qdot*h of the
+// prelude); a step's sum is in f16, the rest in f32. A step's scale and bias
 // multiply its sums once: s·Σ x·q + β·Σ x.
 //
 // Each step's scales and biases are requested with its weights, and the
