@@ -113,12 +113,19 @@ func TestReferences(t *testing.T) {
 		{"gemm_at_b", Case{Shape: []int{2, 1, 2}}, [][]float32{f(1, 2), f(3, 4, 5, 6)}, []float64{13, 16}},
 		// x = [1 2], W = [1 0; 0 1; 1 1] → y = [1 2 3] + bias [1 1 1].
 		{"gemv_nt", Case{Shape: []int{1, 3, 2}, Options: []string{Bias}}, [][]float32{f(1, 2), f(1, 0, 0, 1, 1, 1), f(1, 1, 1)}, []float64{2, 3, 4}},
+		// Two rows of x, two of W (one 4-bit word each: q = 1, 2 and 3, 0), one
+		// group: y[i, j] = s[j]·Σ x[i]·q[j] + β[j]·Σ x[i], row-major.
+		{"qgemv", Case{Shape: []int{2, 2, 8, 4, 8}}, [][]float32{f(1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0), f(Int(0x21), Int(0x03)), f(1, 2), f(0, 0.5)}, []float64{1, 6.5, 2, 0.5}},
 		{"softmax", Case{Shape: []int{1, 2}}, [][]float32{f(1000, 1000)}, []float64{0.5, 0.5}},
 		{"rmsnorm", Case{Shape: []int{1, 2}}, [][]float32{f(3, 4), f(1, 2)}, []float64{3 / math.Sqrt(12.5+RMSNormEps), 8 / math.Sqrt(12.5+RMSNormEps)}},
 	}
 	for _, tt := range tests {
 		k, _ := Get(tt.family)
 		got := k.Reference(tt.c, tt.in)
+		if len(got) != len(tt.want) {
+			t.Errorf("%s: %d outputs, want %d", tt.family, len(got), len(tt.want))
+			continue
+		}
 		for i := range tt.want {
 			if math.Abs(got[i]-tt.want[i]) > 1e-12 {
 				t.Errorf("%s: got %v, want %v", tt.family, got, tt.want)

@@ -20,21 +20,27 @@ func init() {
 			{Shape: []int{1, 9728, 896, 4, 64}}, {Shape: []int{1, 4864, 896, 4, 64}}, {Shape: []int{1, 151936, 896, 4, 64}},
 		},
 		// Odd row counts, each width and group size, rows of one group, and
-		// a k over two stages of x in threadgroup memory (GPU bodies).
+		// a k over two stages of x in threadgroup memory (GPU bodies);
+		// batched: odd m (a partial pass of every MR), odd n, k over
+		// several groups and, at m = 16, over several stages.
 		Odd: []Case{
 			{Shape: []int{1, 37, 64, 4, 32}}, {Shape: []int{1, 131, 256, 8, 64}, Options: []string{Bias}},
 			{Shape: []int{1, 1, 128, 2, 128}}, {Shape: []int{1, 67, 384, 4, 128}, Options: []string{Bias}},
 			{Shape: []int{1, 33, 96, 8, 32}}, {Shape: []int{1, 45, 2368, 4, 64}},
+			{Shape: []int{3, 29, 320, 4, 64}, Options: []string{Bias}}, {Shape: []int{5, 19, 384, 8, 128}},
+			{Shape: []int{16, 21, 1408, 2, 32}}, {Shape: []int{16, 9, 576, 4, 64}, Options: []string{Bias}},
 		},
 		MemoryBound:  true,
 		KeyedClasses: true,
 		Options:      []string{Bias},
 		Inputs:       qgemvInputs,
-		OutLen:       func(s []int) int { return s[1] },
-		OutRow:       func([]int) int { return 1 },
-		Reference:    refQGemv,
-		Flops:        func(c Case) float64 { return 2 * float64(c.Shape[1]) * float64(c.Shape[2]) },
-		Fill:         fillQGemv,
+		OutLen:       func(s []int) int { return s[0] * s[1] },
+		// Each output element a row: a sampled verification of a large
+		// output draws elements of every row of x.
+		OutRow:    func([]int) int { return 1 },
+		Reference: refQGemv,
+		Flops:     func(c Case) float64 { return 2 * float64(c.Shape[0]) * float64(c.Shape[1]) * float64(c.Shape[2]) },
+		Fill:      fillQGemv,
 		// The baseline (an app without this family) rounds each dequantised
 		// weight to the activation dtype first: a relative error of up to
 		// 2⁻¹¹ (f16) or 2⁻⁸ (bf16) per weight, which the cancellation of a
@@ -46,12 +52,13 @@ func init() {
 	})
 }
 
-// qgemvInputs: x (k), the packed weights w (n × k·bits/32 uint32 words),
-// scales and biases (n × k/group_size), and the optional bias (n).
+// qgemvInputs: x (m × k, row-major), the packed weights w (n × k·bits/32
+// uint32 words), scales and biases (n × k/group_size), and the optional
+// bias (n, added to every row of y).
 func qgemvInputs(c Case) []Operand {
-	n, k, bits, g := c.Shape[1], c.Shape[2], c.Shape[3], c.Shape[4]
+	m, n, k, bits, g := c.Shape[0], c.Shape[1], c.Shape[2], c.Shape[3], c.Shape[4]
 	ops := []Operand{
-		{Name: "x", Len: k},
+		{Name: "x", Len: m * k},
 		{Name: "w", Len: n * k * bits / 32, Elem: ElemUint32},
 		{Name: "scales", Len: n * k / g},
 		{Name: "biases", Len: n * k / g},
@@ -91,28 +98,33 @@ func QUnpack(words []uint32, bits, j int) uint32 {
 	return (words[j/per] >> (uint(j%per) * uint(bits))) & (1<<uint(bits) - 1)
 }
 
-// refQGemv: y[j] = Σ_p x[p]·(s[j, p/g]·q[j, p] + β[j, p/g]) (+ bias[j]),
+// refQGemv: y[i, j] = Σ_p x[i, p]·(s[j, p/g]·q[j, p] + β[j, p/g]) (+ bias[j]),
 // the dequantisation of MLX's affine mode written from its definition.
 func refQGemv(c Case, in [][]float32) []float64 {
-	n, k, bits, g := c.Shape[1], c.Shape[2], c.Shape[3], c.Shape[4]
+	m, n, k, bits, g := c.Shape[0], c.Shape[1], c.Shape[2], c.Shape[3], c.Shape[4]
 	x, scales, biases := in[0], in[2], in[3]
 	kw, kg := k*bits/32, k/g
-	out := make([]float64, n)
+	out := make([]float64, m*n)
 	parallelRows(n, func(lo, hi int) {
 		words := make([]uint32, kw)
+		w := make([]float64, k)
 		for j := lo; j < hi; j++ {
 			for i := range words {
 				words[i] = math.Float32bits(in[1][j*kw+i])
 			}
-			var s float64
-			for p := range k {
-				w := float64(scales[j*kg+p/g])*float64(QUnpack(words, bits, p)) + float64(biases[j*kg+p/g])
-				s += float64(x[p]) * w
+			for p := range w {
+				w[p] = float64(scales[j*kg+p/g])*float64(QUnpack(words, bits, p)) + float64(biases[j*kg+p/g])
 			}
-			if c.Has(Bias) {
-				s += float64(in[4][j])
+			for i := range m {
+				var s float64
+				for p, wp := range w {
+					s += float64(x[i*k+p]) * wp
+				}
+				if c.Has(Bias) {
+					s += float64(in[4][j])
+				}
+				out[i*n+j] = s
 			}
-			out[j] = s
 		}
 	})
 	return out

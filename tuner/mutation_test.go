@@ -128,7 +128,7 @@ var mutants = map[string]func(p *kernels.Problem, in [][]float32, out []float32,
 		contract(1, n, k, func(_, q int) float32 { return get(in[0], q) }, func(q, j int) float32 { return get(in[1], j*ldw+q) }, biasOf(p, in, 2), out, mut)
 	},
 	"qgemv": func(p *kernels.Problem, in [][]float32, out []float32, mut string) {
-		n, k, bits, g := p.Case.Shape[1], p.Case.Shape[2], p.Case.Shape[3], p.Case.Shape[4]
+		m, n, k, bits, g := p.Case.Shape[0], p.Case.Shape[1], p.Case.Shape[2], p.Case.Shape[3], p.Case.Shape[4]
 		per, kg := 32/bits, k/g
 		kw := mutated(mut, "wrong stride", k*bits/32, k*bits/32+1)
 		w := func(q, j int) float32 {
@@ -136,7 +136,7 @@ var mutants = map[string]func(p *kernels.Problem, in [][]float32, out []float32,
 			v := (word >> (uint(q%per) * uint(bits))) & (1<<uint(bits) - 1)
 			return get(in[2], j*kg+q/g)*float32(v) + get(in[3], j*kg+q/g)
 		}
-		contract(1, n, k, func(_, q int) float32 { return get(in[0], q) }, w, biasOf(p, in, 4), out, mut)
+		contract(m, n, k, func(i, q int) float32 { return get(in[0], i*k+q) }, w, biasOf(p, in, 4), out, mut)
 	},
 	"softmax": func(p *kernels.Problem, in [][]float32, out []float32, mut string) {
 		rowwise("softmax", p.Case.Shape[0], p.Case.Shape[1], in, 0, out, mut)

@@ -340,25 +340,33 @@ func emuRunNamed(t *testing.T, dir, bin string, b *Body, k *kernels.Kernel, dt k
 }
 
 // TestCUDAEmulatedQgemv runs CUDA qgemv candidates on the CPU on every odd
-// shape their space admits: with f16 and bf16 activations the 4-bit words
-// go through the f16-pair dequantisation (KT_QH2: the f16x2 instructions,
-// emulated with their rounding), which no other API compiles; f32 the
-// staged f32 form. The H100 verifies the real instructions.
+// shape their space admits: with f16 and bf16 activations the words
+// go through the f16-pair dequantisation at every width (KT_QH2: the
+// f16x2 instructions and byte_perm, emulated with their rounding), which
+// no other API compiles; f32 the staged f32 form. The GPU verifies the
+// real instructions.
 func TestCUDAEmulatedQgemv(t *testing.T) {
 	t.Parallel() // the package's long tests share the machine's cores (make test's time)
 	needGXX(t)
 	b := testutil.Lookup(t, Get, "qgemv")
-	cand := func(tpr, rpb, rpt, vec, unroll int) map[string]int {
-		return map[string]int{"TPR": tpr, "RPB": rpb, "RPT": rpt, "VEC": vec, "UNROLL": unroll}
+	cand := func(tpr, rpb, rpt, vec, unroll, mr int) map[string]int {
+		return map[string]int{"TPR": tpr, "RPB": rpb, "RPT": rpt, "VEC": vec, "UNROLL": unroll, "MR": mr}
 	}
 	cands := []cudaCand{
-		{cand(4, 32, 1, 4, 2), kernels.F16}, // the H100's winner at 151936 rows
-		{cand(2, 16, 2, 2, 4), kernels.F16},
-		{cand(32, 1, 4, 1, 1), kernels.F16},
-		{cand(64, 4, 1, 4, 1), kernels.F16}, // a row across two warps
-		{cand(8, 8, 8, 4, 2), kernels.F32},
-		{cand(16, 4, 1, 2, 1), kernels.BF16},
-		{cand(4, 32, 2, 4, 2), kernels.BF16}, // four words a step summed in f16 pairs
+		{cand(4, 32, 1, 4, 2, 1), kernels.F16}, // the H100's winner at 151936 rows
+		{cand(2, 16, 2, 2, 4, 1), kernels.F16},
+		{cand(32, 1, 4, 1, 1, 1), kernels.F16},
+		{cand(64, 4, 1, 4, 1, 1), kernels.F16}, // a row across two warps
+		{cand(8, 8, 8, 4, 2, 1), kernels.F32},
+		{cand(16, 4, 1, 2, 1, 1), kernels.BF16},
+		{cand(4, 32, 2, 4, 2, 1), kernels.BF16}, // four words a step summed in f16 pairs
+		// batched: rows of x per pass, partial passes on the odd m
+		{cand(4, 32, 2, 4, 1, 4), kernels.F16},
+		{cand(8, 8, 1, 2, 1, 16), kernels.F16},
+		{cand(32, 2, 4, 2, 1, 4), kernels.BF16}, // a row across a warp
+		{cand(16, 4, 1, 1, 1, 16), kernels.BF16},
+		{cand(8, 8, 2, 4, 1, 4), kernels.F32},
+		{cand(4, 16, 1, 2, 1, 16), kernels.F32},
 	}
 	for _, c := range cands {
 		if src, err := b.SourceFor(CUDA, c.dt, c.p); err != nil || c.dt != kernels.F32 && !strings.Contains(src, "#define KT_QH2 1") {

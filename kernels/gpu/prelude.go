@@ -622,41 +622,77 @@ KT_INLINE float kt_qm2f(unsigned int w, unsigned int m) {
 }
 #define QM2F(w, m) kt_qm2f((w), (m))
 #if defined(KT_F16) || defined(KT_BF16)
-// 16-bit activations (f16 and bf16 alike): a 4-bit word dequantised two
-// values an instruction, in f16 pairs. (w & 0x000F000F) | 0x64006400 is the
-// pair (1024 + q0, 1024 + q4), whose unit in the last place is 1, and
-// (w & 0x00F000F0) | 0x54005400 the pair (64 + q1, 64 + q5), whose unit is
-// 1/16, so neither needs a shift; w >> 8 gives the values 2, 6, 3 and 7.
-// Subtracting 1032 or 72 leaves q − 8 exactly: centred values halve the
-// products and the sums that f16 rounds. x is staged as the f16 pairs
-// (x0, x4), (x1, x5), (x2, x6), (x3, x7) times 2^-KT_QXS (headroom, so
-// that the f16 sums of a step cannot overflow for any realistic x), and
-// each pair is multiplied and added in one fma.rn.f16x2 into a running
-// pair of the step (a relative 2^-11 per operation); the step's pair is
-// added in f32 (KT_QH2F), scaled back and re-centred with 8·Σx.
+// 16-bit activations (f16 and bf16 alike): a word dequantised two values an
+// instruction, in f16 pairs. A field of a value, masked in both 16-bit
+// halves and ORed with 0x6400 (1024, whose unit in the last place is 1),
+// reads as the pair (1024 + q·2^p), p its offset in the byte, and
+// subtracting 1024 + 2^(bits−1)·2^p leaves (q − 2^(bits−1))·2^p exactly:
+// centred, so the products and the sums that f16 rounds are about half
+// the size. The 2^p cancels in x, staged per pair times 2^-p (with the
+// step's scale), so no value is shifted; w >> 8 (or, at 8 bits, one
+// byte_perm a pair) reaches the high byte of each half. Each pair is then
+// multiplied and added in one fma.rn.f16x2 into a running pair of the
+// step: 13 instructions a 4-bit word (a shift, 4 LOP3s, 4 subtractions, 4
+// fmas), 6 an 8-bit word. The step's pair is added in f32 (KT_QH2F).
 #define KT_QH2 1
 #ifdef KT_BF16
-#define KT_QXS 6
+#define KT_QXS0 6
 #else
-#define KT_QXS 2
+#define KT_QXS0 2
 #endif
 KT_INLINE float kt_half2f(unsigned short h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
 KT_INLINE unsigned short kt_f2half(float f) { unsigned short h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
 KT_INLINE unsigned int kt_hsub2(unsigned int a, unsigned int b) { unsigned int d; asm("sub.rn.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b)); return d; }
 KT_INLINE unsigned int kt_hfma2(unsigned int a, unsigned int b, unsigned int c) { unsigned int d; asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c)); return d; }
-KT_INLINE unsigned int kt_qpack(float a, float b) {
-  const float s = 1.0f / (float)(1 << KT_QXS);
-  return (unsigned int)kt_f2half(a * s) | ((unsigned int)kt_f2half(b * s) << 16);
-}
+KT_INLINE unsigned int kt_qpack(float a, float b) { return (unsigned int)kt_f2half(a) | ((unsigned int)kt_f2half(b) << 16); }
 #define KT_QPACK(a, b) kt_qpack((a), (b))
-KT_INLINE unsigned int kt_qword4h(unsigned int w, uint4 x, unsigned int d) {
+// One word's values, centred, as f16 pairs (kt_qdeq*h), and their products
+// with x's pairs added to d (kt_qdot*h): (x0, x8)(x1, x9)... (x7, x15) at 2
+// bits, (x0, x4)(x1, x5)(x2, x6)(x3, x7) at 4, (x0, x2)(x1, x3) at 8 (each
+// half's low byte's values first, then its high byte's). A word is
+// dequantised once for every row of x that it multiplies.
+#define KT_QV(w, m, c) kt_hsub2(((w) & (m)) | 0x64006400u, (c))
+KT_INLINE void kt_qdeq2h(unsigned int w, uint4& qa, uint4& qb) {
   const unsigned int w8 = w >> 8;
-  d = kt_hfma2(x.x, kt_hsub2((w & 0x000F000Fu) | 0x64006400u, 0x64086408u), d);
-  d = kt_hfma2(x.y, kt_hsub2((w & 0x00F000F0u) | 0x54005400u, 0x54805480u), d);
-  d = kt_hfma2(x.z, kt_hsub2((w8 & 0x000F000Fu) | 0x64006400u, 0x64086408u), d);
-  return kt_hfma2(x.w, kt_hsub2((w8 & 0x00F000F0u) | 0x54005400u, 0x54805480u), d);
+  qa.x = KT_QV(w, 0x00030003u, 0x64026402u);
+  qa.y = KT_QV(w, 0x000C000Cu, 0x64086408u);
+  qa.z = KT_QV(w, 0x00300030u, 0x64206420u);
+  qa.w = KT_QV(w, 0x00C000C0u, 0x64806480u);
+  qb.x = KT_QV(w8, 0x00030003u, 0x64026402u);
+  qb.y = KT_QV(w8, 0x000C000Cu, 0x64086408u);
+  qb.z = KT_QV(w8, 0x00300030u, 0x64206420u);
+  qb.w = KT_QV(w8, 0x00C000C0u, 0x64806480u);
 }
-#define KT_QWORD4H(w, x, d) kt_qword4h((w), (x), (d))
+KT_INLINE unsigned int kt_qdot2h(uint4 qa, uint4 qb, uint4 xa, uint4 xb, unsigned int d) {
+  d = kt_hfma2(xa.x, qa.x, d);
+  d = kt_hfma2(xa.y, qa.y, d);
+  d = kt_hfma2(xa.z, qa.z, d);
+  d = kt_hfma2(xa.w, qa.w, d);
+  d = kt_hfma2(xb.x, qb.x, d);
+  d = kt_hfma2(xb.y, qb.y, d);
+  d = kt_hfma2(xb.z, qb.z, d);
+  return kt_hfma2(xb.w, qb.w, d);
+}
+KT_INLINE uint4 kt_qdeq4h(unsigned int w) {
+  const unsigned int w8 = w >> 8;
+  return make_uint4(KT_QV(w, 0x000F000Fu, 0x64086408u), KT_QV(w, 0x00F000F0u, 0x64806480u),
+                    KT_QV(w8, 0x000F000Fu, 0x64086408u), KT_QV(w8, 0x00F000F0u, 0x64806480u));
+}
+KT_INLINE unsigned int kt_qdot4h(uint4 q, uint4 x, unsigned int d) {
+  d = kt_hfma2(x.x, q.x, d);
+  d = kt_hfma2(x.y, q.y, d);
+  d = kt_hfma2(x.z, q.z, d);
+  return kt_hfma2(x.w, q.w, d);
+}
+// 8 bits: byte_perm puts bytes 0 and 2 (then 1 and 3) under 0x64 each.
+KT_INLINE uint2 kt_qdeq8h(unsigned int w) {
+  return make_uint2(kt_hsub2(__byte_perm(w, 0x64646464u, 0x4240u), 0x64806480u),
+                    kt_hsub2(__byte_perm(w, 0x64646464u, 0x4341u), 0x64806480u));
+}
+KT_INLINE unsigned int kt_qdot8h(uint2 q, uint2 x, unsigned int d) {
+  d = kt_hfma2(x.x, q.x, d);
+  return kt_hfma2(x.y, q.y, d);
+}
 KT_INLINE float kt_qh2f(unsigned int d) { return kt_half2f((unsigned short)(d & 0xffffu)) + kt_half2f((unsigned short)(d >> 16)); }
 #define KT_QH2F(d) kt_qh2f(d)
 #endif

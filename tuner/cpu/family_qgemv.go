@@ -22,15 +22,9 @@ func init() {
 
 // qgemvRun is a program's run of kernel with parameters qp, for the
 // element type T of x, scales, biases, bias and y.
-func qgemvRun[T float32 | uint16](qp QGemvParams, kernel func(QGemvParams, int, int, int, int, []T, []uint32, []T, []T, []T, []T)) func(*kernels.Problem, [][]T, [][]uint32, []T) {
+func qgemvRun[T float32 | uint16](qp QGemvParams, kernel func(QGemvParams, int, int, int, int, int, []T, []uint32, []T, []T, []T, []T)) func(*kernels.Problem, [][]T, [][]uint32, []T) {
 	return func(p *kernels.Problem, in [][]T, words [][]uint32, out []T) {
-		n, k, bits, g := qgemvShape(p)
-		kernel(qp, n, k, bits, g, in[0], words[1], in[2], in[3], biasOperand(p, in, 4), out)
+		s := p.Case.Shape
+		kernel(qp, s[0], s[1], s[2], s[3], s[4], in[0], words[1], in[2], in[3], biasOperand(p, in, 4), out)
 	}
-}
-
-// qgemvShape is n, k, bits and group_size of a qgemv problem (m is 1).
-func qgemvShape(p *kernels.Problem) (n, k, bits, g int) {
-	s := p.Case.Shape
-	return s[1], s[2], s[3], s[4]
 }

@@ -228,19 +228,19 @@ func BenchmarkQGemv(b *testing.B) {
 		name := fmt.Sprintf("BN%d_R%d_T%d", p.BN, p.Rows, p.Threads)
 		b.Run("f32_"+name, func(b *testing.B) {
 			for range b.N {
-				QGemv(p, n, k, bits, g, x, w, sc, bi, nil, y)
+				QGemv(p, 1, n, k, bits, g, x, w, sc, bi, nil, y)
 			}
 			report(b, kernels.F32)
 		})
 		b.Run("f16_"+name, func(b *testing.B) {
 			for range b.N {
-				QGemvHalf(p, n, k, bits, g, xh, w, sh, bh, nil, yh)
+				QGemvHalf(p, 1, n, k, bits, g, xh, w, sh, bh, nil, yh)
 			}
 			report(b, kernels.F16)
 		})
 		b.Run("bf16_"+name, func(b *testing.B) {
 			for range b.N {
-				QGemvBF16(p, n, k, bits, g, xb, w, sb, bb, nil, yh)
+				QGemvBF16(p, 1, n, k, bits, g, xb, w, sb, bb, nil, yh)
 			}
 			report(b, kernels.BF16)
 		})

@@ -28,15 +28,15 @@ func qgemvCandidate(p QGemvParams) search.Candidate {
 	return search.Candidate{"BN": p.BN, "ROWS": p.Rows, "THREADS": p.Threads}
 }
 
-// qgemvProblem draws a problem of n rows and k = groups·g through the
-// catalog, as the tuner does.
-func qgemvProblem(t *testing.T, dt kernels.DType, n, groups, bits, g int, bias bool, seed uint64) *kernels.Problem {
+// qgemvProblem draws a problem of m rows of x, n rows of W and k = groups·g
+// through the catalog, as the tuner does.
+func qgemvProblem(t *testing.T, dt kernels.DType, m, n, groups, bits, g int, bias bool, seed uint64) *kernels.Problem {
 	t.Helper()
 	k, err := kernels.Get(families.QGemv)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := kernels.Case{Shape: []int{1, n, groups * g, bits, g}}
+	c := kernels.Case{Shape: []int{m, n, groups * g, bits, g}}
 	if bias {
 		c.Options = []string{kernels.Bias}
 	}
@@ -49,6 +49,7 @@ func qgemvProblem(t *testing.T, dt kernels.DType, n, groups, bits, g int, bias b
 
 // Every width, group size and dtype, with and without the bias, on row
 // counts that are no multiple of ROWS or BN and an odd number of groups,
+// for one row of x and several,
 // for parameter sets covering the CPU space: the backend's output (Load,
 // Build, Output with the output poisoned and guarded) is within the
 // dtype's tolerance of the float64 reference, and the inputs are untouched.
@@ -58,7 +59,7 @@ func TestQGemvFamily(t *testing.T) {
 		t.Fatal(err)
 	}
 	k, _ := kernels.Get(families.QGemv)
-	shapes := [][2]int{{1, 1}, {37, 3}, {131, 5}} // rows, groups
+	shapes := [][3]int{{1, 1, 1}, {3, 37, 3}, {1, 131, 5}, {16, 19, 2}} // rows of x, rows of W, groups
 	if kernRaceEnabled {
 		shapes = shapes[:2]
 	}
@@ -69,7 +70,7 @@ func TestQGemvFamily(t *testing.T) {
 				for _, sh := range shapes {
 					seed++
 					withBias := seed%2 == 0
-					p := qgemvProblem(t, dt, sh[0], sh[1], bits, g, withBias, seed)
+					p := qgemvProblem(t, dt, sh[0], sh[1], sh[2], bits, g, withBias, seed)
 					inst, err := b.Load(p, 2)
 					if err != nil {
 						t.Fatal(err)
@@ -135,24 +136,30 @@ func qgemvReversed(w []uint32, bits int) []uint32 {
 func qgemvBroken(qp QGemvParams, mangle func(bits int, w []uint32, sc, bi []uint16, sc32, bi32 []float32) []uint32) *program {
 	clone16 := func(s []uint16) []uint16 { return append([]uint16(nil), s...) }
 	clone32 := func(s []float32) []float32 { return append([]float32(nil), s...) }
-	half := func(f func(QGemvParams, int, int, int, int, []uint16, []uint32, []uint16, []uint16, []uint16, []uint16)) func(*kernels.Problem, [][]uint16, [][]uint32, []uint16) {
+	half := func(f func(QGemvParams, int, int, int, int, int, []uint16, []uint32, []uint16, []uint16, []uint16, []uint16)) func(*kernels.Problem, [][]uint16, [][]uint32, []uint16) {
 		return func(p *kernels.Problem, in [][]uint16, words [][]uint32, out []uint16) {
-			n, k, bits, g := qgemvShape(p)
+			m, n, k, bits, g := qgemvShape(p)
 			sc, bi := clone16(in[2]), clone16(in[3])
 			w := mangle(bits, words[1], sc, bi, nil, nil)
-			f(qp, n, k, bits, g, in[0], w, sc, bi, biasOperand(p, in, 4), out)
+			f(qp, m, n, k, bits, g, in[0], w, sc, bi, biasOperand(p, in, 4), out)
 		}
 	}
 	return &program{
 		wf32: func(p *kernels.Problem, in [][]float32, words [][]uint32, out []float32) {
-			n, k, bits, g := qgemvShape(p)
+			m, n, k, bits, g := qgemvShape(p)
 			sc, bi := clone32(in[2]), clone32(in[3])
 			w := mangle(bits, words[1], nil, nil, sc, bi)
-			QGemv(qp, n, k, bits, g, in[0], w, sc, bi, biasOperand(p, in, 4), out)
+			QGemv(qp, m, n, k, bits, g, in[0], w, sc, bi, biasOperand(p, in, 4), out)
 		},
 		wf16:  half(QGemvHalf),
 		wbf16: half(QGemvBF16),
 	}
+}
+
+// qgemvShape is m, n, k, bits and group_size of a qgemv problem.
+func qgemvShape(p *kernels.Problem) (m, n, k, bits, g int) {
+	s := p.Case.Shape
+	return s[0], s[1], s[2], s[3], s[4]
 }
 
 // Verification catches a broken qgemv in every dtype, width and group
@@ -185,7 +192,7 @@ func TestQGemvBrokenFails(t *testing.T) {
 		for _, bits := range families.QGemvBits {
 			for _, g := range families.QGemvGroups {
 				seed++
-				p := qgemvProblem(t, dt, 37, 3, bits, g, seed%2 == 0, seed)
+				p := qgemvProblem(t, dt, 1+int(seed%3), 37, 3, bits, g, seed%2 == 0, seed)
 				inst, err := b.Load(p, 1)
 				if err != nil {
 					t.Fatal(err)
@@ -222,29 +229,30 @@ func TestQGemvReversedWords(t *testing.T) {
 }
 
 // A run allocates nothing but the closure handed to kernParallel (GemvNT
-// does the same), whatever the number of rows: the scratch (Σx per group,
-// x, scales and biases widened) comes from the pool.
+// does the same), whatever the number of rows of W or x: the scratch (Σx
+// per group, x, scales and biases widened) comes from the pool.
 func TestQGemvAllocs(t *testing.T) {
 	if kernRaceEnabled {
 		t.Skip("the race detector drops pooled buffers at random")
 	}
 	rng := rand.New(rand.NewPCG(3, 4))
 	const k, bits, g = 512, 4, 32
-	for _, n := range []int{64, 4096} {
+	for _, mn := range [][2]int{{1, 64}, {1, 4096}, {5, 64}} {
+		m, n := mn[0], mn[1]
 		w := make([]uint32, n*k*bits/32)
 		for i := range w {
 			w[i] = rng.Uint32()
 		}
-		x, sc, bi, bias, y := kernRandF32(rng, k), kernRandF32(rng, n*k/g), kernRandF32(rng, n*k/g), kernRandF32(rng, n), make([]float32, n)
-		xh, sh, bh, biash, yh := kernRandHalf(rng, k), kernRandHalf(rng, n*k/g), kernRandHalf(rng, n*k/g), kernRandHalf(rng, n), make([]uint16, n)
+		x, sc, bi, bias, y := kernRandF32(rng, m*k), kernRandF32(rng, n*k/g), kernRandF32(rng, n*k/g), kernRandF32(rng, n), make([]float32, m*n)
+		xh, sh, bh, biash, yh := kernRandHalf(rng, m*k), kernRandHalf(rng, n*k/g), kernRandHalf(rng, n*k/g), kernRandHalf(rng, n), make([]uint16, m*n)
 		p := QGemvParams{BN: 32, Rows: 2, Threads: 1}
 		for name, f := range map[string]func(){
-			"f32":  func() { QGemv(p, n, k, bits, g, x, w, sc, bi, bias, y) },
-			"f16":  func() { QGemvHalf(p, n, k, bits, g, xh, w, sh, bh, biash, yh) },
-			"bf16": func() { QGemvBF16(p, n, k, bits, g, xh, w, sh, bh, biash, yh) },
+			"f32":  func() { QGemv(p, m, n, k, bits, g, x, w, sc, bi, bias, y) },
+			"f16":  func() { QGemvHalf(p, m, n, k, bits, g, xh, w, sh, bh, biash, yh) },
+			"bf16": func() { QGemvBF16(p, m, n, k, bits, g, xh, w, sh, bh, biash, yh) },
 		} {
 			if a := testing.AllocsPerRun(20, f); a > 1 {
-				t.Errorf("%s, n=%d: %v allocations per run", name, n, a)
+				t.Errorf("%s, m=%d n=%d: %v allocations per run", name, m, n, a)
 			}
 		}
 	}

@@ -80,6 +80,15 @@ inline float __expf(float x) { return std::exp(x); }
 inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
 inline float __uint_as_float(unsigned u) { float f; std::memcpy(&f, &u, 4); return f; }
 inline unsigned kt_float_bits(float f) { unsigned u; std::memcpy(&u, &f, 4); return u; }
+inline unsigned __float_as_uint(float f) { return kt_float_bits(f); }
+// prmt.b32 (default mode): byte i of the result is byte s's nibble i of the
+// eight bytes {y, x} (x the low four).
+inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
+  const unsigned long long b = (unsigned long long)y << 32 | x;
+  unsigned r = 0;
+  for (int i = 0; i < 4; ++i) r |= (unsigned)(b >> (8 * ((s >> (4 * i)) & 7)) & 0xffu) << (8 * i);
+  return r;
+}
 static float kt_shfl_xor(float v, int o);
 // Every lane of the warp must call it, as the full mask says.
 inline float __shfl_xor_sync(unsigned, float v, int o) { return kt_shfl_xor(v, o); }
