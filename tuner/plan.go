@@ -65,7 +65,9 @@ type Estimate struct {
 	Setup time.Duration
 	// Build is building the default (the candidate probed).
 	Build time.Duration
-	// Sample is one sample of the default: one run of every timed shape.
+	// Sample is what one sample of the default costs: a run of every
+	// timed shape, on a GPU over every rotated copy of its inputs (the wall
+	// time of a probe's sample, at least the median the backend reports).
 	Sample time.Duration
 	// Took is the probe's own wall time.
 	Took time.Duration
@@ -212,13 +214,17 @@ func (t *Tuner) probe(ctx context.Context, task Task, drawn *Drawn) (Estimate, e
 		if t.cfg.ProbeSamples > 0 {
 			n = t.cfg.ProbeSamples
 		}
+		ts := time.Now()
 		tot, _, err := m.sample(prog, n)
 		if err != nil {
 			lastErr = fmt.Errorf("%s: %w", c.Key(), err)
 			continue
 		}
+		// A GPU reports a sample as the time of one run, but a sample runs
+		// the kernel over every rotated copy of its inputs (64 launches of a
+		// 0.7 ms LoRA): the plan budgets by what a sample costs.
 		e.Build = build
-		e.Sample = time.Duration(stats.Median(tot) * float64(time.Second))
+		e.Sample = max(time.Duration(stats.Median(tot)*float64(time.Second)), time.Since(ts)/time.Duration(n))
 		return e, nil
 	}
 	return e, fmt.Errorf("%s %s: no candidate could be timed to plan the budget: %w", task.Kernel.Name, task.Key(), lastErr)

@@ -597,3 +597,18 @@ func TestScoutMin(t *testing.T) {
 		}
 	}
 }
+
+// A probe's Sample is what a sample costs, not the per-run median a GPU
+// reports: a GPU sample runs the kernel over every rotated copy of its
+// inputs, and a plan by the median gave a scout ten times its share.
+func TestProbeSampleIsItsCost(t *testing.T) {
+	b := &slowBackend{fakeBackend: fakeBackend{rng: rand.New(rand.NewPCG(1, 2)), threadsCap: 4}, run: 4 * time.Millisecond}
+	task := gemvTask(t)
+	e, err := New(b, Config{Strategy: "random", Seed: 1, Warmup: time.Microsecond, ProbeSamples: 3}).Probe(context.Background(), task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := time.Duration(len(task.Cases)) * b.run; e.Sample < want {
+		t.Errorf("Sample %v, want at least %v (a run of %v on each of %d shapes)", e.Sample, want, b.run, len(task.Cases))
+	}
+}

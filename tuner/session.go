@@ -678,8 +678,10 @@ func recordedEstimates(path, device string, tu *Tuner, tasks []Task, todo []int)
 			continue
 		}
 		est := Estimate{
-			Valid:    len(space.Enumerate()),
-			Setup:    seconds(e.Time.SetupS),
+			Valid: len(space.Enumerate()),
+			Setup: seconds(e.Time.SetupS),
+			// The default's median: on a GPU less than a sample costs where
+			// a sample covers many copies of the inputs (Probe measures that).
 			Sample:   time.Duration(e.Default.MedianUS * float64(time.Microsecond)),
 			Recorded: true,
 		}
