@@ -647,32 +647,13 @@ KT_INLINE unsigned int kt_hfma2(unsigned int a, unsigned int b, unsigned int c) 
 KT_INLINE unsigned int kt_qpack(float a, float b) { return (unsigned int)kt_f2half(a) | ((unsigned int)kt_f2half(b) << 16); }
 #define KT_QPACK(a, b) kt_qpack((a), (b))
 // One word's values, centred, as f16 pairs (kt_qdeq*h), and their products
-// with x's pairs added to d (kt_qdot*h): (x0, x8)(x1, x9)... (x7, x15) at 2
-// bits, (x0, x4)(x1, x5)(x2, x6)(x3, x7) at 4, (x0, x2)(x1, x3) at 8 (each
-// half's low byte's values first, then its high byte's). A word is
-// dequantised once for every row of x that it multiplies.
+// with x's pairs added to d (kt_qdot*h): (x0, x4)(x1, x5)(x2, x6)(x3, x7)
+// at 4 bits, (x0, x2)(x1, x3) at 8 (each half's low byte's values first,
+// then its high byte's). A word is dequantised once for every row of x
+// that it multiplies. 2-bit words take the f32 form (qgemv's body): a
+// step's f16 sum of 32 values a half erred past f16's tolerance on one
+// draw in 200 of a one-output shape.
 #define KT_QV(w, m, c) kt_hsub2(((w) & (m)) | 0x64006400u, (c))
-KT_INLINE void kt_qdeq2h(unsigned int w, uint4& qa, uint4& qb) {
-  const unsigned int w8 = w >> 8;
-  qa.x = KT_QV(w, 0x00030003u, 0x64026402u);
-  qa.y = KT_QV(w, 0x000C000Cu, 0x64086408u);
-  qa.z = KT_QV(w, 0x00300030u, 0x64206420u);
-  qa.w = KT_QV(w, 0x00C000C0u, 0x64806480u);
-  qb.x = KT_QV(w8, 0x00030003u, 0x64026402u);
-  qb.y = KT_QV(w8, 0x000C000Cu, 0x64086408u);
-  qb.z = KT_QV(w8, 0x00300030u, 0x64206420u);
-  qb.w = KT_QV(w8, 0x00C000C0u, 0x64806480u);
-}
-KT_INLINE unsigned int kt_qdot2h(uint4 qa, uint4 qb, uint4 xa, uint4 xb, unsigned int d) {
-  d = kt_hfma2(xa.x, qa.x, d);
-  d = kt_hfma2(xa.y, qa.y, d);
-  d = kt_hfma2(xa.z, qa.z, d);
-  d = kt_hfma2(xa.w, qa.w, d);
-  d = kt_hfma2(xb.x, qb.x, d);
-  d = kt_hfma2(xb.y, qb.y, d);
-  d = kt_hfma2(xb.z, qb.z, d);
-  return kt_hfma2(xb.w, qb.w, d);
-}
 KT_INLINE uint4 kt_qdeq4h(unsigned int w) {
   const unsigned int w8 = w >> 8;
   return make_uint4(KT_QV(w, 0x000F000Fu, 0x64086408u), KT_QV(w, 0x00F000F0u, 0x64806480u),

@@ -45,8 +45,8 @@ func qgemvXC(mr int) int { return min(qgemvStage, qgemvStageRows/max(mr, 1)) }
 // no shift: x'·float(w & (mask << bits·j)) = x·q exactly, and where an
 // integer-to-float conversion is slow (CUDA) QM2F(w, mask) makes the float
 // with a mask, an OR and one subtraction. CUDA with 16-bit activations
-// (KT_QH2, f16 and bf16) stages x as f16 pairs instead and dequantises
-// two centred values of any width in two instructions (the 0x6400 magic),
+// (KT_QH2, f16 and bf16) stages x as f16 pairs instead at 4 and 8 bits and
+// dequantises two centred values in two instructions (the 0x6400 magic),
 // multiplying and adding them in a third (kt_qdeq*h and kt_qdot*h of the
 // prelude); a step's sum is in f16, the rest in f32. A step's scale and bias
 // multiply its sums once: s·Σ x·q + β·Σ x.
@@ -97,18 +97,18 @@ const qgemvSource = `
     } \
   }
 #ifdef KT_QH2
-/* CUDA, f16 and bf16: x as f16 pairs, 16/QB 32-bit pairs a word in the
-   order of kt_qdeq*h, pair j of a byte times 2^-(KT_QXS + QB·j), at
-   XH(wl, 16/QB) (4 of padding after every 32, as XI), so
-   that a step's words are one shared load each (16 bytes at 4 bits, 8 at
-   8, 2 × 16 at 2) at a constant offset from the step's first, and each
+/* CUDA, f16 and bf16, 4 and 8 bits: x as f16 pairs, 16/QB 32-bit pairs a
+   word in the order of kt_qdeq*h, pair j of a byte times
+   2^-(KT_QXS + QB·j), at XH(wl, 16/QB) (4 of padding after every 32, as
+   XI), so that a step's words are one shared load each (16 bytes at 4
+   bits, 8 at 8) at a constant offset from the step's first, and each
    dequantises two values in 2 instructions (kt_qdeq*h, once for the MR
    rows of x) and multiplies and adds them in a third (kt_qdot*h, per row
    of x) into the rows' f16 pair hq[i][r]. The f16 sum of a step holds at
-   most VEC·16/QB values a half (32 at 2 bits and VEC = 4); each of its
-   fmas rounds the centred product's running sum once (a relative 2^-11),
-   about 4e-4 in the relative norm on the odd shapes' data where f16's
-   tolerance is 1e-3.
+   most VEC·16/QB values a half (16 at 4 bits and VEC = 4); each of its
+   fmas rounds the centred product's running sum once (a relative 2^-11).
+   2 bits keep the f32 form: 32 values a half summed in f16 erred past
+   f16's tolerance (1e-3) on one draw in 200 of the one-output odd shape.
    KT_QEND adds the pair in f32, scales it back and un-centres it with
    2^(QB−1)·Σx. */
 #define XH(wl, pw) ((pw) * (wl) + ((((pw) * (wl)) >> 5) << 2))
@@ -122,22 +122,11 @@ const qgemvSource = `
         xp[h * (8 / QB) + j] = KT_QPACK(xv[h * (8 / QB) + j] * f, xv[h * (8 / QB) + j + 16 / QB] * f); \
     } \
   }
-#define KT_QSTAGE_2(i, wl, xv) KT_QSTAGE_H(2, i, wl, xv)
+#define KT_QSTAGE_2(i, wl, xv) KT_QSTAGE_F(2, i, wl, xv)
 #define KT_QSTAGE_4(i, wl, xv) KT_QSTAGE_H(4, i, wl, xv)
 #define KT_QSTAGE_8(i, wl, xv) KT_QSTAGE_H(8, i, wl, xv)
 #define KT_QXH(i, wl0, v, pw) (reinterpret_cast<const unsigned int*>(xsh) + (i) * XR + XH(wl0, pw) + XH(v, pw))
-#define KT_QWORD_2(wl0, ws, v) { \
-    uint4 qa[RPT], qb[RPT]; \
-    UNROLL_LOOP \
-    for (int r = 0; r < RPT; ++r) kt_qdeq2h(ws[r][v], qa[r], qb[r]); \
-    UNROLL_LOOP \
-    for (int i = 0; i < MR; ++i) { \
-      const uint4 xa = *reinterpret_cast<const uint4*>(KT_QXH(i, wl0, v, 8)); \
-      const uint4 xb = *reinterpret_cast<const uint4*>(KT_QXH(i, wl0, v, 8) + 4); \
-      UNROLL_LOOP \
-      for (int r = 0; r < RPT; ++r) hq[i][r] = kt_qdot2h(qa[r], qb[r], xa, xb, hq[i][r]); \
-    } \
-  }
+#define KT_QWORD_2(wl0, ws, v) KT_QWORD_F(2, wl0, ws, v)
 #define KT_QWORD_4(wl0, ws, v) { \
     uint4 q[RPT]; \
     UNROLL_LOOP \
@@ -161,11 +150,15 @@ const qgemvSource = `
     } \
   }
 #define KT_QBEGIN unsigned int hq[MR][RPT]; UNROLL_LOOP for (int i = 0; i < MR; ++i) { UNROLL_LOOP for (int r = 0; r < RPT; ++r) hq[i][r] = 0u; }
-#define KT_QEND(QB) UNROLL_LOOP for (int i = 0; i < MR; ++i) { UNROLL_LOOP for (int r = 0; r < RPT; ++r) xq[i][r] = FMA(KT_QH2F(hq[i][r]), (float)(1 << KT_QXS(QB)), (float)(1 << (QB - 1)) * xs[i]); }
+#define KT_QEND(QB) KT_QEND_ ## QB
+#define KT_QEND_H(QB) UNROLL_LOOP for (int i = 0; i < MR; ++i) { UNROLL_LOOP for (int r = 0; r < RPT; ++r) xq[i][r] = FMA(KT_QH2F(hq[i][r]), (float)(1 << KT_QXS(QB)), (float)(1 << (QB - 1)) * xs[i]); }
+#define KT_QEND_2
+#define KT_QEND_4 KT_QEND_H(4)
+#define KT_QEND_8 KT_QEND_H(8)
 /* x's scale 2^-KT_QXS(QB): headroom so that no f16 sum of a step (at most
    64/QB centred products, each below 2^(QB−1)·|x|·2^-KT_QXS) overflows for
    |x| below 2^11 (f16) or 2^15 (bf16), the same bound at every width. */
-#define KT_QXS(QB) (KT_QXS0 + ((QB) == 8 ? 3 : (QB) == 2 ? -1 : 0))
+#define KT_QXS(QB) (KT_QXS0 + ((QB) == 8 ? 3 : 0))
 #define KT_QSC(QB) (1.0f / (float)(1 << KT_QXS(QB)))
 #else
 #define KT_QSTAGE_2(i, wl, xv) KT_QSTAGE_F(2, i, wl, xv)
