@@ -17,9 +17,11 @@ type budget struct {
 	share    time.Duration
 	deadline time.Time
 	// hard is how far the search may go past deadline while it has
-	// measured fewer than min candidates (Allotment.Max).
-	hard time.Time
-	min  int
+	// measured fewer than min candidates (Allotment.Max); a scout's larger
+	// minimum holds only until soft (Allotment.MinWithin; zero: until
+	// hard), plain after it.
+	hard, soft time.Time
+	min, plain int
 	// finalProgs is how many programs the final timing times, in whole
 	// timings (Tuner.finalPrograms); finalSamples its samples of each.
 	finalProgs   float64
@@ -33,9 +35,15 @@ type budget struct {
 
 // newBudget is the budget of a task started at start with allotment a,
 // which must measure least candidates before its share may end the search.
-func newBudget(t *Tuner, task Task, start time.Time, a Allotment, least int) budget {
-	return budget{start: start, share: a.Share, deadline: start.Add(a.Share), hard: start.Add(max(a.Max, a.Share)), min: least,
+// plain is the minimum it must reach up to hard when a.MinWithin limits
+// how long least holds.
+func newBudget(t *Tuner, task Task, start time.Time, a Allotment, least, plain int) budget {
+	b := budget{start: start, share: a.Share, deadline: start.Add(a.Share), hard: start.Add(max(a.Max, a.Share)), min: least, plain: least,
 		finalProgs: t.finalPrograms(task.Incumbent != nil), finalSamples: t.cfg.FinalSamples}
+	if a.MinWithin > 0 {
+		b.soft, b.plain = start.Add(min(max(a.MinWithin, a.Share), max(a.Max, a.Share))), min(plain, least)
+	}
+	return b
 }
 
 // left is the time until the deadline.
@@ -64,7 +72,8 @@ func (b *budget) plan(finalSamples int) {
 // stop says why the search stops before a request of n samples, or "":
 // "interrupted" when ctx ended, "budget spent" when the request and the
 // final timing would end past the deadline, unless the search is short of
-// its minimum (cs measured) and still before hard.
+// its minimum (cs measured) and still before hard (a scout's minimum:
+// before soft, then its plain one).
 func (b *budget) stop(ctx context.Context, n int, cs candidates) string {
 	if err := ctx.Err(); err != nil {
 		return "interrupted"
@@ -76,7 +85,11 @@ func (b *budget) stop(ctx context.Context, n int, cs candidates) string {
 	}
 	// Past the share: short of the entry's minimum, the run's slack is
 	// there for it (counted only here, not before every request).
-	if end.After(b.hard) || cs.measured() >= b.min {
+	least := b.min
+	if !b.soft.IsZero() && end.After(b.soft) {
+		least = b.plain
+	}
+	if end.After(b.hard) || cs.measured() >= least {
 		return "budget spent"
 	}
 	return ""

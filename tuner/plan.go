@@ -255,6 +255,11 @@ type Allotment struct {
 	// the default and Config.MinBeyondDefault more (a scout's,
 	// SessionConfig.Scouts); still no more than its space or MaxEvals.
 	Min int
+	// MinWithin, when positive, is how long after its start Min holds;
+	// after it the entry is held to its plain minimum alone (a scout's
+	// builds can take longer than its probe said, and the time past its
+	// share is the entries' after it).
+	MinWithin time.Duration
 }
 
 // PlanError is a wall-time budget below what the plan needs: refused

@@ -427,8 +427,8 @@ func (s *Session) Run(ctx context.Context, tasks []Task) (*SessionSummary, error
 			continue
 		}
 		a, moved, speed := sched.allot(i, func() int { return s.todo(tasks[i:]) })
-		if mins != nil {
-			a.Min = mins[i]
+		if mins != nil && mins[i] > 0 {
+			a.Min, a.MinWithin = mins[i], a.Share+scoutExtra
 		}
 		sum.Extended += moved
 		if h.Allotted != nil && needs != nil {

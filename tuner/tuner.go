@@ -310,7 +310,7 @@ func (t *Tuner) RunPlanned(ctx context.Context, task Task, a Allotment) (*Result
 	if len(valid) == 0 {
 		return nil, fmt.Errorf("%s %s: no valid candidate in a space of %d on %s", task.Kernel.Name, task.Key(), space.Size(), t.b.Info().Key)
 	}
-	r.budget = newBudget(t, task, start, a, t.minOf(len(valid), a.Min))
+	r.budget = newBudget(t, task, start, a, t.minOf(len(valid), a.Min), t.minOf(len(valid), 0))
 	if err := r.m.load(); err != nil {
 		return nil, err
 	}
