@@ -34,3 +34,19 @@ func gemvBLAS(t *cudadrv.Thread, bl *cudadrv.ThreadBlas, dt kernels.DType, ty cu
 	}
 	return bl.GemmEx(true, false, n, 1, kk, 1, w, ty, kk, x, ty, kk, beta, y, ty, n)
 }
+
+// uploadOnes is a vector of m ones in dt, for biasRows.
+func uploadOnes(t *cudadrv.Thread, dt kernels.DType, m int) (cudadrv.DevPtr, error) {
+	ones := make([]float32, m)
+	for i := range ones {
+		ones[i] = 1
+	}
+	return upload(t, kernels.ElemOf(dt).Encode(ones))
+}
+
+// biasRows sets each of the m rows of y (row-major, n wide) to bias:
+// cuBLAS has no broadcast, so bias·1ᵀ is one rank-1 GemmEx against ones
+// (uploadOnes), after which a product adds to y with beta = 1.
+func biasRows(bl *cudadrv.ThreadBlas, ty cudadrv.DataType, n, m int, bias, ones, y cudadrv.DevPtr) error {
+	return bl.GemmEx(false, false, n, m, 1, 1, bias, ty, n, ones, ty, 1, 0, y, ty, n)
+}

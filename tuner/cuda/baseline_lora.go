@@ -11,9 +11,8 @@ import (
 // kernel runs, one cuBLAS call each: y = x·Wᵀ (GemmEx), t = x·Aᵀ, then
 // y += s·t·Bᵀ, the third product with beta = 1 so that it is also the add.
 // cuBLAS has no bias epilogue and, for m > 1 rows, no broadcast: with a
-// bias, y first receives bias·1ᵀ from a rank-1 GemmEx against a vector of
-// ones (gemv_nt's copy of the bias into y, for every row) and the first
-// product adds to it with beta = 1. t (m×r) and the ones are in the
+// bias, y first receives it in every row (biasRows) and the first product
+// adds to it with beta = 1. t (m×r) and the ones are in the
 // problem's dtype, as the application's tensors are, allocated once per
 // loaded problem before any timed run and freed with the program.
 type loraBaseline struct {
@@ -35,11 +34,7 @@ func (l *loraBaseline) prepare(t *cudadrv.Thread, in *instance) error {
 	}
 	s[0] = tb
 	if p.Case.Has(kernels.Bias) {
-		ones := make([]float32, m)
-		for i := range ones {
-			ones[i] = 1
-		}
-		d, err := upload(t, kernels.ElemOf(p.DType).Encode(ones))
+		d, err := uploadOnes(t, p.DType, m)
 		if err != nil {
 			return errors.Join(err, freeBuffers(t, s))
 		}
@@ -60,7 +55,7 @@ func (l *loraBaseline) program() *program {
 		x, w, a, b := ops[0], ops[1], ops[2], ops[3]
 		beta := float32(0)
 		if p.Case.Has(kernels.Bias) {
-			if err := bl.GemmEx(false, false, n, m, 1, 1, ops[4], ty, n, s[1], ty, 1, 0, in.Out, ty, n); err != nil {
+			if err := biasRows(bl, ty, n, m, ops[4], s[1], in.Out); err != nil {
 				return err
 			}
 			beta = 1

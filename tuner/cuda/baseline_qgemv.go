@@ -12,11 +12,11 @@ import (
 // the weights dequantised once into the activation dtype (w = s·q + β, as
 // MLX's mx.dequantize gives them), then cuBLAS's gemv on them (Sgemv in
 // f32, GemmEx with one column in f16 and bf16), as gemv_nt's baseline; with
-// m > 1 rows of x, GemmEx with m columns (the bias copied into each row of
-// y first). The
-// dequantised weights are made before any timed run, one copy per input
-// copy so that runs rotate past the cache as the tuned kernel's do, and
-// freed with the program.
+// m > 1 rows of x, GemmEx with m columns, a bias first put in every row of
+// y (biasRows, as lora's baseline). The dequantised weights are made before
+// any timed run, one copy per input copy so that runs rotate past the cache
+// as the tuned kernel's do, and freed with the program; after them, for
+// m > 1 with a bias, a vector of m ones.
 type qgemvBaseline struct {
 	b   *Backend
 	ty  cudadrv.DataType
@@ -28,7 +28,7 @@ func (q *qgemvBaseline) prepare(t *cudadrv.Thread, in *instance) error {
 		return nil
 	}
 	p := in.Problem
-	n, k, bits, g := p.Case.Shape[1], p.Case.Shape[2], p.Case.Shape[3], p.Case.Shape[4]
+	m, n, k, bits, g := p.Case.Shape[0], p.Case.Shape[1], p.Case.Shape[2], p.Case.Shape[3], p.Case.Shape[4]
 	kw, kg := k*bits/32, k/g
 	w := make([]float32, n*k)
 	words := make([]uint32, kw)
@@ -50,6 +50,13 @@ func (q *qgemvBaseline) prepare(t *cudadrv.Thread, in *instance) error {
 		}
 		bufs = append(bufs, d)
 	}
+	if m > 1 && p.Case.Has(kernels.Bias) {
+		d, err := uploadOnes(t, p.DType, m)
+		if err != nil {
+			return errors.Join(err, freeBuffers(t, bufs))
+		}
+		bufs = append(bufs, d)
+	}
 	q.deq[in] = bufs
 	return nil
 }
@@ -66,22 +73,14 @@ func (q *qgemvBaseline) program() *program {
 		if m == 1 {
 			return gemvBLAS(t, bl, in.Problem.DType, q.ty, n, k, in.Inputs[c][0], deq[c], bias, in.Out)
 		}
-		return qgemmBLAS(t, bl, in.Problem.DType, q.ty, m, n, k, in.Inputs[c][0], deq[c], bias, in.Out)
-	})
-}
-
-// qgemmBLAS is y (m×n) = x (m×k)·wᵀ (+ bias in every row) for row-major
-// x, w (n×k) and y: column-major, yᵀ = w·xᵀ, one GemmEx.
-func qgemmBLAS(t *cudadrv.Thread, bl *cudadrv.ThreadBlas, dt kernels.DType, ty cudadrv.DataType, m, n, k int, x, w, bias, y cudadrv.DevPtr) error {
-	beta := float32(0)
-	if bias != 0 {
-		row := int64(n * dt.Size())
-		for i := range m {
-			if err := t.CopyDtoD(y+cudadrv.DevPtr(int64(i)*row), bias, row); err != nil {
+		beta := float32(0)
+		if bias != 0 {
+			if err := biasRows(bl, q.ty, n, m, bias, deq[len(in.Inputs)], in.Out); err != nil {
 				return err
 			}
+			beta = 1
 		}
-		beta = 1
-	}
-	return bl.GemmEx(true, false, n, m, k, 1, w, ty, k, x, ty, k, beta, y, ty, n)
+		// Row-major x (m×k) and y (m×n) as column-major: yᵀ = w·xᵀ.
+		return bl.GemmEx(true, false, n, m, k, 1, deq[c], q.ty, k, in.Inputs[c][0], q.ty, k, beta, in.Out, q.ty, n)
+	})
 }
