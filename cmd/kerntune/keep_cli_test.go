@@ -2,12 +2,12 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/kerntune/kerntune/internal/testutil"
 	"github.com/kerntune/kerntune/params/paramfile"
@@ -163,18 +163,14 @@ func TestTuneInterruptedNeverLowers(t *testing.T) {
 	}
 	valid := old["f32/8x300"].Candidates.Valid
 
-	cmd := kerntune(t, nil, args...)
+	// Interrupt part way through the second entry.
+	cmd := kerntune(t, []string{fmt.Sprintf("KTDEV_STOP_AT=%d:%s", valid+10, path+tuner.JournalSuffix)}, args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	// Interrupt part way through the second entry.
-	deadline := time.Now().Add(time.Minute)
-	for n, _ := countJournal(t, path+tuner.JournalSuffix); n < valid+10 && time.Now().Before(deadline); n, _ = countJournal(t, path+tuner.JournalSuffix) {
-		time.Sleep(2 * time.Millisecond)
-	}
-	cmd.Process.Signal(os.Interrupt)
+	signalStopped(t, cmd, os.Interrupt, &stderr)
 	waitExit(t, cmd, 130, &stderr)
 
 	tj := parseTuneJSON(t, stdout.Bytes())

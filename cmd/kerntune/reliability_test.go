@@ -283,18 +283,15 @@ func TestTuneInterruptWritesWhatIsDone(t *testing.T) {
 	}{{os.Interrupt, 130}, {syscall.SIGTERM, 143}} {
 		t.Run(signalName(tt.sig), func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "hardware_params.json")
-			cmd := kerntune(t, nil, "tune", "--backend", "cpu", "--kernel", "softmax", "--shape", "8x300", "--shape", "16x600",
+			cmd := kerntune(t, []string{"KTDEV_STOP_AT=10:" + path + tuner.JournalSuffix},
+				"tune", "--backend", "cpu", "--kernel", "softmax", "--shape", "8x300", "--shape", "16x600",
 				"--strategy", "exhaustive", "--budget", "5m", "--out", path)
 			var log bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &log, &log
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			deadline := time.Now().Add(time.Minute)
-			for n, _ := countJournal(t, path+tuner.JournalSuffix); n < 10 && time.Now().Before(deadline); n, _ = countJournal(t, path+tuner.JournalSuffix) {
-				time.Sleep(2 * time.Millisecond)
-			}
-			cmd.Process.Signal(tt.sig)
+			signalStopped(t, cmd, tt.sig, &log)
 			waitExit(t, cmd, tt.code, &log)
 			if len(entryShape(t, path)) == 0 {
 				t.Errorf("nothing written after %s:\n%s", tt.sig, log.String())
@@ -339,6 +336,47 @@ func TestTuneInterruptWritesWhatIsDone(t *testing.T) {
 			}
 		})
 	}
+}
+
+// signalStopped waits until cmd, started with KTDEV_STOP_AT, has stopped
+// itself, then sends sig and lets it go on: where the signal lands does not
+// depend on how soon this process, on a busy machine, gets to look.
+func signalStopped(t *testing.T, cmd *exec.Cmd, sig os.Signal, log *bytes.Buffer) {
+	t.Helper()
+	stat := fmt.Sprintf("/proc/%d/stat", cmd.Process.Pid)
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		cmd.Process.Kill()
+		t.Skip("needs /proc to see the run stop itself")
+	}
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		state := procState(stat)
+		if state == 'T' {
+			break
+		}
+		if state == 'Z' || state == 0 || time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("the run did not stop itself at the journal count KTDEV_STOP_AT gives (state %q):\n%s", state, log.String())
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// procState is the state letter of /proc/PID/stat (0: unreadable).
+func procState(stat string) byte {
+	data, err := os.ReadFile(stat)
+	// The command name in parentheses may hold spaces; the state follows it.
+	i := bytes.LastIndexByte(data, ')')
+	if err != nil || i < 0 || i+2 >= len(data) {
+		return 0
+	}
+	return data[i+2]
 }
 
 // waitExit waits for cmd (signalled to stop) and checks its exit code.
