@@ -56,6 +56,10 @@ type clock struct {
 	// cache0 is what they were when the entry started.
 	cache  func() compilecache.Stats
 	cache0 compilecache.Stats
+	// build reads the backend's compile seconds (nil: it does not say);
+	// build0 is what they were when the entry started.
+	build  func() float64
+	build0 float64
 }
 
 // watchCache makes the entry's result count the kernels b loaded from its
@@ -65,6 +69,19 @@ func (c *clock) watchCache(b device.Backend) {
 		c.cache = r.CacheStats
 		c.cache0 = r.CacheStats()
 	}
+	if bt, ok := b.(device.BuildTimer); ok && c != nil {
+		c.build = bt.BuildSeconds
+		c.build0 = bt.BuildSeconds()
+	}
+}
+
+// buildSeconds is the backend's compile seconds since the entry started
+// (0 when it does not say).
+func (c *clock) buildSeconds() float64 {
+	if c == nil || c.build == nil {
+		return 0
+	}
+	return round3(max(0, c.build()-c.build0))
 }
 
 func newClock(start time.Time) *clock { return &clock{start: start} }

@@ -215,6 +215,11 @@ type Result struct {
 	Finalists []Finalist
 	// Time is where the entry's wall time went (also in Entry.Time).
 	Time *paramfile.TuneTime
+	// BuildS is the time the backend's compile pool spent compiling (and
+	// loading from the compile cache) while the entry ran, summed over its
+	// goroutines, the next entry's compiles ahead included; 0 where the
+	// backend does not say (device.BuildTimer).
+	BuildS float64
 }
 
 // Retiming is the incumbent (the parameters of the entry already in the
@@ -349,7 +354,7 @@ func (t *Tuner) RunPlanned(ctx context.Context, task Task, a Allotment) (*Result
 	if !ok {
 		tt := r.clk.result()
 		r.journal.note(Record{Kind: RecordTime, Time: tt})
-		return &Result{Task: task, Trace: r.m.cands.trace(), Stopped: stopped, DataSeed: r.m.dataSeed, Needed: needed, Time: tt},
+		return &Result{Task: task, Trace: r.m.cands.trace(), Stopped: stopped, DataSeed: r.m.dataSeed, Needed: needed, Time: tt, BuildS: r.clk.buildSeconds()},
 			fmt.Errorf("%s %s: every measured candidate failed (%s)", task.Kernel.Name, task.Key(), r.m.cands.firstError())
 	}
 
@@ -378,7 +383,7 @@ func (t *Tuner) RunPlanned(ctx context.Context, task Task, a Allotment) (*Result
 	entry.Time = r.clk.result()
 	r.journal.note(Record{Kind: RecordTime, Time: entry.Time})
 	return &Result{Task: task, Entry: entry, Trace: r.m.cands.trace(), Stopped: stopped, DataSeed: r.m.dataSeed,
-		Retiming: fin.retime, Needed: needed, Finalists: fin.finalistsOf(), Time: entry.Time}, nil
+		Retiming: fin.retime, Needed: needed, Finalists: fin.finalistsOf(), Time: entry.Time, BuildS: r.clk.buildSeconds()}, nil
 }
 
 // firstAsksAhead caps the candidates of the next entry announced ahead:

@@ -284,7 +284,7 @@ func tuneHooks(f TuneOptions, ui *progressUI, log io.Writer) tuner.SessionHooks 
 		Tuned: func(res *tuner.Result, took time.Duration) {
 			line(res.Task, "%s (%.1fs%s%s)", describe(res.Entry), took.Seconds(), busyNote(res.Time), stoppedNote(res.Stopped))
 			if f.verbose && res.Time != nil {
-				fmt.Fprintf(log, "  time: %s\n", timeSplit(res.Time))
+				fmt.Fprintf(log, "  time: %s\n", timeSplit(res.Time, res.BuildS))
 			}
 		},
 		Planning: func(n int) {
@@ -502,11 +502,20 @@ func busyNote(t *paramfile.TuneTime) string {
 
 // timeSplit says where an entry's tuning time went (tune -v), with the
 // kernels compiled and those loaded from the compile cache where the
-// backend has one.
-func timeSplit(t *paramfile.TuneTime) string {
-	cache := ""
+// backend has one, and the compile pool's own time (buildS, 0: not known):
+// a wait for builds near buildS over the pool's workers says the compiler
+// is too slow for the device; far above it, that compiles start too late.
+func timeSplit(t *paramfile.TuneTime, buildS float64) string {
+	var notes []string
 	if t.CacheHits > 0 || t.Compiled > 0 {
-		cache = fmt.Sprintf(" (%d compiled, %d from the cache)", t.Compiled, t.CacheHits)
+		notes = append(notes, fmt.Sprintf("%d compiled, %d from the cache", t.Compiled, t.CacheHits))
+	}
+	if buildS > 0 {
+		notes = append(notes, fmt.Sprintf("the compile pool busy %.2fs", buildS))
+	}
+	cache := ""
+	if len(notes) > 0 {
+		cache = " (" + strings.Join(notes, "; ") + ")"
 	}
 	return fmt.Sprintf("setup %.2fs, compile %.2fs%s, verify %.2fs, measure %.2fs, search %.2fs, journal %.2fs, other %.2fs of %.2fs; device busy %.2fs (%.0f%%), idle %.2fs",
 		t.SetupS, t.CompileS, cache, t.VerifyS, t.MeasureS, t.SearchS, t.JournalS, t.OtherS, t.WallS, t.DeviceS, t.BusyPct, t.IdleS)
@@ -522,6 +531,16 @@ func runSummary(sum *tuner.SessionSummary) string {
 	cache := ""
 	if compiled, cached := sum.Compiles(); compiled+cached > 0 {
 		cache = fmt.Sprintf("; kernels compiled %d, from the compile cache %d", compiled, cached)
+	}
+	var waited, pool float64
+	for _, r := range sum.Results {
+		if r.Time != nil {
+			waited += r.Time.CompileS
+		}
+		pool += r.BuildS
+	}
+	if pool > 0 {
+		cache += fmt.Sprintf("; waited for builds %.1fs, the compile pool busy %.1fs", waited, pool)
 	}
 	return fmt.Sprintf("device busy %.0f %% of the run; candidates measured per entry: min %d, median %g, max %d (%s)%s",
 		sum.BusyPct(), lo, med, hi, plural(len(sum.Results), "entry", "entries"), cache)

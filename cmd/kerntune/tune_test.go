@@ -299,16 +299,19 @@ func TestTuneJSONBusy(t *testing.T) {
 // cache otherwise.
 func TestTimeSplitCacheHits(t *testing.T) {
 	tests := []struct {
-		name string
-		t    paramfile.TuneTime
-		want string
+		name  string
+		t     paramfile.TuneTime
+		build float64
+		want  string
 	}{
-		{"counted", paramfile.TuneTime{CompileS: 1.5, Compiled: 2, CacheHits: 40}, "compile 1.50s (2 compiled, 40 from the cache), verify"},
-		{"all from the cache", paramfile.TuneTime{CacheHits: 9}, "compile 0.00s (0 compiled, 9 from the cache), verify"},
-		{"no cache", paramfile.TuneTime{CompileS: 1.5}, "compile 1.50s, verify"},
+		{"counted", paramfile.TuneTime{CompileS: 1.5, Compiled: 2, CacheHits: 40}, 0, "compile 1.50s (2 compiled, 40 from the cache), verify"},
+		{"all from the cache", paramfile.TuneTime{CacheHits: 9}, 0, "compile 0.00s (0 compiled, 9 from the cache), verify"},
+		{"no cache", paramfile.TuneTime{CompileS: 1.5}, 0, "compile 1.50s, verify"},
+		{"pool timed", paramfile.TuneTime{CompileS: 1.5, Compiled: 2, CacheHits: 40}, 12.25, "compile 1.50s (2 compiled, 40 from the cache; the compile pool busy 12.25s), verify"},
+		{"pool timed, no cache", paramfile.TuneTime{CompileS: 1.5}, 3, "compile 1.50s (the compile pool busy 3.00s), verify"},
 	}
 	for _, tc := range tests {
-		if got := timeSplit(&tc.t); !strings.Contains(got, tc.want) {
+		if got := timeSplit(&tc.t, tc.build); !strings.Contains(got, tc.want) {
 			t.Errorf("%s: %q does not contain %q", tc.name, got, tc.want)
 		}
 	}
@@ -316,7 +319,12 @@ func TestTimeSplitCacheHits(t *testing.T) {
 		{Entry: &paramfile.Entry{Time: &paramfile.TuneTime{Compiled: 3, CacheHits: 1}}},
 		{Entry: &paramfile.Entry{Time: &paramfile.TuneTime{CacheHits: 5}}},
 	}}
-	if got, want := runSummary(sum), "kernels compiled 3, from the compile cache 6"; !strings.Contains(got, want) {
+	if got, want := runSummary(sum), "kernels compiled 3, from the compile cache 6"; !strings.Contains(got, want) || strings.Contains(got, "compile pool") {
+		t.Errorf("run summary %q does not contain %q, or names a pool that was not timed", got, want)
+	}
+	sum.Results[0].Time, sum.Results[0].BuildS = &paramfile.TuneTime{CompileS: 0.5}, 7.5
+	sum.Results[1].BuildS = 2
+	if got, want := runSummary(sum), "waited for builds 0.5s, the compile pool busy 9.5s"; !strings.Contains(got, want) {
 		t.Errorf("run summary %q does not contain %q", got, want)
 	}
 }

@@ -41,7 +41,10 @@ type Entry struct {
 	DType  string              `json:"dtype"`
 	Key    string              `json:"key"`
 	Time   *paramfile.TuneTime `json:"time"`
-	Run    string              `json:"run,omitempty"`
+	// BuildS is the backend's compile seconds during the entry, summed over
+	// its compile pool (tuner.Result.BuildS); absent where it does not say.
+	BuildS float64 `json:"build_s,omitempty"`
+	Run    string  `json:"run,omitempty"`
 }
 
 // EntryKey is the record's key in the form of a params-file entry key.
@@ -175,8 +178,9 @@ func readAll(r io.Reader) ([]Record, []Entry, error) {
 		}
 		var rec struct {
 			Record
-			Kind string              `json:"kind"`
-			Time *paramfile.TuneTime `json:"time"`
+			Kind   string              `json:"kind"`
+			Time   *paramfile.TuneTime `json:"time"`
+			BuildS float64             `json:"build_s"`
 		}
 		if err := json.Unmarshal(line, &rec); err != nil {
 			return nil, nil, fmt.Errorf("line %d: not a trace record: %v", n, err)
@@ -190,7 +194,7 @@ func readAll(r io.Reader) ([]Record, []Entry, error) {
 			}
 			ek := rec.EntryKey()
 			entries = append(entries, Entry{Kind: KindEntry, Device: rec.Device, Kernel: rec.Kernel, DType: rec.DType, Key: rec.Key, Time: rec.Time,
-				Run: position(rec.Run, rec.Device, rec.Kernel, ek)})
+				BuildS: rec.BuildS, Run: position(rec.Run, rec.Device, rec.Kernel, ek)})
 			ended[rec.Device+"\x00"+rec.Kernel+"\x00"+ek]++
 			continue
 		}

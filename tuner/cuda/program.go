@@ -321,6 +321,10 @@ func (b *Backend) Prefetch(k *kernels.Kernel, dt kernels.DType, cands []search.C
 	b.compiles.Prefetch(k, dt, cands)
 }
 
+// BuildSeconds is the time the compile pool has spent in NVRTC and the
+// compile cache since the backend opened (device.BuildTimer).
+func (b *Backend) BuildSeconds() float64 { return b.compiles.BuildSeconds() }
+
 // Ready reports whether a candidate's compile has ended (device.Readier).
 func (b *Backend) Ready(k *kernels.Kernel, dt kernels.DType, c search.Candidate) bool {
 	return b.compiles.Ready(k, dt, c)

@@ -95,6 +95,13 @@ type CacheReporter interface {
 	CacheStats() compilecache.Stats
 }
 
+// BuildTimer is a Backend that compiles on a pool (Prefetcher):
+// BuildSeconds is the time its compiles (and compile-cache loads) have
+// taken since it opened, summed over the pool's goroutines.
+type BuildTimer interface {
+	BuildSeconds() float64
+}
+
 // Readier is implemented by backends with a compile pool (Prefetcher) that
 // can say, cheaply and without waiting, whether a candidate's compile has
 // ended, successfully or not: the search then measures the candidates of a

@@ -467,6 +467,22 @@ func (b *Backend) CacheStats() compilecache.Stats {
 	return resp.Cache
 }
 
+// BuildSeconds is the worker backend's compile seconds since the worker
+// started (device.BuildTimer), asked with the cache's counters; 0 as
+// CacheStats is zero, and a restarted worker counts from zero again.
+func (b *Backend) BuildSeconds() float64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.p == nil {
+		return 0
+	}
+	resp, err := b.callLocked(&request{Op: opCache}, b.setupLimit())
+	if err != nil {
+		return 0
+	}
+	return resp.BuildS
+}
+
 // tail keeps the last max bytes written to it: the worker's stderr, where
 // a crash leaves its reason.
 type tail struct {

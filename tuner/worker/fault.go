@@ -68,6 +68,13 @@ func (f *faulty) Prefetch(k *kernels.Kernel, dt kernels.DType, cands []search.Ca
 }
 
 // Ready passes through, as Prefetch does.
+func (f *faulty) BuildSeconds() float64 {
+	if bt, ok := f.Backend.(device.BuildTimer); ok {
+		return bt.BuildSeconds()
+	}
+	return 0
+}
+
 func (f *faulty) Ready(k *kernels.Kernel, dt kernels.DType, c search.Candidate) bool {
 	rd, ok := f.Backend.(device.Readier)
 	return ok && rd.Ready(k, dt, c)

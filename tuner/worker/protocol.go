@@ -59,8 +59,10 @@ type response struct {
 	// Ready answers a ready request: the candidate's compile has ended
 	// (device.Readier).
 	Ready bool
-	// Cache answers a cache-stats request (device.CacheReporter).
-	Cache compilecache.Stats
+	// Cache answers a cache-stats request (device.CacheReporter), with
+	// BuildS, the backend's compile seconds (device.BuildTimer).
+	Cache  compilecache.Stats
+	BuildS float64
 }
 
 // problemSpec is a problem as sent to the worker: its seed, or for a

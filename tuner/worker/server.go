@@ -105,6 +105,9 @@ func (s *server) handle(req *request) (*response, error) {
 		if cr, ok := s.b.(device.CacheReporter); ok {
 			resp.Cache = cr.CacheStats()
 		}
+		if bt, ok := s.b.(device.BuildTimer); ok {
+			resp.BuildS = bt.BuildSeconds()
+		}
 	case opReady:
 		if rd, ok := s.b.(device.Readier); ok {
 			k, dt, err := kernelDType(req.Kernel, req.DType)

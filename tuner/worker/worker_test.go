@@ -54,7 +54,7 @@ func TestMain(m *testing.M) {
 	}
 	if s := os.Getenv("KTDEV_CACHE"); s != "" {
 		c := &cachingBackend{Backend: served}
-		fmt.Sscanf(s, "%d/%d", &c.stats.Hits, &c.stats.Misses)
+		fmt.Sscanf(s, "%d/%d/%g", &c.stats.Hits, &c.stats.Misses, &c.build)
 		served = c
 	}
 	if err := Serve(served, os.Stdin, os.Stdout); err != nil {
@@ -177,33 +177,43 @@ func TestReadyRoundTrip(t *testing.T) {
 }
 
 // cachingBackend models a backend with a compile cache whose counters
-// read stats.
+// read stats, and a compile pool busy for build seconds.
 type cachingBackend struct {
 	device.Backend
 	stats compilecache.Stats
+	build float64
 }
 
 func (c *cachingBackend) CacheStats() compilecache.Stats { return c.stats }
+func (c *cachingBackend) BuildSeconds() float64          { return c.build }
 
-// The worker's compile-cache counters reach the parent (an entry's time
-// split counts cache hits from them); a backend without a cache, or no
-// worker running, reads zero without starting one.
+// The worker's compile-cache counters and compile seconds reach the
+// parent (an entry's time split counts cache hits and the pool's time
+// from them); a backend without a cache, or no worker running, reads zero
+// without starting one.
 func TestCacheStatsRoundTrip(t *testing.T) {
-	t.Setenv("KTDEV_CACHE", "7/3")
+	t.Setenv("KTDEV_CACHE", "7/3/2.5")
 	b := openTestWorker(t, "", time.Minute, &strings.Builder{})
 	var _ device.CacheReporter = b
+	var _ device.BuildTimer = b
 	if got, want := b.CacheStats(), (compilecache.Stats{Hits: 7, Misses: 3}); got != want {
 		t.Errorf("stats %+v, want %+v", got, want)
+	}
+	if got := b.BuildSeconds(); got != 2.5 {
+		t.Errorf("build seconds %g, want 2.5", got)
 	}
 	t.Setenv("KTDEV_CACHE", "")
 	plain := openTestWorker(t, "", time.Minute, &strings.Builder{})
 	if got := plain.CacheStats(); got != (compilecache.Stats{}) {
 		t.Errorf("a backend without a cache: stats %+v", got)
 	}
+	if got := plain.BuildSeconds(); got != 0 {
+		t.Errorf("a backend without a compile pool: build seconds %g", got)
+	}
 	b.Close()
 	before := b.calls()
-	if got := b.CacheStats(); got != (compilecache.Stats{}) || b.calls() != before || b.p != nil {
-		t.Errorf("no worker running: stats %+v, %d calls, worker started %v", got, b.calls()-before, b.p != nil)
+	if got, s := b.CacheStats(), b.BuildSeconds(); got != (compilecache.Stats{}) || s != 0 || b.calls() != before || b.p != nil {
+		t.Errorf("no worker running: stats %+v, build seconds %g, %d calls, worker started %v", got, s, b.calls()-before, b.p != nil)
 	}
 }
 

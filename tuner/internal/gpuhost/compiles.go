@@ -1,6 +1,9 @@
 package gpuhost
 
 import (
+	"sync/atomic"
+	"time"
+
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/kernels/gpu"
 	"github.com/kerntune/kerntune/search"
@@ -21,6 +24,9 @@ type Compiles[V any] struct {
 	Body func(family string) (*gpu.Body, error)
 	// Compile compiles one candidate of a body.
 	Compile func(body *gpu.Body, dt kernels.DType, c search.Candidate) (V, error)
+	// busy is the nanoseconds Compile has run, summed over the goroutines
+	// that ran it.
+	busy atomic.Int64
 }
 
 // NewCompiles makes the compile jobs of a backend on a pool of workers
@@ -32,8 +38,18 @@ func NewCompiles[V any](workers int, closedErr error, compile func(*gpu.Body, ke
 // For finds or creates the compile job of a candidate.
 func (cs *Compiles[V]) For(body *gpu.Body, k *kernels.Kernel, dt kernels.DType, c search.Candidate) *compilepool.Job[V] {
 	c = c.Clone()
-	return cs.Job(Key(k, dt, c), func() (V, error) { return cs.Compile(body, dt, c) })
+	return cs.Job(Key(k, dt, c), func() (V, error) {
+		t0 := time.Now()
+		defer func() { cs.busy.Add(int64(time.Since(t0))) }()
+		return cs.Compile(body, dt, c)
+	})
 }
+
+// BuildSeconds is the time the compiles have taken since the pool was
+// made, summed over the goroutines that ran them (device.BuildTimer):
+// against the tuner's wait for builds it tells a compiler too slow for
+// the device from compiles started too late.
+func (cs *Compiles[V]) BuildSeconds() float64 { return time.Duration(cs.busy.Load()).Seconds() }
 
 // Prefetch queues candidates the tuner will ask for soon: the pool
 // compiles them in order while the device times others, and Build

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/kerntune/kerntune/kernels"
 	"github.com/kerntune/kerntune/kernels/gpu"
@@ -42,6 +43,39 @@ func TestCompilesOncePerKey(t *testing.T) {
 	}
 	if Key(k, kernels.F16, cands[1]) != "softmax|f16|ROWS=2,TG=64" {
 		t.Errorf("key %q", Key(k, kernels.F16, cands[1]))
+	}
+}
+
+// BuildSeconds sums the time of every compile, those of the pool and
+// those a waiter ran itself, and grows by nothing while none runs.
+func TestCompilesBuildSeconds(t *testing.T) {
+	const each = 20 * time.Millisecond
+	cs := NewCompiles(2, errors.New("closed"), func(*gpu.Body, kernels.DType, search.Candidate) (int, error) {
+		time.Sleep(each)
+		return 1, nil
+	})
+	defer cs.Close()
+	if got := cs.BuildSeconds(); got != 0 {
+		t.Fatalf("%gs before any compile", got)
+	}
+	k, _ := kernels.Get("softmax")
+	body, err := cs.Body(k.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cands := []search.Candidate{{"ROWS": 1}, {"ROWS": 2}, {"ROWS": 4}}
+	cs.Prefetch(k, kernels.F32, cands[:2])
+	for _, c := range cands { // the third is compiled by its waiter
+		if _, err := cs.For(body, k, kernels.F32, c).Wait(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := cs.BuildSeconds()
+	if want := 3 * each.Seconds(); got < want || got > want+1 {
+		t.Errorf("%gs for 3 compiles of %v", got, each)
+	}
+	if again := cs.BuildSeconds(); again != got {
+		t.Errorf("%gs, then %gs with no compile running", got, again)
 	}
 }
 
