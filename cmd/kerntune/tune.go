@@ -532,18 +532,23 @@ func runSummary(sum *tuner.SessionSummary) string {
 	if compiled, cached := sum.Compiles(); compiled+cached > 0 {
 		cache = fmt.Sprintf("; kernels compiled %d, from the compile cache %d", compiled, cached)
 	}
-	var waited, pool float64
+	if waited, pool := compileTimes(sum); pool > 0 {
+		cache += fmt.Sprintf("; waited for builds %.1fs, the compile pool busy %.1fs", waited, pool)
+	}
+	return fmt.Sprintf("device busy %.0f %% of the run; candidates measured per entry: min %d, median %g, max %d (%s)%s",
+		sum.BusyPct(), lo, med, hi, plural(len(sum.Results), "entry", "entries"), cache)
+}
+
+// compileTimes are a run's wait for builds and its compile pool's time,
+// summed over its entries (pool 0: the backend does not say).
+func compileTimes(sum *tuner.SessionSummary) (waited, pool float64) {
 	for _, r := range sum.Results {
 		if r.Time != nil {
 			waited += r.Time.CompileS
 		}
 		pool += r.BuildS
 	}
-	if pool > 0 {
-		cache += fmt.Sprintf("; waited for builds %.1fs, the compile pool busy %.1fs", waited, pool)
-	}
-	return fmt.Sprintf("device busy %.0f %% of the run; candidates measured per entry: min %d, median %g, max %d (%s)%s",
-		sum.BusyPct(), lo, med, hi, plural(len(sum.Results), "entry", "entries"), cache)
+	return waited, pool
 }
 
 // fmtSeconds prints a short duration in the unit that reads best.
@@ -623,6 +628,10 @@ type tunedJSON struct {
 	// Measured the candidates measured per entry.
 	BusyPct  float64        `json:"device_busy_pct"`
 	Measured *measuredStats `json:"measured_per_entry,omitempty"`
+	// CompileWaitS is the run's wait for builds, CompilePoolS its compile
+	// pool's time (where the backend says: device.BuildTimer).
+	CompileWaitS float64 `json:"compile_wait_s,omitempty"`
+	CompilePoolS float64 `json:"compile_pool_s,omitempty"`
 }
 
 type measuredStats struct {
@@ -645,6 +654,9 @@ func printTuneJSON(w io.Writer, device, out string, sum *tuner.SessionSummary) e
 	tj := tunedJSON{Device: device, Out: out, Entries: []tunedEntry{}, BusyPct: round1(sum.BusyPct())}
 	if lo, med, hi, ok := sum.MeasuredPerEntry(); ok {
 		tj.Measured = &measuredStats{Min: lo, Median: med, Max: hi}
+	}
+	if waited, pool := compileTimes(sum); pool > 0 {
+		tj.CompileWaitS, tj.CompilePoolS = round1(waited), round1(pool)
 	}
 	for i, r := range sum.Results {
 		te := tunedEntry{Kernel: r.Task.Kernel.Name, Key: r.Task.Key(), Stopped: r.Stopped, Entry: r.Entry}
