@@ -24,7 +24,8 @@ tune() { # NAME CACHE ARGS...
     --trace "$OUT/trace-$name.jsonl" "$@" > "$OUT/tune-$name.log" 2>&1
   wall=$(( ($(date +%s%N) - t0) / 100000000 ))
   grep -E '^device|plan:|of the run|--extend|wrote|FAILED|too small' "$OUT/tune-$name.log" | cut -c1-300
-  rows+=("$(printf '%-10s wall %4d.%d s; %s' "$name" $((wall / 10)) $((wall % 10)) "$(grep -o 'device busy [0-9]* % of the run; candidates measured per entry: min [0-9]*, median [0-9]*, max [0-9]*' "$OUT/tune-$name.log")")")
+  rows+=("$(printf '%-10s wall %4d.%d s; %s; %s' "$name" $((wall / 10)) $((wall % 10)) "$(grep -o 'device busy [0-9]* % of the run; candidates measured per entry: min [0-9]*, median [0-9]*, max [0-9]*' "$OUT/tune-$name.log")" \
+    "$(grep -o 'waited for builds [0-9.]*s, the compile pool busy [0-9.]*s' "$OUT/tune-$name.log")")")
 }
 rm -rf "$OUT/cache-quick" "$OUT/cache-default"
 tune quick "$OUT/cache-quick" --effort quick
