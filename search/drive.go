@@ -74,6 +74,17 @@ type Prefetcher interface {
 // never held back. A Target without it has every batch measured in the
 // order proposed (kerntune replay, whose searches must not depend on
 // compile times).
+//
+// With a Readier and a Prefetcher, a fresh request whose build is not
+// done is measured ahead of (Driver.NoAhead turns this off): while it
+// compiles, the driver measures other fresh candidates whose builds are
+// done, the batch's later requests first, then the strategy's guesses at
+// its next batches (Lookahead), newest first. Their samples are kept and
+// handed to the strategy, as its answer, when it asks for them, so the
+// strategy sees the same answers in the same order as without measuring
+// ahead; a guess it never asks for is a measured candidate all the same
+// (Outcome.Evals, and the Target has its samples). A request of more
+// samples than were measured ahead takes the rest then.
 type Readier interface {
 	Ready(Candidate) bool
 }
@@ -146,6 +157,10 @@ type Driver struct {
 	// whole rounds anyway. kerntune replay keeps 1, the sequential
 	// search the strategy table was made with.
 	Batch int
+	// NoAhead turns off measuring ahead (see Readier): while the
+	// candidate due next still compiles, the driver measures other fresh
+	// candidates whose builds are done.
+	NoAhead bool
 }
 
 // Outcome is what a search found.
@@ -159,6 +174,10 @@ type Outcome struct {
 	Stopped string
 	// Evals is the number of distinct candidates measured, failures included.
 	Evals int
+	// Ahead is how many of them were measured ahead, while the candidate
+	// due next still compiled; AheadAsked how many of those the strategy
+	// asked for later (their samples were handed to it then).
+	Ahead, AheadAsked int
 	// PerSample is the calibration's seconds per sample, 0 when none.
 	PerSample float64
 }
@@ -200,6 +219,7 @@ func (d Driver) Run() (Outcome, error) {
 
 	out.Stopped = s.loop(st)
 	out.Evals = len(s.cands)
+	out.Ahead, out.AheadAsked = s.ahead, s.aheadAsked
 	if out.Stopped == "" && d.MaxEvals > 0 && out.Evals >= d.MaxEvals && out.Evals < len(d.Pool) {
 		out.Stopped = "evaluation budget spent" // the strategy itself stopped at MaxCandidates
 	}
@@ -307,10 +327,30 @@ type session struct {
 	samples    map[string][]float64
 	failed     map[string]bool
 	cands      map[string]Candidate // every candidate measured, failed or not
+	// guesses are the strategy's guesses at its next batches that were
+	// prefetched (Lookahead), oldest first, at most maxGuesses.
+	guesses []Candidate
+	// banked are the answers measured ahead that the strategy has not
+	// asked for yet, by key.
+	banked map[string]kept
+	// ahead and aheadAsked count the candidates measured ahead and those
+	// of them the strategy asked for (Outcome).
+	ahead, aheadAsked int
 }
 
+// kept is a measurement made ahead, kept for the strategy.
+type kept struct {
+	xs    []float64
+	err   error
+	asked bool // the strategy asked for some of it
+}
+
+// maxGuesses bounds the guesses kept for measuring ahead: those of the
+// last few batches, whose builds the pool has finished or is working on.
+const maxGuesses = 32
+
 func newSession(d Driver) *session {
-	s := &session{d: d, samples: map[string][]float64{}, failed: map[string]bool{}, cands: map[string]Candidate{}}
+	s := &session{d: d, samples: map[string][]float64{}, failed: map[string]bool{}, cands: map[string]Candidate{}, banked: map[string]kept{}}
 	s.stopper, _ = d.Target.(Stopper)
 	s.prefetcher, _ = d.Target.(Prefetcher)
 	s.readier, _ = d.Target.(Readier)
@@ -358,6 +398,7 @@ func (s *session) loop(st Strategy) string {
 					if _, seen := s.cands[k]; !seen && !inBatch[k] {
 						inBatch[k] = true
 						fresh = append(fresh, c)
+						s.guess(c)
 					}
 				}
 			}
@@ -389,11 +430,111 @@ func (s *session) loop(st Strategy) string {
 			if _, seen := s.cands[req.Candidate.Key()]; !seen && s.d.MaxEvals > 0 && len(s.cands) >= s.d.MaxEvals {
 				return "evaluation budget spent"
 			}
-			xs, err := s.measure(req.Candidate, req.Samples)
+			s.measureAhead(req, reqs)
+			xs, err := s.answer(req.Candidate, req.Samples)
 			st.Tell(Result{Candidate: req.Candidate, Samples: xs, Err: err})
 		}
 	}
 	return ""
+}
+
+// guess keeps c, a guess at the strategy's next batches just prefetched,
+// for measuring ahead.
+func (s *session) guess(c Candidate) {
+	if len(s.guesses) == maxGuesses {
+		s.guesses = slices.Delete(s.guesses, 0, 1)
+	}
+	s.guesses = append(s.guesses, c)
+}
+
+// answer is the answer to a request for n samples of c: the samples
+// measured ahead first, then what is left to take.
+func (s *session) answer(c Candidate, n int) ([]float64, error) {
+	k := c.Key()
+	a, ok := s.banked[k]
+	if !ok {
+		return s.measure(c, n)
+	}
+	if !a.asked {
+		s.aheadAsked++
+	}
+	if a.err != nil {
+		delete(s.banked, k)
+		return nil, a.err
+	}
+	m := min(n, len(a.xs))
+	if m < len(a.xs) {
+		s.banked[k] = kept{xs: a.xs[m:], asked: true}
+	} else {
+		delete(s.banked, k)
+	}
+	xs := a.xs[:m:m]
+	if m == n {
+		return xs, nil
+	}
+	more, err := s.measure(c, n-m)
+	if err != nil {
+		return nil, err
+	}
+	return append(xs, more...), nil
+}
+
+// measureAhead measures, while req's build is not done, other fresh
+// candidates whose builds are (Readier): the later fresh requests of the
+// batch (rest), then the guesses, newest first; each gets as many samples
+// as a fresh request of the batch. It stops when req is ready, nothing
+// else is, or Stop says so (the request itself is then stopped by the
+// loop or measured past its compile). With MaxEvals set, only the batch's
+// requests are measured ahead: a guess would count against the cap.
+func (s *session) measureAhead(req Request, rest []Request) {
+	if s.d.NoAhead || s.readier == nil || s.prefetcher == nil {
+		return
+	}
+	if _, seen := s.cands[req.Candidate.Key()]; seen {
+		return
+	}
+	for !s.readier.Ready(req.Candidate) {
+		c, n := s.readyElse(req, rest)
+		if c == nil {
+			return
+		}
+		if s.stopper != nil && s.stopper.Stop(Request{Candidate: c, Samples: n}) != "" {
+			return
+		}
+		xs, err := s.measure(c, n)
+		s.banked[c.Key()] = kept{xs: xs, err: err}
+		s.ahead++
+	}
+}
+
+// readyElse is a fresh candidate other than req's whose build is done,
+// with its samples (measureAhead), or nil.
+func (s *session) readyElse(req Request, rest []Request) (Candidate, int) {
+	fresh := func(c Candidate) bool {
+		_, seen := s.cands[c.Key()]
+		return !seen && c.Key() != req.Candidate.Key()
+	}
+	asked := 0
+	for _, r := range rest {
+		if asked == readyWindow {
+			break
+		}
+		if fresh(r.Candidate) {
+			asked++
+			if s.readier.Ready(r.Candidate) {
+				return r.Candidate, r.Samples
+			}
+		}
+	}
+	if s.d.MaxEvals > 0 {
+		return nil, 0
+	}
+	for i := len(s.guesses) - 1; i >= 0; i-- {
+		if c := s.guesses[i]; fresh(c) && s.readier.Ready(c) {
+			return c, req.Samples
+		}
+	}
+	return nil, 0
 }
 
 // readyWindow bounds how many fresh requests pick asks the Readier about

@@ -428,6 +428,8 @@ type ils struct {
 	// after the starts and before the climb (bo.go); it is dropped when its
 	// phase ends.
 	global *bo
+	// batch is the last batch proposed, in order (upcoming).
+	batch []Candidate
 }
 
 func (s *ils) propose() (Candidate, bool) {
@@ -522,8 +524,10 @@ func (s *ils) perturbFrom(from Candidate) (Candidate, bool) {
 // current point in their order. A perturbation ends the batch, since the
 // climb goes on from wherever it lands.
 func (s *ils) proposeBatch(k int) []Candidate {
+	s.batch = s.batch[:0]
 	return batchOf(k, s.propose, func(c Candidate) bool {
 		s.inflight[c.Key()] = true
+		s.batch = append(s.batch, c)
 		if s.global != nil && s.global.active() {
 			s.global.believe(c)
 		}
@@ -531,10 +535,13 @@ func (s *ils) proposeBatch(k int) []Candidate {
 	})
 }
 
-// upcoming names up to n candidates the search expects to propose after
-// the current batch, without proposing them: the global phase's next picks
-// (believed like the batch's, until the first measurement comes back) or
-// the current point's next neighbours.
+// upcoming names candidates the search expects to propose after the
+// current batch, without proposing them: the global phase's next n picks
+// (believed like the batch's, until the first measurement comes back); in
+// the climb, the current point's next n neighbours, then n neighbours of
+// the batch's candidate predicted fastest, where the climb goes next if
+// it proves faster than the current point (a batch that moves the climb
+// then finds its neighbours compiled).
 func (s *ils) upcoming(n int) []Candidate {
 	var out []Candidate
 	if s.global != nil && s.global.active() {
@@ -556,7 +563,44 @@ func (s *ils) upcoming(n int) []Candidate {
 			out = append(out, c)
 		}
 	}
+	lead := s.leadInFlight()
+	if lead == nil {
+		return out
+	}
+	nb := s.g.neighbours(lead)
+	if s.model != nil {
+		s.model.rank(nb)
+	}
+	in := map[string]bool{}
+	for _, c := range out {
+		in[c.Key()] = true
+	}
+	for i, added := 0, 0; i < len(nb) && added < n; i++ {
+		if c := nb[i]; !s.seen(c) && !in[c.Key()] {
+			in[c.Key()] = true
+			out = append(out, c)
+			added++
+		}
+	}
 	return out
+}
+
+// leadInFlight is the candidate of the current batch, not yet observed,
+// that the model predicts fastest (without a model, the first), or nil.
+func (s *ils) leadInFlight() Candidate {
+	var fl []Candidate
+	for _, c := range s.batch {
+		if s.inflight[c.Key()] {
+			fl = append(fl, c)
+		}
+	}
+	if len(fl) == 0 {
+		return nil
+	}
+	if s.model != nil {
+		s.model.rank(fl)
+	}
+	return fl[0]
 }
 
 func (s *ils) observe(c Candidate, cost float64) {

@@ -409,3 +409,23 @@ func TestCompileWaitsFilled(t *testing.T) {
 		t.Errorf("the most samples of a candidate is %d: the leaders gained none", most)
 	}
 }
+
+// While the candidate due next compiles, others whose compiles are done
+// (the strategy's guesses at its next batches) are measured ahead of their
+// turn; the entry's result counts them and those the search asked for.
+func TestMeasuredAheadCounted(t *testing.T) {
+	pb := &poolBackend{slowBackend: slowBackend{fakeBackend: fakeBackend{rng: rand.New(rand.NewPCG(1, 2)), threadsCap: 4},
+		build: 30 * time.Millisecond, output: time.Millisecond, run: 200 * time.Microsecond}, ready: map[string]time.Time{}}
+	cfg := Config{Strategy: "bo", Seed: 1, FinalSamples: 5, Warmup: time.Microsecond, Batch: 4}
+	res, err := New(&readyPool{poolBackend: pb}, cfg).Run(context.Background(), gemvTask(t), 1500*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d candidates, %d measured ahead, %d of them asked for; %+v", res.Entry.Evaluations, res.Ahead, res.AheadAsked, *res.Time)
+	if res.Ahead == 0 || res.AheadAsked > res.Ahead {
+		t.Errorf("%d measured ahead, %d of them asked for: want some ahead, no more asked than measured", res.Ahead, res.AheadAsked)
+	}
+	if res.Entry.Evaluations < res.Ahead {
+		t.Errorf("%d candidates in the entry, %d measured ahead", res.Entry.Evaluations, res.Ahead)
+	}
+}

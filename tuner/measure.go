@@ -193,8 +193,10 @@ func (m *live) built(c search.Candidate) *candidate {
 // at a time, while c's compile is not done on a backend that says so
 // (device.Readier): the device would otherwise wait, and the leaders'
 // medians, from which the final timing picks the finalists it screens,
-// gain samples that cost no wall time. A leader is sampled up to
-// fillMaxSamples; without one, or after a sample fails, Build waits.
+// gain samples that cost no wall time. The fastest few (as many as the
+// final timing's finalists, at least two) are sampled in turn; one with
+// fillMaxSamples gives its place to the next of the fillLeaders fastest.
+// Without one left, or after a sample fails, Build waits.
 func (m *live) fillWait(c search.Candidate) {
 	r, ok := m.t.b.(device.Readier)
 	if !ok {
@@ -202,10 +204,11 @@ func (m *live) fillWait(c search.Candidate) {
 	}
 	// The leaders are chosen once a wait (sorting every candidate's
 	// samples each round would cost the host more than a sample).
-	lead := m.cands.leaders(max(2, m.t.cfg.Finalists), fillMaxSamples)
+	lead := m.cands.leaders(fillLeaders, fillMaxSamples)
+	turn := max(2, m.t.cfg.Finalists)
 	for len(lead) > 0 && !r.Ready(m.task.Kernel, m.task.DType, c) {
 		lead = slices.DeleteFunc(lead, func(cd *candidate) bool { return len(cd.samples) >= fillMaxSamples })
-		for _, cd := range lead {
+		for _, cd := range lead[:min(turn, len(lead))] {
 			s0 := m.clk.split()
 			tot, _, err := m.sample(cd.prog, 1)
 			// The leader's time, not the candidate's whose measure this is.
@@ -225,15 +228,21 @@ func (m *live) fillWait(c search.Candidate) {
 	}
 }
 
-// fillMaxSamples bounds the samples fillWait gives a leader.
-const fillMaxSamples = 64
+// fillMaxSamples bounds the samples fillWait gives a leader; fillLeaders
+// is how far down the ranking it goes: the candidates a final timing could
+// still take as finalists once more samples move their medians.
+const (
+	fillMaxSamples = 64
+	fillLeaders    = 8
+)
 
-// leaders are up to k candidates measured without error, with a program
-// and fewer than max samples, the fastest by median first.
+// leaders are those of the k fastest candidates measured without error,
+// by median, that have a program and fewer than max samples, the fastest
+// first.
 func (cs candidates) leaders(k, max int) []*candidate {
 	var out []*candidate
 	for _, cd := range cs {
-		if cd.err == nil && cd.prog != nil && len(cd.samples) > 0 && len(cd.samples) < max {
+		if cd.err == nil && cd.prog != nil && len(cd.samples) > 0 {
 			out = append(out, cd)
 		}
 	}
@@ -244,7 +253,8 @@ func (cs candidates) leaders(k, max int) []*candidate {
 		}
 		return out[i].cand.Key() < out[j].cand.Key()
 	})
-	return out[:min(k, len(out))]
+	out = out[:min(k, len(out))]
+	return slices.DeleteFunc(out, func(cd *candidate) bool { return len(cd.samples) >= max })
 }
 
 // ready verifies a program and warms it up: the one path by which a

@@ -1110,7 +1110,8 @@ func traceEntries(device string, res *Result) []trace.Entry {
 	if res.Time == nil {
 		return nil
 	}
-	return []trace.Entry{{Device: device, Kernel: res.Task.Kernel.Name, DType: string(res.Task.DType), Key: res.Task.Key(), Time: res.Time, BuildS: res.BuildS}}
+	return []trace.Entry{{Device: device, Kernel: res.Task.Kernel.Name, DType: string(res.Task.DType), Key: res.Task.Key(), Time: res.Time, BuildS: res.BuildS,
+		Ahead: res.Ahead, AheadAsked: res.AheadAsked}}
 }
 
 // drawsAhead says whether the next entry's problems are drawn while this

@@ -220,6 +220,10 @@ type Result struct {
 	// goroutines, the next entry's compiles ahead included; 0 where the
 	// backend does not say (device.BuildTimer).
 	BuildS float64
+	// Ahead is how many candidates were measured ahead of their turn while
+	// the one due next compiled, AheadAsked how many of those the search
+	// asked for later (search.Outcome).
+	Ahead, AheadAsked int
 }
 
 // Retiming is the incumbent (the parameters of the entry already in the
@@ -354,7 +358,8 @@ func (t *Tuner) RunPlanned(ctx context.Context, task Task, a Allotment) (*Result
 	if !ok {
 		tt := r.clk.result()
 		r.journal.note(Record{Kind: RecordTime, Time: tt})
-		return &Result{Task: task, Trace: r.m.cands.trace(), Stopped: stopped, DataSeed: r.m.dataSeed, Needed: needed, Time: tt, BuildS: r.clk.buildSeconds()},
+		return &Result{Task: task, Trace: r.m.cands.trace(), Stopped: stopped, DataSeed: r.m.dataSeed, Needed: needed, Time: tt, BuildS: r.clk.buildSeconds(),
+				Ahead: out.Ahead, AheadAsked: out.AheadAsked},
 			fmt.Errorf("%s %s: every measured candidate failed (%s)", task.Kernel.Name, task.Key(), r.m.cands.firstError())
 	}
 
@@ -383,7 +388,8 @@ func (t *Tuner) RunPlanned(ctx context.Context, task Task, a Allotment) (*Result
 	entry.Time = r.clk.result()
 	r.journal.note(Record{Kind: RecordTime, Time: entry.Time})
 	return &Result{Task: task, Entry: entry, Trace: r.m.cands.trace(), Stopped: stopped, DataSeed: r.m.dataSeed,
-		Retiming: fin.retime, Needed: needed, Finalists: fin.finalistsOf(), Time: entry.Time, BuildS: r.clk.buildSeconds()}, nil
+		Retiming: fin.retime, Needed: needed, Finalists: fin.finalistsOf(), Time: entry.Time, BuildS: r.clk.buildSeconds(),
+		Ahead: out.Ahead, AheadAsked: out.AheadAsked}, nil
 }
 
 // firstAsksAhead caps the candidates of the next entry announced ahead:

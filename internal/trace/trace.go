@@ -44,7 +44,12 @@ type Entry struct {
 	// BuildS is the backend's compile seconds during the entry, summed over
 	// its compile pool (tuner.Result.BuildS); absent where it does not say.
 	BuildS float64 `json:"build_s,omitempty"`
-	Run    string  `json:"run,omitempty"`
+	// Ahead is how many candidates were measured ahead of their turn while
+	// the one due next compiled, AheadAsked how many of those the search
+	// asked for later (tuner.Result).
+	Ahead      int    `json:"ahead,omitempty"`
+	AheadAsked int    `json:"ahead_asked,omitempty"`
+	Run        string `json:"run,omitempty"`
 }
 
 // EntryKey is the record's key in the form of a params-file entry key.
@@ -178,9 +183,11 @@ func readAll(r io.Reader) ([]Record, []Entry, error) {
 		}
 		var rec struct {
 			Record
-			Kind   string              `json:"kind"`
-			Time   *paramfile.TuneTime `json:"time"`
-			BuildS float64             `json:"build_s"`
+			Kind       string              `json:"kind"`
+			Time       *paramfile.TuneTime `json:"time"`
+			BuildS     float64             `json:"build_s"`
+			Ahead      int                 `json:"ahead"`
+			AheadAsked int                 `json:"ahead_asked"`
 		}
 		if err := json.Unmarshal(line, &rec); err != nil {
 			return nil, nil, fmt.Errorf("line %d: not a trace record: %v", n, err)
@@ -194,7 +201,7 @@ func readAll(r io.Reader) ([]Record, []Entry, error) {
 			}
 			ek := rec.EntryKey()
 			entries = append(entries, Entry{Kind: KindEntry, Device: rec.Device, Kernel: rec.Kernel, DType: rec.DType, Key: rec.Key, Time: rec.Time,
-				BuildS: rec.BuildS, Run: position(rec.Run, rec.Device, rec.Kernel, ek)})
+				BuildS: rec.BuildS, Ahead: rec.Ahead, AheadAsked: rec.AheadAsked, Run: position(rec.Run, rec.Device, rec.Kernel, ek)})
 			ended[rec.Device+"\x00"+rec.Kernel+"\x00"+ek]++
 			continue
 		}
