@@ -113,7 +113,6 @@ func (p *simPool) Measure(c Candidate, n int) ([]float64, error) {
 	return xs, nil
 }
 
-
 // noiseU is a deterministic value in [-0.5, 0.5) for the i-th sample of c.
 func noiseU(c Candidate, i int) float64 {
 	h := fnv.New64a()
