@@ -21,6 +21,7 @@ import (
 type simPool struct {
 	workers       []float64 // when each worker is free
 	build, verify float64
+	buildOf       func(Candidate) float64 // a candidate's build, if set (else build)
 	cost          func(Candidate) float64
 	deadline      float64 // Stop after it (0: never)
 	fail          func(Candidate) bool
@@ -32,8 +33,16 @@ type simPool struct {
 }
 
 type simJob struct {
-	key string
-	at  float64 // announced
+	key   string
+	at    float64 // announced
+	build float64
+}
+
+func (p *simPool) buildTime(c Candidate) float64 {
+	if p.buildOf != nil {
+		return p.buildOf(c)
+	}
+	return p.build
 }
 
 func newSimPool(workers int, build, verify float64, cost func(Candidate) float64) *simPool {
@@ -51,7 +60,7 @@ func (p *simPool) advance() {
 			return
 		}
 		p.pending = p.pending[1:]
-		p.workers[w] = start + p.build
+		p.workers[w] = start + j.build
 		p.done[j.key] = p.workers[w]
 	}
 }
@@ -65,7 +74,7 @@ func (p *simPool) Prefetch(fresh []Candidate) {
 			continue
 		}
 		p.pending = slices.DeleteFunc(p.pending, func(j simJob) bool { return j.key == k })
-		jobs = append(jobs, simJob{k, p.now})
+		jobs = append(jobs, simJob{k, p.now, p.buildTime(c)})
 	}
 	p.pending = append(jobs, p.pending...)
 }
@@ -88,7 +97,7 @@ func (p *simPool) Measure(c Candidate, n int) ([]float64, error) {
 	p.advance()
 	if _, ok := p.done[k]; !ok {
 		p.pending = slices.DeleteFunc(p.pending, func(j simJob) bool { return j.key == k })
-		p.done[k] = p.now + p.build // compiled by the caller
+		p.done[k] = p.now + p.buildTime(c) // compiled by the caller
 	}
 	if end := p.done[k]; end > p.now {
 		p.idle += end - p.now
@@ -273,6 +282,7 @@ func TestMeasureAheadOrder(t *testing.T) {
 		noAhead  bool
 		maxEvals int
 		stopAt   int // Stop once this many measurements were taken (0: never)
+		head     []int
 		want     []string
 		ahead    int
 		asked    int
@@ -293,6 +303,10 @@ func TestMeasureAheadOrder(t *testing.T) {
 			want: []string{"1×2", "0×2"}, ahead: 1, asked: 1},
 		{name: "Stop ends measuring ahead", batches: [][]Request{req(2, 0, 1)}, guesses: [][]Candidate{{c(7), c(8)}}, ready: []int{7, 8}, stopAt: 1,
 			want: []string{"8×2", "0×2"}, ahead: 1},
+		{name: "no guess before the head", batches: [][]Request{req(2, 0, 1)}, guesses: [][]Candidate{{c(7)}}, ready: []int{7}, readyAt: 1, head: []int{0},
+			want: []string{"0×2", "1×2"}},
+		{name: "guesses once the head is measured", batches: [][]Request{req(2, 0), req(2, 1)}, guesses: [][]Candidate{{c(7)}}, ready: []int{0, 7}, head: []int{0},
+			want: []string{"0×2", "7×2", "1×2"}, ahead: 1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -321,6 +335,9 @@ func TestMeasureAheadOrder(t *testing.T) {
 			st := &scriptedAhead{scripted: scripted{batches: tc.batches}, guesses: tc.guesses}
 			w := &told{Strategy: st}
 			s := newSession(d)
+			for _, x := range tc.head {
+				s.head = append(s.head, c(x))
+			}
 			s.loop(w)
 			if !slices.Equal(measured, tc.want) {
 				t.Errorf("measured %v, want %v", measured, tc.want)
@@ -350,3 +367,41 @@ func (a *allAbilities) Measure(c Candidate, n int) ([]float64, error) { return a
 func (a *allAbilities) Ready(c Candidate) bool                        { return a.ready(c) }
 func (a *allAbilities) Stop(r Request) string                         { return a.stop(r) }
 func (a *allAbilities) Prefetch([]Candidate)                          {}
+
+// ranked is the unmeasured candidates of greatest expected improvement,
+// best first, and believes nothing: the process is as before.
+func TestBORanked(t *testing.T) {
+	cands, cost := bigSpace()
+	ls := newLocalState(cands, Options{Seed: 1}.withDefaults(), 0)
+	b := newBO(ls, 50)
+	for _, i := range []int{0, 17, 200, 333, 500, 650} {
+		b.observe(cands[i], cost(cands[i]))
+	}
+	n := len(b.gp.ys)
+	got := b.ranked(6)
+	if len(got) != 6 || len(b.gp.ys) != n {
+		t.Fatalf("ranked %d, process of %d points after, %d before", len(got), len(b.gp.ys), n)
+	}
+	z, best, _ := b.gp.whitened()
+	ei := func(c Candidate) float64 {
+		mu, sd := b.gp.posterior(b.index[c.Key()], z)
+		return expectedImprovement(mu, sd, best, boXi)
+	}
+	for i, c := range got {
+		if b.done[b.index[c.Key()]] {
+			t.Errorf("ranked %s, measured", c.Key())
+		}
+		if i > 0 && ei(c) > ei(got[i-1]) {
+			t.Errorf("%s ranked after %s with a greater expected improvement", c.Key(), got[i-1].Key())
+		}
+	}
+	worst := ei(got[len(got)-1])
+	for i, c := range b.pool {
+		if !b.done[i] && ei(c) > worst && !slices.ContainsFunc(got, func(g Candidate) bool { return g.Key() == c.Key() }) {
+			t.Errorf("%s has a greater expected improvement than the last ranked, not ranked", c.Key())
+		}
+	}
+	if p, ok := b.pick(); !ok || p.Key() != got[0].Key() {
+		t.Errorf("pick %v, ranked first %s", p, got[0].Key())
+	}
+}

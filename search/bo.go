@@ -3,6 +3,8 @@ package search
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
+	"sort"
 )
 
 // This file holds the bo strategy: Bayesian optimisation with a Gaussian
@@ -315,4 +317,37 @@ func (b *bo) observe(c Candidate, cost float64) {
 		y = math.Log(cost)
 	}
 	b.gp.add(i, y)
+}
+
+// ranked are up to n unmeasured pool candidates of greatest expected
+// improvement, best first, believing nothing.
+func (b *bo) ranked(n int) []Candidate {
+	z, best, ok := b.gp.whitened()
+	if !ok || n <= 0 {
+		return nil
+	}
+	type scored struct {
+		i  int
+		ei float64
+	}
+	var top []scored
+	for i := range b.pool {
+		if b.done[i] {
+			continue
+		}
+		mu, sd := b.gp.posterior(i, z)
+		ei := expectedImprovement(mu, sd, best, boXi)
+		if len(top) < n || ei > top[len(top)-1].ei {
+			j := sort.Search(len(top), func(j int) bool { return top[j].ei < ei })
+			top = slices.Insert(top, j, scored{i, ei})
+			if len(top) > n {
+				top = top[:n]
+			}
+		}
+	}
+	out := make([]Candidate, len(top))
+	for j, s := range top {
+		out[j] = b.pool[s.i]
+	}
+	return out
 }

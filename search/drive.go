@@ -75,16 +75,16 @@ type Prefetcher interface {
 // order proposed (kerntune replay, whose searches must not depend on
 // compile times).
 //
-// With a Readier and a Prefetcher, a fresh request whose build is not
-// done is measured ahead of (Driver.NoAhead turns this off): while it
-// compiles, the driver measures other fresh candidates whose builds are
-// done, the batch's later requests first, then the strategy's guesses at
-// its next batches (Lookahead), newest first. Their samples are kept and
-// handed to the strategy, as its answer, when it asks for them, so the
-// strategy sees the same answers in the same order as without measuring
-// ahead; a guess it never asks for is a measured candidate all the same
-// (Outcome.Evals, and the Target has its samples). A request of more
-// samples than were measured ahead takes the rest then.
+// With a Readier and a Prefetcher, the driver measures ahead while a
+// fresh request's build is not done (Driver.NoAhead turns this off): it
+// measures other fresh candidates whose builds are done, the batch's later
+// requests first, then (once the default and the warm starts are
+// measured) the strategy's guesses at its next batches (Lookahead), newest
+// first. Their samples are kept and handed to the strategy, as its answer,
+// when it asks for them, so the strategy sees the same answers as without
+// measuring ahead; a guess it never asks for is a measured candidate all
+// the same (Outcome.Evals, and the Target has its samples). A request of
+// more samples than were measured ahead takes the rest then.
 type Readier interface {
 	Ready(Candidate) bool
 }
@@ -191,6 +191,7 @@ func (d Driver) Run() (Outcome, error) {
 		return Outcome{}, err
 	}
 	s := newSession(d)
+	s.head = pool[:keep]
 
 	var out Outcome
 	if keep > 0 && d.Default != nil && pool[0].Key() == d.Default.Key() {
@@ -330,6 +331,9 @@ type session struct {
 	// guesses are the strategy's guesses at its next batches that were
 	// prefetched (Lookahead), oldest first, at most maxGuesses.
 	guesses []Candidate
+	// head are the default and the warm starts (Driver.head): no guess is
+	// measured ahead before them, as a tight budget is theirs.
+	head []Candidate
 	// banked are the answers measured ahead that the strategy has not
 	// asked for yet, by key.
 	banked map[string]kept
@@ -484,8 +488,10 @@ func (s *session) answer(c Candidate, n int) ([]float64, error) {
 // batch (rest), then the guesses, newest first; each gets as many samples
 // as a fresh request of the batch. It stops when req is ready, nothing
 // else is, or Stop says so (the request itself is then stopped by the
-// loop or measured past its compile). With MaxEvals set, only the batch's
-// requests are measured ahead: a guess would count against the cap.
+// loop or measured past its compile). With MaxEvals set, or before the
+// default and the warm starts are measured, only the batch's requests are
+// measured ahead: a guess would count against the cap, or take the
+// budget of a warm start that a short run gives little more.
 func (s *session) measureAhead(req Request, rest []Request) {
 	if s.d.NoAhead || s.readier == nil || s.prefetcher == nil {
 		return
@@ -528,6 +534,11 @@ func (s *session) readyElse(req Request, rest []Request) (Candidate, int) {
 	}
 	if s.d.MaxEvals > 0 {
 		return nil, 0
+	}
+	for _, c := range s.head {
+		if _, seen := s.cands[c.Key()]; !seen {
+			return nil, 0
+		}
 	}
 	for i := len(s.guesses) - 1; i >= 0; i-- {
 		if c := s.guesses[i]; fresh(c) && s.readier.Ready(c) {

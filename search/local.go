@@ -537,7 +537,9 @@ func (s *ils) proposeBatch(k int) []Candidate {
 
 // upcoming names candidates the search expects to propose after the
 // current batch, without proposing them: the global phase's next n picks
-// (believed like the batch's, until the first measurement comes back); in
+// (believed like the batch's, until the first measurement comes back),
+// then the 2n it ranks next by expected improvement as it stands (the
+// picks after the batch's results often come from them); in
 // the climb, the current point's next n neighbours, then n neighbours of
 // the batch's candidate predicted fastest, where the climb goes next if
 // it proves faster than the current point (a batch that moves the climb
@@ -553,7 +555,7 @@ func (s *ils) upcoming(n int) []Candidate {
 			s.global.believe(c)
 			out = append(out, c)
 		}
-		return out
+		return append(out, s.global.ranked(2*n)...)
 	}
 	for _, c := range s.cands {
 		if len(out) >= n {
