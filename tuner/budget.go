@@ -52,12 +52,22 @@ func (b *budget) left() time.Duration { return time.Until(b.deadline) }
 // calibrate takes the calibrated time of one sample, s seconds: it fits
 // the final timing's samples (at least minFinal) into a fifth of the share
 // and returns what is left for the search after the final timing (screen,
-// finalists, default, baseline and the incumbent × finalSamples).
-func (b *budget) calibrate(s float64, minFinal int) float64 {
+// finalists, default, baseline and the incumbent × finalSamples). With
+// cheap above 1 it takes more than planned where samples are cheap, up to
+// cheap times, while they fit a twentieth of the share: a final timing of
+// a few milliseconds is decided by a passing load on the machine, where
+// the search's winner and a finalist a few per cent apart swap (a quick
+// run's scout then hands the slower to every entry of its family).
+func (b *budget) calibrate(s float64, minFinal, cheap int) float64 {
 	b.perSample = s
 	if s > 0 {
-		fit := int(b.share.Seconds() / 5 / (b.finalProgs * s))
-		b.finalSamples = max(minFinal, min(b.finalSamples, fit))
+		per := b.finalProgs * s
+		fit := int(b.share.Seconds() / 5 / per)
+		more := b.finalSamples
+		if cheap > 1 {
+			more = max(more, min(int(b.share.Seconds()/20/per), cheap*b.finalSamples))
+		}
+		b.finalSamples = max(minFinal, min(more, fit))
 	}
 	return b.left().Seconds() - b.finalProgs*float64(b.finalSamples)*s
 }

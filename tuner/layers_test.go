@@ -117,22 +117,28 @@ func TestBudgetStop(t *testing.T) {
 }
 
 // The final timing's samples fit a fifth of the share, never fewer than
-// the minimum, and the search gets what is left after them.
+// the minimum; with cheap, cheap samples are taken up to that many times as
+// many while they fit a twentieth; the search gets what is left after them.
 func TestBudgetCalibrate(t *testing.T) {
 	for _, c := range []struct {
 		name        string
 		share       time.Duration
 		perSample   float64
+		cheap       int
 		wantSamples int
 	}{
-		{"room for all", time.Hour, 1e-3, 30},
-		{"a fifth of the share", 100 * time.Second, 1, 4},
-		{"the minimum", 10 * time.Second, 1, 2},
-		{"not calibrated", time.Hour, 0, 30},
+		{"room for all", time.Hour, 1e-3, 0, 30},
+		{"cheap: five times", time.Hour, 1e-3, 5, 150},
+		{"cheap: a twentieth of the share", 10 * time.Second, 1e-3, 5, 100},
+		{"cheap: a twentieth is less than planned", 100 * time.Second, 0.1, 5, 30},
+		{"cheap: a fifth of the share", 100 * time.Second, 1, 5, 4},
+		{"a fifth of the share", 100 * time.Second, 1, 0, 4},
+		{"the minimum", 10 * time.Second, 1, 0, 2},
+		{"not calibrated", time.Hour, 0, 5, 30},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			b := budget{share: c.share, deadline: time.Now().Add(c.share), finalProgs: 5, finalSamples: 30}
-			left := b.calibrate(c.perSample, 2)
+			left := b.calibrate(c.perSample, 2, c.cheap)
 			if b.finalSamples != c.wantSamples {
 				t.Errorf("final samples %d, want %d", b.finalSamples, c.wantSamples)
 			}

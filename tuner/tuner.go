@@ -108,6 +108,11 @@ type Config struct {
 	// ProbeSamples are the samples of the default a plan's probe takes
 	// after a warm-up (0: probeSamples); a quick run takes one.
 	ProbeSamples int
+	// CheapFinal, when above 1, lets the final timing of an entry whose
+	// samples are cheap take up to CheapFinal times FinalSamples, while
+	// they fit a twentieth of its share (a quick run's few final samples
+	// are otherwise decided by a passing load on the machine).
+	CheapFinal int
 	// WarmStart are candidates measured right after the default, e.g. the
 	// entries of the same family for other classes or sibling devices; the
 	// warm strategy climbs from them.
@@ -479,7 +484,7 @@ func (s searchTarget) Measure(c search.Candidate, n int) ([]float64, error) {
 // seconds the search may spend.
 func (s searchTarget) Calibrated(perSample float64) float64 {
 	s.r.armGuard(s.def, s.defOK, s.pool)
-	return s.r.budget.calibrate(perSample, s.r.t.cfg.MinFinalSamples)
+	return s.r.budget.calibrate(perSample, s.r.t.cfg.MinFinalSamples, s.r.t.cfg.CheapFinal)
 }
 
 func (s searchTarget) Plan(size int) int { return s.r.plan(size) }

@@ -203,7 +203,7 @@ func runTune(opts *TuneOptions) error {
 		DriftEvery: f.driftEvery, DriftCooldown: f.driftCooldown, Batch: f.batch, VerifyFull: f.verifyFull}
 	eff := efforts[f.effort]
 	cfg.FinalSamples, cfg.MinFinalSamples, cfg.MinBeyondDefault = eff.finalSamples, eff.minFinalSamples, f.minBeyond()
-	cfg.Finalists, cfg.ProbeSamples = eff.finalists, eff.probeSamples
+	cfg.Finalists, cfg.ProbeSamples, cfg.CheapFinal = eff.finalists, eff.probeSamples, eff.cheapFinal
 	if !f.driftSet && !eff.drift {
 		f.driftEvery = 0
 	}
@@ -713,6 +713,8 @@ type effort struct {
 	probeSamples int
 	// scouts: SessionConfig.Scouts (with warmSiblings).
 	scouts int
+	// cheapFinal: Config.CheapFinal.
+	cheapFinal int
 }
 
 // minBeyond is the candidates beyond the default each entry measures at
@@ -727,13 +729,13 @@ func (f *TuneOptions) minBeyond() int {
 // efforts: quick is a first result in about a minute (one candidate beyond
 // the default at least, each family's cheapest entry first with up to 24
 // (what a second buys), whose winner the family's other entries try first
-// with those of other classes, two finalists re-timed against the default, fewer final samples,
-// no drift guard, a lean extension, planning on one sample of each default:
+// with those of other classes, two finalists re-timed against the default, fewer final samples
+// (up to five times as many where a twentieth of the share holds them), no drift guard, a lean extension, planning on one sample of each default:
 // a ranking less sure where the winners are close); default
 // is the measured default; thorough gives the search five times the time
 // and the final timing twice the samples.
 var efforts = map[string]effort{
-	"quick":    {budget: "40s", finalSamples: 10, minFinalSamples: 3, minBeyond: 1, extend: true, finalists: 2, warmSiblings: 3, scouts: 24, lean: true, probeSamples: 1},
+	"quick":    {budget: "40s", finalSamples: 10, minFinalSamples: 3, minBeyond: 1, extend: true, finalists: 2, warmSiblings: 3, scouts: 24, lean: true, probeSamples: 1, cheapFinal: 5},
 	"default":  {budget: "3m", finalSamples: 30, minFinalSamples: 5, minBeyond: tuner.DefaultMinBeyondDefault, drift: true},
 	"thorough": {budget: "15m", finalSamples: 60, minFinalSamples: 10, minBeyond: tuner.DefaultMinBeyondDefault, drift: true},
 }
@@ -756,7 +758,11 @@ func effortHelp() string {
 		if e.finalists > 0 {
 			extra += fmt.Sprintf(", %d finalists re-timed", e.finalists)
 		}
-		parts = append(parts, fmt.Sprintf("%s (budget %s, at least %s beyond the default%s, %d final samples, %s)", n, e.budget, plural(e.minBeyond, "candidate", "candidates"), extra, e.finalSamples, guard))
+		final := fmt.Sprintf("%d final samples", e.finalSamples)
+		if e.cheapFinal > 1 {
+			final += fmt.Sprintf(" (up to %d where they are cheap)", e.cheapFinal*e.finalSamples)
+		}
+		parts = append(parts, fmt.Sprintf("%s (budget %s, at least %s beyond the default%s, %s, %s)", n, e.budget, plural(e.minBeyond, "candidate", "candidates"), extra, final, guard))
 	}
 	return strings.Join(parts, ", ")
 }

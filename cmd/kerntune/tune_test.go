@@ -160,7 +160,7 @@ func TestTuneBadInput(t *testing.T) {
 		{"drift-every past the bound", []string{"tune", "--drift-every", "99999999999999"}, "--drift-every is 99999999999999; must be 0..1000000"},
 		{"evaluations past the bound", []string{"tune", "--budget", "99999999999999999999e"}, "more evaluations than a run makes; give at most 1000000e"},
 		{"replay runs past the bound", []string{"replay", "--cache", "x.json.gz", "--runs", "999999999999"}, "--runs is 999999999999; must be 1..10000"},
-		{"unknown effort", []string{"tune", "--effort", "fast"}, `--effort "fast": allowed are quick, default and thorough (quick (budget 40s, at least 1 candidate beyond the default, each family's cheapest entry first with up to 24 candidates (a second's worth), the family's entries of other classes tried first (up to 3), 2 finalists re-timed, 10 final samples, drift guard off)`},
+		{"unknown effort", []string{"tune", "--effort", "fast"}, `--effort "fast": allowed are quick, default and thorough (quick (budget 40s, at least 1 candidate beyond the default, each family's cheapest entry first with up to 24 candidates (a second's worth), the family's entries of other classes tried first (up to 3), 2 finalists re-timed, 10 final samples (up to 50 where they are cheap), drift guard off)`},
 		{"check sample past the bound", []string{"check", "--spec", "../../examples/mlx_add_one.json", "--sample", "99999999999"}, "--sample is 99999999999; must be 0..1000000"},
 		{"check negative sample", []string{"check", "--spec", "../../examples/mlx_add_one.json", "--sample", "-1"}, "must be 0..1000000"},
 		{"verify sample past the bound", []string{"verify", "--backend", "cpu", "--sample", "99999999999"}, "--sample is 99999999999; must be 1..1000000"},
