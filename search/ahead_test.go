@@ -17,7 +17,8 @@ import (
 // caller when Measure needs it before a worker took it. Measure waits for
 // the compile (idle), verifies on first use, then takes n samples of cost
 // seconds each (busy); the i-th sample of a candidate has the same value
-// whenever it is taken.
+// whenever it is taken. Spares (Spare) start on a free worker only when no
+// announced job is due and fewer than half the workers run spares.
 type simPool struct {
 	workers       []float64 // when each worker is free
 	build, verify float64
@@ -30,6 +31,8 @@ type simPool struct {
 	pending         []simJob           // announced, not started, next first
 	done            map[string]float64 // compile end by key, once started
 	taken           map[string]int     // samples taken by key
+	spares          []simJob           // announced at low priority, next first
+	spareEnds       []float64          // when each spare started ends
 }
 
 type simJob struct {
@@ -50,18 +53,68 @@ func newSimPool(workers int, build, verify float64, cost func(Candidate) float64
 		done: map[string]float64{}, taken: map[string]int{}}
 }
 
-// advance starts the pending jobs that workers take up to p.now.
+// advance starts the jobs that workers take up to p.now: the worker free
+// first takes the next announced job due by then, else a spare; without
+// either it waits for the next announcement or spare's end.
 func (p *simPool) advance() {
-	for len(p.pending) > 0 {
+	for len(p.pending) > 0 || len(p.spares) > 0 {
 		w := slices.Index(p.workers, slices.Min(p.workers))
-		j := p.pending[0]
-		start := math.Max(p.workers[w], j.at)
-		if start > p.now {
+		free := p.workers[w]
+		if free > p.now {
 			return
 		}
-		p.pending = p.pending[1:]
-		p.workers[w] = start + j.build
-		p.done[j.key] = p.workers[w]
+		running, firstEnd := 0, math.Inf(1) // spares running at free, the first to end
+		for _, e := range p.spareEnds {
+			if e > free {
+				running++
+				firstEnd = math.Min(firstEnd, e)
+			}
+		}
+		switch {
+		case len(p.pending) > 0 && p.pending[0].at <= free:
+			j := p.pending[0]
+			p.pending = p.pending[1:]
+			p.workers[w] = free + j.build
+			p.done[j.key] = p.workers[w]
+			continue
+		case len(p.spares) > 0 && p.spares[0].at <= free && running < len(p.workers)/2:
+			j := p.spares[0]
+			p.spares = p.spares[1:]
+			if _, ok := p.done[j.key]; !ok {
+				p.workers[w] = free + j.build
+				p.done[j.key] = p.workers[w]
+				p.spareEnds = append(p.spareEnds, p.workers[w])
+			}
+			continue
+		}
+		// Nothing starts at free: the worker waits for the next
+		// announcement, or the next spare it may take.
+		next := math.Inf(1)
+		if len(p.pending) > 0 {
+			next = p.pending[0].at
+		}
+		if len(p.spares) > 0 {
+			at := p.spares[0].at
+			if running >= len(p.workers)/2 {
+				at = math.Max(at, firstEnd)
+			}
+			next = math.Min(next, at)
+		}
+		if next > p.now || math.IsInf(next, 1) {
+			return
+		}
+		p.workers[w] = math.Max(next, free+1e-9)
+	}
+}
+
+// Spare replaces the spares, announced now.
+func (p *simPool) Spare(cands []Candidate) {
+	p.advance()
+	p.spares = p.spares[:0]
+	for _, c := range cands {
+		if _, ok := p.done[c.Key()]; !ok {
+			p.spares = append(p.spares, simJob{c.Key(), p.now, p.buildTime(c)})
+		}
 	}
 }
 
@@ -97,6 +150,7 @@ func (p *simPool) Measure(c Candidate, n int) ([]float64, error) {
 	p.advance()
 	if _, ok := p.done[k]; !ok {
 		p.pending = slices.DeleteFunc(p.pending, func(j simJob) bool { return j.key == k })
+		p.spares = slices.DeleteFunc(p.spares, func(j simJob) bool { return j.key == k })
 		p.done[k] = p.now + p.buildTime(c) // compiled by the caller
 	}
 	if end := p.done[k]; end > p.now {
@@ -121,6 +175,14 @@ func (p *simPool) Measure(c Candidate, n int) ([]float64, error) {
 	p.taken[k] += n
 	return xs, nil
 }
+
+// sansSpare is a simPool that cannot build spares (no Sparer).
+type sansSpare struct{ p *simPool }
+
+func (s sansSpare) Measure(c Candidate, n int) ([]float64, error) { return s.p.Measure(c, n) }
+func (s sansSpare) Prefetch(fresh []Candidate)                    { s.p.Prefetch(fresh) }
+func (s sansSpare) Ready(c Candidate) bool                        { return s.p.Ready(c) }
+func (s sansSpare) Stop(r Request) string                         { return s.p.Stop(r) }
 
 // noiseU is a deterministic value in [-0.5, 0.5) for the i-th sample of c.
 func noiseU(c Candidate, i int) float64 {
@@ -175,10 +237,11 @@ func bigSpace() ([]Candidate, func(Candidate) float64) {
 }
 
 // On a compile pool slower than the device, measuring ahead fills the
-// waits for compiles with the candidates whose builds are done: the
-// strategy proposes the same batches and is told the same answers (a run
-// without measuring ahead is a prefix of one with it, on the same virtual
-// budget), the device idles less, and more candidates are measured.
+// waits for compiles with the candidates whose builds are done, and spares
+// built by the pool's idle workers fill more: the strategy proposes the
+// same batches and is told the same answers (a run without measuring ahead
+// is a prefix of one with it, on the same virtual budget), the device
+// idles less, and more candidates are measured.
 func TestMeasureAheadFillsCompileWaits(t *testing.T) {
 	cands, cost := bigSpace()
 	type result struct {
@@ -187,11 +250,20 @@ func TestMeasureAheadFillsCompileWaits(t *testing.T) {
 		out        Outcome
 		st         *told
 	}
-	run := func(noAhead bool) result {
+	const (
+		noAhead = iota
+		noSpares
+		spares
+	)
+	run := func(mode int) result {
 		p := newSimPool(15, 0.45, 0.02, cost)
 		p.deadline = 20
 		p.fail = func(c Candidate) bool { return c["A"] == 8 && c["D"] == 8 }
-		d := Driver{Strategy: "bo", Pool: cands, Default: cands[0], Batch: 8, Target: p, NoAhead: noAhead, Options: Options{Seed: 3}}
+		var target Target = p
+		if mode != spares {
+			target = sansSpare{p}
+		}
+		d := Driver{Strategy: "bo", Pool: cands, Default: cands[0], Batch: 8, Target: target, NoAhead: mode == noAhead, Options: Options{Seed: 3}}
 		st, _, _, err := d.strategy()
 		if err != nil {
 			t.Fatal(err)
@@ -200,46 +272,62 @@ func TestMeasureAheadFillsCompileWaits(t *testing.T) {
 		s := newSession(d)
 		s.calibrate(cands[0])
 		s.loop(w)
-		return result{idle: p.idle, wall: p.now, evals: len(s.cands), out: Outcome{Ahead: s.ahead, AheadAsked: s.aheadAsked}, st: w}
+		if s.sparer != nil {
+			s.sparer.Spare(nil)
+		}
+		return result{idle: p.idle, wall: p.now, evals: len(s.cands), out: Outcome{Ahead: s.ahead, AheadAsked: s.aheadAsked, Spared: s.spared}, st: w}
 	}
-	plain, ahead := run(true), run(false)
+	plain, ahead, spare := run(noAhead), run(noSpares), run(spares)
 	t.Logf("without measuring ahead: idle %.1f of %.1f s, %d candidates", plain.idle, plain.wall, plain.evals)
 	t.Logf("measuring ahead:         idle %.1f of %.1f s, %d candidates (%d measured ahead, %d of them asked for)",
 		ahead.idle, ahead.wall, ahead.evals, ahead.out.Ahead, ahead.out.AheadAsked)
+	t.Logf("with spares:             idle %.1f of %.1f s, %d candidates (%d measured ahead, %d of them asked for, %d spares)",
+		spare.idle, spare.wall, spare.evals, spare.out.Ahead, spare.out.AheadAsked, spare.out.Spared)
 	if plain.out.Ahead != 0 {
 		t.Errorf("NoAhead measured %d ahead", plain.out.Ahead)
 	}
-	if ahead.out.Ahead == 0 || ahead.out.AheadAsked == 0 {
-		t.Errorf("measured %d ahead, %d asked for: want both > 0", ahead.out.Ahead, ahead.out.AheadAsked)
+	if ahead.out.Ahead == 0 || ahead.out.AheadAsked == 0 || ahead.out.Spared != 0 {
+		t.Errorf("measured %d ahead, %d asked for, %d spares: want the first two > 0, no spares", ahead.out.Ahead, ahead.out.AheadAsked, ahead.out.Spared)
 	}
-	if ahead.idle >= plain.idle {
-		t.Errorf("idle %.2f s measuring ahead against %.2f s without", ahead.idle, plain.idle)
+	if spare.out.Spared == 0 {
+		t.Error("no spare was measured")
 	}
-	if float64(ahead.evals) < 1.1*float64(plain.evals) {
-		t.Errorf("%d candidates measuring ahead against %d without: want 10 %% more", ahead.evals, plain.evals)
+	if ahead.idle >= plain.idle || spare.idle >= ahead.idle {
+		t.Errorf("idle %.2f s without measuring ahead, %.2f s with, %.2f s with spares: want each less", plain.idle, ahead.idle, spare.idle)
 	}
-	// The strategy proposes the same batches, up to where the shorter run
-	// stopped, and is told the same answer for each candidate.
-	n := len(plain.st.batches) - 1 // the last batch was cut by the budget
-	if n < 5 || len(ahead.st.batches) < n || !slices.Equal(plain.st.batches[:n], ahead.st.batches[:n]) {
-		t.Errorf("the strategy proposed other batches measuring ahead (first %d of %d and %d)", n, len(plain.st.batches), len(ahead.st.batches))
+	if float64(ahead.evals) < 1.1*float64(plain.evals) || spare.evals <= ahead.evals {
+		t.Errorf("%d candidates without measuring ahead, %d with, %d with spares: want 10 %% more, then more", plain.evals, ahead.evals, spare.evals)
+	}
+	for _, other := range []result{ahead, spare} {
+		sameAsks(t, plain.st, other.st)
+	}
+}
+
+// sameAsks checks that the strategy proposed the same batches in b as in
+// a, up to where the shorter run a stopped, and was told the same answer
+// for each candidate.
+func sameAsks(t *testing.T, a, b *told) {
+	t.Helper()
+	n := len(a.batches) - 1 // the last batch was cut by the budget
+	if n < 5 || len(b.batches) < n || !slices.Equal(a.batches[:n], b.batches[:n]) {
+		t.Errorf("the strategy proposed other batches measuring ahead (first %d of %d and %d)", n, len(a.batches), len(b.batches))
 	}
 	first := map[string]string{}
-	for _, a := range ahead.st.answers {
-		k, _, _ := strings.Cut(a, " ")
+	for _, ans := range b.answers {
+		k, _, _ := strings.Cut(ans, " ")
 		if _, ok := first[k]; !ok {
-			first[k] = a
+			first[k] = ans
 		}
 	}
 	seen := map[string]bool{}
-	for _, a := range plain.st.answers {
-		k, _, _ := strings.Cut(a, " ")
+	for _, ans := range a.answers {
+		k, _, _ := strings.Cut(ans, " ")
 		if seen[k] {
 			continue
 		}
 		seen[k] = true
-		if b, ok := first[k]; ok && b != a {
-			t.Errorf("%s measuring ahead, %s without", b, a)
+		if other, ok := first[k]; ok && other != ans {
+			t.Errorf("%s measuring ahead, %s without", other, ans)
 		}
 	}
 }
@@ -403,5 +491,126 @@ func TestBORanked(t *testing.T) {
 	}
 	if p, ok := b.pick(); !ok || p.Key() != got[0].Key() {
 		t.Errorf("pick %v, ranked first %s", p, got[0].Key())
+	}
+}
+
+// sparing is allAbilities with spares (Sparer), which it records, with
+// those announced after they were measured (seen).
+type sparing struct {
+	allAbilities
+	lists [][]Candidate
+	seen  func(Candidate) bool
+	stale []Candidate
+}
+
+func (s *sparing) Spare(cs []Candidate) {
+	s.lists = append(s.lists, slices.Clone(cs))
+	for _, c := range cs {
+		if s.seen(c) {
+			s.stale = append(s.stale, c)
+		}
+	}
+}
+
+// Spares: announced after each batch's prefetch, fresh ones only, drawn
+// from the pool; measured ahead after the batch's requests and the
+// guesses, only when their builds are done; dropped when the search ends;
+// none with MaxEvals or NoAhead.
+func TestSpares(t *testing.T) {
+	c := func(x int) Candidate { return Candidate{"x": x} }
+	var pool []Candidate
+	for x := range 40 {
+		pool = append(pool, c(x))
+	}
+	tests := []struct {
+		name     string
+		noAhead  bool
+		maxEvals int
+		ready    func(x int) bool
+		want     []string // measured
+		spared   int
+		lists    bool // Spare called
+	}{
+		{name: "a ready spare fills the wait", ready: func(x int) bool { return x >= 20 }, lists: true,
+			want: nil /* checked below */, spared: -1},
+		{name: "nothing ready", ready: func(int) bool { return false }, lists: true,
+			want: []string{"0×2", "1×2", "2×2"}},
+		{name: "NoAhead", noAhead: true, ready: func(x int) bool { return x >= 20 },
+			want: []string{"0×2", "1×2", "2×2"}},
+		{name: "MaxEvals", maxEvals: 30, ready: func(x int) bool { return x >= 20 },
+			want: []string{"0×2", "1×2", "2×2"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var measured []string
+			target := &sparing{allAbilities: allAbilities{
+				measure: func(x Candidate, n int) ([]float64, error) {
+					measured = append(measured, fmt.Sprintf("%d×%d", x["x"], n))
+					return make([]float64, n), nil
+				},
+				ready: func(x Candidate) bool { return tc.ready(x["x"]) },
+				stop:  func(Request) string { return "" },
+			}}
+			target.seen = func(x Candidate) bool {
+				for _, m := range measured {
+					if strings.HasPrefix(m, fmt.Sprint(x["x"], "×")) {
+						return true
+					}
+				}
+				return false
+			}
+			d := Driver{Target: target, Pool: pool, Batch: 4, NoAhead: tc.noAhead, MaxEvals: tc.maxEvals, Options: Options{Seed: 9}}
+			st := &scripted{batches: [][]Request{{{Candidate: c(0), Samples: 2}}, {{Candidate: c(1), Samples: 2}, {Candidate: c(2), Samples: 2}}}}
+			s := newSession(d)
+			s.loop(st)
+			if s.sparer != nil {
+				s.sparer.Spare(nil)
+			}
+			if !tc.lists {
+				if len(target.lists) != 0 {
+					t.Fatalf("Spare called %d times, want none", len(target.lists))
+				}
+			} else {
+				if n := len(target.lists); n != 3 || len(target.lists[n-1]) != 0 {
+					t.Fatalf("Spare lists %v: want one per batch, then none", target.lists)
+				}
+				for _, l := range target.lists[:2] {
+					if len(l) != spareCount {
+						t.Errorf("%d spares announced, want %d", len(l), spareCount)
+					}
+				}
+			}
+			if tc.spared >= 0 {
+				if !slices.Equal(measured, tc.want) || s.spared != 0 {
+					t.Errorf("measured %v (%d spares), want %v", measured, s.spared, tc.want)
+				}
+				return
+			}
+			// Each request waits behind ready spares, measured in the
+			// order announced (those measured dropped from the next list),
+			// none of them a request of the batch.
+			if s.spared == 0 || s.spared != s.ahead || len(measured) != 3+s.spared {
+				t.Fatalf("measured %v: %d ahead, %d spares", measured, s.ahead, s.spared)
+			}
+			seen := map[string]bool{}
+			for _, m := range measured {
+				if seen[m] {
+					t.Errorf("%s measured twice", m)
+				}
+				seen[m] = true
+			}
+			first := target.lists[0]
+			for _, x := range first {
+				if x["x"] >= 20 {
+					if want := fmt.Sprintf("%d×2", x["x"]); measured[0] != want {
+						t.Errorf("first measured %s, want the first ready spare %s (list %v)", measured[0], want, first)
+					}
+					break
+				}
+			}
+			if len(target.stale) > 0 {
+				t.Errorf("spares announced after they were measured: %v", target.stale)
+			}
+		})
 	}
 }

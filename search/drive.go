@@ -80,14 +80,30 @@ type Prefetcher interface {
 // measures other fresh candidates whose builds are done, the batch's later
 // requests first, then (once the default and the warm starts are
 // measured) the strategy's guesses at its next batches (Lookahead), newest
-// first. Their samples are kept and handed to the strategy, as its answer,
-// when it asks for them, so the strategy sees the same answers as without
-// measuring ahead; a guess it never asks for is a measured candidate all
+// first, then the spares (Sparer). Their samples are kept and handed to
+// the strategy, as its answer, when it asks for them, so the strategy sees
+// the same answers as without measuring ahead; a guess it never asks for is a measured candidate all
 // the same (Outcome.Evals, and the Target has its samples). A request of
 // more samples than were measured ahead takes the rest then.
 type Readier interface {
 	Ready(Candidate) bool
 }
+
+// Sparer is a Prefetcher whose builds can also be asked for at low
+// priority. With a Readier too, the driver keeps spareCount candidates the
+// search has not measured, drawn at random from the pool (Options.Seed),
+// announced through Spare after each batch's Prefetch: the Target builds
+// them only when nothing announced waits. Measuring ahead takes them, when
+// their builds are done, after the batch's requests and the guesses, so
+// that a wait for a compile that neither covers is spent measuring more
+// of the space. Spare(nil) drops them when the search ends.
+type Sparer interface {
+	Spare(cands []Candidate)
+}
+
+// spareCount is how many spares the driver keeps announced: enough to
+// occupy the pool's idle workers between two batches.
+const spareCount = 16
 
 // Sizer is implemented by strategies that fit themselves to a budget
 // (halving sizes its first round so that the whole search fits). The
@@ -176,8 +192,9 @@ type Outcome struct {
 	Evals int
 	// Ahead is how many of them were measured ahead, while the candidate
 	// due next still compiled; AheadAsked how many of those the strategy
-	// asked for later (their samples were handed to it then).
-	Ahead, AheadAsked int
+	// asked for later (their samples were handed to it then); Spared how
+	// many of those measured ahead were spares (Sparer).
+	Ahead, AheadAsked, Spared int
 	// PerSample is the calibration's seconds per sample, 0 when none.
 	PerSample float64
 }
@@ -219,8 +236,11 @@ func (d Driver) Run() (Outcome, error) {
 	}
 
 	out.Stopped = s.loop(st)
+	if s.sparer != nil {
+		s.sparer.Spare(nil)
+	}
 	out.Evals = len(s.cands)
-	out.Ahead, out.AheadAsked = s.ahead, s.aheadAsked
+	out.Ahead, out.AheadAsked, out.Spared = s.ahead, s.aheadAsked, s.spared
 	if out.Stopped == "" && d.MaxEvals > 0 && out.Evals >= d.MaxEvals && out.Evals < len(d.Pool) {
 		out.Stopped = "evaluation budget spent" // the strategy itself stopped at MaxCandidates
 	}
@@ -325,6 +345,7 @@ type session struct {
 	stopper    Stopper    // nil when the Target has none
 	prefetcher Prefetcher // nil when the Target has none
 	readier    Readier    // nil when the Target has none
+	sparer     Sparer     // nil when the Target has none, or cannot use it
 	samples    map[string][]float64
 	failed     map[string]bool
 	cands      map[string]Candidate // every candidate measured, failed or not
@@ -337,9 +358,15 @@ type session struct {
 	// banked are the answers measured ahead that the strategy has not
 	// asked for yet, by key.
 	banked map[string]kept
-	// ahead and aheadAsked count the candidates measured ahead and those
-	// of them the strategy asked for (Outcome).
-	ahead, aheadAsked int
+	// spares are the spares announced last (Sparer), in order; draw is
+	// the pool in the random order they are drawn from, next the next
+	// one to draw.
+	spares []Candidate
+	draw   []Candidate
+	next   int
+	// ahead, aheadAsked and spared count the candidates measured ahead,
+	// those of them the strategy asked for, and the spares (Outcome).
+	ahead, aheadAsked, spared int
 }
 
 // kept is a measurement made ahead, kept for the strategy.
@@ -358,7 +385,29 @@ func newSession(d Driver) *session {
 	s.stopper, _ = d.Target.(Stopper)
 	s.prefetcher, _ = d.Target.(Prefetcher)
 	s.readier, _ = d.Target.(Readier)
+	if sp, ok := d.Target.(Sparer); ok && s.readier != nil && s.prefetcher != nil && !d.NoAhead && d.MaxEvals <= 0 {
+		s.sparer = sp
+		s.draw = shuffled(d.Pool, d.Options.Seed^0x5eed)
+	}
 	return s
+}
+
+// announceSpares keeps spareCount spares not measured yet announced to
+// the Sparer: those announced before, then fresh draws from the pool.
+func (s *session) announceSpares() {
+	if s.sparer == nil {
+		return
+	}
+	fresh := func(c Candidate) bool { _, seen := s.cands[c.Key()]; return !seen }
+	keep := slices.DeleteFunc(s.spares, func(c Candidate) bool { return !fresh(c) })
+	for len(keep) < spareCount && s.next < len(s.draw) {
+		if c := s.draw[s.next]; fresh(c) {
+			keep = append(keep, c)
+		}
+		s.next++
+	}
+	s.spares = keep
+	s.sparer.Spare(keep)
 }
 
 func (s *session) measure(c Candidate, n int) ([]float64, error) {
@@ -407,6 +456,7 @@ func (s *session) loop(st Strategy) string {
 				}
 			}
 			s.prefetcher.Prefetch(fresh)
+			s.announceSpares()
 		}
 		reorder := s.readier != nil && len(reqs) > 1
 		if un, ok := st.(Unordered); !ok || !un.AnyOrder() {
@@ -500,7 +550,7 @@ func (s *session) measureAhead(req Request, rest []Request) {
 		return
 	}
 	for !s.readier.Ready(req.Candidate) {
-		c, n := s.readyElse(req, rest)
+		c, n, spare := s.readyElse(req, rest)
 		if c == nil {
 			return
 		}
@@ -510,12 +560,15 @@ func (s *session) measureAhead(req Request, rest []Request) {
 		xs, err := s.measure(c, n)
 		s.banked[c.Key()] = kept{xs: xs, err: err}
 		s.ahead++
+		if spare {
+			s.spared++
+		}
 	}
 }
 
 // readyElse is a fresh candidate other than req's whose build is done,
-// with its samples (measureAhead), or nil.
-func (s *session) readyElse(req Request, rest []Request) (Candidate, int) {
+// with its samples and whether it is a spare (measureAhead), or nil.
+func (s *session) readyElse(req Request, rest []Request) (Candidate, int, bool) {
 	fresh := func(c Candidate) bool {
 		_, seen := s.cands[c.Key()]
 		return !seen && c.Key() != req.Candidate.Key()
@@ -528,24 +581,29 @@ func (s *session) readyElse(req Request, rest []Request) (Candidate, int) {
 		if fresh(r.Candidate) {
 			asked++
 			if s.readier.Ready(r.Candidate) {
-				return r.Candidate, r.Samples
+				return r.Candidate, r.Samples, false
 			}
 		}
 	}
 	if s.d.MaxEvals > 0 {
-		return nil, 0
+		return nil, 0, false
 	}
 	for _, c := range s.head {
 		if _, seen := s.cands[c.Key()]; !seen {
-			return nil, 0
+			return nil, 0, false
 		}
 	}
 	for i := len(s.guesses) - 1; i >= 0; i-- {
 		if c := s.guesses[i]; fresh(c) && s.readier.Ready(c) {
-			return c, req.Samples
+			return c, req.Samples, false
 		}
 	}
-	return nil, 0
+	for _, c := range s.spares {
+		if fresh(c) && s.readier.Ready(c) {
+			return c, req.Samples, true
+		}
+	}
+	return nil, 0, false
 }
 
 // readyWindow bounds how many fresh requests pick asks the Readier about

@@ -1111,7 +1111,7 @@ func traceEntries(device string, res *Result) []trace.Entry {
 		return nil
 	}
 	return []trace.Entry{{Device: device, Kernel: res.Task.Kernel.Name, DType: string(res.Task.DType), Key: res.Task.Key(), Time: res.Time, BuildS: res.BuildS,
-		Ahead: res.Ahead, AheadAsked: res.AheadAsked}}
+		Ahead: res.Ahead, AheadAsked: res.AheadAsked, Spared: res.Spared}}
 }
 
 // drawsAhead says whether the next entry's problems are drawn while this

@@ -227,8 +227,9 @@ type Result struct {
 	BuildS float64
 	// Ahead is how many candidates were measured ahead of their turn while
 	// the one due next compiled, AheadAsked how many of those the search
-	// asked for later (search.Outcome).
-	Ahead, AheadAsked int
+	// asked for later, Spared how many of those measured ahead were spares
+	// the compile pool built when idle (search.Outcome).
+	Ahead, AheadAsked, Spared int
 }
 
 // Retiming is the incumbent (the parameters of the entry already in the
@@ -340,7 +341,11 @@ func (t *Tuner) RunPlanned(ctx context.Context, task Task, a Allotment) (*Result
 	d.Target = searchTarget{r: r, def: def, defOK: defErr == nil, pool: valid}
 	if pf, ok := t.b.(device.Prefetcher); ok && compilesAhead(t.b) {
 		rd, _ := t.b.(device.Readier)
-		d.Target = compilingTarget{searchTarget: d.Target.(searchTarget), pf: pf, rd: rd}
+		ct := compilingTarget{searchTarget: d.Target.(searchTarget), pf: pf, rd: rd}
+		d.Target = ct
+		if sp, ok := t.b.(device.Sparer); ok && rd != nil {
+			d.Target = sparingTarget{compilingTarget: ct, sp: sp}
+		}
 	}
 	searchStart := time.Now()
 	r.clk.setup = searchStart.Sub(start)
@@ -364,7 +369,7 @@ func (t *Tuner) RunPlanned(ctx context.Context, task Task, a Allotment) (*Result
 		tt := r.clk.result()
 		r.journal.note(Record{Kind: RecordTime, Time: tt})
 		return &Result{Task: task, Trace: r.m.cands.trace(), Stopped: stopped, DataSeed: r.m.dataSeed, Needed: needed, Time: tt, BuildS: r.clk.buildSeconds(),
-				Ahead: out.Ahead, AheadAsked: out.AheadAsked},
+				Ahead: out.Ahead, AheadAsked: out.AheadAsked, Spared: out.Spared},
 			fmt.Errorf("%s %s: every measured candidate failed (%s)", task.Kernel.Name, task.Key(), r.m.cands.firstError())
 	}
 
@@ -394,7 +399,7 @@ func (t *Tuner) RunPlanned(ctx context.Context, task Task, a Allotment) (*Result
 	r.journal.note(Record{Kind: RecordTime, Time: entry.Time})
 	return &Result{Task: task, Entry: entry, Trace: r.m.cands.trace(), Stopped: stopped, DataSeed: r.m.dataSeed,
 		Retiming: fin.retime, Needed: needed, Finalists: fin.finalistsOf(), Time: entry.Time, BuildS: r.clk.buildSeconds(),
-		Ahead: out.Ahead, AheadAsked: out.AheadAsked}, nil
+		Ahead: out.Ahead, AheadAsked: out.AheadAsked, Spared: out.Spared}, nil
 }
 
 // firstAsksAhead caps the candidates of the next entry announced ahead:
@@ -508,6 +513,17 @@ func (c compilingTarget) Prefetch(fresh []search.Candidate) {
 
 func (c compilingTarget) Ready(cand search.Candidate) bool {
 	return c.rd == nil || c.rd.Ready(c.r.task.Kernel, c.r.task.DType, cand)
+}
+
+// sparingTarget is a compilingTarget whose compile pool also builds, when
+// idle, candidates the search has not asked for (search.Sparer).
+type sparingTarget struct {
+	compilingTarget
+	sp device.Sparer
+}
+
+func (s sparingTarget) Spare(cands []search.Candidate) {
+	s.sp.Spare(s.r.task.Kernel, s.r.task.DType, cands)
 }
 
 // armGuard starts the drift guard once the search calibrated: it re-times

@@ -302,18 +302,19 @@ func TestTimeSplitCacheHits(t *testing.T) {
 		name  string
 		t     paramfile.TuneTime
 		build float64
-		ahead [2]int
+		ahead [3]int
 		want  string
 	}{
-		{"counted", paramfile.TuneTime{CompileS: 1.5, Compiled: 2, CacheHits: 40}, 0, [2]int{}, "compile 1.50s (2 compiled, 40 from the cache), verify"},
-		{"all from the cache", paramfile.TuneTime{CacheHits: 9}, 0, [2]int{}, "compile 0.00s (0 compiled, 9 from the cache), verify"},
-		{"no cache", paramfile.TuneTime{CompileS: 1.5}, 0, [2]int{}, "compile 1.50s, verify"},
-		{"pool timed", paramfile.TuneTime{CompileS: 1.5, Compiled: 2, CacheHits: 40}, 12.25, [2]int{}, "compile 1.50s (2 compiled, 40 from the cache; the compile pool busy 12.25s), verify"},
-		{"pool timed, no cache", paramfile.TuneTime{CompileS: 1.5}, 3, [2]int{}, "compile 1.50s (the compile pool busy 3.00s), verify"},
-		{"measured ahead", paramfile.TuneTime{CompileS: 1.5, Compiled: 2}, 3, [2]int{7, 5}, "compile 1.50s (2 compiled, 0 from the cache; the compile pool busy 3.00s; 7 measured while another compiled, 5 of them asked for later), verify"},
+		{"counted", paramfile.TuneTime{CompileS: 1.5, Compiled: 2, CacheHits: 40}, 0, [3]int{}, "compile 1.50s (2 compiled, 40 from the cache), verify"},
+		{"all from the cache", paramfile.TuneTime{CacheHits: 9}, 0, [3]int{}, "compile 0.00s (0 compiled, 9 from the cache), verify"},
+		{"no cache", paramfile.TuneTime{CompileS: 1.5}, 0, [3]int{}, "compile 1.50s, verify"},
+		{"pool timed", paramfile.TuneTime{CompileS: 1.5, Compiled: 2, CacheHits: 40}, 12.25, [3]int{}, "compile 1.50s (2 compiled, 40 from the cache; the compile pool busy 12.25s), verify"},
+		{"pool timed, no cache", paramfile.TuneTime{CompileS: 1.5}, 3, [3]int{}, "compile 1.50s (the compile pool busy 3.00s), verify"},
+		{"measured ahead", paramfile.TuneTime{CompileS: 1.5, Compiled: 2}, 3, [3]int{7, 5, 0}, "compile 1.50s (2 compiled, 0 from the cache; the compile pool busy 3.00s; 7 measured while another compiled, 5 of them asked for later), verify"},
+		{"spares", paramfile.TuneTime{CompileS: 1.5, Compiled: 2}, 3, [3]int{7, 5, 2}, "7 measured while another compiled, 5 of them asked for later, 2 spares built by the idle compile pool), verify"},
 	}
 	for _, tc := range tests {
-		if got := timeSplit(&tc.t, tc.build, tc.ahead[0], tc.ahead[1]); !strings.Contains(got, tc.want) {
+		if got := timeSplit(&tc.t, tc.build, tc.ahead[0], tc.ahead[1], tc.ahead[2]); !strings.Contains(got, tc.want) {
 			t.Errorf("%s: %q does not contain %q", tc.name, got, tc.want)
 		}
 	}

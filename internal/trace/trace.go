@@ -46,9 +46,11 @@ type Entry struct {
 	BuildS float64 `json:"build_s,omitempty"`
 	// Ahead is how many candidates were measured ahead of their turn while
 	// the one due next compiled, AheadAsked how many of those the search
-	// asked for later (tuner.Result).
+	// asked for later, Spared how many of those measured ahead were spares
+	// (tuner.Result).
 	Ahead      int    `json:"ahead,omitempty"`
 	AheadAsked int    `json:"ahead_asked,omitempty"`
+	Spared     int    `json:"spared,omitempty"`
 	Run        string `json:"run,omitempty"`
 }
 
@@ -188,6 +190,7 @@ func readAll(r io.Reader) ([]Record, []Entry, error) {
 			BuildS     float64             `json:"build_s"`
 			Ahead      int                 `json:"ahead"`
 			AheadAsked int                 `json:"ahead_asked"`
+			Spared     int                 `json:"spared"`
 		}
 		if err := json.Unmarshal(line, &rec); err != nil {
 			return nil, nil, fmt.Errorf("line %d: not a trace record: %v", n, err)
@@ -201,7 +204,7 @@ func readAll(r io.Reader) ([]Record, []Entry, error) {
 			}
 			ek := rec.EntryKey()
 			entries = append(entries, Entry{Kind: KindEntry, Device: rec.Device, Kernel: rec.Kernel, DType: rec.DType, Key: rec.Key, Time: rec.Time,
-				BuildS: rec.BuildS, Ahead: rec.Ahead, AheadAsked: rec.AheadAsked, Run: position(rec.Run, rec.Device, rec.Kernel, ek)})
+				BuildS: rec.BuildS, Ahead: rec.Ahead, AheadAsked: rec.AheadAsked, Spared: rec.Spared, Run: position(rec.Run, rec.Device, rec.Kernel, ek)})
 			ended[rec.Device+"\x00"+rec.Kernel+"\x00"+ek]++
 			continue
 		}

@@ -88,6 +88,15 @@ type Prefetcher interface {
 	Prefetch(k *kernels.Kernel, dt kernels.DType, cands []search.Candidate)
 }
 
+// Sparer is a Prefetcher whose pool can also compile candidates at low
+// priority: Spare replaces the list it compiles only when nothing
+// announced waits, with some workers kept free for the next announcement
+// (an empty list drops it). The search has them measured while a
+// request's compile is not done, where the device would wait.
+type Sparer interface {
+	Spare(k *kernels.Kernel, dt kernels.DType, cands []search.Candidate)
+}
+
 // CacheReporter is a Backend with a compile cache: CacheStats counts what
 // it loaded from the cache and what it compiled since it opened, so that an
 // entry's time split can say how many of its kernels came from the cache.

@@ -520,6 +520,12 @@ func (b *Backend) Prefetch(k *kernels.Kernel, dt kernels.DType, cands []search.C
 	b.compiles.Prefetch(k, dt, cands)
 }
 
+// Spare hands candidates worth a build only while the pool is idle to
+// the compile pool (device.Sparer).
+func (b *Backend) Spare(k *kernels.Kernel, dt kernels.DType, cands []search.Candidate) {
+	b.compiles.Spare(k, dt, cands)
+}
+
 // BuildSeconds is the time the compile pool has spent in the Metal compiler and the
 // compile cache since the backend opened (device.BuildTimer).
 func (b *Backend) BuildSeconds() float64 { return b.compiles.BuildSeconds() }

@@ -429,7 +429,17 @@ func (pr *program) Close() error { return pr.b.closeRemote(opCloseProg, &pr.id, 
 
 // Prefetch forwards the batch to the worker's backend (GPU compile pools).
 func (b *Backend) Prefetch(k *kernels.Kernel, dt kernels.DType, cands []search.Candidate) {
-	req := &request{Op: opPrefetch, Kernel: k.Name, DType: string(dt)}
+	b.prefetch(k, dt, cands, false)
+}
+
+// Spare forwards low-priority candidates to the worker's backend
+// (device.Sparer; a backend without a compile pool ignores them).
+func (b *Backend) Spare(k *kernels.Kernel, dt kernels.DType, cands []search.Candidate) {
+	b.prefetch(k, dt, cands, true)
+}
+
+func (b *Backend) prefetch(k *kernels.Kernel, dt kernels.DType, cands []search.Candidate, spare bool) {
+	req := &request{Op: opPrefetch, Kernel: k.Name, DType: string(dt), Spare: spare}
 	for _, c := range cands {
 		req.Cands = append(req.Cands, c)
 	}

@@ -67,6 +67,13 @@ func (f *faulty) Prefetch(k *kernels.Kernel, dt kernels.DType, cands []search.Ca
 	}
 }
 
+// Spare passes through, as Prefetch does.
+func (f *faulty) Spare(k *kernels.Kernel, dt kernels.DType, cands []search.Candidate) {
+	if sp, ok := f.Backend.(device.Sparer); ok {
+		sp.Spare(k, dt, cands)
+	}
+}
+
 // Ready passes through, as Prefetch does.
 func (f *faulty) BuildSeconds() float64 {
 	if bt, ok := f.Backend.(device.BuildTimer); ok {

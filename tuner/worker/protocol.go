@@ -37,6 +37,8 @@ type request struct {
 	// Sample, for an output request, asks for these rows of the output
 	// only (device.SampledOutputer), with FirstBad and OutLen.
 	Sample *kernels.RowSample
+	// Spare marks a prefetch request as low priority (device.Sparer).
+	Spare bool
 	// Baseline marks a run or output of the baseline program; with
 	// Kernel, DType and Cand it names the program in a crash report.
 	Baseline bool

@@ -90,7 +90,9 @@ func (s *server) handle(req *request) (*response, error) {
 		s.progs[s.next] = prog
 		resp.ID = s.next
 	case opPrefetch:
-		if pf, ok := s.b.(device.Prefetcher); ok {
+		pf, ok := s.b.(device.Prefetcher)
+		sp, spares := s.b.(device.Sparer)
+		if ok && (!req.Spare || spares) {
 			k, dt, err := kernelDType(req.Kernel, req.DType)
 			if err != nil {
 				return resp, err
@@ -99,7 +101,11 @@ func (s *server) handle(req *request) (*response, error) {
 			for i, c := range req.Cands {
 				cands[i] = c
 			}
-			pf.Prefetch(k, dt, cands)
+			if req.Spare {
+				sp.Spare(k, dt, cands)
+			} else {
+				pf.Prefetch(k, dt, cands)
+			}
 		}
 	case opCache:
 		if cr, ok := s.b.(device.CacheReporter); ok {

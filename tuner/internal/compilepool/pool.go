@@ -24,6 +24,12 @@ type Pool[V any] struct {
 	// compiled in its own order.
 	gens    [][]*Job[V]
 	pending int
+	// spares are jobs announced at low priority (Spare), in order: a
+	// worker takes one only when no announced job waits and fewer than
+	// spareMax workers are on spares, so that a batch announced next
+	// finds workers free.
+	spares    []*Job[V]
+	spareBusy int
 }
 
 // Job is one compile: not started, in flight or done.
@@ -79,12 +85,7 @@ func (p *Pool[V]) Enqueue(jobs ...*Job[V]) {
 	if p.closed {
 		return
 	}
-	if !p.started {
-		p.started = true
-		for range p.workers {
-			go p.work()
-		}
-	}
+	p.start()
 	gen := make([]*Job[V], 0, len(jobs))
 	for _, j := range jobs {
 		if p.pending >= queueLen {
@@ -101,32 +102,83 @@ func (p *Pool[V]) Enqueue(jobs ...*Job[V]) {
 	}
 }
 
-// work compiles announced jobs until the pool is closed.
+// Spare replaces the low-priority announcements with jobs, to be
+// compiled in this order when the pool has nothing announced to do, by at
+// most half its workers at a time (Spare() drops them): builds that are
+// worth having only if they cost the announced ones nothing.
+func (p *Pool[V]) Spare(jobs ...*Job[V]) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return
+	}
+	p.spares = p.spares[:0]
+	for _, j := range jobs {
+		if !j.claimed.Load() {
+			p.spares = append(p.spares, j)
+		}
+	}
+	if len(p.spares) > 0 {
+		p.start()
+		p.cond.Broadcast()
+	}
+}
+
+// start starts the workers on first use; p.mu is held.
+func (p *Pool[V]) start() {
+	if !p.started {
+		p.started = true
+		for range p.workers {
+			go p.work()
+		}
+	}
+}
+
+// spareMax is how many workers may compile spares at once.
+func (p *Pool[V]) spareMax() int { return max(1, p.workers/2) }
+
+// work compiles announced jobs, and spares when none waits, until the
+// pool is closed.
 func (p *Pool[V]) work() {
 	for {
 		p.mu.Lock()
 		var j *Job[V]
+		spare := false
 		for j == nil {
 			if p.closed {
 				p.mu.Unlock()
 				return
 			}
-			if len(p.gens) == 0 {
+			switch {
+			case len(p.gens) > 0:
+				last := len(p.gens) - 1
+				j, p.gens[last] = p.gens[last][0], p.gens[last][1:]
+				if len(p.gens[last]) == 0 {
+					p.gens = p.gens[:last]
+				}
+				p.pending--
+			case len(p.spares) > 0 && p.spareBusy < p.spareMax():
+				j, p.spares = p.spares[0], p.spares[1:]
+				spare = true
+			default:
 				p.cond.Wait()
 				continue
 			}
-			last := len(p.gens) - 1
-			j, p.gens[last] = p.gens[last][0], p.gens[last][1:]
-			if len(p.gens[last]) == 0 {
-				p.gens = p.gens[:last]
-			}
-			p.pending--
 			if j.claimed.Load() {
-				j = nil // announced again, or taken by Wait
+				j, spare = nil, false // announced again, or taken by Wait
 			}
+		}
+		if spare {
+			p.spareBusy++
 		}
 		p.mu.Unlock()
 		j.run()
+		if spare {
+			p.mu.Lock()
+			p.spareBusy--
+			p.cond.Broadcast() // a waiting worker may take the next spare
+			p.mu.Unlock()
+		}
 	}
 }
 
@@ -162,7 +214,7 @@ func (p *Pool[V]) Close() []*Job[V] {
 		return nil
 	}
 	p.closed = true
-	p.gens, p.pending = nil, 0
+	p.gens, p.pending, p.spares = nil, 0, nil
 	p.cond.Broadcast() // the workers stop; jobs not started end below with the closed error
 	jobs := make([]*Job[V], 0, len(p.jobs))
 	for _, j := range p.jobs {

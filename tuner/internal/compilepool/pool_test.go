@@ -3,6 +3,7 @@ package compilepool
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -203,5 +204,91 @@ func TestJobDone(t *testing.T) {
 	}
 	if _, ok := p.Lookup("never"); ok {
 		t.Error("Lookup found a job never made")
+	}
+}
+
+// Spares are compiled only when no announced job waits, in their order,
+// and a later Spare replaces the earlier list.
+func TestSparesAfterAnnounced(t *testing.T) {
+	p := New[int](1, errClosed)
+	defer p.Close()
+	var mu sync.Mutex
+	var order []string
+	gate := make(chan struct{})
+	job := func(key string, wait bool) *Job[int] {
+		return p.Job(key, func() (int, error) {
+			if wait {
+				<-gate
+			}
+			mu.Lock()
+			order = append(order, key)
+			mu.Unlock()
+			return 0, nil
+		})
+	}
+	a := job("a", true)
+	p.Enqueue(a)
+	for !a.claimed.Load() {
+		runtime.Gosched()
+	}
+	p.Spare(job("s1", false), job("s2", false))
+	p.Spare(job("s3", false), job("s4", false)) // replaces s1, s2
+	p.Enqueue(job("b", false))
+	close(gate)
+	s4, _ := p.Lookup("s4")
+	<-s4.done // the worker compiles it last
+	mu.Lock()
+	got := fmt.Sprint(order)
+	mu.Unlock()
+	if got != "[a b s3 s4]" {
+		t.Errorf("compile order %s, want [a b s3 s4] (s1, s2 dropped)", got)
+	}
+	if _, ok := p.Lookup("s1"); ok {
+		if j, _ := p.Lookup("s1"); j.claimed.Load() {
+			t.Error("s1 was compiled after Spare replaced it")
+		}
+	}
+}
+
+// At most half the workers compile spares at once, so an announced job
+// finds a worker free.
+func TestSparesLeaveWorkers(t *testing.T) {
+	p := New[int](4, errClosed)
+	defer p.Close()
+	gate := make(chan struct{})
+	var running, most atomic.Int32
+	var spares []*Job[int]
+	for i := range 6 {
+		spares = append(spares, p.Job(fmt.Sprint("s", i), func() (int, error) {
+			n := running.Add(1)
+			for {
+				m := most.Load()
+				if n <= m || most.CompareAndSwap(m, n) {
+					break
+				}
+			}
+			<-gate
+			running.Add(-1)
+			return 0, nil
+		}))
+	}
+	p.Spare(spares...)
+	for running.Load() < 2 {
+		runtime.Gosched()
+	}
+	x := p.Job("x", func() (int, error) { return 7, nil })
+	p.Enqueue(x)
+	<-x.done // a free worker, not Wait, compiled it
+	if v, err := x.Wait(); v != 7 || err != nil {
+		t.Errorf("announced job: %d, %v", v, err)
+	}
+	close(gate)
+	for _, j := range spares {
+		if _, err := j.Wait(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if m := most.Load(); m != 2 {
+		t.Errorf("%d spares compiled at once by 4 workers, want 2", m)
 	}
 }

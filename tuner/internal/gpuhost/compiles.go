@@ -59,11 +59,25 @@ func (cs *Compiles[V]) Prefetch(k *kernels.Kernel, dt kernels.DType, cands []sea
 	if err != nil {
 		return // Build reports it
 	}
+	cs.Enqueue(cs.jobs(body, k, dt, cands)...)
+}
+
+// Spare replaces the candidates the pool compiles when it has nothing
+// announced to do (compilepool.Pool.Spare); none drops them.
+func (cs *Compiles[V]) Spare(k *kernels.Kernel, dt kernels.DType, cands []search.Candidate) {
+	body, err := cs.Body(k.Name)
+	if err != nil {
+		return
+	}
+	cs.Pool.Spare(cs.jobs(body, k, dt, cands)...)
+}
+
+func (cs *Compiles[V]) jobs(body *gpu.Body, k *kernels.Kernel, dt kernels.DType, cands []search.Candidate) []*compilepool.Job[V] {
 	jobs := make([]*compilepool.Job[V], len(cands))
 	for i, c := range cands {
 		jobs[i] = cs.For(body, k, dt, c)
 	}
-	cs.Enqueue(jobs...)
+	return jobs
 }
 
 // Ready reports whether a candidate's compile has ended, successfully or
