@@ -429,3 +429,42 @@ func TestMeasuredAheadCounted(t *testing.T) {
 		t.Errorf("%d candidates in the entry, %d measured ahead", res.Entry.Evaluations, res.Ahead)
 	}
 }
+
+// sparePool is readyPool whose pool also builds spares (device.Sparer),
+// each done a build's time after it is first named.
+type sparePool struct {
+	*readyPool
+	lists int
+}
+
+func (b *sparePool) Spare(_ *kernels.Kernel, _ kernels.DType, cands []search.Candidate) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.lists++
+	for _, c := range cands {
+		if _, ok := b.ready[c.Key()]; !ok {
+			b.ready[c.Key()] = time.Now().Add(b.build)
+		}
+	}
+}
+
+// On a backend with spares, the tuner hands them to the search, which
+// measures them in the waits for compiles and counts them (Result.Spared,
+// the trace's entry line).
+func TestSparesMeasured(t *testing.T) {
+	pb := &poolBackend{slowBackend: slowBackend{fakeBackend: fakeBackend{rng: rand.New(rand.NewPCG(1, 2)), threadsCap: 4},
+		build: 30 * time.Millisecond, output: time.Millisecond, run: 200 * time.Microsecond}, ready: map[string]time.Time{}}
+	sp := &sparePool{readyPool: &readyPool{poolBackend: pb}}
+	cfg := Config{Strategy: "bo", Seed: 1, FinalSamples: 5, Warmup: time.Microsecond, Batch: 4}
+	res, err := New(sp, cfg).Run(context.Background(), gemvTask(t), 1500*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d candidates, %d measured ahead, %d spares, %d spare lists", res.Entry.Evaluations, res.Ahead, res.Spared, sp.lists)
+	if sp.lists < 2 || res.Spared == 0 || res.Spared > res.Ahead || res.Ahead > res.Entry.Evaluations {
+		t.Errorf("%d spare lists, %d spares of %d measured ahead, %d candidates: want lists, spares among those ahead", sp.lists, res.Spared, res.Ahead, res.Entry.Evaluations)
+	}
+	if e := traceEntries("dev", res); len(e) != 1 || e[0].Spared != res.Spared {
+		t.Errorf("trace entry %+v, want spared %d", e, res.Spared)
+	}
+}
