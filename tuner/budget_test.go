@@ -47,3 +47,27 @@ func TestBudgetStopScoutMinimum(t *testing.T) {
 		})
 	}
 }
+
+// An entry's minimum: a scout's for a second past its share, else the
+// soft minimum for a quarter of it where the backend compiles ahead, else
+// none (the plain minimum).
+func TestEntryMinimum(t *testing.T) {
+	tests := []struct {
+		name        string
+		scout, soft int
+		ahead       bool
+		min         int
+		within      time.Duration
+	}{
+		{"scout", 24, 60, true, 24, 5*time.Second + scoutExtra},
+		{"soft minimum on a GPU", 0, 60, true, 60, 5*time.Second + 1250*time.Millisecond},
+		{"soft minimum on the host's CPU", 0, 60, false, 0, 0},
+		{"none", 0, 0, true, 0, 0},
+	}
+	for _, tc := range tests {
+		n, within := entryMinimum(5*time.Second, tc.scout, tc.soft, tc.ahead)
+		if n != tc.min || within != tc.within {
+			t.Errorf("%s: %d within %v, want %d within %v", tc.name, n, within, tc.min, tc.within)
+		}
+	}
+}

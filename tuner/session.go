@@ -59,6 +59,15 @@ type SessionConfig struct {
 	// starts of the family's costlier entries, which a short run gives a
 	// few candidates each.
 	Scouts int
+	// SoftMin, when positive, is the candidates each entry on a backend
+	// that compiles ahead (a GPU's) measures at least, or its whole space,
+	// as long as a quarter more than its share allows: past its share it
+	// goes on into the run's slack, where its plain minimum would stop it.
+	// The entries whose candidates cost most are those with fewest, and a
+	// search of a few dozen candidates has barely started; on a CPU the
+	// costliest candidates take seconds, and the time would come from the
+	// entries after them.
+	SoftMin int
 	// Lean makes an extension cover what the entries need and a leaner
 	// margin (leanCushion, leanPerEntry): a first run's wall time over the
 	// room each entry has for more candidates.
@@ -427,9 +436,11 @@ func (s *Session) Run(ctx context.Context, tasks []Task) (*SessionSummary, error
 			continue
 		}
 		a, moved, speed := sched.allot(i, func() int { return s.todo(tasks[i:]) })
-		if mins != nil && mins[i] > 0 {
-			a.Min, a.MinWithin = mins[i], a.Share+scoutExtra
+		scout := 0
+		if mins != nil {
+			scout = mins[i]
 		}
+		a.Min, a.MinWithin = entryMinimum(a.Share, scout, s.cfg.SoftMin, compilesAhead(tu.b))
 		sum.Extended += moved
 		if h.Allotted != nil && needs != nil {
 			h.Allotted(task, a, time.Duration(float64(needs[i])*speed), speed)
@@ -706,6 +717,20 @@ func sameShapes(shapes [][]int, cases []kernels.Case) bool {
 		}
 	}
 	return true
+}
+
+// entryMinimum is an entry's Allotment.Min and MinWithin for its share:
+// a scout's minimum (scout > 0) for scoutExtra past its share, else on a
+// backend that compiles ahead SessionConfig.SoftMin for a quarter of it;
+// zero for the plain minimum.
+func entryMinimum(share time.Duration, scout, softMin int, ahead bool) (int, time.Duration) {
+	switch {
+	case scout > 0:
+		return scout, share + scoutExtra
+	case softMin > 0 && ahead:
+		return softMin, share + share/4
+	}
+	return 0, 0
 }
 
 // scoutExtra is the most a scout is planned for beyond its plain need: on

@@ -214,7 +214,7 @@ func runTune(opts *TuneOptions) error {
 		Config: cfg,
 		Out:    f.out, Force: f.force, Replace: f.replace, Resume: f.resume,
 		Budget: f.budget, Extend: f.extend, Trace: f.trace, Generator: "kerntune " + version(),
-		WarmSiblings: eff.warmSiblings, Scouts: eff.scouts, Lean: eff.lean,
+		WarmSiblings: eff.warmSiblings, Scouts: eff.scouts, Lean: eff.lean, SoftMin: eff.softMin,
 		Hooks: tuneHooks(f, ui, log),
 	})
 	if err != nil {
@@ -721,6 +721,8 @@ type effort struct {
 	scouts int
 	// cheapFinal: Config.CheapFinal.
 	cheapFinal int
+	// softMin: SessionConfig.SoftMin.
+	softMin int
 }
 
 // minBeyond is the candidates beyond the default each entry measures at
@@ -742,8 +744,8 @@ func (f *TuneOptions) minBeyond() int {
 // and the final timing twice the samples.
 var efforts = map[string]effort{
 	"quick":    {budget: "40s", finalSamples: 10, minFinalSamples: 3, minBeyond: 1, extend: true, finalists: 2, warmSiblings: 3, scouts: 24, lean: true, probeSamples: 1, cheapFinal: 5},
-	"default":  {budget: "3m", finalSamples: 30, minFinalSamples: 5, minBeyond: tuner.DefaultMinBeyondDefault, drift: true},
-	"thorough": {budget: "15m", finalSamples: 60, minFinalSamples: 10, minBeyond: tuner.DefaultMinBeyondDefault, drift: true},
+	"default":  {budget: "3m", finalSamples: 30, minFinalSamples: 5, minBeyond: tuner.DefaultMinBeyondDefault, drift: true, softMin: 60},
+	"thorough": {budget: "15m", finalSamples: 60, minFinalSamples: 10, minBeyond: tuner.DefaultMinBeyondDefault, drift: true, softMin: 60},
 }
 
 func effortHelp() string {
@@ -763,6 +765,9 @@ func effortHelp() string {
 		}
 		if e.finalists > 0 {
 			extra += fmt.Sprintf(", %d finalists re-timed", e.finalists)
+		}
+		if e.softMin > 0 {
+			extra += fmt.Sprintf(", on a GPU each entry up to a quarter past its share until it measured %d", e.softMin)
 		}
 		final := fmt.Sprintf("%d final samples", e.finalSamples)
 		if e.cheapFinal > 1 {
