@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // simPool is a Target with a compile pool on a virtual clock, as the GPU
@@ -571,10 +572,12 @@ func TestSpares(t *testing.T) {
 					t.Fatalf("Spare called %d times, want none", len(target.lists))
 				}
 			} else {
-				if n := len(target.lists); n != 3 || len(target.lists[n-1]) != 0 {
-					t.Fatalf("Spare lists %v: want one per batch, then none", target.lists)
+				// One per batch and one after each spare measured (a fresh
+				// one in its place), then none.
+				if n := len(target.lists); n != 3+s.spared || len(target.lists[n-1]) != 0 {
+					t.Fatalf("%d Spare lists for %d spares measured, the last %v: want one per batch and per spare, then none", n, s.spared, target.lists[n-1])
 				}
-				for _, l := range target.lists[:2] {
+				for _, l := range target.lists[:len(target.lists)-1] {
 					if len(l) != spareCount {
 						t.Errorf("%d spares announced, want %d", len(l), spareCount)
 					}
@@ -610,6 +613,67 @@ func TestSpares(t *testing.T) {
 			}
 			if len(target.stale) > 0 {
 				t.Errorf("spares announced after they were measured: %v", target.stale)
+			}
+		})
+	}
+}
+
+// slowNext is a strategy whose Next takes d after its first.
+type slowNext struct {
+	Strategy
+	d     time.Duration
+	calls int
+}
+
+func (s *slowNext) Next() []Request {
+	if s.calls++; s.calls > 1 {
+		time.Sleep(s.d)
+	}
+	return s.Strategy.Next()
+}
+
+// With SpareAfter, a strategy slow to propose its next batch has the
+// device measure ready spares meanwhile; without it, or with every build
+// ready and a quick strategy, none.
+func TestSparesWhileProposing(t *testing.T) {
+	c := func(x int) Candidate { return Candidate{"x": x} }
+	var pool []Candidate
+	for x := range 40 {
+		pool = append(pool, c(x))
+	}
+	for _, tc := range []struct {
+		name       string
+		after      time.Duration
+		slow       time.Duration
+		wantSpares bool
+	}{
+		{"slow strategy", time.Millisecond, 30 * time.Millisecond, true},
+		{"SpareAfter 0", 0, 30 * time.Millisecond, false},
+		{"quick strategy", time.Second, 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var measured []string
+			target := &sparing{allAbilities: allAbilities{
+				measure: func(x Candidate, n int) ([]float64, error) {
+					measured = append(measured, fmt.Sprint(x["x"]))
+					time.Sleep(time.Millisecond)
+					return make([]float64, n), nil
+				},
+				ready: func(Candidate) bool { return true },
+				stop:  func(Request) string { return "" },
+			}, seen: func(Candidate) bool { return false }}
+			d := Driver{Target: target, Pool: pool, Batch: 4, SpareAfter: tc.after, Options: Options{Seed: 9}}
+			st := &slowNext{Strategy: &scripted{batches: [][]Request{{{Candidate: c(0), Samples: 2}}, {{Candidate: c(1), Samples: 2}}, {{Candidate: c(2), Samples: 2}}}}, d: tc.slow}
+			s := newSession(d)
+			s.loop(st)
+			t.Logf("measured %v, %d spares", measured, s.spared)
+			if (s.spared > 0) != tc.wantSpares || s.spared != s.ahead {
+				t.Errorf("%d spares (%d measured ahead), want spares: %v", s.spared, s.ahead, tc.wantSpares)
+			}
+			for _, r := range []string{"0", "1", "2"} {
+				if !slices.Contains(measured, r) {
+					t.Errorf("request %s not measured: %v", r, measured)
+				}
 			}
 		})
 	}

@@ -3,6 +3,7 @@ package search
 import (
 	"math"
 	"slices"
+	"time"
 
 	"github.com/kerntune/kerntune/internal/stats"
 )
@@ -96,7 +97,8 @@ type Readier interface {
 // them only when nothing announced waits. Measuring ahead takes them, when
 // their builds are done, after the batch's requests and the guesses, so
 // that a wait for a compile that neither covers is spent measuring more
-// of the space. Spare(nil) drops them when the search ends.
+// of the space; each spare measured is replaced by a fresh one at once.
+// Spare(nil) drops them when the search ends.
 type Sparer interface {
 	Spare(cands []Candidate)
 }
@@ -177,6 +179,11 @@ type Driver struct {
 	// candidate due next still compiles, the driver measures other fresh
 	// candidates whose builds are done.
 	NoAhead bool
+	// SpareAfter, when positive, is how long the driver waits for the
+	// strategy's next batch before it measures spares (Sparer) while the
+	// strategy computes; 0: it waits (kerntune replay, and a simulation
+	// on a virtual clock, whose strategies cost no time).
+	SpareAfter time.Duration
 }
 
 // Outcome is what a search found.
@@ -359,11 +366,14 @@ type session struct {
 	// asked for yet, by key.
 	banked map[string]kept
 	// spares are the spares announced last (Sparer), in order; draw is
-	// the pool in the random order they are drawn from, next the next
-	// one to draw.
+	// the pool in the random order they are drawn from, drawn how many of
+	// it were drawn.
 	spares []Candidate
 	draw   []Candidate
-	next   int
+	drawn  int
+	// spareSamples is the samples a spare takes between two batches: as
+	// many as the last fresh request's.
+	spareSamples int
 	// ahead, aheadAsked and spared count the candidates measured ahead,
 	// those of them the strategy asked for, and the spares (Outcome).
 	ahead, aheadAsked, spared int
@@ -388,6 +398,7 @@ func newSession(d Driver) *session {
 	if sp, ok := d.Target.(Sparer); ok && s.readier != nil && s.prefetcher != nil && !d.NoAhead && d.MaxEvals <= 0 {
 		s.sparer = sp
 		s.draw = shuffled(d.Pool, d.Options.Seed^0x5eed)
+		s.spareSamples = calibrationSamples
 	}
 	return s
 }
@@ -400,11 +411,11 @@ func (s *session) announceSpares() {
 	}
 	fresh := func(c Candidate) bool { _, seen := s.cands[c.Key()]; return !seen }
 	keep := slices.DeleteFunc(s.spares, func(c Candidate) bool { return !fresh(c) })
-	for len(keep) < spareCount && s.next < len(s.draw) {
-		if c := s.draw[s.next]; fresh(c) {
+	for len(keep) < spareCount && s.drawn < len(s.draw) {
+		if c := s.draw[s.drawn]; fresh(c) {
 			keep = append(keep, c)
 		}
-		s.next++
+		s.drawn++
 	}
 	s.spares = keep
 	s.sparer.Spare(keep)
@@ -434,7 +445,7 @@ func (s *session) calibrate(c Candidate) float64 {
 
 // loop is the ask/tell loop; it returns why it stopped early, or "".
 func (s *session) loop(st Strategy) string {
-	for reqs := st.Next(); reqs != nil; reqs = st.Next() {
+	for reqs := s.next(st); reqs != nil; reqs = s.next(st) {
 		if s.prefetcher != nil {
 			var fresh []Candidate
 			inBatch := map[string]bool{}
@@ -485,6 +496,9 @@ func (s *session) loop(st Strategy) string {
 				return "evaluation budget spent"
 			}
 			s.measureAhead(req, reqs)
+			if _, seen := s.cands[req.Candidate.Key()]; !seen {
+				s.spareSamples = req.Samples
+			}
 			xs, err := s.answer(req.Candidate, req.Samples)
 			st.Tell(Result{Candidate: req.Candidate, Samples: xs, Err: err})
 		}
@@ -561,7 +575,10 @@ func (s *session) measureAhead(req Request, rest []Request) {
 		s.banked[c.Key()] = kept{xs: xs, err: err}
 		s.ahead++
 		if spare {
+			// Another takes its place at once: a long wait (a build of
+			// seconds) outlasts the spares announced with the batch.
 			s.spared++
+			s.announceSpares()
 		}
 	}
 }
@@ -585,25 +602,78 @@ func (s *session) readyElse(req Request, rest []Request) (Candidate, int, bool) 
 			}
 		}
 	}
-	if s.d.MaxEvals > 0 {
+	if s.d.MaxEvals > 0 || !s.headMeasured() {
 		return nil, 0, false
-	}
-	for _, c := range s.head {
-		if _, seen := s.cands[c.Key()]; !seen {
-			return nil, 0, false
-		}
 	}
 	for i := len(s.guesses) - 1; i >= 0; i-- {
 		if c := s.guesses[i]; fresh(c) && s.readier.Ready(c) {
 			return c, req.Samples, false
 		}
 	}
-	for _, c := range s.spares {
-		if fresh(c) && s.readier.Ready(c) {
-			return c, req.Samples, true
-		}
+	if c := s.readySpare(req.Candidate); c != nil {
+		return c, req.Samples, true
 	}
 	return nil, 0, false
+}
+
+// readySpare is the first spare not measured whose build is done, other
+// than not, or nil.
+func (s *session) readySpare(not Candidate) Candidate {
+	for _, c := range s.spares {
+		if _, seen := s.cands[c.Key()]; !seen && (not == nil || c.Key() != not.Key()) && s.readier.Ready(c) {
+			return c
+		}
+	}
+	return nil
+}
+
+// next is the strategy's next batch. With spares and SpareAfter, once
+// the default and the warm starts are measured, the strategy proposes it
+// on a goroutine of its own, and if it takes longer than SpareAfter the
+// device measures spares whose builds are done meanwhile: a Gaussian
+// process over thousands of candidates takes milliseconds a batch, which
+// the device would otherwise idle. The strategy is not told of them, as
+// of any candidate measured ahead.
+func (s *session) next(st Strategy) []Request {
+	if s.sparer == nil || s.d.SpareAfter <= 0 || !s.headMeasured() {
+		return st.Next()
+	}
+	proposed := make(chan []Request, 1)
+	go func() { proposed <- st.Next() }()
+	wait := time.NewTimer(s.d.SpareAfter)
+	defer wait.Stop()
+	select {
+	case reqs := <-proposed:
+		return reqs
+	case <-wait.C:
+	}
+	for {
+		select {
+		case reqs := <-proposed:
+			return reqs
+		default:
+		}
+		c := s.readySpare(nil)
+		if c == nil || s.stopper != nil && s.stopper.Stop(Request{Candidate: c, Samples: s.spareSamples}) != "" {
+			return <-proposed
+		}
+		xs, err := s.measure(c, s.spareSamples)
+		s.banked[c.Key()] = kept{xs: xs, err: err}
+		s.ahead++
+		s.spared++
+		s.announceSpares()
+	}
+}
+
+// headMeasured reports whether the default and the warm starts are
+// measured.
+func (s *session) headMeasured() bool {
+	for _, c := range s.head {
+		if _, seen := s.cands[c.Key()]; !seen {
+			return false
+		}
+	}
+	return true
 }
 
 // readyWindow bounds how many fresh requests pick asks the Readier about

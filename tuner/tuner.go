@@ -345,6 +345,7 @@ func (t *Tuner) RunPlanned(ctx context.Context, task Task, a Allotment) (*Result
 		d.Target = ct
 		if sp, ok := t.b.(device.Sparer); ok && rd != nil {
 			d.Target = sparingTarget{compilingTarget: ct, sp: sp}
+			d.SpareAfter = spareAfter
 		}
 	}
 	searchStart := time.Now()
@@ -514,6 +515,12 @@ func (c compilingTarget) Prefetch(fresh []search.Candidate) {
 func (c compilingTarget) Ready(cand search.Candidate) bool {
 	return c.rd == nil || c.rd.Ready(c.r.task.Kernel, c.r.task.DType, cand)
 }
+
+// spareAfter is how long a search waits for its strategy's next batch
+// before the device measures spares meanwhile (search.Driver.SpareAfter):
+// a spare takes a few milliseconds to verify and time, so a strategy
+// quicker than that is waited for.
+const spareAfter = 2 * time.Millisecond
 
 // sparingTarget is a compilingTarget whose compile pool also builds, when
 // idle, candidates the search has not asked for (search.Sparer).
