@@ -678,3 +678,71 @@ func TestSparesWhileProposing(t *testing.T) {
 		})
 	}
 }
+
+// slowTell is a strategy whose Tell of the i-th measurement returns only
+// once the (i+1)-th has begun (measuring receives each one's index), or
+// after 300 ms, then noted as not overlapped.
+type slowTell struct {
+	scripted
+	measuring   chan int
+	overlapped  int
+	sequential  int
+	lastRequest string
+}
+
+func (s *slowTell) Tell(r Result) {
+	s.scripted.Tell(r)
+	if r.Candidate.Key() == s.lastRequest {
+		return // nothing is measured after it
+	}
+	next := len(s.told) // the index of the measurement after this one
+	timeout := time.After(300 * time.Millisecond)
+	for {
+		select {
+		case i := <-s.measuring:
+			if i == next {
+				s.overlapped++
+				return
+			}
+		case <-timeout:
+			s.sequential++
+			return
+		}
+	}
+}
+
+// On a device beside the host (Readier), the strategy is told of a
+// request while the next of its batch is measured, and told of each in
+// the order measured; without a Readier, Tell returns before the next
+// measurement.
+func TestTellOverlapsMeasure(t *testing.T) {
+	c := func(x int) Candidate { return Candidate{"x": x} }
+	for _, ready := range []bool{true, false} {
+		var measured []string
+		st := &slowTell{measuring: make(chan int, 16), lastRequest: c(3).Key()}
+		st.batches = [][]Request{{{Candidate: c(0), Samples: 1}, {Candidate: c(1), Samples: 1}}, {{Candidate: c(2), Samples: 1}, {Candidate: c(3), Samples: 1}}}
+		measure := func(x Candidate, n int) ([]float64, error) {
+			measured = append(measured, x.Key())
+			st.measuring <- len(measured) - 1
+			return make([]float64, n), nil
+		}
+		var target Target = MeasureFunc(measure)
+		if ready {
+			target = &allAbilities{measure: measure, ready: func(Candidate) bool { return true }, stop: func(Request) string { return "" }}
+		}
+		s := newSession(Driver{Target: target})
+		s.loop(st)
+		if !slices.Equal(st.told, measured) || len(measured) != 4 {
+			t.Errorf("ready %v: told %v, measured %v", ready, st.told, measured)
+		}
+		// With a Readier each Tell within a batch overlaps the next
+		// measurement; the batch's last must end before the next batch is
+		// proposed. Without, each waits out its timeout.
+		if ready && (st.overlapped != 2 || st.sequential != 1) {
+			t.Errorf("with a Readier: %d Tells overlapped the next measurement, %d did not; want 2 and 1", st.overlapped, st.sequential)
+		}
+		if !ready && (st.overlapped != 0 || st.sequential != 3) {
+			t.Errorf("without a Readier: %d Tells overlapped the next measurement, %d did not; want 0 and 3", st.overlapped, st.sequential)
+		}
+	}
+}

@@ -374,6 +374,9 @@ type session struct {
 	// spareSamples is the samples a spare takes between two batches: as
 	// many as the last fresh request's.
 	spareSamples int
+	// telling is closed when the Tell in flight returns (tell); nil when
+	// none is.
+	telling chan struct{}
 	// ahead, aheadAsked and spared count the candidates measured ahead,
 	// those of them the strategy asked for, and the spares (Outcome).
 	ahead, aheadAsked, spared int
@@ -445,6 +448,7 @@ func (s *session) calibrate(c Candidate) float64 {
 
 // loop is the ask/tell loop; it returns why it stopped early, or "".
 func (s *session) loop(st Strategy) string {
+	defer s.settle()
 	for reqs := s.next(st); reqs != nil; reqs = s.next(st) {
 		if s.prefetcher != nil {
 			var fresh []Candidate
@@ -473,8 +477,10 @@ func (s *session) loop(st Strategy) string {
 		if un, ok := st.(Unordered); !ok || !un.AnyOrder() {
 			reorder = false
 		}
-		if reorder {
-			reqs = slices.Clone(reqs) // the strategy's slice is left as it was
+		if reorder || s.readier != nil {
+			// The strategy's slice is left as it was, and is not read
+			// while a Tell runs (tell).
+			reqs = slices.Clone(reqs)
 		}
 		for len(reqs) > 0 {
 			i := 0
@@ -500,10 +506,38 @@ func (s *session) loop(st Strategy) string {
 				s.spareSamples = req.Samples
 			}
 			xs, err := s.answer(req.Candidate, req.Samples)
-			st.Tell(Result{Candidate: req.Candidate, Samples: xs, Err: err})
+			s.tell(st, Result{Candidate: req.Candidate, Samples: xs, Err: err})
 		}
 	}
 	return ""
+}
+
+// tell tells st r. With a Readier (a device beside the host, not the
+// host's own cores) it does so on a goroutine, so that the strategy's
+// update (a Gaussian process over thousands of candidates takes
+// milliseconds) runs while the device measures the next request; settle
+// waits for it before the strategy is asked anything else. The strategy
+// sees the same calls in the same order either way.
+func (s *session) tell(st Strategy, r Result) {
+	s.settle()
+	if s.readier == nil {
+		st.Tell(r)
+		return
+	}
+	done := make(chan struct{})
+	s.telling = done
+	go func() {
+		defer close(done)
+		st.Tell(r)
+	}()
+}
+
+// settle waits for a Tell in flight (tell).
+func (s *session) settle() {
+	if s.telling != nil {
+		<-s.telling
+		s.telling = nil
+	}
 }
 
 // guess keeps c, a guess at the strategy's next batches just prefetched,
@@ -635,6 +669,7 @@ func (s *session) readySpare(not Candidate) Candidate {
 // the device would otherwise idle. The strategy is not told of them, as
 // of any candidate measured ahead.
 func (s *session) next(st Strategy) []Request {
+	s.settle()
 	if s.sparer == nil || s.d.SpareAfter <= 0 || !s.headMeasured() {
 		return st.Next()
 	}

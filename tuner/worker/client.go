@@ -48,6 +48,11 @@ type Backend struct {
 	restarts int
 	// sent counts the requests sent, by operation (tests read it).
 	sent map[string]int
+	// ready are the compiles the worker of generation readyGen said had
+	// ended, by kernel|dtype|candidate: an ended compile stays ended, so the search's
+	// questions about it again cost no call.
+	ready    map[string]bool
+	readyGen int
 }
 
 // proc is one running worker.
@@ -456,8 +461,19 @@ func (b *Backend) Ready(k *kernels.Kernel, dt kernels.DType, c search.Candidate)
 	if b.p == nil {
 		return false
 	}
+	key := k.Name + "|" + string(dt) + "|" + c.Key()
+	if b.readyGen == b.gen && b.ready[key] {
+		return true
+	}
 	resp, err := b.callLocked(&request{Op: opReady, Kernel: k.Name, DType: string(dt), Cand: c}, b.setupLimit())
-	return err == nil && resp.Ready
+	if err != nil || !resp.Ready {
+		return false
+	}
+	if b.readyGen != b.gen || b.ready == nil {
+		b.ready, b.readyGen = map[string]bool{}, b.gen
+	}
+	b.ready[key] = true
+	return true
 }
 
 // CacheStats is the worker backend's compile-cache counters since the

@@ -130,7 +130,8 @@ func (r *readyBackend) Ready(k *kernels.Kernel, dt kernels.DType, c search.Candi
 }
 
 // The client asks the worker's backend which compiles have ended (one call
-// per question), and asks nothing when no worker runs.
+// per question, none again for a compile it said had ended), and asks
+// nothing when no worker runs.
 func TestReadyRoundTrip(t *testing.T) {
 	done, compiling := search.Candidate{"ROWS": 1, "TG": 64}, search.Candidate{"ROWS": 2, "TG": 64}
 	t.Setenv("KTDEV_READY", done.Key()+";"+search.Candidate{"ROWS": 4, "TG": 32}.Key())
@@ -158,6 +159,13 @@ func TestReadyRoundTrip(t *testing.T) {
 		if n := b.sentOf(opReady) - before; n != 1 {
 			t.Errorf("%s: %d ready requests, want 1", tc.name, n)
 		}
+	}
+	again := b.sentOf(opReady)
+	if !b.Ready(softmax, kernels.F16, done) || b.Ready(softmax, kernels.F16, compiling) {
+		t.Error("asked again: not the same answers")
+	}
+	if n := b.sentOf(opReady) - again; n != 1 {
+		t.Errorf("asked again about an ended and a running compile: %d ready requests, want 1 (the running one)", n)
 	}
 	// The CPU backend has no compile pool: nothing is ready in its worker.
 	t.Setenv("KTDEV_READY", "")
