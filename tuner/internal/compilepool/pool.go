@@ -26,10 +26,10 @@ type Pool[V any] struct {
 	pending int
 	// spares are jobs announced at low priority (Spare), in order: a
 	// worker takes one only when no announced job waits and fewer than
-	// spareMax workers are on spares, so that a batch announced next
-	// finds workers free.
-	spares    []*Job[V]
-	spareBusy int
+	// spareMax workers are compiling anything, so that a batch announced
+	// next finds half the workers free.
+	spares []*Job[V]
+	busy   int // workers compiling
 }
 
 // Job is one compile: not started, in flight or done.
@@ -103,9 +103,11 @@ func (p *Pool[V]) Enqueue(jobs ...*Job[V]) {
 }
 
 // Spare replaces the low-priority announcements with jobs, to be
-// compiled in this order when the pool has nothing announced to do, by at
-// most half its workers at a time (Spare() drops them): builds that are
-// worth having only if they cost the announced ones nothing.
+// compiled in this order when the pool has nothing announced to do and
+// fewer than half its workers are compiling (Spare() drops them): builds
+// that are worth having only if they cost the announced ones nothing. A
+// spare of a few seconds still holds its worker when a batch comes; half
+// the pool is then free for it.
 func (p *Pool[V]) Spare(jobs ...*Job[V]) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -134,7 +136,7 @@ func (p *Pool[V]) start() {
 	}
 }
 
-// spareMax is how many workers may compile spares at once.
+// spareMax is how many workers may be compiling when one takes a spare.
 func (p *Pool[V]) spareMax() int { return max(1, p.workers/2) }
 
 // work compiles announced jobs, and spares when none waits, until the
@@ -143,7 +145,6 @@ func (p *Pool[V]) work() {
 	for {
 		p.mu.Lock()
 		var j *Job[V]
-		spare := false
 		for j == nil {
 			if p.closed {
 				p.mu.Unlock()
@@ -157,28 +158,25 @@ func (p *Pool[V]) work() {
 					p.gens = p.gens[:last]
 				}
 				p.pending--
-			case len(p.spares) > 0 && p.spareBusy < p.spareMax():
+			case len(p.spares) > 0 && p.busy < p.spareMax():
 				j, p.spares = p.spares[0], p.spares[1:]
-				spare = true
 			default:
 				p.cond.Wait()
 				continue
 			}
 			if j.claimed.Load() {
-				j, spare = nil, false // announced again, or taken by Wait
+				j = nil // announced again, or taken by Wait
 			}
 		}
-		if spare {
-			p.spareBusy++
-		}
+		p.busy++
 		p.mu.Unlock()
 		j.run()
-		if spare {
-			p.mu.Lock()
-			p.spareBusy--
-			p.cond.Broadcast() // a waiting worker may take the next spare
-			p.mu.Unlock()
+		p.mu.Lock()
+		p.busy--
+		if len(p.spares) > 0 {
+			p.cond.Broadcast() // a waiting worker may take a spare now
 		}
+		p.mu.Unlock()
 	}
 }
 

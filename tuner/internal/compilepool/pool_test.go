@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 var errClosed = errors.New("closed")
@@ -291,4 +292,29 @@ func TestSparesLeaveWorkers(t *testing.T) {
 	if m := most.Load(); m != 2 {
 		t.Errorf("%d spares compiled at once by 4 workers, want 2", m)
 	}
+}
+
+// No spare starts while half the workers compile announced jobs.
+func TestSparesWaitForAHalfIdlePool(t *testing.T) {
+	p := New[int](4, errClosed)
+	defer p.Close()
+	gate := make(chan struct{})
+	var started atomic.Int32
+	var busy []*Job[int]
+	for i := range 2 {
+		busy = append(busy, p.Job(fmt.Sprint("a", i), func() (int, error) { started.Add(1); <-gate; return 0, nil }))
+	}
+	p.Enqueue(busy...)
+	for started.Load() < 2 {
+		runtime.Gosched()
+	}
+	var spared atomic.Bool
+	s := p.Job("s", func() (int, error) { spared.Store(true); return 0, nil })
+	p.Spare(s)
+	time.Sleep(20 * time.Millisecond) // time for a worker to (wrongly) take it
+	if spared.Load() {
+		t.Fatal("a spare started while 2 of 4 workers compiled announced jobs")
+	}
+	close(gate)
+	<-s.done // once they end, a worker takes it
 }
