@@ -61,12 +61,13 @@ type SessionConfig struct {
 	Scouts int
 	// SoftMin, when positive, is the candidates each entry on a backend
 	// that compiles ahead (a GPU's) measures at least, or its whole space,
-	// as long as a quarter more than its share allows: past its share it
-	// goes on into the run's slack, where its plain minimum would stop it.
-	// The entries whose candidates cost most are those with fewest, and a
-	// search of a few dozen candidates has barely started; on a CPU the
-	// costliest candidates take seconds, and the time would come from the
-	// entries after them.
+	// for up to twice its share: past its share it goes on into the run's
+	// slack, where its plain minimum would stop it. The entries whose
+	// candidates cost most are those with fewest, and a search of a few
+	// dozen candidates has barely started (a second run, which shares the
+	// budget by the file's records, gave a costly entry half its first
+	// run's time). On a CPU the costliest candidates take seconds, and the
+	// time would come from the entries after them.
 	SoftMin int
 	// Lean makes an extension cover what the entries need and a leaner
 	// margin (leanCushion, leanPerEntry): a first run's wall time over the
@@ -721,14 +722,14 @@ func sameShapes(shapes [][]int, cases []kernels.Case) bool {
 
 // entryMinimum is an entry's Allotment.Min and MinWithin for its share:
 // a scout's minimum (scout > 0) for scoutExtra past its share, else on a
-// backend that compiles ahead SessionConfig.SoftMin for a quarter of it;
+// backend that compiles ahead SessionConfig.SoftMin up to twice its share;
 // zero for the plain minimum.
 func entryMinimum(share time.Duration, scout, softMin int, ahead bool) (int, time.Duration) {
 	switch {
 	case scout > 0:
 		return scout, share + scoutExtra
 	case softMin > 0 && ahead:
-		return softMin, share + share/4
+		return softMin, 2 * share
 	}
 	return 0, 0
 }

@@ -767,7 +767,7 @@ func effortHelp() string {
 			extra += fmt.Sprintf(", %d finalists re-timed", e.finalists)
 		}
 		if e.softMin > 0 {
-			extra += fmt.Sprintf(", on a GPU each entry up to a quarter past its share until it measured %d", e.softMin)
+			extra += fmt.Sprintf(", on a GPU each entry up to twice its share until it measured %d", e.softMin)
 		}
 		final := fmt.Sprintf("%d final samples", e.finalSamples)
 		if e.cheapFinal > 1 {
