@@ -83,9 +83,10 @@ type Prefetcher interface {
 // measured) the strategy's guesses at its next batches (Lookahead), newest
 // first, then the spares (Sparer). Their samples are kept and handed to
 // the strategy, as its answer, when it asks for them, so the strategy sees
-// the same answers as without measuring ahead; a guess it never asks for is a measured candidate all
-// the same (Outcome.Evals, and the Target has its samples). A request of
-// more samples than were measured ahead takes the rest then.
+// the same answers as without measuring ahead; a guess it never asks for
+// is a measured candidate all the same (Outcome.Evals, and the Target has
+// its samples). A request of more samples than were measured ahead takes
+// the rest then.
 type Readier interface {
 	Ready(Candidate) bool
 }
