@@ -606,15 +606,20 @@ func (s *session) measureAhead(req Request, rest []Request) {
 		if s.stopper != nil && s.stopper.Stop(Request{Candidate: c, Samples: n}) != "" {
 			return
 		}
-		xs, err := s.measure(c, n)
-		s.banked[c.Key()] = kept{xs: xs, err: err}
-		s.ahead++
-		if spare {
-			// Another takes its place at once: a long wait (a build of
-			// seconds) outlasts the spares announced with the batch.
-			s.spared++
-			s.announceSpares()
-		}
+		s.bankAhead(c, n, spare)
+	}
+}
+
+// bankAhead measures c ahead, n samples, and keeps them for the strategy.
+// A spare measured is replaced at once: a long wait (a build of seconds)
+// outlasts the spares announced with the batch.
+func (s *session) bankAhead(c Candidate, n int, spare bool) {
+	xs, err := s.measure(c, n)
+	s.banked[c.Key()] = kept{xs: xs, err: err}
+	s.ahead++
+	if spare {
+		s.spared++
+		s.announceSpares()
 	}
 }
 
@@ -693,11 +698,7 @@ func (s *session) next(st Strategy) []Request {
 		if c == nil || s.stopper != nil && s.stopper.Stop(Request{Candidate: c, Samples: s.spareSamples}) != "" {
 			return <-proposed
 		}
-		xs, err := s.measure(c, s.spareSamples)
-		s.banked[c.Key()] = kept{xs: xs, err: err}
-		s.ahead++
-		s.spared++
-		s.announceSpares()
+		s.bankAhead(c, s.spareSamples, true)
 	}
 }
 

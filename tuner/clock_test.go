@@ -431,7 +431,8 @@ func TestMeasuredAheadCounted(t *testing.T) {
 }
 
 // sparePool is readyPool whose pool also builds spares (device.Sparer),
-// each done a build's time after it is first named.
+// each done as soon as named (a compile cache's hit): while a request's
+// build is not done, a spare always is.
 type sparePool struct {
 	*readyPool
 	lists int
@@ -443,7 +444,7 @@ func (b *sparePool) Spare(_ *kernels.Kernel, _ kernels.DType, cands []search.Can
 	b.lists++
 	for _, c := range cands {
 		if _, ok := b.ready[c.Key()]; !ok {
-			b.ready[c.Key()] = time.Now().Add(b.build)
+			b.ready[c.Key()] = time.Now()
 		}
 	}
 }

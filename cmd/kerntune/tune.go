@@ -284,7 +284,7 @@ func tuneHooks(f TuneOptions, ui *progressUI, log io.Writer) tuner.SessionHooks 
 		Tuned: func(res *tuner.Result, took time.Duration) {
 			line(res.Task, "%s (%.1fs%s%s)", describe(res.Entry), took.Seconds(), busyNote(res.Time), stoppedNote(res.Stopped))
 			if f.verbose && res.Time != nil {
-				fmt.Fprintf(log, "  time: %s\n", timeSplit(res.Time, res.BuildS, res.Ahead, res.AheadAsked, res.Spared))
+				fmt.Fprintf(log, "  time: %s\n", timeSplit(res))
 			}
 		},
 		Planning: func(n int) {
@@ -502,12 +502,12 @@ func busyNote(t *paramfile.TuneTime) string {
 
 // timeSplit says where an entry's tuning time went (tune -v), with the
 // kernels compiled and those loaded from the compile cache where the
-// backend has one, and the compile pool's own time (buildS, 0: not known):
-// a wait for builds near buildS over the pool's workers says the compiler
-// is too slow for the device; far above it, that compiles start too late.
-// ahead, aheadAsked and spared are the entry's candidates measured ahead
-// (tuner.Result).
-func timeSplit(t *paramfile.TuneTime, buildS float64, ahead, aheadAsked, spared int) string {
+// backend has one, the compile pool's own time (BuildS, 0: not known): a
+// wait for builds near it over the pool's workers says the compiler is too
+// slow for the device; far above it, that compiles start too late; and
+// the candidates measured ahead. res.Time must be set.
+func timeSplit(res *tuner.Result) string {
+	t, buildS, ahead := res.Time, res.BuildS, res.Ahead
 	var notes []string
 	if t.CacheHits > 0 || t.Compiled > 0 {
 		notes = append(notes, fmt.Sprintf("%d compiled, %d from the cache", t.Compiled, t.CacheHits))
@@ -516,9 +516,9 @@ func timeSplit(t *paramfile.TuneTime, buildS float64, ahead, aheadAsked, spared 
 		notes = append(notes, fmt.Sprintf("the compile pool busy %.2fs", buildS))
 	}
 	if ahead > 0 {
-		note := fmt.Sprintf("%d measured while another compiled, %d of them asked for later", ahead, aheadAsked)
-		if spared > 0 {
-			note += fmt.Sprintf(", %d spares built by the idle compile pool", spared)
+		note := fmt.Sprintf("%d measured while another compiled, %d of them asked for later", ahead, res.AheadAsked)
+		if res.Spared > 0 {
+			note += fmt.Sprintf(", %d spares built by the idle compile pool", res.Spared)
 		}
 		notes = append(notes, note)
 	}

@@ -314,7 +314,8 @@ func TestTimeSplitCacheHits(t *testing.T) {
 		{"spares", paramfile.TuneTime{CompileS: 1.5, Compiled: 2}, 3, [3]int{7, 5, 2}, "7 measured while another compiled, 5 of them asked for later, 2 spares built by the idle compile pool), verify"},
 	}
 	for _, tc := range tests {
-		if got := timeSplit(&tc.t, tc.build, tc.ahead[0], tc.ahead[1], tc.ahead[2]); !strings.Contains(got, tc.want) {
+		res := &tuner.Result{Time: &tc.t, BuildS: tc.build, Ahead: tc.ahead[0], AheadAsked: tc.ahead[1], Spared: tc.ahead[2]}
+		if got := timeSplit(res); !strings.Contains(got, tc.want) {
 			t.Errorf("%s: %q does not contain %q", tc.name, got, tc.want)
 		}
 	}

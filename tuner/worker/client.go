@@ -49,11 +49,14 @@ type Backend struct {
 	// sent counts the requests sent, by operation (tests read it).
 	sent map[string]int
 	// ready are the compiles the worker of generation readyGen said had
-	// ended, by kernel|dtype|candidate: an ended compile stays ended, so the search's
-	// questions about it again cost no call.
-	ready    map[string]bool
+	// ended: an ended compile stays ended, so the search's questions about
+	// it again cost no call.
+	ready    map[compileKey]bool
 	readyGen int
 }
+
+// compileKey names a candidate's compile (Ready).
+type compileKey struct{ kernel, dtype, cand string }
 
 // proc is one running worker.
 type proc struct {
@@ -461,7 +464,7 @@ func (b *Backend) Ready(k *kernels.Kernel, dt kernels.DType, c search.Candidate)
 	if b.p == nil {
 		return false
 	}
-	key := k.Name + "|" + string(dt) + "|" + c.Key()
+	key := compileKey{k.Name, string(dt), c.Key()}
 	if b.readyGen == b.gen && b.ready[key] {
 		return true
 	}
@@ -470,7 +473,7 @@ func (b *Backend) Ready(k *kernels.Kernel, dt kernels.DType, c search.Candidate)
 		return false
 	}
 	if b.readyGen != b.gen || b.ready == nil {
-		b.ready, b.readyGen = map[string]bool{}, b.gen
+		b.ready, b.readyGen = map[compileKey]bool{}, b.gen
 	}
 	b.ready[key] = true
 	return true
